@@ -1,0 +1,26 @@
+# Install rules: libraries, headers, CMake package config (find_package(kcr))
+# and a pkg-config file (pkg-config kcr).
+include(CMakePackageConfigHelpers)
+
+install(TARGETS kcr kcr_static EXPORT kcrTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY include/kcr DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/include/kcr/version.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kcr)
+
+set(kcr_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/kcr)
+install(EXPORT kcrTargets NAMESPACE kcr:: DESTINATION ${kcr_cmake_dir})
+configure_package_config_file(cmake/kcrConfig.cmake.in
+    ${CMAKE_CURRENT_BINARY_DIR}/kcrConfig.cmake INSTALL_DESTINATION ${kcr_cmake_dir})
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/kcrConfigVersion.cmake
+    COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kcrConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/kcrConfigVersion.cmake
+              cmake/FindYajl.cmake cmake/FindLibYAML.cmake
+        DESTINATION ${kcr_cmake_dir})
+
+file(RELATIVE_PATH KCR_PC_PREFIX_FROM_PCDIR "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
+configure_file(cmake/kcr.pc.in ${CMAKE_CURRENT_BINARY_DIR}/kcr.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kcr.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,25 @@
+/* Internal: monotonic time and deadlines for timed condition waits. */
+#ifndef KCR_CORE_CLOCK_H
+#define KCR_CORE_CLOCK_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#define KCR_NS_PER_MS INT64_C(1000000)
+#define KCR_NS_PER_S INT64_C(1000000000)
+
+/* Nanoseconds on CLOCK_MONOTONIC. */
+int64_t kcr__now_ns(void);
+
+/* Nanoseconds since the Unix epoch (CLOCK_REALTIME), for timestamps sent to servers. */
+int64_t kcr__wall_ns(void);
+
+/* Converts a CLOCK_MONOTONIC instant in ns to a timespec. */
+struct timespec kcr__timespec_at(int64_t monotonic_ns);
+
+/* Initializes `cond` to measure timed waits on CLOCK_MONOTONIC, so deadlines
+ * survive wall-clock jumps. Returns 0 or an errno value. */
+int kcr__cond_init_monotonic(pthread_cond_t *cond);
+
+#endif

@@ -1,0 +1,56 @@
+/* Error names and the per-thread detail message. */
+#include "core/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static _Thread_local char last_error[1024];
+
+const char *kcr_strerror(kcr_err err)
+{
+    switch (err) {
+    case KCR_OK: return "success";
+    case KCR_ERR_NOMEM: return "out of memory";
+    case KCR_ERR_INVALID: return "invalid argument";
+    case KCR_ERR_SHUTDOWN: return "shutting down";
+    case KCR_ERR_TIMEOUT: return "timed out";
+    case KCR_ERR_NOT_FOUND: return "not found";
+    case KCR_ERR_EXISTS: return "already exists";
+    case KCR_ERR_STATE: return "call out of order";
+    case KCR_ERR_PARSE: return "malformed input";
+    case KCR_ERR_CONFIG: return "bad configuration";
+    case KCR_ERR_IO: return "I/O error";
+    case KCR_ERR_TRANSPORT: return "transport error";
+    case KCR_ERR_API: return "API error";
+    case KCR_ERR_CONFLICT: return "conflict";
+    case KCR_ERR_GONE: return "resource version expired";
+    case KCR_ERR_UNAUTHORIZED: return "unauthorized";
+    case KCR_ERR_FORBIDDEN: return "forbidden";
+    case KCR_ERR_TOO_MANY: return "too many requests";
+    case KCR_ERR_TOO_LARGE: return "too large";
+    case KCR_ERR_UNSUPPORTED: return "unsupported";
+    case KCR_ERR_EXEC: return "credential plugin failed";
+    case KCR_ERR_CANCELED: return "canceled";
+    case KCR_ERR_INVALID_OBJECT: return "invalid object";
+    }
+    return "unknown error";
+}
+
+const char *kcr_last_error(void)
+{
+    return last_error;
+}
+
+kcr_err kcr__fail(kcr_err err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+void kcr__clear_error(void)
+{
+    last_error[0] = '\0';
+}

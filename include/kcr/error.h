@@ -1,0 +1,44 @@
+/* Error codes shared by every kcr module.
+ * Values are part of the ABI: they are never renumbered, only appended. */
+#ifndef KCR_ERROR_H
+#define KCR_ERROR_H
+
+#include "kcr/export.h"
+
+typedef enum kcr_err {
+    KCR_OK = 0,
+    KCR_ERR_NOMEM = 1,        /* allocation failed */
+    KCR_ERR_INVALID = 2,      /* invalid argument */
+    KCR_ERR_SHUTDOWN = 3,     /* the queue/store/informer is shutting down or closed */
+    KCR_ERR_TIMEOUT = 4,      /* a wait ran out of time */
+    KCR_ERR_NOT_FOUND = 5,    /* no such key/object (HTTP 404) */
+    KCR_ERR_EXISTS = 6,       /* already exists (HTTP 409 AlreadyExists) */
+    KCR_ERR_STATE = 7,        /* call out of order, e.g. done() of a key never handed out */
+    KCR_ERR_PARSE = 8,        /* malformed JSON/YAML or an object without required fields */
+    KCR_ERR_CONFIG = 9,       /* bad kubeconfig / in-cluster config */
+    KCR_ERR_IO = 10,          /* file or pipe I/O failed */
+    KCR_ERR_TRANSPORT = 11,   /* connection, TLS or protocol failure (no HTTP status) */
+    KCR_ERR_API = 12,         /* the server answered with an error Status not mapped below */
+    KCR_ERR_CONFLICT = 13,    /* HTTP 409 Conflict (stale resourceVersion) */
+    KCR_ERR_GONE = 14,        /* HTTP 410 / Expired resourceVersion or continue token */
+    KCR_ERR_UNAUTHORIZED = 15,/* HTTP 401 */
+    KCR_ERR_FORBIDDEN = 16,   /* HTTP 403 */
+    KCR_ERR_TOO_MANY = 17,    /* HTTP 429 after retries were exhausted */
+    KCR_ERR_TOO_LARGE = 18,   /* input over a configured size limit */
+    KCR_ERR_UNSUPPORTED = 19, /* the server or build does not support the request */
+    KCR_ERR_EXEC = 20,        /* an exec credential plugin failed */
+    KCR_ERR_CANCELED = 21,    /* the operation was stopped by its owner */
+    KCR_ERR_INVALID_OBJECT = 22 /* HTTP 422 Invalid: the server rejected the object */
+} kcr_err;
+
+/* Short static description of an error code; never NULL, never free it.
+ * Thread-safe. */
+KCR_API const char *kcr_strerror(kcr_err err);
+
+/* Detailed message of the last failure on the calling thread (for example the
+ * line and column of a JSON error, or the server's Status message), or "" if
+ * none. Valid until the next kcr call on this thread; do not free.
+ * Thread-safe: each thread has its own. */
+KCR_API const char *kcr_last_error(void);
+
+#endif

@@ -1,0 +1,9 @@
+/* The whole public API of kcr. */
+#ifndef KCR_KCR_H
+#define KCR_KCR_H
+
+#include "kcr/error.h"
+#include "kcr/log.h"
+#include "kcr/version.h"
+
+#endif

@@ -1,0 +1,38 @@
+/* Logging. kcr never prints by itself: records go to the handler set here,
+ * or nowhere. Credentials never appear in a record. */
+#ifndef KCR_LOG_H
+#define KCR_LOG_H
+
+#include "kcr/export.h"
+
+typedef enum kcr_log_level {
+    KCR_LOG_ERROR = 0,
+    KCR_LOG_WARN = 1,
+    KCR_LOG_INFO = 2,
+    KCR_LOG_DEBUG = 3,
+    KCR_LOG_TRACE = 4
+} kcr_log_level;
+
+/* Receives one formatted record. `module` ("workqueue", "reflector", ...) and
+ * `message` are borrowed for the duration of the call. Called on whichever
+ * kcr thread logs, with no kcr lock held; it must be thread-safe. */
+typedef void (*kcr_log_fn)(kcr_log_level level, const char *module, const char *message,
+                           void *user_data);
+
+/* Installs the process-wide handler (NULL turns logging off, the default).
+ * Thread-safe; records already being formatted may still reach the old handler. */
+KCR_API void kcr_log_set_handler(kcr_log_fn fn, void *user_data);
+
+/* Records above `level` are dropped before formatting. Default KCR_LOG_INFO.
+ * Thread-safe. */
+KCR_API void kcr_log_set_level(kcr_log_level level);
+
+/* A ready-made handler writing "LEVEL module: message" lines to stderr.
+ * Thread-safe. */
+KCR_API void kcr_log_stderr(kcr_log_level level, const char *module, const char *message,
+                            void *user_data);
+
+/* Upper-case name of a level ("ERROR" ...); static string. */
+KCR_API const char *kcr_log_level_name(kcr_log_level level);
+
+#endif

@@ -1,0 +1,46 @@
+/* Internal: builds a kcr_object from a stream of JSON parse events.
+ *
+ * The streaming decoders (client/) run one yajl parser over a LIST body or a
+ * watch stream and forward the events of each item to a builder, so an item is
+ * parsed exactly once and no whole body is ever buffered. Feed exactly one JSON
+ * object (starting with start_map); when its closing end_map has been fed,
+ * kcr__object_builder_done() is true and finish() yields the object.
+ * A builder is used by one thread at a time; reuse it for the next item. */
+#ifndef KCR_STORE_OBJECT_BUILDER_H
+#define KCR_STORE_OBJECT_BUILDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kcr/object.h"
+
+typedef struct kcr__object_builder kcr__object_builder;
+
+kcr__object_builder *kcr__object_builder_new(void);
+void kcr__object_builder_free(kcr__object_builder *b);
+
+/* Event feeders, same meaning as yajl's callbacks. Numbers arrive as their
+ * original text so nothing is lost. Return KCR_OK, or an error (nesting too
+ * deep, out of memory, event out of place) after which the builder must be
+ * reset. Strings are copied. */
+kcr_err kcr__object_builder_null(kcr__object_builder *b);
+kcr_err kcr__object_builder_bool(kcr__object_builder *b, bool value);
+kcr_err kcr__object_builder_number(kcr__object_builder *b, const char *text, size_t len);
+kcr_err kcr__object_builder_string(kcr__object_builder *b, const char *text, size_t len);
+kcr_err kcr__object_builder_start_map(kcr__object_builder *b);
+kcr_err kcr__object_builder_map_key(kcr__object_builder *b, const char *key, size_t len);
+kcr_err kcr__object_builder_end_map(kcr__object_builder *b);
+kcr_err kcr__object_builder_start_array(kcr__object_builder *b);
+kcr_err kcr__object_builder_end_array(kcr__object_builder *b);
+
+/* True once the top-level object has been closed. */
+bool kcr__object_builder_done(const kcr__object_builder *b);
+
+/* Freezes the fed object into *out (a new reference) and resets the builder.
+ * KCR_ERR_PARSE when the object is incomplete or lacks metadata.name. */
+kcr_err kcr__object_builder_finish(kcr__object_builder *b, kcr_object **out);
+
+/* Discards whatever was fed; the builder is ready for a new object. */
+void kcr__object_builder_reset(kcr__object_builder *b);
+
+#endif

@@ -1,0 +1,76 @@
+/* Error names, per-thread error detail, log handler and level filtering. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "kcr/kcr.h"
+
+Test(error, every_code_has_a_distinct_name)
+{
+    for (int a = KCR_OK; a <= KCR_ERR_INVALID_OBJECT; a++) {
+        cr_assert_str_neq(kcr_strerror((kcr_err)a), "unknown error", "code %d unnamed", a);
+        for (int b = a + 1; b <= KCR_ERR_INVALID_OBJECT; b++)
+            cr_assert_str_neq(kcr_strerror((kcr_err)a), kcr_strerror((kcr_err)b));
+    }
+    cr_assert_str_eq(kcr_strerror((kcr_err)999), "unknown error");
+}
+
+static void *fail_on_other_thread(void *arg)
+{
+    kcr__fail(KCR_ERR_PARSE, "other thread %d", 2);
+    return NULL;
+}
+
+Test(error, last_error_is_per_thread)
+{
+    cr_assert_eq(kcr__fail(KCR_ERR_CONFIG, "context \"%s\" not found", "dev"), KCR_ERR_CONFIG);
+    pthread_t t;
+    pthread_create(&t, NULL, fail_on_other_thread, NULL);
+    pthread_join(t, NULL);
+    cr_assert_str_eq(kcr_last_error(), "context \"dev\" not found");
+    kcr__clear_error();
+    cr_assert_str_eq(kcr_last_error(), "");
+}
+
+struct captured {
+    int count;
+    kcr_log_level level;
+    char module[32];
+    char message[128];
+};
+
+static void capture(kcr_log_level level, const char *module, const char *message, void *data)
+{
+    struct captured *c = data;
+    c->count++;
+    c->level = level;
+    strncpy(c->module, module, sizeof c->module - 1);
+    strncpy(c->message, message, sizeof c->message - 1);
+}
+
+Test(log, silent_without_handler_and_filtered_by_level)
+{
+    struct captured c = {0};
+    kcr__log(KCR_LOG_ERROR, "test", "nobody listens");
+    kcr_log_set_handler(capture, &c);
+    kcr_log_set_level(KCR_LOG_WARN);
+    kcr__log(KCR_LOG_INFO, "test", "dropped");
+    cr_assert_eq(c.count, 0);
+    kcr__log(KCR_LOG_WARN, "reflector", "watch ended after %d s", 42);
+    cr_assert_eq(c.count, 1);
+    cr_assert_eq(c.level, KCR_LOG_WARN);
+    cr_assert_str_eq(c.module, "reflector");
+    cr_assert_str_eq(c.message, "watch ended after 42 s");
+    kcr_log_set_handler(NULL, NULL);
+    kcr__log(KCR_LOG_ERROR, "test", "after removal");
+    cr_assert_eq(c.count, 1);
+    cr_assert_str_eq(kcr_log_level_name(KCR_LOG_TRACE), "TRACE");
+}
+
+Test(version, matches_headers)
+{
+    cr_assert_str_eq(kcr_version(), KCR_VERSION_STRING);
+    cr_assert_eq(KCR_VERSION_NUMBER >> 16, KCR_VERSION_MAJOR);
+}
