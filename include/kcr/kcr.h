@@ -5,6 +5,7 @@
 #include "kcr/error.h"
 #include "kcr/log.h"
 #include "kcr/object.h"
+#include "kcr/store.h"
 #include "kcr/version.h"
 
 #endif
