@@ -15,6 +15,7 @@
  * parser over the whole body, each item's events fed to the object builder.
  * The bound is yajl over the same bytes with callbacks that do nothing. */
 #include <malloc.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +46,6 @@ struct buf {
 };
 
 static void put(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#include <stdarg.h>
 static void put(struct buf *b, const char *fmt, ...)
 {
     for (;;) {
@@ -472,9 +472,8 @@ static int memory(const char *dir, const char *kind, bool strip)
     size_t len;
     char *json = slurp(dir, kind, &len);
     kcr_object **objs = malloc(N_ITEMS * sizeof *objs);
-    /* Warm the process-wide key table once so the measured delta is the
-     * steady state of a running controller... no: keep it honest and
-     * count it. The intern table only grows the first time a key is seen. */
+    /* The measured window includes the growth of the process-wide key
+     * table (store/intern.h): this is the first time these keys are seen. */
     malloc_trim(0);
     size_t before = mallinfo2().uordblks;
     size_t n = decode_list(json, len, objs);
