@@ -33,7 +33,7 @@ pid_of() {
 launch() {
 	local name=$1 bin=${bin_dir:?run testenv/build first}
 	shift
-	setsid "$bin/$name" "$@" >>"$logs/$name.log" 2>&1 </dev/null &
+	setsid "$bin/$name" "$@" >>"$logs/$name.log" 2>&1 </dev/null 8>&- 9>&- &
 	echo $! >"$KCR_TESTENV_DIR/$name.pid"
 }
 
@@ -64,11 +64,12 @@ alive() {
 	stat=$(ps -p "$1" -o stat= 2>/dev/null) && [[ $stat != Z* ]]
 }
 
-# stop_pid NAME: SIGTERM the NAME process, wait up to 20 s, then SIGKILL.
+# stop_pid NAME [SIGNAL]: send SIGNAL (default TERM) to the NAME process,
+# wait up to 20 s for it to exit, then SIGKILL it.
 stop_pid() {
 	local pid i
 	pid=$(pid_of "$1") || { rm -f "$KCR_TESTENV_DIR/$1.pid"; return 0; }
-	kill -TERM "$pid" 2>/dev/null || true
+	kill "-${2:-TERM}" "$pid" 2>/dev/null || true
 	for ((i = 0; i < 100; i++)); do
 		alive "$pid" || break
 		sleep 0.2
@@ -83,3 +84,28 @@ stop_pid() {
 
 # listening PORT: succeeds if something listens on 127.0.0.1:PORT.
 listening() { [[ -n $(ss -Htln "sport = :$1") ]]; }
+
+# write_kubeconfig FILE SERVER CA-DATA USER-NAME USER-LINES: a one-cluster,
+# one-user kubeconfig with everything embedded.
+write_kubeconfig() {
+	cat >"$1" <<-YAML
+	apiVersion: v1
+	kind: Config
+	clusters:
+	- name: kcr-testenv
+	  cluster:
+	    server: $2
+	    certificate-authority-data: $3
+	users:
+	- name: $4
+	  user:
+	$5
+	contexts:
+	- name: kcr-testenv
+	  context:
+	    cluster: kcr-testenv
+	    user: $4
+	current-context: kcr-testenv
+	YAML
+	chmod 600 "$1"
+}
