@@ -5,5 +5,6 @@
 #include "kcr/error.h"
 #include "kcr/log.h"
 #include "kcr/version.h"
+#include "kcr/workqueue.h"
 
 #endif

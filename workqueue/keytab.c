@@ -1,0 +1,148 @@
+/* Open-addressing string-keyed table shared by the queue and the limiters. */
+#include "workqueue/keytab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+
+#define KEYTAB_MIN_CAP 16
+
+static inline uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= UINT64_C(0xbf58476d1ce4e5b9);
+    x ^= x >> 27;
+    x *= UINT64_C(0x94d049bb133111eb);
+    x ^= x >> 31;
+    return x;
+}
+
+uint64_t kcr__keytab_hash(const struct kcr__keytab *t, const char *key, size_t len)
+{
+    const uint64_t m = UINT64_C(0x9e3779b97f4a7c15);
+    uint64_t h = t->seed ^ (len * m);
+    const unsigned char *p = (const unsigned char *)key;
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * m;
+        h ^= h >> 29;
+        p += 8;
+        len -= 8;
+    }
+    if (len) {
+        uint64_t w = 0;
+        memcpy(&w, p, len);
+        h = (h ^ w) * m;
+    }
+    return mix64(h);
+}
+
+static size_t cap_for(size_t n)
+{
+    size_t cap = KEYTAB_MIN_CAP;
+    while (cap < n * 2)
+        cap <<= 1;
+    return cap;
+}
+
+int kcr__keytab_init(struct kcr__keytab *t, size_t hint, size_t key_off, size_t len_off)
+{
+    memset(t, 0, sizeof *t);
+    t->min_cap = cap_for(hint);
+    t->slots = calloc(t->min_cap, sizeof *t->slots);
+    if (!t->slots)
+        return -1;
+    t->mask = t->min_cap - 1;
+    t->key_off = key_off;
+    t->len_off = len_off;
+    /* Per-table seed: keys from outside cannot be crafted to collide. */
+    t->seed = mix64((uint64_t)kcr__now_ns() ^ (uint64_t)(uintptr_t)t);
+    return 0;
+}
+
+void kcr__keytab_destroy(struct kcr__keytab *t)
+{
+    free(t->slots);
+    t->slots = NULL;
+    t->count = 0;
+}
+
+static inline int node_has(const struct kcr__keytab *t, const void *node, const char *key,
+                           size_t len)
+{
+    const char *n = node;
+    uint32_t nlen;
+    memcpy(&nlen, n + t->len_off, sizeof nlen);
+    return nlen == len && memcmp(n + t->key_off, key, len) == 0;
+}
+
+void *kcr__keytab_find(const struct kcr__keytab *t, const char *key, size_t len, uint64_t hash)
+{
+    size_t i = hash & t->mask;
+    for (;;) {
+        const struct kcr__keyslot *s = &t->slots[i];
+        if (!s->node)
+            return NULL;
+        if (s->hash == hash && node_has(t, s->node, key, len))
+            return s->node;
+        i = (i + 1) & t->mask;
+    }
+}
+
+static void place(struct kcr__keyslot *slots, size_t mask, uint64_t hash, void *node)
+{
+    size_t i = hash & mask;
+    while (slots[i].node)
+        i = (i + 1) & mask;
+    slots[i].hash = hash;
+    slots[i].node = node;
+}
+
+static int resize(struct kcr__keytab *t, size_t cap)
+{
+    struct kcr__keyslot *slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (size_t i = 0; i <= t->mask; i++)
+        if (t->slots[i].node)
+            place(slots, cap - 1, t->slots[i].hash, t->slots[i].node);
+    free(t->slots);
+    t->slots = slots;
+    t->mask = cap - 1;
+    return 0;
+}
+
+int kcr__keytab_insert(struct kcr__keytab *t, uint64_t hash, void *node)
+{
+    if ((t->count + 1) * 2 > t->mask + 1 && resize(t, (t->mask + 1) * 2) != 0)
+        return -1;
+    place(t->slots, t->mask, hash, node);
+    t->count++;
+    return 0;
+}
+
+void kcr__keytab_remove(struct kcr__keytab *t, uint64_t hash, const void *node)
+{
+    size_t mask = t->mask;
+    size_t i = hash & mask;
+    while (t->slots[i].node != node)
+        i = (i + 1) & mask;
+    /* Backward shift: pull later entries of the probe run into the hole when
+     * their home slot does not lie cyclically in (hole, j]. */
+    for (size_t j = (i + 1) & mask; t->slots[j].node; j = (j + 1) & mask) {
+        size_t home = t->slots[j].hash & mask;
+        int stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
+        if (!stays) {
+            t->slots[i] = t->slots[j];
+            i = j;
+        }
+    }
+    t->slots[i].node = NULL;
+    t->count--;
+    /* Shrink after a burst, with hysteresis (grow at 1/2, shrink at 1/8). */
+    size_t cap = mask + 1;
+    if (cap > t->min_cap && t->count * 8 < cap)
+        (void)resize(t, cap / 2);
+}

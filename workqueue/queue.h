@@ -1,0 +1,128 @@
+/* Internal: the workqueue's state, shared by queue.c (dedup queue),
+ * delaying.c (deadline heap), metrics.c and ratelimited.c.
+ *
+ * One mutex guards everything. Each distinct key has one item node, found
+ * through an open-addressing table (keytab) and alive while the key is dirty
+ * (waiting to be handed out), processing, or waiting for a deadline; the same
+ * node moves dirty -> processing -> dirty without reallocation, and idle nodes
+ * of short keys are recycled through a small free list. */
+#ifndef KCR_WORKQUEUE_QUEUE_H
+#define KCR_WORKQUEUE_QUEUE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kcr/workqueue.h"
+#include "workqueue/keytab.h"
+
+enum {
+    KCR__WQ_DIRTY = 1u,      /* waiting to be handed out (queued, or re-added while processing) */
+    KCR__WQ_QUEUED = 2u,     /* linked in the FIFO (implies DIRTY and not PROCESSING) */
+    KCR__WQ_PROCESSING = 4u, /* handed out by get, done not yet called */
+};
+#define KCR__WQ_NO_HEAP UINT32_MAX
+
+struct kcr__wq_item {
+    /* FIFO links while QUEUED; processing-list links while PROCESSING and the
+     * queue tracks time (an item is never in both). */
+    struct kcr__wq_item *next, *prev;
+    uint64_t hash;
+    int64_t ready_at; /* deadline while in the heap */
+    uint64_t seq;     /* heap tie-break: add_after call order */
+    int64_t added_ns; /* time tracking: when it became dirty */
+    int64_t start_ns; /* time tracking: when it was handed out */
+    uint32_t heap_idx; /* KCR__WQ_NO_HEAP when not waiting for a deadline */
+    uint32_t flags;
+    uint32_t len; /* strlen(key) */
+    uint32_t cap; /* bytes available in key[] */
+    char key[];
+};
+
+struct kcr_workqueue {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;       /* getters wait here */
+    pthread_cond_t tk_cond;    /* the one getter keeping time for the heap/metrics */
+    pthread_cond_t drain_cond; /* shutdown_with_drain waits here */
+
+    struct kcr__keytab tab;
+    struct kcr__wq_item *head, *tail; /* FIFO of ready items */
+    int64_t queued;                   /* items in the FIFO */
+    int64_t depth;                    /* dirty items */
+    int64_t processing;
+
+    struct kcr__wq_item **heap; /* min-heap on (ready_at, seq) */
+    uint32_t heap_len, heap_cap;
+    uint64_t seq;
+
+    int nwaiters;   /* getters blocked on cond */
+    bool tk_active; /* a getter is blocked on tk_cond */
+    uint64_t wake_gen;
+    bool shutting_down;
+    bool draining;
+    int drain_waiters;
+
+    struct kcr__wq_item *free_items; /* recycled nodes with cap == KCR__WQ_SMALL_KEY */
+    uint32_t nfree;
+
+    /* metrics */
+    bool timing;  /* track times (callbacks set or track_time) */
+    bool has_cb;  /* callbacks set */
+    bool gauges;  /* a gauge callback is set: refresh periodically */
+    kcr_workqueue_metrics m;
+    struct kcr__wq_item *proc_head; /* processing items while timing */
+    int64_t next_update_ns;
+    uint64_t adds_total, retries_total;
+    double qd_sum, wd_sum;
+    uint64_t qd_count, wd_count;
+
+    kcr_rate_limiter *limiter;
+    char *name;
+};
+
+/* Smallest key capacity of a node; such nodes are recycled. */
+#define KCR__WQ_SMALL_KEY 56u
+
+/* queue.c --------------------------------------------------------------- */
+
+/* Marks `it` dirty (like add on an existing node) and queues it unless it is
+ * processing. Returns 1 if it was pushed to the FIFO (caller notifies). */
+int kcr__wq_make_ready(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now);
+
+/* Wakes up to `n` blocked getters for n newly ready items. */
+void kcr__wq_notify(struct kcr_workqueue *q, int64_t n);
+
+/* The node for key (creating it). NULL on allocation failure. */
+struct kcr__wq_item *kcr__wq_lookup_or_create(struct kcr_workqueue *q, const char *key,
+                                              size_t len, uint64_t hash);
+
+/* Frees `it` if it is in no state any more. */
+void kcr__wq_release_if_idle(struct kcr_workqueue *q, struct kcr__wq_item *it);
+
+/* delaying.c ------------------------------------------------------------ */
+
+/* Moves every item whose deadline is <= now from the heap to the FIFO.
+ * Returns the number pushed to the FIFO (the caller notifies). */
+int64_t kcr__wq_promote(struct kcr_workqueue *q, int64_t now);
+
+/* Puts `it` in the heap at `ready_at`, or moves an earlier deadline in.
+ * Returns 0 or -1 (no memory). */
+int kcr__wq_heap_schedule(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t ready_at);
+
+/* Removes `it` from the heap. */
+void kcr__wq_heap_remove(struct kcr_workqueue *q, struct kcr__wq_item *it);
+
+/* Drops every item of the heap (shutdown). */
+void kcr__wq_heap_clear(struct kcr_workqueue *q);
+
+/* metrics.c ------------------------------------------------------------- */
+
+void kcr__wq_m_added(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now);
+void kcr__wq_m_got(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now);
+void kcr__wq_m_done(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now);
+void kcr__wq_m_depth(struct kcr_workqueue *q);
+void kcr__wq_m_retry(struct kcr_workqueue *q);
+/* Refreshes the processing gauges if due (or always when force). */
+void kcr__wq_m_tick(struct kcr_workqueue *q, int64_t now, bool force);
+
+#endif
