@@ -251,7 +251,7 @@ static int64_t bucket_when(void *state, const char *key, int64_t now_ns)
     pthread_mutex_unlock(&b->mu);
     if (tokens >= 0)
         return 0;
-    return (int64_t)(-tokens / b->qps * 1e9);
+    return (int64_t)(-tokens * 1e9 / b->qps + 0.5); /* nearest ns */
 }
 
 static void bucket_free(void *state)
