@@ -129,6 +129,7 @@ kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay
     int64_t pushed = q->heap_len ? kcr__wq_promote(q, now) : 0;
     struct kcr__wq_item *it = kcr__wq_lookup_or_create(q, key, len, hash);
     kcr_err err = KCR_OK;
+    struct kcr__wq_wake w = {0};
     if (!it) {
         err = kcr__fail(KCR_ERR_NOMEM, "kcr_workqueue_add_after: out of memory");
     } else if (delay_ns <= 0) {
@@ -146,12 +147,12 @@ kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay
         } else if (earliest) {
             /* The timekeeper sleeps too long now, or nobody keeps time. */
             if (q->tk_active)
-                pthread_cond_signal(&q->tk_cond);
+                w.tk = true;
             else if (q->nwaiters)
-                pthread_cond_signal(&q->cond);
+                w.cond = 1;
         }
     }
-    kcr__wq_notify(q, pushed);
-    pthread_mutex_unlock(&q->mu);
+    kcr__wq_notify(q, pushed, &w);
+    kcr__wq_unlock(q, &w);
     return err;
 }

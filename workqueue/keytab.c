@@ -18,24 +18,57 @@ static inline uint64_t mix64(uint64_t x)
     return x;
 }
 
+static inline uint64_t rd64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline uint64_t rd32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static inline uint64_t rotl(uint64_t x, int r)
+{
+    return (x << r) | (x >> (64 - r));
+}
+
+/* Fast for short keys (one or two overlapping loads, no loop below 17
+ * bytes), finished with a full-avalanche mixer so low bits are usable. */
 uint64_t kcr__keytab_hash(const struct kcr__keytab *t, const char *key, size_t len)
 {
-    const uint64_t m = UINT64_C(0x9e3779b97f4a7c15);
-    uint64_t h = t->seed ^ (len * m);
+    const uint64_t k1 = UINT64_C(0x9e3779b97f4a7c15), k2 = UINT64_C(0xc2b2ae3d27d4eb4f);
     const unsigned char *p = (const unsigned char *)key;
-    while (len >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * m;
-        h ^= h >> 29;
-        p += 8;
-        len -= 8;
+    uint64_t a, b, h = t->seed ^ (len * k1);
+    if (len <= 16) {
+        if (len >= 8) {
+            a = rd64(p);
+            b = rd64(p + len - 8);
+        } else if (len >= 4) {
+            a = rd32(p);
+            b = rd32(p + len - 4);
+        } else if (len > 0) {
+            a = ((uint64_t)p[0] << 16) | ((uint64_t)p[len >> 1] << 8) | p[len - 1];
+            b = 0;
+        } else {
+            a = b = 0;
+        }
+    } else {
+        size_t n = len;
+        while (n > 16) {
+            h = rotl((h ^ rd64(p)) * k1, 29) ^ rotl(rd64(p + 8) * k2, 31);
+            h *= k1;
+            p += 16;
+            n -= 16;
+        }
+        a = rd64(p + n - 16);
+        b = rd64(p + n - 8);
     }
-    if (len) {
-        uint64_t w = 0;
-        memcpy(&w, p, len);
-        h = (h ^ w) * m;
-    }
+    h ^= rotl(a * k2, 31) ^ (b * k1);
     return mix64(h);
 }
 
@@ -111,6 +144,7 @@ static int resize(struct kcr__keytab *t, size_t cap)
     free(t->slots);
     t->slots = slots;
     t->mask = cap - 1;
+    t->ops_since_resize = 0;
     return 0;
 }
 
@@ -120,6 +154,7 @@ int kcr__keytab_insert(struct kcr__keytab *t, uint64_t hash, void *node)
         return -1;
     place(t->slots, t->mask, hash, node);
     t->count++;
+    t->ops_since_resize++;
     return 0;
 }
 
@@ -141,8 +176,11 @@ void kcr__keytab_remove(struct kcr__keytab *t, uint64_t hash, const void *node)
     }
     t->slots[i].node = NULL;
     t->count--;
-    /* Shrink after a burst, with hysteresis (grow at 1/2, shrink at 1/8). */
+    t->ops_since_resize++;
+    /* Shrink after a burst (grow at 1/2, shrink at 1/16), but at most once
+     * per 8 * capacity operations so fill/drain cycles do not rehash
+     * again and again (keeps resizing O(1) amortized per operation). */
     size_t cap = mask + 1;
-    if (cap > t->min_cap && t->count * 8 < cap)
+    if (cap > t->min_cap && t->count * 16 < cap && t->ops_since_resize >= 8 * cap)
         (void)resize(t, cap / 2);
 }

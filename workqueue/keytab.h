@@ -18,6 +18,7 @@ struct kcr__keytab {
     size_t mask;  /* capacity - 1; capacity is a power of two */
     size_t count; /* nodes stored */
     size_t min_cap;
+    size_t ops_since_resize; /* inserts + removes since the last resize */
     uint64_t seed;
     size_t key_off; /* offsetof(node type, char key[]) */
     size_t len_off; /* offsetof(node type, uint32_t key length) */

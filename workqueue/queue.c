@@ -1,4 +1,5 @@
 /* The de-duplicating queue: add, get, done, remove, wake, shutdown. */
+#define _GNU_SOURCE /* PTHREAD_MUTEX_ADAPTIVE_NP */
 #include "workqueue/queue.h"
 
 #include <errno.h>
@@ -11,6 +12,11 @@
 #include "core/log.h"
 
 #define FREE_LIST_MAX 1024u
+
+/* Iterations of a getter's spin-wait before it sleeps (0: never spin). */
+#ifndef KCR__WQ_SPIN
+#define KCR__WQ_SPIN 2000
+#endif
 
 /* ---- item nodes -------------------------------------------------------- */
 
@@ -85,6 +91,7 @@ static void fifo_push(struct kcr_workqueue *q, struct kcr__wq_item *it)
     q->tail = it;
     it->flags |= KCR__WQ_QUEUED;
     q->queued++;
+    atomic_store_explicit(&q->avail, q->queued, memory_order_relaxed);
 }
 
 static void fifo_unlink(struct kcr_workqueue *q, struct kcr__wq_item *it)
@@ -100,18 +107,35 @@ static void fifo_unlink(struct kcr_workqueue *q, struct kcr__wq_item *it)
     it->next = it->prev = NULL;
     it->flags &= ~KCR__WQ_QUEUED;
     q->queued--;
+    atomic_store_explicit(&q->avail, q->queued, memory_order_relaxed);
 }
 
 /* ---- shared helpers ---------------------------------------------------- */
 
-void kcr__wq_notify(struct kcr_workqueue *q, int64_t n)
+void kcr__wq_notify(struct kcr_workqueue *q, int64_t n, struct kcr__wq_wake *w)
 {
     if (n <= 0)
         return;
-    int64_t w = q->nwaiters;
-    for (int64_t i = 0; i < n && i < w; i++)
+    /* A spinning getter will see one item without being woken. Getters that
+     * leave with an item wake a sleeper for any remaining one (see get), so
+     * nothing waits for long on this shortcut. */
+    if (!q->spin_claimed && atomic_load_explicit(&q->spinning, memory_order_relaxed)) {
+        q->spin_claimed = true;
+        if (--n == 0)
+            return;
+    }
+    int64_t sleeping = q->nwaiters - w->cond;
+    w->cond += (int)(n < sleeping ? n : sleeping > 0 ? sleeping : 0);
+    if (n > sleeping && q->tk_active)
+        w->tk = true;
+}
+
+void kcr__wq_unlock(struct kcr_workqueue *q, const struct kcr__wq_wake *w)
+{
+    pthread_mutex_unlock(&q->mu);
+    for (int i = 0; i < w->cond; i++)
         pthread_cond_signal(&q->cond);
-    if (n > w && q->tk_active)
+    if (w->tk)
         pthread_cond_signal(&q->tk_cond);
 }
 
@@ -170,7 +194,11 @@ kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out)
         free(q);
         return kcr__fail(KCR_ERR_NOMEM, "kcr_workqueue_new: out of memory");
     }
-    pthread_mutex_init(&q->mu, NULL);
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&q->mu, &ma);
+    pthread_mutexattr_destroy(&ma);
     kcr__cond_init_monotonic(&q->cond);
     kcr__cond_init_monotonic(&q->tk_cond);
     pthread_cond_init(&q->drain_cond, NULL);
@@ -235,9 +263,10 @@ kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key)
             pushed = kcr__wq_promote(q, now);
     }
     struct kcr__wq_item *it = kcr__wq_lookup_or_create(q, key, len, hash);
+    struct kcr__wq_wake w = {0};
     if (!it) {
-        kcr__wq_notify(q, pushed);
-        pthread_mutex_unlock(&q->mu);
+        kcr__wq_notify(q, pushed, &w);
+        kcr__wq_unlock(q, &w);
         return kcr__fail(KCR_ERR_NOMEM, "kcr_workqueue_add: out of memory");
     }
     if (!(it->flags & KCR__WQ_DIRTY)) {
@@ -247,8 +276,8 @@ kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key)
             kcr__wq_m_tick(q, now, false);
         }
     }
-    kcr__wq_notify(q, pushed);
-    pthread_mutex_unlock(&q->mu);
+    kcr__wq_notify(q, pushed, &w);
+    kcr__wq_unlock(q, &w);
     return KCR_OK;
 }
 
@@ -257,6 +286,34 @@ kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key)
 static int64_t min64(int64_t a, int64_t b)
 {
     return a < b ? a : b;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Called with the lock held and nothing ready: lets one getter at a time
+ * wait briefly for a key without sleeping (and without the lock, so adders
+ * are not slowed down). Returns true if it spun (the lock is held again). */
+static bool spin_for_work(struct kcr_workqueue *q)
+{
+    if (KCR__WQ_SPIN <= 0 || atomic_exchange_explicit(&q->spinning, 1, memory_order_acquire))
+        return false;
+    pthread_mutex_unlock(&q->mu);
+    for (int i = 0; i < KCR__WQ_SPIN; i++) {
+        if (atomic_load_explicit(&q->avail, memory_order_relaxed))
+            break;
+        cpu_relax();
+    }
+    pthread_mutex_lock(&q->mu);
+    atomic_store_explicit(&q->spinning, 0, memory_order_relaxed);
+    q->spin_claimed = false;
+    return true;
 }
 
 /* Blocks on `cond` until `until` (INT64_MAX: no limit). True if timed out. */
@@ -281,11 +338,13 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
     else if (timeout_ns > 0)
         deadline = kcr__now_ns() + timeout_ns;
 
+    struct kcr__wq_wake w = {0};
     pthread_mutex_lock(&q->mu);
     uint64_t gen = q->wake_gen;
     kcr_err err = KCR_OK;
     struct kcr__wq_item *it = NULL;
     int64_t now = 0;
+    bool spun = false;
     for (;;) {
         now = 0;
         if (q->heap_len || q->timing || deadline != INT64_MAX) {
@@ -294,7 +353,7 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
                 int64_t pushed = kcr__wq_promote(q, now);
                 /* This getter takes one of them itself. */
                 if (pushed > 1)
-                    kcr__wq_notify(q, pushed - 1);
+                    kcr__wq_notify(q, pushed - 1, &w);
             }
         }
         if (q->head) {
@@ -312,6 +371,13 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
         if (now >= deadline) {
             err = KCR_ERR_TIMEOUT;
             break;
+        }
+        if (!spun) {
+            /* Sleeping and being woken costs two context switches; a key
+             * often arrives within microseconds. */
+            spun = true;
+            if (spin_for_work(q))
+                continue;
         }
         if (q->gauges)
             kcr__wq_m_tick(q, now, false);
@@ -342,6 +408,7 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
         it->next = NULL;
         it->flags = (it->flags & ~(KCR__WQ_QUEUED | KCR__WQ_DIRTY)) | KCR__WQ_PROCESSING;
         q->queued--;
+        atomic_store_explicit(&q->avail, q->queued, memory_order_relaxed);
         q->depth--;
         q->processing++;
         if (q->timing) {
@@ -353,10 +420,13 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
         }
         *key = it->key;
     }
-    /* If timekeeping is needed and nobody keeps time, hand the job over. */
-    if (!q->tk_active && q->nwaiters && (q->heap_len || (q->gauges && q->processing)))
-        pthread_cond_signal(&q->cond);
-    pthread_mutex_unlock(&q->mu);
+    /* Keys left and sleepers that nobody wakes: wake one (it will pass the
+     * baton on the same way). Same if timekeeping is needed and nobody keeps
+     * time. */
+    if (q->nwaiters > w.cond &&
+        (q->head || (!q->tk_active && (q->heap_len || (q->gauges && q->processing)))))
+        w.cond++;
+    kcr__wq_unlock(q, &w);
     return err;
 }
 
@@ -388,9 +458,10 @@ kcr_err kcr_workqueue_done(kcr_workqueue *q, const char *key)
     }
     it->flags &= ~KCR__WQ_PROCESSING;
     q->processing--;
+    struct kcr__wq_wake w = {0};
     if (it->flags & KCR__WQ_DIRTY) {
         fifo_push(q, it);
-        kcr__wq_notify(q, 1);
+        kcr__wq_notify(q, 1, &w);
     } else {
         kcr__wq_release_if_idle(q, it);
     }
@@ -398,7 +469,7 @@ kcr_err kcr_workqueue_done(kcr_workqueue *q, const char *key)
         pthread_cond_broadcast(&q->drain_cond);
     if (q->has_cb)
         kcr__wq_m_tick(q, now, false);
-    pthread_mutex_unlock(&q->mu);
+    kcr__wq_unlock(q, &w);
     return KCR_OK;
 }
 
@@ -435,11 +506,12 @@ kcr_err kcr_workqueue_remove(kcr_workqueue *q, const char *key)
 
 size_t kcr_workqueue_len(kcr_workqueue *q)
 {
+    struct kcr__wq_wake w = {0};
     pthread_mutex_lock(&q->mu);
     if (q->heap_len)
-        kcr__wq_notify(q, kcr__wq_promote(q, kcr__now_ns()));
+        kcr__wq_notify(q, kcr__wq_promote(q, kcr__now_ns()), &w);
     size_t n = (size_t)q->queued;
-    pthread_mutex_unlock(&q->mu);
+    kcr__wq_unlock(q, &w);
     return n;
 }
 

@@ -10,6 +10,7 @@
 #define KCR_WORKQUEUE_QUEUE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -55,6 +56,9 @@ struct kcr_workqueue {
     uint32_t heap_len, heap_cap;
     uint64_t seq;
 
+    atomic_long avail; /* mirror of `queued`, read without the lock by spinning getters */
+    atomic_int spinning; /* a getter spins before blocking (at most one) */
+    bool spin_claimed;   /* an item was left for the spinner instead of waking a sleeper */
     int nwaiters;   /* getters blocked on cond */
     bool tk_active; /* a getter is blocked on tk_cond */
     uint64_t wake_gen;
@@ -89,8 +93,18 @@ struct kcr_workqueue {
  * processing. Returns 1 if it was pushed to the FIFO (caller notifies). */
 int kcr__wq_make_ready(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now);
 
-/* Wakes up to `n` blocked getters for n newly ready items. */
-void kcr__wq_notify(struct kcr_workqueue *q, int64_t n);
+/* Wake-ups decided under the lock and sent after unlocking it, so a woken
+ * getter does not run into a held lock and the syscall is outside it. */
+struct kcr__wq_wake {
+    int cond;  /* pthread_cond_signal(&q->cond) this many times */
+    bool tk;   /* signal tk_cond */
+};
+
+/* Plans wake-ups of up to `n` blocked getters for n newly ready items. */
+void kcr__wq_notify(struct kcr_workqueue *q, int64_t n, struct kcr__wq_wake *w);
+
+/* Unlocks q->mu, then sends the planned wake-ups. */
+void kcr__wq_unlock(struct kcr_workqueue *q, const struct kcr__wq_wake *w);
 
 /* The node for key (creating it). NULL on allocation failure. */
 struct kcr__wq_item *kcr__wq_lookup_or_create(struct kcr_workqueue *q, const char *key,
