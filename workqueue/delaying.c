@@ -118,9 +118,10 @@ kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay
     size_t len = strlen(key);
     uint64_t hash = kcr__keytab_hash(&q->tab, key, len);
     int64_t now = kcr__now_ns();
-    pthread_mutex_lock(&q->mu);
+    struct kcr__wq_wake w = {0};
+    kcr__wq_lock(q, &w);
     if (q->shutting_down) {
-        pthread_mutex_unlock(&q->mu);
+        kcr__wq_unlock(q, &w);
         return KCR_ERR_SHUTDOWN;
     }
     q->retries_total++;
@@ -129,7 +130,6 @@ kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay
     int64_t pushed = q->heap_len ? kcr__wq_promote(q, now) : 0;
     struct kcr__wq_item *it = kcr__wq_lookup_or_create(q, key, len, hash);
     kcr_err err = KCR_OK;
-    struct kcr__wq_wake w = {0};
     if (!it) {
         err = kcr__fail(KCR_ERR_NOMEM, "kcr_workqueue_add_after: out of memory");
     } else if (delay_ns <= 0) {

@@ -95,7 +95,8 @@ void kcr_workqueue_metrics_update(kcr_workqueue *q)
 
 void kcr_workqueue_stats(kcr_workqueue *q, kcr_workqueue_stat_values *out)
 {
-    pthread_mutex_lock(&q->mu);
+    struct kcr__wq_wake w = {0};
+    kcr__wq_lock(q, &w);
     *out = (kcr_workqueue_stat_values){
         .depth = q->depth,
         .queued = q->queued,
@@ -111,5 +112,5 @@ void kcr_workqueue_stats(kcr_workqueue *q, kcr_workqueue_stat_values *out)
     if (q->timing)
         processing_ages(q, kcr__now_ns(), &out->unfinished_work_seconds,
                         &out->longest_running_processor_seconds);
-    pthread_mutex_unlock(&q->mu);
+    kcr__wq_unlock(q, &w);
 }

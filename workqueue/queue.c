@@ -11,44 +11,30 @@
 #include "core/error.h"
 #include "core/log.h"
 
-#define FREE_LIST_MAX 1024u
-
-/* Iterations of a getter's spin-wait before it sleeps (0: never spin). */
+/* Iterations of a getter's spin-wait before it sleeps (0: never spin), and
+ * how many getters may spin at once. */
 #ifndef KCR__WQ_SPIN
 #define KCR__WQ_SPIN 2000
+#endif
+#ifndef KCR__WQ_MAX_SPINNERS
+#define KCR__WQ_MAX_SPINNERS 1
 #endif
 
 /* ---- item nodes -------------------------------------------------------- */
 
-static struct kcr__wq_item *item_alloc(struct kcr_workqueue *q, size_t len)
+static struct kcr__wq_item *item_new(const char *key, size_t len, uint64_t hash)
 {
-    struct kcr__wq_item *it;
-    if (len < KCR__WQ_SMALL_KEY && q->free_items) {
-        it = q->free_items;
-        q->free_items = it->next;
-        q->nfree--;
-    } else {
-        size_t cap = len < KCR__WQ_SMALL_KEY ? KCR__WQ_SMALL_KEY : len + 1;
-        it = malloc(offsetof(struct kcr__wq_item, key) + cap);
-        if (!it)
-            return NULL;
-        it->cap = (uint32_t)cap;
-    }
-    it->flags = 0;
-    it->heap_idx = KCR__WQ_NO_HEAP;
+    struct kcr__wq_item *it = malloc(offsetof(struct kcr__wq_item, key) + len + 1);
+    if (!it)
+        return NULL;
     it->next = it->prev = NULL;
+    it->hash = hash;
+    it->added_ns = 0;
+    it->heap_idx = KCR__WQ_NO_HEAP;
+    it->flags = 0;
+    it->len = (uint32_t)len;
+    memcpy(it->key, key, len + 1);
     return it;
-}
-
-static void item_free(struct kcr_workqueue *q, struct kcr__wq_item *it)
-{
-    if (it->cap == KCR__WQ_SMALL_KEY && q->nfree < FREE_LIST_MAX) {
-        it->next = q->free_items;
-        q->free_items = it;
-        q->nfree++;
-    } else {
-        free(it);
-    }
 }
 
 struct kcr__wq_item *kcr__wq_lookup_or_create(struct kcr_workqueue *q, const char *key,
@@ -57,15 +43,10 @@ struct kcr__wq_item *kcr__wq_lookup_or_create(struct kcr_workqueue *q, const cha
     struct kcr__wq_item *it = kcr__keytab_find(&q->tab, key, len, hash);
     if (it)
         return it;
-    it = item_alloc(q, len);
-    if (!it)
-        return NULL;
-    it->hash = hash;
-    it->len = (uint32_t)len;
-    memcpy(it->key, key, len + 1);
-    if (kcr__keytab_insert(&q->tab, hash, it) != 0) {
-        item_free(q, it);
-        return NULL;
+    it = item_new(key, len, hash);
+    if (it && kcr__keytab_insert(&q->tab, hash, it) != 0) {
+        free(it);
+        it = NULL;
     }
     return it;
 }
@@ -74,7 +55,7 @@ void kcr__wq_release_if_idle(struct kcr_workqueue *q, struct kcr__wq_item *it)
 {
     if (it->flags == 0 && it->heap_idx == KCR__WQ_NO_HEAP) {
         kcr__keytab_remove(&q->tab, it->hash, it);
-        item_free(q, it);
+        free(it);
     }
 }
 
@@ -119,11 +100,12 @@ void kcr__wq_notify(struct kcr_workqueue *q, int64_t n, struct kcr__wq_wake *w)
     /* A spinning getter will see one item without being woken. Getters that
      * leave with an item wake a sleeper for any remaining one (see get), so
      * nothing waits for long on this shortcut. */
-    if (!q->spin_claimed && atomic_load_explicit(&q->spinning, memory_order_relaxed)) {
-        q->spin_claimed = true;
-        if (--n == 0)
-            return;
+    while (n > 0 && q->spin_claims < atomic_load_explicit(&q->spinning, memory_order_relaxed)) {
+        q->spin_claims++;
+        n--;
     }
+    if (n == 0)
+        return;
     int64_t sleeping = q->nwaiters - w->cond;
     w->cond += (int)(n < sleeping ? n : sleeping > 0 ? sleeping : 0);
     if (n > sleeping && q->tk_active)
@@ -152,6 +134,67 @@ int kcr__wq_make_ready(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t
         return 0;
     fifo_push(q, it);
     return 1;
+}
+
+/* Applies one add whose node `n` was built by kcr_workqueue_add: `n` becomes
+ * the key's node, or is freed if the key has one. Returns 1 if an item was
+ * pushed to the FIFO, sets *changed if the key became dirty. */
+static int apply_add(struct kcr_workqueue *q, struct kcr__wq_item *n, bool *changed)
+{
+    n->next = NULL;
+    if (q->shutting_down) { /* raced with shutdown: dropped */
+        free(n);
+        return 0;
+    }
+    int64_t added = n->added_ns; /* the add's time when the queue tracks time */
+    struct kcr__wq_item *it = kcr__keytab_find(&q->tab, n->key, n->len, n->hash);
+    if (it) {
+        free(n); /* the key has a node already */
+    } else if (kcr__keytab_insert(&q->tab, n->hash, n) == 0) {
+        it = n;
+    } else {
+        kcr__log(KCR_LOG_ERROR, "workqueue", "queue \"%s\": out of memory, add of \"%s\" lost",
+                 q->name, n->key);
+        free(n);
+        return 0;
+    }
+    if (it->flags & KCR__WQ_DIRTY)
+        return 0;
+    *changed = true;
+    return kcr__wq_make_ready(q, it, added);
+}
+
+int64_t kcr__wq_drain(struct kcr_workqueue *q)
+{
+    struct kcr__wq_item *list =
+        atomic_exchange_explicit(&q->inbox, NULL, memory_order_acquire);
+    if (!list)
+        return 0;
+    /* The stack is newest first: reverse it to apply adds in call order. */
+    struct kcr__wq_item *fwd = NULL;
+    while (list) {
+        struct kcr__wq_item *next = list->next;
+        list->next = fwd;
+        fwd = list;
+        list = next;
+    }
+    int64_t pushed = 0;
+    bool changed = false;
+    while (fwd) {
+        struct kcr__wq_item *n = fwd;
+        fwd = n->next;
+        pushed += apply_add(q, n, &changed);
+    }
+    if (changed && q->has_cb)
+        kcr__wq_m_depth(q);
+    return pushed;
+}
+
+void kcr__wq_lock(struct kcr_workqueue *q, struct kcr__wq_wake *w)
+{
+    pthread_mutex_lock(&q->mu);
+    if (atomic_load_explicit(&q->inbox, memory_order_relaxed))
+        kcr__wq_notify(q, kcr__wq_drain(q), w);
 }
 
 static inline size_t key_len(const char *key)
@@ -221,10 +264,9 @@ void kcr_workqueue_free(kcr_workqueue *q)
     for (size_t i = 0; i <= q->tab.mask; i++)
         if (q->tab.slots[i].node)
             free(q->tab.slots[i].node);
-    while (q->free_items) {
-        struct kcr__wq_item *it = q->free_items;
-        q->free_items = it->next;
-        free(it);
+    for (struct kcr__wq_item *n = atomic_load(&q->inbox), *next; n; n = next) {
+        next = n->next;
+        free(n);
     }
     kcr__keytab_destroy(&q->tab);
     free(q->heap);
@@ -248,36 +290,42 @@ kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key)
 {
     if (!key)
         return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_add: NULL key");
-    size_t len = key_len(key);
-    uint64_t hash = kcr__keytab_hash(&q->tab, key, len);
-    pthread_mutex_lock(&q->mu);
-    if (q->shutting_down) {
-        pthread_mutex_unlock(&q->mu);
+    if (atomic_load_explicit(&q->closed, memory_order_acquire))
         return KCR_ERR_SHUTDOWN;
-    }
-    int64_t now = 0, pushed = 0;
-    if (q->timing || q->heap_len) {
-        now = kcr__now_ns();
-        /* Deadlines that passed go first, so the FIFO keeps time order. */
-        if (q->heap_len)
-            pushed = kcr__wq_promote(q, now);
-    }
-    struct kcr__wq_item *it = kcr__wq_lookup_or_create(q, key, len, hash);
-    struct kcr__wq_wake w = {0};
-    if (!it) {
-        kcr__wq_notify(q, pushed, &w);
-        kcr__wq_unlock(q, &w);
+    size_t len = key_len(key);
+    struct kcr__wq_item *n = item_new(key, len, kcr__keytab_hash(&q->tab, key, len));
+    if (!n)
         return kcr__fail(KCR_ERR_NOMEM, "kcr_workqueue_add: out of memory");
-    }
-    if (!(it->flags & KCR__WQ_DIRTY)) {
-        pushed += kcr__wq_make_ready(q, it, now);
-        if (q->has_cb) {
+    if (q->timing)
+        n->added_ns = kcr__now_ns();
+    if (q->has_cb) {
+        /* Metrics callbacks see every add at once (depth must not lag while
+         * all workers are busy): apply it under the lock. */
+        int64_t now = n->added_ns;
+        struct kcr__wq_wake w = {0};
+        kcr__wq_lock(q, &w);
+        if (q->heap_len)
+            kcr__wq_notify(q, kcr__wq_promote(q, now), &w);
+        bool changed = false, closed = q->shutting_down;
+        kcr__wq_notify(q, apply_add(q, n, &changed), &w); /* frees n if closed or a dup */
+        if (changed)
             kcr__wq_m_depth(q);
-            kcr__wq_m_tick(q, now, false);
-        }
+        kcr__wq_m_tick(q, now, false);
+        kcr__wq_unlock(q, &w);
+        return closed ? KCR_ERR_SHUTDOWN : KCR_OK;
     }
-    kcr__wq_notify(q, pushed, &w);
-    kcr__wq_unlock(q, &w);
+    struct kcr__wq_item *head = atomic_load_explicit(&q->inbox, memory_order_relaxed);
+    do
+        n->next = head;
+    while (!atomic_compare_exchange_weak(&q->inbox, &head, n)); /* seq_cst: see queue.h */
+    /* Somebody has to be woken unless a getter spins (it will see the push). */
+    if (atomic_load(&q->sleepers) > 0 && atomic_load(&q->spinning) == 0) {
+        struct kcr__wq_wake w = {0};
+        kcr__wq_lock(q, &w);
+        if (q->has_cb)
+            kcr__wq_m_tick(q, kcr__now_ns(), false);
+        kcr__wq_unlock(q, &w);
+    }
     return KCR_OK;
 }
 
@@ -302,17 +350,23 @@ static inline void cpu_relax(void)
  * are not slowed down). Returns true if it spun (the lock is held again). */
 static bool spin_for_work(struct kcr_workqueue *q)
 {
-    if (KCR__WQ_SPIN <= 0 || atomic_exchange_explicit(&q->spinning, 1, memory_order_acquire))
+    if (KCR__WQ_SPIN <= 0 || atomic_load_explicit(&q->spinning, memory_order_relaxed) >=
+                                 KCR__WQ_MAX_SPINNERS)
         return false;
+    atomic_fetch_add(&q->spinning, 1); /* under the lock: the count stays bounded */
     pthread_mutex_unlock(&q->mu);
     for (int i = 0; i < KCR__WQ_SPIN; i++) {
-        if (atomic_load_explicit(&q->avail, memory_order_relaxed))
+        if (atomic_load_explicit(&q->avail, memory_order_relaxed) ||
+            atomic_load_explicit(&q->inbox, memory_order_relaxed))
             break;
         cpu_relax();
     }
     pthread_mutex_lock(&q->mu);
-    atomic_store_explicit(&q->spinning, 0, memory_order_relaxed);
-    q->spin_claimed = false;
+    /* seq_cst: an adder that saw us spinning did not wake anybody; the
+     * caller drains the inbox after this, so its push is not missed. */
+    int left = atomic_fetch_sub(&q->spinning, 1) - 1;
+    if (q->spin_claims > left)
+        q->spin_claims = left;
     return true;
 }
 
@@ -341,6 +395,7 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
     struct kcr__wq_wake w = {0};
     pthread_mutex_lock(&q->mu);
     uint64_t gen = q->wake_gen;
+    int64_t extra = 0; /* items made ready here beyond the one taken */
     kcr_err err = KCR_OK;
     struct kcr__wq_item *it = NULL;
     int64_t now = 0;
@@ -349,13 +404,11 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
         now = 0;
         if (q->heap_len || q->timing || deadline != INT64_MAX) {
             now = kcr__now_ns();
-            if (q->heap_len) {
-                int64_t pushed = kcr__wq_promote(q, now);
-                /* This getter takes one of them itself. */
-                if (pushed > 1)
-                    kcr__wq_notify(q, pushed - 1, &w);
-            }
+            if (q->heap_len)
+                extra += kcr__wq_promote(q, now);
         }
+        if (atomic_load_explicit(&q->inbox, memory_order_relaxed))
+            extra += kcr__wq_drain(q);
         if (q->head) {
             it = q->head;
             break;
@@ -382,6 +435,12 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
         if (q->gauges)
             kcr__wq_m_tick(q, now, false);
         bool need_time = q->heap_len || (q->gauges && q->processing);
+        /* About to sleep: announce it, then look at the inbox once more. */
+        atomic_fetch_add(&q->sleepers, 1);
+        if (atomic_load(&q->inbox)) {
+            atomic_fetch_sub(&q->sleepers, 1);
+            continue;
+        }
         if (need_time && !q->tk_active) {
             /* Keep time for everyone: sleep until the nearest deadline. */
             int64_t until = deadline;
@@ -397,6 +456,7 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
             wait_until(q, &q->cond, deadline);
             q->nwaiters--;
         }
+        atomic_fetch_sub(&q->sleepers, 1);
     }
     if (it) {
         /* Pop the head: dirty -> processing. */
@@ -419,7 +479,10 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
             }
         }
         *key = it->key;
+        extra--;
     }
+    /* This getter took one of the items it made ready; others need getters. */
+    kcr__wq_notify(q, extra, &w);
     /* Keys left and sleepers that nobody wakes: wake one (it will pass the
      * baton on the same way). Same if timekeeping is needed and nobody keeps
      * time. */
@@ -481,7 +544,8 @@ kcr_err kcr_workqueue_remove(kcr_workqueue *q, const char *key)
         return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_remove: NULL key");
     size_t len = key_len(key);
     uint64_t hash = kcr__keytab_hash(&q->tab, key, len);
-    pthread_mutex_lock(&q->mu);
+    struct kcr__wq_wake w = {0};
+    kcr__wq_lock(q, &w); /* earlier adds of this thread are applied first */
     struct kcr__wq_item *it = kcr__keytab_find(&q->tab, key, len, hash);
     bool removed = false;
     if (it) {
@@ -500,14 +564,14 @@ kcr_err kcr_workqueue_remove(kcr_workqueue *q, const char *key)
         }
         kcr__wq_release_if_idle(q, it);
     }
-    pthread_mutex_unlock(&q->mu);
+    kcr__wq_unlock(q, &w);
     return removed ? KCR_OK : KCR_ERR_NOT_FOUND;
 }
 
 size_t kcr_workqueue_len(kcr_workqueue *q)
 {
     struct kcr__wq_wake w = {0};
-    pthread_mutex_lock(&q->mu);
+    kcr__wq_lock(q, &w);
     if (q->heap_len)
         kcr__wq_notify(q, kcr__wq_promote(q, kcr__now_ns()), &w);
     size_t n = (size_t)q->queued;
@@ -529,7 +593,10 @@ void kcr_workqueue_wake(kcr_workqueue *q)
 static void begin_shutdown(kcr_workqueue *q)
 {
     if (!q->shutting_down) {
+        /* Adds that returned before shutdown are kept; later ones are not. */
+        kcr__wq_drain(q);
         q->shutting_down = true;
+        atomic_store(&q->closed, true);
         if (q->heap_len)
             kcr__log(KCR_LOG_DEBUG, "workqueue", "queue \"%s\": shutdown drops %u delayed keys",
                      q->name, (unsigned)q->heap_len);

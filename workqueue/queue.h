@@ -1,11 +1,18 @@
 /* Internal: the workqueue's state, shared by queue.c (dedup queue),
  * delaying.c (deadline heap), metrics.c and ratelimited.c.
  *
- * One mutex guards everything. Each distinct key has one item node, found
+ * One mutex guards the state. Each distinct key has one item node, found
  * through an open-addressing table (keytab) and alive while the key is dirty
  * (waiting to be handed out), processing, or waiting for a deadline; the same
- * node moves dirty -> processing -> dirty without reallocation, and idle nodes
- * of short keys are recycled through a small free list. */
+ * node moves dirty -> processing -> dirty without reallocation.
+ *
+ * kcr_workqueue_add does not take the mutex: it builds the node and pushes it
+ * on a lock-free inbox (a Treiber stack). Whoever takes the mutex next drains
+ * the inbox in add order, so adders (informer handlers) never wait for
+ * workers, and the key table stays in the cache of the threads that own the
+ * mutex. An adder only takes the mutex when a getter sleeps and no getter
+ * spins, to wake it (Dekker-style: push then read `sleepers`; a getter bumps
+ * `sleepers` then re-reads the inbox before sleeping). */
 #ifndef KCR_WORKQUEUE_QUEUE_H
 #define KCR_WORKQUEUE_QUEUE_H
 
@@ -36,7 +43,7 @@ struct kcr__wq_item {
     uint32_t heap_idx; /* KCR__WQ_NO_HEAP when not waiting for a deadline */
     uint32_t flags;
     uint32_t len; /* strlen(key) */
-    uint32_t cap; /* bytes available in key[] */
+    uint32_t pad;
     char key[];
 };
 
@@ -57,8 +64,8 @@ struct kcr_workqueue {
     uint64_t seq;
 
     atomic_long avail; /* mirror of `queued`, read without the lock by spinning getters */
-    atomic_int spinning; /* a getter spins before blocking (at most one) */
-    bool spin_claimed;   /* an item was left for the spinner instead of waking a sleeper */
+    atomic_int spinning; /* getters spinning before they block */
+    int spin_claims;     /* items left for spinners instead of waking sleepers */
     int nwaiters;   /* getters blocked on cond */
     bool tk_active; /* a getter is blocked on tk_cond */
     uint64_t wake_gen;
@@ -66,8 +73,9 @@ struct kcr_workqueue {
     bool draining;
     int drain_waiters;
 
-    struct kcr__wq_item *free_items; /* recycled nodes with cap == KCR__WQ_SMALL_KEY */
-    uint32_t nfree;
+    _Atomic(struct kcr__wq_item *) inbox; /* adds not applied yet, newest first */
+    atomic_int sleepers;                  /* getters blocked or about to block */
+    atomic_bool closed;                   /* mirror of shutting_down for adders */
 
     /* metrics */
     bool timing;  /* track times (callbacks set or track_time) */
@@ -83,9 +91,6 @@ struct kcr_workqueue {
     kcr_rate_limiter *limiter;
     char *name;
 };
-
-/* Smallest key capacity of a node; such nodes are recycled. */
-#define KCR__WQ_SMALL_KEY 56u
 
 /* queue.c --------------------------------------------------------------- */
 
@@ -105,6 +110,13 @@ void kcr__wq_notify(struct kcr_workqueue *q, int64_t n, struct kcr__wq_wake *w);
 
 /* Unlocks q->mu, then sends the planned wake-ups. */
 void kcr__wq_unlock(struct kcr_workqueue *q, const struct kcr__wq_wake *w);
+
+/* Applies the adds waiting in the inbox (lock held). Returns the number of
+ * items pushed to the FIFO (the caller notifies). */
+int64_t kcr__wq_drain(struct kcr_workqueue *q);
+
+/* Takes the mutex and applies pending adds; the planned wake-ups go to `w`. */
+void kcr__wq_lock(struct kcr_workqueue *q, struct kcr__wq_wake *w);
 
 /* The node for key (creating it). NULL on allocation failure. */
 struct kcr__wq_item *kcr__wq_lookup_or_create(struct kcr_workqueue *q, const char *key,
