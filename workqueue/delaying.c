@@ -116,7 +116,7 @@ kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay
     if (!key)
         return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_add_after: NULL key");
     size_t len = strlen(key);
-    uint64_t hash = kcr__keytab_hash(&q->tab, key, len);
+    uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
     int64_t now = kcr__now_ns();
     struct kcr__wq_wake w = {0};
     kcr__wq_lock(q, &w);

@@ -41,9 +41,14 @@ static inline uint64_t rotl(uint64_t x, int r)
  * bytes), finished with a full-avalanche mixer so low bits are usable. */
 uint64_t kcr__keytab_hash(const struct kcr__keytab *t, const char *key, size_t len)
 {
+    return kcr__keytab_hash_seeded(t->seed, key, len);
+}
+
+uint64_t kcr__keytab_hash_seeded(uint64_t seed, const char *key, size_t len)
+{
     const uint64_t k1 = UINT64_C(0x9e3779b97f4a7c15), k2 = UINT64_C(0xc2b2ae3d27d4eb4f);
     const unsigned char *p = (const unsigned char *)key;
-    uint64_t a, b, h = t->seed ^ (len * k1);
+    uint64_t a, b, h = seed ^ (len * k1);
     if (len <= 16) {
         if (len >= 8) {
             a = rd64(p);

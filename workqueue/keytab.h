@@ -34,6 +34,9 @@ void kcr__keytab_destroy(struct kcr__keytab *t);
 /* Hash of `key` for this table (computable without the caller's lock). */
 uint64_t kcr__keytab_hash(const struct kcr__keytab *t, const char *key, size_t len);
 
+/* The same hash from a copy of the table's seed. */
+uint64_t kcr__keytab_hash_seeded(uint64_t seed, const char *key, size_t len);
+
 /* The node holding `key`, or NULL. */
 void *kcr__keytab_find(const struct kcr__keytab *t, const char *key, size_t len, uint64_t hash);
 

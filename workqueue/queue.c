@@ -14,19 +14,30 @@
 /* Iterations of a getter's spin-wait before it sleeps (0: never spin), and
  * how many getters may spin at once. */
 #ifndef KCR__WQ_SPIN
-#define KCR__WQ_SPIN 2000
+#define KCR__WQ_SPIN 1000
 #endif
 #ifndef KCR__WQ_MAX_SPINNERS
-#define KCR__WQ_MAX_SPINNERS 1
+#define KCR__WQ_MAX_SPINNERS 2
 #endif
 
 /* ---- item nodes -------------------------------------------------------- */
 
-static struct kcr__wq_item *item_new(const char *key, size_t len, uint64_t hash)
+/* Nodes are made and freed under the lock only; short ones are recycled. */
+static struct kcr__wq_item *item_new(struct kcr_workqueue *q, const char *key, size_t len,
+                                     uint64_t hash)
 {
-    struct kcr__wq_item *it = malloc(offsetof(struct kcr__wq_item, key) + len + 1);
-    if (!it)
-        return NULL;
+    struct kcr__wq_item *it;
+    if (len < KCR__WQ_NODE_KEY && q->free_items) {
+        it = q->free_items;
+        q->free_items = it->next;
+        q->nfree--;
+    } else {
+        size_t cap = len < KCR__WQ_NODE_KEY ? KCR__WQ_NODE_KEY : len + 1;
+        it = malloc(offsetof(struct kcr__wq_item, key) + cap);
+        if (!it)
+            return NULL;
+        it->cap = (uint32_t)cap;
+    }
     it->next = it->prev = NULL;
     it->hash = hash;
     it->added_ns = 0;
@@ -37,15 +48,26 @@ static struct kcr__wq_item *item_new(const char *key, size_t len, uint64_t hash)
     return it;
 }
 
+static void item_free(struct kcr_workqueue *q, struct kcr__wq_item *it)
+{
+    if (it->cap == KCR__WQ_NODE_KEY && q->nfree < 4096) {
+        it->next = q->free_items;
+        q->free_items = it;
+        q->nfree++;
+    } else {
+        free(it);
+    }
+}
+
 struct kcr__wq_item *kcr__wq_lookup_or_create(struct kcr_workqueue *q, const char *key,
                                               size_t len, uint64_t hash)
 {
     struct kcr__wq_item *it = kcr__keytab_find(&q->tab, key, len, hash);
     if (it)
         return it;
-    it = item_new(key, len, hash);
+    it = item_new(q, key, len, hash);
     if (it && kcr__keytab_insert(&q->tab, hash, it) != 0) {
-        free(it);
+        item_free(q, it);
         it = NULL;
     }
     return it;
@@ -55,7 +77,7 @@ void kcr__wq_release_if_idle(struct kcr_workqueue *q, struct kcr__wq_item *it)
 {
     if (it->flags == 0 && it->heap_idx == KCR__WQ_NO_HEAP) {
         kcr__keytab_remove(&q->tab, it->hash, it);
-        free(it);
+        item_free(q, it);
     }
 }
 
@@ -136,64 +158,95 @@ int kcr__wq_make_ready(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t
     return 1;
 }
 
-/* Applies one add whose node `n` was built by kcr_workqueue_add: `n` becomes
- * the key's node, or is freed if the key has one. Returns 1 if an item was
- * pushed to the FIFO, sets *changed if the key became dirty. */
-static int apply_add(struct kcr_workqueue *q, struct kcr__wq_item *n, bool *changed)
+/* Applies one add of `key` (lock held). Returns 1 if an item was pushed to
+ * the FIFO; sets *changed if the key became dirty. */
+static int apply_add(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
+                     int64_t added_ns, bool *changed)
 {
-    n->next = NULL;
-    if (q->shutting_down) { /* raced with shutdown: dropped */
-        free(n);
+    if (q->shutting_down) /* raced with shutdown: dropped */
         return 0;
-    }
-    int64_t added = n->added_ns; /* the add's time when the queue tracks time */
-    struct kcr__wq_item *it = kcr__keytab_find(&q->tab, n->key, n->len, n->hash);
-    if (it) {
-        free(n); /* the key has a node already */
-    } else if (kcr__keytab_insert(&q->tab, n->hash, n) == 0) {
-        it = n;
-    } else {
+    struct kcr__wq_item *it = kcr__wq_lookup_or_create(q, key, len, hash);
+    if (!it) {
         kcr__log(KCR_LOG_ERROR, "workqueue", "queue \"%s\": out of memory, add of \"%s\" lost",
-                 q->name, n->key);
-        free(n);
+                 q->name, key);
         return 0;
     }
     if (it->flags & KCR__WQ_DIRTY)
         return 0;
     *changed = true;
-    return kcr__wq_make_ready(q, it, added);
+    return kcr__wq_make_ready(q, it, added_ns);
+}
+
+/* The getter's half of the Dekker handshake: a seq_cst read of the slot. */
+static bool ring_ready_sc(struct kcr_workqueue *q)
+{
+    size_t pos = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
+    return atomic_load(&q->ring[pos & q->ring_mask].seq) == pos + 1;
+}
+
+bool kcr__wq_ring_ready(struct kcr_workqueue *q)
+{
+    size_t pos = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
+    struct kcr__wq_slot *s = &q->ring[pos & q->ring_mask];
+    return atomic_load_explicit(&s->seq, memory_order_relaxed) == pos + 1;
 }
 
 int64_t kcr__wq_drain(struct kcr_workqueue *q)
 {
-    struct kcr__wq_item *list =
-        atomic_exchange_explicit(&q->inbox, NULL, memory_order_acquire);
-    if (!list)
-        return 0;
-    /* The stack is newest first: reverse it to apply adds in call order. */
-    struct kcr__wq_item *fwd = NULL;
-    while (list) {
-        struct kcr__wq_item *next = list->next;
-        list->next = fwd;
-        fwd = list;
-        list = next;
-    }
+    size_t pos = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
     int64_t pushed = 0;
     bool changed = false;
-    while (fwd) {
-        struct kcr__wq_item *n = fwd;
-        fwd = n->next;
-        pushed += apply_add(q, n, &changed);
+    for (;;) {
+        struct kcr__wq_slot *s = &q->ring[pos & q->ring_mask];
+        /* A slot claimed but not yet published stops the drain; its adder
+         * publishes it soon and wakes a sleeper if needed. */
+        if (atomic_load(&s->seq) != pos + 1) /* seq_cst: see spin_for_work */
+            break;
+        pushed += apply_add(q, s->key, s->len, s->hash, s->added_ns, &changed);
+        atomic_store_explicit(&s->seq, pos + q->ring_mask + 1, memory_order_release);
+        pos++;
     }
+    atomic_store_explicit(&q->ring_head, pos, memory_order_relaxed);
     if (changed && q->has_cb)
         kcr__wq_m_depth(q);
     return pushed;
 }
 
+/* Claims, fills and publishes a ring slot. False if the ring is full. */
+static bool ring_push(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
+                      int64_t added_ns)
+{
+    size_t pos = atomic_load_explicit(&q->ring_tail, memory_order_relaxed);
+    struct kcr__wq_slot *s;
+    for (;;) {
+        s = &q->ring[pos & q->ring_mask];
+        size_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+        intptr_t diff = (intptr_t)seq - (intptr_t)pos;
+        if (diff == 0) {
+            if (atomic_compare_exchange_weak_explicit(&q->ring_tail, &pos, pos + 1,
+                                                      memory_order_relaxed,
+                                                      memory_order_relaxed))
+                break;
+        } else if (diff < 0) {
+            return false; /* full: the drain has not caught up */
+        } else {
+            pos = atomic_load_explicit(&q->ring_tail, memory_order_relaxed);
+        }
+    }
+    s->hash = hash;
+    s->added_ns = added_ns;
+    s->len = (uint32_t)len;
+    memcpy(s->key, key, len + 1);
+    /* Publish with a seq_cst RMW: with the seq_cst load of `sleepers` after
+     * it, this is the adder's half of the Dekker handshake (see queue.h). */
+    atomic_exchange(&s->seq, pos + 1);
+    return true;
+}
+
 void kcr__wq_lock(struct kcr_workqueue *q, struct kcr__wq_wake *w)
 {
     pthread_mutex_lock(&q->mu);
-    if (atomic_load_explicit(&q->inbox, memory_order_relaxed))
+    if (kcr__wq_ring_ready(q))
         kcr__wq_notify(q, kcr__wq_drain(q), w);
 }
 
@@ -215,7 +268,11 @@ kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_new: out is NULL");
     }
     *out = NULL;
-    kcr_workqueue *q = calloc(1, sizeof *q);
+    /* Aligned for the adders' cache line (ring_tail). */
+    size_t size = (sizeof(kcr_workqueue) + 63) / 64 * 64;
+    kcr_workqueue *q = aligned_alloc(64, size);
+    if (q)
+        memset(q, 0, size);
     if (!q) {
         kcr_rate_limiter_free(limiter);
         return kcr__fail(KCR_ERR_NOMEM, "kcr_workqueue_new: out of memory");
@@ -224,7 +281,11 @@ kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out)
     q->limiter = limiter ? limiter : kcr_rate_limiter_default();
     q->heap_cap = 16;
     q->heap = malloc(q->heap_cap * sizeof *q->heap);
-    bool table = q->name && q->limiter && q->heap &&
+    q->ring = malloc(KCR__WQ_RING_SLOTS * sizeof *q->ring);
+    q->ring_mask = KCR__WQ_RING_SLOTS - 1;
+    for (size_t i = 0; q->ring && i < KCR__WQ_RING_SLOTS; i++)
+        atomic_init(&q->ring[i].seq, i);
+    bool table = q->name && q->limiter && q->heap && q->ring &&
                  kcr__keytab_init(&q->tab, opts->capacity_hint ? opts->capacity_hint : 64,
                                   offsetof(struct kcr__wq_item, key),
                                   offsetof(struct kcr__wq_item, len)) == 0;
@@ -232,6 +293,7 @@ kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out)
         if (q->tab.slots)
             kcr__keytab_destroy(&q->tab);
         kcr_rate_limiter_free(q->limiter);
+        free(q->ring);
         free(q->heap);
         free(q->name);
         free(q);
@@ -241,6 +303,7 @@ kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out)
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
     pthread_mutex_init(&q->mu, &ma);
+    q->hash_seed = q->tab.seed;
     pthread_mutexattr_destroy(&ma);
     kcr__cond_init_monotonic(&q->cond);
     kcr__cond_init_monotonic(&q->tk_cond);
@@ -264,10 +327,12 @@ void kcr_workqueue_free(kcr_workqueue *q)
     for (size_t i = 0; i <= q->tab.mask; i++)
         if (q->tab.slots[i].node)
             free(q->tab.slots[i].node);
-    for (struct kcr__wq_item *n = atomic_load(&q->inbox), *next; n; n = next) {
-        next = n->next;
-        free(n);
+    while (q->free_items) {
+        struct kcr__wq_item *it = q->free_items;
+        q->free_items = it->next;
+        free(it);
     }
+    free(q->ring);
     kcr__keytab_destroy(&q->tab);
     free(q->heap);
     kcr_rate_limiter_free(q->limiter);
@@ -293,40 +358,34 @@ kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key)
     if (atomic_load_explicit(&q->closed, memory_order_acquire))
         return KCR_ERR_SHUTDOWN;
     size_t len = key_len(key);
-    struct kcr__wq_item *n = item_new(key, len, kcr__keytab_hash(&q->tab, key, len));
-    if (!n)
-        return kcr__fail(KCR_ERR_NOMEM, "kcr_workqueue_add: out of memory");
-    if (q->timing)
-        n->added_ns = kcr__now_ns();
-    if (q->has_cb) {
-        /* Metrics callbacks see every add at once (depth must not lag while
-         * all workers are busy): apply it under the lock. */
-        int64_t now = n->added_ns;
+    uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
+    int64_t now = q->timing ? kcr__now_ns() : 0;
+    /* Metrics callbacks see every add at once (depth must not lag while all
+     * workers are busy), so with callbacks adds take the locked path. */
+    if (!q->has_cb && len < KCR__WQ_SLOT_KEY && ring_push(q, key, len, hash, now)) {
+        /* Wake a sleeper unless a getter spins (it will see the slot). */
+        if (atomic_load(&q->sleepers) == 0 || atomic_load(&q->spinning) > 0)
+            return KCR_OK;
         struct kcr__wq_wake w = {0};
         kcr__wq_lock(q, &w);
-        if (q->heap_len)
-            kcr__wq_notify(q, kcr__wq_promote(q, now), &w);
-        bool changed = false, closed = q->shutting_down;
-        kcr__wq_notify(q, apply_add(q, n, &changed), &w); /* frees n if closed or a dup */
-        if (changed)
-            kcr__wq_m_depth(q);
+        kcr__wq_unlock(q, &w);
+        return KCR_OK;
+    }
+    struct kcr__wq_wake w = {0};
+    kcr__wq_lock(q, &w); /* applies earlier adds first, so order is kept */
+    if (q->heap_len) {
+        if (!now)
+            now = kcr__now_ns();
+        kcr__wq_notify(q, kcr__wq_promote(q, now), &w);
+    }
+    bool changed = false, closed = q->shutting_down;
+    kcr__wq_notify(q, apply_add(q, key, len, hash, now, &changed), &w);
+    if (changed && q->has_cb)
+        kcr__wq_m_depth(q);
+    if (q->has_cb)
         kcr__wq_m_tick(q, now, false);
-        kcr__wq_unlock(q, &w);
-        return closed ? KCR_ERR_SHUTDOWN : KCR_OK;
-    }
-    struct kcr__wq_item *head = atomic_load_explicit(&q->inbox, memory_order_relaxed);
-    do
-        n->next = head;
-    while (!atomic_compare_exchange_weak(&q->inbox, &head, n)); /* seq_cst: see queue.h */
-    /* Somebody has to be woken unless a getter spins (it will see the push). */
-    if (atomic_load(&q->sleepers) > 0 && atomic_load(&q->spinning) == 0) {
-        struct kcr__wq_wake w = {0};
-        kcr__wq_lock(q, &w);
-        if (q->has_cb)
-            kcr__wq_m_tick(q, kcr__now_ns(), false);
-        kcr__wq_unlock(q, &w);
-    }
-    return KCR_OK;
+    kcr__wq_unlock(q, &w);
+    return closed ? KCR_ERR_SHUTDOWN : KCR_OK;
 }
 
 /* ---- get --------------------------------------------------------------- */
@@ -356,14 +415,13 @@ static bool spin_for_work(struct kcr_workqueue *q)
     atomic_fetch_add(&q->spinning, 1); /* under the lock: the count stays bounded */
     pthread_mutex_unlock(&q->mu);
     for (int i = 0; i < KCR__WQ_SPIN; i++) {
-        if (atomic_load_explicit(&q->avail, memory_order_relaxed) ||
-            atomic_load_explicit(&q->inbox, memory_order_relaxed))
+        if (atomic_load_explicit(&q->avail, memory_order_relaxed) || kcr__wq_ring_ready(q))
             break;
         cpu_relax();
     }
     pthread_mutex_lock(&q->mu);
     /* seq_cst: an adder that saw us spinning did not wake anybody; the
-     * caller drains the inbox after this, so its push is not missed. */
+     * caller drains the ring after this, so its add is not missed. */
     int left = atomic_fetch_sub(&q->spinning, 1) - 1;
     if (q->spin_claims > left)
         q->spin_claims = left;
@@ -407,8 +465,7 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
             if (q->heap_len)
                 extra += kcr__wq_promote(q, now);
         }
-        if (atomic_load_explicit(&q->inbox, memory_order_relaxed))
-            extra += kcr__wq_drain(q);
+        extra += kcr__wq_drain(q);
         if (q->head) {
             it = q->head;
             break;
@@ -435,9 +492,9 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
         if (q->gauges)
             kcr__wq_m_tick(q, now, false);
         bool need_time = q->heap_len || (q->gauges && q->processing);
-        /* About to sleep: announce it, then look at the inbox once more. */
+        /* About to sleep: announce it, then look at the ring once more. */
         atomic_fetch_add(&q->sleepers, 1);
-        if (atomic_load(&q->inbox)) {
+        if (ring_ready_sc(q)) {
             atomic_fetch_sub(&q->sleepers, 1);
             continue;
         }
@@ -483,11 +540,13 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
     }
     /* This getter took one of the items it made ready; others need getters. */
     kcr__wq_notify(q, extra, &w);
-    /* Keys left and sleepers that nobody wakes: wake one (it will pass the
-     * baton on the same way). Same if timekeeping is needed and nobody keeps
-     * time. */
-    if (q->nwaiters > w.cond &&
-        (q->head || (!q->tk_active && (q->heap_len || (q->gauges && q->processing)))))
+    /* Keys left, no spinning getter to take them, and sleepers nobody
+     * wakes: wake one (it passes the baton on the same way; a spinner does
+     * too once it takes a key). Same if timekeeping is needed and nobody
+     * keeps time. */
+    bool spinner = atomic_load_explicit(&q->spinning, memory_order_relaxed) > 0;
+    if (q->nwaiters > w.cond && ((q->head && !spinner) ||
+                                 (!q->tk_active && (q->heap_len || (q->gauges && q->processing)))))
         w.cond++;
     kcr__wq_unlock(q, &w);
     return err;
@@ -505,7 +564,7 @@ kcr_err kcr_workqueue_done(kcr_workqueue *q, const char *key)
     if (!key)
         return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_done: NULL key");
     size_t len = key_len(key);
-    uint64_t hash = kcr__keytab_hash(&q->tab, key, len);
+    uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
     pthread_mutex_lock(&q->mu);
     struct kcr__wq_item *it = kcr__keytab_find(&q->tab, key, len, hash);
     if (!it || !(it->flags & KCR__WQ_PROCESSING)) {
@@ -543,7 +602,7 @@ kcr_err kcr_workqueue_remove(kcr_workqueue *q, const char *key)
     if (!key)
         return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_remove: NULL key");
     size_t len = key_len(key);
-    uint64_t hash = kcr__keytab_hash(&q->tab, key, len);
+    uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
     struct kcr__wq_wake w = {0};
     kcr__wq_lock(q, &w); /* earlier adds of this thread are applied first */
     struct kcr__wq_item *it = kcr__keytab_find(&q->tab, key, len, hash);

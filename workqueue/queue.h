@@ -6,13 +6,15 @@
  * (waiting to be handed out), processing, or waiting for a deadline; the same
  * node moves dirty -> processing -> dirty without reallocation.
  *
- * kcr_workqueue_add does not take the mutex: it builds the node and pushes it
- * on a lock-free inbox (a Treiber stack). Whoever takes the mutex next drains
- * the inbox in add order, so adders (informer handlers) never wait for
- * workers, and the key table stays in the cache of the threads that own the
- * mutex. An adder only takes the mutex when a getter sleeps and no getter
- * spins, to wake it (Dekker-style: push then read `sleepers`; a getter bumps
- * `sleepers` then re-reads the inbox before sleeping). */
+ * kcr_workqueue_add does not take the mutex: it copies the key into a slot
+ * of a bounded lock-free ring (multi-producer, single consumer: a Vyukov
+ * queue). Whoever takes the mutex next drains the ring in add order, so
+ * adders (informer handlers) never wait for workers, no add allocates, and
+ * the key table stays in the caches of the threads that own the mutex. Keys
+ * longer than a slot, a full ring, or metrics callbacks take the locked path.
+ * An adder only takes the mutex when a getter sleeps and no getter spins, to
+ * wake it (Dekker-style: publish, fence, read `sleepers`; a getter bumps
+ * `sleepers`, then re-reads the ring before sleeping). */
 #ifndef KCR_WORKQUEUE_QUEUE_H
 #define KCR_WORKQUEUE_QUEUE_H
 
@@ -43,12 +45,44 @@ struct kcr__wq_item {
     uint32_t heap_idx; /* KCR__WQ_NO_HEAP when not waiting for a deadline */
     uint32_t flags;
     uint32_t len; /* strlen(key) */
-    uint32_t pad;
+    uint32_t cap; /* bytes available in key[] */
     char key[];
 };
 
+/* A slot of the add ring: 128 bytes, so keys up to KCR__WQ_SLOT_KEY - 1. */
+#define KCR__WQ_SLOT_KEY 100u
+struct kcr__wq_slot {
+    atomic_size_t seq; /* Vyukov sequence: pos + 1 when published for pos */
+    uint64_t hash;
+    int64_t added_ns;
+    uint32_t len;
+    char key[KCR__WQ_SLOT_KEY];
+};
+#define KCR__WQ_RING_SLOTS 512u
+/* Nodes for keys shorter than this are recycled under the lock. */
+#define KCR__WQ_NODE_KEY 48u
+
 struct kcr_workqueue {
-    pthread_mutex_t mu;
+    /* Read by adders, written only at creation and shutdown. */
+    struct kcr__wq_slot *ring; /* adds not applied yet */
+    size_t ring_mask;
+    uint64_t hash_seed; /* == tab.seed, on a line the table's writers do not touch */
+    atomic_bool closed; /* mirror of shutting_down for adders */
+    bool timing;        /* track times (callbacks set or track_time) */
+    bool has_cb;        /* metrics callbacks set */
+    bool gauges;        /* a gauge callback is set: refresh periodically */
+
+    /* Getters' announcements, read by adders (changes rarely in steady state). */
+    _Alignas(64) atomic_int sleepers; /* getters blocked or about to block */
+    atomic_int spinning;              /* getters spinning before they block */
+
+    /* Claimed by adders. */
+    _Alignas(64) atomic_size_t ring_tail;
+
+    /* Everything below is guarded by `mu`. */
+    _Alignas(64) pthread_mutex_t mu;
+    atomic_size_t ring_head; /* next slot to drain (also read by spinners) */
+    atomic_long avail;       /* mirror of `queued`, read by spinning getters */
     pthread_cond_t cond;       /* getters wait here */
     pthread_cond_t tk_cond;    /* the one getter keeping time for the heap/metrics */
     pthread_cond_t drain_cond; /* shutdown_with_drain waits here */
@@ -63,24 +97,18 @@ struct kcr_workqueue {
     uint32_t heap_len, heap_cap;
     uint64_t seq;
 
-    atomic_long avail; /* mirror of `queued`, read without the lock by spinning getters */
-    atomic_int spinning; /* getters spinning before they block */
-    int spin_claims;     /* items left for spinners instead of waking sleepers */
-    int nwaiters;   /* getters blocked on cond */
-    bool tk_active; /* a getter is blocked on tk_cond */
+    int spin_claims; /* items left for spinners instead of waking sleepers */
+    int nwaiters;    /* getters blocked on cond */
+    bool tk_active;  /* a getter is blocked on tk_cond */
     uint64_t wake_gen;
     bool shutting_down;
     bool draining;
     int drain_waiters;
 
-    _Atomic(struct kcr__wq_item *) inbox; /* adds not applied yet, newest first */
-    atomic_int sleepers;                  /* getters blocked or about to block */
-    atomic_bool closed;                   /* mirror of shutting_down for adders */
+    struct kcr__wq_item *free_items; /* recycled nodes (key capacity KCR__WQ_NODE_KEY) */
+    uint32_t nfree;
 
     /* metrics */
-    bool timing;  /* track times (callbacks set or track_time) */
-    bool has_cb;  /* callbacks set */
-    bool gauges;  /* a gauge callback is set: refresh periodically */
     kcr_workqueue_metrics m;
     struct kcr__wq_item *proc_head; /* processing items while timing */
     int64_t next_update_ns;
@@ -111,7 +139,10 @@ void kcr__wq_notify(struct kcr_workqueue *q, int64_t n, struct kcr__wq_wake *w);
 /* Unlocks q->mu, then sends the planned wake-ups. */
 void kcr__wq_unlock(struct kcr_workqueue *q, const struct kcr__wq_wake *w);
 
-/* Applies the adds waiting in the inbox (lock held). Returns the number of
+/* True if the ring has a published add at its head (any thread). */
+bool kcr__wq_ring_ready(struct kcr_workqueue *q);
+
+/* Applies the adds waiting in the ring (lock held). Returns the number of
  * items pushed to the FIFO (the caller notifies). */
 int64_t kcr__wq_drain(struct kcr_workqueue *q);
 
