@@ -87,7 +87,7 @@ void kcr__wq_m_tick(struct kcr_workqueue *q, int64_t now, bool force)
 
 void kcr_workqueue_metrics_update(kcr_workqueue *q)
 {
-    pthread_mutex_lock(&q->mu);
+    kcr__wq_mutex_lock(q);
     if (q->gauges)
         kcr__wq_m_tick(q, kcr__now_ns(), true);
     pthread_mutex_unlock(&q->mu);

@@ -16,6 +16,12 @@
 #ifndef KCR__WQ_SPIN
 #define KCR__WQ_SPIN 1000
 #endif
+/* Trylock rounds before blocking on the mutex (on top of glibc's adaptive
+ * spin). 0: measured to hurt when threads outnumber cores, as on the 2-core
+ * benchmark machine; worth trying on larger ones. */
+#ifndef KCR__WQ_LOCK_SPIN
+#define KCR__WQ_LOCK_SPIN 0
+#endif
 #ifndef KCR__WQ_MAX_SPINNERS
 #define KCR__WQ_MAX_SPINNERS 2
 #endif
@@ -243,9 +249,31 @@ static bool ring_push(struct kcr_workqueue *q, const char *key, size_t len, uint
     return true;
 }
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+void kcr__wq_mutex_lock(struct kcr_workqueue *q)
+{
+    for (int i = 0, backoff = 1; i < KCR__WQ_LOCK_SPIN; i++) {
+        if (pthread_mutex_trylock(&q->mu) == 0)
+            return;
+        for (int j = 0; j < backoff; j++)
+            cpu_relax();
+        if (backoff < 32)
+            backoff *= 2;
+    }
+    pthread_mutex_lock(&q->mu);
+}
+
 void kcr__wq_lock(struct kcr_workqueue *q, struct kcr__wq_wake *w)
 {
-    pthread_mutex_lock(&q->mu);
+    kcr__wq_mutex_lock(q);
     if (kcr__wq_ring_ready(q))
         kcr__wq_notify(q, kcr__wq_drain(q), w);
 }
@@ -395,15 +423,6 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 /* Called with the lock held and nothing ready: lets one getter at a time
  * wait briefly for a key without sleeping (and without the lock, so adders
  * are not slowed down). Returns true if it spun (the lock is held again). */
@@ -419,7 +438,7 @@ static bool spin_for_work(struct kcr_workqueue *q)
             break;
         cpu_relax();
     }
-    pthread_mutex_lock(&q->mu);
+    kcr__wq_mutex_lock(q);
     /* seq_cst: an adder that saw us spinning did not wake anybody; the
      * caller drains the ring after this, so its add is not missed. */
     int left = atomic_fetch_sub(&q->spinning, 1) - 1;
@@ -451,7 +470,7 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
         deadline = kcr__now_ns() + timeout_ns;
 
     struct kcr__wq_wake w = {0};
-    pthread_mutex_lock(&q->mu);
+    kcr__wq_mutex_lock(q);
     uint64_t gen = q->wake_gen;
     int64_t extra = 0; /* items made ready here beyond the one taken */
     kcr_err err = KCR_OK;
@@ -565,7 +584,7 @@ kcr_err kcr_workqueue_done(kcr_workqueue *q, const char *key)
         return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_done: NULL key");
     size_t len = key_len(key);
     uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
-    pthread_mutex_lock(&q->mu);
+    kcr__wq_mutex_lock(q);
     struct kcr__wq_item *it = kcr__keytab_find(&q->tab, key, len, hash);
     if (!it || !(it->flags & KCR__WQ_PROCESSING)) {
         pthread_mutex_unlock(&q->mu);
@@ -640,7 +659,7 @@ size_t kcr_workqueue_len(kcr_workqueue *q)
 
 void kcr_workqueue_wake(kcr_workqueue *q)
 {
-    pthread_mutex_lock(&q->mu);
+    kcr__wq_mutex_lock(q);
     q->wake_gen++;
     pthread_cond_broadcast(&q->cond);
     pthread_cond_broadcast(&q->tk_cond);
@@ -667,7 +686,7 @@ static void begin_shutdown(kcr_workqueue *q)
 
 void kcr_workqueue_shutdown(kcr_workqueue *q)
 {
-    pthread_mutex_lock(&q->mu);
+    kcr__wq_mutex_lock(q);
     begin_shutdown(q);
     /* A plain shutdown ends any drain wait (as in client-go). */
     if (q->draining) {
@@ -679,7 +698,7 @@ void kcr_workqueue_shutdown(kcr_workqueue *q)
 
 void kcr_workqueue_shutdown_with_drain(kcr_workqueue *q)
 {
-    pthread_mutex_lock(&q->mu);
+    kcr__wq_mutex_lock(q);
     begin_shutdown(q);
     q->draining = true;
     q->drain_waiters++;
@@ -691,7 +710,7 @@ void kcr_workqueue_shutdown_with_drain(kcr_workqueue *q)
 
 bool kcr_workqueue_shutting_down(kcr_workqueue *q)
 {
-    pthread_mutex_lock(&q->mu);
+    kcr__wq_mutex_lock(q);
     bool s = q->shutting_down;
     pthread_mutex_unlock(&q->mu);
     return s;

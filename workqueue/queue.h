@@ -136,6 +136,9 @@ struct kcr__wq_wake {
 /* Plans wake-ups of up to `n` blocked getters for n newly ready items. */
 void kcr__wq_notify(struct kcr_workqueue *q, int64_t n, struct kcr__wq_wake *w);
 
+/* Takes q->mu (optionally spinning first, see KCR__WQ_LOCK_SPIN). */
+void kcr__wq_mutex_lock(struct kcr_workqueue *q);
+
 /* Unlocks q->mu, then sends the planned wake-ups. */
 void kcr__wq_unlock(struct kcr_workqueue *q, const struct kcr__wq_wake *w);
 

@@ -23,7 +23,7 @@
 #endif
 
 enum { KEYS = 1031, PRODUCERS = 4, WORKERS = 4 };
-#define ADDS_PER_PRODUCER (SLOW_BUILD ? 25000 : 250000)
+#define ADDS_PER_PRODUCER (SLOW_BUILD ? 60000 : 250000)
 
 struct key_state {
     char name[24];
