@@ -4,6 +4,8 @@
 
 #include "kcr/error.h"
 #include "kcr/log.h"
+#include "kcr/object.h"
+#include "kcr/store.h"
 #include "kcr/version.h"
 #include "kcr/workqueue.h"
 
