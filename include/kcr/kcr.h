@@ -7,5 +7,6 @@
 #include "kcr/object.h"
 #include "kcr/store.h"
 #include "kcr/version.h"
+#include "kcr/workqueue.h"
 
 #endif

@@ -1,0 +1,135 @@
+/* Workqueue benchmark, C side. Its twin is clientgo/main.go (Go module: go.mod here); both run
+ * exactly the same scenarios and print "<scenario> <ops/s>" lines:
+ *
+ *   cycle_PpWw  P producers each add keys k0..k9999 twice per round in the
+ *               interleaved order k0 k1 k0 k2 k1 k3 k2 ... k9999 k9998 k9999
+ *               (so half the adds are duplicates), ROUNDS rounds; W workers
+ *               loop get -> done. Ops = completed adds; the clock stops when
+ *               the workers have drained the queue after the producers end.
+ *   add_after   1 producer add_after()s 100000 distinct keys with delays of
+ *               0..1999 us from a fixed LCG; 2 workers get -> done until all
+ *               100000 were processed. Ops = adds.
+ *
+ * Usage: bench_workqueue [SCENARIO...] (default: all). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kcr/workqueue.h"
+
+enum { KEYS = 10000, ROUNDS = 10, DELAYED_KEYS = 100000, DELAY_WORKERS = 2 };
+
+static char (*names)[16];
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct run {
+    kcr_workqueue *q;
+    atomic_long processed;
+};
+
+static void *worker(void *arg)
+{
+    struct run *r = arg;
+    const char *key;
+    while (kcr_workqueue_get(r->q, &key) == KCR_OK) {
+        kcr_workqueue_done(r->q, key);
+        atomic_fetch_add_explicit(&r->processed, 1, memory_order_relaxed);
+    }
+    return NULL;
+}
+
+static void *producer(void *arg)
+{
+    struct run *r = arg;
+    for (int round = 0; round < ROUNDS; round++) {
+        for (int i = 0; i < KEYS; i++) {
+            kcr_workqueue_add(r->q, names[i]);
+            if (i > 0)
+                kcr_workqueue_add(r->q, names[i - 1]);
+        }
+        kcr_workqueue_add(r->q, names[KEYS - 1]);
+    }
+    return NULL;
+}
+
+static double cycle(int producers, int workers)
+{
+    struct run r = {0};
+    kcr_workqueue_new(NULL, &r.q);
+    pthread_t p[16], w[16];
+    double t0 = now_s();
+    for (int i = 0; i < workers; i++)
+        pthread_create(&w[i], NULL, worker, &r);
+    for (int i = 0; i < producers; i++)
+        pthread_create(&p[i], NULL, producer, &r);
+    for (int i = 0; i < producers; i++)
+        pthread_join(p[i], NULL);
+    kcr_workqueue_shutdown(r.q); /* workers drain what is queued, then stop */
+    for (int i = 0; i < workers; i++)
+        pthread_join(w[i], NULL);
+    double secs = now_s() - t0;
+    kcr_workqueue_free(r.q);
+    return (double)producers * ROUNDS * 2 * KEYS / secs;
+}
+
+static double add_after(void)
+{
+    struct run r = {0};
+    kcr_workqueue_new(NULL, &r.q);
+    pthread_t w[DELAY_WORKERS];
+    uint32_t seed = 12345;
+    double t0 = now_s();
+    for (int i = 0; i < DELAY_WORKERS; i++)
+        pthread_create(&w[i], NULL, worker, &r);
+    for (int i = 0; i < DELAYED_KEYS; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        kcr_workqueue_add_after(r.q, names[i], (int64_t)((seed >> 8) % 2000) * 1000);
+    }
+    while (atomic_load(&r.processed) < DELAYED_KEYS) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    double secs = now_s() - t0;
+    kcr_workqueue_shutdown(r.q);
+    for (int i = 0; i < DELAY_WORKERS; i++)
+        pthread_join(w[i], NULL);
+    kcr_workqueue_free(r.q);
+    return DELAYED_KEYS / secs;
+}
+
+static bool wanted(int argc, char **argv, const char *name)
+{
+    if (argc < 2)
+        return true;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return true;
+    return false;
+}
+
+int main(int argc, char **argv)
+{
+    names = malloc(sizeof *names * DELAYED_KEYS);
+    for (int i = 0; i < DELAYED_KEYS; i++)
+        snprintf(names[i], sizeof names[i], "k%d", i);
+    static const struct {
+        const char *name;
+        int p, w;
+    } cycles[] = {{"cycle_1p1w", 1, 1}, {"cycle_1p4w", 1, 4}, {"cycle_4p4w", 4, 4}};
+    for (size_t i = 0; i < sizeof cycles / sizeof cycles[0]; i++)
+        if (wanted(argc, argv, cycles[i].name))
+            printf("%s %.0f\n", cycles[i].name, cycle(cycles[i].p, cycles[i].w));
+    if (wanted(argc, argv, "add_after"))
+        printf("add_after %.0f\n", add_after());
+    free(names);
+    return 0;
+}

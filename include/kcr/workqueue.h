@@ -1,0 +1,287 @@
+/* Workqueue: a de-duplicating work queue with delays, rate limiting and
+ * metrics, for controllers that reconcile keys ("namespace/name").
+ *
+ * One kcr_workqueue is everything client-go splits into Interface,
+ * DelayingInterface and RateLimitingInterface:
+ *   - add/get/done with dedup: a key is waiting at most once, and is never
+ *     handed to two workers at once (an add while it is processing is
+ *     remembered and the key comes back after done);
+ *   - add_after on a min-heap, with no thread of its own: blocked getters
+ *     sleep until the nearest deadline;
+ *   - add_rate_limited/forget/num_requeues through a kcr_rate_limiter;
+ *   - what client-go lacks: remove, get with a timeout, wake (unblock getters
+ *     without shutting down), and done() of a key not handed out reports
+ *     KCR_ERR_STATE instead of corrupting the queue.
+ *
+ * Keys are NUL-terminated strings; the queue copies them.
+ *
+ * Thread-safety: every kcr_workqueue_* and kcr_rate_limiter_* function may be
+ * called from any thread at any time, except the _free functions, which need
+ * every other call on that object to have returned.
+ *
+ * Times are int64_t nanoseconds (KCR_WQ_MS / KCR_WQ_S help). */
+#ifndef KCR_WORKQUEUE_H
+#define KCR_WORKQUEUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kcr/error.h"
+#include "kcr/export.h"
+
+#define KCR_WQ_MS INT64_C(1000000)
+#define KCR_WQ_S INT64_C(1000000000)
+
+/* ------------------------------------------------------------------------ */
+/* Rate limiters                                                              */
+
+/* Decides how long a key waits before its next retry. Built-ins below; write
+ * your own with kcr_rate_limiter_new. Thread-safe: built-ins lock internally,
+ * and custom ones must be safe to call from several threads at once. */
+typedef struct kcr_rate_limiter kcr_rate_limiter;
+
+/* Operations of a custom limiter. `state` is the pointer given to
+ * kcr_rate_limiter_new; `key` is borrowed for the call. Called on the thread
+ * that called the kcr_rate_limiter_* / kcr_workqueue_* function, with no kcr
+ * lock held; they must be thread-safe. */
+typedef struct kcr_rate_limiter_ops {
+    /* Delay in ns before `key` may be retried (<= 0: now), counting this call
+     * as one more failure. `now_ns` is CLOCK_MONOTONIC time (or a test's
+     * clock, see kcr_rate_limiter_when_at). Required. */
+    int64_t (*when)(void *state, const char *key, int64_t now_ns);
+    /* Stop tracking `key` (it succeeded). NULL: nothing to forget. */
+    void (*forget)(void *state, const char *key);
+    /* Failures recorded for `key` since its last forget. NULL: always 0. */
+    int (*num_requeues)(void *state, const char *key);
+    /* Releases `state` when the limiter is freed. NULL: nothing to free. */
+    void (*free)(void *state);
+} kcr_rate_limiter_ops;
+
+/* A limiter driven by `ops` (copied) and `state` (owned by the limiter from
+ * now on: ops->free(state) runs at kcr_rate_limiter_free, or right away if
+ * this call fails). NULL on failure (kcr_last_error() says why). */
+KCR_API kcr_rate_limiter *kcr_rate_limiter_new(const kcr_rate_limiter_ops *ops, void *state);
+
+/* Per-key exponential backoff: base_ns * 2^failures, capped at max_ns.
+ * 0 for either means the default (5 ms, 1000 s). NULL on allocation failure. */
+KCR_API kcr_rate_limiter *kcr_rate_limiter_exponential(int64_t base_ns, int64_t max_ns);
+
+/* Token bucket shared by all keys: `burst` immediate retries, then one every
+ * 1/qps seconds (tokens refill at qps up to burst). num_requeues is always 0
+ * and forget does nothing. 0 means the default (10 qps, burst 100). */
+KCR_API kcr_rate_limiter *kcr_rate_limiter_bucket(double qps, int burst);
+
+/* Per key: the first `max_fast` retries wait fast_ns, later ones slow_ns.
+ * No defaults (every argument is used as given; negatives are invalid). */
+KCR_API kcr_rate_limiter *kcr_rate_limiter_fast_slow(int64_t fast_ns, int64_t slow_ns,
+                                                     int max_fast);
+
+/* The longest delay of `n` limiters (each one counts the failure);
+ * num_requeues is the largest of theirs; forget goes to all. Takes ownership
+ * of the n limiters in every case: on failure (NULL returned, e.g. a NULL
+ * element) they are freed. */
+KCR_API kcr_rate_limiter *kcr_rate_limiter_max_of(kcr_rate_limiter *const *limiters, size_t n);
+
+/* `inner`'s delay capped at max_wait_ns. Takes ownership of `inner` in every
+ * case (freed on failure). */
+KCR_API kcr_rate_limiter *kcr_rate_limiter_with_max_wait(kcr_rate_limiter *inner,
+                                                         int64_t max_wait_ns);
+
+/* client-go's default controller limiter: max_of(exponential 5 ms..1000 s,
+ * bucket 10 qps / burst 100). */
+KCR_API kcr_rate_limiter *kcr_rate_limiter_default(void);
+
+/* Delay for the next retry of `key` (borrowed), counting one failure; uses
+ * the monotonic clock. Thread-safe. */
+KCR_API int64_t kcr_rate_limiter_when(kcr_rate_limiter *rl, const char *key);
+
+/* Same as kcr_rate_limiter_when with the caller's notion of now (ns), so time
+ * can be simulated in tests. Thread-safe. */
+KCR_API int64_t kcr_rate_limiter_when_at(kcr_rate_limiter *rl, const char *key, int64_t now_ns);
+
+/* Resets `key`'s failure count. Thread-safe. */
+KCR_API void kcr_rate_limiter_forget(kcr_rate_limiter *rl, const char *key);
+
+/* Failures counted for `key` since its last forget. Thread-safe. */
+KCR_API int kcr_rate_limiter_num_requeues(kcr_rate_limiter *rl, const char *key);
+
+/* Frees the limiter (and what it owns). NULL is a no-op. Not concurrently
+ * with other calls on it; never on a limiter owned by a queue or a combinator. */
+KCR_API void kcr_rate_limiter_free(kcr_rate_limiter *rl);
+
+/* ------------------------------------------------------------------------ */
+/* Metrics                                                                    */
+
+/* Prometheus names of the workqueue metric family; every series carries the
+ * label `name` = the queue's name. */
+#define KCR_WQ_METRIC_DEPTH "workqueue_depth"
+#define KCR_WQ_METRIC_ADDS "workqueue_adds_total"
+#define KCR_WQ_METRIC_QUEUE_DURATION "workqueue_queue_duration_seconds"
+#define KCR_WQ_METRIC_WORK_DURATION "workqueue_work_duration_seconds"
+#define KCR_WQ_METRIC_UNFINISHED_WORK "workqueue_unfinished_work_seconds"
+#define KCR_WQ_METRIC_LONGEST_RUNNING "workqueue_longest_running_processor_seconds"
+#define KCR_WQ_METRIC_RETRIES "workqueue_retries_total"
+
+/* Where a queue reports its metrics. Every callback may be NULL (skipped).
+ * `name` is the queue's name (borrowed for the call). Callbacks run on the
+ * thread calling into the queue, WITH the queue's lock held (so values arrive
+ * in order): keep them short (an atomic add, a histogram observe), and never
+ * call back into the same queue from them. */
+typedef struct kcr_workqueue_metrics {
+    /* workqueue_depth (gauge): keys waiting to be handed out, including keys
+     * re-added while processing. Called with the new value on each change. */
+    void (*depth)(const char *name, int64_t depth, void *user_data);
+    /* workqueue_adds_total (counter): +1 per add that made a key waiting. */
+    void (*adds)(const char *name, void *user_data);
+    /* workqueue_queue_duration_seconds (histogram): from add to get. */
+    void (*queue_duration)(const char *name, double seconds, void *user_data);
+    /* workqueue_work_duration_seconds (histogram): from get to done. */
+    void (*work_duration)(const char *name, double seconds, void *user_data);
+    /* workqueue_unfinished_work_seconds (gauge): sum of the ages of the keys
+     * being processed. Set every update_period_ns, see below. */
+    void (*unfinished_work)(const char *name, double seconds, void *user_data);
+    /* workqueue_longest_running_processor_seconds (gauge): age of the oldest
+     * key being processed. Set together with unfinished_work. */
+    void (*longest_running)(const char *name, double seconds, void *user_data);
+    /* workqueue_retries_total (counter): +1 per add_after/add_rate_limited. */
+    void (*retries)(const char *name, void *user_data);
+    /* Passed to every callback; owned by the caller, must outlive the queue. */
+    void *user_data;
+    /* How often the two processing gauges are refreshed (0: 500 ms). There is
+     * no background thread: a refresh happens inside queue calls, inside a
+     * get blocked on an empty queue, and on kcr_workqueue_metrics_update. */
+    int64_t update_period_ns;
+} kcr_workqueue_metrics;
+
+/* Current values of one queue (kcr_workqueue_stats). The *_seconds and
+ * duration sums are only tracked when the queue has metrics (opts.metrics
+ * non-NULL or opts.track_time); otherwise they are 0. */
+typedef struct kcr_workqueue_stat_values {
+    int64_t depth;      /* workqueue_depth */
+    int64_t queued;     /* keys ready to be handed out (kcr_workqueue_len) */
+    int64_t processing; /* keys handed out and not yet done */
+    int64_t waiting;    /* keys waiting for an add_after deadline */
+    uint64_t adds_total;
+    uint64_t retries_total;
+    double unfinished_work_seconds;
+    double longest_running_processor_seconds;
+    double queue_duration_sum_seconds; /* sum and count of observations */
+    uint64_t queue_duration_count;
+    double work_duration_sum_seconds;
+    uint64_t work_duration_count;
+} kcr_workqueue_stat_values;
+
+/* ------------------------------------------------------------------------ */
+/* The queue                                                                  */
+
+/* A workqueue. Thread-safe: see the top of this file. */
+typedef struct kcr_workqueue kcr_workqueue;
+
+/* Options for kcr_workqueue_new; zero (or a NULL opts) means every default. */
+typedef struct kcr_workqueue_opts {
+    /* Queue name for metrics' `name` label and log lines; copied.
+     * NULL: "" (still reported if `metrics` is set). */
+    const char *name;
+    /* Metrics callbacks; the struct is copied. NULL: no metrics, and then the
+     * queue never reads the clock for them. */
+    const kcr_workqueue_metrics *metrics;
+    /* Track times for kcr_workqueue_stats even without callbacks.
+     * Default false. */
+    bool track_time;
+    /* Limiter behind add_rate_limited/forget/num_requeues. The queue takes
+     * ownership (also when kcr_workqueue_new fails). NULL:
+     * kcr_rate_limiter_default(). */
+    kcr_rate_limiter *limiter;
+    /* Expected number of distinct keys, to size the table (0: 64). */
+    size_t capacity_hint;
+} kcr_workqueue_opts;
+
+/* Creates a queue into *out. `opts` is borrowed for the call. Returns KCR_OK,
+ * KCR_ERR_NOMEM or KCR_ERR_INVALID (NULL out). */
+KCR_API kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out);
+
+/* Shuts the queue down (if not yet) and frees it, its keys and its limiter.
+ * NULL is a no-op. Every other call on the queue must have returned (join
+ * your workers first); key pointers from get become invalid. */
+KCR_API void kcr_workqueue_free(kcr_workqueue *q);
+
+/* Marks `key` (copied) as needing processing. No-op if it is already waiting;
+ * if it is being processed it comes back after done. Returns KCR_OK,
+ * KCR_ERR_SHUTDOWN (dropped: the queue is shutting down), KCR_ERR_NOMEM or
+ * KCR_ERR_INVALID (NULL key). Thread-safe. */
+KCR_API kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key);
+
+/* Adds `key` (copied) after `delay_ns` (<= 0: now, like add). If the key is
+ * already waiting for a deadline, the EARLIER deadline is kept. Keys become
+ * ready in deadline order (ties in call order). Counts a retry in metrics.
+ * Returns like kcr_workqueue_add. Thread-safe. */
+KCR_API kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay_ns);
+
+/* add_after(key, limiter's when(key)). Returns like kcr_workqueue_add.
+ * Thread-safe; the limiter runs without the queue's lock. */
+KCR_API kcr_err kcr_workqueue_add_rate_limited(kcr_workqueue *q, const char *key);
+
+/* The limiter's forget(key): call when `key` succeeded. Does not touch the
+ * queue contents. Thread-safe. */
+KCR_API void kcr_workqueue_forget(kcr_workqueue *q, const char *key);
+
+/* The limiter's num_requeues(key). Thread-safe. */
+KCR_API int kcr_workqueue_num_requeues(kcr_workqueue *q, const char *key);
+
+/* Drops every pending occurrence of `key`: ready in the queue, waiting for an
+ * add_after deadline, or re-added while processing. A key being processed
+ * stays handed out (its done is still expected). Returns KCR_OK if something
+ * was dropped, KCR_ERR_NOT_FOUND otherwise, KCR_ERR_INVALID for NULL.
+ * Thread-safe. */
+KCR_API kcr_err kcr_workqueue_remove(kcr_workqueue *q, const char *key);
+
+/* Number of keys ready to be handed out now (informational only).
+ * Thread-safe. */
+KCR_API size_t kcr_workqueue_len(kcr_workqueue *q);
+
+/* Blocks until a key is ready and hands it out: *key points to the queue's
+ * copy, valid until kcr_workqueue_done for it returns (do not free it).
+ * After shutdown it still hands out the keys that were ready, then returns
+ * KCR_ERR_SHUTDOWN. Returns KCR_ERR_CANCELED if kcr_workqueue_wake was called
+ * while it was blocked. Thread-safe; any number of getters. */
+KCR_API kcr_err kcr_workqueue_get(kcr_workqueue *q, const char **key);
+
+/* kcr_workqueue_get that gives up after timeout_ns with KCR_ERR_TIMEOUT
+ * (0: only takes a key that is ready now; < 0: no limit). */
+KCR_API kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const char **key);
+
+/* Finishes processing of `key` (borrowed; it may be the pointer get returned).
+ * If the key was added while processing, it is queued again. Returns KCR_OK,
+ * or KCR_ERR_STATE (queue unchanged) if the key is not being processed.
+ * Thread-safe. */
+KCR_API kcr_err kcr_workqueue_done(kcr_workqueue *q, const char *key);
+
+/* Makes every get blocked at this moment return KCR_ERR_CANCELED (getters
+ * arriving later are not affected). The queue keeps working. Thread-safe. */
+KCR_API void kcr_workqueue_wake(kcr_workqueue *q);
+
+/* Stops accepting keys: add/add_after are dropped from now on, keys waiting
+ * for a deadline are dropped, getters hand out what is ready, then get
+ * KCR_ERR_SHUTDOWN. Returns at once; idempotent. Thread-safe. */
+KCR_API void kcr_workqueue_shutdown(kcr_workqueue *q);
+
+/* kcr_workqueue_shutdown, then waits until no key is being processed (every
+ * handed-out key got its done). A concurrent kcr_workqueue_shutdown stops the
+ * wait. Do not call it from a worker that holds a key. Thread-safe. */
+KCR_API void kcr_workqueue_shutdown_with_drain(kcr_workqueue *q);
+
+/* True once shutdown has started. Thread-safe. */
+KCR_API bool kcr_workqueue_shutting_down(kcr_workqueue *q);
+
+/* Current values into *out (see kcr_workqueue_stat_values). Thread-safe. */
+KCR_API void kcr_workqueue_stats(kcr_workqueue *q, kcr_workqueue_stat_values *out);
+
+/* Refreshes the unfinished-work and longest-running gauges through the
+ * metrics callbacks now (e.g. right before a scrape). Thread-safe. */
+KCR_API void kcr_workqueue_metrics_update(kcr_workqueue *q);
+
+/* The queue's name (never NULL), valid until kcr_workqueue_free. */
+KCR_API const char *kcr_workqueue_name(const kcr_workqueue *q);
+
+#endif

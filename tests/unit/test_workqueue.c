@@ -1,0 +1,551 @@
+/* Workqueue: dedup, processing/dirty, shutdown and drain, delays, remove,
+ * get timeout, wake, done of an unknown key, rate-limited add. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "kcr/kcr.h"
+
+static kcr_workqueue *new_queue(void)
+{
+    kcr_workqueue *q = NULL;
+    cr_assert_eq(kcr_workqueue_new(NULL, &q), KCR_OK);
+    cr_assert_not_null(q);
+    return q;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static double ms_since(int64_t start)
+{
+    return (double)(kcr__now_ns() - start) / 1e6;
+}
+
+/* Takes the next key, which must be `want`, and calls done on it. */
+static void expect_next(kcr_workqueue *q, const char *want)
+{
+    const char *key = NULL;
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 0, &key), KCR_OK, "expected %s", want);
+    cr_assert_str_eq(key, want);
+    cr_assert_eq(kcr_workqueue_done(q, key), KCR_OK);
+}
+
+Test(workqueue, fifo_order_and_add_while_queued_is_noop)
+{
+    kcr_workqueue *q = new_queue();
+    cr_assert_eq(kcr_workqueue_add(q, "a"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "b"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "a"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "c"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_len(q), 3);
+    expect_next(q, "a");
+    expect_next(q, "b");
+    expect_next(q, "c");
+    cr_assert_eq(kcr_workqueue_len(q), 0);
+    kcr_workqueue_stat_values st;
+    kcr_workqueue_stats(q, &st);
+    cr_assert_eq(st.adds_total, 3);
+    cr_assert_eq(st.depth, 0);
+    kcr_workqueue_free(q);
+}
+
+Test(workqueue, add_while_processing_comes_back_after_done)
+{
+    kcr_workqueue *q = new_queue();
+    const char *key;
+    kcr_workqueue_add(q, "a");
+    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_OK);
+    cr_assert_str_eq(key, "a");
+    /* Not handed out twice: it is dirty but not queued while processing. */
+    cr_assert_eq(kcr_workqueue_add(q, "a"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "a"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_len(q), 0);
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 0, &key), KCR_ERR_TIMEOUT);
+    kcr_workqueue_stat_values st;
+    kcr_workqueue_stats(q, &st);
+    cr_assert_eq(st.depth, 1);
+    cr_assert_eq(st.processing, 1);
+    cr_assert_eq(kcr_workqueue_done(q, "a"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_len(q), 1);
+    expect_next(q, "a");
+    cr_assert_eq(kcr_workqueue_len(q), 0);
+    kcr_workqueue_free(q);
+}
+
+Test(workqueue, done_of_key_not_handed_out_is_state_error)
+{
+    kcr_workqueue *q = new_queue();
+    cr_assert_eq(kcr_workqueue_done(q, "never"), KCR_ERR_STATE);
+    cr_assert_str_not_empty(kcr_last_error());
+    kcr_workqueue_add(q, "queued");
+    cr_assert_eq(kcr_workqueue_done(q, "queued"), KCR_ERR_STATE, "queued is not processing");
+    cr_assert_eq(kcr_workqueue_len(q), 1, "a bad done leaves the queue as it was");
+    const char *key;
+    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_OK);
+    cr_assert_eq(kcr_workqueue_done(q, "queued"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_done(q, "queued"), KCR_ERR_STATE, "second done");
+    cr_assert_eq(kcr_workqueue_done(q, NULL), KCR_ERR_INVALID);
+    kcr_workqueue_add(q, "queued");
+    expect_next(q, "queued");
+    kcr_workqueue_free(q);
+}
+
+Test(workqueue, after_shutdown_get_drains_then_reports_shutdown)
+{
+    kcr_workqueue *q = new_queue();
+    kcr_workqueue_add(q, "a");
+    kcr_workqueue_add(q, "b");
+    cr_assert_not(kcr_workqueue_shutting_down(q));
+    kcr_workqueue_shutdown(q);
+    cr_assert(kcr_workqueue_shutting_down(q));
+    cr_assert_eq(kcr_workqueue_add(q, "c"), KCR_ERR_SHUTDOWN);
+    cr_assert_eq(kcr_workqueue_add_after(q, "d", 0), KCR_ERR_SHUTDOWN);
+    const char *key;
+    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_OK);
+    cr_assert_str_eq(key, "a");
+    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_OK);
+    cr_assert_str_eq(key, "b");
+    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_ERR_SHUTDOWN);
+    cr_assert_null(key);
+    cr_assert_eq(kcr_workqueue_done(q, "a"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_done(q, "b"), KCR_OK);
+    kcr_workqueue_shutdown(q); /* idempotent */
+    kcr_workqueue_free(q);
+}
+
+struct getter {
+    kcr_workqueue *q;
+    int64_t timeout;
+    kcr_err err;
+    char key[64];
+    atomic_int finished;
+};
+
+static void *getter_main(void *arg)
+{
+    struct getter *g = arg;
+    const char *key = NULL;
+    g->err = kcr_workqueue_get_timeout(g->q, g->timeout, &key);
+    if (key)
+        snprintf(g->key, sizeof g->key, "%s", key);
+    atomic_store(&g->finished, 1);
+    return NULL;
+}
+
+static void start_getter(pthread_t *t, struct getter *g, kcr_workqueue *q, int64_t timeout)
+{
+    memset(g, 0, sizeof *g);
+    g->q = q;
+    g->timeout = timeout;
+    cr_assert_eq(pthread_create(t, NULL, getter_main, g), 0);
+}
+
+Test(workqueue, shutdown_unblocks_blocked_getters)
+{
+    kcr_workqueue *q = new_queue();
+    pthread_t t[3];
+    struct getter g[3];
+    for (int i = 0; i < 3; i++)
+        start_getter(&t[i], &g[i], q, -1);
+    sleep_ms(30);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(atomic_load(&g[i].finished), 0);
+    kcr_workqueue_shutdown(q);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(t[i], NULL);
+        cr_assert_eq(g[i].err, KCR_ERR_SHUTDOWN);
+    }
+    kcr_workqueue_free(q);
+}
+
+struct drainer {
+    kcr_workqueue *q;
+    atomic_int returned;
+};
+
+static void *drain_main(void *arg)
+{
+    struct drainer *d = arg;
+    kcr_workqueue_shutdown_with_drain(d->q);
+    atomic_store(&d->returned, 1);
+    return NULL;
+}
+
+Test(workqueue, shutdown_with_drain_waits_for_in_flight_work)
+{
+    kcr_workqueue *q = new_queue();
+    const char *a, *b;
+    kcr_workqueue_add(q, "a");
+    kcr_workqueue_add(q, "b");
+    cr_assert_eq(kcr_workqueue_get(q, &a), KCR_OK);
+    cr_assert_eq(kcr_workqueue_get(q, &b), KCR_OK);
+    struct drainer d = {.q = q};
+    pthread_t t;
+    pthread_create(&t, NULL, drain_main, &d);
+    sleep_ms(40);
+    cr_assert_eq(atomic_load(&d.returned), 0, "returned while two keys were processing");
+    cr_assert(kcr_workqueue_shutting_down(q));
+    cr_assert_eq(kcr_workqueue_add(q, "c"), KCR_ERR_SHUTDOWN);
+    cr_assert_eq(kcr_workqueue_done(q, "a"), KCR_OK);
+    sleep_ms(30);
+    cr_assert_eq(atomic_load(&d.returned), 0, "returned while one key was processing");
+    cr_assert_eq(kcr_workqueue_done(q, "b"), KCR_OK);
+    pthread_join(t, NULL);
+    cr_assert_eq(atomic_load(&d.returned), 1);
+    kcr_workqueue_free(q);
+}
+
+Test(workqueue, shutdown_with_drain_returns_at_once_when_idle_and_plain_shutdown_ends_wait)
+{
+    kcr_workqueue *q = new_queue();
+    kcr_workqueue_shutdown_with_drain(q); /* nothing processing: returns */
+    kcr_workqueue_free(q);
+
+    q = new_queue();
+    const char *k;
+    kcr_workqueue_add(q, "stuck");
+    kcr_workqueue_get(q, &k);
+    struct drainer d = {.q = q};
+    pthread_t t;
+    pthread_create(&t, NULL, drain_main, &d);
+    sleep_ms(20);
+    cr_assert_eq(atomic_load(&d.returned), 0);
+    kcr_workqueue_shutdown(q);
+    pthread_join(t, NULL);
+    cr_assert_eq(atomic_load(&d.returned), 1);
+    cr_assert_eq(kcr_workqueue_done(q, "stuck"), KCR_OK);
+    kcr_workqueue_free(q);
+}
+
+Test(workqueue, get_timeout_reports_timeout)
+{
+    kcr_workqueue *q = new_queue();
+    const char *key = (const char *)1;
+    int64_t t0 = kcr__now_ns();
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 0, &key), KCR_ERR_TIMEOUT);
+    cr_assert_null(key);
+    cr_assert_lt(ms_since(t0), 1000.0);
+    t0 = kcr__now_ns();
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 30 * KCR_WQ_MS, &key), KCR_ERR_TIMEOUT);
+    cr_assert_geq(ms_since(t0), 29.0);
+    cr_assert_lt(ms_since(t0), 5000.0);
+    kcr_workqueue_add(q, "x");
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 30 * KCR_WQ_MS, &key), KCR_OK);
+    cr_assert_str_eq(key, "x");
+    kcr_workqueue_done(q, key);
+
+    /* A getter with a timeout gets a key that arrives before it. */
+    pthread_t t;
+    struct getter g;
+    start_getter(&t, &g, q, 5 * KCR_WQ_S);
+    sleep_ms(20);
+    kcr_workqueue_add(q, "late");
+    pthread_join(t, NULL);
+    cr_assert_eq(g.err, KCR_OK);
+    cr_assert_str_eq(g.key, "late");
+    kcr_workqueue_done(q, "late");
+    kcr_workqueue_free(q);
+}
+
+Test(workqueue, wake_unblocks_getters_without_shutdown)
+{
+    kcr_workqueue *q = new_queue();
+    kcr_workqueue_add_after(q, "far", 3600 * KCR_WQ_S); /* one of them keeps time */
+    pthread_t t[2];
+    struct getter g[2];
+    start_getter(&t[0], &g[0], q, -1);
+    start_getter(&t[1], &g[1], q, 10 * KCR_WQ_S);
+    sleep_ms(30);
+    cr_assert_eq(atomic_load(&g[0].finished) + atomic_load(&g[1].finished), 0);
+    kcr_workqueue_wake(q);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        cr_assert_eq(g[i].err, KCR_ERR_CANCELED);
+    }
+    cr_assert_not(kcr_workqueue_shutting_down(q));
+    /* The queue still works, and a wake with nobody waiting changes nothing. */
+    kcr_workqueue_wake(q);
+    kcr_workqueue_add(q, "after");
+    expect_next(q, "after");
+    kcr_workqueue_free(q);
+}
+
+Test(workqueue, remove_drops_queued_delayed_and_readded_keys)
+{
+    kcr_workqueue *q = new_queue();
+    kcr_workqueue_add(q, "a");
+    kcr_workqueue_add(q, "b");
+    kcr_workqueue_add(q, "c");
+    cr_assert_eq(kcr_workqueue_remove(q, "b"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_remove(q, "b"), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_workqueue_remove(q, "zzz"), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_workqueue_len(q), 2);
+    expect_next(q, "a");
+    expect_next(q, "c");
+
+    kcr_workqueue_add_after(q, "later", 3600 * KCR_WQ_S);
+    kcr_workqueue_stat_values st;
+    kcr_workqueue_stats(q, &st);
+    cr_assert_eq(st.waiting, 1);
+    cr_assert_eq(kcr_workqueue_remove(q, "later"), KCR_OK);
+    kcr_workqueue_stats(q, &st);
+    cr_assert_eq(st.waiting, 0);
+
+    /* Processing: the re-add is dropped, the key stays handed out. */
+    const char *key;
+    kcr_workqueue_add(q, "p");
+    kcr_workqueue_get(q, &key);
+    kcr_workqueue_add(q, "p");
+    cr_assert_eq(kcr_workqueue_remove(q, "p"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_remove(q, "p"), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_workqueue_done(q, "p"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_len(q), 0, "removed re-add must not come back");
+    kcr_workqueue_stats(q, &st);
+    cr_assert_eq(st.depth, 0);
+    kcr_workqueue_free(q);
+}
+
+Test(workqueue, add_after_non_positive_adds_now)
+{
+    kcr_workqueue *q = new_queue();
+    cr_assert_eq(kcr_workqueue_add_after(q, "zero", 0), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add_after(q, "neg", -5 * KCR_WQ_S), KCR_OK);
+    cr_assert_eq(kcr_workqueue_len(q), 2);
+    expect_next(q, "zero");
+    expect_next(q, "neg");
+    kcr_workqueue_stat_values st;
+    kcr_workqueue_stats(q, &st);
+    cr_assert_eq(st.retries_total, 2);
+    kcr_workqueue_free(q);
+}
+
+Test(workqueue, delayed_keys_become_ready_in_deadline_order)
+{
+    kcr_workqueue *q = new_queue();
+    int64_t t0 = kcr__now_ns();
+    kcr_workqueue_add_after(q, "c", 60 * KCR_WQ_MS);
+    kcr_workqueue_add_after(q, "a", 20 * KCR_WQ_MS);
+    kcr_workqueue_add_after(q, "b", 40 * KCR_WQ_MS);
+    kcr_workqueue_stat_values st;
+    kcr_workqueue_stats(q, &st); /* does not move due keys: exact on a slow machine too */
+    cr_assert_eq(st.waiting, 3);
+    cr_assert_eq(st.queued, 0);
+    const char *want[] = {"a", "b", "c"};
+    double min_ms[] = {19.5, 39.5, 59.5};
+    for (int i = 0; i < 3; i++) {
+        const char *key;
+        cr_assert_eq(kcr_workqueue_get_timeout(q, 5 * KCR_WQ_S, &key), KCR_OK);
+        cr_assert_str_eq(key, want[i]);
+        cr_assert_geq(ms_since(t0), min_ms[i], "%s came early", key);
+        kcr_workqueue_done(q, key);
+    }
+    kcr_workqueue_free(q);
+}
+
+Test(workqueue, equal_deadlines_keep_call_order)
+{
+    kcr_workqueue *q = new_queue();
+    char key[16];
+    for (int i = 0; i < 50; i++) {
+        snprintf(key, sizeof key, "k%02d", i);
+        kcr_workqueue_add_after(q, key, 10 * KCR_WQ_MS);
+    }
+    sleep_ms(30);
+    cr_assert_eq(kcr_workqueue_len(q), 50);
+    for (int i = 0; i < 50; i++) {
+        snprintf(key, sizeof key, "k%02d", i);
+        expect_next(q, key);
+    }
+    kcr_workqueue_free(q);
+}
+
+Test(workqueue, readding_a_waiting_key_keeps_the_earlier_deadline)
+{
+    kcr_workqueue *q = new_queue();
+    /* Later first, then earlier: the earlier one wins. */
+    kcr_workqueue_add_after(q, "x", 3600 * KCR_WQ_S);
+    kcr_workqueue_add_after(q, "x", 20 * KCR_WQ_MS);
+    /* Earlier first, then later: still the earlier one. */
+    kcr_workqueue_add_after(q, "y", 20 * KCR_WQ_MS);
+    kcr_workqueue_add_after(q, "y", 3600 * KCR_WQ_S);
+    kcr_workqueue_stat_values st;
+    kcr_workqueue_stats(q, &st);
+    cr_assert_eq(st.waiting, 2, "one heap entry per key");
+    const char *key;
+    int64_t t0 = kcr__now_ns();
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(kcr_workqueue_get_timeout(q, 5 * KCR_WQ_S, &key), KCR_OK);
+        kcr_workqueue_done(q, key);
+    }
+    cr_assert_lt(ms_since(t0), 4000.0);
+    kcr_workqueue_stats(q, &st);
+    cr_assert_eq(st.waiting, 0);
+    kcr_workqueue_free(q);
+}
+
+Test(workqueue, blocked_getter_wakes_for_an_earlier_new_deadline)
+{
+    kcr_workqueue *q = new_queue();
+    kcr_workqueue_add_after(q, "far", 3600 * KCR_WQ_S);
+    pthread_t t;
+    struct getter g;
+    start_getter(&t, &g, q, -1);
+    sleep_ms(20);
+    int64_t t0 = kcr__now_ns();
+    kcr_workqueue_add_after(q, "soon", 20 * KCR_WQ_MS);
+    pthread_join(t, NULL);
+    cr_assert_eq(g.err, KCR_OK);
+    cr_assert_str_eq(g.key, "soon");
+    cr_assert_geq(ms_since(t0), 19.0);
+    cr_assert_lt(ms_since(t0), 5000.0);
+    kcr_workqueue_done(q, "soon");
+    kcr_workqueue_free(q);
+}
+
+struct collector {
+    kcr_workqueue *q;
+    atomic_int got;
+};
+
+static void *collect_main(void *arg)
+{
+    struct collector *c = arg;
+    const char *key;
+    while (kcr_workqueue_get(c->q, &key) == KCR_OK) {
+        atomic_fetch_add(&c->got, 1);
+        kcr_workqueue_done(c->q, key);
+    }
+    return NULL;
+}
+
+Test(workqueue, many_getters_share_delayed_keys)
+{
+    kcr_workqueue *q = new_queue();
+    struct collector c = {.q = q};
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, collect_main, &c);
+    char key[16];
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof key, "d%d", i);
+        kcr_workqueue_add_after(q, key, (i % 17) * KCR_WQ_MS);
+    }
+    int64_t t0 = kcr__now_ns();
+    while (atomic_load(&c.got) < 200 && ms_since(t0) < 10000)
+        sleep_ms(2);
+    cr_assert_eq(atomic_load(&c.got), 200);
+    kcr_workqueue_shutdown(q);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    kcr_workqueue_free(q);
+}
+
+Test(workqueue, len_moves_due_keys_without_a_getter_and_shutdown_drops_waiting_keys)
+{
+    kcr_workqueue *q = new_queue();
+    kcr_workqueue_add_after(q, "due", 5 * KCR_WQ_MS);
+    kcr_workqueue_add_after(q, "never", 3600 * KCR_WQ_S);
+    sleep_ms(20);
+    cr_assert_eq(kcr_workqueue_len(q), 1);
+    kcr_workqueue_shutdown(q);
+    kcr_workqueue_stat_values st;
+    kcr_workqueue_stats(q, &st);
+    cr_assert_eq(st.waiting, 0);
+    expect_next(q, "due");
+    const char *key;
+    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_ERR_SHUTDOWN);
+    kcr_workqueue_free(q);
+}
+
+Test(workqueue, rate_limited_add_forget_num_requeues)
+{
+    kcr_workqueue_opts opts = {.limiter = kcr_rate_limiter_exponential(KCR_WQ_MS, KCR_WQ_S)};
+    kcr_workqueue *q;
+    cr_assert_eq(kcr_workqueue_new(&opts, &q), KCR_OK);
+    cr_assert_eq(kcr_workqueue_num_requeues(q, "r"), 0);
+    cr_assert_eq(kcr_workqueue_add_rate_limited(q, "r"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_num_requeues(q, "r"), 1);
+    const char *key;
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 5 * KCR_WQ_S, &key), KCR_OK);
+    cr_assert_str_eq(key, "r");
+    cr_assert_eq(kcr_workqueue_add_rate_limited(q, "r"), KCR_OK); /* while processing */
+    cr_assert_eq(kcr_workqueue_num_requeues(q, "r"), 2);
+    kcr_workqueue_done(q, "r");
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 5 * KCR_WQ_S, &key), KCR_OK);
+    kcr_workqueue_done(q, key);
+    kcr_workqueue_forget(q, "r");
+    cr_assert_eq(kcr_workqueue_num_requeues(q, "r"), 0);
+    kcr_workqueue_stat_values st;
+    kcr_workqueue_stats(q, &st);
+    cr_assert_eq(st.retries_total, 2);
+    kcr_workqueue_free(q);
+}
+
+Test(workqueue, default_limiter_and_name)
+{
+    kcr_workqueue_opts opts = {.name = "jobs"};
+    kcr_workqueue *q;
+    cr_assert_eq(kcr_workqueue_new(&opts, &q), KCR_OK);
+    cr_assert_str_eq(kcr_workqueue_name(q), "jobs");
+    int64_t t0 = kcr__now_ns();
+    kcr_workqueue_add_rate_limited(q, "k"); /* first failure: 5 ms */
+    const char *key;
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 5 * KCR_WQ_S, &key), KCR_OK);
+    cr_assert_geq(ms_since(t0), 4.9, "the default limiter delays the first retry by 5 ms");
+    kcr_workqueue_done(q, key);
+    cr_assert_eq(kcr_workqueue_num_requeues(q, "k"), 1);
+    kcr_workqueue_free(q);
+    cr_assert_eq(kcr_workqueue_new(NULL, NULL), KCR_ERR_INVALID);
+}
+
+Test(workqueue, many_and_long_keys_grow_and_shrink_the_table)
+{
+    kcr_workqueue *q = new_queue();
+    enum { N = 20000 };
+    char key[200];
+    for (int i = 0; i < N; i++) {
+        if (i % 3 == 0)
+            snprintf(key, sizeof key, "namespace-with-a-rather-long-name-%d/object-with-a-long-name-%d",
+                     i, i);
+        else
+            snprintf(key, sizeof key, "ns/%d", i);
+        cr_assert_eq(kcr_workqueue_add(q, key), KCR_OK);
+    }
+    cr_assert_eq(kcr_workqueue_len(q), N);
+    for (int i = 0; i < N; i++) {
+        if (i % 3 == 0)
+            snprintf(key, sizeof key, "namespace-with-a-rather-long-name-%d/object-with-a-long-name-%d",
+                     i, i);
+        else
+            snprintf(key, sizeof key, "ns/%d", i);
+        expect_next(q, key);
+    }
+    cr_assert_eq(kcr_workqueue_len(q), 0);
+    /* Everything idle again: a key can come back. */
+    kcr_workqueue_add(q, "ns/1");
+    expect_next(q, "ns/1");
+    kcr_workqueue_add(q, "left/in/queue"); /* freed by kcr_workqueue_free */
+    kcr_workqueue_add_after(q, "left/waiting", KCR_WQ_S);
+    kcr_workqueue_free(q);
+}
+
+Test(workqueue, null_arguments_are_rejected)
+{
+    kcr_workqueue *q = new_queue();
+    cr_assert_eq(kcr_workqueue_add(q, NULL), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_workqueue_add_after(q, NULL, 1), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_workqueue_add_rate_limited(q, NULL), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_workqueue_remove(q, NULL), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_workqueue_get(q, NULL), KCR_ERR_INVALID);
+    kcr_workqueue_free(q);
+    kcr_workqueue_free(NULL);
+}

@@ -1,0 +1,163 @@
+/* Many producers and workers: a key is never processed by two workers at
+ * once, and no add is lost (every key added after the start of its last
+ * processing is processed again). Also runs under TSan (tests/run). */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "kcr/workqueue.h"
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define SLOW_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define SLOW_BUILD 1
+#endif
+#endif
+#ifndef SLOW_BUILD
+#define SLOW_BUILD 0
+#endif
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#endif
+
+enum { KEYS = 1031, PRODUCERS = 4, WORKERS = 4 };
+#define ADDS_PER_BUILD (SLOW_BUILD ? 60000 : 250000)
+static int adds_per_producer; /* fewer under valgrind, which runs one thread at a time */
+
+struct key_state {
+    char name[24];
+    atomic_int busy;         /* 1 while a worker holds it */
+    atomic_long adds;        /* bumped before each add */
+    atomic_long seen_at_get; /* `adds` read right after the last get */
+    atomic_long processed;
+};
+
+static struct key_state keys[KEYS];
+static kcr_workqueue *queue;
+static atomic_int overlaps;
+static atomic_int errors;
+
+static uint32_t next_rand(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return *s >> 8;
+}
+
+static void *producer(void *arg)
+{
+    uint32_t seed = (uint32_t)(uintptr_t)arg * 7919u + 1;
+    for (int i = 0; i < adds_per_producer; i++) {
+        struct key_state *k = &keys[next_rand(&seed) % KEYS];
+        atomic_fetch_add(&k->adds, 1);
+        uint32_t how = next_rand(&seed) % 16;
+        kcr_err err;
+        if (how == 0)
+            err = kcr_workqueue_add_after(queue, k->name, (int64_t)(next_rand(&seed) % 2000) * 1000);
+        else
+            err = kcr_workqueue_add(queue, k->name);
+        if (err != KCR_OK)
+            atomic_fetch_add(&errors, 1);
+    }
+    return NULL;
+}
+
+static struct key_state *find(const char *name)
+{
+    int idx = 0;
+    sscanf(name, "key-%d", &idx);
+    return &keys[idx];
+}
+
+static void *worker(void *arg)
+{
+    uintptr_t id = (uintptr_t)arg;
+    for (;;) {
+        const char *name;
+        /* Half the workers use a timeout, to mix both waiting paths. */
+        kcr_err err = (id & 1) ? kcr_workqueue_get_timeout(queue, 3 * KCR_WQ_MS, &name)
+                               : kcr_workqueue_get(queue, &name);
+        if (err == KCR_ERR_TIMEOUT)
+            continue;
+        if (err == KCR_ERR_SHUTDOWN)
+            return NULL;
+        if (err != KCR_OK) {
+            atomic_fetch_add(&errors, 1);
+            return NULL;
+        }
+        struct key_state *k = find(name);
+        if (atomic_exchange(&k->busy, 1) != 0)
+            atomic_fetch_add(&overlaps, 1);
+        atomic_store(&k->seen_at_get, atomic_load(&k->adds));
+        atomic_fetch_add(&k->processed, 1);
+        if (atomic_load(&k->processed) % 8 == 0)
+            sched_yield(); /* sometimes "work" a little, so re-adds hit processing keys */
+        atomic_store(&k->busy, 0);
+        if (kcr_workqueue_done(queue, name) != KCR_OK)
+            atomic_fetch_add(&errors, 1);
+    }
+}
+
+Test(stress, no_key_processed_twice_at_once_and_no_add_lost, .timeout = 120)
+{
+    for (int i = 0; i < KEYS; i++) {
+        snprintf(keys[i].name, sizeof keys[i].name, "key-%d", i);
+        atomic_init(&keys[i].busy, 0);
+        atomic_init(&keys[i].adds, 0);
+        atomic_init(&keys[i].seen_at_get, -1);
+        atomic_init(&keys[i].processed, 0);
+    }
+    adds_per_producer = RUNNING_ON_VALGRIND ? 20000 : ADDS_PER_BUILD;
+    kcr_workqueue_opts opts = {.name = "stress", .track_time = true};
+    cr_assert_eq(kcr_workqueue_new(&opts, &queue), KCR_OK);
+    int64_t t0 = kcr__now_ns();
+    pthread_t p[PRODUCERS], w[WORKERS];
+    for (uintptr_t i = 0; i < WORKERS; i++)
+        pthread_create(&w[i], NULL, worker, (void *)i);
+    for (uintptr_t i = 0; i < PRODUCERS; i++)
+        pthread_create(&p[i], NULL, producer, (void *)i);
+    for (int i = 0; i < PRODUCERS; i++)
+        pthread_join(p[i], NULL);
+    /* Let delayed adds come due before shutdown drops the waiting ones. */
+    kcr_workqueue_stat_values st;
+    for (int spins = 0; spins < 10000; spins++) {
+        kcr_workqueue_stats(queue, &st);
+        if (st.waiting == 0)
+            break;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert_eq(st.waiting, 0);
+    kcr_workqueue_shutdown(queue);
+    for (int i = 0; i < WORKERS; i++)
+        pthread_join(w[i], NULL);
+    double secs = (double)(kcr__now_ns() - t0) / 1e9;
+
+    long total_adds = 0, total_processed = 0;
+    for (int i = 0; i < KEYS; i++) {
+        long adds = atomic_load(&keys[i].adds);
+        total_adds += adds;
+        total_processed += atomic_load(&keys[i].processed);
+        if (adds > 0)
+            cr_expect_eq(atomic_load(&keys[i].seen_at_get), adds,
+                         "%s: %ld adds but the last processing saw %ld", keys[i].name, adds,
+                         atomic_load(&keys[i].seen_at_get));
+    }
+    cr_log_info("stress: %ld adds, %ld processed, %.2f s", total_adds, total_processed, secs);
+    cr_assert_eq(total_adds, (long)PRODUCERS * adds_per_producer);
+    cr_assert_gt(total_processed, KEYS - 1);
+    cr_assert_leq(total_processed, total_adds);
+    cr_assert_eq(atomic_load(&overlaps), 0, "a key was processed by two workers at once");
+    cr_assert_eq(atomic_load(&errors), 0);
+    kcr_workqueue_stats(queue, &st);
+    cr_assert_eq(st.processing, 0);
+    cr_assert_eq(st.queued, 0);
+    cr_assert_eq(st.depth, 0);
+    kcr_workqueue_free(queue);
+}

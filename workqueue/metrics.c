@@ -1,0 +1,116 @@
+/* Metrics: time tracking, the user's callbacks and the stats snapshot.
+ * Everything here runs with the queue's lock held, and only when the queue
+ * tracks time (q->timing) unless noted: without metrics no clock is read. */
+#include "core/clock.h"
+#include "workqueue/queue.h"
+
+static inline double seconds(int64_t ns)
+{
+    return (double)ns / 1e9;
+}
+
+void kcr__wq_m_added(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now)
+{
+    it->added_ns = now;
+    if (q->has_cb && q->m.adds)
+        q->m.adds(q->name, q->m.user_data);
+}
+
+void kcr__wq_m_depth(struct kcr_workqueue *q)
+{
+    if (q->m.depth)
+        q->m.depth(q->name, q->depth, q->m.user_data);
+}
+
+void kcr__wq_m_retry(struct kcr_workqueue *q)
+{
+    if (q->m.retries)
+        q->m.retries(q->name, q->m.user_data);
+}
+
+void kcr__wq_m_got(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now)
+{
+    double waited = seconds(now - it->added_ns);
+    q->qd_sum += waited;
+    q->qd_count++;
+    if (q->has_cb && q->m.queue_duration)
+        q->m.queue_duration(q->name, waited, q->m.user_data);
+    it->start_ns = now;
+    /* Link into the processing list (the FIFO links are free now). */
+    it->prev = NULL;
+    it->next = q->proc_head;
+    if (q->proc_head)
+        q->proc_head->prev = it;
+    q->proc_head = it;
+}
+
+void kcr__wq_m_done(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now)
+{
+    double worked = seconds(now - it->start_ns);
+    q->wd_sum += worked;
+    q->wd_count++;
+    if (q->has_cb && q->m.work_duration)
+        q->m.work_duration(q->name, worked, q->m.user_data);
+    if (it->prev)
+        it->prev->next = it->next;
+    else
+        q->proc_head = it->next;
+    if (it->next)
+        it->next->prev = it->prev;
+    it->next = it->prev = NULL;
+}
+
+static void processing_ages(struct kcr_workqueue *q, int64_t now, double *total, double *oldest)
+{
+    *total = 0;
+    *oldest = 0;
+    for (struct kcr__wq_item *it = q->proc_head; it; it = it->next) {
+        double age = seconds(now - it->start_ns);
+        *total += age;
+        if (age > *oldest)
+            *oldest = age;
+    }
+}
+
+void kcr__wq_m_tick(struct kcr_workqueue *q, int64_t now, bool force)
+{
+    if (!q->gauges || (!force && now < q->next_update_ns))
+        return;
+    double total, oldest;
+    processing_ages(q, now, &total, &oldest);
+    if (q->m.unfinished_work)
+        q->m.unfinished_work(q->name, total, q->m.user_data);
+    if (q->m.longest_running)
+        q->m.longest_running(q->name, oldest, q->m.user_data);
+    q->next_update_ns = now + q->m.update_period_ns;
+}
+
+void kcr_workqueue_metrics_update(kcr_workqueue *q)
+{
+    kcr__wq_mutex_lock(q);
+    if (q->gauges)
+        kcr__wq_m_tick(q, kcr__now_ns(), true);
+    pthread_mutex_unlock(&q->mu);
+}
+
+void kcr_workqueue_stats(kcr_workqueue *q, kcr_workqueue_stat_values *out)
+{
+    struct kcr__wq_wake w = {0};
+    kcr__wq_lock(q, &w);
+    *out = (kcr_workqueue_stat_values){
+        .depth = q->depth,
+        .queued = q->queued,
+        .processing = q->processing,
+        .waiting = q->heap_len,
+        .adds_total = q->adds_total,
+        .retries_total = q->retries_total,
+        .queue_duration_sum_seconds = q->qd_sum,
+        .queue_duration_count = q->qd_count,
+        .work_duration_sum_seconds = q->wd_sum,
+        .work_duration_count = q->wd_count,
+    };
+    if (q->timing)
+        processing_ages(q, kcr__now_ns(), &out->unfinished_work_seconds,
+                        &out->longest_running_processor_seconds);
+    kcr__wq_unlock(q, &w);
+}

@@ -1,0 +1,717 @@
+/* The de-duplicating queue: add, get, done, remove, wake, shutdown. */
+#define _GNU_SOURCE /* PTHREAD_MUTEX_ADAPTIVE_NP */
+#include "workqueue/queue.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+
+/* Iterations of a getter's spin-wait before it sleeps (0: never spin), and
+ * how many getters may spin at once. */
+#ifndef KCR__WQ_SPIN
+#define KCR__WQ_SPIN 1000
+#endif
+/* Trylock rounds before blocking on the mutex (on top of glibc's adaptive
+ * spin). 0: measured to hurt when threads outnumber cores, as on the 2-core
+ * benchmark machine; worth trying on larger ones. */
+#ifndef KCR__WQ_LOCK_SPIN
+#define KCR__WQ_LOCK_SPIN 0
+#endif
+#ifndef KCR__WQ_MAX_SPINNERS
+#define KCR__WQ_MAX_SPINNERS 2
+#endif
+
+/* ---- item nodes -------------------------------------------------------- */
+
+/* Nodes are made and freed under the lock only; short ones are recycled. */
+static struct kcr__wq_item *item_new(struct kcr_workqueue *q, const char *key, size_t len,
+                                     uint64_t hash)
+{
+    struct kcr__wq_item *it;
+    if (len < KCR__WQ_NODE_KEY && q->free_items) {
+        it = q->free_items;
+        q->free_items = it->next;
+        q->nfree--;
+    } else {
+        size_t cap = len < KCR__WQ_NODE_KEY ? KCR__WQ_NODE_KEY : len + 1;
+        it = malloc(offsetof(struct kcr__wq_item, key) + cap);
+        if (!it)
+            return NULL;
+        it->cap = (uint32_t)cap;
+    }
+    it->next = it->prev = NULL;
+    it->hash = hash;
+    it->added_ns = 0;
+    it->heap_idx = KCR__WQ_NO_HEAP;
+    it->flags = 0;
+    it->len = (uint32_t)len;
+    memcpy(it->key, key, len + 1);
+    return it;
+}
+
+static void item_free(struct kcr_workqueue *q, struct kcr__wq_item *it)
+{
+    if (it->cap == KCR__WQ_NODE_KEY && q->nfree < 4096) {
+        it->next = q->free_items;
+        q->free_items = it;
+        q->nfree++;
+    } else {
+        free(it);
+    }
+}
+
+struct kcr__wq_item *kcr__wq_lookup_or_create(struct kcr_workqueue *q, const char *key,
+                                              size_t len, uint64_t hash)
+{
+    struct kcr__wq_item *it = kcr__keytab_find(&q->tab, key, len, hash);
+    if (it)
+        return it;
+    it = item_new(q, key, len, hash);
+    if (it && kcr__keytab_insert(&q->tab, hash, it) != 0) {
+        item_free(q, it);
+        it = NULL;
+    }
+    return it;
+}
+
+void kcr__wq_release_if_idle(struct kcr_workqueue *q, struct kcr__wq_item *it)
+{
+    if (it->flags == 0 && it->heap_idx == KCR__WQ_NO_HEAP) {
+        kcr__keytab_remove(&q->tab, it->hash, it);
+        item_free(q, it);
+    }
+}
+
+/* ---- FIFO -------------------------------------------------------------- */
+
+static void fifo_push(struct kcr_workqueue *q, struct kcr__wq_item *it)
+{
+    it->next = NULL;
+    it->prev = q->tail;
+    if (q->tail)
+        q->tail->next = it;
+    else
+        q->head = it;
+    q->tail = it;
+    it->flags |= KCR__WQ_QUEUED;
+    q->queued++;
+    atomic_store_explicit(&q->avail, q->queued, memory_order_relaxed);
+}
+
+static void fifo_unlink(struct kcr_workqueue *q, struct kcr__wq_item *it)
+{
+    if (it->prev)
+        it->prev->next = it->next;
+    else
+        q->head = it->next;
+    if (it->next)
+        it->next->prev = it->prev;
+    else
+        q->tail = it->prev;
+    it->next = it->prev = NULL;
+    it->flags &= ~KCR__WQ_QUEUED;
+    q->queued--;
+    atomic_store_explicit(&q->avail, q->queued, memory_order_relaxed);
+}
+
+/* ---- shared helpers ---------------------------------------------------- */
+
+void kcr__wq_notify(struct kcr_workqueue *q, int64_t n, struct kcr__wq_wake *w)
+{
+    if (n <= 0)
+        return;
+    /* A spinning getter will see one item without being woken. Getters that
+     * leave with an item wake a sleeper for any remaining one (see get), so
+     * nothing waits for long on this shortcut. */
+    while (n > 0 && q->spin_claims < atomic_load_explicit(&q->spinning, memory_order_relaxed)) {
+        q->spin_claims++;
+        n--;
+    }
+    if (n == 0)
+        return;
+    int64_t sleeping = q->nwaiters - w->cond;
+    w->cond += (int)(n < sleeping ? n : sleeping > 0 ? sleeping : 0);
+    if (n > sleeping && q->tk_active)
+        w->tk = true;
+}
+
+void kcr__wq_unlock(struct kcr_workqueue *q, const struct kcr__wq_wake *w)
+{
+    pthread_mutex_unlock(&q->mu);
+    for (int i = 0; i < w->cond; i++)
+        pthread_cond_signal(&q->cond);
+    if (w->tk)
+        pthread_cond_signal(&q->tk_cond);
+}
+
+int kcr__wq_make_ready(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now)
+{
+    if (it->flags & KCR__WQ_DIRTY)
+        return 0;
+    it->flags |= KCR__WQ_DIRTY;
+    q->depth++;
+    q->adds_total++;
+    if (q->timing)
+        kcr__wq_m_added(q, it, now);
+    if (it->flags & KCR__WQ_PROCESSING)
+        return 0;
+    fifo_push(q, it);
+    return 1;
+}
+
+/* Applies one add of `key` (lock held). Returns 1 if an item was pushed to
+ * the FIFO; sets *changed if the key became dirty. */
+static int apply_add(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
+                     int64_t added_ns, bool *changed)
+{
+    if (q->shutting_down) /* raced with shutdown: dropped */
+        return 0;
+    struct kcr__wq_item *it = kcr__wq_lookup_or_create(q, key, len, hash);
+    if (!it) {
+        kcr__log(KCR_LOG_ERROR, "workqueue", "queue \"%s\": out of memory, add of \"%s\" lost",
+                 q->name, key);
+        return 0;
+    }
+    if (it->flags & KCR__WQ_DIRTY)
+        return 0;
+    *changed = true;
+    return kcr__wq_make_ready(q, it, added_ns);
+}
+
+/* The getter's half of the Dekker handshake: a seq_cst read of the slot. */
+static bool ring_ready_sc(struct kcr_workqueue *q)
+{
+    size_t pos = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
+    return atomic_load(&q->ring[pos & q->ring_mask].seq) == pos + 1;
+}
+
+bool kcr__wq_ring_ready(struct kcr_workqueue *q)
+{
+    size_t pos = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
+    struct kcr__wq_slot *s = &q->ring[pos & q->ring_mask];
+    return atomic_load_explicit(&s->seq, memory_order_relaxed) == pos + 1;
+}
+
+int64_t kcr__wq_drain(struct kcr_workqueue *q)
+{
+    size_t pos = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
+    int64_t pushed = 0;
+    bool changed = false;
+    for (;;) {
+        struct kcr__wq_slot *s = &q->ring[pos & q->ring_mask];
+        /* A slot claimed but not yet published stops the drain; its adder
+         * publishes it soon and wakes a sleeper if needed. */
+        if (atomic_load(&s->seq) != pos + 1) /* seq_cst: see spin_for_work */
+            break;
+        pushed += apply_add(q, s->key, s->len, s->hash, s->added_ns, &changed);
+        atomic_store_explicit(&s->seq, pos + q->ring_mask + 1, memory_order_release);
+        pos++;
+    }
+    atomic_store_explicit(&q->ring_head, pos, memory_order_relaxed);
+    if (changed && q->has_cb)
+        kcr__wq_m_depth(q);
+    return pushed;
+}
+
+/* Claims, fills and publishes a ring slot. False if the ring is full. */
+static bool ring_push(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
+                      int64_t added_ns)
+{
+    size_t pos = atomic_load_explicit(&q->ring_tail, memory_order_relaxed);
+    struct kcr__wq_slot *s;
+    for (;;) {
+        s = &q->ring[pos & q->ring_mask];
+        size_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+        intptr_t diff = (intptr_t)seq - (intptr_t)pos;
+        if (diff == 0) {
+            if (atomic_compare_exchange_weak_explicit(&q->ring_tail, &pos, pos + 1,
+                                                      memory_order_relaxed,
+                                                      memory_order_relaxed))
+                break;
+        } else if (diff < 0) {
+            return false; /* full: the drain has not caught up */
+        } else {
+            pos = atomic_load_explicit(&q->ring_tail, memory_order_relaxed);
+        }
+    }
+    s->hash = hash;
+    s->added_ns = added_ns;
+    s->len = (uint32_t)len;
+    memcpy(s->key, key, len + 1);
+    /* Publish with a seq_cst RMW: with the seq_cst load of `sleepers` after
+     * it, this is the adder's half of the Dekker handshake (see queue.h). */
+    atomic_exchange(&s->seq, pos + 1);
+    return true;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+void kcr__wq_mutex_lock(struct kcr_workqueue *q)
+{
+    for (int i = 0, backoff = 1; i < KCR__WQ_LOCK_SPIN; i++) {
+        if (pthread_mutex_trylock(&q->mu) == 0)
+            return;
+        for (int j = 0; j < backoff; j++)
+            cpu_relax();
+        if (backoff < 32)
+            backoff *= 2;
+    }
+    pthread_mutex_lock(&q->mu);
+}
+
+void kcr__wq_lock(struct kcr_workqueue *q, struct kcr__wq_wake *w)
+{
+    kcr__wq_mutex_lock(q);
+    if (kcr__wq_ring_ready(q))
+        kcr__wq_notify(q, kcr__wq_drain(q), w);
+}
+
+static inline size_t key_len(const char *key)
+{
+    return strlen(key);
+}
+
+/* ---- lifecycle --------------------------------------------------------- */
+
+kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out)
+{
+    static const kcr_workqueue_opts defaults;
+    if (!opts)
+        opts = &defaults;
+    kcr_rate_limiter *limiter = opts->limiter;
+    if (!out) {
+        kcr_rate_limiter_free(limiter);
+        return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_new: out is NULL");
+    }
+    *out = NULL;
+    /* Aligned for the adders' cache line (ring_tail). */
+    size_t size = (sizeof(kcr_workqueue) + 63) / 64 * 64;
+    kcr_workqueue *q = aligned_alloc(64, size);
+    if (q)
+        memset(q, 0, size);
+    if (!q) {
+        kcr_rate_limiter_free(limiter);
+        return kcr__fail(KCR_ERR_NOMEM, "kcr_workqueue_new: out of memory");
+    }
+    q->name = strdup(opts->name ? opts->name : "");
+    q->limiter = limiter ? limiter : kcr_rate_limiter_default();
+    q->heap_cap = 16;
+    q->heap = malloc(q->heap_cap * sizeof *q->heap);
+    q->ring = malloc(KCR__WQ_RING_SLOTS * sizeof *q->ring);
+    q->ring_mask = KCR__WQ_RING_SLOTS - 1;
+    for (size_t i = 0; q->ring && i < KCR__WQ_RING_SLOTS; i++)
+        atomic_init(&q->ring[i].seq, i);
+    bool table = q->name && q->limiter && q->heap && q->ring &&
+                 kcr__keytab_init(&q->tab, opts->capacity_hint ? opts->capacity_hint : 64,
+                                  offsetof(struct kcr__wq_item, key),
+                                  offsetof(struct kcr__wq_item, len)) == 0;
+    if (!table) {
+        if (q->tab.slots)
+            kcr__keytab_destroy(&q->tab);
+        kcr_rate_limiter_free(q->limiter);
+        free(q->ring);
+        free(q->heap);
+        free(q->name);
+        free(q);
+        return kcr__fail(KCR_ERR_NOMEM, "kcr_workqueue_new: out of memory");
+    }
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&q->mu, &ma);
+    q->hash_seed = q->tab.seed;
+    pthread_mutexattr_destroy(&ma);
+    kcr__cond_init_monotonic(&q->cond);
+    kcr__cond_init_monotonic(&q->tk_cond);
+    pthread_cond_init(&q->drain_cond, NULL);
+    if (opts->metrics) {
+        q->m = *opts->metrics;
+        q->has_cb = true;
+        q->gauges = q->m.unfinished_work || q->m.longest_running;
+        if (q->m.update_period_ns <= 0)
+            q->m.update_period_ns = 500 * KCR_NS_PER_MS;
+    }
+    q->timing = q->has_cb || opts->track_time;
+    *out = q;
+    return KCR_OK;
+}
+
+void kcr_workqueue_free(kcr_workqueue *q)
+{
+    if (!q)
+        return;
+    for (size_t i = 0; i <= q->tab.mask; i++)
+        if (q->tab.slots[i].node)
+            free(q->tab.slots[i].node);
+    while (q->free_items) {
+        struct kcr__wq_item *it = q->free_items;
+        q->free_items = it->next;
+        free(it);
+    }
+    free(q->ring);
+    kcr__keytab_destroy(&q->tab);
+    free(q->heap);
+    kcr_rate_limiter_free(q->limiter);
+    pthread_cond_destroy(&q->drain_cond);
+    pthread_cond_destroy(&q->tk_cond);
+    pthread_cond_destroy(&q->cond);
+    pthread_mutex_destroy(&q->mu);
+    free(q->name);
+    free(q);
+}
+
+const char *kcr_workqueue_name(const kcr_workqueue *q)
+{
+    return q->name;
+}
+
+/* ---- add --------------------------------------------------------------- */
+
+kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key)
+{
+    if (!key)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_add: NULL key");
+    if (atomic_load_explicit(&q->closed, memory_order_acquire))
+        return KCR_ERR_SHUTDOWN;
+    size_t len = key_len(key);
+    uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
+    int64_t now = q->timing ? kcr__now_ns() : 0;
+    /* Metrics callbacks see every add at once (depth must not lag while all
+     * workers are busy), so with callbacks adds take the locked path. */
+    if (!q->has_cb && len < KCR__WQ_SLOT_KEY && ring_push(q, key, len, hash, now)) {
+        /* Wake a sleeper unless a getter spins (it will see the slot). */
+        if (atomic_load(&q->sleepers) == 0 || atomic_load(&q->spinning) > 0)
+            return KCR_OK;
+        struct kcr__wq_wake w = {0};
+        kcr__wq_lock(q, &w);
+        kcr__wq_unlock(q, &w);
+        return KCR_OK;
+    }
+    struct kcr__wq_wake w = {0};
+    kcr__wq_lock(q, &w); /* applies earlier adds first, so order is kept */
+    if (q->heap_len) {
+        if (!now)
+            now = kcr__now_ns();
+        kcr__wq_notify(q, kcr__wq_promote(q, now), &w);
+    }
+    bool changed = false, closed = q->shutting_down;
+    kcr__wq_notify(q, apply_add(q, key, len, hash, now, &changed), &w);
+    if (changed && q->has_cb)
+        kcr__wq_m_depth(q);
+    if (q->has_cb)
+        kcr__wq_m_tick(q, now, false);
+    kcr__wq_unlock(q, &w);
+    return closed ? KCR_ERR_SHUTDOWN : KCR_OK;
+}
+
+/* ---- get --------------------------------------------------------------- */
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Called with the lock held and nothing ready: lets one getter at a time
+ * wait briefly for a key without sleeping (and without the lock, so adders
+ * are not slowed down). Returns true if it spun (the lock is held again). */
+static bool spin_for_work(struct kcr_workqueue *q)
+{
+    if (KCR__WQ_SPIN <= 0 || atomic_load_explicit(&q->spinning, memory_order_relaxed) >=
+                                 KCR__WQ_MAX_SPINNERS)
+        return false;
+    atomic_fetch_add(&q->spinning, 1); /* under the lock: the count stays bounded */
+    pthread_mutex_unlock(&q->mu);
+    for (int i = 0; i < KCR__WQ_SPIN; i++) {
+        if (atomic_load_explicit(&q->avail, memory_order_relaxed) || kcr__wq_ring_ready(q))
+            break;
+        cpu_relax();
+    }
+    kcr__wq_mutex_lock(q);
+    /* seq_cst: an adder that saw us spinning did not wake anybody; the
+     * caller drains the ring after this, so its add is not missed. */
+    int left = atomic_fetch_sub(&q->spinning, 1) - 1;
+    if (q->spin_claims > left)
+        q->spin_claims = left;
+    return true;
+}
+
+/* Blocks on `cond` until `until` (INT64_MAX: no limit). True if timed out. */
+static bool wait_until(struct kcr_workqueue *q, pthread_cond_t *cond, int64_t until)
+{
+    if (until == INT64_MAX) {
+        pthread_cond_wait(cond, &q->mu);
+        return false;
+    }
+    struct timespec ts = kcr__timespec_at(until);
+    return pthread_cond_timedwait(cond, &q->mu, &ts) == ETIMEDOUT;
+}
+
+kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const char **key)
+{
+    if (!key)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_get: NULL key pointer");
+    *key = NULL;
+    int64_t deadline = INT64_MAX;
+    if (timeout_ns == 0)
+        deadline = 0;
+    else if (timeout_ns > 0)
+        deadline = kcr__now_ns() + timeout_ns;
+
+    struct kcr__wq_wake w = {0};
+    kcr__wq_mutex_lock(q);
+    uint64_t gen = q->wake_gen;
+    int64_t extra = 0; /* items made ready here beyond the one taken */
+    kcr_err err = KCR_OK;
+    struct kcr__wq_item *it = NULL;
+    int64_t now = 0;
+    bool spun = false;
+    for (;;) {
+        now = 0;
+        if (q->heap_len || q->timing || deadline != INT64_MAX) {
+            now = kcr__now_ns();
+            if (q->heap_len)
+                extra += kcr__wq_promote(q, now);
+        }
+        extra += kcr__wq_drain(q);
+        if (q->head) {
+            it = q->head;
+            break;
+        }
+        if (q->shutting_down) {
+            err = KCR_ERR_SHUTDOWN;
+            break;
+        }
+        if (q->wake_gen != gen) {
+            err = KCR_ERR_CANCELED;
+            break;
+        }
+        if (now >= deadline) {
+            err = KCR_ERR_TIMEOUT;
+            break;
+        }
+        if (!spun) {
+            /* Sleeping and being woken costs two context switches; a key
+             * often arrives within microseconds. */
+            spun = true;
+            if (spin_for_work(q))
+                continue;
+        }
+        if (q->gauges)
+            kcr__wq_m_tick(q, now, false);
+        bool need_time = q->heap_len || (q->gauges && q->processing);
+        /* About to sleep: announce it, then look at the ring once more. */
+        atomic_fetch_add(&q->sleepers, 1);
+        if (ring_ready_sc(q)) {
+            atomic_fetch_sub(&q->sleepers, 1);
+            continue;
+        }
+        if (need_time && !q->tk_active) {
+            /* Keep time for everyone: sleep until the nearest deadline. */
+            int64_t until = deadline;
+            if (q->heap_len)
+                until = min64(until, q->heap[0]->ready_at);
+            if (q->gauges && q->processing)
+                until = min64(until, q->next_update_ns);
+            q->tk_active = true;
+            wait_until(q, &q->tk_cond, until);
+            q->tk_active = false;
+        } else {
+            q->nwaiters++;
+            wait_until(q, &q->cond, deadline);
+            q->nwaiters--;
+        }
+        atomic_fetch_sub(&q->sleepers, 1);
+    }
+    if (it) {
+        /* Pop the head: dirty -> processing. */
+        q->head = it->next;
+        if (q->head)
+            q->head->prev = NULL;
+        else
+            q->tail = NULL;
+        it->next = NULL;
+        it->flags = (it->flags & ~(KCR__WQ_QUEUED | KCR__WQ_DIRTY)) | KCR__WQ_PROCESSING;
+        q->queued--;
+        atomic_store_explicit(&q->avail, q->queued, memory_order_relaxed);
+        q->depth--;
+        q->processing++;
+        if (q->timing) {
+            kcr__wq_m_got(q, it, now);
+            if (q->has_cb) {
+                kcr__wq_m_depth(q);
+                kcr__wq_m_tick(q, now, false);
+            }
+        }
+        *key = it->key;
+        extra--;
+    }
+    /* This getter took one of the items it made ready; others need getters. */
+    kcr__wq_notify(q, extra, &w);
+    /* Keys left, no spinning getter to take them, and sleepers nobody
+     * wakes: wake one (it passes the baton on the same way; a spinner does
+     * too once it takes a key). Same if timekeeping is needed and nobody
+     * keeps time. */
+    bool spinner = atomic_load_explicit(&q->spinning, memory_order_relaxed) > 0;
+    if (q->nwaiters > w.cond && ((q->head && !spinner) ||
+                                 (!q->tk_active && (q->heap_len || (q->gauges && q->processing)))))
+        w.cond++;
+    kcr__wq_unlock(q, &w);
+    return err;
+}
+
+kcr_err kcr_workqueue_get(kcr_workqueue *q, const char **key)
+{
+    return kcr_workqueue_get_timeout(q, -1, key);
+}
+
+/* ---- done -------------------------------------------------------------- */
+
+kcr_err kcr_workqueue_done(kcr_workqueue *q, const char *key)
+{
+    if (!key)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_done: NULL key");
+    size_t len = key_len(key);
+    uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
+    kcr__wq_mutex_lock(q);
+    struct kcr__wq_item *it = kcr__keytab_find(&q->tab, key, len, hash);
+    if (!it || !(it->flags & KCR__WQ_PROCESSING)) {
+        pthread_mutex_unlock(&q->mu);
+        return kcr__fail(KCR_ERR_STATE, "kcr_workqueue_done: key \"%s\" is not being processed",
+                         key);
+    }
+    /* `key` may point into the node: do not read it after this point. */
+    int64_t now = 0;
+    if (q->timing) {
+        now = kcr__now_ns();
+        kcr__wq_m_done(q, it, now);
+    }
+    it->flags &= ~KCR__WQ_PROCESSING;
+    q->processing--;
+    struct kcr__wq_wake w = {0};
+    if (it->flags & KCR__WQ_DIRTY) {
+        fifo_push(q, it);
+        kcr__wq_notify(q, 1, &w);
+    } else {
+        kcr__wq_release_if_idle(q, it);
+    }
+    if (q->processing == 0 && q->drain_waiters)
+        pthread_cond_broadcast(&q->drain_cond);
+    if (q->has_cb)
+        kcr__wq_m_tick(q, now, false);
+    kcr__wq_unlock(q, &w);
+    return KCR_OK;
+}
+
+/* ---- remove, len, wake ------------------------------------------------- */
+
+kcr_err kcr_workqueue_remove(kcr_workqueue *q, const char *key)
+{
+    if (!key)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_remove: NULL key");
+    size_t len = key_len(key);
+    uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
+    struct kcr__wq_wake w = {0};
+    kcr__wq_lock(q, &w); /* earlier adds of this thread are applied first */
+    struct kcr__wq_item *it = kcr__keytab_find(&q->tab, key, len, hash);
+    bool removed = false;
+    if (it) {
+        if (it->heap_idx != KCR__WQ_NO_HEAP) {
+            kcr__wq_heap_remove(q, it);
+            removed = true;
+        }
+        if (it->flags & KCR__WQ_DIRTY) {
+            if (it->flags & KCR__WQ_QUEUED)
+                fifo_unlink(q, it);
+            it->flags &= ~KCR__WQ_DIRTY;
+            q->depth--;
+            if (q->has_cb)
+                kcr__wq_m_depth(q);
+            removed = true;
+        }
+        kcr__wq_release_if_idle(q, it);
+    }
+    kcr__wq_unlock(q, &w);
+    return removed ? KCR_OK : KCR_ERR_NOT_FOUND;
+}
+
+size_t kcr_workqueue_len(kcr_workqueue *q)
+{
+    struct kcr__wq_wake w = {0};
+    kcr__wq_lock(q, &w);
+    if (q->heap_len)
+        kcr__wq_notify(q, kcr__wq_promote(q, kcr__now_ns()), &w);
+    size_t n = (size_t)q->queued;
+    kcr__wq_unlock(q, &w);
+    return n;
+}
+
+void kcr_workqueue_wake(kcr_workqueue *q)
+{
+    kcr__wq_mutex_lock(q);
+    q->wake_gen++;
+    pthread_cond_broadcast(&q->cond);
+    pthread_cond_broadcast(&q->tk_cond);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* ---- shutdown ---------------------------------------------------------- */
+
+static void begin_shutdown(kcr_workqueue *q)
+{
+    if (!q->shutting_down) {
+        /* Adds that returned before shutdown are kept; later ones are not. */
+        kcr__wq_drain(q);
+        q->shutting_down = true;
+        atomic_store(&q->closed, true);
+        if (q->heap_len)
+            kcr__log(KCR_LOG_DEBUG, "workqueue", "queue \"%s\": shutdown drops %u delayed keys",
+                     q->name, (unsigned)q->heap_len);
+        kcr__wq_heap_clear(q);
+    }
+    pthread_cond_broadcast(&q->cond);
+    pthread_cond_broadcast(&q->tk_cond);
+}
+
+void kcr_workqueue_shutdown(kcr_workqueue *q)
+{
+    kcr__wq_mutex_lock(q);
+    begin_shutdown(q);
+    /* A plain shutdown ends any drain wait (as in client-go). */
+    if (q->draining) {
+        q->draining = false;
+        pthread_cond_broadcast(&q->drain_cond);
+    }
+    pthread_mutex_unlock(&q->mu);
+}
+
+void kcr_workqueue_shutdown_with_drain(kcr_workqueue *q)
+{
+    kcr__wq_mutex_lock(q);
+    begin_shutdown(q);
+    q->draining = true;
+    q->drain_waiters++;
+    while (q->processing && q->draining)
+        pthread_cond_wait(&q->drain_cond, &q->mu);
+    q->drain_waiters--;
+    pthread_mutex_unlock(&q->mu);
+}
+
+bool kcr_workqueue_shutting_down(kcr_workqueue *q)
+{
+    kcr__wq_mutex_lock(q);
+    bool s = q->shutting_down;
+    pthread_mutex_unlock(&q->mu);
+    return s;
+}

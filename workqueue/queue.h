@@ -1,0 +1,188 @@
+/* Internal: the workqueue's state, shared by queue.c (dedup queue),
+ * delaying.c (deadline heap), metrics.c and ratelimited.c.
+ *
+ * One mutex guards the state. Each distinct key has one item node, found
+ * through an open-addressing table (keytab) and alive while the key is dirty
+ * (waiting to be handed out), processing, or waiting for a deadline; the same
+ * node moves dirty -> processing -> dirty without reallocation.
+ *
+ * kcr_workqueue_add does not take the mutex: it copies the key into a slot
+ * of a bounded lock-free ring (multi-producer, single consumer: a Vyukov
+ * queue). Whoever takes the mutex next drains the ring in add order, so
+ * adders (informer handlers) never wait for workers, no add allocates, and
+ * the key table stays in the caches of the threads that own the mutex. Keys
+ * longer than a slot, a full ring, or metrics callbacks take the locked path.
+ * An adder only takes the mutex when a getter sleeps and no getter spins, to
+ * wake it (Dekker-style: publish, fence, read `sleepers`; a getter bumps
+ * `sleepers`, then re-reads the ring before sleeping). */
+#ifndef KCR_WORKQUEUE_QUEUE_H
+#define KCR_WORKQUEUE_QUEUE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kcr/workqueue.h"
+#include "workqueue/keytab.h"
+
+enum {
+    KCR__WQ_DIRTY = 1u,      /* waiting to be handed out (queued, or re-added while processing) */
+    KCR__WQ_QUEUED = 2u,     /* linked in the FIFO (implies DIRTY and not PROCESSING) */
+    KCR__WQ_PROCESSING = 4u, /* handed out by get, done not yet called */
+};
+#define KCR__WQ_NO_HEAP UINT32_MAX
+
+struct kcr__wq_item {
+    /* FIFO links while QUEUED; processing-list links while PROCESSING and the
+     * queue tracks time (an item is never in both). */
+    struct kcr__wq_item *next, *prev;
+    uint64_t hash;
+    int64_t ready_at; /* deadline while in the heap */
+    uint64_t seq;     /* heap tie-break: add_after call order */
+    int64_t added_ns; /* time tracking: when it became dirty */
+    int64_t start_ns; /* time tracking: when it was handed out */
+    uint32_t heap_idx; /* KCR__WQ_NO_HEAP when not waiting for a deadline */
+    uint32_t flags;
+    uint32_t len; /* strlen(key) */
+    uint32_t cap; /* bytes available in key[] */
+    char key[];
+};
+
+/* A slot of the add ring: 128 bytes, so keys up to KCR__WQ_SLOT_KEY - 1. */
+#define KCR__WQ_SLOT_KEY 100u
+struct kcr__wq_slot {
+    atomic_size_t seq; /* Vyukov sequence: pos + 1 when published for pos */
+    uint64_t hash;
+    int64_t added_ns;
+    uint32_t len;
+    char key[KCR__WQ_SLOT_KEY];
+};
+#define KCR__WQ_RING_SLOTS 512u
+/* Nodes for keys shorter than this are recycled under the lock. */
+#define KCR__WQ_NODE_KEY 48u
+
+struct kcr_workqueue {
+    /* Read by adders, written only at creation and shutdown. */
+    struct kcr__wq_slot *ring; /* adds not applied yet */
+    size_t ring_mask;
+    uint64_t hash_seed; /* == tab.seed, on a line the table's writers do not touch */
+    atomic_bool closed; /* mirror of shutting_down for adders */
+    bool timing;        /* track times (callbacks set or track_time) */
+    bool has_cb;        /* metrics callbacks set */
+    bool gauges;        /* a gauge callback is set: refresh periodically */
+
+    /* Getters' announcements, read by adders (changes rarely in steady state). */
+    _Alignas(64) atomic_int sleepers; /* getters blocked or about to block */
+    atomic_int spinning;              /* getters spinning before they block */
+
+    /* Claimed by adders. */
+    _Alignas(64) atomic_size_t ring_tail;
+
+    /* Everything below is guarded by `mu`. */
+    _Alignas(64) pthread_mutex_t mu;
+    atomic_size_t ring_head; /* next slot to drain (also read by spinners) */
+    atomic_long avail;       /* mirror of `queued`, read by spinning getters */
+    pthread_cond_t cond;       /* getters wait here */
+    pthread_cond_t tk_cond;    /* the one getter keeping time for the heap/metrics */
+    pthread_cond_t drain_cond; /* shutdown_with_drain waits here */
+
+    struct kcr__keytab tab;
+    struct kcr__wq_item *head, *tail; /* FIFO of ready items */
+    int64_t queued;                   /* items in the FIFO */
+    int64_t depth;                    /* dirty items */
+    int64_t processing;
+
+    struct kcr__wq_item **heap; /* min-heap on (ready_at, seq) */
+    uint32_t heap_len, heap_cap;
+    uint64_t seq;
+
+    int spin_claims; /* items left for spinners instead of waking sleepers */
+    int nwaiters;    /* getters blocked on cond */
+    bool tk_active;  /* a getter is blocked on tk_cond */
+    uint64_t wake_gen;
+    bool shutting_down;
+    bool draining;
+    int drain_waiters;
+
+    struct kcr__wq_item *free_items; /* recycled nodes (key capacity KCR__WQ_NODE_KEY) */
+    uint32_t nfree;
+
+    /* metrics */
+    kcr_workqueue_metrics m;
+    struct kcr__wq_item *proc_head; /* processing items while timing */
+    int64_t next_update_ns;
+    uint64_t adds_total, retries_total;
+    double qd_sum, wd_sum;
+    uint64_t qd_count, wd_count;
+
+    kcr_rate_limiter *limiter;
+    char *name;
+};
+
+/* queue.c --------------------------------------------------------------- */
+
+/* Marks `it` dirty (like add on an existing node) and queues it unless it is
+ * processing. Returns 1 if it was pushed to the FIFO (caller notifies). */
+int kcr__wq_make_ready(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now);
+
+/* Wake-ups decided under the lock and sent after unlocking it, so a woken
+ * getter does not run into a held lock and the syscall is outside it. */
+struct kcr__wq_wake {
+    int cond;  /* pthread_cond_signal(&q->cond) this many times */
+    bool tk;   /* signal tk_cond */
+};
+
+/* Plans wake-ups of up to `n` blocked getters for n newly ready items. */
+void kcr__wq_notify(struct kcr_workqueue *q, int64_t n, struct kcr__wq_wake *w);
+
+/* Takes q->mu (optionally spinning first, see KCR__WQ_LOCK_SPIN). */
+void kcr__wq_mutex_lock(struct kcr_workqueue *q);
+
+/* Unlocks q->mu, then sends the planned wake-ups. */
+void kcr__wq_unlock(struct kcr_workqueue *q, const struct kcr__wq_wake *w);
+
+/* True if the ring has a published add at its head (any thread). */
+bool kcr__wq_ring_ready(struct kcr_workqueue *q);
+
+/* Applies the adds waiting in the ring (lock held). Returns the number of
+ * items pushed to the FIFO (the caller notifies). */
+int64_t kcr__wq_drain(struct kcr_workqueue *q);
+
+/* Takes the mutex and applies pending adds; the planned wake-ups go to `w`. */
+void kcr__wq_lock(struct kcr_workqueue *q, struct kcr__wq_wake *w);
+
+/* The node for key (creating it). NULL on allocation failure. */
+struct kcr__wq_item *kcr__wq_lookup_or_create(struct kcr_workqueue *q, const char *key,
+                                              size_t len, uint64_t hash);
+
+/* Frees `it` if it is in no state any more. */
+void kcr__wq_release_if_idle(struct kcr_workqueue *q, struct kcr__wq_item *it);
+
+/* delaying.c ------------------------------------------------------------ */
+
+/* Moves every item whose deadline is <= now from the heap to the FIFO.
+ * Returns the number pushed to the FIFO (the caller notifies). */
+int64_t kcr__wq_promote(struct kcr_workqueue *q, int64_t now);
+
+/* Puts `it` in the heap at `ready_at`, or moves an earlier deadline in.
+ * Returns 0 or -1 (no memory). */
+int kcr__wq_heap_schedule(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t ready_at);
+
+/* Removes `it` from the heap. */
+void kcr__wq_heap_remove(struct kcr_workqueue *q, struct kcr__wq_item *it);
+
+/* Drops every item of the heap (shutdown). */
+void kcr__wq_heap_clear(struct kcr_workqueue *q);
+
+/* metrics.c ------------------------------------------------------------- */
+
+void kcr__wq_m_added(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now);
+void kcr__wq_m_got(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now);
+void kcr__wq_m_done(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now);
+void kcr__wq_m_depth(struct kcr_workqueue *q);
+void kcr__wq_m_retry(struct kcr_workqueue *q);
+/* Refreshes the processing gauges if due (or always when force). */
+void kcr__wq_m_tick(struct kcr_workqueue *q, int64_t now, bool force);
+
+#endif

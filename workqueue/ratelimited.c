@@ -1,0 +1,23 @@
+/* The rate-limited face of the queue: add_rate_limited, forget, num_requeues. */
+#include "workqueue/queue.h"
+
+#include "core/error.h"
+
+kcr_err kcr_workqueue_add_rate_limited(kcr_workqueue *q, const char *key)
+{
+    if (!key)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_add_rate_limited: NULL key");
+    /* The limiter locks on its own; the queue's lock is not held here. */
+    return kcr_workqueue_add_after(q, key, kcr_rate_limiter_when(q->limiter, key));
+}
+
+void kcr_workqueue_forget(kcr_workqueue *q, const char *key)
+{
+    if (key)
+        kcr_rate_limiter_forget(q->limiter, key);
+}
+
+int kcr_workqueue_num_requeues(kcr_workqueue *q, const char *key)
+{
+    return key ? kcr_rate_limiter_num_requeues(q->limiter, key) : 0;
+}
