@@ -10,6 +10,7 @@
 
 #include "core/clock.h"
 #include "kcr/kcr.h"
+#include "workqueue/queue.h"
 
 static kcr_workqueue *new_queue(void)
 {
@@ -264,7 +265,12 @@ Test(workqueue, wake_unblocks_getters_without_shutdown)
     struct getter g[2];
     start_getter(&t[0], &g[0], q, -1);
     start_getter(&t[1], &g[1], q, 10 * KCR_WQ_S);
-    sleep_ms(30);
+    /* A wake reaches only getters already blocked, so wait until both are:
+     * `sleepers` is raised under the queue lock right before the wait. */
+    int64_t t0 = kcr__now_ns();
+    while (atomic_load(&q->sleepers) < 2 && ms_since(t0) < 10000)
+        sleep_ms(1);
+    cr_assert_eq(atomic_load(&q->sleepers), 2, "getters never blocked");
     cr_assert_eq(atomic_load(&g[0].finished) + atomic_load(&g[1].finished), 0);
     kcr_workqueue_wake(q);
     for (int i = 0; i < 2; i++) {
