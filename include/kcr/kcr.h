@@ -4,6 +4,7 @@
 
 #include "kcr/error.h"
 #include "kcr/log.h"
+#include "kcr/object.h"
 #include "kcr/version.h"
 
 #endif
