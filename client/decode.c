@@ -28,6 +28,47 @@ static kcr_err too_large(const char *what, size_t max)
     return kcr__fail(KCR_ERR_TOO_LARGE, "%s larger than the %zu-byte limit", what, max);
 }
 
+
+/* yajl re-lexes a token split across yajl_parse() calls from its start each
+ * time, so a long token fed in small chunks costs quadratic time. Once no
+ * event has been seen for STASH_AFTER bytes, incoming bytes are stashed and
+ * handed to yajl in one call when the stash has grown as large as the token
+ * so far (amortized linear) or may hold the token's end (a '"'). */
+enum { STASH_AFTER = 256 << 10 };
+
+typedef struct stash {
+    char *buf;
+    size_t len, cap;
+} stash;
+
+/* True when buf was stashed and parsing should wait. */
+static bool stash_add(stash *st, size_t token_bytes, const char *buf, size_t len, kcr_err *err)
+{
+    if (token_bytes < STASH_AFTER && st->len == 0)
+        return false;
+    if (st->len + len > st->cap) {
+        size_t cap = st->cap ? st->cap : 1 << 16;
+        while (cap < st->len + len)
+            cap *= 2;
+        char *nb = realloc(st->buf, cap);
+        if (!nb) {
+            *err = KCR_ERR_NOMEM;
+            return true;
+        }
+        st->buf = nb;
+        st->cap = cap;
+    }
+    memcpy(st->buf + st->len, buf, len);
+    st->len += len;
+    return st->len < token_bytes && !memchr(buf, '"', len);
+}
+
+static void stash_free(stash *st)
+{
+    free(st->buf);
+    memset(st, 0, sizeof *st);
+}
+
 /* ================================ LIST ================================ */
 
 enum top_key { TOP_NONE, TOP_METADATA, TOP_ITEMS, TOP_OTHER };
@@ -48,6 +89,7 @@ struct kcr__list_decoder {
     int64_t remaining;
     bool has_remaining;
     size_t n_items;
+    stash st;
     kcr_err err;
 };
 
@@ -274,13 +316,36 @@ void kcr__list_decoder_free(kcr__list_decoder *d)
         kcr__object_builder_free(d->b);
     free(d->rv);
     free(d->cont);
+    stash_free(&d->st);
     free(d);
 }
 
+static kcr_err list_parse(kcr__list_decoder *d, const char *buf, size_t len, size_t slice);
+
 kcr_err kcr__list_decoder_feed(kcr__list_decoder *d, const char *buf, size_t len)
 {
+    if (d->err != KCR_OK)
+        return d->err;
+    if (d->token_bytes + d->st.len + len > d->max || d->item_bytes + d->st.len + len > d->max) {
+        if (d->st.len || d->token_bytes >= STASH_AFTER)
+            return d->err = too_large(d->in_item ? "list item" : "JSON token in list", d->max);
+    }
+    if (stash_add(&d->st, d->token_bytes, buf, len, &d->err))
+        return d->err;
+    if (d->st.len) {
+        stash s = d->st;
+        d->st = (stash){0};
+        list_parse(d, s.buf, s.len, s.len);
+        stash_free(&s);
+        return d->err;
+    }
+    return list_parse(d, buf, len, SLICE);
+}
+
+static kcr_err list_parse(kcr__list_decoder *d, const char *buf, size_t len, size_t slice)
+{
     while (d->err == KCR_OK && len > 0) {
-        size_t n = len < SLICE ? len : SLICE;
+        size_t n = len < slice ? len : slice;
         yajl_status st = yajl_parse(d->h, (const unsigned char *)buf, n);
         if (st == yajl_status_error && d->err == KCR_OK)
             d->err = yajl_failure(d->h, "list", (const unsigned char *)buf, n);
@@ -301,6 +366,12 @@ kcr_err kcr__list_decoder_feed(kcr__list_decoder *d, const char *buf, size_t len
 
 kcr_err kcr__list_decoder_finish(kcr__list_decoder *d, kcr_list_meta *meta)
 {
+    if (d->err == KCR_OK && d->st.len) {
+        stash s = d->st;
+        d->st = (stash){0};
+        list_parse(d, s.buf, s.len, s.len);
+        stash_free(&s);
+    }
     if (d->err != KCR_OK)
         return d->err;
     yajl_status st = yajl_complete_parse(d->h);
@@ -362,6 +433,7 @@ struct kcr__watch_decoder {
     kcr_status status;
     bool stopped;
     size_t n_events;
+    stash st;
     kcr_err err;
 };
 
@@ -656,13 +728,35 @@ void kcr__watch_decoder_free(kcr__watch_decoder *d)
         kcr__object_builder_free(d->b);
     kcr__json_builder_free(d->jb);
     kcr_status_clear(&d->status);
+    stash_free(&d->st);
     free(d);
 }
 
+static kcr_err watch_parse(kcr__watch_decoder *d, const char *buf, size_t len, size_t slice);
+
 kcr_err kcr__watch_decoder_feed(kcr__watch_decoder *d, const char *buf, size_t len)
 {
+    if (d->err != KCR_OK)
+        return d->err;
+    if ((d->token_bytes + d->st.len + len > d->max || d->event_bytes + d->st.len + len > d->max) &&
+        (d->st.len || d->token_bytes >= STASH_AFTER))
+        return d->err = too_large(d->depth ? "watch event" : "JSON token in watch stream", d->max);
+    if (stash_add(&d->st, d->token_bytes, buf, len, &d->err))
+        return d->err;
+    if (d->st.len) {
+        stash s = d->st;
+        d->st = (stash){0};
+        watch_parse(d, s.buf, s.len, s.len);
+        stash_free(&s);
+        return d->err;
+    }
+    return watch_parse(d, buf, len, SLICE);
+}
+
+static kcr_err watch_parse(kcr__watch_decoder *d, const char *buf, size_t len, size_t slice)
+{
     while (d->err == KCR_OK && len > 0) {
-        size_t n = len < SLICE ? len : SLICE;
+        size_t n = len < slice ? len : slice;
         yajl_status st = yajl_parse(d->h, (const unsigned char *)buf, n);
         if (st == yajl_status_error && d->err == KCR_OK)
             d->err = yajl_failure(d->h, "watch stream", (const unsigned char *)buf, n);
@@ -683,15 +777,21 @@ kcr_err kcr__watch_decoder_feed(kcr__watch_decoder *d, const char *buf, size_t l
 
 kcr_err kcr__watch_decoder_finish(kcr__watch_decoder *d)
 {
+    if (d->err == KCR_OK && d->st.len) {
+        stash s = d->st;
+        d->st = (stash){0};
+        watch_parse(d, s.buf, s.len, s.len);
+        stash_free(&s);
+    }
     if (d->err != KCR_OK)
         return d->err;
     if (d->depth > 0)
         return d->err = kcr__fail(KCR_ERR_TRANSPORT,
                                   "watch stream ended inside event %zu (truncated)",
                                   d->n_events);
-    if (yajl_complete_parse(d->h) != yajl_status_ok && d->err == KCR_OK)
-        d->err = kcr__fail(KCR_ERR_TRANSPORT, "watch stream ended inside a JSON token");
-    return d->err;
+    /* Between events yajl holds at most whitespace (anything else at the top
+     * level is rejected when it completes), so the stream ended cleanly. */
+    return KCR_OK;
 }
 
 const kcr_status *kcr__watch_decoder_status(const kcr__watch_decoder *d)
