@@ -95,7 +95,7 @@ static kcr_err refresh_token_file(kcr__auth *a)
     kcr__blob data;
     kcr_err err = kcr__read_file(a->cfg->token_file, MAX_TOKEN, "token file", &data);
     if (err != KCR_OK)
-        return a->file_valid ? KCR_OK : kcr__fail(KCR_ERR_CONFIG, "%s", kcr_last_error());
+        return a->file_valid ? KCR_OK : kcr__refail(KCR_ERR_CONFIG, "%s", "");
     size_t n = data.len;
     while (n > 0 && strchr(" \t\r\n", data.data[n - 1]))
         data.data[--n] = '\0';
@@ -401,8 +401,7 @@ kcr_err kcr__exec_run(const kcr__exec_config *exec, const kcr_config *cfg, kcr__
     }
     kcr__json *doc = NULL;
     if (err == KCR_OK && kcr__json_parse(stdout_buf ? stdout_buf : "", stdout_len, &doc) != KCR_OK)
-        err = kcr__fail(KCR_ERR_EXEC, "exec plugin %s: output is not JSON (%s)", exec->command,
-                        kcr_last_error());
+        err = kcr__refail(KCR_ERR_EXEC, "exec plugin %s: output is not JSON: ", exec->command);
     if (err == KCR_OK) {
         const char *kind = kcr__json_str(kcr__json_get(doc, "kind"));
         const char *api = kcr__json_str(kcr__json_get(doc, "apiVersion"));

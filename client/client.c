@@ -62,7 +62,7 @@ static kcr_err body_meta(const char *json, size_t len, char **name, char **ns)
     kcr__json *doc;
     kcr_err err = kcr__json_parse(json, len, &doc);
     if (err != KCR_OK)
-        return kcr__fail(KCR_ERR_INVALID, "object body: %s", kcr_last_error());
+        return kcr__refail(KCR_ERR_INVALID, "object body: ");
     if (doc->type != KCR__JSON_OBJECT) {
         kcr__json_free(doc);
         return kcr__fail(KCR_ERR_INVALID, "object body is not a JSON object");

@@ -95,12 +95,12 @@ struct kcr__list_decoder {
 
 #define LD ((kcr__list_decoder *)ctx)
 
-/* Forwards an event to the builder when inside an item; *handled says so. */
+/* Turns a builder error into the decoder's error. */
 static int list_item_event(kcr__list_decoder *d, kcr_err err)
 {
     if (err != KCR_OK) {
-        d->err = kcr__fail(err == KCR_ERR_NOMEM ? err : KCR_ERR_PARSE, "list item %zu: %s",
-                           d->n_items, *kcr_last_error() ? kcr_last_error() : kcr_strerror(err));
+        d->err = kcr__refail(err == KCR_ERR_NOMEM ? err : KCR_ERR_PARSE, "list item %zu: %s: ",
+                             d->n_items, kcr_strerror(err));
         return 0;
     }
     return 1;
@@ -112,7 +112,7 @@ static int list_finish_item(kcr__list_decoder *d)
     kcr_err err = kcr__object_builder_finish(d->b, &obj);
     d->in_item = false;
     if (err != KCR_OK) {
-        d->err = kcr__fail(KCR_ERR_PARSE, "list item %zu: %s", d->n_items, kcr_last_error());
+        d->err = kcr__refail(KCR_ERR_PARSE, "list item %zu: ", d->n_items);
         return 0;
     }
     d->n_items++;
@@ -453,9 +453,8 @@ static int forward(kcr__watch_decoder *d, kcr_err berr, kcr_err jerr)
 {
     if (d->to_builder && berr != KCR_OK) {
         if (!d->to_json) {
-            d->err = kcr__fail(berr == KCR_ERR_NOMEM ? berr : KCR_ERR_PARSE,
-                               "watch event %zu: %s", d->n_events,
-                               *kcr_last_error() ? kcr_last_error() : kcr_strerror(berr));
+            d->err = kcr__refail(berr == KCR_ERR_NOMEM ? berr : KCR_ERR_PARSE,
+                                 "watch event %zu: %s: ", d->n_events, kcr_strerror(berr));
             return 0;
         }
         d->builder_failed = true;
@@ -484,7 +483,7 @@ static int wd_dispatch(kcr__watch_decoder *d)
         if (d->builder_failed)
             err = kcr__fail(KCR_ERR_PARSE, "watch event %zu: bad object", d->n_events);
         else if ((err = kcr__object_builder_finish(d->b, &obj)) != KCR_OK)
-            err = kcr__fail(KCR_ERR_PARSE, "watch event %zu: %s", d->n_events, kcr_last_error());
+            err = kcr__refail(KCR_ERR_PARSE, "watch event %zu: ", d->n_events);
         else {
             ev.object = obj;
             ev.resource_version = kcr_object_resource_version(obj);

@@ -651,7 +651,7 @@ static kcr_err decode_object(const char *body, size_t len, kcr_object **out)
 {
     kcr_err err = kcr_object_parse(body, len, out);
     if (err != KCR_OK)
-        return kcr__fail(err, "response: %s", kcr_last_error());
+        return kcr__refail(err, "response: ");
     return KCR_OK;
 }
 

@@ -915,3 +915,14 @@ void kcr__format_rfc3339(int64_t t, char *buf, size_t size)
              (long long)d, (long long)(rem / 3600), (long long)(rem / 60 % 60),
              (long long)(rem % 60));
 }
+
+kcr_err kcr__refail(kcr_err err, const char *fmt, ...)
+{
+    char prev[1024], head[1024];
+    snprintf(prev, sizeof prev, "%s", kcr_last_error());
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    return kcr__fail(err, "%s%s", head, prev);
+}

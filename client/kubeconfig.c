@@ -663,8 +663,8 @@ static kcr_err load_pem(const char *data, const char *file, const char *dir, con
     if (data && *data) {
         kcr_err err = kcr__base64_decode(data, strlen(data), &out->data, &out->len);
         if (err != KCR_OK)
-            return kcr__fail(KCR_ERR_CONFIG, "kubeconfig %s: %s-data is not valid base64: %s",
-                             where, what, kcr_last_error());
+            return kcr__refail(KCR_ERR_CONFIG, "kubeconfig %s: %s-data is not valid base64: ",
+                               where, what);
         return KCR_OK;
     }
     if (file && *file) {
@@ -674,8 +674,7 @@ static kcr_err load_pem(const char *data, const char *file, const char *dir, con
         kcr_err err = kcr__read_file(path, MAX_CERT, what, out);
         free(path);
         if (err != KCR_OK)
-            return kcr__fail(KCR_ERR_CONFIG, "kubeconfig %s: cannot read %s", where,
-                             kcr_last_error());
+            return kcr__refail(KCR_ERR_CONFIG, "kubeconfig %s: cannot read ", where);
     }
     return KCR_OK;
 }
@@ -836,7 +835,7 @@ kcr_err kcr_config_load_kubeconfig(const kcr_config_options *opts, kcr_config **
             continue;
         }
         if (err != KCR_OK) {
-            err = kcr__fail(KCR_ERR_CONFIG, "%s", kcr_last_error());
+            err = kcr__refail(KCR_ERR_CONFIG, "%s", "");
             break;
         }
         const char *file = arena_keep(&kc.mem, strdup(p));
@@ -893,7 +892,7 @@ kcr_err kcr_config_load_in_cluster(const kcr_config_options *opts, kcr_config **
         if (err == KCR_OK)
             err = kcr__read_file(ca_path, MAX_CERT, "service-account CA", &c->ca);
         if (err != KCR_OK)
-            err = kcr__fail(KCR_ERR_CONFIG, "in-cluster config: %s", kcr_last_error());
+            err = kcr__refail(KCR_ERR_CONFIG, "in-cluster config: ");
         kcr__blob ns;
         if (err == KCR_OK && kcr__read_file(ns_path, 4096, "namespace", &ns) == KCR_OK) {
             size_t n = ns.len;
