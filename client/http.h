@@ -35,6 +35,7 @@ typedef struct kcr__http_req {
     size_t body_len;
     bool idempotent;          /* retried on connection errors */
     bool streaming;           /* no total timeout (list/watch) */
+    bool uncompressed;        /* do not offer gzip (watch streams) */
     int idle_timeout_ms;      /* 0: none */
     kcr_cancel *cancel;
     /* For 2xx bodies: receives bytes as they arrive instead of buffering. */
