@@ -635,3 +635,56 @@ Test(http, credentials_never_logged, .fini = stop_server)
     cr_assert_eq(n_leaked, 0);
     kcr_log_set_handler(NULL, NULL);
 }
+
+/* ---- discovery: legacy documents when the server ignores the aggregated Accept ---- */
+
+static void legacy_discovery(int fd, const char *req)
+{
+    if (strstr(req, "GET /api HTTP"))
+        respond(fd, 200, "application/json", "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"]}", NULL);
+    else if (strstr(req, "GET /api/v1 HTTP"))
+        respond(fd, 200, "application/json",
+                "{\"kind\":\"APIResourceList\",\"groupVersion\":\"v1\",\"resources\":["
+                "{\"name\":\"configmaps\",\"singularName\":\"\",\"namespaced\":true,\"kind\":"
+                "\"ConfigMap\",\"shortNames\":[\"cm\"]},{\"name\":\"pods/log\",\"namespaced\":true,"
+                "\"kind\":\"Pod\"},{\"name\":\"nodes\",\"namespaced\":false,\"kind\":\"Node\"}]}",
+                NULL);
+    else if (strstr(req, "GET /apis HTTP"))
+        respond(fd, 200, "application/json",
+                "{\"kind\":\"APIGroupList\",\"groups\":[{\"name\":\"apps\",\"versions\":["
+                "{\"groupVersion\":\"apps/v1beta1\",\"version\":\"v1beta1\"},{\"groupVersion\":"
+                "\"apps/v1\",\"version\":\"v1\"}],\"preferredVersion\":{\"groupVersion\":\"apps/v1\","
+                "\"version\":\"v1\"}}]}",
+                NULL);
+    else if (strstr(req, "GET /apis/apps/v1 HTTP"))
+        respond(fd, 200, "application/json",
+                "{\"kind\":\"APIResourceList\",\"groupVersion\":\"apps/v1\",\"resources\":["
+                "{\"name\":\"deployments\",\"singularName\":\"deployment\",\"namespaced\":true,"
+                "\"kind\":\"Deployment\",\"shortNames\":[\"deploy\"]}]}",
+                NULL);
+    else if (strstr(req, "GET /apis/apps/v1beta1 HTTP"))
+        respond(fd, 503, "application/json", status_json(503, "ServiceUnavailable", "down"), NULL);
+    else
+        respond(fd, 404, "application/json", status_json(404, "NotFound", "nope"), NULL);
+}
+
+Test(http, legacy_discovery_fallback, .fini = stop_server)
+{
+    start_server(legacy_discovery, NULL);
+    kcr_api_resource r;
+    cr_assert_eq(kcr_client_resolve(client, "deploy", &r, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_assert_str_eq(r.group, "apps");
+    cr_assert_str_eq(r.version, "v1");
+    cr_assert_str_eq(r.resource, "deployments");
+    HAS("Accept: application/json");
+    cr_assert_eq(kcr_client_resolve(client, "ConfigMap", &r, NULL), KCR_OK);
+    cr_assert_str_eq(r.resource, "configmaps");
+    cr_assert_str_eq(r.singular, "configmap", "derived from the kind when the server omits it");
+    cr_assert_eq(kcr_client_resolve(client, "no", &r, NULL), KCR_ERR_NOT_FOUND,
+                 "short names come only from the server");
+    cr_assert_eq(kcr_client_resolve(client, "nodes", &r, NULL), KCR_OK);
+    cr_assert_not(r.namespaced);
+    cr_assert_eq(kcr_client_resolve_kind(client, "apps", NULL, "Deployment", &r, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_resolve(client, "pods", &r, NULL), KCR_ERR_NOT_FOUND,
+                 "subresources are not resources");
+}
