@@ -2,7 +2,10 @@
 #ifndef KCR_KCR_H
 #define KCR_KCR_H
 
+#include "kcr/client.h"
+#include "kcr/config.h"
 #include "kcr/error.h"
+#include "kcr/fake.h"
 #include "kcr/log.h"
 #include "kcr/object.h"
 #include "kcr/store.h"
