@@ -392,7 +392,15 @@ kcr_err kcr__exec_run(const kcr__exec_config *exec, const kcr_config *cfg, kcr__
         size_t n = strlen(errs);
         while (n > 0 && (errs[n - 1] == '\n' || errs[n - 1] == '\r'))
             stderr_buf[--n] = '\0';
-        if (WIFEXITED(status))
+        if (WIFEXITED(status) && (WEXITSTATUS(status) == 126 || WEXITSTATUS(status) == 127))
+            /* posix_spawnp reports a missing command through its return
+             * value, except where vfork is emulated (valgrind): then the
+             * child exits 127, as a shell would. */
+            err = kcr__fail(KCR_ERR_EXEC, "exec plugin %s: cannot run (exit status %d) %s%s%s",
+                            exec->command, WEXITSTATUS(status), errs,
+                            exec->install_hint ? "; " : "",
+                            exec->install_hint ? exec->install_hint : "");
+        else if (WIFEXITED(status))
             err = kcr__fail(KCR_ERR_EXEC, "exec plugin %s exited with status %d: %s",
                             exec->command, WEXITSTATUS(status), errs);
         else
