@@ -40,6 +40,10 @@ bool kcr__object_builder_done(const kcr__object_builder *b);
  * KCR_ERR_PARSE when the object is incomplete or lacks metadata.name. */
 kcr_err kcr__object_builder_finish(kcr__object_builder *b, kcr_object **out);
 
+/* Like finish, but also accepts an object without metadata.name (Status
+ * objects, List metadata, watch bookmarks). An extension of the contract. */
+kcr_err kcr__object_builder_finish_any(kcr__object_builder *b, kcr_object **out);
+
 /* Discards whatever was fed; the builder is ready for a new object. */
 void kcr__object_builder_reset(kcr__object_builder *b);
 

@@ -2,8 +2,12 @@
 #ifndef KCR_KCR_H
 #define KCR_KCR_H
 
+#include "kcr/client.h"
+#include "kcr/config.h"
 #include "kcr/error.h"
+#include "kcr/fake.h"
 #include "kcr/log.h"
+#include "kcr/object.h"
 #include "kcr/version.h"
 
 #endif

@@ -1,0 +1,269 @@
+/* Public kcr_client entry points: argument checks, defaults, Status
+ * plumbing, then the back end's vtable. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client_impl.h"
+#include "core/error.h"
+
+#define BEGIN_STATUS()                                                                             \
+    kcr_status local_status = {0};                                                                 \
+    kcr_status *st = status ? status : &local_status;                                              \
+    kcr_status_clear(st);                                                                          \
+    kcr__clear_error()
+
+#define END_STATUS() kcr_status_clear(&local_status)
+
+void kcr_client_free(kcr_client *c)
+{
+    if (c)
+        c->ops->destroy(c);
+}
+
+const char *kcr_client_namespace(const kcr_client *c)
+{
+    return c && c->namespace ? c->namespace : "default";
+}
+
+kcr_resource kcr_api_resource_gvr(const kcr_api_resource *r)
+{
+    return (kcr_resource){r->group, r->version, r->resource};
+}
+
+static kcr_err check(const kcr_client *c, const kcr_resource *res)
+{
+    if (!c || !res || !res->version || !*res->version || !res->resource || !*res->resource)
+        return kcr__fail(KCR_ERR_INVALID, "a client and a resource with version and plural "
+                                          "name are required");
+    return KCR_OK;
+}
+
+kcr_err kcr_client_get(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                       const kcr_get_options *opts, kcr_object **out, kcr_status *status)
+{
+    if (out)
+        *out = NULL;
+    kcr_err err = check(c, res);
+    if (err != KCR_OK)
+        return err;
+    if (!name || !*name)
+        return kcr__fail(KCR_ERR_INVALID, "get: no object name");
+    static const kcr_get_options dflt;
+    BEGIN_STATUS();
+    err = c->ops->get(c, res, ns, name, opts ? opts : &dflt, out, st);
+    END_STATUS();
+    return err;
+}
+
+/* Reads metadata.name and metadata.namespace of a JSON body (validating it). */
+static kcr_err body_meta(const char *json, size_t len, char **name, char **ns)
+{
+    *name = *ns = NULL;
+    kcr__json *doc;
+    kcr_err err = kcr__json_parse(json, len, &doc);
+    if (err != KCR_OK)
+        return kcr__refail(KCR_ERR_INVALID, "object body: ");
+    if (doc->type != KCR__JSON_OBJECT) {
+        kcr__json_free(doc);
+        return kcr__fail(KCR_ERR_INVALID, "object body is not a JSON object");
+    }
+    kcr__json *md = kcr__json_get(doc, "metadata");
+    const char *n = kcr__json_str(kcr__json_get(md, "name"));
+    const char *s = kcr__json_str(kcr__json_get(md, "namespace"));
+    *name = n ? strdup(n) : NULL;
+    *ns = s ? strdup(s) : NULL;
+    kcr__json_free(doc);
+    return KCR_OK;
+}
+
+kcr_err kcr_client_create(kcr_client *c, const kcr_resource *res, const char *ns,
+                          const char *json, size_t len, const kcr_write_options *opts,
+                          kcr_object **out, kcr_status *status)
+{
+    if (out)
+        *out = NULL;
+    kcr_err err = check(c, res);
+    if (err != KCR_OK)
+        return err;
+    if (!json)
+        return kcr__fail(KCR_ERR_INVALID, "create: no body");
+    if (!len)
+        len = strlen(json);
+    char *name, *body_ns;
+    if ((err = body_meta(json, len, &name, &body_ns)) != KCR_OK)
+        return err;
+    static const kcr_write_options dflt;
+    BEGIN_STATUS();
+    err = c->ops->create(c, res, ns ? ns : body_ns, json, len, opts ? opts : &dflt, out, st);
+    END_STATUS();
+    free(name);
+    free(body_ns);
+    return err;
+}
+
+kcr_err kcr_client_update(kcr_client *c, const kcr_resource *res, const char *ns,
+                          const char *json, size_t len, const kcr_write_options *opts,
+                          kcr_object **out, kcr_status *status)
+{
+    if (out)
+        *out = NULL;
+    kcr_err err = check(c, res);
+    if (err != KCR_OK)
+        return err;
+    if (!json)
+        return kcr__fail(KCR_ERR_INVALID, "update: no body");
+    if (!len)
+        len = strlen(json);
+    char *name, *body_ns;
+    if ((err = body_meta(json, len, &name, &body_ns)) != KCR_OK)
+        return err;
+    if (!name || !*name) {
+        free(name);
+        free(body_ns);
+        return kcr__fail(KCR_ERR_INVALID, "update: the object has no metadata.name");
+    }
+    static const kcr_write_options dflt;
+    BEGIN_STATUS();
+    err = c->ops->update(c, res, ns ? ns : body_ns, name, json, len, opts ? opts : &dflt, out,
+                         st);
+    END_STATUS();
+    free(name);
+    free(body_ns);
+    return err;
+}
+
+kcr_err kcr_client_update_status(kcr_client *c, const kcr_resource *res, const char *ns,
+                                 const char *json, size_t len, kcr_object **out,
+                                 kcr_status *status)
+{
+    kcr_write_options o = {.subresource = "status"};
+    return kcr_client_update(c, res, ns, json, len, &o, out, status);
+}
+
+kcr_err kcr_client_patch(kcr_client *c, const kcr_resource *res, const char *ns,
+                         const char *name, kcr_patch_type type, const char *patch, size_t len,
+                         const kcr_write_options *opts, kcr_object **out, kcr_status *status)
+{
+    if (out)
+        *out = NULL;
+    kcr_err err = check(c, res);
+    if (err != KCR_OK)
+        return err;
+    if (!name || !*name || !patch)
+        return kcr__fail(KCR_ERR_INVALID, "patch: an object name and a patch are required");
+    if ((unsigned)type > KCR_PATCH_APPLY)
+        return kcr__fail(KCR_ERR_INVALID, "patch: unknown patch type %d", (int)type);
+    if (type == KCR_PATCH_APPLY && (!opts || !opts->field_manager || !*opts->field_manager))
+        return kcr__fail(KCR_ERR_INVALID, "apply patch: a field manager is required");
+    if (!len)
+        len = strlen(patch);
+    static const kcr_write_options dflt;
+    BEGIN_STATUS();
+    err = c->ops->patch(c, res, ns, name, type, patch, len, opts ? opts : &dflt, out, st);
+    END_STATUS();
+    return err;
+}
+
+kcr_err kcr_client_delete(kcr_client *c, const kcr_resource *res, const char *ns,
+                          const char *name, const kcr_delete_options *opts, kcr_object **out,
+                          kcr_status *status)
+{
+    if (out)
+        *out = NULL;
+    kcr_err err = check(c, res);
+    if (err != KCR_OK)
+        return err;
+    if (!name || !*name)
+        return kcr__fail(KCR_ERR_INVALID, "delete: no object name");
+    static const kcr_delete_options dflt;
+    BEGIN_STATUS();
+    err = c->ops->del(c, res, ns, name, opts ? opts : &dflt, out, st);
+    END_STATUS();
+    return err;
+}
+
+kcr_err kcr_client_list(kcr_client *c, const kcr_resource *res, const char *ns,
+                        const kcr_list_options *opts, kcr_list_item_fn fn, void *user_data,
+                        kcr_list_meta *meta, kcr_status *status)
+{
+    kcr_list_meta_clear(meta);
+    kcr_err err = check(c, res);
+    if (err != KCR_OK)
+        return err;
+    static const kcr_list_options dflt;
+    BEGIN_STATUS();
+    if (opts && kcr_cancel_triggered(opts->cancel))
+        err = kcr__fail(KCR_ERR_CANCELED, "list canceled before it started");
+    else
+        err = c->ops->list(c, res, ns, opts ? opts : &dflt, fn, user_data, meta, st);
+    END_STATUS();
+    return err;
+}
+
+kcr_err kcr_client_watch(kcr_client *c, const kcr_resource *res, const char *ns,
+                         const kcr_list_options *opts, kcr_watch_event_fn fn, void *user_data,
+                         kcr_status *status)
+{
+    kcr_err err = check(c, res);
+    if (err != KCR_OK)
+        return err;
+    static const kcr_list_options dflt;
+    BEGIN_STATUS();
+    if (opts && kcr_cancel_triggered(opts->cancel))
+        err = kcr__fail(KCR_ERR_CANCELED, "watch canceled before it started");
+    else
+        err = c->ops->watch(c, res, ns, opts ? opts : &dflt, fn, user_data, st);
+    END_STATUS();
+    return err;
+}
+
+static kcr_err resolve(kcr_client *c, const kcr__disc_query *q, kcr_api_resource *out,
+                       kcr_status *status)
+{
+    memset(out, 0, sizeof *out);
+    BEGIN_STATUS();
+    kcr_err err = c->ops->resolve(c, q, false, out, st);
+    if (err == KCR_ERR_NOT_FOUND && st->code == 0) /* a miss, not a 404 */
+        err = c->ops->resolve(c, q, true, out, st);
+    END_STATUS();
+    return err;
+}
+
+kcr_err kcr_client_resolve(kcr_client *c, const char *name, kcr_api_resource *out,
+                           kcr_status *status)
+{
+    if (!c || !name || !*name || !out)
+        return kcr__fail(KCR_ERR_INVALID, "resolve: a client and a name are required");
+    kcr__disc_query q = {.name = name};
+    return resolve(c, &q, out, status);
+}
+
+kcr_err kcr_client_resolve_kind(kcr_client *c, const char *group, const char *version,
+                                const char *kind, kcr_api_resource *out, kcr_status *status)
+{
+    if (!c || !kind || !*kind || !out)
+        return kcr__fail(KCR_ERR_INVALID, "resolve_kind: a client and a kind are required");
+    kcr__disc_query q = {.group = group ? group : "", .version = version, .kind = kind};
+    return resolve(c, &q, out, status);
+}
+
+void kcr_client_invalidate_discovery(kcr_client *c)
+{
+    if (c)
+        c->ops->invalidate(c);
+}
+
+kcr_err kcr_client_raw(kcr_client *c, const char *method, const char *path, const char *accept,
+                       const char *content_type, const char *body, size_t body_len, char **out,
+                       size_t *out_len, kcr_status *status)
+{
+    if (out)
+        *out = NULL;
+    if (!c || !path)
+        return kcr__fail(KCR_ERR_INVALID, "raw: a client and a path are required");
+    BEGIN_STATUS();
+    kcr_err err =
+        c->ops->raw(c, method, path, accept, content_type, body, body_len, out, out_len, st);
+    END_STATUS();
+    return err;
+}

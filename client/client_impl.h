@@ -1,0 +1,115 @@
+/* Internal: the client vtable shared by the HTTP back end and the fake, plus
+ * helpers every back end uses (Status decoding, discovery resolution). */
+#ifndef KCR_CLIENT_CLIENT_IMPL_H
+#define KCR_CLIENT_CLIENT_IMPL_H
+
+#include <stdatomic.h>
+
+#include "client/json.h"
+#include "kcr/client.h"
+
+typedef struct kcr__disc_query kcr__disc_query;
+
+/* Every operation gets a non-NULL, cleared `st` and non-NULL options. */
+typedef struct kcr__client_ops {
+    kcr_err (*get)(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                   const kcr_get_options *opts, kcr_object **out, kcr_status *st);
+    kcr_err (*create)(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
+                      size_t len, const kcr_write_options *opts, kcr_object **out,
+                      kcr_status *st);
+    kcr_err (*update)(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                      const char *json, size_t len, const kcr_write_options *opts,
+                      kcr_object **out, kcr_status *st);
+    kcr_err (*patch)(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                     kcr_patch_type type, const char *patch, size_t len,
+                     const kcr_write_options *opts, kcr_object **out, kcr_status *st);
+    kcr_err (*del)(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                   const kcr_delete_options *opts, kcr_object **out, kcr_status *st);
+    kcr_err (*list)(kcr_client *c, const kcr_resource *res, const char *ns,
+                    const kcr_list_options *opts, kcr_list_item_fn fn, void *ud,
+                    kcr_list_meta *meta, kcr_status *st);
+    kcr_err (*watch)(kcr_client *c, const kcr_resource *res, const char *ns,
+                     const kcr_list_options *opts, kcr_watch_event_fn fn, void *ud,
+                     kcr_status *st);
+    /* Resolves with kcr__disc_resolve() over the back end's resource table;
+     * refresh=true re-reads it first. */
+    kcr_err (*resolve)(kcr_client *c, const kcr__disc_query *q, bool refresh,
+                       kcr_api_resource *out, kcr_status *st);
+    void (*invalidate)(kcr_client *c);
+    kcr_err (*raw)(kcr_client *c, const char *method, const char *path, const char *accept,
+                   const char *content_type, const char *body, size_t body_len, char **out,
+                   size_t *out_len, kcr_status *st);
+    void (*destroy)(kcr_client *c);
+} kcr__client_ops;
+
+struct kcr_client {
+    const kcr__client_ops *ops;
+    char *namespace;
+};
+
+/* ---- Status --------------------------------------------------------------------------- */
+
+/* Fills st from a parsed document if it is a Status (kind "Status" or
+ * status "Failure"/"Success" with a code). KCR_ERR_PARSE otherwise. */
+kcr_err kcr__status_from_json(const kcr__json *doc, kcr_status *st);
+
+/* Fills st from an HTTP error response: the Status in the body, or a
+ * Status-like error with the HTTP code and the body's first bytes. Sets
+ * kcr_last_error() and returns the mapped error. */
+kcr_err kcr__status_from_http(long http_code, const char *body, size_t len, kcr_status *st);
+
+/* Sets kcr_last_error() to "<code> <reason>: <message>" and returns the mapped error. */
+kcr_err kcr__status_fail(const kcr_status *st);
+
+/* Builds a Status (for the fake); strings copied. */
+kcr_err kcr__status_make(kcr_status *st, int code, const char *reason, const char *message);
+
+/* The Status as JSON (for the fake and tests); malloc'd. */
+char *kcr__status_to_json(const kcr_status *st);
+
+/* Maps an HTTP code (+ reason for 409) to kcr_err. */
+kcr_err kcr__err_for_code(int code, const char *reason);
+
+/* ---- Discovery ----------------------------------------------------------------------- */
+
+typedef struct kcr__disc_entry {
+    kcr_api_resource r;
+    char **short_names; /* n_short, malloc'd */
+    size_t n_short;
+    bool preferred;     /* the group's preferred version */
+} kcr__disc_entry;
+
+/* Entries in priority order (core first, then groups as the server orders
+ * them, preferred version first within a group). */
+typedef struct kcr__disc_table {
+    kcr__disc_entry *e;
+    size_t n, cap;
+} kcr__disc_table;
+
+struct kcr__disc_query {
+    const char *name;    /* what the user typed (resolve by name), or NULL */
+    const char *group;   /* resolve by kind: group, version (NULL: preferred), kind */
+    const char *version;
+    const char *kind;
+};
+
+kcr_err kcr__disc_add(kcr__disc_table *t, const kcr_api_resource *r, const char *const *shorts,
+                      size_t n_short, bool preferred);
+void kcr__disc_clear(kcr__disc_table *t);
+/* KCR_ERR_NOT_FOUND (with a message) when nothing matches. */
+kcr_err kcr__disc_resolve(const kcr__disc_table *t, const kcr__disc_query *q,
+                          kcr_api_resource *out);
+/* Parses an APIGroupDiscoveryList (aggregated discovery) into t. */
+kcr_err kcr__disc_parse_aggregated(const kcr__json *doc, kcr__disc_table *t);
+/* Parses a legacy APIResourceList for group/version into t. */
+kcr_err kcr__disc_parse_resource_list(const kcr__json *doc, const char *group,
+                                      const char *version, bool preferred, kcr__disc_table *t);
+
+/* ---- Cancellation ----------------------------------------------------------------------- */
+
+struct kcr_cancel {
+    atomic_bool triggered;
+    int fds[2]; /* a pipe: readable once triggered, for poll() and curl_multi_poll() */
+};
+
+#endif

@@ -1,0 +1,230 @@
+/* Discovery documents (aggregated and legacy) and kubectl-style resolution
+ * of what a user typed to a group/version/resource. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "client/client_impl.h"
+#include "core/error.h"
+
+static void copy_field(char *dst, size_t size, const char *src)
+{
+    snprintf(dst, size, "%s", src ? src : "");
+}
+
+kcr_err kcr__disc_add(kcr__disc_table *t, const kcr_api_resource *r, const char *const *shorts,
+                      size_t n_short, bool preferred)
+{
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 64;
+        kcr__disc_entry *e = realloc(t->e, cap * sizeof *e);
+        if (!e)
+            return KCR_ERR_NOMEM;
+        t->e = e;
+        t->cap = cap;
+    }
+    kcr__disc_entry *e = &t->e[t->n];
+    memset(e, 0, sizeof *e);
+    e->r = *r;
+    e->preferred = preferred;
+    if (n_short) {
+        e->short_names = calloc(n_short, sizeof *e->short_names);
+        if (!e->short_names)
+            return KCR_ERR_NOMEM;
+        for (size_t i = 0; i < n_short; i++) {
+            if (!(e->short_names[i] = strdup(shorts[i]))) {
+                for (size_t j = 0; j < i; j++)
+                    free(e->short_names[j]);
+                free(e->short_names);
+                return KCR_ERR_NOMEM;
+            }
+        }
+        e->n_short = n_short;
+    }
+    t->n++;
+    return KCR_OK;
+}
+
+void kcr__disc_clear(kcr__disc_table *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        for (size_t j = 0; j < t->e[i].n_short; j++)
+            free(t->e[i].short_names[j]);
+        free(t->e[i].short_names);
+    }
+    free(t->e);
+    memset(t, 0, sizeof *t);
+}
+
+/* Adds one resource described by JSON fields; shortNames from `shorts`. */
+static kcr_err add_from(kcr__disc_table *t, kcr_api_resource *r, const kcr__json *shorts,
+                        bool preferred)
+{
+    const char *names[64];
+    size_t n = 0;
+    for (size_t i = 0; shorts && shorts->type == KCR__JSON_ARRAY && i < shorts->n && n < 64; i++)
+        if (kcr__json_str(shorts->vals[i]))
+            names[n++] = kcr__json_str(shorts->vals[i]);
+    return kcr__disc_add(t, r, names, n, preferred);
+}
+
+kcr_err kcr__disc_parse_aggregated(const kcr__json *doc, kcr__disc_table *t)
+{
+    kcr__json *items = kcr__json_get(doc, "items");
+    if (!items || items->type != KCR__JSON_ARRAY)
+        return kcr__fail(KCR_ERR_PARSE, "aggregated discovery without items");
+    for (size_t i = 0; i < items->n; i++) {
+        const char *group = kcr__json_str(kcr__json_path(items->vals[i], "metadata", "name", NULL));
+        kcr__json *versions = kcr__json_get(items->vals[i], "versions");
+        for (size_t v = 0; versions && versions->type == KCR__JSON_ARRAY && v < versions->n; v++) {
+            const char *version = kcr__json_str(kcr__json_get(versions->vals[v], "version"));
+            kcr__json *res = kcr__json_get(versions->vals[v], "resources");
+            for (size_t k = 0; version && res && res->type == KCR__JSON_ARRAY && k < res->n; k++) {
+                kcr__json *e = res->vals[k];
+                const char *plural = kcr__json_str(kcr__json_get(e, "resource"));
+                if (!plural || strchr(plural, '/'))
+                    continue;
+                kcr_api_resource r;
+                memset(&r, 0, sizeof r);
+                copy_field(r.group, sizeof r.group, group);
+                copy_field(r.version, sizeof r.version, version);
+                copy_field(r.resource, sizeof r.resource, plural);
+                copy_field(r.singular, sizeof r.singular,
+                           kcr__json_str(kcr__json_get(e, "singularResource")));
+                copy_field(r.kind, sizeof r.kind,
+                           kcr__json_str(kcr__json_path(e, "responseKind", "kind", NULL)));
+                const char *scope = kcr__json_str(kcr__json_get(e, "scope"));
+                r.namespaced = scope && strcmp(scope, "Namespaced") == 0;
+                kcr_err err = add_from(t, &r, kcr__json_get(e, "shortNames"), v == 0);
+                if (err != KCR_OK)
+                    return err;
+            }
+        }
+    }
+    return KCR_OK;
+}
+
+kcr_err kcr__disc_parse_resource_list(const kcr__json *doc, const char *group,
+                                      const char *version, bool preferred, kcr__disc_table *t)
+{
+    kcr__json *res = kcr__json_get(doc, "resources");
+    if (!res || res->type != KCR__JSON_ARRAY)
+        return kcr__fail(KCR_ERR_PARSE, "APIResourceList for %s/%s without resources", group,
+                         version);
+    for (size_t k = 0; k < res->n; k++) {
+        kcr__json *e = res->vals[k];
+        const char *plural = kcr__json_str(kcr__json_get(e, "name"));
+        if (!plural || strchr(plural, '/'))
+            continue;
+        kcr_api_resource r;
+        memset(&r, 0, sizeof r);
+        copy_field(r.group, sizeof r.group, group);
+        copy_field(r.version, sizeof r.version, version);
+        copy_field(r.resource, sizeof r.resource, plural);
+        copy_field(r.singular, sizeof r.singular, kcr__json_str(kcr__json_get(e, "singularName")));
+        copy_field(r.kind, sizeof r.kind, kcr__json_str(kcr__json_get(e, "kind")));
+        kcr__json *ns = kcr__json_get(e, "namespaced");
+        r.namespaced = ns && ns->type == KCR__JSON_BOOL && ns->b;
+        kcr_err err = add_from(t, &r, kcr__json_get(e, "shortNames"), preferred);
+        if (err != KCR_OK)
+            return err;
+    }
+    return KCR_OK;
+}
+
+/* "v1", "v2beta3", "v1alpha1" */
+static bool looks_like_version(const char *s, size_t len)
+{
+    if (len < 2 || s[0] != 'v' || !isdigit((unsigned char)s[1]))
+        return false;
+    size_t i = 1;
+    while (i < len && isdigit((unsigned char)s[i]))
+        i++;
+    if (i == len)
+        return true;
+    if (len - i > 5 && strncmp(s + i, "alpha", 5) == 0)
+        i += 5;
+    else if (len - i > 4 && strncmp(s + i, "beta", 4) == 0)
+        i += 4;
+    else
+        return false;
+    while (i < len && isdigit((unsigned char)s[i]))
+        i++;
+    return i == len;
+}
+
+static void store_result(const kcr__disc_entry *e, kcr_api_resource *out)
+{
+    *out = e->r;
+    if (!out->singular[0]) { /* legacy core resources omit it: lower-case kind */
+        for (size_t i = 0; e->r.kind[i] && i + 1 < sizeof out->singular; i++)
+            out->singular[i] = (char)tolower((unsigned char)e->r.kind[i]);
+    }
+}
+
+kcr_err kcr__disc_resolve(const kcr__disc_table *t, const kcr__disc_query *q,
+                          kcr_api_resource *out)
+{
+    if (!q->name) { /* by group/version/kind */
+        for (size_t i = 0; i < t->n; i++) {
+            const kcr__disc_entry *e = &t->e[i];
+            if (strcmp(e->r.group, q->group ? q->group : "") == 0 &&
+                strcmp(e->r.kind, q->kind) == 0 &&
+                (q->version && *q->version ? strcmp(e->r.version, q->version) == 0
+                                           : e->preferred)) {
+                store_result(e, out);
+                return KCR_OK;
+            }
+        }
+        return kcr__fail(KCR_ERR_NOT_FOUND, "no resource of kind %s in %s%s%s", q->kind,
+                         q->group && *q->group ? q->group : "the core group",
+                         q->version && *q->version ? "/" : "",
+                         q->version ? q->version : "");
+    }
+    /* NAME[.VERSION].GROUP */
+    char name[254], group[254] = "", version[64] = "";
+    bool qualified = false;
+    const char *dot = strchr(q->name, '.');
+    if (dot) {
+        qualified = true;
+        snprintf(name, sizeof name, "%.*s", (int)(dot - q->name), q->name);
+        const char *rest = dot + 1;
+        const char *dot2 = strchr(rest, '.');
+        if (dot2 && looks_like_version(rest, (size_t)(dot2 - rest))) {
+            snprintf(version, sizeof version, "%.*s", (int)(dot2 - rest), rest);
+            snprintf(group, sizeof group, "%s", dot2 + 1);
+        } else {
+            snprintf(group, sizeof group, "%s", rest);
+        }
+    } else {
+        snprintf(name, sizeof name, "%s", q->name);
+    }
+    /* Passes in kubectl's order of precedence: plural, singular, short name, kind. */
+    for (int pass = 0; pass < 4; pass++) {
+        for (size_t i = 0; i < t->n; i++) {
+            const kcr__disc_entry *e = &t->e[i];
+            if (qualified && strcasecmp(e->r.group, group) != 0)
+                continue;
+            if (version[0] && strcmp(e->r.version, version) != 0)
+                continue;
+            bool match = false;
+            switch (pass) {
+            case 0: match = strcasecmp(e->r.resource, name) == 0; break;
+            case 1: match = e->r.singular[0] && strcasecmp(e->r.singular, name) == 0; break;
+            case 2:
+                for (size_t k = 0; k < e->n_short && !match; k++)
+                    match = strcasecmp(e->short_names[k], name) == 0;
+                break;
+            default: match = strcasecmp(e->r.kind, name) == 0; break;
+            }
+            if (match) {
+                store_result(e, out);
+                return KCR_OK;
+            }
+        }
+    }
+    return kcr__fail(KCR_ERR_NOT_FOUND, "the server doesn't have a resource type \"%s\"",
+                     q->name);
+}

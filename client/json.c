@@ -1,0 +1,928 @@
+/* A small mutable JSON tree on top of yajl's parser and generator. */
+#include "client/json.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_parse.h>
+
+#include "core/error.h"
+
+enum { MAX_DEPTH = 512 };
+
+kcr__json *kcr__json_new(kcr__json_type type)
+{
+    kcr__json *j = calloc(1, sizeof *j);
+    if (j)
+        j->type = type;
+    return j;
+}
+
+kcr__json *kcr__json_new_string(const char *s, size_t len)
+{
+    kcr__json *j = kcr__json_new(KCR__JSON_STRING);
+    if (!j)
+        return NULL;
+    j->s = malloc(len + 1);
+    if (!j->s) {
+        free(j);
+        return NULL;
+    }
+    memcpy(j->s, s, len);
+    j->s[len] = '\0';
+    j->len = len;
+    return j;
+}
+
+kcr__json *kcr__json_new_str(const char *s)
+{
+    return kcr__json_new_string(s, strlen(s));
+}
+
+static kcr__json *new_number(const char *s, size_t len)
+{
+    kcr__json *j = kcr__json_new_string(s, len);
+    if (j)
+        j->type = KCR__JSON_NUMBER;
+    return j;
+}
+
+kcr__json *kcr__json_new_int(int64_t v)
+{
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "%lld", (long long)v);
+    return new_number(buf, (size_t)n);
+}
+
+kcr__json *kcr__json_new_bool(bool v)
+{
+    kcr__json *j = kcr__json_new(KCR__JSON_BOOL);
+    if (j)
+        j->b = v;
+    return j;
+}
+
+void kcr__json_free(kcr__json *j)
+{
+    if (!j)
+        return;
+    free(j->s);
+    for (size_t i = 0; i < j->n; i++) {
+        if (j->keys)
+            free(j->keys[i]);
+        kcr__json_free(j->vals[i]);
+    }
+    free(j->keys);
+    free(j->vals);
+    free(j);
+}
+
+static kcr_err grow(kcr__json *j)
+{
+    if (j->n < j->cap)
+        return KCR_OK;
+    size_t cap = j->cap ? j->cap * 2 : 4;
+    kcr__json **vals = realloc(j->vals, cap * sizeof *vals);
+    if (!vals)
+        return KCR_ERR_NOMEM;
+    j->vals = vals;
+    if (j->type == KCR__JSON_OBJECT) {
+        char **keys = realloc(j->keys, cap * sizeof *keys);
+        if (!keys)
+            return KCR_ERR_NOMEM;
+        j->keys = keys;
+    }
+    j->cap = cap;
+    return KCR_OK;
+}
+
+kcr_err kcr__json_append(kcr__json *arr, kcr__json *v)
+{
+    if (!v)
+        return KCR_ERR_NOMEM;
+    if (grow(arr) != KCR_OK) {
+        kcr__json_free(v);
+        return KCR_ERR_NOMEM;
+    }
+    arr->vals[arr->n++] = v;
+    return KCR_OK;
+}
+
+static ptrdiff_t find_key(const kcr__json *j, const char *key)
+{
+    if (!j || j->type != KCR__JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < j->n; i++)
+        if (strcmp(j->keys[i], key) == 0)
+            return (ptrdiff_t)i;
+    return -1;
+}
+
+kcr__json *kcr__json_get(const kcr__json *j, const char *key)
+{
+    ptrdiff_t i = find_key(j, key);
+    return i < 0 ? NULL : j->vals[i];
+}
+
+kcr__json *kcr__json_path(const kcr__json *j, ...)
+{
+    va_list ap;
+    va_start(ap, j);
+    const char *key;
+    while (j && (key = va_arg(ap, const char *)))
+        j = kcr__json_get(j, key);
+    va_end(ap);
+    return (kcr__json *)j;
+}
+
+const char *kcr__json_str(const kcr__json *j)
+{
+    return j && j->type == KCR__JSON_STRING ? j->s : NULL;
+}
+
+int64_t kcr__json_int(const kcr__json *j, int64_t dflt)
+{
+    if (!j || j->type != KCR__JSON_NUMBER)
+        return dflt;
+    char *end;
+    long long v = strtoll(j->s, &end, 10);
+    return *end == '\0' ? (int64_t)v : (int64_t)strtod(j->s, NULL);
+}
+
+kcr_err kcr__json_set(kcr__json *obj, const char *key, kcr__json *v)
+{
+    if (!v)
+        return KCR_ERR_NOMEM;
+    if (!obj || obj->type != KCR__JSON_OBJECT) {
+        kcr__json_free(v);
+        return KCR_ERR_INVALID;
+    }
+    ptrdiff_t i = find_key(obj, key);
+    if (i >= 0) {
+        kcr__json_free(obj->vals[i]);
+        obj->vals[i] = v;
+        return KCR_OK;
+    }
+    char *k = strdup(key);
+    if (!k || grow(obj) != KCR_OK) {
+        free(k);
+        kcr__json_free(v);
+        return KCR_ERR_NOMEM;
+    }
+    obj->keys[obj->n] = k;
+    obj->vals[obj->n++] = v;
+    return KCR_OK;
+}
+
+kcr_err kcr__json_set_str(kcr__json *obj, const char *key, const char *s)
+{
+    return kcr__json_set(obj, key, kcr__json_new_str(s));
+}
+
+bool kcr__json_remove(kcr__json *obj, const char *key)
+{
+    ptrdiff_t i = find_key(obj, key);
+    if (i < 0)
+        return false;
+    free(obj->keys[i]);
+    kcr__json_free(obj->vals[i]);
+    memmove(obj->keys + i, obj->keys + i + 1, (obj->n - (size_t)i - 1) * sizeof *obj->keys);
+    memmove(obj->vals + i, obj->vals + i + 1, (obj->n - (size_t)i - 1) * sizeof *obj->vals);
+    obj->n--;
+    return true;
+}
+
+kcr__json *kcr__json_child_object(kcr__json *obj, const char *key)
+{
+    kcr__json *c = kcr__json_get(obj, key);
+    if (c && c->type == KCR__JSON_OBJECT)
+        return c;
+    if (kcr__json_set(obj, key, kcr__json_new(KCR__JSON_OBJECT)) != KCR_OK)
+        return NULL;
+    return kcr__json_get(obj, key);
+}
+
+kcr__json *kcr__json_copy(const kcr__json *j)
+{
+    if (!j)
+        return NULL;
+    kcr__json *c;
+    switch (j->type) {
+    case KCR__JSON_STRING: return kcr__json_new_string(j->s, j->len);
+    case KCR__JSON_NUMBER: return new_number(j->s, j->len);
+    case KCR__JSON_BOOL: return kcr__json_new_bool(j->b);
+    case KCR__JSON_NULL: return kcr__json_new(KCR__JSON_NULL);
+    case KCR__JSON_OBJECT:
+        c = kcr__json_new(KCR__JSON_OBJECT);
+        for (size_t i = 0; c && i < j->n; i++)
+            if (kcr__json_set(c, j->keys[i], kcr__json_copy(j->vals[i])) != KCR_OK) {
+                kcr__json_free(c);
+                c = NULL;
+            }
+        return c;
+    case KCR__JSON_ARRAY:
+        c = kcr__json_new(KCR__JSON_ARRAY);
+        for (size_t i = 0; c && i < j->n; i++)
+            if (kcr__json_append(c, kcr__json_copy(j->vals[i])) != KCR_OK) {
+                kcr__json_free(c);
+                c = NULL;
+            }
+        return c;
+    }
+    return NULL;
+}
+
+bool kcr__json_equal(const kcr__json *a, const kcr__json *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (a->type != b->type)
+        return false;
+    switch (a->type) {
+    case KCR__JSON_NULL: return true;
+    case KCR__JSON_BOOL: return a->b == b->b;
+    case KCR__JSON_NUMBER:
+        return strcmp(a->s, b->s) == 0 || strtod(a->s, NULL) == strtod(b->s, NULL);
+    case KCR__JSON_STRING: return a->len == b->len && memcmp(a->s, b->s, a->len) == 0;
+    case KCR__JSON_ARRAY:
+        if (a->n != b->n)
+            return false;
+        for (size_t i = 0; i < a->n; i++)
+            if (!kcr__json_equal(a->vals[i], b->vals[i]))
+                return false;
+        return true;
+    case KCR__JSON_OBJECT:
+        if (a->n != b->n)
+            return false;
+        for (size_t i = 0; i < a->n; i++)
+            if (!kcr__json_equal(a->vals[i], kcr__json_get(b, a->keys[i])))
+                return false;
+        return true;
+    }
+    return false;
+}
+
+/* ---- builder ------------------------------------------------------------ */
+
+struct kcr__json_builder {
+    kcr__json *stack[MAX_DEPTH];
+    size_t depth;
+    char *pending_key; /* key waiting for its value in the innermost object */
+    kcr__json *done;
+};
+
+kcr__json_builder *kcr__json_builder_new(void)
+{
+    return calloc(1, sizeof(kcr__json_builder));
+}
+
+void kcr__json_builder_reset(kcr__json_builder *b)
+{
+    if (b->depth)
+        kcr__json_free(b->stack[0]);
+    b->depth = 0;
+    free(b->pending_key);
+    b->pending_key = NULL;
+    kcr__json_free(b->done);
+    b->done = NULL;
+}
+
+void kcr__json_builder_free(kcr__json_builder *b)
+{
+    if (!b)
+        return;
+    kcr__json_builder_reset(b);
+    free(b);
+}
+
+/* Attaches v to the innermost container, or makes it the result. */
+static kcr_err attach(kcr__json_builder *b, kcr__json *v)
+{
+    if (!v)
+        return KCR_ERR_NOMEM;
+    if (b->depth == 0) {
+        if (b->done) {
+            kcr__json_free(v);
+            return KCR_ERR_PARSE;
+        }
+        b->done = v;
+        return KCR_OK;
+    }
+    kcr__json *top = b->stack[b->depth - 1];
+    if (top->type == KCR__JSON_ARRAY)
+        return kcr__json_append(top, v);
+    if (!b->pending_key) {
+        kcr__json_free(v);
+        return KCR_ERR_PARSE;
+    }
+    /* Duplicate keys: the last one wins, like Go's encoding/json. */
+    kcr_err err = kcr__json_set(top, b->pending_key, v);
+    free(b->pending_key);
+    b->pending_key = NULL;
+    return err;
+}
+
+kcr_err kcr__json_builder_scalar(kcr__json_builder *b, kcr__json *v)
+{
+    return attach(b, v);
+}
+
+static kcr_err start(kcr__json_builder *b, kcr__json_type type)
+{
+    if (b->depth >= MAX_DEPTH)
+        return KCR_ERR_TOO_LARGE;
+    kcr__json *v = kcr__json_new(type);
+    if (!v)
+        return KCR_ERR_NOMEM;
+    if (b->depth == 0) {
+        if (b->done) {
+            kcr__json_free(v);
+            return KCR_ERR_PARSE;
+        }
+        b->stack[b->depth++] = v;
+        return KCR_OK;
+    }
+    kcr_err err = attach(b, v);
+    if (err != KCR_OK)
+        return err;
+    b->stack[b->depth++] = v;
+    return KCR_OK;
+}
+
+kcr_err kcr__json_builder_start_map(kcr__json_builder *b)
+{
+    return start(b, KCR__JSON_OBJECT);
+}
+
+kcr_err kcr__json_builder_start_array(kcr__json_builder *b)
+{
+    return start(b, KCR__JSON_ARRAY);
+}
+
+kcr_err kcr__json_builder_map_key(kcr__json_builder *b, const char *key, size_t len)
+{
+    if (!b->depth || b->stack[b->depth - 1]->type != KCR__JSON_OBJECT || b->pending_key)
+        return KCR_ERR_PARSE;
+    b->pending_key = malloc(len + 1);
+    if (!b->pending_key)
+        return KCR_ERR_NOMEM;
+    memcpy(b->pending_key, key, len);
+    b->pending_key[len] = '\0';
+    return KCR_OK;
+}
+
+kcr_err kcr__json_builder_end(kcr__json_builder *b)
+{
+    if (!b->depth)
+        return KCR_ERR_PARSE;
+    b->depth--;
+    if (b->depth == 0)
+        b->done = b->stack[0];
+    return KCR_OK;
+}
+
+bool kcr__json_builder_done(const kcr__json_builder *b)
+{
+    return b->depth == 0 && b->done != NULL;
+}
+
+kcr__json *kcr__json_builder_take(kcr__json_builder *b)
+{
+    if (b->depth)
+        return NULL;
+    kcr__json *v = b->done;
+    b->done = NULL;
+    return v;
+}
+
+/* ---- parse -------------------------------------------------------------- */
+
+struct parse_ctx {
+    kcr__json_builder *b;
+    kcr_err err;
+};
+
+#define CB_RETURN(expr)                                                                            \
+    do {                                                                                           \
+        struct parse_ctx *p = ctx;                                                                 \
+        p->err = (expr);                                                                           \
+        return p->err == KCR_OK;                                                                   \
+    } while (0)
+
+static int on_null(void *ctx)
+{
+    CB_RETURN(attach(((struct parse_ctx *)ctx)->b, kcr__json_new(KCR__JSON_NULL)));
+}
+static int on_bool(void *ctx, int v)
+{
+    CB_RETURN(attach(((struct parse_ctx *)ctx)->b, kcr__json_new_bool(v != 0)));
+}
+static int on_number(void *ctx, const char *s, size_t len)
+{
+    CB_RETURN(attach(((struct parse_ctx *)ctx)->b, new_number(s, len)));
+}
+static int on_string(void *ctx, const unsigned char *s, size_t len)
+{
+    CB_RETURN(attach(((struct parse_ctx *)ctx)->b, kcr__json_new_string((const char *)s, len)));
+}
+static int on_start_map(void *ctx)
+{
+    CB_RETURN(kcr__json_builder_start_map(((struct parse_ctx *)ctx)->b));
+}
+static int on_key(void *ctx, const unsigned char *s, size_t len)
+{
+    CB_RETURN(kcr__json_builder_map_key(((struct parse_ctx *)ctx)->b, (const char *)s, len));
+}
+static int on_end(void *ctx)
+{
+    CB_RETURN(kcr__json_builder_end(((struct parse_ctx *)ctx)->b));
+}
+static int on_start_array(void *ctx)
+{
+    CB_RETURN(kcr__json_builder_start_array(((struct parse_ctx *)ctx)->b));
+}
+
+static const yajl_callbacks parse_callbacks = {
+    .yajl_null = on_null,
+    .yajl_boolean = on_bool,
+    .yajl_number = on_number,
+    .yajl_string = on_string,
+    .yajl_start_map = on_start_map,
+    .yajl_map_key = on_key,
+    .yajl_end_map = on_end,
+    .yajl_start_array = on_start_array,
+    .yajl_end_array = on_end,
+};
+
+kcr_err kcr__json_parse(const char *buf, size_t len, kcr__json **out)
+{
+    *out = NULL;
+    struct parse_ctx ctx = {.b = kcr__json_builder_new(), .err = KCR_OK};
+    if (!ctx.b)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory parsing JSON");
+    yajl_handle h = yajl_alloc(&parse_callbacks, NULL, &ctx);
+    if (!h) {
+        kcr__json_builder_free(ctx.b);
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory parsing JSON");
+    }
+    yajl_status st = yajl_parse(h, (const unsigned char *)buf, len);
+    if (st == yajl_status_ok)
+        st = yajl_complete_parse(h);
+    kcr_err err = KCR_OK;
+    if (st != yajl_status_ok) {
+        if (ctx.err != KCR_OK && ctx.err != KCR_ERR_PARSE) {
+            err = kcr__fail(ctx.err, "JSON document: %s", kcr_strerror(ctx.err));
+        } else {
+            unsigned char *msg = yajl_get_error(h, 0, NULL, 0);
+            err = kcr__fail(KCR_ERR_PARSE, "bad JSON at byte %zu: %s",
+                            yajl_get_bytes_consumed(h), msg ? (char *)msg : "?");
+            yajl_free_error(h, msg);
+        }
+    } else {
+        *out = kcr__json_builder_take(ctx.b);
+        if (!*out)
+            err = kcr__fail(KCR_ERR_PARSE, "empty JSON document");
+    }
+    yajl_free(h);
+    kcr__json_builder_free(ctx.b);
+    return err;
+}
+
+/* ---- dump --------------------------------------------------------------- */
+
+static yajl_gen_status gen(yajl_gen g, const kcr__json *j)
+{
+    yajl_gen_status st = yajl_gen_status_ok;
+    switch (j->type) {
+    case KCR__JSON_NULL: return yajl_gen_null(g);
+    case KCR__JSON_BOOL: return yajl_gen_bool(g, j->b);
+    case KCR__JSON_NUMBER: return yajl_gen_number(g, j->s, j->len);
+    case KCR__JSON_STRING: return yajl_gen_string(g, (const unsigned char *)j->s, j->len);
+    case KCR__JSON_OBJECT:
+        st = yajl_gen_map_open(g);
+        for (size_t i = 0; st == yajl_gen_status_ok && i < j->n; i++) {
+            st = yajl_gen_string(g, (const unsigned char *)j->keys[i], strlen(j->keys[i]));
+            if (st == yajl_gen_status_ok)
+                st = gen(g, j->vals[i]);
+        }
+        return st == yajl_gen_status_ok ? yajl_gen_map_close(g) : st;
+    case KCR__JSON_ARRAY:
+        st = yajl_gen_array_open(g);
+        for (size_t i = 0; st == yajl_gen_status_ok && i < j->n; i++)
+            st = gen(g, j->vals[i]);
+        return st == yajl_gen_status_ok ? yajl_gen_array_close(g) : st;
+    }
+    return yajl_gen_invalid_string;
+}
+
+kcr_err kcr__json_dump(const kcr__json *j, char **out, size_t *len)
+{
+    *out = NULL;
+    yajl_gen g = yajl_gen_alloc(NULL);
+    if (!g)
+        return KCR_ERR_NOMEM;
+    yajl_gen_config(g, yajl_gen_validate_utf8, 0);
+    kcr_err err = KCR_OK;
+    if (gen(g, j) != yajl_gen_status_ok) {
+        err = kcr__fail(KCR_ERR_INVALID, "cannot serialize JSON (depth or bad number)");
+    } else {
+        const unsigned char *buf;
+        size_t n;
+        yajl_gen_get_buf(g, &buf, &n);
+        *out = malloc(n + 1);
+        if (!*out) {
+            err = KCR_ERR_NOMEM;
+        } else {
+            memcpy(*out, buf, n);
+            (*out)[n] = '\0';
+            if (len)
+                *len = n;
+        }
+    }
+    yajl_gen_free(g);
+    return err;
+}
+
+/* ---- patches -------------------------------------------------------------- */
+
+kcr_err kcr__json_merge_patch(kcr__json **target, const kcr__json *patch)
+{
+    if (patch->type != KCR__JSON_OBJECT) {
+        kcr__json *c = kcr__json_copy(patch);
+        if (!c)
+            return KCR_ERR_NOMEM;
+        kcr__json_free(*target);
+        *target = c;
+        return KCR_OK;
+    }
+    if (!*target || (*target)->type != KCR__JSON_OBJECT) {
+        kcr__json_free(*target);
+        *target = kcr__json_new(KCR__JSON_OBJECT);
+        if (!*target)
+            return KCR_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < patch->n; i++) {
+        const char *key = patch->keys[i];
+        const kcr__json *pv = patch->vals[i];
+        if (pv->type == KCR__JSON_NULL) {
+            kcr__json_remove(*target, key);
+            continue;
+        }
+        ptrdiff_t at = find_key(*target, key);
+        if (at >= 0) {
+            kcr_err err = kcr__json_merge_patch(&(*target)->vals[at], pv);
+            if (err != KCR_OK)
+                return err;
+        } else {
+            kcr__json *nv = NULL;
+            kcr_err err = kcr__json_merge_patch(&nv, pv);
+            if (err == KCR_OK)
+                err = kcr__json_set(*target, key, nv);
+            else
+                kcr__json_free(nv);
+            if (err != KCR_OK)
+                return err;
+        }
+    }
+    return KCR_OK;
+}
+
+/* JSON pointer (RFC 6901) resolution to a parent container and last token. */
+static char *unescape_token(const char *s, size_t len)
+{
+    char *t = malloc(len + 1);
+    if (!t)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '~' && i + 1 < len && (s[i + 1] == '0' || s[i + 1] == '1')) {
+            t[o++] = s[i + 1] == '0' ? '~' : '/';
+            i++;
+        } else {
+            t[o++] = s[i];
+        }
+    }
+    t[o] = '\0';
+    return t;
+}
+
+static bool array_index(const kcr__json *arr, const char *tok, bool allow_end, size_t *idx)
+{
+    if (allow_end && strcmp(tok, "-") == 0) {
+        *idx = arr->n;
+        return true;
+    }
+    if (!*tok || (tok[0] == '0' && tok[1]) || strspn(tok, "0123456789") != strlen(tok))
+        return false;
+    *idx = (size_t)strtoull(tok, NULL, 10);
+    return *idx < arr->n + (allow_end ? 1 : 0);
+}
+
+/* Finds the parent of `ptr`'s target; *last receives the last token (malloc'd). */
+static kcr_err resolve_parent(kcr__json *root, const char *ptr, kcr__json **parent, char **last)
+{
+    *parent = NULL;
+    *last = NULL;
+    if (*ptr != '/')
+        return KCR_ERR_INVALID;
+    kcr__json *cur = root;
+    const char *p = ptr + 1;
+    for (;;) {
+        const char *slash = strchr(p, '/');
+        size_t len = slash ? (size_t)(slash - p) : strlen(p);
+        char *tok = unescape_token(p, len);
+        if (!tok)
+            return KCR_ERR_NOMEM;
+        if (!slash) {
+            *parent = cur;
+            *last = tok;
+            return KCR_OK;
+        }
+        kcr__json *next = NULL;
+        size_t idx;
+        if (cur->type == KCR__JSON_OBJECT)
+            next = kcr__json_get(cur, tok);
+        else if (cur->type == KCR__JSON_ARRAY && array_index(cur, tok, false, &idx))
+            next = cur->vals[idx];
+        free(tok);
+        if (!next)
+            return KCR_ERR_NOT_FOUND;
+        cur = next;
+        p = slash + 1;
+    }
+}
+
+static kcr__json *pointer_get(kcr__json *root, const char *ptr)
+{
+    if (!*ptr)
+        return root;
+    kcr__json *parent;
+    char *last;
+    if (resolve_parent(root, ptr, &parent, &last) != KCR_OK)
+        return NULL;
+    kcr__json *v = NULL;
+    size_t idx;
+    if (parent->type == KCR__JSON_OBJECT)
+        v = kcr__json_get(parent, last);
+    else if (parent->type == KCR__JSON_ARRAY && array_index(parent, last, false, &idx))
+        v = parent->vals[idx];
+    free(last);
+    return v;
+}
+
+/* Removes and returns the value at ptr (NULL if absent). */
+static kcr__json *pointer_take(kcr__json *root, const char *ptr)
+{
+    kcr__json *parent;
+    char *last;
+    if (resolve_parent(root, ptr, &parent, &last) != KCR_OK)
+        return NULL;
+    kcr__json *v = NULL;
+    size_t idx;
+    if (parent->type == KCR__JSON_OBJECT) {
+        ptrdiff_t i = find_key(parent, last);
+        if (i >= 0) {
+            v = parent->vals[i];
+            free(parent->keys[i]);
+            memmove(parent->keys + i, parent->keys + i + 1,
+                    (parent->n - (size_t)i - 1) * sizeof *parent->keys);
+            memmove(parent->vals + i, parent->vals + i + 1,
+                    (parent->n - (size_t)i - 1) * sizeof *parent->vals);
+            parent->n--;
+        }
+    } else if (parent->type == KCR__JSON_ARRAY && array_index(parent, last, false, &idx)) {
+        v = parent->vals[idx];
+        memmove(parent->vals + idx, parent->vals + idx + 1,
+                (parent->n - idx - 1) * sizeof *parent->vals);
+        parent->n--;
+    }
+    free(last);
+    return v;
+}
+
+/* Adds v at ptr (takes v). replace=true requires an existing member. */
+static kcr_err pointer_put(kcr__json **root, const char *ptr, kcr__json *v, bool replace)
+{
+    if (!*ptr) {
+        kcr__json_free(*root);
+        *root = v;
+        return KCR_OK;
+    }
+    kcr__json *parent;
+    char *last;
+    kcr_err err = resolve_parent(*root, ptr, &parent, &last);
+    if (err != KCR_OK) {
+        kcr__json_free(v);
+        return err;
+    }
+    size_t idx;
+    if (parent->type == KCR__JSON_OBJECT) {
+        if (replace && !kcr__json_get(parent, last))
+            err = KCR_ERR_NOT_FOUND;
+        else {
+            err = kcr__json_set(parent, last, v);
+            free(last);
+            return err;
+        }
+    } else if (parent->type == KCR__JSON_ARRAY && array_index(parent, last, !replace, &idx)) {
+        if (replace) {
+            kcr__json_free(parent->vals[idx]);
+            parent->vals[idx] = v;
+            free(last);
+            return KCR_OK;
+        }
+        if (grow(parent) != KCR_OK) {
+            err = KCR_ERR_NOMEM;
+        } else {
+            memmove(parent->vals + idx + 1, parent->vals + idx,
+                    (parent->n - idx) * sizeof *parent->vals);
+            parent->vals[idx] = v;
+            parent->n++;
+            free(last);
+            return KCR_OK;
+        }
+    } else {
+        err = KCR_ERR_NOT_FOUND;
+    }
+    free(last);
+    kcr__json_free(v);
+    return err;
+}
+
+kcr_err kcr__json_patch(kcr__json **target, const kcr__json *ops)
+{
+    if (!ops || ops->type != KCR__JSON_ARRAY)
+        return kcr__fail(KCR_ERR_INVALID, "a JSON patch must be an array of operations");
+    for (size_t i = 0; i < ops->n; i++) {
+        const kcr__json *op = ops->vals[i];
+        const char *name = kcr__json_str(kcr__json_get(op, "op"));
+        const char *path = kcr__json_str(kcr__json_get(op, "path"));
+        const char *from = kcr__json_str(kcr__json_get(op, "from"));
+        const kcr__json *value = kcr__json_get(op, "value");
+        if (!name || !path)
+            return kcr__fail(KCR_ERR_INVALID, "JSON patch operation %zu lacks op or path", i);
+        kcr_err err = KCR_OK;
+        if (strcmp(name, "add") == 0 || strcmp(name, "replace") == 0) {
+            if (!value)
+                return kcr__fail(KCR_ERR_INVALID, "JSON patch %s %s lacks a value", name, path);
+            err = pointer_put(target, path, kcr__json_copy(value), name[0] == 'r');
+        } else if (strcmp(name, "remove") == 0) {
+            kcr__json *old = *path ? pointer_take(*target, path) : NULL;
+            if (!old)
+                err = KCR_ERR_NOT_FOUND;
+            kcr__json_free(old);
+        } else if (strcmp(name, "move") == 0 || strcmp(name, "copy") == 0) {
+            if (!from)
+                return kcr__fail(KCR_ERR_INVALID, "JSON patch %s %s lacks from", name, path);
+            kcr__json *v = name[0] == 'm' ? pointer_take(*target, from)
+                                          : kcr__json_copy(pointer_get(*target, from));
+            err = v ? pointer_put(target, path, v, false) : KCR_ERR_NOT_FOUND;
+        } else if (strcmp(name, "test") == 0) {
+            if (!kcr__json_equal(pointer_get(*target, path), value))
+                return kcr__fail(KCR_ERR_INVALID, "JSON patch test of %s failed", path);
+        } else {
+            return kcr__fail(KCR_ERR_INVALID, "unknown JSON patch op \"%s\"", name);
+        }
+        if (err != KCR_OK)
+            return kcr__fail(KCR_ERR_INVALID, "JSON patch %s %s: path not found", name, path);
+    }
+    return KCR_OK;
+}
+
+/* ---- base64 ---------------------------------------------------------------- */
+
+static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+kcr_err kcr__base64_decode(const char *in, size_t len, char **out, size_t *out_len)
+{
+    *out = malloc(len / 4 * 3 + 4);
+    if (!*out)
+        return KCR_ERR_NOMEM;
+    unsigned acc = 0;
+    int bits = 0;
+    size_t o = 0, pad = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)in[i];
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
+            continue;
+        if (c == '=') {
+            pad++;
+            continue;
+        }
+        const char *p = c ? strchr(b64chars, c) : NULL;
+        if (!p || pad) {
+            free(*out);
+            *out = NULL;
+            return kcr__fail(KCR_ERR_PARSE, "bad base64 character at offset %zu", i);
+        }
+        acc = (acc << 6) | (unsigned)(p - b64chars);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            (*out)[o++] = (char)((acc >> bits) & 0xff);
+        }
+    }
+    if (bits >= 6 || pad > 2) {
+        free(*out);
+        *out = NULL;
+        return kcr__fail(KCR_ERR_PARSE, "truncated base64 data");
+    }
+    (*out)[o] = '\0';
+    *out_len = o;
+    return KCR_OK;
+}
+
+char *kcr__base64_encode(const char *in, size_t len)
+{
+    char *out = malloc((len + 2) / 3 * 4 + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned char)in[i] << 16;
+        if (i + 1 < len)
+            v |= (unsigned char)in[i + 1] << 8;
+        if (i + 2 < len)
+            v |= (unsigned char)in[i + 2];
+        out[o++] = b64chars[(v >> 18) & 63];
+        out[o++] = b64chars[(v >> 12) & 63];
+        out[o++] = i + 1 < len ? b64chars[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < len ? b64chars[v & 63] : '=';
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* ---- time ------------------------------------------------------------------ */
+
+/* Days since 1970-01-01 of a proleptic Gregorian date. */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+kcr_err kcr__parse_rfc3339(const char *s, int64_t *out)
+{
+    int y, mo, d, h, mi, sec, n = 0;
+    if (!s || sscanf(s, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 ||
+        n == 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+        return kcr__fail(KCR_ERR_PARSE, "bad RFC 3339 timestamp \"%.40s\"", s ? s : "");
+    const char *p = s + n;
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++)
+            ;
+    int64_t offset = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int oh, om, k = 0;
+        if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &k) != 2 || k != 5)
+            return kcr__fail(KCR_ERR_PARSE, "bad RFC 3339 offset in \"%.40s\"", s);
+        offset = (int64_t)(oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
+        p += 6;
+    } else {
+        return kcr__fail(KCR_ERR_PARSE, "RFC 3339 timestamp \"%.40s\" lacks a zone", s);
+    }
+    if (*p)
+        return kcr__fail(KCR_ERR_PARSE, "trailing bytes in timestamp \"%.40s\"", s);
+    *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset;
+    return KCR_OK;
+}
+
+void kcr__format_rfc3339(int64_t t, char *buf, size_t size)
+{
+    int64_t days = t >= 0 ? t / 86400 : (t - 86399) / 86400;
+    int64_t rem = t - days * 86400;
+    /* civil_from_days */
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t y = yoe + era * 400;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    int64_t d = doy - (153 * mp + 2) / 5 + 1;
+    int64_t m = mp < 10 ? mp + 3 : mp - 9;
+    y += m <= 2;
+    snprintf(buf, size, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ", (long long)y, (long long)m,
+             (long long)d, (long long)(rem / 3600), (long long)(rem / 60 % 60),
+             (long long)(rem % 60));
+}
+
+kcr_err kcr__refail(kcr_err err, const char *fmt, ...)
+{
+    char prev[1024], head[1024];
+    snprintf(prev, sizeof prev, "%s", kcr_last_error());
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    return kcr__fail(err, "%s%s", head, prev);
+}

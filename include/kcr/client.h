@@ -1,0 +1,322 @@
+/* kcr_client: the Kubernetes API by group/version/resource.
+ *
+ * One interface, two back ends: an HTTP client made from a kcr_config
+ * (libcurl, TLS, HTTP/2 when offered) and the in-memory fake of kcr/fake.h.
+ * Informers and reconcilers run on either unchanged.
+ *
+ * Thread-safety: a kcr_client is thread-safe; any number of threads may issue
+ * requests on it at once. kcr_client_free() must not race with requests.
+ *
+ * Errors: every request returns a kcr_err. When the server answered with an
+ * error, the code is mapped (404 NOT_FOUND, 409 AlreadyExists EXISTS / other
+ * 409 CONFLICT, 410 GONE, 401 UNAUTHORIZED, 403 FORBIDDEN, 422 INVALID_OBJECT,
+ * 429 TOO_MANY, anything else API) and, when the caller passes a kcr_status,
+ * the server's whole Status is copied into it. kcr_last_error() always reads
+ * "<code> <reason>: <message>" for API errors.
+ *
+ * Callbacks (list items, watch events) run on the CALLER's thread, inside the
+ * kcr_client_list()/kcr_client_watch() call, with no kcr lock held. Objects
+ * they receive are borrowed for the duration of the callback: take a
+ * reference (kcr_object_ref) to keep one. */
+#ifndef KCR_CLIENT_H
+#define KCR_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kcr/config.h"
+#include "kcr/error.h"
+#include "kcr/export.h"
+#include "kcr/object.h"
+
+typedef struct kcr_client kcr_client;
+
+/* ---- Status ------------------------------------------------------------------------- */
+
+/* One entry of Status.details.causes. Strings are never NULL once filled. */
+typedef struct kcr_status_cause {
+    char *type;    /* e.g. "FieldValueInvalid", "ResourceVersionTooLarge" */
+    char *message;
+    char *field;   /* e.g. "metadata.name" */
+} kcr_status_cause;
+
+/* A decoded meta.k8s.io/v1 Status (an API error). Zero-initialize it before
+ * first use ({0}); each request that takes one clears it on entry, and fills
+ * it when the server answered with an error. Strings are malloc'd, never NULL
+ * once filled ("" when absent); release them with kcr_status_clear().
+ * A non-Status error body (HTML from a proxy ...) becomes code = HTTP code,
+ * reason "" and message "HTTP <code>: <the body's first bytes>". */
+typedef struct kcr_status {
+    int code;       /* HTTP code from the Status (or the response); 0 when empty */
+    char *status;   /* "Failure" / "Success" */
+    char *reason;   /* e.g. "NotFound", "AlreadyExists", "Conflict", "Expired" */
+    char *message;  /* human-readable */
+    struct {
+        char *name;
+        char *group;
+        char *kind;
+        char *uid;
+        int retry_after_seconds;
+        kcr_status_cause *causes;
+        size_t n_causes;
+    } details;
+    char *body;     /* the raw response body (at most 64 KiB) for anything else */
+} kcr_status;
+
+/* Frees the strings of a Status and zeroes it; safe on a zeroed struct. */
+KCR_API void kcr_status_clear(kcr_status *st);
+
+/* Deep copy of src into dst (dst is cleared first). Thread-safe. */
+KCR_API kcr_err kcr_status_copy(kcr_status *dst, const kcr_status *src);
+
+/* Decodes a Status JSON document (copied from). KCR_ERR_PARSE if `json` is
+ * not a Status. */
+KCR_API kcr_err kcr_status_parse(const char *json, size_t len, kcr_status *out);
+
+/* The kcr_err for a Status: its code, with reason telling 409 apart. */
+KCR_API kcr_err kcr_status_to_err(const kcr_status *st);
+
+/* ---- Cancellation ------------------------------------------------------------------- */
+
+/* A cancellation token. Trigger it from any thread (or a signal handler: the
+ * trigger is async-signal-safe) and every request using it stops within
+ * milliseconds, even mid-transfer, returning KCR_ERR_CANCELED. It stays
+ * triggered until reset. Thread-safe. */
+typedef struct kcr_cancel kcr_cancel;
+
+KCR_API kcr_err kcr_cancel_new(kcr_cancel **out);
+/* Must not race with requests still using it. NULL is ignored. */
+KCR_API void kcr_cancel_free(kcr_cancel *c);
+KCR_API void kcr_cancel_trigger(kcr_cancel *c);
+KCR_API bool kcr_cancel_triggered(const kcr_cancel *c);
+/* Back to untriggered, for reuse after every user has returned. */
+KCR_API void kcr_cancel_reset(kcr_cancel *c);
+
+/* ---- Client ------------------------------------------------------------------------- */
+
+/* Options for an HTTP client. Zero means default for every field. */
+typedef struct kcr_client_options {
+    double qps;                 /* client-side rate limit, requests/s; 0: 50; <0: unlimited */
+    int burst;                  /* token bucket size; 0: 100 */
+    int connect_timeout_ms;     /* TCP+TLS connect; 0: 10000 */
+    int request_timeout_ms;     /* whole non-streaming request; 0: 60000 */
+    int max_retries;            /* on 429 / connection errors of idempotent verbs; 0: 5; <0: none */
+    size_t max_item_bytes;      /* largest list item / watch event / response; 0: 64 MiB */
+    const char *user_agent;     /* copied; NULL: "kcr/<version>" */
+} kcr_client_options;
+
+/* A client for the server of `cfg` (the config is copied; free it whenever).
+ * opts may be NULL. *out is freed with kcr_client_free(). Thread-safe. */
+KCR_API kcr_err kcr_client_new(const kcr_config *cfg, const kcr_client_options *opts,
+                               kcr_client **out);
+
+/* Frees the client; in-flight requests must have returned. NULL is ignored. */
+KCR_API void kcr_client_free(kcr_client *c);
+
+/* The default namespace (from the kubeconfig context / service account, or
+ * "default"). Borrowed for the client's lifetime. */
+KCR_API const char *kcr_client_namespace(const kcr_client *c);
+
+/* A resource by group/version/resource; strings are borrowed by the call.
+ * Requests with a non-empty namespace go to .../namespaces/NS/RESOURCE, those
+ * with NULL or "" to the cluster-wide path (all namespaces for list/watch). */
+typedef struct kcr_resource {
+    const char *group;    /* "" or NULL: the core group */
+    const char *version;  /* e.g. "v1" */
+    const char *resource; /* lower-case plural, e.g. "configmaps" */
+} kcr_resource;
+
+/* Options of a single get. Zero: defaults. */
+typedef struct kcr_get_options {
+    const char *resource_version; /* NULL: most recent */
+    const char *subresource;      /* NULL: the object; e.g. "status", "scale" */
+    bool metadata_only;           /* PartialObjectMetadata */
+} kcr_get_options;
+
+/* Options of create/update/patch. Zero: defaults. */
+typedef struct kcr_write_options {
+    const char *field_manager; /* fieldManager; required for apply patches */
+    const char *subresource;   /* NULL: the object; "status" for the status subresource */
+    bool force;                /* apply patches: force=true takes over conflicting fields */
+    bool dry_run;              /* dryRun=All */
+} kcr_write_options;
+
+/* Options of delete, sent as DeleteOptions in the DELETE body. Zero: defaults. */
+typedef struct kcr_delete_options {
+    const char *propagation_policy;  /* "Foreground", "Background", "Orphan"; NULL: server's */
+    const char *precondition_uid;    /* delete only that incarnation */
+    const char *precondition_resource_version;
+    int64_t grace_period_seconds;    /* used when has_grace_period */
+    bool has_grace_period;
+    bool dry_run;
+} kcr_delete_options;
+
+typedef enum kcr_patch_type {
+    KCR_PATCH_JSON = 0,      /* application/json-patch+json (RFC 6902) */
+    KCR_PATCH_MERGE = 1,     /* application/merge-patch+json (RFC 7386) */
+    KCR_PATCH_STRATEGIC = 2, /* application/strategic-merge-patch+json (built-in types) */
+    KCR_PATCH_APPLY = 3      /* server-side apply; field_manager required */
+} kcr_patch_type;
+
+/* GET one object. On success *out is a new reference the caller owns. */
+KCR_API kcr_err kcr_client_get(kcr_client *c, const kcr_resource *res, const char *ns,
+                               const char *name, const kcr_get_options *opts, kcr_object **out,
+                               kcr_status *status);
+
+/* POST a new object given as JSON (copied; len 0 means strlen). *out (may be
+ * NULL) receives the created object as the server returned it. */
+KCR_API kcr_err kcr_client_create(kcr_client *c, const kcr_resource *res, const char *ns,
+                                  const char *json, size_t len, const kcr_write_options *opts,
+                                  kcr_object **out, kcr_status *status);
+
+/* PUT a whole object (its metadata.name names it; metadata.resourceVersion
+ * makes it conditional: KCR_ERR_CONFLICT when stale). With
+ * opts->subresource = "status" only the status is written. */
+KCR_API kcr_err kcr_client_update(kcr_client *c, const kcr_resource *res, const char *ns,
+                                  const char *json, size_t len, const kcr_write_options *opts,
+                                  kcr_object **out, kcr_status *status);
+
+/* kcr_client_update() of the status subresource (PUT .../NAME/status). */
+KCR_API kcr_err kcr_client_update_status(kcr_client *c, const kcr_resource *res,
+                                         const char *ns, const char *json, size_t len,
+                                         kcr_object **out, kcr_status *status);
+
+/* PATCH an object; `patch` is copied (len 0: strlen). For KCR_PATCH_APPLY the
+ * body is the applied configuration (JSON is valid YAML) and
+ * opts->field_manager is required. */
+KCR_API kcr_err kcr_client_patch(kcr_client *c, const kcr_resource *res, const char *ns,
+                                 const char *name, kcr_patch_type type, const char *patch,
+                                 size_t len, const kcr_write_options *opts, kcr_object **out,
+                                 kcr_status *status);
+
+/* DELETE an object. *out (may be NULL) receives the object when the server
+ * returned it (deletion pending on finalizers, or the final state), else NULL. */
+KCR_API kcr_err kcr_client_delete(kcr_client *c, const kcr_resource *res, const char *ns,
+                                  const char *name, const kcr_delete_options *opts,
+                                  kcr_object **out, kcr_status *status);
+
+/* ---- Streaming list and watch -------------------------------------------------------- */
+
+/* Options shared by list and watch. Zero: defaults. */
+typedef struct kcr_list_options {
+    const char *label_selector;         /* e.g. "app=web,tier in (a,b)" */
+    const char *field_selector;         /* e.g. "metadata.name=x" */
+    const char *resource_version;       /* NULL/"": most recent (quorum); "0": any (cache) */
+    const char *resource_version_match; /* "NotOlderThan" / "Exact"; NULL: unset */
+    int64_t limit;                      /* list: page size; 0: no paging */
+    const char *continue_token;         /* list: from the previous page's meta */
+    int timeout_seconds;                /* server-side timeoutSeconds; 0: unset */
+    bool metadata_only;                 /* PartialObjectMetadata(List) items */
+    /* watch only */
+    bool allow_bookmarks;               /* allowWatchBookmarks=true */
+    bool send_initial_events;           /* sendInitialEvents=true (set
+                                           resource_version_match "NotOlderThan") */
+    int idle_timeout_seconds;           /* no byte for this long: KCR_ERR_TIMEOUT; 0: none */
+    kcr_cancel *cancel;                 /* NULL: not cancellable; borrowed */
+} kcr_list_options;
+
+/* The list's own metadata. Zero-initialize; strings are malloc'd ("" when
+ * absent), released by kcr_list_meta_clear(). */
+typedef struct kcr_list_meta {
+    char *resource_version;
+    char *continue_token;         /* "" on the last page */
+    int64_t remaining_item_count; /* valid when has_remaining_item_count */
+    bool has_remaining_item_count;
+} kcr_list_meta;
+
+KCR_API void kcr_list_meta_clear(kcr_list_meta *meta);
+
+/* Receives each list item as it is decoded. `obj` is borrowed for the call.
+ * Return KCR_OK to continue; anything else stops the list, which then
+ * returns that error. */
+typedef kcr_err (*kcr_list_item_fn)(kcr_object *obj, void *user_data);
+
+/* LIST, streamed: `fn` runs for each item while the body arrives (memory is
+ * bounded by the largest item, never the whole list). One page when
+ * opts->limit is set; *meta (may be NULL) gets resourceVersion, continue and
+ * remainingItemCount. On error, items already delivered are an incomplete
+ * list: discard them. A 410 for an expired continue token is KCR_ERR_GONE. */
+KCR_API kcr_err kcr_client_list(kcr_client *c, const kcr_resource *res, const char *ns,
+                                const kcr_list_options *opts, kcr_list_item_fn fn,
+                                void *user_data, kcr_list_meta *meta, kcr_status *status);
+
+typedef enum kcr_watch_event_type {
+    KCR_WATCH_ADDED = 0,
+    KCR_WATCH_MODIFIED = 1,
+    KCR_WATCH_DELETED = 2,
+    KCR_WATCH_BOOKMARK = 3,
+    KCR_WATCH_ERROR = 4
+} kcr_watch_event_type;
+
+/* One watch event; everything in it is borrowed for the callback's duration. */
+typedef struct kcr_watch_event {
+    kcr_watch_event_type type;
+    kcr_object *object;           /* ADDED/MODIFIED/DELETED; NULL for BOOKMARK/ERROR */
+    const char *resource_version; /* the object's or the bookmark's RV; "" for ERROR */
+    bool initial_events_end;      /* BOOKMARK annotated k8s.io/initial-events-end=true */
+    const kcr_status *status;     /* ERROR: the decoded Status; NULL otherwise */
+} kcr_watch_event;
+
+/* Receives each event. Return KCR_OK to continue; anything else stops the
+ * watch, which then returns that error. */
+typedef kcr_err (*kcr_watch_event_fn)(const kcr_watch_event *ev, void *user_data);
+
+/* WATCH: blocks, calling `fn` per event, until the stream ends.
+ * Returns KCR_OK when the server ended the stream cleanly (timeoutSeconds ran
+ * out; the caller re-watches from the last RV it saw). An ERROR event is
+ * delivered to `fn` and ends the watch: the call returns the Status's mapped
+ * error (e.g. KCR_ERR_GONE for 410 Expired; inspect st->details.causes for
+ * ResourceVersionTooLarge) with *status filled. Also returns
+ * KCR_ERR_CANCELED (opts->cancel), KCR_ERR_TIMEOUT (idle limit),
+ * KCR_ERR_TRANSPORT (connection lost or truncated stream), KCR_ERR_PARSE,
+ * KCR_ERR_TOO_LARGE (event over max_item_bytes), or an HTTP error Status. */
+KCR_API kcr_err kcr_client_watch(kcr_client *c, const kcr_resource *res, const char *ns,
+                                 const kcr_list_options *opts, kcr_watch_event_fn fn,
+                                 void *user_data, kcr_status *status);
+
+/* ---- Discovery ------------------------------------------------------------------------ */
+
+/* A served resource as discovery describes it. */
+typedef struct kcr_api_resource {
+    char group[254];
+    char version[64];
+    char resource[254]; /* plural */
+    char singular[254];
+    char kind[254];
+    bool namespaced;
+} kcr_api_resource;
+
+/* The group/version/resource view of `r`, pointing into it. */
+KCR_API kcr_resource kcr_api_resource_gvr(const kcr_api_resource *r);
+
+/* Resolves what a user typed, like kubectl: a plural ("configmaps"), a
+ * singular, a short name ("cm", "deploy"), a kind ("ConfigMap"), each
+ * optionally qualified as NAME.GROUP or NAME.VERSION.GROUP. Prefers the core
+ * group, then groups in server priority order, and each group's preferred
+ * version. Discovery documents are cached (aggregated discovery when the
+ * server offers it, else the legacy per-group documents) and refreshed once
+ * on a miss. KCR_ERR_NOT_FOUND when nothing matches. Thread-safe. */
+KCR_API kcr_err kcr_client_resolve(kcr_client *c, const char *name, kcr_api_resource *out,
+                                   kcr_status *status);
+
+/* Resolves a group/version/kind (version NULL or "": the preferred one). */
+KCR_API kcr_err kcr_client_resolve_kind(kcr_client *c, const char *group, const char *version,
+                                        const char *kind, kcr_api_resource *out,
+                                        kcr_status *status);
+
+/* Drops the discovery cache (e.g. after creating a CRD). Thread-safe. */
+KCR_API void kcr_client_invalidate_discovery(kcr_client *c);
+
+/* ---- Raw requests --------------------------------------------------------------------- */
+
+/* A raw request to `path` (e.g. "/api/v1/namespaces?limit=1", starting with
+ * '/'; query values must already be URL-encoded). accept/content_type NULL:
+ * "application/json". On a 2xx answer *body (malloc'd, NUL-terminated, caller
+ * frees) and *body_len hold the response; otherwise the mapped error and
+ * *status. KCR_ERR_UNSUPPORTED on the fake. */
+KCR_API kcr_err kcr_client_raw(kcr_client *c, const char *method, const char *path,
+                               const char *accept, const char *content_type, const char *body,
+                               size_t body_len, char **out, size_t *out_len, kcr_status *status);
+
+#endif
