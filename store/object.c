@@ -549,6 +549,23 @@ const char *kcr__ref_cstr(const kcr_object *o, uint32_t ref)
     return kcr__str_at(o->data + KCR__REF_PAYLOAD(ref), &len);
 }
 
+uint32_t kcr__object_key_hash(const char *ns, const char *name)
+{
+    size_t nl = strlen(ns), ml = strlen(name);
+    char small[256];
+    char *k = nl + ml + 1 <= sizeof small ? small : malloc(nl + ml + 1);
+    if (!k)
+        return 0; /* only a worse hash: lookups still compare keys */
+    memcpy(k, ns, nl);
+    if (nl)
+        k[nl++] = '/';
+    memcpy(k + nl, name, ml);
+    uint32_t h = kcr__hash_bytes(k, nl + ml);
+    if (k != small)
+        free(k);
+    return h;
+}
+
 static kcr_err freeze(kcr__object_builder *b, kcr_object **out, bool require_name)
 {
     *out = NULL;
@@ -601,13 +618,7 @@ static kcr_err freeze(kcr__object_builder *b, kcr_object **out, bool require_nam
                                             : "object has no metadata.name (or it is not a "
                                               "non-empty string)");
     }
-    const char *ns = kcr__ref_cstr(o, o->field[KCR__F_NAMESPACE]);
-    uint32_t h = 0;
-    if (ns[0]) {
-        h = kcr__hash_extend(h, ns, strlen(ns));
-        h = kcr__hash_extend(h, "/", 1);
-    }
-    o->key_hash = kcr__hash_extend(h, name, strlen(name));
+    o->key_hash = kcr__object_key_hash(kcr__ref_cstr(o, o->field[KCR__F_NAMESPACE]), name);
     *out = o;
     return KCR_OK;
 }

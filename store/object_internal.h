@@ -181,6 +181,9 @@ kcr_err kcr__gen_value(yajl_gen g, const kcr_object *o, uint32_t ref);
 /* Integer of a SMALLINT/INT64 ref; false for other refs. */
 bool kcr__ref_int(const kcr_object *o, uint32_t ref, int64_t *out);
 
+/* kcr__hash_bytes of the store key "ns/name" ("name" when ns is ""). */
+uint32_t kcr__object_key_hash(const char *ns, const char *name);
+
 /* Member of an OBJECT value by key bytes (ABSENT when missing). */
 kcr_value kcr__value_member_n(kcr_value v, const char *key, size_t len);
 

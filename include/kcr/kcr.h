@@ -8,6 +8,7 @@
 #include "kcr/fake.h"
 #include "kcr/log.h"
 #include "kcr/object.h"
+#include "kcr/store.h"
 #include "kcr/version.h"
 
 #endif

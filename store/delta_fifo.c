@@ -1,0 +1,372 @@
+/* kcr_delta_fifo: client-go's DeltaFIFO (see BEHAVIOUR.md § Store).
+ * Invariant: a key is in `items` exactly when its entry is in `queue`. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "store/store_internal.h"
+
+struct entry {
+    kcr_delta *d; /* owns a reference to each object and tombstone */
+    size_t n, cap;
+    char key[];
+};
+
+struct kcr_delta_fifo {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    struct kcr__strmap items; /* key -> struct entry* */
+    struct kcr__ptrq queue;   /* struct entry*, oldest first */
+    kcr_known_objects known;
+    size_t initial;
+    bool populated;
+    bool closed;
+};
+
+const char *kcr_delta_type_name(kcr_delta_type type)
+{
+    switch (type) {
+    case KCR_DELTA_ADDED: return "Added";
+    case KCR_DELTA_UPDATED: return "Updated";
+    case KCR_DELTA_DELETED: return "Deleted";
+    case KCR_DELTA_REPLACED: return "Replaced";
+    case KCR_DELTA_SYNC: return "Sync";
+    }
+    return "Unknown";
+}
+
+static void delta_release(kcr_delta *d)
+{
+    if (d->tombstone)
+        kcr_tombstone_unref(d->tombstone);
+    else
+        kcr_object_unref(d->object);
+}
+
+static void entry_free(void *p)
+{
+    struct entry *e = p;
+    for (size_t i = 0; i < e->n; i++)
+        delta_release(&e->d[i]);
+    free(e->d);
+    free(e);
+}
+
+kcr_delta_fifo *kcr_delta_fifo_new(const kcr_delta_fifo_options *opts)
+{
+    kcr_delta_fifo *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    pthread_mutex_init(&f->mu, NULL);
+    kcr__cond_init_monotonic(&f->cond);
+    if (opts)
+        f->known = opts->known;
+    return f;
+}
+
+void kcr_delta_fifo_free(kcr_delta_fifo *f)
+{
+    if (!f)
+        return;
+    kcr__strmap_clear(&f->items, entry_free);
+    kcr__ptrq_free(&f->queue);
+    pthread_cond_destroy(&f->cond);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+}
+
+/* Appends a delta for `key` (taking a new reference to obj, or to tomb). */
+static kcr_err queue_action(kcr_delta_fifo *f, const char *key, kcr_delta_type type,
+                            const kcr_object *obj, const kcr_tombstone *tomb)
+{
+    struct entry *e = kcr__strmap_get(&f->items, key);
+    bool fresh = !e;
+    if (fresh) {
+        size_t len = strlen(key);
+        e = calloc(1, sizeof *e + len + 1);
+        if (!e)
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory queueing a delta");
+        memcpy(e->key, key, len + 1);
+    }
+    if (e->n == e->cap) {
+        size_t cap = e->cap ? e->cap * 2 : 2;
+        kcr_delta *d = realloc(e->d, cap * sizeof *d);
+        if (!d) {
+            if (fresh)
+                free(e);
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory queueing a delta");
+        }
+        e->d = d;
+        e->cap = cap;
+    }
+    kcr_delta nd = {type, tomb ? kcr_tombstone_object(tomb) : obj, tomb};
+    if (tomb)
+        kcr_tombstone_ref(tomb);
+    else
+        kcr_object_ref(obj);
+    e->d[e->n++] = nd;
+    /* Two Deleted in a row collapse: keep the newer unless it is a tombstone. */
+    if (e->n >= 2 && e->d[e->n - 1].type == KCR_DELTA_DELETED &&
+        e->d[e->n - 2].type == KCR_DELTA_DELETED) {
+        if (e->d[e->n - 1].tombstone) {
+            delta_release(&e->d[e->n - 1]);
+        } else {
+            delta_release(&e->d[e->n - 2]);
+            e->d[e->n - 2] = e->d[e->n - 1];
+        }
+        e->n--;
+    }
+    if (fresh) {
+        kcr_err err = kcr__strmap_put(&f->items, key, e, NULL);
+        if (err == KCR_OK && (err = kcr__ptrq_push(&f->queue, e)) != KCR_OK)
+            kcr__strmap_remove(&f->items, key);
+        if (err != KCR_OK) {
+            entry_free(e);
+            return err;
+        }
+    }
+    pthread_cond_broadcast(&f->cond);
+    return KCR_OK;
+}
+
+static kcr_err change(kcr_delta_fifo *f, const kcr_object *obj, kcr_delta_type type)
+{
+    if (!f || !obj)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_delta_fifo: NULL argument");
+    char *key;
+    kcr_err err = kcr_store_key(obj, &key);
+    if (err)
+        return err;
+    pthread_mutex_lock(&f->mu);
+    f->populated = true;
+    bool skip = false;
+    if (type == KCR_DELTA_DELETED && !kcr__strmap_get(&f->items, key)) {
+        /* Deleting what nobody knows and nothing queues is a no-op. */
+        kcr_object *known = f->known.get_by_key ? f->known.get_by_key(f->known.self, key) : NULL;
+        skip = known == NULL;
+        kcr_object_unref(known);
+    }
+    if (!skip)
+        err = queue_action(f, key, type, obj, NULL);
+    pthread_mutex_unlock(&f->mu);
+    free(key);
+    return err;
+}
+
+kcr_err kcr_delta_fifo_add(kcr_delta_fifo *f, const kcr_object *obj)
+{
+    return change(f, obj, KCR_DELTA_ADDED);
+}
+
+kcr_err kcr_delta_fifo_update(kcr_delta_fifo *f, const kcr_object *obj)
+{
+    return change(f, obj, KCR_DELTA_UPDATED);
+}
+
+kcr_err kcr_delta_fifo_delete(kcr_delta_fifo *f, const kcr_object *obj)
+{
+    return change(f, obj, KCR_DELTA_DELETED);
+}
+
+static kcr_err queue_tombstone(kcr_delta_fifo *f, const char *key, const kcr_object *last)
+{
+    kcr_tombstone *t = kcr_tombstone_new(key, last);
+    if (!t)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory making a tombstone");
+    kcr_err err = queue_action(f, key, KCR_DELTA_DELETED, NULL, t);
+    kcr_tombstone_unref(t);
+    return err;
+}
+
+kcr_err kcr_delta_fifo_replace(kcr_delta_fifo *f, kcr_object *const *objs, size_t n)
+{
+    if (!f || (n && !objs))
+        return kcr__fail(KCR_ERR_INVALID, "kcr_delta_fifo_replace: NULL argument");
+    struct kcr__strmap listed = {0};
+    kcr_err err = KCR_OK;
+    pthread_mutex_lock(&f->mu);
+    for (size_t i = 0; i < n && err == KCR_OK; i++) {
+        char *key;
+        if ((err = kcr_store_key(objs[i], &key)) != KCR_OK)
+            break;
+        if ((err = kcr__strmap_put(&listed, key, (void *)1, NULL)) == KCR_OK)
+            err = queue_action(f, key, KCR_DELTA_REPLACED, objs[i], NULL);
+        free(key);
+    }
+    size_t deletions = 0;
+    /* Queued keys not listed: deleted while we were not watching. The
+     * tombstone carries the newest state the queue has. */
+    size_t queued = f->queue.len;
+    for (size_t i = 0; i < queued && err == KCR_OK; i++) {
+        struct entry *e = kcr__ptrq_at(&f->queue, i);
+        if (kcr__strmap_get(&listed, e->key))
+            continue;
+        const kcr_object *last = e->n ? e->d[e->n - 1].object : NULL;
+        deletions++;
+        err = queue_tombstone(f, e->key, last);
+    }
+    /* Known keys neither listed nor queued: the same, with the cache's state. */
+    if (err == KCR_OK && f->known.list_keys) {
+        kcr_string_list keys = {0};
+        err = f->known.list_keys(f->known.self, &keys);
+        for (size_t i = 0; i < keys.len && err == KCR_OK; i++) {
+            const char *k = keys.items[i];
+            struct entry *e = kcr__strmap_get(&listed, k) ? NULL : kcr__strmap_get(&f->items, k);
+            if (kcr__strmap_get(&listed, k) || (e && e->n))
+                continue;
+            kcr_object *last = f->known.get_by_key ? f->known.get_by_key(f->known.self, k) : NULL;
+            if (!last)
+                kcr__log(KCR_LOG_DEBUG, "store",
+                         "replace: known key %s vanished; tombstone without an object", k);
+            deletions++;
+            err = queue_tombstone(f, k, last);
+            kcr_object_unref(last);
+        }
+        kcr_string_list_free(&keys);
+    }
+    if (!f->populated) {
+        f->populated = true;
+        f->initial = listed.len + deletions;
+    }
+    pthread_mutex_unlock(&f->mu);
+    kcr__strmap_clear(&listed, NULL);
+    return err;
+}
+
+kcr_err kcr_delta_fifo_resync(kcr_delta_fifo *f)
+{
+    if (!f)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_delta_fifo_resync: NULL argument");
+    if (!f->known.list_keys || !f->known.get_by_key)
+        return KCR_OK;
+    pthread_mutex_lock(&f->mu);
+    kcr_string_list keys = {0};
+    kcr_err err = f->known.list_keys(f->known.self, &keys);
+    for (size_t i = 0; i < keys.len && err == KCR_OK; i++) {
+        struct entry *e = kcr__strmap_get(&f->items, keys.items[i]);
+        if (e && e->n)
+            continue; /* something is queued already: no Sync */
+        kcr_object *obj = f->known.get_by_key(f->known.self, keys.items[i]);
+        if (obj)
+            err = queue_action(f, keys.items[i], KCR_DELTA_SYNC, obj, NULL);
+        kcr_object_unref(obj);
+    }
+    kcr_string_list_free(&keys);
+    pthread_mutex_unlock(&f->mu);
+    return err;
+}
+
+static kcr_err pop(kcr_delta_fifo *f, kcr_delta_fifo_process_fn process, void *user_data,
+                   int64_t timeout_ms)
+{
+    if (!f || !process)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_delta_fifo_pop: NULL argument");
+    int64_t deadline = timeout_ms >= 0 ? kcr__now_ns() + timeout_ms * KCR_NS_PER_MS : 0;
+    pthread_mutex_lock(&f->mu);
+    while (!f->queue.len) {
+        if (f->closed) {
+            pthread_mutex_unlock(&f->mu);
+            return kcr__fail(KCR_ERR_SHUTDOWN, "DeltaFIFO closed");
+        }
+        if (timeout_ms < 0) {
+            pthread_cond_wait(&f->cond, &f->mu);
+        } else {
+            struct timespec ts = kcr__timespec_at(deadline);
+            if (pthread_cond_timedwait(&f->cond, &f->mu, &ts) == ETIMEDOUT && !f->queue.len &&
+                !f->closed) {
+                pthread_mutex_unlock(&f->mu);
+                return kcr__fail(KCR_ERR_TIMEOUT, "DeltaFIFO pop: nothing queued in %lld ms",
+                                 (long long)timeout_ms);
+            }
+        }
+    }
+    bool initial = !(f->populated && f->initial == 0);
+    struct entry *e = kcr__ptrq_pop(&f->queue);
+    if (f->initial > 0)
+        f->initial--;
+    kcr__strmap_remove(&f->items, e->key);
+    bool requeue = false;
+    kcr_err err = process(e->key, e->d, e->n, initial, &requeue, user_data);
+    /* The lock was held throughout, so nothing new arrived for this key: a
+     * requeue puts the same deltas back at the end. */
+    if (requeue && kcr__strmap_put(&f->items, e->key, e, NULL) == KCR_OK) {
+        if (kcr__ptrq_push(&f->queue, e) == KCR_OK)
+            e = NULL;
+        else
+            kcr__strmap_remove(&f->items, e->key);
+    }
+    if (e)
+        entry_free(e);
+    pthread_mutex_unlock(&f->mu);
+    return err;
+}
+
+kcr_err kcr_delta_fifo_pop(kcr_delta_fifo *f, kcr_delta_fifo_process_fn process, void *user_data)
+{
+    return pop(f, process, user_data, -1);
+}
+
+kcr_err kcr_delta_fifo_pop_timeout(kcr_delta_fifo *f, kcr_delta_fifo_process_fn process,
+                                   void *user_data, int64_t timeout_ms)
+{
+    return pop(f, process, user_data, timeout_ms < 0 ? 0 : timeout_ms);
+}
+
+void kcr_delta_fifo_close(kcr_delta_fifo *f)
+{
+    pthread_mutex_lock(&f->mu);
+    f->closed = true;
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->mu);
+}
+
+bool kcr_delta_fifo_is_closed(kcr_delta_fifo *f)
+{
+    pthread_mutex_lock(&f->mu);
+    bool c = f->closed;
+    pthread_mutex_unlock(&f->mu);
+    return c;
+}
+
+bool kcr_delta_fifo_has_synced(kcr_delta_fifo *f)
+{
+    pthread_mutex_lock(&f->mu);
+    bool s = f->populated && f->initial == 0;
+    pthread_mutex_unlock(&f->mu);
+    return s;
+}
+
+size_t kcr_delta_fifo_len(kcr_delta_fifo *f)
+{
+    pthread_mutex_lock(&f->mu);
+    size_t n = f->queue.len;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+kcr_err kcr_delta_fifo_list_keys(kcr_delta_fifo *f, kcr_string_list *out)
+{
+    if (!f || !out)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_delta_fifo_list_keys: NULL argument");
+    pthread_mutex_lock(&f->mu);
+    kcr_err err = KCR_OK;
+    out->len = 0;
+    out->items = f->queue.len ? malloc(f->queue.len * sizeof *out->items) : NULL;
+    if (f->queue.len && !out->items)
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory listing keys");
+    for (size_t i = 0; out->items && i < f->queue.len; i++) {
+        char *k = strdup(((struct entry *)kcr__ptrq_at(&f->queue, i))->key);
+        if (!k) {
+            kcr_string_list_free(out);
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory listing keys");
+            break;
+        }
+        out->items[out->len++] = k;
+    }
+    pthread_mutex_unlock(&f->mu);
+    return err;
+}

@@ -1,0 +1,45 @@
+/* Object makers for the store tests. */
+#ifndef KCR_TEST_STORE_FIXTURES_H
+#define KCR_TEST_STORE_FIXTURES_H
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "kcr/kcr.h"
+
+/* A ConfigMap ns/name (ns may be "" for cluster-scoped) with label app=app
+ * and a resourceVersion. */
+static inline kcr_object *mk(const char *ns, const char *name, const char *app, const char *rv)
+{
+    char json[512];
+    if (ns[0])
+        snprintf(json, sizeof json,
+                 "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\","
+                 "\"resourceVersion\":\"%s\",\"labels\":{\"app\":\"%s\"}}}",
+                 name, ns, rv, app);
+    else
+        snprintf(json, sizeof json,
+                 "{\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"resourceVersion\":\"%s\","
+                 "\"labels\":{\"app\":\"%s\"}}}",
+                 name, rv, app);
+    kcr_object *o = NULL;
+    kcr_object_parse(json, strlen(json), &o);
+    return o;
+}
+
+static inline bool list_has(const kcr_string_list *l, const char *s)
+{
+    for (size_t i = 0; i < l->len; i++)
+        if (strcmp(l->items[i], s) == 0)
+            return true;
+    return false;
+}
+
+static inline void sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}
+
+#endif
