@@ -202,9 +202,10 @@ KCR_API bool kcr_informer_has_synced(kcr_informer *inf);
 
 /* Waits until synced (KCR_OK), stopped (KCR_ERR_SHUTDOWN) or timeout_ms
  * passes (< 0: no limit). Instead of hanging it says why it is not synced:
- * it returns at once the failure of the last list when that was a 401, 403
- * or 404 (the reflector keeps retrying: call again to keep waiting), and at
- * the timeout the last list/watch failure if any, else KCR_ERR_TIMEOUT.
+ * it returns as soon as a list fails with 401, 403 or 404 during the wait
+ * (the reflector keeps retrying with backoff: call again to keep waiting),
+ * and at the timeout the last list/watch failure if any, else
+ * KCR_ERR_TIMEOUT.
  * status (may be NULL) receives the server's Status of that failure;
  * kcr_last_error() has its message. */
 KCR_API kcr_err kcr_informer_wait_for_sync(kcr_informer *inf, int64_t timeout_ms,
