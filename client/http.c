@@ -401,7 +401,7 @@ static kcr_err setup(http_client *hc, CURL *e, const kcr__http_req *req, const c
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     curl_easy_setopt(e, CURLOPT_USERAGENT, hc->user_agent);
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, req->identity ? NULL : "");
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)hc->opts.connect_timeout_ms);
     if (!req->streaming)
@@ -923,6 +923,7 @@ static kcr_err http_watch(kcr_client *c, const kcr_resource *res, const char *ns
                              .idempotent = true,
                              .streaming = true,
                              .idle_timeout_ms = opts->idle_timeout_seconds * 1000,
+                             .identity = true,
                              .cancel = opts->cancel,
                              .accept = opts->metadata_only ? metadata_accept(false) : NULL,
                              .sink = watch_sink,
