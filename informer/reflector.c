@@ -20,7 +20,7 @@ struct kcr_reflector {
     kcr_resource res;
     kcr_delta_fifo *fifo;
     char *ns, *label, *field;
-    bool metadata_only;
+    bool metadata_only, consistent_list;
     kcr_list_mode mode;
     int64_t page_size;
     int min_watch_timeout_s, idle_limit_s;
@@ -277,7 +277,7 @@ static char *relist_rv(kcr_reflector *r)
     if (r->rv_unavailable)
         return strdup("");
     char *rv = kcr_reflector_last_sync_rv(r);
-    if (rv && !*rv) {
+    if (rv && !*rv && !r->consistent_list) {
         free(rv);
         rv = strdup("0");
     }
@@ -624,6 +624,7 @@ kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res, kcr_delta
     }
     r->res = (kcr_resource){r->group, r->version, r->resource};
     r->metadata_only = opts->metadata_only;
+    r->consistent_list = opts->consistent_list;
     r->mode = opts->list_mode == KCR_LIST_MODE_DEFAULT ? KCR_LIST_MODE_PAGED : opts->list_mode;
     r->page_size = opts->page_size == 0 ? 500 : opts->page_size;
     r->min_watch_timeout_s = opts->min_watch_timeout_s > 0 ? opts->min_watch_timeout_s : 300;

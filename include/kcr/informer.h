@@ -52,6 +52,8 @@ typedef struct kcr_reflector_options {
     const char *field_selector; /* NULL: everything */
     bool metadata_only;         /* PartialObjectMetadata objects (Accept header) */
     kcr_list_mode list_mode;    /* KCR_LIST_MODE_DEFAULT */
+    bool consistent_list;       /* first LIST at resourceVersion "" (a consistent, paged read)
+                                   instead of "0" (the watch cache, possibly stale, unpaged) */
     int64_t page_size;          /* LIST page size; 0: 500; < 0: no paging */
     int min_watch_timeout_s;    /* watch timeoutSeconds drawn from [min, 2*min]; 0: 300 */
     int idle_limit_s;           /* a watch silent this long is dead: reconnect.

@@ -663,3 +663,17 @@ Test(reflector, too_large_rv_on_watch_relists_at_quorum)
     cr_assert_str_eq(spy_get(g.c, calls).rv, "", "quorum relist");
     rig_down(&g);
 }
+
+Test(reflector, consistent_list_starts_at_quorum_and_pages)
+{
+    rig g;
+    kcr_reflector_options o = fast_opts();
+    o.consistent_list = true;
+    rig_up(&g, &o, 700);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert_eq(spy_count(g.c, false), 2);
+    cr_assert_str_eq(spy_get(g.c, 0).rv, "");
+    cr_assert_eq(spy_get(g.c, 0).limit, 500);
+    rig_down(&g);
+}
