@@ -61,6 +61,7 @@ struct kcr_informer {
     pthread_cond_t cond;
     kcr_handler_reg *handlers;
     bool started, stopped, synced;
+    bool applied_first; /* the first list went straight to the cache */
     pthread_t proc;
 };
 
@@ -275,6 +276,37 @@ static void on_listed(void *ud)
     check_synced(ud);
 }
 
+/* The first complete list, with an empty cache and nothing queued, has
+ * nothing to reconcile: it goes straight to the cache and the handlers'
+ * queues instead of through the DeltaFIFO, which saves the fifo's per-key
+ * bookkeeping for the whole list at the memory peak (docs/informer.md).
+ * Later lists (relists) go through the fifo, which finds the deletions. */
+static kcr_err on_replace(kcr_object *const *objs, size_t n, void *ud)
+{
+    kcr_informer *inf = ud;
+    pthread_mutex_lock(&inf->mu);
+    bool first = !inf->applied_first && kcr_store_len(inf->store) == 0;
+    pthread_mutex_unlock(&inf->mu);
+    if (!first || kcr_delta_fifo_len(inf->fifo) != 0)
+        return kcr_delta_fifo_replace(inf->fifo, objs, n);
+    /* an empty replace marks the fifo populated (nothing known, nothing
+     * queued, so it queues nothing) */
+    kcr_err err = kcr_delta_fifo_replace(inf->fifo, NULL, 0);
+    if (err != KCR_OK)
+        return err;
+    pthread_mutex_lock(&inf->mu);
+    err = kcr_store_replace(inf->store, objs, n);
+    for (size_t i = 0; err == KCR_OK && i < n; i++) {
+        char *key = NULL;
+        if ((err = kcr_store_key(objs[i], &key)) == KCR_OK)
+            distribute(inf, key, N_ADD, NULL, objs[i], NULL, true, false);
+        free(key);
+    }
+    inf->applied_first = err == KCR_OK;
+    pthread_mutex_unlock(&inf->mu);
+    return err;
+}
+
 static void on_refl_error(kcr_err err, const kcr_status *st, const char *msg, void *ud)
 {
     kcr_informer *inf = ud;
@@ -430,6 +462,7 @@ kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
         return err;
     }
     kcr__reflector_set_listed_hook(inf->refl, on_listed, inf);
+    kcr__reflector_set_replace_hook(inf->refl, on_replace, inf);
     *out = inf;
     return KCR_OK;
 }

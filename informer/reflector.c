@@ -34,6 +34,8 @@ struct kcr_reflector {
     void *backoff_hook_ud;
     kcr__listed_hook_fn listed_hook;
     void *listed_hook_ud;
+    kcr__replace_hook_fn replace_hook;
+    void *replace_hook_ud;
 
     kcr_cancel *cancel;
     pthread_t thread;
@@ -231,7 +233,8 @@ static void objvec_clear(objvec *o)
 /* Hands a complete initial state to the fifo. */
 static kcr_err deliver_replace(kcr_reflector *r, objvec *objs, const char *rv, bool streaming)
 {
-    kcr_err err = kcr_delta_fifo_replace(r->fifo, objs->v, objs->n);
+    kcr_err err = r->replace_hook ? r->replace_hook(objs->v, objs->n, r->replace_hook_ud)
+                                  : kcr_delta_fifo_replace(r->fifo, objs->v, objs->n);
     size_t n = objs->n;
     objvec_clear(objs);
     if (err != KCR_OK)
@@ -656,6 +659,12 @@ void kcr__reflector_set_listed_hook(kcr_reflector *r, kcr__listed_hook_fn fn, vo
 {
     r->listed_hook = fn;
     r->listed_hook_ud = user_data;
+}
+
+void kcr__reflector_set_replace_hook(kcr_reflector *r, kcr__replace_hook_fn fn, void *user_data)
+{
+    r->replace_hook = fn;
+    r->replace_hook_ud = user_data;
 }
 
 kcr_err kcr_reflector_start(kcr_reflector *r)
