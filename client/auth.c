@@ -392,9 +392,13 @@ kcr_err kcr__exec_run(const kcr__exec_config *exec, const kcr_config *cfg, kcr__
         size_t n = strlen(errs);
         while (n > 0 && (errs[n - 1] == '\n' || errs[n - 1] == '\r'))
             stderr_buf[--n] = '\0';
+        /* 127: not found (a shell's convention, and what posix_spawnp
+         * reports when it cannot tell the parent, e.g. under valgrind) */
+        bool not_found = WIFEXITED(status) && WEXITSTATUS(status) == 127 && exec->install_hint;
         if (WIFEXITED(status))
-            err = kcr__fail(KCR_ERR_EXEC, "exec plugin %s exited with status %d: %s",
-                            exec->command, WEXITSTATUS(status), errs);
+            err = kcr__fail(KCR_ERR_EXEC, "exec plugin %s exited with status %d: %s%s%s",
+                            exec->command, WEXITSTATUS(status), errs, not_found ? "; " : "",
+                            not_found ? exec->install_hint : "");
         else
             err = kcr__fail(KCR_ERR_EXEC, "exec plugin %s killed by signal %d: %s",
                             exec->command, WIFSIGNALED(status) ? WTERMSIG(status) : 0, errs);
