@@ -67,7 +67,9 @@ static void crud_round(kcr_list_mode mode)
     cr_assert(converge_wait(c, &E2E_CM, ns, NULL, inf, t, 15000, why, sizeof why), "%s", why);
     tracker_counts n = tracker_get_counts(t);
     cr_assert_eq(n.adds, 27);
-    cr_assert_eq(n.updates, 2);
+    /* new-1's create and update may reach the handler as one add of the
+     * newest state when it lags (coalescing); pre-00003's update cannot */
+    cr_assert(n.updates == 1 || n.updates == 2, "%llu updates", (unsigned long long)n.updates);
     cr_assert_eq(n.deletes, 5);
     cr_assert_eq(n.tombstones, 0);
     kcr_informer_free(inf);
