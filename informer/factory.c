@@ -168,10 +168,14 @@ void kcr_informer_factory_stop(kcr_informer_factory *f)
 {
     if (!f)
         return;
+    /* Not under f->mu: stopping joins handler threads, whose callbacks may
+     * ask the factory for informers. Entries are only ever prepended (and
+     * freed by _free), so the snapshot stays valid. */
     pthread_mutex_lock(&f->mu);
-    for (entry *e = f->entries; e; e = e->next)
-        kcr_informer_stop(e->inf);
+    entry *head = f->entries;
     pthread_mutex_unlock(&f->mu);
+    for (entry *e = head; e; e = e->next)
+        kcr_informer_stop(e->inf);
 }
 
 void kcr_informer_factory_free(kcr_informer_factory *f)
