@@ -150,7 +150,11 @@ static int list_scalar(kcr__list_decoder *d, int kind, const char *s, size_t len
     }
     if (d->top == TOP_METADATA && d->depth == 2 && d->meta != META_NONE) {
         if (d->meta == META_REMAINING && kind == 2) {
-            d->remaining = strtoll(s, NULL, 10);
+            char num[32]; /* yajl's number text is not NUL-terminated */
+            size_t n = len < sizeof num - 1 ? len : sizeof num - 1;
+            memcpy(num, s, n);
+            num[n] = '\0';
+            d->remaining = strtoll(num, NULL, 10);
             d->has_remaining = true;
         } else if (kind == 3 && d->meta != META_REMAINING) {
             char **dst = d->meta == META_RV ? &d->rv : &d->cont;

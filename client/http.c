@@ -397,11 +397,16 @@ static kcr_err setup(http_client *hc, CURL *e, const kcr__http_req *req, const c
 {
     const kcr_config *cfg = hc->cfg;
     curl_easy_setopt(e, CURLOPT_URL, url);
+    if (getenv("KCR_DEBUG_CURL"))
+        curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     curl_easy_setopt(e, CURLOPT_USERAGENT, hc->user_agent);
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, req->identity ? NULL : "");
+    /* Compressed watch streams arrive as one gzip member per flush, which
+     * libcurl's decoder rejects; lists and single objects may be gzipped. */
+    if (!req->uncompressed)
+        curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)hc->opts.connect_timeout_ms);
     if (!req->streaming)
@@ -923,7 +928,7 @@ static kcr_err http_watch(kcr_client *c, const kcr_resource *res, const char *ns
                              .idempotent = true,
                              .streaming = true,
                              .idle_timeout_ms = opts->idle_timeout_seconds * 1000,
-                             .identity = true,
+                             .uncompressed = true,
                              .cancel = opts->cancel,
                              .accept = opts->metadata_only ? metadata_accept(false) : NULL,
                              .sink = watch_sink,

@@ -35,11 +35,8 @@ typedef struct kcr__http_req {
     size_t body_len;
     bool idempotent;          /* retried on connection errors */
     bool streaming;           /* no total timeout (list/watch) */
+    bool uncompressed;        /* do not offer gzip (watch streams) */
     int idle_timeout_ms;      /* 0: none */
-    bool identity;            /* no Accept-Encoding: kube-apiserver (seen on v1.37) gzips watch
-                                 streams as one gzip member per flush, which libcurl's
-                                 decoder rejects after the first ("Failed writing
-                                 received data") */
     kcr_cancel *cancel;
     /* For 2xx bodies: receives bytes as they arrive instead of buffering. */
     kcr_err (*sink)(const char *buf, size_t len, void *ud);

@@ -687,6 +687,10 @@ static kcr_err check_server(const char *server, const char *where)
         return kcr__fail(KCR_ERR_CONFIG,
                          "kubeconfig %s: server \"%.200s\" must start with https:// or http://",
                          where, server);
+    const char *host = strstr(server, "://") + 3;
+    if (!*host || *host == '/')
+        return kcr__fail(KCR_ERR_CONFIG, "kubeconfig %s: server \"%.200s\" has no host", where,
+                         server);
     if (strpbrk(server, " \t\r\n?#"))
         return kcr__fail(KCR_ERR_CONFIG, "kubeconfig %s: bad server URL \"%.200s\"", where,
                          server);

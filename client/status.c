@@ -173,9 +173,12 @@ kcr_err kcr_status_to_err(const kcr_status *st)
 kcr_err kcr__status_fail(const kcr_status *st)
 {
     kcr_err err = kcr__err_for_code(st->code, st->reason);
+    const char *msg = st->message && *st->message ? st->message : "(the server gave no message)";
     if (st->reason && *st->reason)
-        return kcr__fail(err, "%d %s: %s", st->code, st->reason, st->message ? st->message : "");
-    return kcr__fail(err, "%s", st->message ? st->message : "");
+        return kcr__fail(err, "%d %s: %s", st->code, st->reason, msg);
+    if (st->message && *st->message)
+        return kcr__fail(err, "%s", st->message);
+    return kcr__fail(err, "%d %s: %s", st->code, kcr_strerror(err), msg);
 }
 
 kcr_err kcr__status_from_http(long http_code, const char *body, size_t len, kcr_status *st)

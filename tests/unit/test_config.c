@@ -197,6 +197,11 @@ Test(kubeconfig, bad_input_gives_clear_errors, .init = make_dir, .fini = remove_
                        "contexts: [{name: x, context: {cluster: c}}]\ncurrent-context: x\n",
                        NULL, &cfg),
                  KCR_ERR_CONFIG);
+    cr_assert_eq(parse("clusters: [{name: c, cluster: {server: 'https://'}}]\n"
+                       "contexts: [{name: x, context: {cluster: c}}]\ncurrent-context: x\n",
+                       NULL, &cfg),
+                 KCR_ERR_CONFIG, "a server without a host");
+    cr_assert(strstr(kcr_last_error(), "no host") != NULL, "%s", kcr_last_error());
     cr_assert_eq(parse("contexts: [{name: x, context: {cluster: c}}]\n", NULL, &cfg),
                  KCR_ERR_CONFIG, "no current context");
     cr_assert_eq(parse("", "x", &cfg), KCR_ERR_CONFIG);

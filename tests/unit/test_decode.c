@@ -117,6 +117,25 @@ Test(list_decoder, empty_and_missing_items)
     }
 }
 
+/* yajl hands numbers over as unterminated text; the buffer may end right there. */
+Test(list_decoder, number_at_the_end_of_a_chunk)
+{
+    const char *body = "{\"metadata\":{\"remainingItemCount\":12345678901}}";
+    const char *cut = strstr(body, "}}");
+    kcr__list_decoder *d = kcr__list_decoder_new(0, NULL, NULL);
+    size_t first = (size_t)(cut - body);
+    char *exact = malloc(first); /* exactly sized, so reading past it is caught */
+    memcpy(exact, body, first);
+    cr_assert_eq(kcr__list_decoder_feed(d, exact, first), KCR_OK);
+    free(exact);
+    cr_assert_eq(kcr__list_decoder_feed(d, cut, strlen(cut)), KCR_OK);
+    kcr_list_meta meta = {0};
+    cr_assert_eq(kcr__list_decoder_finish(d, &meta), KCR_OK);
+    cr_assert_eq(meta.remaining_item_count, 12345678901LL);
+    kcr_list_meta_clear(&meta);
+    kcr__list_decoder_free(d);
+}
+
 Test(list_decoder, callback_error_stops_the_list)
 {
     struct collected c = {.stop_after = 2};

@@ -1,0 +1,496 @@
+/* End-to-end: the HTTP client against the real kube-apiserver of testenv
+ * ($KCR_TESTENV_DIR, default /tmp/kcr-testenv): client-certificate and
+ * bearer-token auth, ConfigMap CRUD, paging, every patch type, Status
+ * decoding (404/409/422), 403 for the limited user, a CRD's custom
+ * resources, discovery, watches (incl. streaming initial events) and
+ * metadata-only lists. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "kcr/kcr.h"
+
+static const kcr_resource CM = {"", "v1", "configmaps"};
+static const kcr_resource NSR = {"", "v1", "namespaces"};
+static const kcr_resource CRDS = {"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
+
+static kcr_client *client;
+static char ns[64];
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static kcr_client *connect_as(const char *which)
+{
+    const char *dir = getenv("KCR_TESTENV_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.kubeconfig", dir && *dir ? dir : "/tmp/kcr-testenv", which);
+    if (access(path, R_OK) != 0)
+        cr_assert_fail("no %s: start the test environment with testenv/start (or run ctest "
+                       "with the testenv fixture) and set KCR_TESTENV_DIR",
+                       path);
+    kcr_config_options o = {.kubeconfig = path};
+    kcr_config *cfg;
+    cr_assert_eq(kcr_config_load_kubeconfig(&o, &cfg), KCR_OK, "%s", kcr_last_error());
+    kcr_client *c;
+    cr_assert_eq(kcr_client_new(cfg, NULL, &c), KCR_OK, "%s", kcr_last_error());
+    kcr_config_free(cfg);
+    return c;
+}
+
+static void setup(void)
+{
+    client = connect_as("admin");
+    srand((unsigned)(kcr__now_ns() ^ getpid()));
+    snprintf(ns, sizeof ns, "e2e-client-%d-%d", (int)getpid(), rand() % 100000);
+    char json[256];
+    snprintf(json, sizeof json, "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}", ns);
+    cr_assert_eq(kcr_client_create(client, &NSR, NULL, json, 0, NULL, NULL, NULL), KCR_OK, "%s",
+                 kcr_last_error());
+}
+
+static void teardown(void)
+{
+    kcr_client_delete(client, &NSR, NULL, ns, NULL, NULL, NULL);
+    kcr_client_free(client);
+}
+
+static kcr_object *create_cm(const char *name, const char *data)
+{
+    char json[512];
+    snprintf(json, sizeof json, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\"},\"data\":%s}",
+             name, data ? data : "{}");
+    kcr_object *o = NULL;
+    cr_assert_eq(kcr_client_create(client, &CM, ns, json, 0, NULL, &o, NULL), KCR_OK, "%s",
+                 kcr_last_error());
+    return o;
+}
+
+static const char *str(const kcr_object *o, const char *path)
+{
+    const char *s = kcr_value_string(kcr_object_get(o, path), NULL);
+    return s ? s : "";
+}
+
+Test(e2e_client, cert_and_token_auth)
+{
+    const char *users[] = {"admin", "token"};
+    for (int i = 0; i < 2; i++) {
+        kcr_client *c = connect_as(users[i]);
+        kcr_object *o = NULL;
+        cr_assert_eq(kcr_client_get(c, &NSR, NULL, "default", NULL, &o, NULL), KCR_OK,
+                     "%s: %s", users[i], kcr_last_error());
+        cr_assert_str_eq(kcr_object_name(o), "default");
+        kcr_object_unref(o);
+        kcr_client_free(c);
+    }
+}
+
+Test(e2e_client, configmap_crud_and_status_errors, .init = setup, .fini = teardown)
+{
+    kcr_object *a = create_cm("alpha", "{\"k\":\"1\"}");
+    cr_assert_str_eq(kcr_object_namespace(a), ns);
+    cr_assert_str_not_empty(kcr_object_uid(a));
+    kcr_object *got = NULL;
+    cr_assert_eq(kcr_client_get(client, &CM, ns, "alpha", NULL, &got, NULL), KCR_OK);
+    cr_assert_str_eq(kcr_object_resource_version(got), kcr_object_resource_version(a));
+    kcr_object_unref(got);
+
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"alpha\","
+             "\"resourceVersion\":\"%s\"},\"data\":{\"k\":\"2\"}}",
+             kcr_object_resource_version(a));
+    kcr_object *b = NULL;
+    cr_assert_eq(kcr_client_update(client, &CM, ns, json, 0, NULL, &b, NULL), KCR_OK, "%s",
+                 kcr_last_error());
+    cr_assert_str_eq(str(b, "data.k"), "2");
+    kcr_status st = {0};
+    cr_assert_eq(kcr_client_update(client, &CM, ns, json, 0, NULL, NULL, &st), KCR_ERR_CONFLICT,
+                 "stale resourceVersion");
+    cr_assert_eq(st.code, 409);
+    cr_assert_str_eq(st.reason, "Conflict");
+    cr_assert(strstr(st.message, "the object has been modified") != NULL, "%s", st.message);
+
+    snprintf(json, sizeof json, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"alpha\"}}");
+    cr_assert_eq(kcr_client_create(client, &CM, ns, json, 0, NULL, NULL, &st), KCR_ERR_EXISTS);
+    cr_assert_eq(st.code, 409);
+    cr_assert_str_eq(st.reason, "AlreadyExists");
+    cr_assert_str_eq(st.details.name, "alpha");
+    cr_assert_str_eq(st.details.kind, "configmaps");
+
+    cr_assert_eq(kcr_client_get(client, &CM, ns, "missing", NULL, NULL, &st), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(st.code, 404);
+    cr_assert_str_eq(st.message, "configmaps \"missing\" not found");
+    cr_assert_str_eq(kcr_last_error(), "404 NotFound: configmaps \"missing\" not found");
+
+    cr_assert_eq(kcr_client_create(client, &CM, ns,
+                                   "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                                   "{\"name\":\"Not_Valid\"}}",
+                                   0, NULL, NULL, &st),
+                 KCR_ERR_INVALID_OBJECT);
+    cr_assert_eq(st.code, 422);
+    cr_assert_str_eq(st.reason, "Invalid");
+    cr_assert_geq(st.details.n_causes, 1);
+    cr_assert_str_eq(st.details.causes[0].field, "metadata.name");
+    cr_assert_str_eq(st.details.causes[0].type, "FieldValueInvalid");
+
+    kcr_delete_options d = {.precondition_uid = "00000000-0000-0000-0000-000000000000"};
+    cr_assert_eq(kcr_client_delete(client, &CM, ns, "alpha", &d, NULL, &st), KCR_ERR_CONFLICT,
+                 "uid precondition");
+    d = (kcr_delete_options){.precondition_uid = kcr_object_uid(a),
+                             .propagation_policy = "Background"};
+    cr_assert_eq(kcr_client_delete(client, &CM, ns, "alpha", &d, NULL, &st), KCR_OK, "%s",
+                 kcr_last_error());
+    cr_assert_eq(kcr_client_get(client, &CM, ns, "alpha", NULL, NULL, &st), KCR_ERR_NOT_FOUND);
+    kcr_object_unref(a);
+    kcr_object_unref(b);
+    kcr_status_clear(&st);
+}
+
+static kcr_err count(kcr_object *o, void *ud)
+{
+    (*(int *)ud)++;
+    return KCR_OK;
+}
+
+Test(e2e_client, paging_with_limit_2, .init = setup, .fini = teardown)
+{
+    char name[32];
+    for (int i = 0; i < 5; i++) {
+        snprintf(name, sizeof name, "page-%d", i);
+        kcr_object_unref(create_cm(name, NULL));
+    }
+    /* kube-root-ca.crt is published into every namespace: 6 objects at most */
+    int items = 0, pages = 0;
+    kcr_list_options o = {.limit = 2, .label_selector = NULL};
+    kcr_list_meta meta = {0};
+    char *cont = NULL;
+    do {
+        o.continue_token = cont;
+        cr_assert_eq(kcr_client_list(client, &CM, ns, &o, count, &items, &meta, NULL), KCR_OK,
+                     "%s", kcr_last_error());
+        if (pages == 0) {
+            cr_assert_str_not_empty(meta.continue_token);
+            cr_assert(meta.has_remaining_item_count);
+            cr_assert_geq(meta.remaining_item_count, 3);
+        }
+        cr_assert_str_not_empty(meta.resource_version);
+        pages++;
+        free(cont);
+        cont = *meta.continue_token ? strdup(meta.continue_token) : NULL;
+        kcr_list_meta_clear(&meta);
+    } while (cont);
+    cr_assert_geq(items, 5);
+    cr_assert_eq(pages, (items + 1) / 2);
+    /* An expired/garbled continue token is rejected. */
+    o.continue_token = "bm90LWEtdG9rZW4";
+    kcr_status st = {0};
+    kcr_err err = kcr_client_list(client, &CM, ns, &o, count, &items, &meta, &st);
+    cr_assert(err == KCR_ERR_API || err == KCR_ERR_GONE, "%s", kcr_last_error());
+    cr_assert(st.code == 400 || st.code == 410, "%d", st.code);
+    kcr_status_clear(&st);
+}
+
+Test(e2e_client, every_patch_type, .init = setup, .fini = teardown)
+{
+    kcr_object_unref(create_cm("p", "{\"a\":\"1\",\"b\":\"2\"}"));
+    kcr_object *o = NULL;
+    cr_assert_eq(kcr_client_patch(client, &CM, ns, "p", KCR_PATCH_JSON,
+                                  "[{\"op\":\"replace\",\"path\":\"/data/a\",\"value\":\"json\"}]",
+                                  0, NULL, &o, NULL),
+                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_str_eq(str(o, "data.a"), "json");
+    kcr_object_unref(o);
+    cr_assert_eq(kcr_client_patch(client, &CM, ns, "p", KCR_PATCH_MERGE,
+                                  "{\"data\":{\"b\":null,\"m\":\"merge\"}}", 0, NULL, &o, NULL),
+                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_str_eq(str(o, "data.m"), "merge");
+    cr_assert_eq(kcr_value_get_type(kcr_object_get(o, "data.b")), KCR_VALUE_ABSENT);
+    kcr_object_unref(o);
+    cr_assert_eq(kcr_client_patch(client, &CM, ns, "p", KCR_PATCH_STRATEGIC,
+                                  "{\"metadata\":{\"labels\":{\"s\":\"smp\"}}}", 0, NULL, &o, NULL),
+                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_str_eq(kcr_object_label(o, "s"), "smp");
+    kcr_object_unref(o);
+    kcr_write_options w = {.field_manager = "kcr-e2e"};
+    cr_assert_eq(kcr_client_patch(client, &CM, ns, "applied", KCR_PATCH_APPLY,
+                                  "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                                  "{\"name\":\"applied\"},\"data\":{\"x\":\"1\"}}",
+                                  0, &w, &o, NULL),
+                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_str_eq(str(o, "data.x"), "1");
+    cr_assert_str_eq(str(o, "metadata.managedFields[0].manager"), "kcr-e2e");
+    kcr_object_unref(o);
+    /* Another manager changing the field conflicts unless forced. */
+    kcr_write_options other = {.field_manager = "someone-else"};
+    kcr_status st = {0};
+    const char *take = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+                       "\"applied\"},\"data\":{\"x\":\"2\"}}";
+    cr_assert_eq(kcr_client_patch(client, &CM, ns, "applied", KCR_PATCH_APPLY, take, 0, &other,
+                                  NULL, &st),
+                 KCR_ERR_CONFLICT);
+    cr_assert_eq(st.code, 409);
+    other.force = true;
+    cr_assert_eq(kcr_client_patch(client, &CM, ns, "applied", KCR_PATCH_APPLY, take, 0, &other, &o,
+                                  &st),
+                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_str_eq(str(o, "data.x"), "2");
+    kcr_object_unref(o);
+    kcr_status_clear(&st);
+}
+
+Test(e2e_client, forbidden_for_the_limited_user)
+{
+    kcr_client *c = connect_as("limited");
+    kcr_status st = {0};
+    cr_assert_eq(kcr_client_list(c, &CM, "default", NULL, count, &(int){0}, NULL, &st),
+                 KCR_ERR_FORBIDDEN);
+    cr_assert_eq(st.code, 403);
+    cr_assert_str_eq(st.reason, "Forbidden");
+    cr_assert(strstr(st.message, "cannot list resource \"configmaps\"") != NULL, "%s", st.message);
+    cr_assert(strstr(kcr_last_error(), "403 Forbidden") == kcr_last_error(), "%s",
+              kcr_last_error());
+    kcr_status_clear(&st);
+    kcr_client_free(c);
+}
+
+#define CRD_JSON                                                                                   \
+    "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","           \
+    "\"metadata\":{\"name\":\"widgets.e2e.kcr.dev\"},\"spec\":{\"group\":\"e2e.kcr.dev\","         \
+    "\"scope\":\"Namespaced\",\"names\":{\"plural\":\"widgets\",\"singular\":\"widget\","          \
+    "\"kind\":\"Widget\",\"shortNames\":[\"wdg\"]},\"versions\":[{\"name\":\"v1\",\"served\":true,"  \
+    "\"storage\":true,\"subresources\":{\"status\":{}},\"schema\":{\"openAPIV3Schema\":{"            \
+    "\"type\":\"object\",\"properties\":{\"spec\":{\"type\":\"object\",\"properties\":{\"size\":"   \
+    "{\"type\":\"integer\"}}},\"status\":{\"type\":\"object\",\"properties\":{\"ready\":{\"type\":" \
+    "\"boolean\"}}}}}}}]}}"
+
+static bool established(void)
+{
+    kcr_object *o = NULL;
+    if (kcr_client_get(client, &CRDS, NULL, "widgets.e2e.kcr.dev", NULL, &o, NULL) != KCR_OK)
+        return false;
+    bool ok = false;
+    kcr_value conds = kcr_object_get(o, "status.conditions");
+    for (size_t i = 0; i < kcr_value_len(conds); i++) {
+        kcr_value c = kcr_value_at(conds, i);
+        const char *type = kcr_value_string(kcr_value_member(c, "type"), NULL);
+        const char *status = kcr_value_string(kcr_value_member(c, "status"), NULL);
+        if (type && status && strcmp(type, "Established") == 0 && strcmp(status, "True") == 0)
+            ok = true;
+    }
+    kcr_object_unref(o);
+    return ok;
+}
+
+Test(e2e_client, custom_resources_of_a_crd, .init = setup, .fini = teardown, .timeout = 120)
+{
+    kcr_err err = kcr_client_create(client, &CRDS, NULL, CRD_JSON, 0, NULL, NULL, NULL);
+    cr_assert(err == KCR_OK || err == KCR_ERR_EXISTS, "%s", kcr_last_error());
+    for (int i = 0; i < 300 && !established(); i++)
+        nap_ms(100);
+    cr_assert(established(), "the CRD never became Established");
+    kcr_api_resource r;
+    kcr_err rerr = KCR_ERR_NOT_FOUND;
+    for (int i = 0; i < 100 && rerr != KCR_OK; i++) { /* discovery catches up a bit later */
+        kcr_client_invalidate_discovery(client);
+        rerr = kcr_client_resolve(client, "wdg", &r, NULL);
+        if (rerr != KCR_OK)
+            nap_ms(100);
+    }
+    cr_assert_eq(rerr, KCR_OK, "%s", kcr_last_error());
+    cr_assert_str_eq(r.group, "e2e.kcr.dev");
+    cr_assert_str_eq(r.resource, "widgets");
+    cr_assert_str_eq(r.kind, "Widget");
+    cr_assert(r.namespaced);
+    kcr_resource w = kcr_api_resource_gvr(&r);
+    kcr_object *o = NULL;
+    cr_assert_eq(kcr_client_create(client, &w, ns,
+                                   "{\"apiVersion\":\"e2e.kcr.dev/v1\",\"kind\":\"Widget\","
+                                   "\"metadata\":{\"name\":\"w1\"},\"spec\":{\"size\":3}}",
+                                   0, NULL, &o, NULL),
+                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_object_generation(o), 1);
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"apiVersion\":\"e2e.kcr.dev/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w1\","
+             "\"resourceVersion\":\"%s\"},\"spec\":{\"size\":3},\"status\":{\"ready\":true}}",
+             kcr_object_resource_version(o));
+    kcr_object_unref(o);
+    cr_assert_eq(kcr_client_update_status(client, &w, ns, json, 0, &o, NULL), KCR_OK, "%s",
+                 kcr_last_error());
+    cr_assert(kcr_value_bool(kcr_object_get(o, "status.ready")));
+    cr_assert_eq(kcr_object_generation(o), 1, "a status update leaves generation alone");
+    kcr_object_unref(o);
+    cr_assert_eq(kcr_client_patch(client, &w, ns, "w1", KCR_PATCH_MERGE, "{\"spec\":{\"size\":5}}",
+                                  0, NULL, &o, NULL),
+                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_object_generation(o), 2);
+    cr_assert_eq(kcr_value_int(kcr_object_get(o, "spec.size")), 5);
+    kcr_object_unref(o);
+    kcr_status st = {0};
+    cr_assert_eq(kcr_client_create(client, &w, ns,
+                                   "{\"apiVersion\":\"e2e.kcr.dev/v1\",\"kind\":\"Widget\","
+                                   "\"metadata\":{\"name\":\"w2\"},\"spec\":{\"size\":\"big\"}}",
+                                   0, NULL, NULL, &st),
+                 KCR_ERR_INVALID_OBJECT, "schema validation");
+    cr_assert_str_eq(st.details.causes[0].field, "spec.size");
+    int n = 0;
+    cr_assert_eq(kcr_client_list(client, &w, ns, NULL, count, &n, NULL, NULL), KCR_OK);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(kcr_client_delete(client, &w, ns, "w1", NULL, NULL, NULL), KCR_OK);
+    kcr_status_clear(&st);
+}
+
+Test(e2e_client, discovery)
+{
+    kcr_client *c = connect_as("admin");
+    kcr_api_resource r;
+    cr_assert_eq(kcr_client_resolve(c, "cm", &r, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_assert_str_eq(r.resource, "configmaps");
+    cr_assert_str_eq(r.group, "");
+    cr_assert(r.namespaced);
+    cr_assert_eq(kcr_client_resolve(c, "deploy", &r, NULL), KCR_OK);
+    cr_assert_str_eq(r.group, "apps");
+    cr_assert_str_eq(r.version, "v1");
+    cr_assert_eq(kcr_client_resolve(c, "Lease", &r, NULL), KCR_OK);
+    cr_assert_str_eq(r.group, "coordination.k8s.io");
+    cr_assert_eq(kcr_client_resolve(c, "nodes", &r, NULL), KCR_OK);
+    cr_assert_not(r.namespaced);
+    cr_assert_eq(kcr_client_resolve(c, "ingresses.networking.k8s.io", &r, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_resolve_kind(c, "apps", "v1", "Deployment", &r, NULL), KCR_OK);
+    cr_assert_str_eq(r.resource, "deployments");
+    cr_assert_eq(kcr_client_resolve(c, "no-such-things", &r, NULL), KCR_ERR_NOT_FOUND);
+    char *body = NULL;
+    size_t len = 0;
+    cr_assert_eq(kcr_client_raw(c, "GET", "/api/v1/namespaces",
+                                "application/json;as=Table;v=v1;g=meta.k8s.io", NULL, NULL, 0,
+                                &body, &len, NULL),
+                 KCR_OK);
+    cr_assert(strstr(body, "\"kind\":\"Table\"") != NULL);
+    free(body);
+    kcr_client_free(c);
+}
+
+struct watch_run {
+    kcr_list_options opts;
+    pthread_mutex_t lock;
+    int added, bookmarks, initial_end, other;
+    char last_name[64];
+    kcr_err result;
+    char error[512];
+};
+
+static kcr_err on_event(const kcr_watch_event *ev, void *ud)
+{
+    struct watch_run *w = ud;
+    pthread_mutex_lock(&w->lock);
+    if (ev->type == KCR_WATCH_ADDED) {
+        w->added++;
+        snprintf(w->last_name, sizeof w->last_name, "%s", kcr_object_name(ev->object));
+    } else if (ev->type == KCR_WATCH_BOOKMARK) {
+        w->bookmarks++;
+        if (ev->initial_events_end)
+            w->initial_end++;
+    } else {
+        w->other++;
+    }
+    pthread_mutex_unlock(&w->lock);
+    return KCR_OK;
+}
+
+static void *run_watch(void *arg)
+{
+    struct watch_run *w = arg;
+    w->result = kcr_client_watch(client, &CM, ns, &w->opts, on_event, w, NULL);
+    snprintf(w->error, sizeof w->error, "%s", kcr_last_error());
+    return NULL;
+}
+
+static int added(struct watch_run *w)
+{
+    pthread_mutex_lock(&w->lock);
+    int n = w->added;
+    pthread_mutex_unlock(&w->lock);
+    return n;
+}
+
+Test(e2e_client, watch_events_initial_events_and_cancel, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+    kcr_object_unref(create_cm("before", NULL));
+    kcr_cancel *cancel;
+    cr_assert_eq(kcr_cancel_new(&cancel), KCR_OK);
+    struct watch_run w = {.opts = {.send_initial_events = true,
+                                   .allow_bookmarks = true,
+                                   .resource_version_match = "NotOlderThan",
+                                   .label_selector = "!skip",
+                                   .cancel = cancel},
+                          .lock = PTHREAD_MUTEX_INITIALIZER};
+    pthread_t t;
+    pthread_create(&t, NULL, run_watch, &w);
+    for (int i = 0; i < 100 && added(&w) < 1; i++)
+        nap_ms(50);
+    kcr_object_unref(create_cm("after", NULL));
+    for (int i = 0; i < 100; i++) {
+        pthread_mutex_lock(&w.lock);
+        bool seen = strcmp(w.last_name, "after") == 0;
+        pthread_mutex_unlock(&w.lock);
+        if (seen)
+            break;
+        nap_ms(50);
+    }
+    int64_t t0 = kcr__now_ns();
+    kcr_cancel_trigger(cancel);
+    pthread_join(t, NULL);
+    cr_assert_lt(kcr__now_ns() - t0, KCR_NS_PER_S, "canceled within a second");
+    cr_assert_eq(w.result, KCR_ERR_CANCELED, "%s added=%d bm=%d end=%d other=%d", w.error, w.added, w.bookmarks, w.initial_end, w.other);
+    /* "before" (and kube-root-ca.crt if a controller manager published it)
+     * initially, then "after" */
+    cr_assert_geq(w.added, 2);
+    cr_assert_str_eq(w.last_name, "after");
+    cr_assert_eq(w.initial_end, 1, "the initial-events-end bookmark arrived");
+    cr_assert_eq(w.other, 0);
+    kcr_cancel_free(cancel);
+
+    /* A watch from a list's RV ends cleanly at timeoutSeconds. */
+    kcr_list_meta meta = {0};
+    cr_assert_eq(kcr_client_list(client, &CM, ns, NULL, NULL, NULL, &meta, NULL), KCR_OK);
+    struct watch_run w2 = {.opts = {.resource_version = meta.resource_version,
+                                    .timeout_seconds = 1},
+                           .lock = PTHREAD_MUTEX_INITIALIZER};
+    run_watch(&w2);
+    cr_assert_eq(w2.result, KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(w2.added, 0);
+    kcr_list_meta_clear(&meta);
+}
+
+Test(e2e_client, metadata_only_list, .init = setup, .fini = teardown)
+{
+    kcr_object_unref(create_cm("meta", "{\"big\":\"xxxxxxxxxxxxxxxxxxxxxxxx\"}"));
+    kcr_list_options o = {.metadata_only = true, .field_selector = "metadata.name=meta"};
+    struct {
+        int n;
+        char kind[64];
+        bool has_data;
+    } seen = {0};
+    kcr_err err = kcr_client_list(client, &CM, ns, &o, NULL, NULL, NULL, NULL);
+    cr_assert_eq(err, KCR_OK, "%s", kcr_last_error());
+    kcr_get_options g = {.metadata_only = true};
+    kcr_object *obj = NULL;
+    cr_assert_eq(kcr_client_get(client, &CM, ns, "meta", &g, &obj, NULL), KCR_OK, "%s",
+                 kcr_last_error());
+    snprintf(seen.kind, sizeof seen.kind, "%s", kcr_object_kind(obj));
+    seen.has_data = kcr_value_get_type(kcr_object_get(obj, "data")) != KCR_VALUE_ABSENT;
+    cr_assert_str_eq(seen.kind, "PartialObjectMetadata");
+    cr_assert_not(seen.has_data);
+    kcr_object_unref(obj);
+}
