@@ -159,10 +159,15 @@ static int list_scalar(kcr__list_decoder *d, int kind, const char *s, size_t len
         } else if (kind == 3 && d->meta != META_REMAINING) {
             char **dst = d->meta == META_RV ? &d->rv : &d->cont;
             free(*dst);
-            if (!(*dst = strndup(s, len))) {
+            /* not strndup: yajl's strings are not NUL-terminated, and ASan's
+             * strndup (strict_string_checks) reads on to a NUL, past the
+             * end of curl's buffer when the token ends a chunk */
+            if (!(*dst = malloc(len + 1))) {
                 d->err = KCR_ERR_NOMEM;
                 return 0;
             }
+            memcpy(*dst, s, len);
+            (*dst)[len] = '\0';
         }
         d->meta = META_NONE;
     }

@@ -6,6 +6,7 @@
 #include "kcr/config.h"
 #include "kcr/error.h"
 #include "kcr/fake.h"
+#include "kcr/informer.h"
 #include "kcr/log.h"
 #include "kcr/object.h"
 #include "kcr/store.h"

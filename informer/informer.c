@@ -1,0 +1,713 @@
+/* The shared index informer: reflector -> DeltaFIFO -> cache, and a
+ * coalescing notification queue + thread per handler (docs/informer.md). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "informer/informer_internal.h"
+#include "store/store_internal.h"
+
+/* ---- per-handler pending notifications -----------------------------------------------------
+ * At most one entry per key: an optional delete part (delivered first) and
+ * an optional live part (add or update). Merging rules in docs/informer.md. */
+
+enum { LIVE_NONE = 0, LIVE_ADD = 1, LIVE_UPDATE = 2 };
+
+typedef struct pend {
+    bool has_del;
+    bool initial; /* the live part is an add from the initial list / replay */
+    int live;
+    const kcr_object *del_obj;
+    const kcr_tombstone *del_tomb;
+    const kcr_object *old, *cur;
+    char key[];
+} pend;
+
+struct kcr_handler_reg {
+    kcr_informer *inf;
+    kcr_event_handler h;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    struct kcr__strmap pending; /* key -> pend */
+    struct kcr__ptrq order;     /* pend, oldest first */
+    size_t initial_pending;     /* initial adds not yet delivered */
+    size_t peak;
+    bool stop;
+    /* under inf->mu */
+    int64_t next_resync_ns;
+    bool syncing;
+    kcr_handler_reg *next;
+};
+
+struct kcr_informer {
+    kcr_client *client;
+    char *group, *version, *resource;
+    kcr_resource res;
+    kcr_store *store;
+    kcr_delta_fifo *fifo;
+    kcr_reflector *refl;
+    bool keep_managed_fields;
+    kcr_object_transform_fn transform;
+    void *transform_ud;
+    kcr_watch_error_fn on_error;
+    void *error_ud;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    kcr_handler_reg *handlers;
+    bool started, stopped, synced;
+    bool applied_first; /* the first list went straight to the cache */
+    pthread_t proc;
+};
+
+static void pend_free(pend *p)
+{
+    kcr_object_unref(p->del_obj);
+    kcr_tombstone_unref(p->del_tomb);
+    kcr_object_unref(p->old);
+    kcr_object_unref(p->cur);
+    free(p);
+}
+
+static void drop_live(kcr_handler_reg *h, pend *p)
+{
+    if (p->initial)
+        h->initial_pending--;
+    kcr_object_unref(p->old);
+    kcr_object_unref(p->cur);
+    p->old = p->cur = NULL;
+    p->live = LIVE_NONE;
+    p->initial = false;
+}
+
+typedef enum notif_kind { N_ADD, N_UPDATE, N_DELETE } notif_kind;
+
+/* Queues (or merges) one notification for handler h. Never blocks on the
+ * handler: only on its short queue lock. */
+static void enqueue(kcr_handler_reg *h, const char *key, notif_kind kind, const kcr_object *old,
+                    const kcr_object *cur, const kcr_tombstone *tomb, bool initial)
+{
+    pthread_mutex_lock(&h->mu);
+    if (h->stop) {
+        pthread_mutex_unlock(&h->mu);
+        return;
+    }
+    pend *p = kcr__strmap_get(&h->pending, key);
+    if (!p) {
+        size_t len = strlen(key);
+        p = calloc(1, sizeof *p + len + 1);
+        if (!p || kcr__strmap_put(&h->pending, key, p, NULL) != KCR_OK) {
+            free(p);
+            pthread_mutex_unlock(&h->mu);
+            kcr__log(KCR_LOG_ERROR, "informer", "out of memory: notification for %s dropped", key);
+            return;
+        }
+        memcpy(p->key, key, len + 1);
+        if (kcr__ptrq_push(&h->order, p) != KCR_OK) {
+            kcr__strmap_remove(&h->pending, key);
+            free(p);
+            pthread_mutex_unlock(&h->mu);
+            kcr__log(KCR_LOG_ERROR, "informer", "out of memory: notification for %s dropped", key);
+            return;
+        }
+        if (h->order.len > h->peak)
+            h->peak = h->order.len;
+        pthread_cond_signal(&h->cond);
+    }
+    switch (kind) {
+    case N_ADD:
+    case N_UPDATE:
+        if (p->live != LIVE_NONE) {
+            /* the handler has not seen the pending state yet: keep its
+             * old (or its add), move to the newest */
+            kcr_object_unref(p->cur);
+            p->cur = kcr_object_ref(cur);
+        } else if (kind == N_ADD || !old) {
+            p->live = LIVE_ADD;
+            p->cur = kcr_object_ref(cur);
+            p->initial = initial;
+            if (initial)
+                h->initial_pending++;
+        } else {
+            p->live = LIVE_UPDATE;
+            p->old = kcr_object_ref(old);
+            p->cur = kcr_object_ref(cur);
+        }
+        break;
+    case N_DELETE:
+        if (p->live != LIVE_NONE)
+            drop_live(h, p);
+        kcr_object_unref(p->del_obj);
+        kcr_tombstone_unref(p->del_tomb);
+        p->has_del = true;
+        p->del_obj = kcr_object_ref(cur);
+        p->del_tomb = tomb ? kcr_tombstone_ref(tomb) : NULL;
+        break;
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
+static void *handler_main(void *arg)
+{
+    kcr_handler_reg *h = arg;
+    const kcr_event_handler *e = &h->h;
+    pthread_mutex_lock(&h->mu);
+    for (;;) {
+        while (!h->stop && !h->order.len)
+            pthread_cond_wait(&h->cond, &h->mu);
+        if (h->stop)
+            break;
+        pend *p = kcr__ptrq_pop(&h->order);
+        kcr__strmap_remove(&h->pending, p->key);
+        pthread_mutex_unlock(&h->mu);
+        if (p->has_del && e->on_delete)
+            e->on_delete(p->del_obj, p->del_tomb, e->user_data);
+        if (p->live == LIVE_ADD && e->on_add)
+            e->on_add(p->cur, p->initial, e->user_data);
+        else if (p->live == LIVE_UPDATE && e->on_update)
+            e->on_update(p->old, p->cur, e->user_data);
+        bool initial = p->initial;
+        pend_free(p);
+        pthread_mutex_lock(&h->mu);
+        if (initial && --h->initial_pending == 0) {
+            /* wake kcr_informer_wait_for_sync-style waiters polling us */
+            pthread_mutex_unlock(&h->mu);
+            pthread_mutex_lock(&h->inf->mu);
+            pthread_cond_broadcast(&h->inf->cond);
+            pthread_mutex_unlock(&h->inf->mu);
+            pthread_mutex_lock(&h->mu);
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+static void handler_stop_join(kcr_handler_reg *h)
+{
+    pthread_mutex_lock(&h->mu);
+    h->stop = true;
+    pthread_cond_broadcast(&h->cond);
+    pthread_mutex_unlock(&h->mu);
+    pthread_join(h->thread, NULL);
+}
+
+static void handler_free(kcr_handler_reg *h)
+{
+    pend *p;
+    while ((p = kcr__ptrq_pop(&h->order)) != NULL)
+        pend_free(p);
+    kcr__ptrq_free(&h->order);
+    kcr__strmap_clear(&h->pending, NULL);
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cond);
+    free(h);
+}
+
+/* ---- processing: DeltaFIFO -> cache -> handlers ---------------------------------------------- */
+
+static void distribute(kcr_informer *inf, const char *key, notif_kind kind, const kcr_object *old,
+                       const kcr_object *cur, const kcr_tombstone *tomb, bool initial, bool sync)
+{
+    for (kcr_handler_reg *h = inf->handlers; h; h = h->next)
+        if (!sync || h->syncing)
+            enqueue(h, key, kind, old, cur, tomb, initial);
+}
+
+/* Runs with the DeltaFIFO lock held (so a relist cannot interleave). */
+static kcr_err process(const char *key, const kcr_delta *deltas, size_t n, bool initial,
+                       bool *requeue, void *ud)
+{
+    (void)requeue;
+    kcr_informer *inf = ud;
+    kcr_err err = KCR_OK;
+    pthread_mutex_lock(&inf->mu);
+    for (size_t i = 0; i < n && err == KCR_OK; i++) {
+        const kcr_delta *d = &deltas[i];
+        if (d->type == KCR_DELTA_DELETED) {
+            kcr_object *last = d->object ? NULL : kcr_store_get_by_key(inf->store, key);
+            err = kcr_store_delete_key(inf->store, key);
+            distribute(inf, key, N_DELETE, NULL, d->object ? d->object : last, d->tombstone,
+                       false, false);
+            kcr_object_unref(last);
+            continue;
+        }
+        kcr_object *old = kcr_store_get_by_key(inf->store, key);
+        err = kcr_store_update(inf->store, d->object);
+        if (err != KCR_OK) {
+            kcr_object_unref(old);
+            break;
+        }
+        if (old) {
+            bool sync = d->type == KCR_DELTA_SYNC ||
+                        (d->type == KCR_DELTA_REPLACED &&
+                         strcmp(kcr_object_resource_version(old),
+                                kcr_object_resource_version(d->object)) == 0);
+            distribute(inf, key, N_UPDATE, old, d->object, NULL, false, sync);
+            kcr_object_unref(old);
+        } else {
+            distribute(inf, key, N_ADD, NULL, d->object, NULL, initial, false);
+        }
+    }
+    pthread_mutex_unlock(&inf->mu);
+    if (err != KCR_OK)
+        kcr__log(KCR_LOG_ERROR, "informer", "%s: applying %s failed: %s", inf->res.resource, key,
+                 kcr_last_error());
+    return err;
+}
+
+static void check_synced(kcr_informer *inf)
+{
+    bool s = kcr_delta_fifo_has_synced(inf->fifo) && kcr_reflector_has_listed(inf->refl);
+    pthread_mutex_lock(&inf->mu);
+    if (s && !inf->synced) {
+        inf->synced = true;
+        pthread_cond_broadcast(&inf->cond);
+    }
+    pthread_mutex_unlock(&inf->mu);
+}
+
+static void on_listed(void *ud)
+{
+    check_synced(ud);
+}
+
+/* The first complete list, with an empty cache and nothing queued, has
+ * nothing to reconcile: it goes straight to the cache and the handlers'
+ * queues instead of through the DeltaFIFO, which saves the fifo's per-key
+ * bookkeeping for the whole list at the memory peak (docs/informer.md).
+ * Later lists (relists) go through the fifo, which finds the deletions. */
+static kcr_err on_replace(kcr_object *const *objs, size_t n, void *ud)
+{
+    kcr_informer *inf = ud;
+    pthread_mutex_lock(&inf->mu);
+    bool first = !inf->applied_first && kcr_store_len(inf->store) == 0;
+    pthread_mutex_unlock(&inf->mu);
+    if (!first || kcr_delta_fifo_len(inf->fifo) != 0)
+        return kcr_delta_fifo_replace(inf->fifo, objs, n);
+    /* an empty replace marks the fifo populated (nothing known, nothing
+     * queued, so it queues nothing) */
+    kcr_err err = kcr_delta_fifo_replace(inf->fifo, NULL, 0);
+    if (err != KCR_OK)
+        return err;
+    pthread_mutex_lock(&inf->mu);
+    err = kcr_store_replace(inf->store, objs, n);
+    for (size_t i = 0; err == KCR_OK && i < n; i++) {
+        char *key = NULL;
+        if ((err = kcr_store_key(objs[i], &key)) == KCR_OK)
+            distribute(inf, key, N_ADD, NULL, objs[i], NULL, true, false);
+        free(key);
+    }
+    inf->applied_first = err == KCR_OK;
+    pthread_mutex_unlock(&inf->mu);
+    return err;
+}
+
+static void on_refl_error(kcr_err err, const kcr_status *st, const char *msg, void *ud)
+{
+    kcr_informer *inf = ud;
+    pthread_mutex_lock(&inf->mu);
+    pthread_cond_broadcast(&inf->cond);
+    pthread_mutex_unlock(&inf->mu);
+    if (inf->on_error)
+        inf->on_error(err, st, msg, inf->error_ud);
+}
+
+/* Marks handlers whose resync is due; returns ms until the next check. */
+static int64_t resync_check(kcr_informer *inf, bool *any_due)
+{
+    int64_t now = kcr__now_ns(), next = now + 1000 * KCR_NS_PER_MS;
+    *any_due = false;
+    pthread_mutex_lock(&inf->mu);
+    for (kcr_handler_reg *h = inf->handlers; h; h = h->next) {
+        if (h->h.resync_period_ms <= 0) {
+            h->syncing = false;
+            continue;
+        }
+        h->syncing = now >= h->next_resync_ns;
+        if (h->syncing) {
+            *any_due = true;
+            h->next_resync_ns = now + h->h.resync_period_ms * KCR_NS_PER_MS;
+        }
+        if (h->next_resync_ns < next)
+            next = h->next_resync_ns;
+    }
+    pthread_mutex_unlock(&inf->mu);
+    int64_t ms = (next - now) / KCR_NS_PER_MS;
+    return ms < 1 ? 1 : ms;
+}
+
+static bool is_stopped(kcr_informer *inf)
+{
+    pthread_mutex_lock(&inf->mu);
+    bool s = inf->stopped;
+    pthread_mutex_unlock(&inf->mu);
+    return s;
+}
+
+static void *process_main(void *arg)
+{
+    kcr_informer *inf = arg;
+    int64_t next_check = 0;
+    int64_t wait_ms = 1000;
+    for (;;) {
+        kcr_err err = kcr_delta_fifo_pop_timeout(inf->fifo, process, inf, wait_ms);
+        if (err == KCR_ERR_SHUTDOWN || is_stopped(inf))
+            break;
+        if (!kcr_informer_has_synced(inf))
+            check_synced(inf);
+        int64_t now = kcr__now_ns();
+        if (now >= next_check) {
+            bool due;
+            wait_ms = resync_check(inf, &due);
+            next_check = now + wait_ms * KCR_NS_PER_MS;
+            if (due && kcr_informer_has_synced(inf))
+                kcr_delta_fifo_resync(inf->fifo);
+        } else {
+            wait_ms = (next_check - now) / KCR_NS_PER_MS + 1;
+        }
+    }
+    return NULL;
+}
+
+/* ---- transform --------------------------------------------------------------------------------- */
+
+static kcr_err informer_transform(const kcr_object *in, kcr_object **out, void *ud)
+{
+    kcr_informer *inf = ud;
+    kcr_object *cur = kcr_object_ref(in);
+    kcr_err err = KCR_OK;
+    if (!inf->keep_managed_fields) {
+        kcr_object *t = NULL;
+        err = kcr_object_strip_managed_fields(cur, &t, NULL);
+        kcr_object_unref(cur);
+        cur = t;
+    }
+    if (err == KCR_OK && inf->transform) {
+        kcr_object *t = NULL;
+        err = inf->transform(cur, &t, inf->transform_ud);
+        kcr_object_unref(cur);
+        cur = t;
+    }
+    if (err != KCR_OK) {
+        kcr_object_unref(cur);
+        cur = NULL;
+    }
+    *out = cur;
+    return err;
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------------ */
+
+static kcr_err known_list_keys(void *self, kcr_string_list *out)
+{
+    return kcr_store_list_keys(self, out);
+}
+
+static kcr_object *known_get(void *self, const char *key)
+{
+    return kcr_store_get_by_key(self, key);
+}
+
+kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
+                         const kcr_informer_options *opts, kcr_informer **out)
+{
+    if (!client || !res || !res->version || !res->resource || !out)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_informer_new: NULL argument");
+    *out = NULL;
+    kcr_informer_options d = {0};
+    if (!opts)
+        opts = &d;
+    kcr_informer *inf = calloc(1, sizeof *inf);
+    if (!inf)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    pthread_mutex_init(&inf->mu, NULL);
+    kcr__cond_init_monotonic(&inf->cond);
+    inf->client = client;
+    inf->group = strdup(res->group ? res->group : "");
+    inf->version = strdup(res->version);
+    inf->resource = strdup(res->resource);
+    inf->res = (kcr_resource){inf->group, inf->version, inf->resource};
+    inf->keep_managed_fields = opts->keep_managed_fields;
+    inf->transform = opts->transform;
+    inf->transform_ud = opts->transform_user_data;
+    inf->on_error = opts->reflector.on_error;
+    inf->error_ud = opts->reflector.error_user_data;
+    inf->store = kcr_store_new();
+    kcr_err err = KCR_OK;
+    if (!inf->group || !inf->version || !inf->resource || !inf->store)
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    if (err == KCR_OK)
+        err = kcr_store_add_index(inf->store, KCR_INDEX_NAMESPACE, kcr_index_namespace, NULL);
+    if (err == KCR_OK) {
+        kcr_delta_fifo_options fo = {
+            .known = {.list_keys = known_list_keys, .get_by_key = known_get, .self = inf->store}};
+        if (!(inf->fifo = kcr_delta_fifo_new(&fo)))
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    }
+    if (err == KCR_OK) {
+        kcr_reflector_options ro = opts->reflector;
+        ro.transform = informer_transform;
+        ro.transform_user_data = inf;
+        ro.on_error = on_refl_error;
+        ro.error_user_data = inf;
+        err = kcr_reflector_new(client, &inf->res, inf->fifo, &ro, &inf->refl);
+    }
+    if (err != KCR_OK) {
+        kcr_informer_free(inf);
+        return err;
+    }
+    kcr__reflector_set_listed_hook(inf->refl, on_listed, inf);
+    kcr__reflector_set_replace_hook(inf->refl, on_replace, inf);
+    *out = inf;
+    return KCR_OK;
+}
+
+kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_handler *eh,
+                                 kcr_handler_reg **out)
+{
+    if (out)
+        *out = NULL;
+    if (!inf || !eh)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_informer_add_handler: NULL argument");
+    kcr_handler_reg *h = calloc(1, sizeof *h);
+    if (!h)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    h->inf = inf;
+    h->h = *eh;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cond, NULL);
+    pthread_mutex_lock(&inf->mu);
+    if (inf->stopped) {
+        pthread_mutex_unlock(&inf->mu);
+        handler_free(h);
+        return kcr__fail(KCR_ERR_SHUTDOWN, "informer stopped");
+    }
+    /* Replay the cache as adds. Holding inf->mu keeps the processing thread
+     * out, so the handler sees each object exactly once: replayed, or later. */
+    kcr_object_list all = {0};
+    kcr_err err = kcr_store_list(inf->store, &all);
+    for (size_t i = 0; err == KCR_OK && i < all.len; i++) {
+        char *key = NULL;
+        if ((err = kcr_store_key(all.items[i], &key)) == KCR_OK)
+            enqueue(h, key, N_ADD, NULL, all.items[i], NULL, true);
+        free(key);
+    }
+    kcr_object_list_free(&all);
+    if (err == KCR_OK && pthread_create(&h->thread, NULL, handler_main, h) != 0)
+        err = kcr__fail(KCR_ERR_NOMEM, "cannot start a handler thread");
+    if (err != KCR_OK) {
+        pthread_mutex_unlock(&inf->mu);
+        handler_free(h);
+        return err;
+    }
+    h->next_resync_ns = kcr__now_ns() + h->h.resync_period_ms * KCR_NS_PER_MS;
+    kcr_handler_reg **tail = &inf->handlers;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = h;
+    pthread_mutex_unlock(&inf->mu);
+    if (out)
+        *out = h;
+    return KCR_OK;
+}
+
+kcr_err kcr_informer_remove_handler(kcr_informer *inf, kcr_handler_reg *reg)
+{
+    if (!inf || !reg)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_informer_remove_handler: NULL argument");
+    if (pthread_equal(pthread_self(), reg->thread))
+        return kcr__fail(KCR_ERR_STATE, "a handler cannot remove itself from its callback");
+    pthread_mutex_lock(&inf->mu);
+    kcr_handler_reg **p = &inf->handlers;
+    while (*p && *p != reg)
+        p = &(*p)->next;
+    if (!*p) {
+        pthread_mutex_unlock(&inf->mu);
+        return kcr__fail(KCR_ERR_NOT_FOUND, "no such handler");
+    }
+    *p = reg->next;
+    pthread_mutex_unlock(&inf->mu);
+    handler_stop_join(reg);
+    handler_free(reg);
+    return KCR_OK;
+}
+
+bool kcr_handler_has_synced(kcr_handler_reg *reg)
+{
+    if (!reg)
+        return false;
+    pthread_mutex_lock(&reg->inf->mu);
+    bool s = reg->inf->synced;
+    pthread_mutex_unlock(&reg->inf->mu);
+    pthread_mutex_lock(&reg->mu);
+    s = s && reg->initial_pending == 0;
+    pthread_mutex_unlock(&reg->mu);
+    return s;
+}
+
+size_t kcr_handler_pending(kcr_handler_reg *reg, size_t *peak)
+{
+    pthread_mutex_lock(&reg->mu);
+    size_t n = reg->order.len;
+    if (peak)
+        *peak = reg->peak;
+    pthread_mutex_unlock(&reg->mu);
+    return n;
+}
+
+kcr_err kcr_informer_add_index(kcr_informer *inf, const char *name, kcr_index_fn fn,
+                               void *user_data)
+{
+    if (!inf)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_informer_add_index: NULL informer");
+    return kcr_store_add_index(inf->store, name, fn, user_data);
+}
+
+kcr_err kcr_informer_start(kcr_informer *inf)
+{
+    if (!inf)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_informer_start: NULL informer");
+    pthread_mutex_lock(&inf->mu);
+    if (inf->started || inf->stopped) {
+        pthread_mutex_unlock(&inf->mu);
+        return kcr__fail(KCR_ERR_STATE, "informer already started or stopped");
+    }
+    if (pthread_create(&inf->proc, NULL, process_main, inf) != 0) {
+        pthread_mutex_unlock(&inf->mu);
+        return kcr__fail(KCR_ERR_NOMEM, "cannot start the informer thread");
+    }
+    inf->started = true;
+    pthread_mutex_unlock(&inf->mu);
+    kcr_err err = kcr_reflector_start(inf->refl);
+    if (err != KCR_OK)
+        kcr_informer_stop(inf);
+    return err;
+}
+
+void kcr_informer_stop(kcr_informer *inf)
+{
+    if (!inf)
+        return;
+    pthread_mutex_lock(&inf->mu);
+    bool was_stopped = inf->stopped, started = inf->started;
+    inf->stopped = true;
+    pthread_cond_broadcast(&inf->cond);
+    pthread_mutex_unlock(&inf->mu);
+    if (was_stopped)
+        return;
+    if (inf->refl)
+        kcr_reflector_stop(inf->refl);
+    if (inf->fifo)
+        kcr_delta_fifo_close(inf->fifo);
+    if (started)
+        pthread_join(inf->proc, NULL);
+    /* No one adds handlers once stopped: the list is stable. */
+    for (kcr_handler_reg *h = inf->handlers; h; h = h->next)
+        handler_stop_join(h);
+}
+
+void kcr_informer_free(kcr_informer *inf)
+{
+    if (!inf)
+        return;
+    kcr_informer_stop(inf);
+    while (inf->handlers) {
+        kcr_handler_reg *h = inf->handlers;
+        inf->handlers = h->next;
+        handler_free(h);
+    }
+    kcr_reflector_free(inf->refl);
+    if (inf->fifo)
+        kcr_delta_fifo_free(inf->fifo);
+    if (inf->store)
+        kcr_store_free(inf->store);
+    pthread_mutex_destroy(&inf->mu);
+    pthread_cond_destroy(&inf->cond);
+    free(inf->group);
+    free(inf->version);
+    free(inf->resource);
+    free(inf);
+}
+
+bool kcr_informer_has_synced(kcr_informer *inf)
+{
+    pthread_mutex_lock(&inf->mu);
+    bool s = inf->synced;
+    pthread_mutex_unlock(&inf->mu);
+    return s;
+}
+
+static bool fail_fast(kcr_err err)
+{
+    return err == KCR_ERR_UNAUTHORIZED || err == KCR_ERR_FORBIDDEN || err == KCR_ERR_NOT_FOUND;
+}
+
+kcr_err kcr_informer_wait_for_sync(kcr_informer *inf, int64_t timeout_ms, kcr_status *status)
+{
+    if (status)
+        kcr_status_clear(status);
+    if (!inf)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_informer_wait_for_sync: NULL informer");
+    int64_t deadline = timeout_ms >= 0 ? kcr__now_ns() + timeout_ms * KCR_NS_PER_MS : INT64_MAX;
+    kcr_reflector_stats s0, s;
+    kcr_reflector_get_stats(inf->refl, &s0);
+    kcr_err err;
+    pthread_mutex_lock(&inf->mu);
+    for (;;) {
+        if (inf->synced) {
+            err = KCR_OK;
+            break;
+        }
+        if (inf->stopped) {
+            err = KCR_ERR_SHUTDOWN;
+            break;
+        }
+        err = kcr_reflector_last_error(inf->refl, NULL, NULL);
+        kcr_reflector_get_stats(inf->refl, &s);
+        int64_t now = kcr__now_ns();
+        /* a 401/403/404 seen during this wait is reported at once */
+        if ((fail_fast(err) && s.failures > s0.failures) || now >= deadline) {
+            if (err == KCR_OK)
+                err = KCR_ERR_TIMEOUT;
+            break;
+        }
+        int64_t wake = now + 200 * KCR_NS_PER_MS;
+        struct timespec ts = kcr__timespec_at(wake < deadline ? wake : deadline);
+        pthread_cond_timedwait(&inf->cond, &inf->mu, &ts);
+    }
+    pthread_mutex_unlock(&inf->mu);
+    if (err == KCR_OK)
+        return KCR_OK;
+    if (err == KCR_ERR_SHUTDOWN)
+        return kcr__fail(err, "informer for %s stopped before it synced", inf->res.resource);
+    if (err == KCR_ERR_TIMEOUT)
+        return kcr__fail(err, "informer for %s: not synced after %lld ms (no error reported)",
+                         inf->res.resource, (long long)timeout_ms);
+    char *msg = NULL;
+    kcr_err last = kcr_reflector_last_error(inf->refl, status, &msg);
+    if (last != KCR_OK)
+        err = last;
+    kcr__fail(err, "informer for %s not synced: %s", inf->res.resource, msg ? msg : "");
+    free(msg);
+    return err;
+}
+
+kcr_store *kcr_informer_store(kcr_informer *inf)
+{
+    return inf ? inf->store : NULL;
+}
+
+kcr_reflector *kcr_informer_reflector(kcr_informer *inf)
+{
+    return inf ? inf->refl : NULL;
+}
+
+char *kcr_informer_last_sync_rv(kcr_informer *inf)
+{
+    return kcr_reflector_last_sync_rv(inf->refl);
+}

@@ -1,0 +1,754 @@
+/* The reflector: list (paged or streaming), then watch, forever, feeding a
+ * DeltaFIFO. State machine and recovery rules: docs/informer.md. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "informer/informer_internal.h"
+
+#define HEALTHY_WATCH_NS KCR_NS_PER_S /* a watch that lasted this long was not a hot loop */
+#define IDLE_MARGIN_S 30
+
+struct kcr_reflector {
+    kcr_client *client;
+    char *group, *version, *resource;
+    kcr_resource res;
+    kcr_delta_fifo *fifo;
+    char *ns, *label, *field;
+    bool metadata_only, consistent_list;
+    kcr_list_mode mode;
+    int64_t page_size;
+    int min_watch_timeout_s, idle_limit_s;
+    int64_t bo_initial_ms, bo_max_ms, bo_reset_ms;
+    double bo_jitter;
+    kcr_object_transform_fn transform;
+    void *transform_ud;
+    kcr_watch_error_fn on_error;
+    void *error_ud;
+    kcr__backoff_hook_fn backoff_hook;
+    void *backoff_hook_ud;
+    kcr__listed_hook_fn listed_hook;
+    void *listed_hook_ud;
+    kcr__replace_hook_fn replace_hook;
+    void *replace_hook_ud;
+
+    kcr_cancel *cancel;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+
+    /* under mu */
+    bool started, stopping, joined, listed;
+    char *rv;
+    size_t rv_cap;
+    kcr_err last_err;
+    kcr_status last_st;
+    char *last_msg;
+    kcr_reflector_stats stats;
+
+    /* reflector thread only */
+    bool rv_unavailable;   /* the last RV is gone: next list/stream at "" */
+    bool paginated_result; /* the server paged a list: no watch cache, keep paging */
+    int64_t bo_cur_ms, bo_last_ns;
+    uint64_t rng;
+};
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+static char *dup_or_null(const char *s)
+{
+    return s && *s ? strdup(s) : NULL;
+}
+
+static uint64_t next_rand(kcr_reflector *r)
+{
+    /* xorshift64*: jitter only, not security */
+    r->rng ^= r->rng >> 12;
+    r->rng ^= r->rng << 25;
+    r->rng ^= r->rng >> 27;
+    return r->rng * UINT64_C(2685821657736338717);
+}
+
+static double rand_unit(kcr_reflector *r)
+{
+    return (double)(next_rand(r) >> 11) / 9007199254740992.0;
+}
+
+static bool stopping(kcr_reflector *r)
+{
+    return kcr_cancel_triggered(r->cancel);
+}
+
+static void set_rv(kcr_reflector *r, const char *rv)
+{
+    if (!rv || !*rv)
+        return;
+    size_t len = strlen(rv);
+    pthread_mutex_lock(&r->mu);
+    if (len + 1 > r->rv_cap) {
+        char *n = realloc(r->rv, len + 16);
+        if (n) {
+            r->rv = n;
+            r->rv_cap = len + 16;
+        }
+    }
+    if (len + 1 <= r->rv_cap)
+        memcpy(r->rv, rv, len + 1);
+    pthread_mutex_unlock(&r->mu);
+}
+
+char *kcr_reflector_last_sync_rv(kcr_reflector *r)
+{
+    pthread_mutex_lock(&r->mu);
+    char *s = strdup(r->rv ? r->rv : "");
+    pthread_mutex_unlock(&r->mu);
+    return s;
+}
+
+bool kcr__is_too_large_rv(kcr_err err, const kcr_status *st)
+{
+    if (err == KCR_OK || !st || st->code != 504)
+        return false;
+    for (size_t i = 0; i < st->details.n_causes; i++)
+        if (st->details.causes[i].type &&
+            strcmp(st->details.causes[i].type, "ResourceVersionTooLarge") == 0)
+            return true;
+    return st->message && strstr(st->message, "Too large resource version") != NULL;
+}
+
+/* Records a failed request and tells the user. `msg` is kcr_last_error() of
+ * the failing call (copied before anything else can overwrite it). */
+static void record_failure(kcr_reflector *r, const char *what, kcr_err err, const kcr_status *st)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", kcr_last_error());
+    bool has_st = st && st->code != 0;
+    pthread_mutex_lock(&r->mu);
+    r->last_err = err;
+    free(r->last_msg);
+    r->last_msg = strdup(msg);
+    kcr_status_clear(&r->last_st);
+    if (has_st)
+        kcr_status_copy(&r->last_st, st);
+    r->stats.failures++;
+    pthread_mutex_unlock(&r->mu);
+    kcr__log(KCR_LOG_WARN, "reflector", "%s of %s failed: %s: %s", what, r->res.resource,
+             kcr_strerror(err), msg);
+    if (r->on_error)
+        r->on_error(err, has_st ? st : NULL, msg, r->error_ud);
+}
+
+static void clear_failure(kcr_reflector *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->last_err = KCR_OK;
+    free(r->last_msg);
+    r->last_msg = NULL;
+    kcr_status_clear(&r->last_st);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Sleeps ms unless stopped; false when stopped. */
+static bool sleep_ms(kcr_reflector *r, int64_t ms)
+{
+    int64_t deadline = kcr__now_ns() + ms * KCR_NS_PER_MS;
+    struct timespec ts = kcr__timespec_at(deadline);
+    pthread_mutex_lock(&r->mu);
+    while (!r->stopping && kcr__now_ns() < deadline)
+        if (pthread_cond_timedwait(&r->cond, &r->mu, &ts) == ETIMEDOUT)
+            break;
+    bool stop = r->stopping;
+    pthread_mutex_unlock(&r->mu);
+    return !stop;
+}
+
+/* Exponential backoff with jitter, reset after a quiet period (client-go's
+ * backoff manager: 800 ms doubling to 30 s, reset after 2 min). */
+static bool backoff(kcr_reflector *r)
+{
+    int64_t now = kcr__now_ns();
+    if (r->bo_cur_ms == 0 || (r->bo_last_ns && now - r->bo_last_ns > r->bo_reset_ms * KCR_NS_PER_MS))
+        r->bo_cur_ms = r->bo_initial_ms;
+    r->bo_last_ns = now;
+    int64_t d = r->bo_cur_ms;
+    if (r->bo_jitter > 0)
+        d += (int64_t)((double)d * r->bo_jitter * rand_unit(r));
+    r->bo_cur_ms = r->bo_cur_ms * 2 > r->bo_max_ms ? r->bo_max_ms : r->bo_cur_ms * 2;
+    pthread_mutex_lock(&r->mu);
+    r->stats.backoffs++;
+    r->stats.last_backoff_ms = d;
+    pthread_mutex_unlock(&r->mu);
+    if (r->backoff_hook)
+        r->backoff_hook(d, r->backoff_hook_ud);
+    kcr__log(KCR_LOG_DEBUG, "reflector", "%s: backing off %lld ms", r->res.resource, (long long)d);
+    return sleep_ms(r, d);
+}
+
+static kcr_err transform(kcr_reflector *r, kcr_object *in, kcr_object **out)
+{
+    if (!r->transform) {
+        *out = kcr_object_ref(in);
+        return KCR_OK;
+    }
+    *out = NULL;
+    kcr_err err = r->transform(in, out, r->transform_ud);
+    if (err == KCR_OK && !*out)
+        err = kcr__fail(KCR_ERR_INVALID, "transform returned no object");
+    return err;
+}
+
+/* A growable array of object references. */
+typedef struct objvec {
+    kcr_object **v;
+    size_t n, cap;
+} objvec;
+
+static kcr_err objvec_push(objvec *o, kcr_object *obj)
+{
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 256;
+        kcr_object **v = realloc(o->v, cap * sizeof *v);
+        if (!v)
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory collecting a list");
+        o->v = v;
+        o->cap = cap;
+    }
+    o->v[o->n++] = obj;
+    return KCR_OK;
+}
+
+static void objvec_clear(objvec *o)
+{
+    for (size_t i = 0; i < o->n; i++)
+        kcr_object_unref(o->v[i]);
+    free(o->v);
+    memset(o, 0, sizeof *o);
+}
+
+/* Hands a complete initial state to the fifo. */
+static kcr_err deliver_replace(kcr_reflector *r, objvec *objs, const char *rv, bool streaming)
+{
+    kcr_err err = r->replace_hook ? r->replace_hook(objs->v, objs->n, r->replace_hook_ud)
+                                  : kcr_delta_fifo_replace(r->fifo, objs->v, objs->n);
+    size_t n = objs->n;
+    objvec_clear(objs);
+    if (err != KCR_OK)
+        return err;
+    set_rv(r, rv);
+    r->rv_unavailable = false;
+    pthread_mutex_lock(&r->mu);
+    r->listed = true;
+    r->stats.lists++;
+    r->stats.streaming = streaming;
+    pthread_mutex_unlock(&r->mu);
+    clear_failure(r);
+    if (r->listed_hook)
+        r->listed_hook(r->listed_hook_ud);
+    kcr__log(KCR_LOG_DEBUG, "reflector", "%s: %s of %zu objects at resourceVersion %s",
+             r->res.resource, streaming ? "streamed list" : "list", n, rv);
+    return KCR_OK;
+}
+
+/* ---- LIST --------------------------------------------------------------------------------- */
+
+typedef struct list_ctx {
+    kcr_reflector *r;
+    objvec objs;
+} list_ctx;
+
+static kcr_err list_item(kcr_object *obj, void *ud)
+{
+    list_ctx *l = ud;
+    if (stopping(l->r))
+        return kcr__fail(KCR_ERR_CANCELED, "reflector stopped");
+    kcr_object *t;
+    kcr_err err = transform(l->r, obj, &t);
+    if (err == KCR_OK && (err = objvec_push(&l->objs, t)) != KCR_OK)
+        kcr_object_unref(t);
+    return err;
+}
+
+/* client-go's relist rule: "0" (watch cache) at first, the last synced RV
+ * after, "" (quorum read) once that RV is known to be gone. */
+static char *relist_rv(kcr_reflector *r)
+{
+    if (r->rv_unavailable)
+        return strdup("");
+    char *rv = kcr_reflector_last_sync_rv(r);
+    if (rv && !*rv && !r->consistent_list) {
+        free(rv);
+        rv = strdup("0");
+    }
+    return rv;
+}
+
+static kcr_err do_list(kcr_reflector *r)
+{
+    char *rv = relist_rv(r);
+    if (!rv)
+        return KCR_ERR_NOMEM;
+    list_ctx l = {.r = r};
+    kcr_err err = KCR_OK;
+    char *cont = NULL;
+    bool full = false;         /* a continue token expired: one unpaged list */
+    bool retried_quorum = false;
+    for (;;) {
+        int64_t limit = r->page_size > 0 ? r->page_size : 0;
+        /* A relist at a specific RV is served from the watch cache only
+         * unpaged; keep paging only where the server showed it pages. */
+        if (*rv && strcmp(rv, "0") != 0 && !r->paginated_result)
+            limit = 0;
+        kcr_list_options o = {.label_selector = r->label,
+                              .field_selector = r->field,
+                              .resource_version = cont ? NULL : rv,
+                              .limit = full ? 0 : limit,
+                              .continue_token = cont,
+                              .metadata_only = r->metadata_only,
+                              .cancel = r->cancel};
+        kcr_list_meta meta = {0};
+        kcr_status st = {0};
+        pthread_mutex_lock(&r->mu);
+        r->stats.list_requests++;
+        pthread_mutex_unlock(&r->mu);
+        err = kcr_client_list(r->client, &r->res, r->ns, &o, list_item, &l, &meta, &st);
+        if (err == KCR_OK) {
+            if (meta.continue_token && *meta.continue_token && !full) {
+                r->paginated_result = true;
+                free(cont);
+                cont = strdup(meta.continue_token);
+                kcr_list_meta_clear(&meta);
+                if (!cont) {
+                    err = KCR_ERR_NOMEM;
+                    break;
+                }
+                continue;
+            }
+            err = deliver_replace(r, &l.objs, meta.resource_version ? meta.resource_version : "",
+                                  false);
+            kcr_list_meta_clear(&meta);
+            break;
+        }
+        kcr_list_meta_clear(&meta);
+        if (err == KCR_ERR_CANCELED || stopping(r)) {
+            kcr_status_clear(&st);
+            err = KCR_ERR_CANCELED;
+            break;
+        }
+        objvec_clear(&l.objs);
+        if (err == KCR_ERR_GONE && cont && !full) {
+            /* the continue token expired mid-list: list everything at once */
+            kcr__log(KCR_LOG_INFO, "reflector", "%s: continue token expired, listing unpaged",
+                     r->res.resource);
+            free(cont);
+            cont = NULL;
+            full = true;
+            kcr_status_clear(&st);
+            continue;
+        }
+        if ((err == KCR_ERR_GONE || kcr__is_too_large_rv(err, &st)) && !retried_quorum) {
+            /* the RV is gone (or too new for this server): quorum read now */
+            kcr__log(KCR_LOG_INFO, "reflector", "%s: list at resourceVersion %s: %s; relisting at \"\"",
+                     r->res.resource, rv, kcr_last_error());
+            r->rv_unavailable = true;
+            retried_quorum = true;
+            free(cont);
+            cont = NULL;
+            full = false;
+            free(rv);
+            rv = strdup("");
+            kcr_status_clear(&st);
+            if (!rv)
+                return KCR_ERR_NOMEM;
+            continue;
+        }
+        record_failure(r, "list", err, &st);
+        kcr_status_clear(&st);
+        break;
+    }
+    objvec_clear(&l.objs);
+    free(cont);
+    free(rv);
+    return err;
+}
+
+/* ---- WATCH -------------------------------------------------------------------------------- */
+
+typedef enum next_step {
+    NEXT_STOP,
+    NEXT_REWATCH,         /* re-watch from the last RV at once */
+    NEXT_BACKOFF_REWATCH, /* wait, then re-watch from the last RV */
+    NEXT_RELIST,          /* list again (at once) */
+    NEXT_BACKOFF_RELIST,  /* wait, then list again */
+    NEXT_FALLBACK         /* streaming list unsupported: LIST instead */
+} next_step;
+
+typedef struct watch_ctx {
+    kcr_reflector *r;
+    bool initial;     /* streaming list: still receiving the initial events */
+    bool unsupported; /* streaming list: the server broke the initial-events contract */
+    objvec objs;      /* initial events */
+    uint64_t events;
+    kcr_err fifo_err;
+} watch_ctx;
+
+static kcr_err on_event(const kcr_watch_event *ev, void *ud)
+{
+    watch_ctx *w = ud;
+    kcr_reflector *r = w->r;
+    if (stopping(r))
+        return kcr__fail(KCR_ERR_CANCELED, "reflector stopped");
+    kcr_err err = KCR_OK;
+    switch (ev->type) {
+    case KCR_WATCH_ADDED:
+    case KCR_WATCH_MODIFIED:
+    case KCR_WATCH_DELETED: {
+        if (!ev->object)
+            return KCR_OK;
+        if (w->initial && ev->type != KCR_WATCH_ADDED) {
+            /* initial events are all ADDED: this server just watches */
+            w->unsupported = true;
+            return KCR_ERR_UNSUPPORTED;
+        }
+        kcr_object *obj;
+        if ((err = transform(r, ev->object, &obj)) != KCR_OK) {
+            w->fifo_err = err;
+            return err;
+        }
+        if (w->initial) {
+            if ((err = objvec_push(&w->objs, obj)) != KCR_OK)
+                kcr_object_unref(obj);
+            w->events++;
+            return err;
+        }
+        if (ev->type == KCR_WATCH_ADDED)
+            err = kcr_delta_fifo_add(r->fifo, obj);
+        else if (ev->type == KCR_WATCH_MODIFIED)
+            err = kcr_delta_fifo_update(r->fifo, obj);
+        else
+            err = kcr_delta_fifo_delete(r->fifo, obj);
+        kcr_object_unref(obj);
+        if (err != KCR_OK) {
+            w->fifo_err = err;
+            return err;
+        }
+        set_rv(r, ev->resource_version);
+        w->events++;
+        pthread_mutex_lock(&r->mu);
+        r->stats.watch_events++;
+        pthread_mutex_unlock(&r->mu);
+        return KCR_OK;
+    }
+    case KCR_WATCH_BOOKMARK:
+        pthread_mutex_lock(&r->mu);
+        r->stats.bookmarks++;
+        pthread_mutex_unlock(&r->mu);
+        w->events++;
+        if (w->initial) {
+            if (!ev->initial_events_end) {
+                w->unsupported = true;
+                return KCR_ERR_UNSUPPORTED;
+            }
+            w->initial = false;
+            if ((err = deliver_replace(r, &w->objs, ev->resource_version, true)) != KCR_OK)
+                w->fifo_err = err;
+            return err;
+        }
+        set_rv(r, ev->resource_version);
+        return KCR_OK;
+    case KCR_WATCH_ERROR:
+        return KCR_OK; /* the watch returns the Status's error */
+    }
+    return KCR_OK;
+}
+
+static next_step watch_once(kcr_reflector *r, bool streaming)
+{
+    int t = r->min_watch_timeout_s + (int)(next_rand(r) % (uint64_t)(r->min_watch_timeout_s + 1));
+    int idle = r->idle_limit_s < 0 ? 0 : r->idle_limit_s > 0 ? r->idle_limit_s : t + IDLE_MARGIN_S;
+    /* A streaming list asks for state not older than the last RV ("" at
+     * first, or once that RV is gone: a consistent read). */
+    char *rv = streaming && r->rv_unavailable ? strdup("") : kcr_reflector_last_sync_rv(r);
+    if (!rv)
+        return NEXT_BACKOFF_RELIST;
+    kcr_list_options o = {.label_selector = r->label,
+                          .field_selector = r->field,
+                          .resource_version = rv,
+                          .timeout_seconds = t,
+                          .metadata_only = r->metadata_only,
+                          .allow_bookmarks = true,
+                          .idle_timeout_seconds = idle,
+                          .cancel = r->cancel};
+    if (streaming) {
+        o.send_initial_events = true;
+        o.resource_version_match = "NotOlderThan";
+    }
+    watch_ctx w = {.r = r, .initial = streaming};
+    kcr_status st = {0};
+    pthread_mutex_lock(&r->mu);
+    r->stats.watch_requests++;
+    pthread_mutex_unlock(&r->mu);
+    int64_t start = kcr__now_ns();
+    kcr_err err = kcr_client_watch(r->client, &r->res, r->ns, &o, on_event, &w, &st);
+    bool healthy = w.events > 0 || kcr__now_ns() - start >= HEALTHY_WATCH_NS;
+    bool was_initial = w.initial;
+    objvec_clear(&w.objs);
+    next_step next;
+    if (err == KCR_ERR_CANCELED || stopping(r)) {
+        next = NEXT_STOP;
+    } else if (w.fifo_err != KCR_OK) {
+        record_failure(r, "watch (queueing)", w.fifo_err, NULL);
+        next = NEXT_BACKOFF_RELIST;
+    } else if (was_initial && (w.unsupported || err == KCR_OK || err == KCR_ERR_INVALID_OBJECT ||
+                               (err == KCR_ERR_API && st.code == 400))) {
+        kcr__log(KCR_LOG_INFO, "reflector",
+                 "%s: the server does not support streaming lists (%s); using LIST",
+                 r->res.resource,
+                 w.unsupported ? "no initial-events-end bookmark"
+                 : err == KCR_OK ? "watch ended before the initial-events-end bookmark"
+                                 : kcr_last_error());
+        next = NEXT_FALLBACK;
+    } else if (err == KCR_OK) {
+        next = healthy ? NEXT_REWATCH : NEXT_BACKOFF_REWATCH;
+    } else if (err == KCR_ERR_GONE || kcr__is_too_large_rv(err, &st)) {
+        record_failure(r, "watch", err, &st);
+        if (was_initial || kcr__is_too_large_rv(err, &st))
+            r->rv_unavailable = true;
+        next = healthy || was_initial ? NEXT_RELIST : NEXT_BACKOFF_RELIST;
+    } else if (!was_initial && (err == KCR_ERR_TRANSPORT || err == KCR_ERR_TIMEOUT ||
+                                err == KCR_ERR_TOO_MANY || (err == KCR_ERR_API && st.code >= 500))) {
+        record_failure(r, "watch", err, &st);
+        next = healthy && err != KCR_ERR_TOO_MANY ? NEXT_REWATCH : NEXT_BACKOFF_REWATCH;
+    } else {
+        record_failure(r, was_initial ? "streaming list" : "watch", err, &st);
+        next = NEXT_BACKOFF_RELIST;
+    }
+    if (next == NEXT_REWATCH || next == NEXT_BACKOFF_REWATCH)
+        kcr__log(KCR_LOG_DEBUG, "reflector", "%s: watch ended (%s) after %llu events; re-watching from %s",
+                 r->res.resource, kcr_strerror(err), (unsigned long long)w.events, rv);
+    kcr_status_clear(&st);
+    free(rv);
+    return next;
+}
+
+/* ---- the loop ------------------------------------------------------------------------------ */
+
+static void *run(void *arg)
+{
+    kcr_reflector *r = arg;
+    bool need_list = true;
+    bool streaming_unsupported = r->mode != KCR_LIST_MODE_STREAMING;
+    while (!stopping(r)) {
+        next_step next;
+        if (need_list && !streaming_unsupported) {
+            next = watch_once(r, true);
+            if (next == NEXT_FALLBACK) {
+                streaming_unsupported = true;
+                pthread_mutex_lock(&r->mu);
+                r->stats.streaming_unsupported = true;
+                pthread_mutex_unlock(&r->mu);
+                continue;
+            }
+            /* a streaming watch that got past its initial events is a watch */
+            if (kcr_reflector_has_listed(r) && next != NEXT_RELIST && next != NEXT_BACKOFF_RELIST)
+                need_list = false;
+        } else if (need_list) {
+            kcr_err err = do_list(r);
+            if (err == KCR_ERR_CANCELED || stopping(r))
+                break;
+            if (err != KCR_OK) {
+                if (!backoff(r))
+                    break;
+                continue;
+            }
+            need_list = false;
+            continue;
+        } else {
+            next = watch_once(r, false);
+        }
+        switch (next) {
+        case NEXT_STOP:
+            return NULL;
+        case NEXT_REWATCH:
+        case NEXT_FALLBACK:
+            break;
+        case NEXT_BACKOFF_REWATCH:
+            if (!backoff(r))
+                return NULL;
+            break;
+        case NEXT_RELIST:
+            need_list = true;
+            break;
+        case NEXT_BACKOFF_RELIST:
+            need_list = true;
+            if (!backoff(r))
+                return NULL;
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------ */
+
+kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res, kcr_delta_fifo *fifo,
+                          const kcr_reflector_options *opts, kcr_reflector **out)
+{
+    if (!client || !res || !res->version || !res->resource || !fifo || !out)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_reflector_new: NULL argument");
+    *out = NULL;
+    kcr_reflector_options d = {0};
+    if (!opts)
+        opts = &d;
+    kcr_reflector *r = calloc(1, sizeof *r);
+    if (!r)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    r->client = client;
+    r->fifo = fifo;
+    r->group = strdup(res->group ? res->group : "");
+    r->version = strdup(res->version);
+    r->resource = strdup(res->resource);
+    r->ns = dup_or_null(opts->namespace);
+    r->label = dup_or_null(opts->label_selector);
+    r->field = dup_or_null(opts->field_selector);
+    r->rv = strdup("");
+    r->rv_cap = 1;
+    bool oom = !r->group || !r->version || !r->resource || !r->rv ||
+               (opts->namespace && *opts->namespace && !r->ns) ||
+               (opts->label_selector && *opts->label_selector && !r->label) ||
+               (opts->field_selector && *opts->field_selector && !r->field);
+    if (oom || kcr_cancel_new(&r->cancel) != KCR_OK) {
+        kcr_reflector_free(r);
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    }
+    r->res = (kcr_resource){r->group, r->version, r->resource};
+    r->metadata_only = opts->metadata_only;
+    r->consistent_list = opts->consistent_list;
+    r->mode = opts->list_mode == KCR_LIST_MODE_DEFAULT ? KCR_LIST_MODE_PAGED : opts->list_mode;
+    r->page_size = opts->page_size == 0 ? 500 : opts->page_size;
+    r->min_watch_timeout_s = opts->min_watch_timeout_s > 0 ? opts->min_watch_timeout_s : 300;
+    r->idle_limit_s = opts->idle_limit_s;
+    r->bo_initial_ms = opts->backoff_initial_ms > 0 ? opts->backoff_initial_ms : 800;
+    r->bo_max_ms = opts->backoff_max_ms > 0 ? opts->backoff_max_ms : 30000;
+    r->bo_reset_ms = opts->backoff_reset_ms > 0 ? opts->backoff_reset_ms : 120000;
+    r->bo_jitter = opts->backoff_jitter == 0 ? 1.0 : opts->backoff_jitter;
+    r->transform = opts->transform;
+    r->transform_ud = opts->transform_user_data;
+    r->on_error = opts->on_error;
+    r->error_ud = opts->error_user_data;
+    r->rng = (uint64_t)kcr__now_ns() ^ ((uint64_t)(uintptr_t)r << 17) ^ UINT64_C(0x9e3779b97f4a7c15);
+    if (!r->rng)
+        r->rng = 1;
+    pthread_mutex_init(&r->mu, NULL);
+    kcr__cond_init_monotonic(&r->cond);
+    *out = r;
+    return KCR_OK;
+}
+
+void kcr__reflector_set_backoff_hook(kcr_reflector *r, kcr__backoff_hook_fn fn, void *user_data)
+{
+    r->backoff_hook = fn;
+    r->backoff_hook_ud = user_data;
+}
+
+void kcr__reflector_set_listed_hook(kcr_reflector *r, kcr__listed_hook_fn fn, void *user_data)
+{
+    r->listed_hook = fn;
+    r->listed_hook_ud = user_data;
+}
+
+void kcr__reflector_set_replace_hook(kcr_reflector *r, kcr__replace_hook_fn fn, void *user_data)
+{
+    r->replace_hook = fn;
+    r->replace_hook_ud = user_data;
+}
+
+kcr_err kcr_reflector_start(kcr_reflector *r)
+{
+    if (!r)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_reflector_start: NULL reflector");
+    pthread_mutex_lock(&r->mu);
+    if (r->started || r->stopping) {
+        pthread_mutex_unlock(&r->mu);
+        return kcr__fail(KCR_ERR_STATE, "reflector already started or stopped");
+    }
+    int rc = pthread_create(&r->thread, NULL, run, r);
+    if (rc == 0)
+        r->started = true;
+    pthread_mutex_unlock(&r->mu);
+    return rc == 0 ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, "cannot start the reflector thread");
+}
+
+void kcr_reflector_stop(kcr_reflector *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->stopping = true;
+    bool join = r->started && !r->joined;
+    r->joined = r->joined || join;
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->mu);
+    kcr_cancel_trigger(r->cancel);
+    if (join)
+        pthread_join(r->thread, NULL);
+}
+
+void kcr_reflector_free(kcr_reflector *r)
+{
+    if (!r)
+        return;
+    if (r->cancel) {
+        kcr_reflector_stop(r);
+        pthread_mutex_destroy(&r->mu);
+        pthread_cond_destroy(&r->cond);
+    }
+    kcr_cancel_free(r->cancel);
+    kcr_status_clear(&r->last_st);
+    free(r->last_msg);
+    free(r->rv);
+    free(r->group);
+    free(r->version);
+    free(r->resource);
+    free(r->ns);
+    free(r->label);
+    free(r->field);
+    free(r);
+}
+
+kcr_err kcr_reflector_last_error(kcr_reflector *r, kcr_status *status, char **message)
+{
+    if (status)
+        kcr_status_clear(status);
+    if (message)
+        *message = NULL;
+    pthread_mutex_lock(&r->mu);
+    kcr_err err = r->last_err;
+    if (err != KCR_OK) {
+        if (status && r->last_st.code)
+            kcr_status_copy(status, &r->last_st);
+        if (message)
+            *message = strdup(r->last_msg ? r->last_msg : "");
+    }
+    pthread_mutex_unlock(&r->mu);
+    return err;
+}
+
+bool kcr_reflector_has_listed(kcr_reflector *r)
+{
+    pthread_mutex_lock(&r->mu);
+    bool l = r->listed;
+    pthread_mutex_unlock(&r->mu);
+    return l;
+}
+
+void kcr_reflector_get_stats(kcr_reflector *r, kcr_reflector_stats *out)
+{
+    pthread_mutex_lock(&r->mu);
+    *out = r->stats;
+    pthread_mutex_unlock(&r->mu);
+}

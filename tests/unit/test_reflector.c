@@ -1,0 +1,679 @@
+/* Reflector state machine on the fake (through a spy client): list at "0"
+ * in pages, watch from the list's RV, bookmarks, clean ends, 410 relists,
+ * expired continue tokens, too-large RVs, backoff, dead watches, streaming
+ * lists and their fallback, selectors, metadata-only, stop. */
+#include <criterion/criterion.h>
+#include <stdatomic.h>
+
+#include "informer/informer_internal.h"
+#include "tests/unit/informer_fixtures.h"
+
+typedef struct rig {
+    kcr_fake *fake;
+    kcr_client *c; /* the spy */
+    kcr_delta_fifo *fifo;
+    kcr_reflector *r;
+} rig;
+
+/* Short timings so nothing in these tests waits long. */
+static kcr_reflector_options fast_opts(void)
+{
+    return (kcr_reflector_options){.backoff_initial_ms = 5,
+                                   .backoff_max_ms = 40,
+                                   .min_watch_timeout_s = 300};
+}
+
+static void rig_up(rig *g, const kcr_reflector_options *o, int seed)
+{
+    cr_assert_eq(kcr_fake_new(NULL, &g->fake), KCR_OK);
+    seed_many(g->fake, "default", seed);
+    g->c = spy_new(g->fake);
+    g->fifo = kcr_delta_fifo_new(NULL);
+    kcr_reflector_options d = fast_opts();
+    cr_assert_eq(kcr_reflector_new(g->c, &CM, g->fifo, o ? o : &d, &g->r), KCR_OK);
+}
+
+static void rig_down(rig *g)
+{
+    kcr_reflector_free(g->r);
+    kcr_delta_fifo_free(g->fifo);
+    kcr_client_free(g->c);
+    kcr_fake_free(g->fake);
+}
+
+typedef struct dcount {
+    size_t by_type[6];
+    size_t keys;
+} dcount;
+
+static kcr_err count_cb(const char *key, const kcr_delta *d, size_t n, bool initial, bool *rq,
+                        void *ud)
+{
+    (void)key, (void)initial, (void)rq;
+    dcount *c = ud;
+    c->keys++;
+    for (size_t i = 0; i < n; i++)
+        c->by_type[d[i].type]++;
+    return KCR_OK;
+}
+
+/* Pops everything queued now. */
+static dcount drain(kcr_delta_fifo *f)
+{
+    dcount c = {0};
+    while (kcr_delta_fifo_pop_timeout(f, count_cb, &c, 0) == KCR_OK)
+        ;
+    return c;
+}
+
+static uint64_t list_reqs(kcr_reflector *r)
+{
+    kcr_reflector_stats s;
+    kcr_reflector_get_stats(r, &s);
+    return s.list_requests;
+}
+
+static kcr_reflector_stats stats(kcr_reflector *r)
+{
+    kcr_reflector_stats s;
+    kcr_reflector_get_stats(r, &s);
+    return s;
+}
+
+static bool rv_is(kcr_reflector *r, uint64_t want)
+{
+    char *rv = kcr_reflector_last_sync_rv(r);
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)want);
+    bool ok = rv && strcmp(rv, buf) == 0;
+    free(rv);
+    return ok;
+}
+
+Test(reflector, first_list_at_rv0_in_pages_then_watch_from_list_rv)
+{
+    rig g;
+    rig_up(&g, NULL, 1200);
+    uint64_t rv = kcr_fake_resource_version(g.fake);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert_eq(kcr_fake_watch_count(g.fake, &CM), 1);
+    cr_assert(kcr_reflector_has_listed(g.r));
+    cr_assert(rv_is(g.r, rv), "last sync RV is the list's");
+    /* three pages: 500 + 500 + 200 */
+    cr_assert_eq(spy_count(g.c, false), 3);
+    spy_call p1 = spy_get(g.c, 0), p2 = spy_get(g.c, 1), w = spy_get(g.c, 3);
+    cr_assert_str_eq(p1.rv, "0");
+    cr_assert_eq(p1.limit, 500);
+    cr_assert_str_eq(p1.cont, "");
+    cr_assert_str_eq(p2.cont, "yes");
+    cr_assert_str_eq(p2.rv, "(null)", "continued pages carry no resourceVersion");
+    cr_assert(w.watch);
+    char want[32];
+    snprintf(want, sizeof want, "%llu", (unsigned long long)rv);
+    cr_assert_str_eq(w.rv, want);
+    cr_assert(w.bookmarks);
+    cr_assert(w.timeout_seconds >= 300 && w.timeout_seconds <= 600, "timeout %d",
+              w.timeout_seconds);
+    cr_assert_eq(w.idle_timeout_seconds, w.timeout_seconds + 30, "dead-watch limit");
+    dcount c = drain(g.fifo);
+    cr_assert_eq(c.by_type[KCR_DELTA_REPLACED], 1200);
+    cr_assert_eq(c.keys, 1200);
+    rig_down(&g);
+}
+
+Test(reflector, watch_events_and_bookmarks_move_the_rv)
+{
+    rig g;
+    rig_up(&g, NULL, 3);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    /* (not drained: the fifo has no known objects, so a delete of a popped
+     * key would be ignored) */
+    kcr_client *c;
+    kcr_fake_client(g.fake, NULL, &c);
+    cr_assert_eq(patch_cm(c, "default", "cm-00001", "changed"), KCR_OK);
+    cr_assert_eq(kcr_client_delete(c, &CM, "default", "cm-00002", NULL, NULL, NULL), KCR_OK);
+    kcr_object_unref(seed_cm(g.fake, "default", "new", "a", "b"));
+    uint64_t rv = kcr_fake_resource_version(g.fake);
+    WAIT_FOR(rv_is(g.r, rv), 5000);
+    cr_assert(rv_is(g.r, rv));
+    dcount d = drain(g.fifo);
+    cr_assert_eq(d.by_type[KCR_DELTA_REPLACED], 3);
+    cr_assert_eq(d.by_type[KCR_DELTA_UPDATED], 1);
+    cr_assert_eq(d.by_type[KCR_DELTA_DELETED], 1);
+    cr_assert_eq(d.by_type[KCR_DELTA_ADDED], 1);
+    /* a write elsewhere moves the global RV; a bookmark carries it */
+    kcr_object *s = NULL;
+    kcr_fake_add(g.fake, &SECRETS,
+                 "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"s\","
+                 "\"namespace\":\"default\"}}",
+                 &s);
+    kcr_object_unref(s);
+    uint64_t rv2 = kcr_fake_resource_version(g.fake);
+    cr_assert_gt(rv2, rv);
+    kcr_fake_bookmark(g.fake, &CM);
+    WAIT_FOR(rv_is(g.r, rv2), 5000);
+    cr_assert(rv_is(g.r, rv2), "bookmark moved the RV");
+    cr_assert_eq(drain(g.fifo).keys, 0, "a bookmark queues nothing");
+    cr_assert_geq(stats(g.r).bookmarks, 1);
+    kcr_client_free(c);
+    rig_down(&g);
+}
+
+Test(reflector, clean_watch_end_rewatches_from_last_rv_without_relist)
+{
+    rig g;
+    rig_up(&g, NULL, 10);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    kcr_client *c;
+    kcr_fake_client(g.fake, NULL, &c);
+    cr_assert_eq(patch_cm(c, "default", "cm-00001", "v2"), KCR_OK);
+    uint64_t rv = kcr_fake_resource_version(g.fake);
+    WAIT_FOR(rv_is(g.r, rv), 5000);
+    uint64_t lists = list_reqs(g.r);
+    for (int i = 0; i < 3; i++) {
+        size_t watches = spy_count(g.c, true);
+        kcr_fake_end_watches(g.fake, &CM);
+        WAIT_FOR(spy_count(g.c, true) == watches + 1 && kcr_fake_watch_count(g.fake, &CM) == 1,
+                 5000);
+        cr_assert_eq(spy_count(g.c, true), watches + 1);
+    }
+    cr_assert_eq(list_reqs(g.r), lists, "no relist");
+    char want[32];
+    snprintf(want, sizeof want, "%llu", (unsigned long long)rv);
+    cr_assert_str_eq(spy_get(g.c, spy_n(g.c) - 1).rv, want, "re-watch from the last RV");
+    /* the re-watch missed nothing: a change made while no watch ran arrives */
+    cr_assert_eq(stats(g.r).failures, 0, "clean ends are not failures");
+    kcr_client_free(c);
+    rig_down(&g);
+}
+
+Test(reflector, watch_410_relists_at_last_rv_unpaged_then_watches)
+{
+    rig g;
+    rig_up(&g, NULL, 300); /* one page: the server showed no paging */
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    drain(g.fifo);
+    size_t calls = spy_n(g.c);
+    char *rv = kcr_reflector_last_sync_rv(g.r);
+    kcr_fake_watch_error(g.fake, &CM, 410, "Expired", "too old resource version: 1 (5)");
+    WAIT_FOR(stats(g.r).lists == 2 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert_eq(stats(g.r).lists, 2, "relisted");
+    spy_call l = spy_get(g.c, calls);
+    cr_assert_not(l.watch);
+    cr_assert_str_eq(l.rv, rv, "relist at the last synced RV (served from the watch cache)");
+    cr_assert_eq(l.limit, 0, "unpaged, as client-go, so the watch cache can serve it");
+    cr_assert_eq(stats(g.r).failures, 1);
+    dcount d = drain(g.fifo);
+    cr_assert_eq(d.by_type[KCR_DELTA_REPLACED], 300);
+    free(rv);
+    rig_down(&g);
+}
+
+Test(reflector, relist_keeps_paging_where_the_server_paged)
+{
+    rig g;
+    rig_up(&g, NULL, 600);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    size_t calls = spy_n(g.c);
+    kcr_fake_watch_error(g.fake, &CM, 410, "Expired", "too old resource version: 1 (5)");
+    WAIT_FOR(stats(g.r).lists == 2 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert_eq(spy_get(g.c, calls).limit, 500, "no watch cache behind this server: page");
+    cr_assert_eq(drain(g.fifo).keys, 600);
+    rig_down(&g);
+}
+
+Test(reflector, compaction_410_event_on_rewatch_relists)
+{
+    rig g;
+    rig_up(&g, NULL, 5);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    /* writes, then the history is compacted and the watch ends: the
+     * re-watch from the old RV gets an ERROR 410 event */
+    kcr_client *c;
+    kcr_fake_client(g.fake, NULL, &c);
+    kcr_fake_inject_error(g.fake, KCR_FAKE_WATCH, &CM, -1, 503, "ServiceUnavailable", "down");
+    kcr_fake_end_watches(g.fake, &CM);
+    cr_assert_eq(kcr_client_delete(c, &CM, "default", "cm-00001", NULL, NULL, NULL), KCR_OK);
+    kcr_fake_compact(g.fake);
+    WAIT_FOR(stats(g.r).failures >= 1, 5000);
+    kcr_fake_clear_errors(g.fake);
+    WAIT_FOR(stats(g.r).lists == 2 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert_eq(stats(g.r).lists, 2);
+    cr_assert(rv_is(g.r, kcr_fake_resource_version(g.fake)));
+    kcr_client_free(c);
+    rig_down(&g);
+}
+
+Test(reflector, expired_continue_token_means_one_full_list)
+{
+    rig g;
+    rig_up(&g, NULL, 1100);
+    SPY(g.c)->fail_continue_410 = 1;
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    /* page 1 (ok), page 2 (410), then a full list */
+    cr_assert_eq(spy_count(g.c, false), 3);
+    spy_call full = spy_get(g.c, 2);
+    cr_assert_eq(full.limit, 0);
+    cr_assert_str_eq(full.cont, "");
+    cr_assert_str_eq(full.rv, "0", "the full list keeps the original RV");
+    dcount d = drain(g.fifo);
+    cr_assert_eq(d.by_type[KCR_DELTA_REPLACED], 1100, "no duplicates from the failed pages");
+    cr_assert_eq(stats(g.r).failures, 0, "an expired token is handled, not a failure");
+    rig_down(&g);
+}
+
+Test(reflector, too_large_rv_relists_at_quorum)
+{
+    rig g;
+    rig_up(&g, NULL, 4);
+    SPY(g.c)->fail_list_too_large = 1;
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert_eq(spy_count(g.c, false), 2);
+    cr_assert_str_eq(spy_get(g.c, 0).rv, "0");
+    cr_assert_str_eq(spy_get(g.c, 1).rv, "", "quorum read at once, no backoff");
+    cr_assert_eq(stats(g.r).backoffs, 0);
+    cr_assert_eq(drain(g.fifo).by_type[KCR_DELTA_REPLACED], 4);
+    rig_down(&g);
+}
+
+Test(reflector, list_410_retries_at_quorum)
+{
+    rig g;
+    rig_up(&g, NULL, 4);
+    SPY(g.c)->fail_list_410 = 1;
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert_eq(spy_count(g.c, false), 2);
+    cr_assert_str_eq(spy_get(g.c, 1).rv, "");
+    cr_assert_eq(spy_get(g.c, 1).limit, 500, "a quorum list pages");
+    rig_down(&g);
+}
+
+typedef struct bo_log {
+    pthread_mutex_t mu;
+    int64_t ms[64];
+    size_t n;
+} bo_log;
+
+static void bo_hook(int64_t ms, void *ud)
+{
+    bo_log *l = ud;
+    pthread_mutex_lock(&l->mu);
+    if (l->n < 64)
+        l->ms[l->n++] = ms;
+    pthread_mutex_unlock(&l->mu);
+}
+
+static size_t bo_n(bo_log *l)
+{
+    pthread_mutex_lock(&l->mu);
+    size_t n = l->n;
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
+Test(reflector, backoff_doubles_to_the_cap_on_5xx)
+{
+    rig g;
+    kcr_reflector_options o = {.backoff_initial_ms = 10, .backoff_max_ms = 80, .backoff_jitter = -1};
+    rig_up(&g, &o, 1);
+    bo_log l = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    kcr__reflector_set_backoff_hook(g.r, bo_hook, &l);
+    kcr_fake_inject_error(g.fake, KCR_FAKE_LIST, &CM, -1, 500, "InternalError", "boom");
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(bo_n(&l) >= 6, 5000);
+    kcr_reflector_stop(g.r);
+    int64_t want[] = {10, 20, 40, 80, 80, 80};
+    for (size_t i = 0; i < 6; i++)
+        cr_assert_eq(l.ms[i], want[i], "backoff %zu: %lld", i, (long long)l.ms[i]);
+    kcr_reflector_stats s = stats(g.r);
+    cr_assert_geq(s.failures, 6);
+    cr_assert_eq(s.lists, 0);
+    rig_down(&g);
+}
+
+Test(reflector, backoff_jitter_stays_within_one_to_two_times)
+{
+    rig g;
+    kcr_reflector_options o = {.backoff_initial_ms = 4, .backoff_max_ms = 16};
+    rig_up(&g, &o, 1);
+    bo_log l = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    kcr__reflector_set_backoff_hook(g.r, bo_hook, &l);
+    kcr_fake_inject_error(g.fake, KCR_FAKE_LIST, &CM, -1, 429, "TooManyRequests", "slow down");
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(bo_n(&l) >= 8, 5000);
+    kcr_reflector_stop(g.r);
+    int64_t base[] = {4, 8, 16, 16, 16, 16, 16, 16};
+    for (size_t i = 0; i < 8; i++)
+        cr_assert(l.ms[i] >= base[i] && l.ms[i] < 2 * base[i], "wait %zu = %lld", i,
+                  (long long)l.ms[i]);
+    rig_down(&g);
+}
+
+Test(reflector, backoff_resets_after_a_quiet_period)
+{
+    rig g;
+    kcr_reflector_options o = {.backoff_initial_ms = 10,
+                               .backoff_max_ms = 1000,
+                               .backoff_reset_ms = 150,
+                               .backoff_jitter = -1};
+    rig_up(&g, &o, 1);
+    bo_log l = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    kcr__reflector_set_backoff_hook(g.r, bo_hook, &l);
+    kcr_fake_inject_error(g.fake, KCR_FAKE_LIST, &CM, 3, 500, "InternalError", "boom");
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert_eq(bo_n(&l), 3);
+    cr_assert_eq(l.ms[2], 40);
+    sleep_ms(300); /* healthy for longer than the reset period */
+    kcr_fake_inject_error(g.fake, KCR_FAKE_WATCH, &CM, 1, 429, "TooManyRequests", "later");
+    kcr_fake_end_watches(g.fake, &CM);
+    WAIT_FOR(bo_n(&l) >= 4, 5000);
+    cr_assert_eq(l.ms[3], 10, "reset to the initial backoff, got %lld", (long long)l.ms[3]);
+    rig_down(&g);
+}
+
+Test(reflector, watch_429_backs_off_and_rewatches_without_relist)
+{
+    rig g;
+    rig_up(&g, NULL, 2);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    uint64_t lists = list_reqs(g.r);
+    kcr_fake_inject_error(g.fake, KCR_FAKE_WATCH, &CM, 3, 429, "TooManyRequests", "later");
+    kcr_fake_end_watches(g.fake, &CM);
+    WAIT_FOR(stats(g.r).failures >= 3 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    kcr_reflector_stats s = stats(g.r);
+    cr_assert_eq(s.failures, 3);
+    cr_assert_geq(s.backoffs, 3);
+    cr_assert_eq(list_reqs(g.r), lists, "no relist for 429");
+    rig_down(&g);
+}
+
+Test(reflector, watch_error_event_500_rewatches_without_relist)
+{
+    rig g;
+    rig_up(&g, NULL, 2);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    size_t watches = spy_count(g.c, true);
+    kcr_fake_watch_error(g.fake, &CM, 500, "InternalError", "etcd hiccup");
+    WAIT_FOR(spy_count(g.c, true) == watches + 1 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert_eq(spy_count(g.c, false), 1, "no relist");
+    cr_assert_eq(stats(g.r).failures, 1);
+    rig_down(&g);
+}
+
+Test(reflector, dead_watch_is_detected_and_reconnected)
+{
+    rig g;
+    kcr_reflector_options o = fast_opts();
+    o.idle_limit_s = 1;
+    rig_up(&g, &o, 2);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert_eq(spy_get(g.c, 1).idle_timeout_seconds, 1);
+    int64_t t0 = now_ms();
+    WAIT_FOR(spy_count(g.c, true) >= 2, 5000);
+    cr_assert_geq(spy_count(g.c, true), 2, "the silent watch was replaced");
+    cr_assert_geq(now_ms() - t0, 500);
+    cr_assert_eq(spy_count(g.c, false), 1, "no relist");
+    cr_assert_geq(stats(g.r).failures, 1);
+    rig_down(&g);
+}
+
+Test(reflector, forbidden_list_is_reported_with_the_status)
+{
+    rig g;
+    rig_up(&g, NULL, 2);
+    kcr_fake_inject_error(g.fake, KCR_FAKE_LIST, &CM, -1, 403, "Forbidden",
+                          "configmaps is forbidden: User \"bob\" cannot list resource");
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(stats(g.r).failures >= 1, 5000);
+    kcr_status st = {0};
+    char *msg = NULL;
+    cr_assert_eq(kcr_reflector_last_error(g.r, &st, &msg), KCR_ERR_FORBIDDEN);
+    cr_assert_eq(st.code, 403);
+    cr_assert_str_eq(st.reason, "Forbidden");
+    cr_assert(strstr(msg, "cannot list resource") != NULL, "%s", msg);
+    kcr_status_clear(&st);
+    free(msg);
+    kcr_fake_clear_errors(g.fake);
+    WAIT_FOR(kcr_reflector_has_listed(g.r), 5000);
+    cr_assert_eq(kcr_reflector_last_error(g.r, NULL, NULL), KCR_OK, "cleared by a good list");
+    rig_down(&g);
+}
+
+Test(reflector, streaming_list_uses_initial_events_and_no_list)
+{
+    rig g;
+    kcr_reflector_options o = fast_opts();
+    o.list_mode = KCR_LIST_MODE_STREAMING;
+    rig_up(&g, &o, 700);
+    uint64_t rv = kcr_fake_resource_version(g.fake);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_reflector_has_listed(g.r), 5000);
+    cr_assert(kcr_reflector_has_listed(g.r));
+    cr_assert_eq(spy_count(g.c, false), 0, "no LIST");
+    spy_call w = spy_get(g.c, 0);
+    cr_assert(w.watch && w.initial_events && w.bookmarks);
+    cr_assert_str_eq(w.rv_match, "NotOlderThan");
+    cr_assert_str_eq(w.rv, "");
+    cr_assert(rv_is(g.r, rv));
+    kcr_reflector_stats s = stats(g.r);
+    cr_assert(s.streaming);
+    cr_assert_not(s.streaming_unsupported);
+    dcount d = drain(g.fifo);
+    cr_assert_eq(d.by_type[KCR_DELTA_REPLACED], 700);
+    /* the same stream carries later events */
+    kcr_client *c;
+    kcr_fake_client(g.fake, NULL, &c);
+    cr_assert_eq(patch_cm(c, "default", "cm-00003", "v9"), KCR_OK);
+    WAIT_FOR(rv_is(g.r, kcr_fake_resource_version(g.fake)), 5000);
+    cr_assert_eq(drain(g.fifo).by_type[KCR_DELTA_UPDATED], 1);
+    cr_assert_eq(spy_count(g.c, true), 1);
+    /* a clean end re-watches plainly from the last RV */
+    kcr_fake_end_watches(g.fake, &CM);
+    WAIT_FOR(spy_count(g.c, true) == 2 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert_not(spy_get(g.c, 1).initial_events);
+    cr_assert_eq(stats(g.r).lists, 1);
+    kcr_client_free(c);
+    rig_down(&g);
+}
+
+Test(reflector, streaming_list_falls_back_to_list_on_422)
+{
+    rig g;
+    kcr_reflector_options o = fast_opts();
+    o.list_mode = KCR_LIST_MODE_STREAMING;
+    rig_up(&g, &o, 20);
+    kcr_fake_inject_error(g.fake, KCR_FAKE_WATCH, &CM, 1, 422, "Invalid",
+                          "sendInitialEvents is forbidden for watch unless the WatchList feature "
+                          "gate is enabled");
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert(kcr_reflector_has_listed(g.r));
+    cr_assert_eq(spy_count(g.c, false), 1, "fell back to LIST");
+    kcr_reflector_stats s = stats(g.r);
+    cr_assert(s.streaming_unsupported);
+    cr_assert_not(s.streaming);
+    cr_assert_eq(drain(g.fifo).by_type[KCR_DELTA_REPLACED], 20);
+    /* for good: a relist is a LIST */
+    kcr_fake_watch_error(g.fake, &CM, 410, "Expired", "too old");
+    WAIT_FOR(stats(g.r).lists == 2, 5000);
+    cr_assert_eq(spy_count(g.c, false), 2);
+    rig_down(&g);
+}
+
+Test(reflector, streaming_list_falls_back_when_the_server_ignores_it)
+{
+    rig g;
+    kcr_reflector_options o = fast_opts();
+    o.list_mode = KCR_LIST_MODE_STREAMING;
+    rig_up(&g, &o, 20);
+    SPY(g.c)->ignore_initial_events = true; /* an old server: a plain watch from "" */
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert_not(kcr_reflector_has_listed(g.r), "ADDED events alone are no initial state");
+    /* its periodic bookmark lacks the initial-events-end annotation */
+    kcr_fake_bookmark(g.fake, &CM);
+    WAIT_FOR(kcr_reflector_has_listed(g.r), 5000);
+    cr_assert(kcr_reflector_has_listed(g.r));
+    cr_assert(stats(g.r).streaming_unsupported);
+    cr_assert_eq(spy_count(g.c, false), 1);
+    cr_assert_eq(drain(g.fifo).by_type[KCR_DELTA_REPLACED], 20, "nothing from the plain watch");
+    rig_down(&g);
+}
+
+Test(reflector, selectors_and_namespace_are_passed_and_honoured)
+{
+    rig g;
+    kcr_reflector_options o = fast_opts();
+    o.namespace = "team-a";
+    o.label_selector = "app=odd";
+    o.field_selector = "metadata.name!=cm-00001";
+    rig_up(&g, &o, 10);
+    seed_many(g.fake, "team-a", 10);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    spy_call l = spy_get(g.c, 0), w = spy_get(g.c, 1);
+    cr_assert_str_eq(l.label, "app=odd");
+    cr_assert_str_eq(w.field, "metadata.name!=cm-00001");
+    cr_assert_eq(drain(g.fifo).by_type[KCR_DELTA_REPLACED], 4, "odd in team-a minus cm-00001");
+    kcr_client *c;
+    kcr_fake_client(g.fake, NULL, &c);
+    cr_assert_eq(patch_cm(c, "default", "cm-00003", "x2"), KCR_OK); /* other namespace */
+    cr_assert_eq(patch_cm(c, "team-a", "cm-00002", "x2"), KCR_OK);  /* even */
+    cr_assert_eq(patch_cm(c, "team-a", "cm-00003", "x2"), KCR_OK);  /* selected */
+    WAIT_FOR(rv_is(g.r, kcr_fake_resource_version(g.fake)), 5000);
+    sleep_ms(50);
+    cr_assert_eq(drain(g.fifo).by_type[KCR_DELTA_UPDATED], 1);
+    kcr_client_free(c);
+    rig_down(&g);
+}
+
+static kcr_err kind_check(kcr_object *o, void *ud)
+{
+    (void)ud;
+    return strcmp(kcr_object_kind(o), "PartialObjectMetadata") == 0 ? KCR_OK : KCR_ERR_INVALID;
+}
+
+typedef struct meta_count {
+    size_t partial, full;
+} meta_count;
+
+static kcr_err meta_cb(const char *key, const kcr_delta *d, size_t n, bool initial, bool *rq,
+                       void *ud)
+{
+    (void)key, (void)initial, (void)rq;
+    meta_count *m = ud;
+    for (size_t i = 0; i < n; i++) {
+        if (kind_check((kcr_object *)d[i].object, NULL) == KCR_OK &&
+            kcr_value_get_type(kcr_object_get(d[i].object, "data")) == KCR_VALUE_ABSENT)
+            m->partial++;
+        else
+            m->full++;
+    }
+    return KCR_OK;
+}
+
+Test(reflector, metadata_only_objects)
+{
+    rig g;
+    kcr_reflector_options o = fast_opts();
+    o.metadata_only = true;
+    rig_up(&g, &o, 5);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert(spy_get(g.c, 0).metadata_only && spy_get(g.c, 1).metadata_only);
+    meta_count m = {0};
+    while (kcr_delta_fifo_pop_timeout(g.fifo, meta_cb, &m, 0) == KCR_OK)
+        ;
+    cr_assert_eq(m.partial, 5);
+    cr_assert_eq(m.full, 0);
+    rig_down(&g);
+}
+
+static kcr_err slow_transform(const kcr_object *in, kcr_object **out, void *ud)
+{
+    (void)ud;
+    sleep_ms(20);
+    *out = kcr_object_ref(in);
+    return KCR_OK;
+}
+
+Test(reflector, stop_during_a_list_returns_within_a_second)
+{
+    rig g;
+    kcr_reflector_options o = fast_opts();
+    o.transform = slow_transform; /* a list that takes 4 s */
+    rig_up(&g, &o, 200);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    sleep_ms(200);
+    int64_t t0 = now_ms();
+    kcr_reflector_stop(g.r);
+    cr_assert_lt(now_ms() - t0, 1000);
+    cr_assert_not(kcr_reflector_has_listed(g.r));
+    cr_assert_eq(kcr_delta_fifo_len(g.fifo), 0, "an incomplete list is discarded");
+    rig_down(&g);
+}
+
+Test(reflector, stop_during_backoff_and_watch_returns_within_a_second)
+{
+    rig g;
+    kcr_reflector_options o = {.backoff_initial_ms = 20000};
+    rig_up(&g, &o, 2);
+    kcr_fake_inject_error(g.fake, KCR_FAKE_LIST, &CM, 1, 500, "InternalError", "boom");
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(stats(g.r).backoffs == 1, 5000);
+    int64_t t0 = now_ms();
+    kcr_reflector_stop(g.r);
+    cr_assert_lt(now_ms() - t0, 1000);
+    rig_down(&g);
+
+    rig_up(&g, NULL, 2);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    t0 = now_ms();
+    kcr_reflector_stop(g.r);
+    cr_assert_lt(now_ms() - t0, 1000);
+    cr_assert_eq(kcr_fake_watch_count(g.fake, &CM), 0);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_ERR_STATE, "no restart");
+    rig_down(&g);
+}
+
+Test(reflector, too_large_rv_on_watch_relists_at_quorum)
+{
+    rig g;
+    rig_up(&g, NULL, 3);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    size_t calls = spy_n(g.c);
+    kcr_fake_watch_error(g.fake, &CM, 504, "Timeout", "Too large resource version: 900, current: 12");
+    WAIT_FOR(stats(g.r).lists == 2, 5000);
+    cr_assert_eq(stats(g.r).lists, 2);
+    cr_assert_str_eq(spy_get(g.c, calls).rv, "", "quorum relist");
+    rig_down(&g);
+}
+
+Test(reflector, consistent_list_starts_at_quorum_and_pages)
+{
+    rig g;
+    kcr_reflector_options o = fast_opts();
+    o.consistent_list = true;
+    rig_up(&g, &o, 700);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert_eq(spy_count(g.c, false), 2);
+    cr_assert_str_eq(spy_get(g.c, 0).rv, "");
+    cr_assert_eq(spy_get(g.c, 0).limit, 500);
+    rig_down(&g);
+}
