@@ -134,10 +134,18 @@ void kcr__wq_notify(struct kcr_workqueue *q, int64_t n, struct kcr__wq_wake *w)
     }
     if (n == 0)
         return;
-    int64_t sleeping = q->nwaiters - w->cond;
-    w->cond += (int)(n < sleeping ? n : sleeping > 0 ? sleeping : 0);
-    if (n > sleeping && q->tk_active)
+    if (n > kcr__wq_signal(q, w, n) && q->tk_active)
         w->tk = true;
+}
+
+int64_t kcr__wq_signal(struct kcr_workqueue *q, struct kcr__wq_wake *w, int64_t n)
+{
+    int64_t unsignaled = q->nwaiters - q->signaled;
+    if (n > unsignaled)
+        n = unsignaled > 0 ? unsignaled : 0;
+    w->cond += (int)n;
+    q->signaled += (int)n;
+    return n;
 }
 
 void kcr__wq_unlock(struct kcr_workqueue *q, const struct kcr__wq_wake *w)
@@ -531,6 +539,10 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
             q->nwaiters++;
             wait_until(q, &q->cond, deadline);
             q->nwaiters--;
+            /* Woken (or timed out, or spurious): either way one planned
+             * signal fewer is outstanding, and this getter looks again. */
+            if (q->signaled > 0)
+                q->signaled--;
         }
         atomic_fetch_sub(&q->sleepers, 1);
     }
@@ -564,9 +576,8 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
      * too once it takes a key). Same if timekeeping is needed and nobody
      * keeps time. */
     bool spinner = atomic_load_explicit(&q->spinning, memory_order_relaxed) > 0;
-    if (q->nwaiters > w.cond && ((q->head && !spinner) ||
-                                 (!q->tk_active && (q->heap_len || (q->gauges && q->processing)))))
-        w.cond++;
+    if ((q->head && !spinner) || (!q->tk_active && (q->heap_len || (q->gauges && q->processing))))
+        kcr__wq_signal(q, &w, 1);
     kcr__wq_unlock(q, &w);
     return err;
 }
