@@ -148,8 +148,8 @@ kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay
             /* The timekeeper sleeps too long now, or nobody keeps time. */
             if (q->tk_active)
                 w.tk = true;
-            else if (q->nwaiters)
-                w.cond = 1;
+            else
+                kcr__wq_signal(q, &w, 1);
         }
     }
     kcr__wq_notify(q, pushed, &w);

@@ -99,6 +99,7 @@ struct kcr_workqueue {
 
     int spin_claims; /* items left for spinners instead of waking sleepers */
     int nwaiters;    /* getters blocked on cond */
+    int signaled;    /* of those, signaled and not yet back: a wake-up is on its way */
     bool tk_active;  /* a getter is blocked on tk_cond */
     uint64_t wake_gen;
     bool shutting_down;
@@ -135,6 +136,12 @@ struct kcr__wq_wake {
 
 /* Plans wake-ups of up to `n` blocked getters for n newly ready items. */
 void kcr__wq_notify(struct kcr_workqueue *q, int64_t n, struct kcr__wq_wake *w);
+
+/* Plans signals of `cond` for up to `n` getters blocked on it that no signal
+ * is on its way to yet (a woken getter takes a key and passes the baton, so
+ * signaling it twice only wakes a second getter for nothing). Returns how
+ * many were planned. */
+int64_t kcr__wq_signal(struct kcr_workqueue *q, struct kcr__wq_wake *w, int64_t n);
 
 /* Takes q->mu (optionally spinning first, see KCR__WQ_LOCK_SPIN). */
 void kcr__wq_mutex_lock(struct kcr_workqueue *q);

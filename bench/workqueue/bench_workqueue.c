@@ -20,7 +20,7 @@
 
 #include "kcr/workqueue.h"
 
-enum { KEYS = 10000, ROUNDS = 10, DELAYED_KEYS = 100000, DELAY_WORKERS = 2 };
+enum { KEYS = 10000, ROUNDS = 50, DELAYED_KEYS = 100000, DELAY_WORKERS = 2 };
 
 static char (*names)[16];
 

@@ -14,7 +14,7 @@ import (
 
 const (
 	keys         = 10000
-	rounds       = 10
+	rounds       = 50
 	delayedKeys  = 100000
 	delayWorkers = 2
 )
