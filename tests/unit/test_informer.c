@@ -368,10 +368,16 @@ Test(informer, deletes_missed_while_disconnected_arrive_as_tombstones)
     cr_assert_eq(kcr_informer_add_handler(e.inf, &h, NULL), KCR_OK);
     cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
     cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    /* Sync comes from the list; the watch may not be registered yet, and one
+     * still being set up would escape both the injection and the end below. */
+    WAIT_FOR(kcr_fake_watch_count(e.fake, &CM) == 1, 5000);
+    cr_assert_eq(kcr_fake_watch_count(e.fake, &CM), 1);
     /* the watch breaks and cannot come back; meanwhile objects change */
     kcr_fake_inject_error(e.fake, KCR_FAKE_WATCH, &CM, -1, 503, "ServiceUnavailable", "down");
     kcr_fake_end_watches(e.fake, &CM);
     WAIT_FOR(kcr_reflector_last_error(kcr_informer_reflector(e.inf), NULL, NULL) != KCR_OK, 5000);
+    cr_assert_neq(kcr_reflector_last_error(kcr_informer_reflector(e.inf), NULL, NULL), KCR_OK,
+                  "the re-watch never failed");
     for (int i = 0; i < 5; i++) {
         char name[32];
         snprintf(name, sizeof name, "cm-%05d", i);
