@@ -711,26 +711,12 @@ static void write_query(kcr__buf *path, const kcr_write_options *opts, bool appl
         kcr__buf_query(path, "dryRun", "All");
 }
 
-static kcr_err http_create(kcr_client *c, const kcr_resource *res, const char *ns,
-                           const char *json, size_t len, const kcr_write_options *opts,
-                           kcr_object **out, kcr_status *st)
-{
-    kcr__buf path = {0};
-    kcr_err err = kcr__resource_path(&path, res, ns, NULL, opts->subresource);
-    write_query(&path, opts, false);
-    if (err == KCR_OK && path.oom)
-        err = KCR_ERR_NOMEM;
-    if (err == KCR_OK) {
-        kcr__http_req req = {.method = "POST", .path = path.s, .body = json, .body_len = len};
-        err = object_request(c, &req, out, st);
-    }
-    kcr__buf_free(&path);
-    return err;
-}
-
-static kcr_err http_update(kcr_client *c, const kcr_resource *res, const char *ns,
-                           const char *name, const char *json, size_t len,
-                           const kcr_write_options *opts, kcr_object **out, kcr_status *st)
+/* POST (create, name NULL) or PUT (update) of a whole object. PUT is
+ * idempotent only with a resourceVersion precondition, so neither is retried
+ * on connection errors. */
+static kcr_err write_object(kcr_client *c, const char *method, const kcr_resource *res,
+                            const char *ns, const char *name, const char *json, size_t len,
+                            const kcr_write_options *opts, kcr_object **out, kcr_status *st)
 {
     kcr__buf path = {0};
     kcr_err err = kcr__resource_path(&path, res, ns, name, opts->subresource);
@@ -738,13 +724,25 @@ static kcr_err http_update(kcr_client *c, const kcr_resource *res, const char *n
     if (err == KCR_OK && path.oom)
         err = KCR_ERR_NOMEM;
     if (err == KCR_OK) {
-        /* PUT is idempotent only with a resourceVersion precondition; do not
-         * retry on connection errors. */
-        kcr__http_req req = {.method = "PUT", .path = path.s, .body = json, .body_len = len};
+        kcr__http_req req = {.method = method, .path = path.s, .body = json, .body_len = len};
         err = object_request(c, &req, out, st);
     }
     kcr__buf_free(&path);
     return err;
+}
+
+static kcr_err http_create(kcr_client *c, const kcr_resource *res, const char *ns,
+                           const char *json, size_t len, const kcr_write_options *opts,
+                           kcr_object **out, kcr_status *st)
+{
+    return write_object(c, "POST", res, ns, NULL, json, len, opts, out, st);
+}
+
+static kcr_err http_update(kcr_client *c, const kcr_resource *res, const char *ns,
+                           const char *name, const char *json, size_t len,
+                           const kcr_write_options *opts, kcr_object **out, kcr_status *st)
+{
+    return write_object(c, "PUT", res, ns, name, json, len, opts, out, st);
 }
 
 static kcr_err http_patch(kcr_client *c, const kcr_resource *res, const char *ns,
