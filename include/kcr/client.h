@@ -85,6 +85,7 @@ KCR_API kcr_err kcr_status_to_err(const kcr_status *st);
  * triggered until reset. Thread-safe. */
 typedef struct kcr_cancel kcr_cancel;
 
+/* *out is a new untriggered token the caller frees with kcr_cancel_free. */
 KCR_API kcr_err kcr_cancel_new(kcr_cancel **out);
 /* Must not race with requests still using it. NULL is ignored. */
 KCR_API void kcr_cancel_free(kcr_cancel *c);
@@ -225,6 +226,8 @@ typedef struct kcr_list_meta {
     bool has_remaining_item_count;
 } kcr_list_meta;
 
+/* Frees the strings and zeroes `meta`; safe on a zeroed struct. Not thread-safe
+ * on one struct. */
 KCR_API void kcr_list_meta_clear(kcr_list_meta *meta);
 
 /* Receives each list item as it is decoded. `obj` is borrowed for the call.

@@ -146,6 +146,7 @@ typedef struct kcr_owner_ref {
     bool block_owner_deletion;
 } kcr_owner_ref;
 
+/* Number of metadata.ownerReferences entries. Thread-safe. */
 KCR_API size_t kcr_object_owner_ref_count(const kcr_object *obj);
 
 /* Fills *out with owner reference i; false when out of range. */

@@ -25,7 +25,7 @@ KCR_API kcr_err kcr_store_key(const kcr_object *obj, char **out);
 KCR_API kcr_err kcr_store_split_key(const char *key, const char **ns, size_t *ns_len,
                                     const char **name);
 
-/* A lists of malloc'd strings, and a list of object references. Free with
+/* A list of malloc'd strings, and a list of object references. Free with
  * the matching _free (which also frees every element / drops every ref). */
 typedef struct kcr_string_list {
     char **items;
