@@ -24,6 +24,11 @@
 #ifndef KCR__WQ_LOCK_SPIN
 #define KCR__WQ_LOCK_SPIN 0
 #endif
+/* Yields an adder makes while the add ring is full, waiting for a getter
+ * to empty it, before it applies the ring itself under the lock. */
+#ifndef KCR__WQ_FULL_WAIT
+#define KCR__WQ_FULL_WAIT 200
+#endif
 #ifndef KCR__WQ_MAX_SPINNERS
 #define KCR__WQ_MAX_SPINNERS 2
 #endif
@@ -389,6 +394,25 @@ const char *kcr_workqueue_name(const kcr_workqueue *q)
 
 /* ---- add --------------------------------------------------------------- */
 
+/* Wakes one sleeping getter for the adds in the ring without applying them:
+ * the woken getter does, so the key table stays in the caches of the threads
+ * that take keys instead of bouncing to the adder's core and back. */
+static void wake_sleeper(struct kcr_workqueue *q)
+{
+    struct kcr__wq_wake w = {0};
+    kcr__wq_mutex_lock(q);
+    if (kcr__wq_ring_ready(q) && kcr__wq_signal(q, &w, 1) == 0 && q->tk_active)
+        w.tk = true;
+    kcr__wq_unlock(q, &w);
+}
+
+/* True if nobody spins for work but a getter sleeps (seq_cst loads: the
+ * adder's half of the handshake in queue.h). */
+static bool sleeper_needs_wake(struct kcr_workqueue *q)
+{
+    return atomic_load(&q->sleepers) > 0 && atomic_load(&q->spinning) == 0;
+}
+
 kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key)
 {
     if (!key)
@@ -400,14 +424,22 @@ kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key)
     int64_t now = q->timing ? kcr__now_ns() : 0;
     /* Metrics callbacks see every add at once (depth must not lag while all
      * workers are busy), so with callbacks adds take the locked path. */
-    if (!q->has_cb && len < KCR__WQ_SLOT_KEY && ring_push(q, key, len, hash, now)) {
-        /* Wake a sleeper unless a getter spins (it will see the slot). */
-        if (atomic_load(&q->sleepers) == 0 || atomic_load(&q->spinning) > 0)
-            return KCR_OK;
-        struct kcr__wq_wake w = {0};
-        kcr__wq_lock(q, &w);
-        kcr__wq_unlock(q, &w);
-        return KCR_OK;
+    if (!q->has_cb && len < KCR__WQ_SLOT_KEY) {
+        for (int round = 0;; round++) {
+            if (ring_push(q, key, len, hash, now)) {
+                if (sleeper_needs_wake(q))
+                    wake_sleeper(q);
+                return KCR_OK;
+            }
+            /* Full: getters are behind. Give them the CPU (and wake one if
+             * all sleep) rather than apply 512 adds on this core; after a
+             * while (all workers busy in long reconciles) apply them here. */
+            if (round >= KCR__WQ_FULL_WAIT)
+                break;
+            if (sleeper_needs_wake(q))
+                wake_sleeper(q);
+            sched_yield();
+        }
     }
     struct kcr__wq_wake w = {0};
     kcr__wq_lock(q, &w); /* applies earlier adds first, so order is kept */
@@ -441,8 +473,7 @@ static bool spin_for_work(struct kcr_workqueue *q)
     if (KCR__WQ_SPIN <= 0 || atomic_load_explicit(&q->spinning, memory_order_relaxed) >=
                                  KCR__WQ_MAX_SPINNERS)
         return false;
-    atomic_fetch_add(&q->spinning, 1); /* under the lock: the count stays bounded */
-    pthread_mutex_unlock(&q->mu);
+    atomic_fetch_add(&q->spinning, 1); /* under the lock: the count stays bounded */    pthread_mutex_unlock(&q->mu);
     /* Yield rather than pause: with more runnable threads than cores (four
      * workers and a producer on two, or a busy machine) a pause loop burns
      * the time slice the adder needs to make the key we wait for; a yield
@@ -461,6 +492,15 @@ static bool spin_for_work(struct kcr_workqueue *q)
     if (q->spin_claims > left)
         q->spin_claims = left;
     return true;
+}
+
+/* True if the ring holds at least half its capacity of published adds. */
+static bool ring_half_full(struct kcr_workqueue *q)
+{
+    size_t pos = atomic_load_explicit(&q->ring_head, memory_order_relaxed) +
+                 (q->ring_mask + 1) / 2;
+    struct kcr__wq_slot *s = &q->ring[pos & q->ring_mask];
+    return atomic_load_explicit(&s->seq, memory_order_relaxed) == pos + 1;
 }
 
 /* Blocks on `cond` until `until` (INT64_MAX: no limit). True if timed out. */
@@ -500,7 +540,13 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
             if (q->heap_len)
                 extra += kcr__wq_promote(q, now);
         }
-        extra += kcr__wq_drain(q);
+        /* With keys in the FIFO, leave the ring alone until it is half full:
+         * every key in it was added after every key in the FIFO, so order is
+         * the same, and the drain then reads slots adders finished with long
+         * ago instead of chasing the one an adder is writing now (that cache
+         * line ping-pong cost more than the rest of the add and get). */
+        if (!q->head || ring_half_full(q))
+            extra += kcr__wq_drain(q);
         if (q->head) {
             it = q->head;
             break;
