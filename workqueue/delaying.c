@@ -111,13 +111,27 @@ void kcr__wq_heap_clear(struct kcr_workqueue *q)
     }
 }
 
-kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay_ns)
+kcr_err kcr__wq_apply_add_after(struct kcr_workqueue *q, const char *key, size_t len,
+                                uint64_t hash, int64_t ready_at, bool *earliest)
 {
-    if (!key)
-        return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_add_after: NULL key");
-    size_t len = strlen(key);
-    uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
-    int64_t now = kcr__now_ns();
+    q->retries_total++;
+    if (q->has_cb)
+        kcr__wq_m_retry(q);
+    struct kcr__wq_item *it = kcr__wq_lookup_or_create(q, key, len, hash);
+    if (!it)
+        return KCR_ERR_NOMEM;
+    *earliest = q->heap_len == 0 || ready_at < q->heap[0]->ready_at;
+    if (kcr__wq_heap_schedule(q, it, ready_at) != 0) {
+        kcr__wq_release_if_idle(q, it);
+        return KCR_ERR_NOMEM;
+    }
+    return KCR_OK;
+}
+
+/* add_after with a deadline that has passed: a retry, then a plain add. */
+static kcr_err add_now(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
+                       int64_t now)
+{
     struct kcr__wq_wake w = {0};
     kcr__wq_lock(q, &w);
     if (q->shutting_down) {
@@ -132,25 +146,47 @@ kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay
     kcr_err err = KCR_OK;
     if (!it) {
         err = kcr__fail(KCR_ERR_NOMEM, "kcr_workqueue_add_after: out of memory");
-    } else if (delay_ns <= 0) {
-        if (!(it->flags & KCR__WQ_DIRTY)) {
-            pushed += kcr__wq_make_ready(q, it, now);
-            if (q->has_cb)
-                kcr__wq_m_depth(q);
-        }
-    } else {
-        int64_t ready_at = delay_ns > INT64_MAX - now ? INT64_MAX : now + delay_ns;
-        bool earliest = q->heap_len == 0 || ready_at < q->heap[0]->ready_at;
-        if (kcr__wq_heap_schedule(q, it, ready_at) != 0) {
-            kcr__wq_release_if_idle(q, it);
-            err = kcr__fail(KCR_ERR_NOMEM, "kcr_workqueue_add_after: out of memory");
-        } else if (earliest) {
-            /* The timekeeper sleeps too long now, or nobody keeps time. */
-            if (q->tk_active)
-                w.tk = true;
-            else
-                kcr__wq_signal(q, &w, 1);
-        }
+    } else if (!(it->flags & KCR__WQ_DIRTY)) {
+        pushed += kcr__wq_make_ready(q, it, now);
+        if (q->has_cb)
+            kcr__wq_m_depth(q);
+    }
+    kcr__wq_notify(q, pushed, &w);
+    kcr__wq_unlock(q, &w);
+    return err;
+}
+
+kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay_ns)
+{
+    if (!key)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_add_after: NULL key");
+    size_t len = strlen(key);
+    uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
+    int64_t now = kcr__now_ns();
+    if (delay_ns <= 0)
+        return add_now(q, key, len, hash, now);
+    int64_t ready_at = delay_ns > INT64_MAX - now ? INT64_MAX : now + delay_ns;
+    if (atomic_load_explicit(&q->closed, memory_order_acquire))
+        return KCR_ERR_SHUTDOWN;
+    if (kcr__wq_ring_add(q, key, len, hash, now, ready_at))
+        return KCR_OK;
+    struct kcr__wq_wake w = {0};
+    kcr__wq_lock(q, &w); /* applies earlier adds first, so order is kept */
+    if (q->shutting_down) {
+        kcr__wq_unlock(q, &w);
+        return KCR_ERR_SHUTDOWN;
+    }
+    int64_t pushed = q->heap_len ? kcr__wq_promote(q, now) : 0;
+    bool earliest = false;
+    kcr_err err = kcr__wq_apply_add_after(q, key, len, hash, ready_at, &earliest);
+    if (err != KCR_OK) {
+        err = kcr__fail(err, "kcr_workqueue_add_after: out of memory");
+    } else if (earliest) {
+        /* The timekeeper sleeps too long now, or nobody keeps time. */
+        if (q->tk_active)
+            w.tk = true;
+        else
+            kcr__wq_signal(q, &w, 1);
     }
     kcr__wq_notify(q, pushed, &w);
     kcr__wq_unlock(q, &w);

@@ -212,7 +212,22 @@ bool kcr__wq_ring_ready(struct kcr_workqueue *q)
     return atomic_load_explicit(&s->seq, memory_order_relaxed) == pos + 1;
 }
 
-int64_t kcr__wq_drain(struct kcr_workqueue *q)
+/* Applies one add_after from the ring (lock held); plans a timekeeper wake-up
+ * when its deadline comes before the one the timekeeper sleeps until. */
+static void apply_add_after(struct kcr_workqueue *q, const struct kcr__wq_slot *s,
+                            struct kcr__wq_wake *w)
+{
+    if (q->shutting_down) /* raced with shutdown: dropped */
+        return;
+    bool earliest = false;
+    if (kcr__wq_apply_add_after(q, s->key, s->len, s->hash, s->ready_at, &earliest) != KCR_OK)
+        kcr__log(KCR_LOG_ERROR, "workqueue",
+                 "queue \"%s\": out of memory, add_after of \"%s\" lost", q->name, s->key);
+    else if (earliest && q->tk_active)
+        w->tk = true;
+}
+
+int64_t kcr__wq_drain(struct kcr_workqueue *q, struct kcr__wq_wake *w)
 {
     size_t pos = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
     int64_t pushed = 0;
@@ -223,7 +238,10 @@ int64_t kcr__wq_drain(struct kcr_workqueue *q)
          * publishes it soon and wakes a sleeper if needed. */
         if (atomic_load(&s->seq) != pos + 1) /* seq_cst: see spin_for_work */
             break;
-        pushed += apply_add(q, s->key, s->len, s->hash, s->added_ns, &changed);
+        if (s->ready_at)
+            apply_add_after(q, s, w);
+        else
+            pushed += apply_add(q, s->key, s->len, s->hash, s->added_ns, &changed);
         atomic_store_explicit(&s->seq, pos + q->ring_mask + 1, memory_order_release);
         pos++;
     }
@@ -235,7 +253,7 @@ int64_t kcr__wq_drain(struct kcr_workqueue *q)
 
 /* Claims, fills and publishes a ring slot. False if the ring is full. */
 static bool ring_push(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
-                      int64_t added_ns)
+                      int64_t added_ns, int64_t ready_at)
 {
     size_t pos = atomic_load_explicit(&q->ring_tail, memory_order_relaxed);
     struct kcr__wq_slot *s;
@@ -256,6 +274,7 @@ static bool ring_push(struct kcr_workqueue *q, const char *key, size_t len, uint
     }
     s->hash = hash;
     s->added_ns = added_ns;
+    s->ready_at = ready_at;
     s->len = (uint32_t)len;
     memcpy(s->key, key, len + 1);
     /* Publish with a seq_cst RMW: with the seq_cst load of `sleepers` after
@@ -290,7 +309,7 @@ void kcr__wq_lock(struct kcr_workqueue *q, struct kcr__wq_wake *w)
 {
     kcr__wq_mutex_lock(q);
     if (kcr__wq_ring_ready(q))
-        kcr__wq_notify(q, kcr__wq_drain(q), w);
+        kcr__wq_notify(q, kcr__wq_drain(q, w), w);
 }
 
 static inline size_t key_len(const char *key)
@@ -347,6 +366,7 @@ kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out)
     pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
     pthread_mutex_init(&q->mu, &ma);
     q->hash_seed = q->tab.seed;
+    atomic_init(&q->tk_until, INT64_MAX);
     pthread_mutexattr_destroy(&ma);
     kcr__cond_init_monotonic(&q->cond);
     kcr__cond_init_monotonic(&q->tk_cond);
@@ -394,23 +414,54 @@ const char *kcr_workqueue_name(const kcr_workqueue *q)
 
 /* ---- add --------------------------------------------------------------- */
 
-/* Wakes one sleeping getter for the adds in the ring without applying them:
+/* Wakes a sleeping getter for the adds in the ring without applying them:
  * the woken getter does, so the key table stays in the caches of the threads
- * that take keys instead of bouncing to the adder's core and back. */
-static void wake_sleeper(struct kcr_workqueue *q)
+ * that take keys instead of bouncing to the adder's core and back. A delayed
+ * add wakes the timekeeper, which has to look at its deadline anyway. */
+static void wake_sleeper(struct kcr_workqueue *q, bool delayed)
 {
     struct kcr__wq_wake w = {0};
     kcr__wq_mutex_lock(q);
-    if (kcr__wq_ring_ready(q) && kcr__wq_signal(q, &w, 1) == 0 && q->tk_active)
-        w.tk = true;
+    if (kcr__wq_ring_ready(q)) {
+        if (delayed && q->tk_active)
+            w.tk = true;
+        else if (kcr__wq_signal(q, &w, 1) == 0 && q->tk_active)
+            w.tk = true;
+    }
     kcr__wq_unlock(q, &w);
 }
 
-/* True if nobody spins for work but a getter sleeps (seq_cst loads: the
- * adder's half of the handshake in queue.h). */
-static bool sleeper_needs_wake(struct kcr_workqueue *q)
+/* True if an add due at `ready_at` needs a getter woken: one sleeps, none
+ * spins, and no timekeeper wakes up by itself before then (seq_cst loads:
+ * the adder's half of the handshake in queue.h). */
+static bool sleeper_needs_wake(struct kcr_workqueue *q, int64_t ready_at)
 {
-    return atomic_load(&q->sleepers) > 0 && atomic_load(&q->spinning) == 0;
+    return atomic_load(&q->sleepers) > 0 && atomic_load(&q->spinning) == 0 &&
+           ready_at < atomic_load_explicit(&q->tk_until, memory_order_relaxed);
+}
+
+bool kcr__wq_ring_add(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
+                      int64_t added_ns, int64_t ready_at)
+{
+    /* Metrics callbacks see every add at once (depth must not lag while all
+     * workers are busy), so with callbacks adds take the locked path. */
+    if (q->has_cb || len >= KCR__WQ_SLOT_KEY)
+        return false;
+    for (int round = 0;; round++) {
+        if (ring_push(q, key, len, hash, added_ns, ready_at)) {
+            if (sleeper_needs_wake(q, ready_at))
+                wake_sleeper(q, ready_at != 0);
+            return true;
+        }
+        /* Full: getters are behind. Give them the CPU (and wake one if all
+         * sleep) rather than apply 512 adds on this core; after a while
+         * (all workers busy in long reconciles) the caller applies them. */
+        if (round >= KCR__WQ_FULL_WAIT)
+            return false;
+        if (sleeper_needs_wake(q, 0))
+            wake_sleeper(q, false);
+        sched_yield();
+    }
 }
 
 kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key)
@@ -422,25 +473,8 @@ kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key)
     size_t len = key_len(key);
     uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
     int64_t now = q->timing ? kcr__now_ns() : 0;
-    /* Metrics callbacks see every add at once (depth must not lag while all
-     * workers are busy), so with callbacks adds take the locked path. */
-    if (!q->has_cb && len < KCR__WQ_SLOT_KEY) {
-        for (int round = 0;; round++) {
-            if (ring_push(q, key, len, hash, now)) {
-                if (sleeper_needs_wake(q))
-                    wake_sleeper(q);
-                return KCR_OK;
-            }
-            /* Full: getters are behind. Give them the CPU (and wake one if
-             * all sleep) rather than apply 512 adds on this core; after a
-             * while (all workers busy in long reconciles) apply them here. */
-            if (round >= KCR__WQ_FULL_WAIT)
-                break;
-            if (sleeper_needs_wake(q))
-                wake_sleeper(q);
-            sched_yield();
-        }
-    }
+    if (kcr__wq_ring_add(q, key, len, hash, now, 0))
+        return KCR_OK;
     struct kcr__wq_wake w = {0};
     kcr__wq_lock(q, &w); /* applies earlier adds first, so order is kept */
     if (q->heap_len) {
@@ -534,19 +568,19 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
     int64_t now = 0;
     bool spun = false;
     for (;;) {
-        now = 0;
-        if (q->heap_len || q->timing || deadline != INT64_MAX) {
-            now = kcr__now_ns();
-            if (q->heap_len)
-                extra += kcr__wq_promote(q, now);
-        }
         /* With keys in the FIFO, leave the ring alone until it is half full:
          * every key in it was added after every key in the FIFO, so order is
          * the same, and the drain then reads slots adders finished with long
          * ago instead of chasing the one an adder is writing now (that cache
          * line ping-pong cost more than the rest of the add and get). */
         if (!q->head || ring_half_full(q))
-            extra += kcr__wq_drain(q);
+            extra += kcr__wq_drain(q, &w);
+        now = 0;
+        if (q->heap_len || q->timing || deadline != INT64_MAX) {
+            now = kcr__now_ns();
+            if (q->heap_len)
+                extra += kcr__wq_promote(q, now);
+        }
         if (q->head) {
             it = q->head;
             break;
@@ -572,23 +606,34 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
         }
         if (q->gauges)
             kcr__wq_m_tick(q, now, false);
-        bool need_time = q->heap_len || (q->gauges && q->processing);
-        /* About to sleep: announce it, then look at the ring once more. */
-        atomic_fetch_add(&q->sleepers, 1);
-        if (ring_ready_sc(q)) {
-            atomic_fetch_sub(&q->sleepers, 1);
-            continue;
+        if (w.tk) { /* the drain brought a deadline the timekeeper must see */
+            pthread_cond_signal(&q->tk_cond);
+            w.tk = false;
         }
-        if (need_time && !q->tk_active) {
-            /* Keep time for everyone: sleep until the nearest deadline. */
-            int64_t until = deadline;
+        /* Keep time for everyone if nobody does: sleep until the nearest
+         * deadline, and tell adders when that is (tk_until). */
+        bool keeps_time = !q->tk_active && (q->heap_len || (q->gauges && q->processing));
+        int64_t until = deadline;
+        if (keeps_time) {
             if (q->heap_len)
                 until = min64(until, q->heap[0]->ready_at);
             if (q->gauges && q->processing)
                 until = min64(until, q->next_update_ns);
+            atomic_store_explicit(&q->tk_until, until, memory_order_relaxed);
+        }
+        /* About to sleep: announce it, then look at the ring once more. */
+        atomic_fetch_add(&q->sleepers, 1);
+        if (ring_ready_sc(q)) {
+            atomic_fetch_sub(&q->sleepers, 1);
+            if (keeps_time)
+                atomic_store_explicit(&q->tk_until, INT64_MAX, memory_order_relaxed);
+            continue;
+        }
+        if (keeps_time) {
             q->tk_active = true;
             wait_until(q, &q->tk_cond, until);
             q->tk_active = false;
+            atomic_store_explicit(&q->tk_until, INT64_MAX, memory_order_relaxed);
         } else {
             q->nwaiters++;
             wait_until(q, &q->cond, deadline);
@@ -737,7 +782,8 @@ static void begin_shutdown(kcr_workqueue *q)
 {
     if (!q->shutting_down) {
         /* Adds that returned before shutdown are kept; later ones are not. */
-        kcr__wq_drain(q);
+        struct kcr__wq_wake ignored = {0}; /* waiters are woken below */
+        kcr__wq_drain(q, &ignored);
         q->shutting_down = true;
         atomic_store(&q->closed, true);
         if (q->heap_len)

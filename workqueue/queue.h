@@ -12,9 +12,13 @@
  * adders (informer handlers) never wait for workers, no add allocates, and
  * the key table stays in the caches of the threads that own the mutex. Keys
  * longer than a slot, a full ring, or metrics callbacks take the locked path.
- * An adder only takes the mutex when a getter sleeps and no getter spins, to
- * wake it (Dekker-style: publish, fence, read `sleepers`; a getter bumps
- * `sleepers`, then re-reads the ring before sleeping). */
+ * add_after goes through the same ring with its deadline. An adder only
+ * takes the mutex when a getter sleeps, no getter spins and the add is due
+ * before the timekeeper wakes by itself, to wake it (Dekker-style: publish,
+ * fence, read `sleepers`; a getter bumps `sleepers`, then re-reads the ring
+ * before sleeping). A getter with keys in the FIFO leaves the ring alone
+ * until it is half full (see get); a full ring makes adders wait for getters
+ * before they apply it themselves. */
 #ifndef KCR_WORKQUEUE_QUEUE_H
 #define KCR_WORKQUEUE_QUEUE_H
 
@@ -50,11 +54,12 @@ struct kcr__wq_item {
 };
 
 /* A slot of the add ring: 128 bytes, so keys up to KCR__WQ_SLOT_KEY - 1. */
-#define KCR__WQ_SLOT_KEY 100u
+#define KCR__WQ_SLOT_KEY 92u
 struct kcr__wq_slot {
     atomic_size_t seq; /* Vyukov sequence: pos + 1 when published for pos */
     uint64_t hash;
     int64_t added_ns;
+    int64_t ready_at; /* 0: add now; else add_after's deadline */
     uint32_t len;
     char key[KCR__WQ_SLOT_KEY];
 };
@@ -75,6 +80,9 @@ struct kcr_workqueue {
     /* Getters' announcements, read by adders (changes rarely in steady state). */
     _Alignas(64) atomic_int sleepers; /* getters blocked or about to block */
     atomic_int spinning;              /* getters spinning before they block */
+    /* When the sleeping timekeeper wakes up by itself; INT64_MAX when no
+     * getter keeps time. An add due earlier must wake somebody. */
+    _Atomic int64_t tk_until;
 
     /* Claimed by adders. */
     _Alignas(64) atomic_size_t ring_tail;
@@ -153,8 +161,15 @@ void kcr__wq_unlock(struct kcr_workqueue *q, const struct kcr__wq_wake *w);
 bool kcr__wq_ring_ready(struct kcr_workqueue *q);
 
 /* Applies the adds waiting in the ring (lock held). Returns the number of
- * items pushed to the FIFO (the caller notifies). */
-int64_t kcr__wq_drain(struct kcr_workqueue *q);
+ * items pushed to the FIFO (the caller notifies); plans a wake-up of the
+ * timekeeper in `w` when a deadline earlier than its own arrived. */
+int64_t kcr__wq_drain(struct kcr_workqueue *q, struct kcr__wq_wake *w);
+
+/* Puts an add (ready_at 0) or add_after (ready_at: deadline) in the ring and
+ * wakes a getter if one must see it now; waits a little while the ring is
+ * full. False: it did not fit (long key, metrics, full): take the lock. */
+bool kcr__wq_ring_add(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
+                      int64_t added_ns, int64_t ready_at);
 
 /* Takes the mutex and applies pending adds; the planned wake-ups go to `w`. */
 void kcr__wq_lock(struct kcr_workqueue *q, struct kcr__wq_wake *w);
@@ -175,6 +190,12 @@ int64_t kcr__wq_promote(struct kcr_workqueue *q, int64_t now);
 /* Puts `it` in the heap at `ready_at`, or moves an earlier deadline in.
  * Returns 0 or -1 (no memory). */
 int kcr__wq_heap_schedule(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t ready_at);
+
+/* Applies an add_after of `key` with a deadline in the future (lock held):
+ * counts the retry and schedules the key. Sets *earliest when its deadline
+ * is now the heap's first. KCR_OK or KCR_ERR_NOMEM. */
+kcr_err kcr__wq_apply_add_after(struct kcr_workqueue *q, const char *key, size_t len,
+                                uint64_t hash, int64_t ready_at, bool *earliest);
 
 /* Removes `it` from the heap. */
 void kcr__wq_heap_remove(struct kcr_workqueue *q, struct kcr__wq_item *it);

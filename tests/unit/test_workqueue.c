@@ -417,6 +417,68 @@ Test(workqueue, blocked_getter_wakes_for_an_earlier_new_deadline)
     kcr_workqueue_free(q);
 }
 
+/* Waits until `n` getters are blocked (or about to block) in the queue. */
+static void wait_for_sleepers(kcr_workqueue *q, int n)
+{
+    int64_t t0 = kcr__now_ns();
+    while (atomic_load(&q->sleepers) < n && ms_since(t0) < 10000)
+        sleep_ms(1);
+    cr_assert_eq(atomic_load(&q->sleepers), n, "getters never blocked");
+}
+
+Test(workqueue, delayed_add_reaches_getters_while_one_keeps_time_for_a_far_deadline)
+{
+    /* One getter sleeps until "far" (an hour), the other without a timer;
+     * "soon" goes through the add ring and must not wait for "far". */
+    kcr_workqueue *q = new_queue();
+    kcr_workqueue_add_after(q, "far", 3600 * KCR_WQ_S);
+    pthread_t t[2];
+    struct getter g[2];
+    for (int i = 0; i < 2; i++)
+        start_getter(&t[i], &g[i], q, 10 * KCR_WQ_S);
+    wait_for_sleepers(q, 2);
+    int64_t t0 = kcr__now_ns();
+    cr_assert_eq(kcr_workqueue_add_after(q, "soon", 20 * KCR_WQ_MS), KCR_OK);
+    while (!atomic_load(&g[0].finished) && !atomic_load(&g[1].finished) && ms_since(t0) < 10000)
+        sleep_ms(1);
+    double waited = ms_since(t0);
+    int first = atomic_load(&g[0].finished) ? 0 : 1;
+    cr_assert(atomic_load(&g[first].finished), "no getter got the delayed key");
+    cr_assert_str_eq(g[first].key, "soon");
+    cr_assert_geq(waited, 19.0);
+    cr_assert_lt(waited, 5000.0);
+    kcr_workqueue_done(q, "soon");
+    kcr_workqueue_shutdown(q);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    kcr_workqueue_free(q);
+}
+
+Test(workqueue, delayed_add_after_the_timekeepers_deadline_comes_after_it)
+{
+    /* The timekeeper sleeps until "first"; "second" is due later, so the
+     * adder wakes nobody and the timekeeper picks it up when it wakes. */
+    kcr_workqueue *q = new_queue();
+    int64_t t0 = kcr__now_ns();
+    kcr_workqueue_add_after(q, "first", 30 * KCR_WQ_MS);
+    pthread_t t;
+    struct getter g;
+    start_getter(&t, &g, q, 10 * KCR_WQ_S);
+    wait_for_sleepers(q, 1);
+    cr_assert_eq(kcr_workqueue_add_after(q, "second", 60 * KCR_WQ_MS), KCR_OK);
+    pthread_join(t, NULL);
+    cr_assert_eq(g.err, KCR_OK);
+    cr_assert_str_eq(g.key, "first");
+    cr_assert_geq(ms_since(t0), 29.0);
+    kcr_workqueue_done(q, "first");
+    const char *key = NULL;
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 10 * KCR_WQ_S, &key), KCR_OK);
+    cr_assert_str_eq(key, "second");
+    cr_assert_geq(ms_since(t0), 59.0);
+    kcr_workqueue_done(q, key);
+    kcr_workqueue_free(q);
+}
+
 struct collector {
     kcr_workqueue *q;
     atomic_int got;
