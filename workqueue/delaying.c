@@ -48,6 +48,13 @@ static void sift_down(struct kcr__wq_item **h, uint32_t n, uint32_t i)
     it->heap_idx = i;
 }
 
+/* Tells spinning getters when the first deadline is. */
+static void publish_next_due(struct kcr_workqueue *q)
+{
+    atomic_store_explicit(&q->next_due, q->heap_len ? q->heap[0]->ready_at : INT64_MAX,
+                          memory_order_relaxed);
+}
+
 int kcr__wq_heap_schedule(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t ready_at)
 {
     if (it->heap_idx != KCR__WQ_NO_HEAP) {
@@ -55,6 +62,7 @@ int kcr__wq_heap_schedule(struct kcr_workqueue *q, struct kcr__wq_item *it, int6
         if (ready_at < it->ready_at) {
             it->ready_at = ready_at;
             sift_up(q->heap, it->heap_idx);
+            publish_next_due(q);
         }
         return 0;
     }
@@ -70,6 +78,7 @@ int kcr__wq_heap_schedule(struct kcr_workqueue *q, struct kcr__wq_item *it, int6
     it->seq = q->seq++;
     q->heap[q->heap_len] = it;
     sift_up(q->heap, q->heap_len++);
+    publish_next_due(q);
     return 0;
 }
 
@@ -78,14 +87,15 @@ void kcr__wq_heap_remove(struct kcr_workqueue *q, struct kcr__wq_item *it)
     uint32_t i = it->heap_idx;
     it->heap_idx = KCR__WQ_NO_HEAP;
     uint32_t last = --q->heap_len;
-    if (i == last)
-        return;
-    q->heap[i] = q->heap[last];
-    q->heap[i]->heap_idx = i;
-    if (i > 0 && before(q->heap[i], q->heap[(i - 1) / 2]))
-        sift_up(q->heap, i);
-    else
-        sift_down(q->heap, q->heap_len, i);
+    if (i != last) {
+        q->heap[i] = q->heap[last];
+        q->heap[i]->heap_idx = i;
+        if (i > 0 && before(q->heap[i], q->heap[(i - 1) / 2]))
+            sift_up(q->heap, i);
+        else
+            sift_down(q->heap, q->heap_len, i);
+    }
+    publish_next_due(q);
 }
 
 int64_t kcr__wq_promote(struct kcr_workqueue *q, int64_t now)
@@ -109,6 +119,7 @@ void kcr__wq_heap_clear(struct kcr_workqueue *q)
         it->heap_idx = KCR__WQ_NO_HEAP;
         kcr__wq_release_if_idle(q, it);
     }
+    publish_next_due(q);
 }
 
 kcr_err kcr__wq_apply_add_after(struct kcr_workqueue *q, const char *key, size_t len,

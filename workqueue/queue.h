@@ -91,6 +91,7 @@ struct kcr_workqueue {
     _Alignas(64) pthread_mutex_t mu;
     atomic_size_t ring_head; /* next slot to drain (also read by spinners) */
     atomic_long avail;       /* mirror of `queued`, read by spinning getters */
+    _Atomic int64_t next_due; /* mirror of the heap's first deadline (INT64_MAX: none) */
     pthread_cond_t cond;       /* getters wait here */
     pthread_cond_t tk_cond;    /* the one getter keeping time for the heap/metrics */
     pthread_cond_t drain_cond; /* shutdown_with_drain waits here */
