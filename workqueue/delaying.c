@@ -1,7 +1,11 @@
-/* The delaying part: a min-heap of (deadline, call order) holding the nodes
- * that wait for an add_after deadline. No thread of its own: due items are
- * moved to the FIFO by whoever holds the lock next (get, add, len), and a
- * blocked getter sleeps until the nearest deadline (see queue.c). */
+/* The delaying part: a min-heap of (deadline, call order) entries for the
+ * nodes that wait for an add_after deadline. Entries carry the deadline, so
+ * sifting reads one array and never the scattered nodes; a key re-scheduled
+ * earlier or removed leaves its old entry behind as stale (lazy deletion)
+ * instead of keeping a heap index in every node up to date, which cost a
+ * cache miss per level. No thread of its own: due items are moved to the
+ * FIFO by whoever holds the lock next (get, add, len), and a blocked getter
+ * sleeps until the nearest deadline (see queue.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,66 +13,95 @@
 #include "core/error.h"
 #include "workqueue/queue.h"
 
-static inline bool before(const struct kcr__wq_item *a, const struct kcr__wq_item *b)
+/* Stale entries are swept once they outnumber valid ones by this many. */
+#define STALE_SLACK 64u
+
+static inline bool before(const struct kcr__wq_timer *a, const struct kcr__wq_timer *b)
 {
     return a->ready_at < b->ready_at || (a->ready_at == b->ready_at && a->seq < b->seq);
 }
 
-static void sift_up(struct kcr__wq_item **h, uint32_t i)
+static inline bool valid(const struct kcr__wq_timer *e)
 {
-    struct kcr__wq_item *it = h[i];
-    while (i > 0) {
-        uint32_t parent = (i - 1) / 2;
-        if (!before(it, h[parent]))
-            break;
-        h[i] = h[parent];
-        h[i]->heap_idx = i;
-        i = parent;
-    }
-    h[i] = it;
-    it->heap_idx = i;
+    return (e->it->flags & KCR__WQ_WAITING) && e->it->seq == e->seq;
 }
 
-static void sift_down(struct kcr__wq_item **h, uint32_t n, uint32_t i)
+static void sift_up(struct kcr__wq_timer *h, uint32_t i)
 {
-    struct kcr__wq_item *it = h[i];
+    struct kcr__wq_timer e = h[i];
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (!before(&e, &h[parent]))
+            break;
+        h[i] = h[parent];
+        i = parent;
+    }
+    h[i] = e;
+}
+
+static void sift_down(struct kcr__wq_timer *h, uint32_t n, uint32_t i)
+{
+    struct kcr__wq_timer e = h[i];
     for (;;) {
         uint32_t c = 2 * i + 1;
         if (c >= n)
             break;
-        if (c + 1 < n && before(h[c + 1], h[c]))
+        if (c + 1 < n && before(&h[c + 1], &h[c]))
             c++;
-        if (!before(h[c], it))
+        if (!before(&h[c], &e))
             break;
         h[i] = h[c];
-        h[i]->heap_idx = i;
         i = c;
     }
-    h[i] = it;
-    it->heap_idx = i;
+    h[i] = e;
 }
 
-/* Tells spinning getters when the first deadline is. */
+/* Tells spinning getters when the first deadline is (it may be stale: a
+ * getter then wakes early and finds nothing, which is harmless). */
 static void publish_next_due(struct kcr_workqueue *q)
 {
-    atomic_store_explicit(&q->next_due, q->heap_len ? q->heap[0]->ready_at : INT64_MAX,
+    atomic_store_explicit(&q->next_due, q->heap_len ? q->heap[0].ready_at : INT64_MAX,
                           memory_order_relaxed);
+}
+
+/* Drops one entry's hold on its node, freeing the node if nothing else
+ * holds it. */
+static void drop_entry(struct kcr_workqueue *q, const struct kcr__wq_timer *e)
+{
+    e->it->timers--;
+    kcr__wq_release_if_idle(q, e->it);
+}
+
+/* Removes the stale entries and rebuilds the heap (O(n)). */
+static void sweep(struct kcr_workqueue *q)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < q->heap_len; i++) {
+        if (valid(&q->heap[i]))
+            q->heap[n++] = q->heap[i];
+        else
+            drop_entry(q, &q->heap[i]);
+    }
+    q->heap_len = n;
+    for (uint32_t i = n / 2; i-- > 0;)
+        sift_down(q->heap, n, i);
+}
+
+static void pop_top(struct kcr_workqueue *q)
+{
+    q->heap[0] = q->heap[--q->heap_len];
+    if (q->heap_len)
+        sift_down(q->heap, q->heap_len, 0);
 }
 
 int kcr__wq_heap_schedule(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t ready_at)
 {
-    if (it->heap_idx != KCR__WQ_NO_HEAP) {
-        /* Already waiting: the earlier deadline wins. */
-        if (ready_at < it->ready_at) {
-            it->ready_at = ready_at;
-            sift_up(q->heap, it->heap_idx);
-            publish_next_due(q);
-        }
-        return 0;
-    }
+    bool waiting = it->flags & KCR__WQ_WAITING;
+    if (waiting && ready_at >= it->ready_at)
+        return 0; /* already waiting: the earlier deadline wins */
     if (q->heap_len == q->heap_cap) {
         uint32_t cap = q->heap_cap * 2;
-        struct kcr__wq_item **h = realloc(q->heap, (size_t)cap * sizeof *h);
+        struct kcr__wq_timer *h = realloc(q->heap, (size_t)cap * sizeof *h);
         if (!h)
             return -1;
         q->heap = h;
@@ -76,7 +109,12 @@ int kcr__wq_heap_schedule(struct kcr_workqueue *q, struct kcr__wq_item *it, int6
     }
     it->ready_at = ready_at;
     it->seq = q->seq++;
-    q->heap[q->heap_len] = it;
+    it->timers++;
+    if (!waiting) {
+        it->flags |= KCR__WQ_WAITING;
+        q->waiting++;
+    }
+    q->heap[q->heap_len] = (struct kcr__wq_timer){.ready_at = ready_at, .seq = it->seq, .it = it};
     sift_up(q->heap, q->heap_len++);
     publish_next_due(q);
     return 0;
@@ -84,28 +122,34 @@ int kcr__wq_heap_schedule(struct kcr_workqueue *q, struct kcr__wq_item *it, int6
 
 void kcr__wq_heap_remove(struct kcr_workqueue *q, struct kcr__wq_item *it)
 {
-    uint32_t i = it->heap_idx;
-    it->heap_idx = KCR__WQ_NO_HEAP;
-    uint32_t last = --q->heap_len;
-    if (i != last) {
-        q->heap[i] = q->heap[last];
-        q->heap[i]->heap_idx = i;
-        if (i > 0 && before(q->heap[i], q->heap[(i - 1) / 2]))
-            sift_up(q->heap, i);
-        else
-            sift_down(q->heap, q->heap_len, i);
+    it->flags &= ~KCR__WQ_WAITING;
+    q->waiting--;
+}
+
+void kcr__wq_heap_trim(struct kcr_workqueue *q)
+{
+    if (q->heap_len > 2u * q->waiting + STALE_SLACK) {
+        sweep(q);
+        publish_next_due(q);
     }
-    publish_next_due(q);
 }
 
 int64_t kcr__wq_promote(struct kcr_workqueue *q, int64_t now)
 {
     int64_t pushed = 0;
-    while (q->heap_len && q->heap[0]->ready_at <= now) {
-        struct kcr__wq_item *it = q->heap[0];
-        kcr__wq_heap_remove(q, it);
-        pushed += kcr__wq_make_ready(q, it, now);
+    while (q->heap_len && q->heap[0].ready_at <= now) {
+        struct kcr__wq_timer e = q->heap[0];
+        pop_top(q);
+        if (valid(&e)) {
+            e.it->flags &= ~KCR__WQ_WAITING;
+            q->waiting--;
+            e.it->timers--;
+            pushed += kcr__wq_make_ready(q, e.it, now);
+        } else {
+            drop_entry(q, &e);
+        }
     }
+    publish_next_due(q);
     if (pushed && q->has_cb)
         kcr__wq_m_depth(q);
     return pushed;
@@ -114,10 +158,12 @@ int64_t kcr__wq_promote(struct kcr_workqueue *q, int64_t now)
 void kcr__wq_heap_clear(struct kcr_workqueue *q)
 {
     while (q->heap_len) {
-        struct kcr__wq_item *it = q->heap[q->heap_len - 1];
-        q->heap_len--;
-        it->heap_idx = KCR__WQ_NO_HEAP;
-        kcr__wq_release_if_idle(q, it);
+        struct kcr__wq_timer e = q->heap[--q->heap_len];
+        if (valid(&e)) {
+            e.it->flags &= ~KCR__WQ_WAITING;
+            q->waiting--;
+        }
+        drop_entry(q, &e);
     }
     publish_next_due(q);
 }
@@ -131,11 +177,12 @@ kcr_err kcr__wq_apply_add_after(struct kcr_workqueue *q, const char *key, size_t
     struct kcr__wq_item *it = kcr__wq_lookup_or_create(q, key, len, hash);
     if (!it)
         return KCR_ERR_NOMEM;
-    *earliest = q->heap_len == 0 || ready_at < q->heap[0]->ready_at;
+    *earliest = q->heap_len == 0 || ready_at < q->heap[0].ready_at;
     if (kcr__wq_heap_schedule(q, it, ready_at) != 0) {
         kcr__wq_release_if_idle(q, it);
         return KCR_ERR_NOMEM;
     }
+    kcr__wq_heap_trim(q);
     return KCR_OK;
 }
 

@@ -37,6 +37,20 @@ uint64_t kcr__keytab_hash(const struct kcr__keytab *t, const char *key, size_t l
 /* The same hash from a copy of the table's seed. */
 uint64_t kcr__keytab_hash_seeded(uint64_t seed, const char *key, size_t len);
 
+/* Cache hints for a lookup of `hash` coming soon: the first probe slot, and
+ * the node stored there (read the slot only after its prefetch landed). */
+static inline void kcr__keytab_prefetch_slot(const struct kcr__keytab *t, uint64_t hash)
+{
+    __builtin_prefetch(&t->slots[hash & t->mask]);
+}
+
+static inline void kcr__keytab_prefetch_node(const struct kcr__keytab *t, uint64_t hash)
+{
+    const void *node = t->slots[hash & t->mask].node;
+    if (node)
+        __builtin_prefetch(node);
+}
+
 /* The node holding `key`, or NULL. */
 void *kcr__keytab_find(const struct kcr__keytab *t, const char *key, size_t len, uint64_t hash);
 

@@ -101,7 +101,7 @@ void kcr_workqueue_stats(kcr_workqueue *q, kcr_workqueue_stat_values *out)
         .depth = q->depth,
         .queued = q->queued,
         .processing = q->processing,
-        .waiting = q->heap_len,
+        .waiting = q->waiting,
         .adds_total = q->adds_total,
         .retries_total = q->retries_total,
         .queue_duration_sum_seconds = q->qd_sum,

@@ -54,7 +54,7 @@ static struct kcr__wq_item *item_new(struct kcr_workqueue *q, const char *key, s
     it->next = it->prev = NULL;
     it->hash = hash;
     it->added_ns = 0;
-    it->heap_idx = KCR__WQ_NO_HEAP;
+    it->timers = 0;
     it->flags = 0;
     it->len = (uint32_t)len;
     memcpy(it->key, key, len + 1);
@@ -88,7 +88,7 @@ struct kcr__wq_item *kcr__wq_lookup_or_create(struct kcr_workqueue *q, const cha
 
 void kcr__wq_release_if_idle(struct kcr_workqueue *q, struct kcr__wq_item *it)
 {
-    if (it->flags == 0 && it->heap_idx == KCR__WQ_NO_HEAP) {
+    if (it->flags == 0 && it->timers == 0) {
         kcr__keytab_remove(&q->tab, it->hash, it);
         item_free(q, it);
     }
@@ -227,17 +227,41 @@ static void apply_add_after(struct kcr_workqueue *q, const struct kcr__wq_slot *
         w->tk = true;
 }
 
+/* Lookahead of the drain's prefetches: table slots this many adds ahead,
+ * nodes half as far (by then their table slot is in the cache). */
+#define PREFETCH_AHEAD 8u
+
+/* The hash of the add published at `pos`, if it is published. */
+static bool published_hash(struct kcr_workqueue *q, size_t pos, uint64_t *hash)
+{
+    struct kcr__wq_slot *s = &q->ring[pos & q->ring_mask];
+    if (atomic_load_explicit(&s->seq, memory_order_acquire) != pos + 1)
+        return false;
+    *hash = s->hash;
+    return true;
+}
+
 int64_t kcr__wq_drain(struct kcr_workqueue *q, struct kcr__wq_wake *w)
 {
     size_t pos = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
     int64_t pushed = 0;
     bool changed = false;
+    /* A large key table does not fit the cache: each lookup would wait for
+     * memory twice (table slot, then node). The ring tells which keys come
+     * next, so their lookups are prefetched while this one is applied. */
+    uint64_t hash;
+    for (size_t i = 0; i < PREFETCH_AHEAD && published_hash(q, pos + i, &hash); i++)
+        kcr__keytab_prefetch_slot(&q->tab, hash);
     for (;;) {
         struct kcr__wq_slot *s = &q->ring[pos & q->ring_mask];
         /* A slot claimed but not yet published stops the drain; its adder
          * publishes it soon and wakes a sleeper if needed. */
         if (atomic_load(&s->seq) != pos + 1) /* seq_cst: see spin_for_work */
             break;
+        if (published_hash(q, pos + PREFETCH_AHEAD, &hash))
+            kcr__keytab_prefetch_slot(&q->tab, hash);
+        if (published_hash(q, pos + PREFETCH_AHEAD / 2, &hash))
+            kcr__keytab_prefetch_node(&q->tab, hash);
         if (s->ready_at)
             apply_add_after(q, s, w);
         else
@@ -620,7 +644,7 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
         int64_t until = deadline;
         if (keeps_time) {
             if (q->heap_len)
-                until = min64(until, q->heap[0]->ready_at);
+                until = min64(until, q->heap[0].ready_at);
             if (q->gauges && q->processing)
                 until = min64(until, q->next_update_ns);
             atomic_store_explicit(&q->tk_until, until, memory_order_relaxed);
@@ -671,6 +695,8 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
         }
         *key = it->key;
         extra--;
+        /* done() looks the key up again: start loading its table slot. */
+        kcr__keytab_prefetch_slot(&q->tab, it->hash);
     }
     /* This getter took one of the items it made ready; others need getters. */
     kcr__wq_notify(q, extra, &w);
@@ -741,7 +767,7 @@ kcr_err kcr_workqueue_remove(kcr_workqueue *q, const char *key)
     struct kcr__wq_item *it = kcr__keytab_find(&q->tab, key, len, hash);
     bool removed = false;
     if (it) {
-        if (it->heap_idx != KCR__WQ_NO_HEAP) {
+        if (it->flags & KCR__WQ_WAITING) {
             kcr__wq_heap_remove(q, it);
             removed = true;
         }
@@ -756,6 +782,7 @@ kcr_err kcr_workqueue_remove(kcr_workqueue *q, const char *key)
         }
         kcr__wq_release_if_idle(q, it);
     }
+    kcr__wq_heap_trim(q);
     kcr__wq_unlock(q, &w);
     return removed ? KCR_OK : KCR_ERR_NOT_FOUND;
 }
@@ -790,9 +817,9 @@ static void begin_shutdown(kcr_workqueue *q)
         kcr__wq_drain(q, &ignored);
         q->shutting_down = true;
         atomic_store(&q->closed, true);
-        if (q->heap_len)
+        if (q->waiting)
             kcr__log(KCR_LOG_DEBUG, "workqueue", "queue \"%s\": shutdown drops %u delayed keys",
-                     q->name, (unsigned)q->heap_len);
+                     q->name, (unsigned)q->waiting);
         kcr__wq_heap_clear(q);
     }
     pthread_cond_broadcast(&q->cond);

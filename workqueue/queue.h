@@ -34,19 +34,29 @@ enum {
     KCR__WQ_DIRTY = 1u,      /* waiting to be handed out (queued, or re-added while processing) */
     KCR__WQ_QUEUED = 2u,     /* linked in the FIFO (implies DIRTY and not PROCESSING) */
     KCR__WQ_PROCESSING = 4u, /* handed out by get, done not yet called */
+    KCR__WQ_WAITING = 8u,    /* waiting for an add_after deadline (ready_at, seq) */
 };
-#define KCR__WQ_NO_HEAP UINT32_MAX
+
+/* A heap entry: the deadline is copied in so sifting never touches nodes.
+ * Valid while its item is WAITING with the same seq; a key re-scheduled
+ * earlier or removed leaves a stale entry behind, dropped when it reaches
+ * the top or when stale entries outnumber valid ones. */
+struct kcr__wq_timer {
+    int64_t ready_at;
+    uint64_t seq; /* add_after call order: ties keep it */
+    struct kcr__wq_item *it;
+};
 
 struct kcr__wq_item {
     /* FIFO links while QUEUED; processing-list links while PROCESSING and the
      * queue tracks time (an item is never in both). */
     struct kcr__wq_item *next, *prev;
     uint64_t hash;
-    int64_t ready_at; /* deadline while in the heap */
-    uint64_t seq;     /* heap tie-break: add_after call order */
+    int64_t ready_at; /* deadline while WAITING */
+    uint64_t seq;     /* while WAITING: the seq of its one valid heap entry */
     int64_t added_ns; /* time tracking: when it became dirty */
     int64_t start_ns; /* time tracking: when it was handed out */
-    uint32_t heap_idx; /* KCR__WQ_NO_HEAP when not waiting for a deadline */
+    uint32_t timers;   /* heap entries pointing here, valid or stale */
     uint32_t flags;
     uint32_t len; /* strlen(key) */
     uint32_t cap; /* bytes available in key[] */
@@ -102,8 +112,9 @@ struct kcr_workqueue {
     int64_t depth;                    /* dirty items */
     int64_t processing;
 
-    struct kcr__wq_item **heap; /* min-heap on (ready_at, seq) */
+    struct kcr__wq_timer *heap; /* min-heap on (ready_at, seq), stale entries included */
     uint32_t heap_len, heap_cap;
+    uint32_t waiting;           /* WAITING items (the heap's valid entries) */
     uint64_t seq;
 
     int spin_claims; /* items left for spinners instead of waking sleepers */
@@ -188,8 +199,8 @@ void kcr__wq_release_if_idle(struct kcr_workqueue *q, struct kcr__wq_item *it);
  * Returns the number pushed to the FIFO (the caller notifies). */
 int64_t kcr__wq_promote(struct kcr_workqueue *q, int64_t now);
 
-/* Puts `it` in the heap at `ready_at`, or moves an earlier deadline in.
- * Returns 0 or -1 (no memory). */
+/* Makes `it` wait for `ready_at`, or for an earlier deadline only if it
+ * waits already. Returns 0 or -1 (no memory). */
 int kcr__wq_heap_schedule(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t ready_at);
 
 /* Applies an add_after of `key` with a deadline in the future (lock held):
@@ -198,8 +209,12 @@ int kcr__wq_heap_schedule(struct kcr_workqueue *q, struct kcr__wq_item *it, int6
 kcr_err kcr__wq_apply_add_after(struct kcr_workqueue *q, const char *key, size_t len,
                                 uint64_t hash, int64_t ready_at, bool *earliest);
 
-/* Removes `it` from the heap. */
+/* Stops `it` waiting for its deadline (its heap entry goes stale). */
 void kcr__wq_heap_remove(struct kcr_workqueue *q, struct kcr__wq_item *it);
+
+/* Sweeps stale heap entries once they outnumber valid ones; may free idle
+ * nodes, so callers hold no node pointer across it. */
+void kcr__wq_heap_trim(struct kcr_workqueue *q);
 
 /* Drops every item of the heap (shutdown). */
 void kcr__wq_heap_clear(struct kcr_workqueue *q);

@@ -479,6 +479,35 @@ Test(workqueue, delayed_add_after_the_timekeepers_deadline_comes_after_it)
     kcr_workqueue_free(q);
 }
 
+Test(workqueue, removed_and_rescheduled_delayed_keys_do_not_pile_up)
+{
+    /* Removing a waiting key or moving its deadline earlier leaves a stale
+     * heap entry; stale entries and the nodes they hold must be swept. */
+    kcr_workqueue *q = new_queue();
+    char key[16];
+    for (int round = 0; round < 50; round++)
+        for (int i = 0; i < 100; i++) {
+            snprintf(key, sizeof key, "r%d", i);
+            cr_assert_eq(kcr_workqueue_add_after(q, key, (3600 - round) * KCR_WQ_S), KCR_OK);
+        }
+    kcr_workqueue_len(q); /* applies the add ring */
+    cr_assert_leq(q->heap_len, 2u * 100 + 64, "heap holds %u entries for 100 keys", q->heap_len);
+    cr_assert_eq(q->waiting, 100);
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof key, "r%d", i);
+        cr_assert_eq(kcr_workqueue_remove(q, key), KCR_OK);
+    }
+    cr_assert_eq(q->waiting, 0);
+    cr_assert_leq(q->heap_len, 64u);
+    cr_assert_leq(q->tab.count, 64u, "%zu nodes still held", q->tab.count);
+    /* The survivors of the sweep are still stale: nothing comes out. */
+    kcr_workqueue_add(q, "live");
+    expect_next(q, "live");
+    const char *k = NULL;
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 0, &k), KCR_ERR_TIMEOUT);
+    kcr_workqueue_free(q);
+}
+
 struct collector {
     kcr_workqueue *q;
     atomic_int got;
