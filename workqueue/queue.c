@@ -252,7 +252,11 @@ int64_t kcr__wq_drain(struct kcr_workqueue *q, struct kcr__wq_wake *w)
     uint64_t hash;
     for (size_t i = 0; i < PREFETCH_AHEAD && published_hash(q, pos + i, &hash); i++)
         kcr__keytab_prefetch_slot(&q->tab, hash);
-    for (;;) {
+    /* Stop at the adds claimed when the drain began: chasing an adder that
+     * keeps publishing would hold the lock for as long as it adds and pull
+     * every slot over while it is being written. */
+    size_t end = atomic_load_explicit(&q->ring_tail, memory_order_relaxed);
+    while (pos != end) {
         struct kcr__wq_slot *s = &q->ring[pos & q->ring_mask];
         /* A slot claimed but not yet published stops the drain; its adder
          * publishes it soon and wakes a sleeper if needed. */
