@@ -305,9 +305,15 @@ static bool ring_push(struct kcr_workqueue *q, const char *key, size_t len, uint
     s->ready_at = ready_at;
     s->len = (uint32_t)len;
     memcpy(s->key, key, len + 1);
-    /* Publish with a seq_cst RMW: with the seq_cst load of `sleepers` after
-     * it, this is the adder's half of the Dekker handshake (see queue.h). */
-    atomic_exchange(&s->seq, pos + 1);
+    /* The adder's half of the Dekker handshake (see queue.h): publish, a
+     * store-load fence, then the caller reads `sleepers`. With light fences
+     * the getter's membarrier supplies the hardware fence. */
+    if (q->light_fences) {
+        atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
+        atomic_signal_fence(memory_order_seq_cst);
+    } else {
+        atomic_exchange(&s->seq, pos + 1);
+    }
     return true;
 }
 
@@ -408,6 +414,7 @@ kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out)
             q->m.update_period_ns = 500 * KCR_NS_PER_MS;
     }
     q->timing = q->has_cb || opts->track_time;
+    q->light_fences = kcr__wq_light_fences();
     *out = q;
     return KCR_OK;
 }
@@ -655,6 +662,8 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
         }
         /* About to sleep: announce it, then look at the ring once more. */
         atomic_fetch_add(&q->sleepers, 1);
+        if (q->light_fences)
+            kcr__wq_heavy_fence();
         if (ring_ready_sc(q)) {
             atomic_fetch_sub(&q->sleepers, 1);
             if (keeps_time)

@@ -86,6 +86,7 @@ struct kcr_workqueue {
     bool timing;        /* track times (callbacks set or track_time) */
     bool has_cb;        /* metrics callbacks set */
     bool gauges;        /* a gauge callback is set: refresh periodically */
+    bool light_fences;  /* kcr__wq_light_fences() at creation */
 
     /* Getters' announcements, read by adders (changes rarely in steady state). */
     _Alignas(64) atomic_int sleepers; /* getters blocked or about to block */
@@ -218,6 +219,17 @@ void kcr__wq_heap_trim(struct kcr_workqueue *q);
 
 /* Drops every item of the heap (shutdown). */
 void kcr__wq_heap_clear(struct kcr_workqueue *q);
+
+/* fence.c --------------------------------------------------------------- */
+
+/* True if the process can use membarrier(2) (probed once, thread-safe):
+ * then adders publish with a release store and a compiler barrier, and a
+ * getter calls kcr__wq_heavy_fence() between raising `sleepers` and reading
+ * the ring. False: adders publish with a seq_cst exchange. */
+bool kcr__wq_light_fences(void);
+
+/* A full fence on every running thread of the process (membarrier). */
+void kcr__wq_heavy_fence(void);
 
 /* metrics.c ------------------------------------------------------------- */
 

@@ -1,6 +1,7 @@
 /* Many producers and workers: a key is never processed by two workers at
  * once, and no add is lost (every key added after the start of its last
- * processing is processed again). Also runs under TSan (tests/run). */
+ * processing is processed again). Runs once with each of the add ring's
+ * fence modes (see workqueue/fence.c); also runs under TSan (tests/run). */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <sched.h>
@@ -10,6 +11,7 @@
 
 #include "core/clock.h"
 #include "kcr/workqueue.h"
+#include "workqueue/queue.h"
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define SLOW_BUILD 1
@@ -104,7 +106,9 @@ static void *worker(void *arg)
     }
 }
 
-Test(stress, no_key_processed_twice_at_once_and_no_add_lost, .timeout = 120)
+/* light_fences: adders publish without a hardware fence and sleeping
+ * getters use membarrier (when the kernel has it); else seq_cst exchange. */
+static void run_stress(bool light_fences)
 {
     for (int i = 0; i < KEYS; i++) {
         snprintf(keys[i].name, sizeof keys[i].name, "key-%d", i);
@@ -116,6 +120,9 @@ Test(stress, no_key_processed_twice_at_once_and_no_add_lost, .timeout = 120)
     adds_per_producer = RUNNING_ON_VALGRIND ? 20000 : ADDS_PER_BUILD;
     kcr_workqueue_opts opts = {.name = "stress", .track_time = true};
     cr_assert_eq(kcr_workqueue_new(&opts, &queue), KCR_OK);
+    queue->light_fences = light_fences && kcr__wq_light_fences();
+    atomic_store(&overlaps, 0);
+    atomic_store(&errors, 0);
     int64_t t0 = kcr__now_ns();
     pthread_t p[PRODUCERS], w[WORKERS];
     for (uintptr_t i = 0; i < WORKERS; i++)
@@ -149,7 +156,8 @@ Test(stress, no_key_processed_twice_at_once_and_no_add_lost, .timeout = 120)
                          "%s: %ld adds but the last processing saw %ld", keys[i].name, adds,
                          atomic_load(&keys[i].seen_at_get));
     }
-    cr_log_info("stress: %ld adds, %ld processed, %.2f s", total_adds, total_processed, secs);
+    cr_log_info("stress (%s fences): %ld adds, %ld processed, %.2f s",
+                queue->light_fences ? "light" : "exchange", total_adds, total_processed, secs);
     cr_assert_eq(total_adds, (long)PRODUCERS * adds_per_producer);
     cr_assert_gt(total_processed, KEYS - 1);
     cr_assert_leq(total_processed, total_adds);
@@ -160,4 +168,14 @@ Test(stress, no_key_processed_twice_at_once_and_no_add_lost, .timeout = 120)
     cr_assert_eq(st.queued, 0);
     cr_assert_eq(st.depth, 0);
     kcr_workqueue_free(queue);
+}
+
+Test(stress, no_key_processed_twice_at_once_and_no_add_lost, .timeout = 120)
+{
+    run_stress(true);
+}
+
+Test(stress, same_with_exchange_fences, .timeout = 120)
+{
+    run_stress(false);
 }
