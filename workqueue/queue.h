@@ -4,7 +4,8 @@
  * One mutex guards the state. Each distinct key has one item node, found
  * through an open-addressing table (keytab) and alive while the key is dirty
  * (waiting to be handed out), processing, or waiting for a deadline; the same
- * node moves dirty -> processing -> dirty without reallocation.
+ * node moves dirty -> processing -> dirty without reallocation, and stays
+ * while stale heap entries point to it (`timers`, see delaying.c).
  *
  * kcr_workqueue_add does not take the mutex: it copies the key into a slot
  * of a bounded lock-free ring (multi-producer, single consumer: a Vyukov
@@ -16,7 +17,7 @@
  * takes the mutex when a getter sleeps, no getter spins and the add is due
  * before the timekeeper wakes by itself, to wake it (Dekker-style: publish,
  * fence, read `sleepers`; a getter bumps `sleepers`, then re-reads the ring
- * before sleeping). A getter with keys in the FIFO leaves the ring alone
+ * before sleeping; fence.c says which fence each side uses). A getter with keys in the FIFO leaves the ring alone
  * until it is half full (see get); a full ring makes adders wait for getters
  * before they apply it themselves. */
 #ifndef KCR_WORKQUEUE_QUEUE_H
