@@ -432,6 +432,7 @@ void kcr_workqueue_free(kcr_workqueue *q)
         free(it);
     }
     free(q->ring);
+    kcr__ptrset_destroy(&q->handed_out);
     kcr__keytab_destroy(&q->tab);
     free(q->heap);
     kcr_rate_limiter_free(q->limiter);
@@ -707,8 +708,10 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
             }
         }
         *key = it->key;
+        (void)kcr__ptrset_add(&q->handed_out, it); /* on failure done() hashes */
         extra--;
-        /* done() looks the key up again: start loading its table slot. */
+        /* done() usually releases the node from the table: start loading
+         * its table slot. */
         kcr__keytab_prefetch_slot(&q->tab, it->hash);
     }
     /* This getter took one of the items it made ready; others need getters. */
@@ -731,19 +734,34 @@ kcr_err kcr_workqueue_get(kcr_workqueue *q, const char **key)
 
 /* ---- done -------------------------------------------------------------- */
 
+/* The node being processed under `key` (lock held), or NULL. */
+static struct kcr__wq_item *processing_node(struct kcr_workqueue *q, const char *key)
+{
+    /* Usually `key` is the pointer get returned: if the node it would sit
+     * in is in the handed-out set (an address computed as a number, never
+     * read before it is found), that is the node, without hashing the key or a table
+     * lookup, which misses the cache once the table outgrows it. */
+    const void *candidate = (const void *)((uintptr_t)key - offsetof(struct kcr__wq_item, key));
+    if (kcr__ptrset_has(&q->handed_out, candidate))
+        return (struct kcr__wq_item *)candidate;
+    size_t len = key_len(key);
+    struct kcr__wq_item *it =
+        kcr__keytab_find(&q->tab, key, len, kcr__keytab_hash_seeded(q->hash_seed, key, len));
+    return it && (it->flags & KCR__WQ_PROCESSING) ? it : NULL;
+}
+
 kcr_err kcr_workqueue_done(kcr_workqueue *q, const char *key)
 {
     if (!key)
         return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_done: NULL key");
-    size_t len = key_len(key);
-    uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
     kcr__wq_mutex_lock(q);
-    struct kcr__wq_item *it = kcr__keytab_find(&q->tab, key, len, hash);
-    if (!it || !(it->flags & KCR__WQ_PROCESSING)) {
+    struct kcr__wq_item *it = processing_node(q, key);
+    if (!it) {
         pthread_mutex_unlock(&q->mu);
         return kcr__fail(KCR_ERR_STATE, "kcr_workqueue_done: key \"%s\" is not being processed",
                          key);
     }
+    kcr__ptrset_remove(&q->handed_out, it);
     /* `key` may point into the node: do not read it after this point. */
     int64_t now = 0;
     if (q->timing) {

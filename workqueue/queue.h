@@ -30,6 +30,7 @@
 
 #include "kcr/workqueue.h"
 #include "workqueue/keytab.h"
+#include "workqueue/ptrset.h"
 
 enum {
     KCR__WQ_DIRTY = 1u,      /* waiting to be handed out (queued, or re-added while processing) */
@@ -109,6 +110,7 @@ struct kcr_workqueue {
     pthread_cond_t drain_cond; /* shutdown_with_drain waits here */
 
     struct kcr__keytab tab;
+    struct kcr__ptrset handed_out; /* PROCESSING nodes, for done()'s fast path */
     struct kcr__wq_item *head, *tail; /* FIFO of ready items */
     int64_t queued;                   /* items in the FIFO */
     int64_t depth;                    /* dirty items */
