@@ -30,11 +30,19 @@ pid_of() {
 
 # launch NAME ARGS...: run NAME from the cache in its own session, detached
 # from our stdout (so ctest does not wait on it), logging to logs/NAME.log.
+# Returns once the process runs NAME: until setsid has exec'd it, pid_of
+# (which checks the command name) would take it for dead.
 launch() {
-	local name=$1 bin=${bin_dir:?run testenv/build first}
+	local name=$1 bin=${bin_dir:?run testenv/build first} pid i
 	shift
 	setsid "$bin/$name" "$@" >>"$logs/$name.log" 2>&1 </dev/null 8>&- 9>&- &
-	echo $! >"$KCR_TESTENV_DIR/$name.pid"
+	pid=$!
+	echo "$pid" >"$KCR_TESTENV_DIR/$name.pid"
+	for ((i = 0; i < 100; i++)); do
+		[[ $(ps -p "$pid" -o comm= 2>/dev/null) == "$name" ]] && return 0
+		alive "$pid" || return 0 # exited at once: wait_for reports it with its log
+		sleep 0.1
+	done
 }
 
 # wait_for NAME CMD...: retry CMD every 0.2 s until it succeeds; fail with the
