@@ -18,12 +18,6 @@
 #ifndef KCR__WQ_SPIN
 #define KCR__WQ_SPIN 50
 #endif
-/* Trylock rounds before blocking on the mutex (on top of glibc's adaptive
- * spin). 0: measured to hurt when threads outnumber cores, as on the 2-core
- * benchmark machine; worth trying on larger ones. */
-#ifndef KCR__WQ_LOCK_SPIN
-#define KCR__WQ_LOCK_SPIN 0
-#endif
 /* Yields an adder makes while the add ring is full, waiting for a getter
  * to empty it, before it applies the ring itself under the lock. */
 #ifndef KCR__WQ_FULL_WAIT
@@ -317,33 +311,33 @@ static bool ring_push(struct kcr_workqueue *q, const char *key, size_t len, uint
     return true;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 void kcr__wq_mutex_lock(struct kcr_workqueue *q)
 {
-    for (int i = 0, backoff = 1; i < KCR__WQ_LOCK_SPIN; i++) {
-        if (pthread_mutex_trylock(&q->mu) == 0)
-            return;
-        for (int j = 0; j < backoff; j++)
-            cpu_relax();
-        if (backoff < 32)
-            backoff *= 2;
-    }
     pthread_mutex_lock(&q->mu);
+}
+
+/* Applies every add claimed before the call (lock held). kcr__wq_drain
+ * stops at a slot claimed but not yet published; here such a slot is waited
+ * for (its adder is between claim and publish, without the lock), so a
+ * thread's own earlier adds are applied even when another adder's slot sits
+ * before them. Returns the number of items pushed to the FIFO. */
+static int64_t drain_claimed(struct kcr_workqueue *q, struct kcr__wq_wake *w)
+{
+    size_t end = atomic_load_explicit(&q->ring_tail, memory_order_acquire);
+    int64_t pushed = 0;
+    for (;;) {
+        pushed += kcr__wq_drain(q, w);
+        size_t head = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
+        if ((intptr_t)(end - head) <= 0)
+            return pushed;
+        sched_yield();
+    }
 }
 
 void kcr__wq_lock(struct kcr_workqueue *q, struct kcr__wq_wake *w)
 {
     kcr__wq_mutex_lock(q);
-    if (kcr__wq_ring_ready(q))
-        kcr__wq_notify(q, kcr__wq_drain(q, w), w);
+    kcr__wq_notify(q, drain_claimed(q, w), w);
 }
 
 static inline size_t key_len(const char *key)
@@ -377,7 +371,8 @@ kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out)
     q->limiter = limiter ? limiter : kcr_rate_limiter_default();
     q->heap_cap = 16;
     q->heap = malloc(q->heap_cap * sizeof *q->heap);
-    q->ring = malloc(KCR__WQ_RING_SLOTS * sizeof *q->ring);
+    /* Slots are two cache lines each: keep them on line boundaries. */
+    q->ring = aligned_alloc(64, KCR__WQ_RING_SLOTS * sizeof *q->ring);
     q->ring_mask = KCR__WQ_RING_SLOTS - 1;
     for (size_t i = 0; q->ring && i < KCR__WQ_RING_SLOTS; i++)
         atomic_init(&q->ring[i].seq, i);
@@ -845,7 +840,7 @@ static void begin_shutdown(kcr_workqueue *q)
     if (!q->shutting_down) {
         /* Adds that returned before shutdown are kept; later ones are not. */
         struct kcr__wq_wake ignored = {0}; /* waiters are woken below */
-        kcr__wq_drain(q, &ignored);
+        drain_claimed(q, &ignored);
         q->shutting_down = true;
         atomic_store(&q->closed, true);
         if (q->waiting)

@@ -1,5 +1,6 @@
 /* Internal: the workqueue's state, shared by queue.c (dedup queue),
- * delaying.c (deadline heap), metrics.c and ratelimited.c.
+ * delaying.c (deadline heap), fence.c (the add ring's fences), metrics.c and
+ * ratelimited.c.
  *
  * One mutex guards the state. Each distinct key has one item node, found
  * through an open-addressing table (keytab) and alive while the key is dirty
@@ -75,6 +76,7 @@ struct kcr__wq_slot {
     uint32_t len;
     char key[KCR__WQ_SLOT_KEY];
 };
+_Static_assert(sizeof(struct kcr__wq_slot) == 128, "a ring slot is two cache lines");
 #define KCR__WQ_RING_SLOTS 512u
 /* Nodes for keys shorter than this are recycled under the lock. */
 #define KCR__WQ_NODE_KEY 48u
@@ -167,7 +169,7 @@ void kcr__wq_notify(struct kcr_workqueue *q, int64_t n, struct kcr__wq_wake *w);
  * many were planned. */
 int64_t kcr__wq_signal(struct kcr_workqueue *q, struct kcr__wq_wake *w, int64_t n);
 
-/* Takes q->mu (optionally spinning first, see KCR__WQ_LOCK_SPIN). */
+/* Takes q->mu (glibc's adaptive mutex spins briefly before it blocks). */
 void kcr__wq_mutex_lock(struct kcr_workqueue *q);
 
 /* Unlocks q->mu, then sends the planned wake-ups. */
@@ -187,7 +189,8 @@ int64_t kcr__wq_drain(struct kcr_workqueue *q, struct kcr__wq_wake *w);
 bool kcr__wq_ring_add(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
                       int64_t added_ns, int64_t ready_at);
 
-/* Takes the mutex and applies pending adds; the planned wake-ups go to `w`. */
+/* Takes the mutex and applies every add claimed so far (in order, waiting
+ * for a slot still being filled); the planned wake-ups go to `w`. */
 void kcr__wq_lock(struct kcr_workqueue *q, struct kcr__wq_wake *w);
 
 /* The node for key (creating it). NULL on allocation failure. */

@@ -71,7 +71,6 @@ void kcr_rate_limiter_free(kcr_rate_limiter *rl)
 struct count_node {
     int count;
     uint32_t len;
-    uint64_t hash;
     char key[];
 };
 
@@ -122,7 +121,6 @@ static int per_key_bump(struct per_key *p, const char *key)
             return -1;
         n->count = 0;
         n->len = (uint32_t)len;
-        n->hash = hash;
         memcpy(n->key, key, len + 1);
         if (kcr__keytab_insert(&p->tab, hash, n) != 0) {
             free(n);

@@ -58,6 +58,11 @@ typedef struct kcr_rate_limiter_ops {
     void (*free)(void *state);
 } kcr_rate_limiter_ops;
 
+/* Every constructor below returns a limiter the caller owns: free it with
+ * kcr_rate_limiter_free, or hand it to a queue (opts.limiter) or to
+ * max_of/with_max_wait, which take ownership. NULL on failure
+ * (kcr_last_error() says why). Thread-safe, like every limiter call. */
+
 /* A limiter driven by `ops` (copied) and `state` (owned by the limiter from
  * now on: ops->free(state) runs at kcr_rate_limiter_free, or right away if
  * this call fails). NULL on failure (kcr_last_error() says why). */
@@ -69,11 +74,12 @@ KCR_API kcr_rate_limiter *kcr_rate_limiter_exponential(int64_t base_ns, int64_t 
 
 /* Token bucket shared by all keys: `burst` immediate retries, then one every
  * 1/qps seconds (tokens refill at qps up to burst). num_requeues is always 0
- * and forget does nothing. 0 means the default (10 qps, burst 100). */
+ * and forget does nothing. 0 means the default (10 qps, burst 100). NULL on
+ * allocation failure or a negative argument. */
 KCR_API kcr_rate_limiter *kcr_rate_limiter_bucket(double qps, int burst);
 
 /* Per key: the first `max_fast` retries wait fast_ns, later ones slow_ns.
- * No defaults (every argument is used as given; negatives are invalid). */
+ * No defaults (every argument is used as given; negatives are invalid: NULL). */
 KCR_API kcr_rate_limiter *kcr_rate_limiter_fast_slow(int64_t fast_ns, int64_t slow_ns,
                                                      int max_fast);
 
@@ -201,7 +207,7 @@ typedef struct kcr_workqueue_opts {
  * KCR_ERR_NOMEM or KCR_ERR_INVALID (NULL out). */
 KCR_API kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out);
 
-/* Shuts the queue down (if not yet) and frees it, its keys and its limiter.
+/* Frees the queue, its keys and its limiter (no shutdown needed first).
  * NULL is a no-op. Every other call on the queue must have returned (join
  * your workers first); key pointers from get become invalid. */
 KCR_API void kcr_workqueue_free(kcr_workqueue *q);
@@ -248,7 +254,8 @@ KCR_API size_t kcr_workqueue_len(kcr_workqueue *q);
 KCR_API kcr_err kcr_workqueue_get(kcr_workqueue *q, const char **key);
 
 /* kcr_workqueue_get that gives up after timeout_ns with KCR_ERR_TIMEOUT
- * (0: only takes a key that is ready now; < 0: no limit). */
+ * (0: only takes a key that is ready now; < 0: no limit). The key is owned
+ * by the queue, valid until done. Thread-safe. */
 KCR_API kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const char **key);
 
 /* Finishes processing of `key` (borrowed; it may be the pointer get returned).
@@ -281,7 +288,8 @@ KCR_API void kcr_workqueue_stats(kcr_workqueue *q, kcr_workqueue_stat_values *ou
  * metrics callbacks now (e.g. right before a scrape). Thread-safe. */
 KCR_API void kcr_workqueue_metrics_update(kcr_workqueue *q);
 
-/* The queue's name (never NULL), valid until kcr_workqueue_free. */
+/* The queue's name (never NULL, owned by the queue), valid until
+ * kcr_workqueue_free. Thread-safe. */
 KCR_API const char *kcr_workqueue_name(const kcr_workqueue *q);
 
 #endif
