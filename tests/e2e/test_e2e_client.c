@@ -473,24 +473,39 @@ Test(e2e_client, watch_events_initial_events_and_cancel, .init = setup, .fini = 
     kcr_list_meta_clear(&meta);
 }
 
+struct meta_seen {
+    int n;
+    char kind[64];
+    bool has_data;
+};
+
+/* Records what a metadata-only read returned. */
+static kcr_err record_meta(kcr_object *obj, void *ud)
+{
+    struct meta_seen *seen = ud;
+    seen->n++;
+    snprintf(seen->kind, sizeof seen->kind, "%s", kcr_object_kind(obj));
+    seen->has_data = kcr_value_get_type(kcr_object_get(obj, "data")) != KCR_VALUE_ABSENT;
+    return KCR_OK;
+}
+
 Test(e2e_client, metadata_only_list, .init = setup, .fini = teardown)
 {
     kcr_object_unref(create_cm("meta", "{\"big\":\"xxxxxxxxxxxxxxxxxxxxxxxx\"}"));
     kcr_list_options o = {.metadata_only = true, .field_selector = "metadata.name=meta"};
-    struct {
-        int n;
-        char kind[64];
-        bool has_data;
-    } seen = {0};
-    kcr_err err = kcr_client_list(client, &CM, ns, &o, NULL, NULL, NULL, NULL);
+    struct meta_seen listed = {0};
+    kcr_err err = kcr_client_list(client, &CM, ns, &o, record_meta, &listed, NULL, NULL);
     cr_assert_eq(err, KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(listed.n, 1);
+    cr_assert_str_eq(listed.kind, "PartialObjectMetadata");
+    cr_assert_not(listed.has_data);
     kcr_get_options g = {.metadata_only = true};
     kcr_object *obj = NULL;
     cr_assert_eq(kcr_client_get(client, &CM, ns, "meta", &g, &obj, NULL), KCR_OK, "%s",
                  kcr_last_error());
-    snprintf(seen.kind, sizeof seen.kind, "%s", kcr_object_kind(obj));
-    seen.has_data = kcr_value_get_type(kcr_object_get(obj, "data")) != KCR_VALUE_ABSENT;
-    cr_assert_str_eq(seen.kind, "PartialObjectMetadata");
-    cr_assert_not(seen.has_data);
+    struct meta_seen got = {0};
+    record_meta(obj, &got);
+    cr_assert_str_eq(got.kind, "PartialObjectMetadata");
+    cr_assert_not(got.has_data);
     kcr_object_unref(obj);
 }

@@ -157,26 +157,6 @@ Test(fake, conflicts_exists_and_invalid, .init = setup, .fini = teardown)
     kcr_status_clear(&st);
 }
 
-Test(fake, namespaces_and_cluster_scope, .init = setup, .fini = teardown)
-{
-    kcr_object_unref(create(&CM, "a", "{\"metadata\":{\"name\":\"x\"}}"));
-    kcr_object_unref(create(&CM, "b", "{\"metadata\":{\"name\":\"x\"}}"));
-    kcr_object *n = create(&NS, "ignored", "{\"metadata\":{\"name\":\"team\"}}");
-    cr_assert_str_eq(kcr_object_namespace(n), "", "namespaces are cluster-scoped");
-    kcr_object_unref(n);
-    kcr_object *got = NULL;
-    cr_assert_eq(kcr_client_get(c, &NS, NULL, "team", NULL, &got, NULL), KCR_OK);
-    kcr_object_unref(got);
-    kcr_list_meta meta = {0};
-    int count = 0;
-    kcr_err (*counter)(kcr_object *, void *) = NULL;
-    (void)counter;
-    cr_assert_eq(kcr_client_list(c, &CM, "a", NULL, NULL, NULL, &meta, NULL), KCR_OK);
-    cr_assert_str_eq(meta.resource_version, "3");
-    kcr_list_meta_clear(&meta);
-    (void)count;
-}
-
 struct names {
     int n;
     char v[32][32];
@@ -198,6 +178,25 @@ static struct names list(const char *ns, const char *selector)
     kcr_err err = kcr_client_list(c, &CM, ns, &o, collect, &n, NULL, NULL);
     cr_assert_eq(err, KCR_OK, "%s: %s", selector ? selector : "", kcr_last_error());
     return n;
+}
+
+Test(fake, namespaces_and_cluster_scope, .init = setup, .fini = teardown)
+{
+    kcr_object_unref(create(&CM, "a", "{\"metadata\":{\"name\":\"x\"}}"));
+    kcr_object_unref(create(&CM, "b", "{\"metadata\":{\"name\":\"x\"}}"));
+    kcr_object *n = create(&NS, "ignored", "{\"metadata\":{\"name\":\"team\"}}");
+    cr_assert_str_eq(kcr_object_namespace(n), "", "namespaces are cluster-scoped");
+    kcr_object_unref(n);
+    kcr_object *got = NULL;
+    cr_assert_eq(kcr_client_get(c, &NS, NULL, "team", NULL, &got, NULL), KCR_OK);
+    kcr_object_unref(got);
+    struct names in_a = list("a", NULL);
+    cr_assert_eq(in_a.n, 1, "a list in a namespace holds only its objects");
+    cr_assert_str_eq(in_a.v[0], "a/x");
+    kcr_list_meta meta = {0};
+    cr_assert_eq(kcr_client_list(c, &CM, "a", NULL, NULL, NULL, &meta, NULL), KCR_OK);
+    cr_assert_str_eq(meta.resource_version, "3");
+    kcr_list_meta_clear(&meta);
 }
 
 Test(fake, label_selectors, .init = setup, .fini = teardown)

@@ -128,6 +128,26 @@ Test(workqueue, after_shutdown_get_drains_then_reports_shutdown)
     kcr_workqueue_free(q);
 }
 
+/* Waits until `n` getters are blocked (or about to block) in the queue. */
+static void wait_for_sleepers(kcr_workqueue *q, int n)
+{
+    int64_t t0 = kcr__now_ns();
+    while (atomic_load(&q->sleepers) < n && ms_since(t0) < 10000)
+        sleep_ms(1);
+    cr_assert_eq(atomic_load(&q->sleepers), n, "%d of %d getters blocked", atomic_load(&q->sleepers),
+                 n);
+}
+
+/* Waits until the drainer thread has begun shutdown_with_drain (it sets
+ * shutting down and starts waiting under one hold of the lock). */
+static void wait_for_shutdown(kcr_workqueue *q)
+{
+    int64_t t0 = kcr__now_ns();
+    while (!kcr_workqueue_shutting_down(q) && ms_since(t0) < 10000)
+        sleep_ms(1);
+    cr_assert(kcr_workqueue_shutting_down(q), "shutdown_with_drain never started");
+}
+
 struct getter {
     kcr_workqueue *q;
     int64_t timeout;
@@ -162,7 +182,7 @@ Test(workqueue, shutdown_unblocks_blocked_getters)
     struct getter g[3];
     for (int i = 0; i < 3; i++)
         start_getter(&t[i], &g[i], q, -1);
-    sleep_ms(30);
+    wait_for_sleepers(q, 3);
     for (int i = 0; i < 3; i++)
         cr_assert_eq(atomic_load(&g[i].finished), 0);
     kcr_workqueue_shutdown(q);
@@ -197,7 +217,7 @@ Test(workqueue, shutdown_with_drain_waits_for_in_flight_work)
     struct drainer d = {.q = q};
     pthread_t t;
     pthread_create(&t, NULL, drain_main, &d);
-    sleep_ms(40);
+    wait_for_shutdown(q);
     cr_assert_eq(atomic_load(&d.returned), 0, "returned while two keys were processing");
     cr_assert(kcr_workqueue_shutting_down(q));
     cr_assert_eq(kcr_workqueue_add(q, "c"), KCR_ERR_SHUTDOWN);
@@ -223,7 +243,7 @@ Test(workqueue, shutdown_with_drain_returns_at_once_when_idle_and_plain_shutdown
     struct drainer d = {.q = q};
     pthread_t t;
     pthread_create(&t, NULL, drain_main, &d);
-    sleep_ms(20);
+    wait_for_shutdown(q);
     cr_assert_eq(atomic_load(&d.returned), 0);
     kcr_workqueue_shutdown(q);
     pthread_join(t, NULL);
@@ -253,7 +273,7 @@ Test(workqueue, get_timeout_reports_timeout)
     pthread_t t;
     struct getter g;
     start_getter(&t, &g, q, 5 * KCR_WQ_S);
-    sleep_ms(20);
+    wait_for_sleepers(q, 1);
     kcr_workqueue_add(q, "late");
     pthread_join(t, NULL);
     cr_assert_eq(g.err, KCR_OK);
@@ -272,10 +292,7 @@ Test(workqueue, wake_unblocks_getters_without_shutdown)
     start_getter(&t[1], &g[1], q, 10 * KCR_WQ_S);
     /* A wake reaches only getters already blocked, so wait until both are:
      * `sleepers` is raised under the queue lock right before the wait. */
-    int64_t t0 = kcr__now_ns();
-    while (atomic_load(&q->sleepers) < 2 && ms_since(t0) < 10000)
-        sleep_ms(1);
-    cr_assert_eq(atomic_load(&q->sleepers), 2, "getters never blocked");
+    wait_for_sleepers(q, 2);
     cr_assert_eq(atomic_load(&g[0].finished) + atomic_load(&g[1].finished), 0);
     kcr_workqueue_wake(q);
     for (int i = 0; i < 2; i++) {
@@ -410,7 +427,7 @@ Test(workqueue, blocked_getter_wakes_for_an_earlier_new_deadline)
     pthread_t t;
     struct getter g;
     start_getter(&t, &g, q, -1);
-    sleep_ms(20);
+    wait_for_sleepers(q, 1);
     int64_t t0 = kcr__now_ns();
     kcr_workqueue_add_after(q, "soon", 20 * KCR_WQ_MS);
     pthread_join(t, NULL);
@@ -420,16 +437,6 @@ Test(workqueue, blocked_getter_wakes_for_an_earlier_new_deadline)
     cr_assert_lt(ms_since(t0), 5000.0);
     kcr_workqueue_done(q, "soon");
     kcr_workqueue_free(q);
-}
-
-/* Waits until `n` getters are blocked (or about to block) in the queue. */
-static void wait_for_sleepers(kcr_workqueue *q, int n)
-{
-    int64_t t0 = kcr__now_ns();
-    while (atomic_load(&q->sleepers) < n && ms_since(t0) < 10000)
-        sleep_ms(1);
-    cr_assert_eq(atomic_load(&q->sleepers), n, "%d of %d getters blocked", atomic_load(&q->sleepers),
-                 n);
 }
 
 Test(workqueue, delayed_add_reaches_getters_while_one_keeps_time_for_a_far_deadline)

@@ -158,7 +158,6 @@ static void run_stress(bool light_fences)
     }
     cr_log_info("stress (%s fences): %ld adds, %ld processed, %.2f s",
                 queue->light_fences ? "light" : "exchange", total_adds, total_processed, secs);
-    cr_assert_eq(total_adds, (long)PRODUCERS * adds_per_producer);
     cr_assert_gt(total_processed, KEYS - 1);
     cr_assert_leq(total_processed, total_adds);
     cr_assert_eq(atomic_load(&overlaps), 0, "a key was processed by two workers at once");
