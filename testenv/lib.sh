@@ -24,14 +24,15 @@ ready_timeout=${KCR_TESTENV_TIMEOUT:-90} # seconds to wait for each component
 pid_of() {
 	local pid
 	pid=$(cat "$KCR_TESTENV_DIR/$1.pid" 2>/dev/null) || return 1
-	[[ $pid =~ ^[0-9]+$ && $(ps -p "$pid" -o comm= 2>/dev/null) == "$1" ]] && alive "$pid" || return 1
+	[[ $pid =~ ^[0-9]+$ && $(ps -p "$pid" -o comm= 2>/dev/null) == "${1:0:15}" ]] && alive "$pid" || return 1
 	echo "$pid"
 }
 
 # launch NAME ARGS...: run NAME from the cache in its own session, detached
 # from our stdout (so ctest does not wait on it), logging to logs/NAME.log.
 # Returns once the process runs NAME: until setsid has exec'd it, pid_of
-# (which checks the command name) would take it for dead.
+# (which checks the command name, cut to 15 characters by the kernel) would
+# take it for dead.
 launch() {
 	local name=$1 bin=${bin_dir:?run testenv/build first} pid i
 	shift
@@ -39,10 +40,11 @@ launch() {
 	pid=$!
 	echo "$pid" >"$KCR_TESTENV_DIR/$name.pid"
 	for ((i = 0; i < 100; i++)); do
-		[[ $(ps -p "$pid" -o comm= 2>/dev/null) == "$name" ]] && return 0
+		[[ $(ps -p "$pid" -o comm= 2>/dev/null) == "${name:0:15}" ]] && return 0
 		alive "$pid" || return 0 # exited at once: wait_for reports it with its log
 		sleep 0.1
 	done
+	log "$name (pid $pid) still not running after 10 s"
 }
 
 # wait_for NAME CMD...: retry CMD every 0.2 s until it succeeds; fail with the

@@ -63,6 +63,10 @@ static void table_print(table *t)
 static char *upper(const char *s)
 {
     char *u = strdup(s);
+    if (!u) {
+        fprintf(stderr, "kcr-get: out of memory\n");
+        exit(1);
+    }
     for (char *p = u; *p; p++)
         if (*p >= 'a' && *p <= 'z')
             *p = (char)(*p - 'a' + 'A');

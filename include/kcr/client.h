@@ -85,7 +85,8 @@ KCR_API kcr_err kcr_status_to_err(const kcr_status *st);
  * triggered until reset. Thread-safe. */
 typedef struct kcr_cancel kcr_cancel;
 
-/* *out is a new untriggered token the caller frees with kcr_cancel_free. */
+/* *out is a new untriggered token the caller frees with kcr_cancel_free.
+ * Thread-safe. */
 KCR_API kcr_err kcr_cancel_new(kcr_cancel **out);
 /* Must not race with requests still using it. NULL is ignored. */
 KCR_API void kcr_cancel_free(kcr_cancel *c);
