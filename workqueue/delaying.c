@@ -94,7 +94,9 @@ static void pop_top(struct kcr_workqueue *q)
         sift_down(q->heap, q->heap_len, 0);
 }
 
-int kcr__wq_heap_schedule(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t ready_at)
+/* Makes `it` wait for `ready_at`, or for an earlier deadline only if it
+ * waits already. Returns 0 or -1 (no memory). */
+static int heap_schedule(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t ready_at)
 {
     bool waiting = it->flags & KCR__WQ_WAITING;
     if (waiting && ready_at >= it->ready_at)
@@ -171,47 +173,17 @@ void kcr__wq_heap_clear(struct kcr_workqueue *q)
 kcr_err kcr__wq_apply_add_after(struct kcr_workqueue *q, const char *key, size_t len,
                                 uint64_t hash, int64_t ready_at, bool *earliest)
 {
-    q->retries_total++;
-    if (q->has_cb)
-        kcr__wq_m_retry(q);
+    kcr__wq_m_retry(q);
     struct kcr__wq_item *it = kcr__wq_lookup_or_create(q, key, len, hash);
     if (!it)
         return KCR_ERR_NOMEM;
     *earliest = q->heap_len == 0 || ready_at < q->heap[0].ready_at;
-    if (kcr__wq_heap_schedule(q, it, ready_at) != 0) {
+    if (heap_schedule(q, it, ready_at) != 0) {
         kcr__wq_release_if_idle(q, it);
         return KCR_ERR_NOMEM;
     }
     kcr__wq_heap_trim(q);
     return KCR_OK;
-}
-
-/* add_after with a deadline that has passed: a retry, then a plain add. */
-static kcr_err add_now(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
-                       int64_t now)
-{
-    struct kcr__wq_wake w = {0};
-    kcr__wq_lock(q, &w);
-    if (q->shutting_down) {
-        kcr__wq_unlock(q, &w);
-        return KCR_ERR_SHUTDOWN;
-    }
-    q->retries_total++;
-    if (q->has_cb)
-        kcr__wq_m_retry(q);
-    int64_t pushed = q->heap_len ? kcr__wq_promote(q, now) : 0;
-    struct kcr__wq_item *it = kcr__wq_lookup_or_create(q, key, len, hash);
-    kcr_err err = KCR_OK;
-    if (!it) {
-        err = kcr__fail(KCR_ERR_NOMEM, "kcr_workqueue_add_after: out of memory");
-    } else if (!(it->flags & KCR__WQ_DIRTY)) {
-        pushed += kcr__wq_make_ready(q, it, now);
-        if (q->has_cb)
-            kcr__wq_m_depth(q);
-    }
-    kcr__wq_notify(q, pushed, &w);
-    kcr__wq_unlock(q, &w);
-    return err;
 }
 
 kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay_ns)
@@ -221,8 +193,8 @@ kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay
     size_t len = strlen(key);
     uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
     int64_t now = kcr__now_ns();
-    if (delay_ns <= 0)
-        return add_now(q, key, len, hash, now);
+    if (delay_ns <= 0) /* a retry, then a plain add */
+        return kcr__wq_add_locked(q, key, len, hash, now, true);
     int64_t ready_at = delay_ns > INT64_MAX - now ? INT64_MAX : now + delay_ns;
     if (atomic_load_explicit(&q->closed, memory_order_acquire))
         return KCR_ERR_SHUTDOWN;

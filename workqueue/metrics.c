@@ -24,6 +24,7 @@ void kcr__wq_m_depth(struct kcr_workqueue *q)
 
 void kcr__wq_m_retry(struct kcr_workqueue *q)
 {
+    q->retries_total++;
     if (q->m.retries)
         q->m.retries(q->name, q->m.user_data);
 }

@@ -193,17 +193,23 @@ static int apply_add(struct kcr_workqueue *q, const char *key, size_t len, uint6
 }
 
 /* The getter's half of the Dekker handshake: a seq_cst read of the slot. */
-static bool ring_ready_sc(struct kcr_workqueue *q)
+/* True if the add `ahead` slots past the ring's head is published (any
+ * thread; only the lock holder moves the head). */
+static bool slot_published(struct kcr_workqueue *q, size_t ahead, memory_order order)
 {
-    size_t pos = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
-    return atomic_load(&q->ring[pos & q->ring_mask].seq) == pos + 1;
+    size_t pos = atomic_load_explicit(&q->ring_head, memory_order_relaxed) + ahead;
+    return atomic_load_explicit(&q->ring[pos & q->ring_mask].seq, order) == pos + 1;
 }
 
-bool kcr__wq_ring_ready(struct kcr_workqueue *q)
+static bool ring_ready_sc(struct kcr_workqueue *q)
 {
-    size_t pos = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
-    struct kcr__wq_slot *s = &q->ring[pos & q->ring_mask];
-    return atomic_load_explicit(&s->seq, memory_order_relaxed) == pos + 1;
+    return slot_published(q, 0, memory_order_seq_cst);
+}
+
+/* True if the ring has a published add at its head (a hint, any thread). */
+static bool ring_ready(struct kcr_workqueue *q)
+{
+    return slot_published(q, 0, memory_order_relaxed);
 }
 
 /* Applies one add_after from the ring (lock held); plans a timekeeper wake-up
@@ -235,7 +241,11 @@ static bool published_hash(struct kcr_workqueue *q, size_t pos, uint64_t *hash)
     return true;
 }
 
-int64_t kcr__wq_drain(struct kcr_workqueue *q, struct kcr__wq_wake *w)
+/* Applies the adds waiting in the ring (lock held), up to the first slot
+ * not yet published. Returns the number of items pushed to the FIFO (the
+ * caller notifies); plans a wake-up of the timekeeper in `w` when a deadline
+ * earlier than its own arrived. */
+static int64_t drain_ring(struct kcr_workqueue *q, struct kcr__wq_wake *w)
 {
     size_t pos = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
     int64_t pushed = 0;
@@ -316,7 +326,7 @@ void kcr__wq_mutex_lock(struct kcr_workqueue *q)
     pthread_mutex_lock(&q->mu);
 }
 
-/* Applies every add claimed before the call (lock held). kcr__wq_drain
+/* Applies every add claimed before the call (lock held). drain_ring
  * stops at a slot claimed but not yet published; here such a slot is waited
  * for (its adder is between claim and publish, without the lock), so a
  * thread's own earlier adds are applied even when another adder's slot sits
@@ -326,7 +336,7 @@ static int64_t drain_claimed(struct kcr_workqueue *q, struct kcr__wq_wake *w)
     size_t end = atomic_load_explicit(&q->ring_tail, memory_order_acquire);
     int64_t pushed = 0;
     for (;;) {
-        pushed += kcr__wq_drain(q, w);
+        pushed += drain_ring(q, w);
         size_t head = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
         if ((intptr_t)(end - head) <= 0)
             return pushed;
@@ -454,7 +464,7 @@ static void wake_sleeper(struct kcr_workqueue *q, bool delayed)
 {
     struct kcr__wq_wake w = {0};
     kcr__wq_mutex_lock(q);
-    if (kcr__wq_ring_ready(q)) {
+    if (ring_ready(q)) {
         if (delayed && q->tk_active)
             w.tk = true;
         else if (kcr__wq_signal(q, &w, 1) == 0 && q->tk_active)
@@ -496,6 +506,38 @@ bool kcr__wq_ring_add(struct kcr_workqueue *q, const char *key, size_t len, uint
     }
 }
 
+kcr_err kcr__wq_add_locked(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
+                           int64_t now, bool retry)
+{
+    struct kcr__wq_wake w = {0};
+    kcr__wq_lock(q, &w); /* applies earlier adds first, so order is kept */
+    if (q->shutting_down) {
+        kcr__wq_unlock(q, &w);
+        return KCR_ERR_SHUTDOWN;
+    }
+    if (retry)
+        kcr__wq_m_retry(q);
+    if (q->heap_len) {
+        if (!now)
+            now = kcr__now_ns();
+        kcr__wq_notify(q, kcr__wq_promote(q, now), &w);
+    }
+    kcr_err err = KCR_OK;
+    struct kcr__wq_item *it = kcr__wq_lookup_or_create(q, key, len, hash);
+    if (!it) {
+        err = kcr__fail(KCR_ERR_NOMEM, "workqueue \"%s\": out of memory adding \"%s\"", q->name,
+                        key);
+    } else if (!(it->flags & KCR__WQ_DIRTY)) {
+        kcr__wq_notify(q, kcr__wq_make_ready(q, it, now), &w);
+        if (q->has_cb)
+            kcr__wq_m_depth(q);
+    }
+    if (q->has_cb)
+        kcr__wq_m_tick(q, now, false);
+    kcr__wq_unlock(q, &w);
+    return err;
+}
+
 kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key)
 {
     if (!key)
@@ -507,21 +549,7 @@ kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key)
     int64_t now = q->timing ? kcr__now_ns() : 0;
     if (kcr__wq_ring_add(q, key, len, hash, now, 0))
         return KCR_OK;
-    struct kcr__wq_wake w = {0};
-    kcr__wq_lock(q, &w); /* applies earlier adds first, so order is kept */
-    if (q->heap_len) {
-        if (!now)
-            now = kcr__now_ns();
-        kcr__wq_notify(q, kcr__wq_promote(q, now), &w);
-    }
-    bool changed = false, closed = q->shutting_down;
-    kcr__wq_notify(q, apply_add(q, key, len, hash, now, &changed), &w);
-    if (changed && q->has_cb)
-        kcr__wq_m_depth(q);
-    if (q->has_cb)
-        kcr__wq_m_tick(q, now, false);
-    kcr__wq_unlock(q, &w);
-    return closed ? KCR_ERR_SHUTDOWN : KCR_OK;
+    return kcr__wq_add_locked(q, key, len, hash, now, false);
 }
 
 /* ---- get --------------------------------------------------------------- */
@@ -549,7 +577,7 @@ static bool spin_for_work(struct kcr_workqueue *q, int *budget)
      * the throughput with 1 producer and 4 workers. A deadline falling due
      * ends the wait too, so near deadlines cost no timed sleep. */
     while (*budget > 0) {
-        if (atomic_load_explicit(&q->avail, memory_order_relaxed) || kcr__wq_ring_ready(q))
+        if (atomic_load_explicit(&q->avail, memory_order_relaxed) || ring_ready(q))
             break;
         int64_t due = atomic_load_explicit(&q->next_due, memory_order_relaxed);
         if (due != INT64_MAX && kcr__now_ns() >= due)
@@ -569,10 +597,7 @@ static bool spin_for_work(struct kcr_workqueue *q, int *budget)
 /* True if the ring holds at least half its capacity of published adds. */
 static bool ring_half_full(struct kcr_workqueue *q)
 {
-    size_t pos = atomic_load_explicit(&q->ring_head, memory_order_relaxed) +
-                 (q->ring_mask + 1) / 2;
-    struct kcr__wq_slot *s = &q->ring[pos & q->ring_mask];
-    return atomic_load_explicit(&s->seq, memory_order_relaxed) == pos + 1;
+    return slot_published(q, (q->ring_mask + 1) / 2, memory_order_relaxed);
 }
 
 /* Blocks on `cond` until `until` (INT64_MAX: no limit). True if timed out. */
@@ -612,7 +637,7 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
          * ago instead of chasing the one an adder is writing now (that cache
          * line ping-pong cost more than the rest of the add and get). */
         if (!q->head || ring_half_full(q))
-            extra += kcr__wq_drain(q, &w);
+            extra += drain_ring(q, &w);
         now = 0;
         if (q->heap_len || q->timing || deadline != INT64_MAX) {
             now = kcr__now_ns();
@@ -684,15 +709,8 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
     }
     if (it) {
         /* Pop the head: dirty -> processing. */
-        q->head = it->next;
-        if (q->head)
-            q->head->prev = NULL;
-        else
-            q->tail = NULL;
-        it->next = NULL;
-        it->flags = (it->flags & ~(KCR__WQ_QUEUED | KCR__WQ_DIRTY)) | KCR__WQ_PROCESSING;
-        q->queued--;
-        atomic_store_explicit(&q->avail, q->queued, memory_order_relaxed);
+        fifo_unlink(q, it);
+        it->flags = (it->flags & ~KCR__WQ_DIRTY) | KCR__WQ_PROCESSING;
         q->depth--;
         q->processing++;
         if (q->timing) {

@@ -175,13 +175,11 @@ void kcr__wq_mutex_lock(struct kcr_workqueue *q);
 /* Unlocks q->mu, then sends the planned wake-ups. */
 void kcr__wq_unlock(struct kcr_workqueue *q, const struct kcr__wq_wake *w);
 
-/* True if the ring has a published add at its head (any thread). */
-bool kcr__wq_ring_ready(struct kcr_workqueue *q);
-
-/* Applies the adds waiting in the ring (lock held). Returns the number of
- * items pushed to the FIFO (the caller notifies); plans a wake-up of the
- * timekeeper in `w` when a deadline earlier than its own arrived. */
-int64_t kcr__wq_drain(struct kcr_workqueue *q, struct kcr__wq_wake *w);
+/* An add (or, with `retry`, an add_after due already) under the lock:
+ * applies earlier adds first so order is kept, moves due keys, then adds
+ * `key`. KCR_OK, KCR_ERR_SHUTDOWN or KCR_ERR_NOMEM. */
+kcr_err kcr__wq_add_locked(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
+                           int64_t now, bool retry);
 
 /* Puts an add (ready_at 0) or add_after (ready_at: deadline) in the ring and
  * wakes a getter if one must see it now; waits a little while the ring is
@@ -205,10 +203,6 @@ void kcr__wq_release_if_idle(struct kcr_workqueue *q, struct kcr__wq_item *it);
 /* Moves every item whose deadline is <= now from the heap to the FIFO.
  * Returns the number pushed to the FIFO (the caller notifies). */
 int64_t kcr__wq_promote(struct kcr_workqueue *q, int64_t now);
-
-/* Makes `it` wait for `ready_at`, or for an earlier deadline only if it
- * waits already. Returns 0 or -1 (no memory). */
-int kcr__wq_heap_schedule(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t ready_at);
 
 /* Applies an add_after of `key` with a deadline in the future (lock held):
  * counts the retry and schedules the key. Sets *earliest when its deadline
@@ -243,6 +237,7 @@ void kcr__wq_m_added(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t n
 void kcr__wq_m_got(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now);
 void kcr__wq_m_done(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now);
 void kcr__wq_m_depth(struct kcr_workqueue *q);
+/* Counts an add_after (retries_total and the callback). */
 void kcr__wq_m_retry(struct kcr_workqueue *q);
 /* Refreshes the processing gauges if due (or always when force). */
 void kcr__wq_m_tick(struct kcr_workqueue *q, int64_t now, bool force);
