@@ -183,39 +183,49 @@ static const char *status_json(int code, const char *reason, const char *msg)
     return buf;
 }
 
+/* A JSON reply with no extra headers. */
+static void json_reply(int fd, int code, const char *body)
+{
+    respond(fd, code, "application/json", body, NULL);
+}
+
+/* A Status reply, as the apiserver sends for errors. */
+static void status_reply(int fd, int code, const char *reason, const char *msg)
+{
+    json_reply(fd, code, status_json(code, reason, msg));
+}
+
 static void errors_handler(int fd, const char *req)
 {
     if (strstr(req, "/nf "))
-        respond(fd, 404, "application/json", status_json(404, "NotFound", "configmaps \\\"nf\\\" not found"), NULL);
+        status_reply(fd, 404, "NotFound", "configmaps \\\"nf\\\" not found");
     else if (strstr(req, "/exists "))
-        respond(fd, 409, "application/json", status_json(409, "AlreadyExists", "exists"), NULL);
+        status_reply(fd, 409, "AlreadyExists", "exists");
     else if (strstr(req, "/conflict "))
-        respond(fd, 409, "application/json", status_json(409, "Conflict", "modified"), NULL);
+        status_reply(fd, 409, "Conflict", "modified");
     else if (strstr(req, "/gone "))
-        respond(fd, 410, "application/json", status_json(410, "Gone", "gone"), NULL);
+        status_reply(fd, 410, "Gone", "gone");
     else if (strstr(req, "/unauth "))
-        respond(fd, 401, "application/json", status_json(401, "Unauthorized", "Unauthorized"), NULL);
+        status_reply(fd, 401, "Unauthorized", "Unauthorized");
     else if (strstr(req, "/forbidden "))
-        respond(fd, 403, "application/json", status_json(403, "Forbidden", "user cannot get"), NULL);
+        status_reply(fd, 403, "Forbidden", "user cannot get");
     else if (strstr(req, "/invalid "))
-        respond(fd, 422, "application/json",
+        json_reply(fd, 422,
                 "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"bad\",\"reason\":"
                 "\"Invalid\",\"details\":{\"name\":\"invalid\",\"kind\":\"ConfigMap\",\"causes\":"
                 "[{\"reason\":\"FieldValueInvalid\",\"message\":\"Invalid value\",\"field\":"
                 "\"data.x\"},{\"reason\":\"FieldValueRequired\",\"message\":\"Required\","
-                "\"field\":\"data.y\"}]},\"code\":422}",
-                NULL);
+                "\"field\":\"data.y\"}]},\"code\":422}");
     else if (strstr(req, "/boom "))
-        respond(fd, 500, "application/json", status_json(500, "InternalError", "boom"), NULL);
+        status_reply(fd, 500, "InternalError", "boom");
     else if (strstr(req, "/html "))
         respond(fd, 502, "text/html",
                 "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>",
                 NULL);
     else
-        respond(fd, 200, "application/json",
+        json_reply(fd, 200,
                 "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"ok\","
-                "\"namespace\":\"team\",\"resourceVersion\":\"7\"}}",
-                NULL);
+                "\"namespace\":\"team\",\"resourceVersion\":\"7\"}}");
 }
 
 static kcr_err get(const char *name, kcr_status *st)
@@ -265,13 +275,12 @@ Test(http, status_decoding_and_error_mapping, .fini = stop_server)
 static void echo_handler(int fd, const char *req)
 {
     if (strstr(req, "DELETE "))
-        respond(fd, 200, "application/json", "{\"kind\":\"Status\",\"status\":\"Success\",\"code\":200}", NULL);
+        json_reply(fd, 200, "{\"kind\":\"Status\",\"status\":\"Success\",\"code\":200}");
     else if (strstr(req, "watch=true") || strstr(req, "GET /api/v1/configmaps") ||
              strstr(req, "GET /api/v1/namespaces/team/configmaps?"))
-        respond(fd, 200, "application/json", "{\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[]}", NULL);
+        json_reply(fd, 200, "{\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[]}");
     else
-        respond(fd, 200, "application/json",
-                "{\"metadata\":{\"name\":\"ok\",\"resourceVersion\":\"7\"}}", NULL);
+        json_reply(fd, 200, "{\"metadata\":{\"name\":\"ok\",\"resourceVersion\":\"7\"}}");
 }
 
 #define HAS(needle)                                                                                \
@@ -641,31 +650,28 @@ Test(http, credentials_never_logged, .fini = stop_server)
 static void legacy_discovery(int fd, const char *req)
 {
     if (strstr(req, "GET /api HTTP"))
-        respond(fd, 200, "application/json", "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"]}", NULL);
+        json_reply(fd, 200, "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"]}");
     else if (strstr(req, "GET /api/v1 HTTP"))
-        respond(fd, 200, "application/json",
+        json_reply(fd, 200,
                 "{\"kind\":\"APIResourceList\",\"groupVersion\":\"v1\",\"resources\":["
                 "{\"name\":\"configmaps\",\"singularName\":\"\",\"namespaced\":true,\"kind\":"
                 "\"ConfigMap\",\"shortNames\":[\"cm\"]},{\"name\":\"pods/log\",\"namespaced\":true,"
-                "\"kind\":\"Pod\"},{\"name\":\"nodes\",\"namespaced\":false,\"kind\":\"Node\"}]}",
-                NULL);
+                "\"kind\":\"Pod\"},{\"name\":\"nodes\",\"namespaced\":false,\"kind\":\"Node\"}]}");
     else if (strstr(req, "GET /apis HTTP"))
-        respond(fd, 200, "application/json",
+        json_reply(fd, 200,
                 "{\"kind\":\"APIGroupList\",\"groups\":[{\"name\":\"apps\",\"versions\":["
                 "{\"groupVersion\":\"apps/v1beta1\",\"version\":\"v1beta1\"},{\"groupVersion\":"
                 "\"apps/v1\",\"version\":\"v1\"}],\"preferredVersion\":{\"groupVersion\":\"apps/v1\","
-                "\"version\":\"v1\"}}]}",
-                NULL);
+                "\"version\":\"v1\"}}]}");
     else if (strstr(req, "GET /apis/apps/v1 HTTP"))
-        respond(fd, 200, "application/json",
+        json_reply(fd, 200,
                 "{\"kind\":\"APIResourceList\",\"groupVersion\":\"apps/v1\",\"resources\":["
                 "{\"name\":\"deployments\",\"singularName\":\"deployment\",\"namespaced\":true,"
-                "\"kind\":\"Deployment\",\"shortNames\":[\"deploy\"]}]}",
-                NULL);
+                "\"kind\":\"Deployment\",\"shortNames\":[\"deploy\"]}]}");
     else if (strstr(req, "GET /apis/apps/v1beta1 HTTP"))
-        respond(fd, 503, "application/json", status_json(503, "ServiceUnavailable", "down"), NULL);
+        status_reply(fd, 503, "ServiceUnavailable", "down");
     else
-        respond(fd, 404, "application/json", status_json(404, "NotFound", "nope"), NULL);
+        status_reply(fd, 404, "NotFound", "nope");
 }
 
 Test(http, legacy_discovery_fallback, .fini = stop_server)
