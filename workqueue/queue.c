@@ -19,9 +19,29 @@
 #define KCR__WQ_SPIN 50
 #endif
 /* Yields an adder makes while the add ring is full, waiting for a getter
- * to empty it, before it applies the ring itself under the lock. */
+ * to empty it, before it applies the ring itself under the lock: at most
+ * FULL_WAIT in a row without a key handed out, FULL_WAIT_MAX in all. */
 #ifndef KCR__WQ_FULL_WAIT
 #define KCR__WQ_FULL_WAIT 200
+#endif
+#ifndef KCR__WQ_FULL_WAIT_MAX
+#define KCR__WQ_FULL_WAIT_MAX 2000
+#endif
+/* With this many keys in the FIFO, getters leave delayed adds in the ring
+ * (see get). */
+#ifndef KCR__WQ_BACKLOG
+#define KCR__WQ_BACKLOG 256
+#endif
+/* How long a standby getter waits between looks at keys the busy workers
+ * have not taken (see get). */
+#ifndef KCR__WQ_STANDBY_NS
+#define KCR__WQ_STANDBY_NS (100 * 1000)
+#endif
+/* Keys taken in one standby round from which the busy workers count as
+ * turning keys over quickly (a few microseconds each): then an extra worker
+ * would cost more in lock hand-overs than it adds. */
+#ifndef KCR__WQ_QUICK_TAKES
+#define KCR__WQ_QUICK_TAKES 32
 #endif
 #ifndef KCR__WQ_MAX_SPINNERS
 #define KCR__WQ_MAX_SPINNERS 2
@@ -99,6 +119,7 @@ static void fifo_push(struct kcr_workqueue *q, struct kcr__wq_item *it)
     else
         q->head = it;
     q->tail = it;
+    it->ready_epoch = q->epoch;
     it->flags |= KCR__WQ_QUEUED;
     q->queued++;
     atomic_store_explicit(&q->avail, q->queued, memory_order_relaxed);
@@ -135,7 +156,12 @@ void kcr__wq_notify(struct kcr_workqueue *q, int64_t n, struct kcr__wq_wake *w)
     }
     if (n == 0)
         return;
-    if (n > kcr__wq_signal(q, w, n) && q->tk_active)
+    /* One getter at a time: it takes a key and passes the baton (see get).
+     * While workers hold keys, a standby on duty adds a worker only if
+     * they fall behind. */
+    if (q->processing > 0 && q->standby)
+        return;
+    if (kcr__wq_signal(q, w, 1) == 0 && q->tk_active)
         w->tk = true;
 }
 
@@ -245,7 +271,7 @@ static bool published_hash(struct kcr_workqueue *q, size_t pos, uint64_t *hash)
  * not yet published. Returns the number of items pushed to the FIFO (the
  * caller notifies); plans a wake-up of the timekeeper in `w` when a deadline
  * earlier than its own arrived. */
-static int64_t drain_ring(struct kcr_workqueue *q, struct kcr__wq_wake *w)
+static int64_t drain_ring(struct kcr_workqueue *q, struct kcr__wq_wake *w, bool hold_delayed)
 {
     size_t pos = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
     int64_t pushed = 0;
@@ -265,6 +291,8 @@ static int64_t drain_ring(struct kcr_workqueue *q, struct kcr__wq_wake *w)
         /* A slot claimed but not yet published stops the drain; its adder
          * publishes it soon and wakes a sleeper if needed. */
         if (atomic_load(&s->seq) != pos + 1) /* seq_cst: see spin_for_work */
+            break;
+        if (hold_delayed && s->ready_at)
             break;
         if (published_hash(q, pos + PREFETCH_AHEAD, &hash))
             kcr__keytab_prefetch_slot(&q->tab, hash);
@@ -336,7 +364,7 @@ static int64_t drain_claimed(struct kcr_workqueue *q, struct kcr__wq_wake *w)
     size_t end = atomic_load_explicit(&q->ring_tail, memory_order_acquire);
     int64_t pushed = 0;
     for (;;) {
-        pushed += drain_ring(q, w);
+        pushed += drain_ring(q, w, false);
         size_t head = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
         if ((intptr_t)(end - head) <= 0)
             return pushed;
@@ -410,6 +438,7 @@ kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out)
     pthread_mutexattr_destroy(&ma);
     kcr__cond_init_monotonic(&q->cond);
     kcr__cond_init_monotonic(&q->tk_cond);
+    kcr__cond_init_monotonic(&q->standby_cond);
     pthread_cond_init(&q->drain_cond, NULL);
     if (opts->metrics) {
         q->m = *opts->metrics;
@@ -443,6 +472,7 @@ void kcr_workqueue_free(kcr_workqueue *q)
     kcr_rate_limiter_free(q->limiter);
     pthread_cond_destroy(&q->drain_cond);
     pthread_cond_destroy(&q->tk_cond);
+    pthread_cond_destroy(&q->standby_cond);
     pthread_cond_destroy(&q->cond);
     pthread_mutex_destroy(&q->mu);
     free(q->name);
@@ -479,6 +509,7 @@ static void wake_sleeper(struct kcr_workqueue *q, bool delayed)
 static bool sleeper_needs_wake(struct kcr_workqueue *q, int64_t ready_at)
 {
     return atomic_load(&q->sleepers) > 0 && atomic_load(&q->spinning) == 0 &&
+           !atomic_load(&q->standby_on) &&
            ready_at < atomic_load_explicit(&q->tk_until, memory_order_relaxed);
 }
 
@@ -489,16 +520,25 @@ bool kcr__wq_ring_add(struct kcr_workqueue *q, const char *key, size_t len, uint
      * workers are busy), so with callbacks adds take the locked path. */
     if (q->has_cb || len >= KCR__WQ_SLOT_KEY)
         return false;
-    for (int round = 0;; round++) {
+    unsigned long takes = 0;
+    for (int round = 0, idle = 0;; round++, idle++) {
         if (ring_push(q, key, len, hash, added_ns, ready_at)) {
             if (sleeper_needs_wake(q, ready_at))
                 wake_sleeper(q, ready_at != 0);
             return true;
         }
         /* Full: getters are behind. Give them the CPU (and wake one if all
-         * sleep) rather than apply 512 adds on this core; after a while
-         * (all workers busy in long reconciles) the caller applies them. */
-        if (round >= KCR__WQ_FULL_WAIT)
+         * sleep) rather than apply 512 adds on this core: the adder slows
+         * down to the pace of the workers, so the keys waiting stay few
+         * enough for the caches. Once workers stop taking keys for a
+         * while (long reconciles), or after a bounded wait, the caller
+         * applies the ring itself. */
+        unsigned long now_takes = atomic_load_explicit(&q->takes, memory_order_relaxed);
+        if (now_takes != takes) {
+            takes = now_takes;
+            idle = 0;
+        }
+        if (idle >= KCR__WQ_FULL_WAIT || round >= KCR__WQ_FULL_WAIT_MAX)
             return false;
         if (sleeper_needs_wake(q, 0))
             wake_sleeper(q, false);
@@ -611,6 +651,35 @@ static bool wait_until(struct kcr_workqueue *q, pthread_cond_t *cond, int64_t un
     return pthread_cond_timedwait(cond, &q->mu, &ts) == ETIMEDOUT;
 }
 
+/* True if this getter may take the FIFO's head (lock held, head set).
+ * While other workers hold keys, a key goes to an extra worker only once
+ * it has waited a standby round: two workers taking turns at one lock move
+ * every node, table slot and heap entry between their cores, which costs
+ * more than it saves when the workers keep up (a measured 2x on 2 cores).
+ * Shutdown, and a getter whose own deadline has passed, take it at once. */
+static bool may_take(const struct kcr_workqueue *q, int64_t now, int64_t deadline)
+{
+    bool waited = q->epoch - q->head->ready_epoch >= 2 && !q->quick_turns;
+    return q->processing == 0 || q->shutting_down || waited ||
+           (deadline != INT64_MAX && now >= deadline);
+}
+
+/* Ends this getter's standby duty (lock held). Adders skipped waking
+ * anybody while it was on duty, so it looks at the ring once more
+ * (Dekker-style, like a getter going to sleep) and passes on what it finds. */
+static void leave_standby(struct kcr_workqueue *q, bool *on_duty, struct kcr__wq_wake *w)
+{
+    if (!*on_duty)
+        return;
+    *on_duty = false;
+    q->standby = false;
+    atomic_store(&q->standby_on, false);
+    if (q->light_fences)
+        kcr__wq_heavy_fence();
+    if (ring_ready_sc(q))
+        kcr__wq_signal(q, w, 1);
+}
+
 kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const char **key)
 {
     if (!key)
@@ -630,6 +699,7 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
     struct kcr__wq_item *it = NULL;
     int64_t now = 0;
     int spin_budget = KCR__WQ_SPIN; /* yields left before this getter sleeps */
+    bool on_duty = false;           /* this getter is the standby */
     for (;;) {
         /* With keys in the FIFO, leave the ring alone until it is half full:
          * every key in it was added after every key in the FIFO, so order is
@@ -637,14 +707,14 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
          * ago instead of chasing the one an adder is writing now (that cache
          * line ping-pong cost more than the rest of the add and get). */
         if (!q->head || ring_half_full(q))
-            extra += drain_ring(q, &w);
+            extra += drain_ring(q, &w, q->queued >= KCR__WQ_BACKLOG);
         now = 0;
         if (q->heap_len || q->timing || deadline != INT64_MAX) {
             now = kcr__now_ns();
             if (q->heap_len)
                 extra += kcr__wq_promote(q, now);
         }
-        if (q->head) {
+        if (q->head && may_take(q, now, deadline)) {
             it = q->head;
             break;
         }
@@ -660,6 +730,35 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
             err = KCR_ERR_TIMEOUT;
             break;
         }
+        if (q->head) {
+            /* Keys the busy workers will get to. One getter stands by and
+             * looks again each round (advancing the epoch that ages keys);
+             * any others sleep until it takes a key and passes the baton. */
+            if (on_duty || !q->standby) {
+                if (!on_duty) {
+                    on_duty = q->standby = true;
+                    atomic_store(&q->standby_on, true);
+                    q->takes_at_round = atomic_load_explicit(&q->takes, memory_order_relaxed);
+                }
+                if (!now)
+                    now = kcr__now_ns();
+                wait_until(q, &q->standby_cond, min64(now + KCR__WQ_STANDBY_NS, deadline));
+                q->epoch++;
+                unsigned long takes = atomic_load_explicit(&q->takes, memory_order_relaxed);
+                q->quick_turns = takes - q->takes_at_round >= KCR__WQ_QUICK_TAKES;
+                q->takes_at_round = takes;
+            } else {
+                q->nwaiters++;
+                atomic_fetch_add(&q->sleepers, 1); /* the standby covers adds meanwhile */
+                wait_until(q, &q->cond, deadline);
+                atomic_fetch_sub(&q->sleepers, 1);
+                q->nwaiters--;
+                if (q->signaled > 0)
+                    q->signaled--;
+            }
+            continue;
+        }
+        leave_standby(q, &on_duty, &w);
         /* Sleeping and being woken costs two context switches; a key or
          * a deadline often comes within microseconds. */
         if (spin_for_work(q, &spin_budget))
@@ -707,6 +806,7 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
         }
         atomic_fetch_sub(&q->sleepers, 1);
     }
+    leave_standby(q, &on_duty, &w);
     if (it) {
         /* Pop the head: dirty -> processing. */
         fifo_unlink(q, it);
@@ -721,6 +821,8 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
             }
         }
         *key = it->key;
+        atomic_store_explicit(&q->takes, atomic_load_explicit(&q->takes, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
         (void)kcr__ptrset_add(&q->handed_out, it); /* on failure done() hashes */
         extra--;
         /* done() usually releases the node from the table: start loading
@@ -734,7 +836,8 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
      * too once it takes a key). Same if timekeeping is needed and nobody
      * keeps time. */
     bool spinner = atomic_load_explicit(&q->spinning, memory_order_relaxed) > 0;
-    if ((q->head && !spinner) || (!q->tk_active && (q->heap_len || (q->gauges && q->processing))))
+    if ((q->head && !spinner && !q->standby) ||
+        (!q->tk_active && (q->heap_len || (q->gauges && q->processing))))
         kcr__wq_signal(q, &w, 1);
     kcr__wq_unlock(q, &w);
     return err;
@@ -848,6 +951,7 @@ void kcr_workqueue_wake(kcr_workqueue *q)
     q->wake_gen++;
     pthread_cond_broadcast(&q->cond);
     pthread_cond_broadcast(&q->tk_cond);
+    pthread_cond_broadcast(&q->standby_cond);
     pthread_mutex_unlock(&q->mu);
 }
 
@@ -868,6 +972,7 @@ static void begin_shutdown(kcr_workqueue *q)
     }
     pthread_cond_broadcast(&q->cond);
     pthread_cond_broadcast(&q->tk_cond);
+    pthread_cond_broadcast(&q->standby_cond);
 }
 
 void kcr_workqueue_shutdown(kcr_workqueue *q)

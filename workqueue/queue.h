@@ -18,9 +18,12 @@
  * takes the mutex when a getter sleeps, no getter spins and the add is due
  * before the timekeeper wakes by itself, to wake it (Dekker-style: publish,
  * fence, read `sleepers`; a getter bumps `sleepers`, then re-reads the ring
- * before sleeping; fence.c says which fence each side uses). A getter with keys in the FIFO leaves the ring alone
- * until it is half full (see get); a full ring makes adders wait for getters
- * before they apply it themselves. */
+ * before sleeping; fence.c says which fence each side uses). A getter with
+ * keys in the FIFO leaves the ring alone until it is half full, and leaves
+ * delayed adds in it while the FIFO is long; a full ring makes adders wait
+ * for getters before they apply it themselves. While workers hold keys, one
+ * more getter stands by (a timed wait) instead of taking fresh keys, and
+ * adders wake nobody meanwhile (see get in queue.c and docs/workqueue.md). */
 #ifndef KCR_WORKQUEUE_QUEUE_H
 #define KCR_WORKQUEUE_QUEUE_H
 
@@ -59,6 +62,7 @@ struct kcr__wq_item {
     uint64_t seq;     /* while WAITING: the seq of its one valid heap entry */
     int64_t added_ns; /* time tracking: when it became dirty */
     int64_t start_ns; /* time tracking: when it was handed out */
+    uint32_t ready_epoch; /* while QUEUED: the queue's standby epoch when it was pushed */
     uint32_t timers;   /* heap entries pointing here, valid or stale */
     uint32_t flags;
     uint32_t len; /* strlen(key) */
@@ -98,9 +102,15 @@ struct kcr_workqueue {
     /* When the sleeping timekeeper wakes up by itself; INT64_MAX when no
      * getter keeps time. An add due earlier must wake somebody. */
     _Atomic int64_t tk_until;
+    /* A standby getter is on duty (see get): it looks at the ring within
+     * KCR__WQ_STANDBY_NS, so adders need not wake anybody. */
+    atomic_bool standby_on;
 
     /* Claimed by adders. */
     _Alignas(64) atomic_size_t ring_tail;
+
+    /* Keys handed out so far: adders waiting for ring space watch it. */
+    _Alignas(64) atomic_ulong takes;
 
     /* Everything below is guarded by `mu`. */
     _Alignas(64) pthread_mutex_t mu;
@@ -109,6 +119,7 @@ struct kcr_workqueue {
     _Atomic int64_t next_due; /* mirror of the heap's first deadline (INT64_MAX: none) */
     pthread_cond_t cond;       /* getters wait here */
     pthread_cond_t tk_cond;    /* the one getter keeping time for the heap/metrics */
+    pthread_cond_t standby_cond; /* the one standby getter (never signaled: it times out) */
     pthread_cond_t drain_cond; /* shutdown_with_drain waits here */
 
     struct kcr__keytab tab;
@@ -123,6 +134,10 @@ struct kcr_workqueue {
     uint32_t waiting;           /* WAITING items (the heap's valid entries) */
     uint64_t seq;
 
+    bool standby;    /* a getter waits on standby_cond (mirrored in standby_on) */
+    uint32_t epoch;  /* standby rounds so far: ages FIFO items (ready_epoch) */
+    bool quick_turns; /* in the last standby round, workers took many keys */
+    unsigned long takes_at_round; /* `takes` when that round began */
     int spin_claims; /* items left for spinners instead of waking sleepers */
     int nwaiters;    /* getters blocked on cond */
     int signaled;    /* of those, signaled and not yet back: a wake-up is on its way */

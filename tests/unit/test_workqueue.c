@@ -562,6 +562,88 @@ Test(workqueue, many_getters_share_delayed_keys)
     kcr_workqueue_free(q);
 }
 
+/* While one worker holds a key, a second getter stands by instead of taking
+ * a fresh key at once; a worker that is stuck must not hold keys back for
+ * longer than a couple of standby rounds. */
+Test(workqueue, a_stuck_worker_does_not_hold_back_the_next_key)
+{
+    kcr_workqueue *q = new_queue();
+    const char *held = NULL;
+    kcr_workqueue_add(q, "held");
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 0, &held), KCR_OK);
+    pthread_t t;
+    struct getter g;
+    start_getter(&t, &g, q, 10 * KCR_WQ_S);
+    kcr_workqueue_add(q, "next");
+    int64_t t0 = kcr__now_ns();
+    while (!atomic_load(&g.finished) && ms_since(t0) < 10000)
+        sleep_ms(1);
+    pthread_join(t, NULL);
+    cr_assert_eq(g.err, KCR_OK);
+    cr_assert_str_eq(g.key, "next");
+    cr_assert_eq(kcr_workqueue_done(q, held), KCR_OK);
+    kcr_workqueue_shutdown(q);
+    kcr_workqueue_free(q);
+}
+
+/* The standby rule never turns a key into a timeout: a getter with a
+ * deadline that passes takes a key that is there. */
+Test(workqueue, non_blocking_get_takes_a_key_while_another_is_processed)
+{
+    kcr_workqueue *q = new_queue();
+    const char *a = NULL, *b = NULL;
+    kcr_workqueue_add(q, "a");
+    kcr_workqueue_add(q, "b");
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 0, &a), KCR_OK);
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 0, &b), KCR_OK);
+    cr_assert_str_eq(b, "b");
+    cr_assert_eq(kcr_workqueue_done(q, a), KCR_OK);
+    cr_assert_eq(kcr_workqueue_done(q, b), KCR_OK);
+    kcr_workqueue_free(q);
+}
+
+/* With a long FIFO, a getter leaves delayed adds in the add ring (they
+ * would queue behind the FIFO anyway); they still arrive, in order with the
+ * plain adds around them. */
+Test(workqueue, a_delayed_add_behind_a_long_fifo_still_arrives)
+{
+    kcr_workqueue *q = new_queue();
+    char key[16];
+    for (int i = 0; i < 600; i++) {
+        snprintf(key, sizeof key, "a%d", i);
+        kcr_workqueue_add(q, key);
+    }
+    expect_next(q, "a0"); /* moves the ring into the FIFO */
+    kcr_workqueue_add_after(q, "late", KCR_WQ_MS);
+    for (int i = 0; i < 400; i++) {
+        snprintf(key, sizeof key, "b%d", i);
+        kcr_workqueue_add(q, key);
+    }
+    int a = 1, b = 0;
+    bool late = false;
+    int64_t t0 = kcr__now_ns();
+    while ((a < 600 || b < 400 || !late) && ms_since(t0) < 10000) {
+        const char *got = NULL;
+        if (kcr_workqueue_get_timeout(q, 100 * KCR_WQ_MS, &got) != KCR_OK)
+            continue;
+        if (strcmp(got, "late") == 0) {
+            late = true;
+        } else if (got[0] == 'a') {
+            snprintf(key, sizeof key, "a%d", a++);
+            cr_assert_str_eq(got, key);
+        } else {
+            cr_assert_eq(a, 600, "b key before all a keys");
+            snprintf(key, sizeof key, "b%d", b++);
+            cr_assert_str_eq(got, key);
+        }
+        cr_assert_eq(kcr_workqueue_done(q, got), KCR_OK);
+    }
+    cr_assert(late, "the delayed key never arrived");
+    cr_assert_eq(a, 600);
+    cr_assert_eq(b, 400);
+    kcr_workqueue_free(q);
+}
+
 Test(workqueue, len_moves_due_keys_without_a_getter_and_shutdown_drops_waiting_keys)
 {
     kcr_workqueue *q = new_queue();
