@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "workqueue/probe.h"
 
 #define KEYTAB_MIN_CAP 16
 
@@ -169,12 +170,9 @@ void kcr__keytab_remove(struct kcr__keytab *t, uint64_t hash, const void *node)
     size_t i = hash & mask;
     while (t->slots[i].node != node)
         i = (i + 1) & mask;
-    /* Backward shift: pull later entries of the probe run into the hole when
-     * their home slot does not lie cyclically in (hole, j]. */
+    /* Backward shift (see probe.h). */
     for (size_t j = (i + 1) & mask; t->slots[j].node; j = (j + 1) & mask) {
-        size_t home = t->slots[j].hash & mask;
-        int stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
-        if (!stays) {
+        if (!kcr__probe_stays(i, t->slots[j].hash & mask, j)) {
             t->slots[i] = t->slots[j];
             i = j;
         }

@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "workqueue/probe.h"
+
 static size_t home(const struct kcr__ptrset *s, const void *p)
 {
     uint64_t x = (uint64_t)(uintptr_t)p * UINT64_C(0x9e3779b97f4a7c15);
@@ -72,12 +74,9 @@ void kcr__ptrset_remove(struct kcr__ptrset *s, const void *p)
             return;
         i = (i + 1) & s->mask;
     }
-    /* Backward shift: pull later entries of the run into the hole unless
-     * their home lies cyclically in (hole, j]. */
+    /* Backward shift (see probe.h). */
     for (size_t j = (i + 1) & s->mask; s->slots[j]; j = (j + 1) & s->mask) {
-        size_t h = home(s, s->slots[j]);
-        bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
-        if (!stays) {
+        if (!kcr__probe_stays(i, home(s, s->slots[j]), j)) {
             s->slots[i] = s->slots[j];
             i = j;
         }
