@@ -9,6 +9,7 @@
 #include "client/client_impl.h"
 #include "client/json.h"
 #include "core/error.h"
+#include "core/str.h"
 #include "store/object_builder.h"
 
 /* Bytes handed to yajl per call, so size limits are checked often. */
@@ -159,15 +160,12 @@ static int list_scalar(kcr__list_decoder *d, int kind, const char *s, size_t len
         } else if (kind == 3 && d->meta != META_REMAINING) {
             char **dst = d->meta == META_RV ? &d->rv : &d->cont;
             free(*dst);
-            /* not strndup: yajl's strings are not NUL-terminated, and ASan's
-             * strndup (strict_string_checks) reads on to a NUL, past the
-             * end of curl's buffer when the token ends a chunk */
-            if (!(*dst = malloc(len + 1))) {
+            /* not strndup: yajl's strings are not NUL-terminated and may end
+             * where curl's buffer ends */
+            if (!(*dst = kcr__memdup_str(s, len))) {
                 d->err = KCR_ERR_NOMEM;
                 return 0;
             }
-            memcpy(*dst, s, len);
-            (*dst)[len] = '\0';
         }
         d->meta = META_NONE;
     }

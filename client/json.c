@@ -9,6 +9,7 @@
 #include <yajl/yajl_parse.h>
 
 #include "core/error.h"
+#include "core/str.h"
 
 enum { MAX_DEPTH = 512 };
 
@@ -25,13 +26,11 @@ kcr__json *kcr__json_new_string(const char *s, size_t len)
     kcr__json *j = kcr__json_new(KCR__JSON_STRING);
     if (!j)
         return NULL;
-    j->s = malloc(len + 1);
+    j->s = kcr__memdup_str(s, len);
     if (!j->s) {
         free(j);
         return NULL;
     }
-    memcpy(j->s, s, len);
-    j->s[len] = '\0';
     j->len = len;
     return j;
 }
@@ -365,12 +364,8 @@ kcr_err kcr__json_builder_map_key(kcr__json_builder *b, const char *key, size_t 
 {
     if (!b->depth || b->stack[b->depth - 1]->type != KCR__JSON_OBJECT || b->pending_key)
         return KCR_ERR_PARSE;
-    b->pending_key = malloc(len + 1);
-    if (!b->pending_key)
-        return KCR_ERR_NOMEM;
-    memcpy(b->pending_key, key, len);
-    b->pending_key[len] = '\0';
-    return KCR_OK;
+    b->pending_key = kcr__memdup_str(key, len);
+    return b->pending_key ? KCR_OK : KCR_ERR_NOMEM;
 }
 
 kcr_err kcr__json_builder_end(kcr__json_builder *b)
@@ -531,15 +526,11 @@ kcr_err kcr__json_dump(const kcr__json *j, char **out, size_t *len)
         const unsigned char *buf;
         size_t n;
         yajl_gen_get_buf(g, &buf, &n);
-        *out = malloc(n + 1);
-        if (!*out) {
+        *out = kcr__memdup_str(buf, n);
+        if (!*out)
             err = KCR_ERR_NOMEM;
-        } else {
-            memcpy(*out, buf, n);
-            (*out)[n] = '\0';
-            if (len)
-                *len = n;
-        }
+        else if (len)
+            *len = n;
     }
     yajl_gen_free(g);
     return err;
