@@ -21,6 +21,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "kcr/time.h"
 
 extern char **environ;
 
@@ -434,7 +435,7 @@ kcr_err kcr__exec_run(const kcr__exec_config *exec, const kcr_config *cfg, kcr__
                             "exec plugin %s: clientCertificateData and clientKeyData must come "
                             "together",
                             exec->command);
-        else if (exp && kcr__parse_rfc3339(exp, expiry) != KCR_OK)
+        else if (exp && kcr_time_parse(exp, expiry) != KCR_OK)
             err = kcr__fail(KCR_ERR_EXEC, "exec plugin %s: bad expirationTimestamp",
                             exec->command);
         if (err == KCR_OK && token && *token && !(out->bearer = strdup(token)))

@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "kcr/time.h"
 
 enum { DEFAULT_HISTORY = 1000, DEFAULT_MAX_QUEUE = 100000, WAIT_SLICE_MS = 50 };
 
@@ -141,7 +142,7 @@ static void make_uid(kcr_fake *f, char out[37])
 
 static void now_rfc3339(char *buf, size_t size)
 {
-    kcr__format_rfc3339(kcr__wall_ns() / KCR_NS_PER_S, buf, size);
+    kcr_time_format(kcr__wall_ns() / KCR_NS_PER_S, buf, size);
 }
 
 /* Status helpers: fill st and return the mapped error. */

@@ -93,11 +93,6 @@ kcr_err kcr__json_patch(kcr__json **target, const kcr__json *ops);
 kcr_err kcr__base64_decode(const char *in, size_t len, char **out, size_t *out_len);
 char *kcr__base64_encode(const char *in, size_t len);
 
-/* RFC 3339 timestamp -> Unix seconds (fraction dropped). */
-kcr_err kcr__parse_rfc3339(const char *s, int64_t *out);
-/* Unix seconds -> "YYYY-MM-DDTHH:MM:SSZ" into buf (>= 21 bytes). */
-void kcr__format_rfc3339(int64_t t, char *buf, size_t size);
-
 /* kcr__fail() with the current kcr_last_error() appended: "<fmt...><previous>".
  * (Passing kcr_last_error() to kcr__fail() itself would overlap buffers.) */
 kcr_err kcr__refail(kcr_err err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

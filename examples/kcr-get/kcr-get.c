@@ -75,22 +75,12 @@ static char *upper(const char *s)
 
 /* ---- AGE like kubectl: 5s, 3m, 2h, 4d ---- */
 
-static long long days_from_civil(long long y, int m, int d)
-{
-    y -= m <= 2;
-    long long era = (y >= 0 ? y : y - 399) / 400;
-    long long yoe = y - era * 400;
-    long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    return era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
-}
-
 static char *age(const char *ts)
 {
-    int y, mo, d, h, mi, s;
+    int64_t created;
     char buf[32] = "<unknown>";
-    if (ts && sscanf(ts, "%d-%d-%dT%d:%d:%d", &y, &mo, &d, &h, &mi, &s) == 6) {
-        long long t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s;
-        long long a = (long long)time(NULL) - t;
+    if (ts && kcr_time_parse(ts, &created) == KCR_OK) {
+        long long a = (long long)time(NULL) - created;
         if (a < 0)
             a = 0;
         if (a < 120)

@@ -10,6 +10,7 @@
 #include "kcr/log.h"
 #include "kcr/object.h"
 #include "kcr/store.h"
+#include "kcr/time.h"
 #include "kcr/version.h"
 #include "kcr/workqueue.h"
 

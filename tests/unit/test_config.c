@@ -406,12 +406,12 @@ Test(exec_plugin, client_certificate_output, .init = make_dir, .fini = remove_di
 Test(time, rfc3339_round_trip)
 {
     int64_t t;
-    cr_assert_eq(kcr__parse_rfc3339("2024-02-29T12:34:56Z", &t), KCR_OK);
+    cr_assert_eq(kcr_time_parse("2024-02-29T12:34:56Z", &t), KCR_OK);
     char buf[32];
-    kcr__format_rfc3339(t, buf, sizeof buf);
+    kcr_time_format(t, buf, sizeof buf);
     cr_assert_str_eq(buf, "2024-02-29T12:34:56Z");
-    cr_assert_eq(kcr__parse_rfc3339("1970-01-01T01:00:00.123456+01:00", &t), KCR_OK);
+    cr_assert_eq(kcr_time_parse("1970-01-01T01:00:00.123456+01:00", &t), KCR_OK);
     cr_assert_eq(t, 0);
-    cr_assert_eq(kcr__parse_rfc3339("yesterday", &t), KCR_ERR_PARSE);
-    cr_assert_eq(kcr__parse_rfc3339("2024-01-01T00:00:00", &t), KCR_ERR_PARSE);
+    cr_assert_eq(kcr_time_parse("yesterday", &t), KCR_ERR_PARSE);
+    cr_assert_eq(kcr_time_parse("2024-01-01T00:00:00", &t), KCR_ERR_PARSE);
 }
