@@ -250,7 +250,10 @@ KCR_API size_t kcr_workqueue_len(kcr_workqueue *q);
  * copy, valid until kcr_workqueue_done for it returns (do not free it).
  * After shutdown it still hands out the keys that were ready, then returns
  * KCR_ERR_SHUTDOWN. Returns KCR_ERR_CANCELED if kcr_workqueue_wake was called
- * while it was blocked. Thread-safe; any number of getters. */
+ * while it was blocked. While other getters hold keys, a getter takes a key
+ * only once it has waited 200-300 us and they are not turning keys over
+ * every few microseconds (one busy worker beats two sharing the lock; see
+ * docs/workqueue.md). Thread-safe; any number of getters. */
 KCR_API kcr_err kcr_workqueue_get(kcr_workqueue *q, const char **key);
 
 /* kcr_workqueue_get that gives up after timeout_ns with KCR_ERR_TIMEOUT
