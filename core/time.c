@@ -18,6 +18,8 @@ static int64_t days_from_civil(int64_t y, int m, int d)
 
 kcr_err kcr_time_parse(const char *s, int64_t *out)
 {
+    if (!out)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_time_parse: NULL out");
     int y, mo, d, h, mi, sec, n = 0;
     if (!s || sscanf(s, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 ||
         n == 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
@@ -46,6 +48,8 @@ kcr_err kcr_time_parse(const char *s, int64_t *out)
 
 void kcr_time_format(int64_t t, char *buf, size_t size)
 {
+    if (!buf || !size)
+        return;
     int64_t days = t >= 0 ? t / 86400 : (t - 86399) / 86400;
     int64_t rem = t - days * 86400;
     /* civil_from_days */

@@ -414,4 +414,9 @@ Test(time, rfc3339_round_trip)
     cr_assert_eq(t, 0);
     cr_assert_eq(kcr_time_parse("yesterday", &t), KCR_ERR_PARSE);
     cr_assert_eq(kcr_time_parse("2024-01-01T00:00:00", &t), KCR_ERR_PARSE);
+    cr_assert_eq(kcr_time_parse(NULL, &t), KCR_ERR_PARSE);
+    cr_assert_eq(kcr_time_parse("2024-02-29T12:34:56Z", NULL), KCR_ERR_INVALID);
+    kcr_time_format(0, buf, 11); /* truncated, still terminated */
+    cr_assert_str_eq(buf, "1970-01-01");
+    kcr_time_format(0, NULL, 0);
 }
