@@ -575,10 +575,7 @@ Test(workqueue, a_stuck_worker_does_not_hold_back_the_next_key)
     struct getter g;
     start_getter(&t, &g, q, 10 * KCR_WQ_S);
     kcr_workqueue_add(q, "next");
-    int64_t t0 = kcr__now_ns();
-    while (!atomic_load(&g.finished) && ms_since(t0) < 10000)
-        sleep_ms(1);
-    pthread_join(t, NULL);
+    pthread_join(t, NULL); /* the getter gives up after 10 s */
     cr_assert_eq(g.err, KCR_OK);
     cr_assert_str_eq(g.key, "next");
     cr_assert_eq(kcr_workqueue_done(q, held), KCR_OK);
