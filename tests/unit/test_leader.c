@@ -481,6 +481,7 @@ Test(leader, leader_whose_lease_was_taken_steps_down, .init = setup, .fini = tea
     touch_lease("thief");
     cr_assert(wait_count(a, &a->stopped, 1, 2000), "a kept leading under another holder");
     cr_assert_not(kcr_leader_elector_is_leader(a->e));
+    cr_assert(wait_count(a, &a->new_leader_calls, 2, 2000)); /* "a", then "thief" */
     pthread_mutex_lock(&a->mu);
     cr_assert_str_eq(a->last_leader, "thief");
     pthread_mutex_unlock(&a->mu);
