@@ -107,7 +107,7 @@ static kcr_err compile_source(kcr_controller *c, kcr__role role, const kcr_sourc
     return KCR_OK;
 }
 
-static void free_taken(const kcr_controller_options *opts)
+void kcr__controller_options_release(const kcr_controller_options *opts)
 {
     kcr_predicate_free(opts->primary.predicate);
     for (size_t i = 0; opts->owns && i < opts->n_owns; i++)
@@ -122,7 +122,7 @@ kcr_err kcr__controller_new(kcr_client *client, const kcr_controller_options *op
 {
     if (!opts || !out) {
         if (opts)
-            free_taken(opts);
+            kcr__controller_options_release(opts);
         return kcr__fail(KCR_ERR_INVALID, "add_controller: NULL options");
     }
     *out = NULL;
@@ -130,7 +130,7 @@ kcr_err kcr__controller_new(kcr_client *client, const kcr_controller_options *op
         (opts->n_owns && !opts->owns) || (opts->n_watches && !opts->watches) ||
         (opts->n_indexes && !opts->indexes) || opts->max_concurrent_reconciles < 0 ||
         opts->reconcile_timeout_ms < 0 || opts->resync_period_ms < 0) {
-        free_taken(opts);
+        kcr__controller_options_release(opts);
         return kcr__fail(KCR_ERR_INVALID,
                          "controller \"%s\": %s", opts->name ? opts->name : "",
                          !opts->name || !opts->name[0] ? "a name is required"
@@ -149,7 +149,7 @@ kcr_err kcr__controller_new(kcr_client *client, const kcr_controller_options *op
             free(c->name);
             free(c);
         }
-        free_taken(opts);
+        kcr__controller_options_release(opts);
         return kcr__fail(KCR_ERR_NOMEM, "out of memory adding a controller");
     }
     pthread_mutex_init(&c->stats_lock, NULL);

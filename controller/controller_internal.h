@@ -84,6 +84,9 @@ struct kcr_controller {
 kcr_err kcr__controller_new(kcr_client *client, const kcr_controller_options *opts,
                             kcr_controller **out);
 void kcr__controller_free(kcr_controller *c);
+/* Frees what opts hands over (predicates, rate limiter), for failures
+ * before kcr__controller_new runs. */
+void kcr__controller_options_release(const kcr_controller_options *opts);
 
 /* Bumps a counter of c->stats under the stats lock. */
 void kcr__controller_count(kcr_controller *c, size_t offset, int64_t delta);

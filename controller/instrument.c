@@ -91,9 +91,11 @@ void kcr__instrument_reconcile(mgr_ctl *mc, kcr__outcome out, double seconds, bo
     case KCR__OUT_REQUEUE_AFTER:
         kcr_metric_inc(s->requeue_after);
         break;
-    case KCR__OUT_TERMINAL:
+    case KCR__OUT_TERMINAL: /* an error too, as controller-runtime counts it */
         kcr_metric_inc(s->terminal);
-        /* fall through: a terminal error is an error too (as controller-runtime counts it) */
+        kcr_metric_inc(s->error);
+        kcr_metric_inc(s->errors);
+        break;
     case KCR__OUT_ERROR:
         kcr_metric_inc(s->error);
         kcr_metric_inc(s->errors);
@@ -128,10 +130,9 @@ static void collect(kcr_metrics *metrics, void *ud)
 {
     (void)metrics;
     kcr_manager *m = ud;
-    own_series *o = NULL;
+    own_series *o = m->own;
     for (size_t i = 0; i < m->n_ctls; i++) {
         mgr_ctl *mc = m->ctls[i];
-        o = mc->m->own;
         for (size_t j = 0; j < mc->c->n_sources; j++) {
             const kcr__source *s = &mc->c->sources[j];
             const char *v[] = {s->resource, s->group, s->ns ? s->ns : ""};
@@ -157,14 +158,14 @@ static void collect(kcr_metrics *metrics, void *ud)
                 counter_to(x, rs.lists > 1 ? (double)(rs.lists - 1) : 0);
         }
     }
-    if (m->recorder && m->own) {
+    if (m->recorder) {
         kcr_event_recorder_stats es;
         kcr_event_recorder_get_stats(m->recorder, &es);
         kcr_metric *x;
         const char *full[] = {"queue_full"}, *spam[] = {"spam"};
-        if ((x = get(((own_series *)m->own)->dropped, full)))
+        if ((x = get(o->dropped, full)))
             counter_to(x, (double)es.dropped_full);
-        if ((x = get(((own_series *)m->own)->dropped, spam)))
+        if ((x = get(o->dropped, spam)))
             counter_to(x, (double)es.dropped_spam);
     }
 }

@@ -49,7 +49,7 @@ kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)
             .resync_period_ms = s->role == KCR__ROLE_PRIMARY ? c->resync_ms : 0,
             .user_data = s,
         };
-        err = kcr_informer_add_handler(mc->infs[i], &h, NULL);
+        err = kcr_informer_add_handler(mc->infs[i], &h, &mc->regs[i]);
         if (err != KCR_OK)
             return err;
     }

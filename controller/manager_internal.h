@@ -46,6 +46,7 @@ struct mgr_ctl {
     kcr_controller *c;
     kcr_workqueue *q;
     kcr_informer **infs; /* per source */
+    kcr_handler_reg **regs; /* per source */
     mgr_worker *w;
     int n_w;
     pthread_mutex_t lock;

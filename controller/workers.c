@@ -39,7 +39,8 @@ kcr_err kcr__mgr_ctl_new(kcr_manager *m, kcr_controller *c, mgr_ctl **out)
     kcr_err err = KCR_OK;
     mc->w = calloc((size_t)mc->n_w, sizeof *mc->w);
     mc->infs = calloc(c->n_sources, sizeof *mc->infs);
-    if (!mc->w || !mc->infs)
+    mc->regs = calloc(c->n_sources, sizeof *mc->regs);
+    if (!mc->w || !mc->infs || !mc->regs)
         err = kcr__fail(KCR_ERR_NOMEM, "out of memory adding a controller");
     for (int i = 0; err == KCR_OK && i < mc->n_w; i++) {
         mc->w[i].mc = mc;
@@ -75,6 +76,10 @@ void kcr__mgr_ctl_free(mgr_ctl *mc)
         kcr__ryw_list_clear(&mc->w[i].writes);
     }
     kcr__ryw_free_all(mc);
+    for (size_t i = 0; mc->regs && i < mc->c->n_sources; i++)
+        if (mc->regs[i])
+            kcr_informer_remove_handler(mc->infs[i], mc->regs[i]);
+    free(mc->regs);
     free(mc->w);
     free(mc->infs);
     kcr_workqueue_free(mc->q);
