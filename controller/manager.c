@@ -174,6 +174,9 @@ kcr_err kcr_manager_add_controller(kcr_manager *m, const kcr_controller_options 
         if (err == KCR_OK)
             err = kcr__instrument_caches(mc);
         if (err != KCR_OK) {
+            for (size_t i = 0; i < c->n_sources; i++) /* before any start: no callback ran */
+                if (mc->regs[i])
+                    kcr_informer_remove_handler(mc->infs[i], mc->regs[i]);
             kcr__mgr_ctl_free(mc);
             mc = NULL;
         }

@@ -131,14 +131,15 @@ void kcr_manager_free(kcr_manager *m)
     for (size_t i = 0; i < m->n_ctls; i++)
         kcr__mgr_stop_workers(m->ctls[i], 0);
     kcr_leader_elector_free(m->elector);
-    kcr_informer_factory_stop(m->factory);
+    /* the informers (and their handlers, whose user_data are the controllers'
+       sources) go first */
+    kcr_informer_factory_free(m->factory);
     for (size_t i = 0; i < m->n_ctls; i++) {
         kcr_controller *c = m->ctls[i]->c;
         kcr__mgr_ctl_free(m->ctls[i]);
         kcr__controller_free(c);
     }
     free(m->ctls);
-    kcr_informer_factory_free(m->factory);
     kcr_event_recorder_free(m->recorder);
     kcr_client_set_request_observer(m->client, NULL, NULL);
     if (m->own_metrics)

@@ -76,9 +76,6 @@ void kcr__mgr_ctl_free(mgr_ctl *mc)
         kcr__ryw_list_clear(&mc->w[i].writes);
     }
     kcr__ryw_free_all(mc);
-    for (size_t i = 0; mc->regs && i < mc->c->n_sources; i++)
-        if (mc->regs[i])
-            kcr_informer_remove_handler(mc->infs[i], mc->regs[i]);
     free(mc->regs);
     free(mc->w);
     free(mc->infs);

@@ -322,3 +322,197 @@ Test(manager, readiness_reports_the_servers_reason, .init = setup, .fini = teard
     kcr_fake_clear_errors(fake);
     WAIT_FOR(kcr_manager_readyz_check(NULL, mgr) == KCR_OK);
 }
+
+/* ---- read-your-writes: a deterministic informer lag ---- */
+
+static atomic_bool gate_open;
+static atomic_int gate_blocked;
+
+/* Holds back the informer's copy of ConfigMap "a" at data.v == "2" until the
+ * gate opens: the cache lags the write deterministically. */
+static kcr_err gate_transform(const kcr_object *in, kcr_object **out, void *ud)
+{
+    (void)ud;
+    const char *v = kcr_value_string(kcr_object_get(in, "data.v"), NULL);
+    if (strcmp(kcr_object_name(in), "a") == 0 && v && strcmp(v, "2") == 0) {
+        atomic_fetch_add(&gate_blocked, 1);
+        int64_t until = kcr__now_ns() + 20 * KCR_NS_PER_S;
+        while (!atomic_load(&gate_open) && kcr__now_ns() < until) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    *out = kcr_object_ref(in);
+    return KCR_OK;
+}
+
+static atomic_int ryw_calls;
+static char ryw_seen[8];
+
+/* First reconcile writes v=2 and asks to come back; the second notes what
+ * the cache shows. */
+static kcr_result ryw_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)ud;
+    if (strcmp(req->name, "a") != 0)
+        return KCR_DONE;
+    int call = atomic_fetch_add(&ryw_calls, 1);
+    kcr_object *p = kcr_ctx_get_primary(ctx);
+    const char *v = p ? kcr_value_string(kcr_object_get(p, "data.v"), NULL) : NULL;
+    if (call == 0) {
+        kcr_object_unref(p);
+        kcr_err err = kcr_client_patch(kcr_ctx_client(ctx), &CM, "default", "a", KCR_PATCH_MERGE,
+                                       "{\"data\":{\"v\":\"2\"}}", 0, NULL, NULL, NULL);
+        return err == KCR_OK ? KCR_REQUEUE_AFTER(1) : KCR_RETRY(err);
+    }
+    if (call == 1)
+        snprintf(ryw_seen, sizeof ryw_seen, "%s", v ? v : "");
+    kcr_object_unref(p);
+    return KCR_DONE;
+}
+
+static kcr_controller *ryw_setup(bool disable)
+{
+    atomic_store(&gate_open, false);
+    atomic_store(&gate_blocked, 0);
+    atomic_store(&ryw_calls, 0);
+    ryw_seen[0] = '\0';
+    create_cm("a");
+    kcr_informer_options io = {.transform = gate_transform};
+    new_manager(&(kcr_manager_options){.cache_defaults = &io});
+    kcr_controller *c = NULL;
+    kcr_controller_options o = {.name = "ryw", .primary = {.resource = CM},
+                                .no_read_your_writes = disable, .reconcile = ryw_reconcile};
+    cr_assert_eq(kcr_manager_add_controller(mgr, &o, &c), KCR_OK);
+    start();
+    return c;
+}
+
+Test(manager, stale_read_without_read_your_writes, .init = setup, .fini = teardown)
+{
+    ryw_setup(true);
+    WAIT_FOR(atomic_load(&ryw_calls) >= 2);
+    cr_assert_str_eq(ryw_seen, "1", "the cache lagged: the second reconcile read the old object");
+    cr_assert_geq(atomic_load(&gate_blocked), 1);
+    atomic_store(&gate_open, true);
+    cr_assert_eq(stop(), KCR_OK);
+}
+
+Test(manager, read_your_writes_waits_for_the_cache, .init = setup, .fini = teardown)
+{
+    kcr_controller *c = ryw_setup(false);
+    kcr_controller_stats st;
+    WAIT_FOR((kcr_controller_get_stats(c, &st), st.ryw_waits == 1));
+    cr_assert_eq(atomic_load(&ryw_calls), 1, "the second reconcile waits for the cache");
+    atomic_store(&gate_open, true);
+    WAIT_FOR(atomic_load(&ryw_calls) >= 2);
+    cr_assert_str_eq(ryw_seen, "2", "the second reconcile sees its own write");
+    cr_assert_eq(stop(), KCR_OK);
+    kcr_controller_get_stats(c, &st);
+    cr_assert_eq(st.ryw_timeouts, 0);
+}
+
+/* ---- leader election: two managers, one fake API ---- */
+
+static atomic_int by_manager[2];
+
+static kcr_result count_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)ctx, (void)req;
+    atomic_fetch_add(&by_manager[(intptr_t)ud], 1);
+    return KCR_DONE;
+}
+
+typedef struct candidate {
+    kcr_client *client;
+    kcr_manager *m;
+    pthread_t thread;
+    kcr_err result;
+} candidate;
+
+static void *candidate_main(void *arg)
+{
+    candidate *cd = arg;
+    cd->result = kcr_manager_run(cd->m);
+    return NULL;
+}
+
+static void candidate_start(candidate *cd, intptr_t id, const char *identity)
+{
+    cr_assert_eq(kcr_fake_client(fake, "default", &cd->client), KCR_OK);
+    kcr_manager_options mo = {.leader_election = true, .leader_election_id = "test-lock",
+                              .leader_election_identity = identity, .lease_duration_ms = 600,
+                              .renew_deadline_ms = 400, .retry_period_ms = 100};
+    cr_assert_eq(kcr_manager_new(cd->client, &mo, &cd->m), KCR_OK, "%s", kcr_last_error());
+    kcr_controller_options o = {.name = "counter", .primary = {.resource = CM},
+                                .reconcile = count_reconcile, .user_data = (void *)id};
+    cr_assert_eq(kcr_manager_add_controller(cd->m, &o, NULL), KCR_OK);
+    cr_assert_eq(pthread_create(&cd->thread, NULL, candidate_main, cd), 0);
+}
+
+static void candidate_free(candidate *cd)
+{
+    kcr_manager_free(cd->m);
+    kcr_client_free(cd->client);
+}
+
+Test(manager, leader_election_one_reconciles_then_hands_over, .init = setup, .fini = teardown)
+{
+    atomic_store(&by_manager[0], 0);
+    atomic_store(&by_manager[1], 0);
+    create_cm("a");
+    candidate cd[2] = {0};
+    candidate_start(&cd[0], 0, "one");
+    WAIT_FOR(kcr_manager_is_leader(cd[0].m));
+    candidate_start(&cd[1], 1, "two");
+    WAIT_FOR(atomic_load(&by_manager[0]) >= 1);
+    /* the standby syncs its caches (ready) but does not reconcile */
+    WAIT_FOR(kcr_manager_readyz_check(NULL, cd[1].m) == KCR_OK);
+    create_cm("b");
+    WAIT_FOR(atomic_load(&by_manager[0]) >= 2);
+    cr_assert_eq(atomic_load(&by_manager[1]), 0);
+    cr_assert_not(kcr_manager_is_leader(cd[1].m));
+    char *text = NULL;
+    cr_assert_eq(kcr_metrics_write_text(kcr_manager_metrics(cd[0].m), &text, NULL), KCR_OK);
+    cr_assert(strstr(text, "leader_election_master_status{name=\"test-lock\"} 1"), "%s", text);
+    free(text);
+    /* a clean stop releases the lease: the standby leads within about a retry period and
+       reconciles what its warm cache already queued */
+    int64_t t0 = kcr__now_ns();
+    kcr_manager_stop(cd[0].m);
+    pthread_join(cd[0].thread, NULL);
+    cr_assert_eq(cd[0].result, KCR_OK);
+    WAIT_FOR(kcr_manager_is_leader(cd[1].m));
+    /* a released lease has leaseDurationSeconds=1: retry + 1 s, plus scheduling slack */
+    cr_assert_lt(kcr__now_ns() - t0, (100 + 1000 + 500) * KCR_NS_PER_MS, "took over within retry + 1 s");
+    WAIT_FOR(atomic_load(&by_manager[1]) >= 2);
+    kcr_manager_stop(cd[1].m);
+    pthread_join(cd[1].thread, NULL);
+    cr_assert_eq(cd[1].result, KCR_OK);
+    candidate_free(&cd[0]);
+    candidate_free(&cd[1]);
+}
+
+Test(manager, leadership_loss_stops_reconciles_and_returns, .init = setup, .fini = teardown)
+{
+    create_cm("a");
+    candidate cd = {0};
+    cr_assert_eq(kcr_fake_client(fake, "default", &cd.client), KCR_OK);
+    kcr_manager_options mo = {.leader_election = true, .leader_election_id = "lost-lock",
+                              .lease_duration_ms = 600, .renew_deadline_ms = 400,
+                              .retry_period_ms = 100};
+    cr_assert_eq(kcr_manager_new(cd.client, &mo, &cd.m), KCR_OK);
+    mgr = cd.m; /* slow_controller adds to mgr */
+    slow_controller(0);
+    mgr = NULL;
+    cr_assert_eq(pthread_create(&cd.thread, NULL, candidate_main, &cd), 0);
+    WAIT_FOR(atomic_load(&started) == 1);
+    kcr_resource leases = {"coordination.k8s.io", "v1", "leases"};
+    cr_assert_eq(kcr_fake_inject_error(fake, KCR_FAKE_ANY, &leases, -1, 500, "InternalError",
+                                       "etcd is gone"), KCR_OK);
+    pthread_join(cd.thread, NULL);
+    cr_assert_eq(cd.result, KCR_ERR_LEADERSHIP_LOST);
+    cr_assert_eq(atomic_load(&saw_cancel), 1, "the in-flight reconcile was cancelled");
+    cr_assert_neq(kcr_manager_healthz_check(NULL, cd.m), KCR_OK);
+    candidate_free(&cd);
+}
