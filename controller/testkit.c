@@ -72,6 +72,15 @@ kcr_err kcr_testkit_new(const kcr_testkit_options *opts, kcr_testkit **out)
     kcr_err err = kcr_fake_new(NULL, &tk->fake);
     if (err == KCR_OK)
         err = kcr_fake_client(tk->fake, o.namespace, &tk->client);
+    if (err == KCR_OK) {
+        kcr_event_recorder_options ro = {
+            .reporting_controller = o.event_reporter ? o.event_reporter : "testkit",
+            .reporting_instance = "testkit",
+            .synchronous = true,
+            .clock = &tk->clock,
+        };
+        err = kcr_event_recorder_new(tk->client, &ro, &tk->recorder);
+    }
     if (err != KCR_OK) {
         kcr_testkit_free(tk);
         return err;
@@ -105,6 +114,7 @@ void kcr_testkit_free(kcr_testkit *tk)
     free(tk->caches);
     clear_history(tk);
     free(tk->hist);
+    kcr_event_recorder_free(tk->recorder);
     kcr_client_free(tk->client);
     kcr_fake_free(tk->fake);
     free(tk);

@@ -1,6 +1,7 @@
 /* The ConfigMap-mirror controller: declaration and reconcile (see mirror.h). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "mirror.h"
 
@@ -19,7 +20,7 @@ static char *desired(const kcr_object *src, const char *name)
         kcr_object_edit_set_string(e, "metadata.name", name) == KCR_OK &&
         kcr_object_edit_set_owner_ref(e, &owner) == KCR_OK &&
         (kcr_value_get_type(d) == KCR_VALUE_ABSENT || (kcr_value_to_json(d, &data, NULL) == KCR_OK &&
-         kcr_object_edit_set_json(e, "data", data, 0) == KCR_OK)) &&
+         kcr_object_edit_set_json(e, "data", data, strlen(data)) == KCR_OK)) &&
         kcr_object_edit_freeze(e, &obj) == KCR_OK)
         kcr_object_to_json(obj, &out, NULL);
     kcr_object_unref(obj);

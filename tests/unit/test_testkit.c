@@ -427,3 +427,26 @@ Test(testkit, never_settling_controller_is_reported, .init = setup, .fini = tear
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 1, &n), KCR_OK, "one key, coalesced");
     cr_assert_eq(n, 1);
 }
+
+static kcr_result event_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)req, (void)ud;
+    kcr_object *p = kcr_ctx_get_primary(ctx);
+    if (p)
+        kcr_ctx_eventf(ctx, p, KCR_EVENT_NORMAL, "Seen", "reconciled at %lld",
+                       (long long)kcr_ctx_now_ms(ctx));
+    kcr_object_unref(p);
+    return KCR_DONE;
+}
+
+Test(testkit, events_are_recorded_synchronously, .init = setup, .fini = teardown)
+{
+    seed("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}");
+    kcr_controller_options o = {.name = "ev", .primary = {.resource = CM},
+                                .reconcile = event_reconcile};
+    cr_assert_eq(kcr_testkit_add_controller(tk, &o, NULL), KCR_OK);
+    cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
+    cr_assert_eq(kcr_testkit_count_events(tk, "a", "Seen"), 1);
+    cr_assert_eq(kcr_testkit_count_events(tk, "a", "Other"), 0);
+    cr_assert_eq(kcr_testkit_count_events(tk, "b", NULL), 0);
+}
