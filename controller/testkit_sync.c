@@ -112,7 +112,8 @@ static kcr_err sync_cache(kcr_testkit *tk, tk_cache *c)
     }
     bool initial = !c->listed;
     c->listed = true;
-    qsort(keys.items, keys.len, sizeof *keys.items, cmp_str);
+    if (keys.len)
+        qsort(keys.items, keys.len, sizeof *keys.items, cmp_str);
     for (size_t i = 0; i < keys.len; i++) {
         kcr_object *obj = kcr_store_get_by_key(now, keys.items[i]);
         kcr_object *old = kcr_store_get_by_key(c->store, keys.items[i]);
@@ -125,7 +126,8 @@ static kcr_err sync_cache(kcr_testkit *tk, tk_cache *c)
     }
     kcr_string_list_free(&keys);
     if (kcr_store_list_keys(c->store, &keys) == KCR_OK) {
-        qsort(keys.items, keys.len, sizeof *keys.items, cmp_str);
+        if (keys.len)
+            qsort(keys.items, keys.len, sizeof *keys.items, cmp_str);
         for (size_t i = 0; i < keys.len; i++) {
             kcr_object *gone = kcr_store_get_by_key(now, keys.items[i]);
             if (!gone) {
@@ -163,7 +165,8 @@ kcr_err kcr_testkit_resync(kcr_testkit *tk)
             continue;
         kcr_string_list keys = {0};
         err = kcr_store_list_keys(p->cache, &keys);
-        qsort(keys.items, keys.len, sizeof *keys.items, cmp_str);
+        if (keys.len)
+            qsort(keys.items, keys.len, sizeof *keys.items, cmp_str);
         for (size_t j = 0; err == KCR_OK && j < keys.len; j++) {
             kcr_object *obj = kcr_store_get_by_key(p->cache, keys.items[j]);
             if (obj)
