@@ -132,6 +132,14 @@ static void run_key(mgr_worker *w, const char *key)
     if (c->ryw)
         kcr__ryw_commit(mc, w, key);
     kcr__instrument_reconcile(mc, run.outcome, (double)(end - start) / 1e9, timed_out);
+    if (kcr__log_enabled(KCR_LOG_DEBUG)) {
+        static const char *const names[] = {"success", "requeue_after", "error", "terminal"};
+        int64_t wall_end = kcr__wall_ns() / KCR_NS_PER_MS;
+        kcr__log(KCR_LOG_DEBUG, "controller",
+                 "controller \"%s\": reconciled %s (%s, reason %s) wall_ms=%lld..%lld", c->name,
+                 key, names[run.outcome], kcr_reason_name(run.reason),
+                 (long long)(wall_end - (end - start) / KCR_NS_PER_MS), (long long)wall_end);
+    }
 }
 
 static void *worker_main(void *arg)

@@ -48,7 +48,8 @@ int main(int argc, char **argv)
     kcr_health_server *http = NULL;
     kcr_config_options co = {.kubeconfig = kubeconfig, .context = context};
     kcr_manager_options mo = {.name = "configmap-mirror", .leader_election = leader_elect,
-                              .leader_election_id = "configmap-mirror", .handle_signals = true};
+                              .leader_election_id = "configmap-mirror",
+                              .leader_election_namespace = ns, .handle_signals = true};
     kcr_controller_options ctl;
     mirror_controller(&ctl, ns);
     ctl.max_concurrent_reconciles = workers;
