@@ -348,6 +348,7 @@ static kcr_err gate_transform(const kcr_object *in, kcr_object **out, void *ud)
 
 static atomic_int ryw_calls;
 static char ryw_seen[8];
+static atomic_bool ryw_seen_set; /* ryw_seen written (release) */
 
 /* First reconcile writes v=2 and asks to come back; the second notes what
  * the cache shows. */
@@ -365,8 +366,10 @@ static kcr_result ryw_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, 
                                        "{\"data\":{\"v\":\"2\"}}", 0, NULL, NULL, NULL);
         return err == KCR_OK ? KCR_REQUEUE_AFTER(1) : KCR_RETRY(err);
     }
-    if (call == 1)
+    if (call == 1) {
         snprintf(ryw_seen, sizeof ryw_seen, "%s", v ? v : "");
+        atomic_store(&ryw_seen_set, true);
+    }
     kcr_object_unref(p);
     return KCR_DONE;
 }
@@ -376,6 +379,7 @@ static kcr_controller *ryw_setup(bool disable)
     atomic_store(&gate_open, false);
     atomic_store(&gate_blocked, 0);
     atomic_store(&ryw_calls, 0);
+    atomic_store(&ryw_seen_set, false);
     ryw_seen[0] = '\0';
     create_cm("a");
     kcr_informer_options io = {.transform = gate_transform};
@@ -391,7 +395,7 @@ static kcr_controller *ryw_setup(bool disable)
 Test(manager, stale_read_without_read_your_writes, .init = setup, .fini = teardown)
 {
     ryw_setup(true);
-    WAIT_FOR(atomic_load(&ryw_calls) >= 2);
+    WAIT_FOR(atomic_load(&ryw_seen_set));
     cr_assert_str_eq(ryw_seen, "1", "the cache lagged: the second reconcile read the old object");
     cr_assert_geq(atomic_load(&gate_blocked), 1);
     atomic_store(&gate_open, true);
@@ -405,7 +409,7 @@ Test(manager, read_your_writes_waits_for_the_cache, .init = setup, .fini = teard
     WAIT_FOR((kcr_controller_get_stats(c, &st), st.ryw_waits == 1));
     cr_assert_eq(atomic_load(&ryw_calls), 1, "the second reconcile waits for the cache");
     atomic_store(&gate_open, true);
-    WAIT_FOR(atomic_load(&ryw_calls) >= 2);
+    WAIT_FOR(atomic_load(&ryw_seen_set));
     cr_assert_str_eq(ryw_seen, "2", "the second reconcile sees its own write");
     cr_assert_eq(stop(), KCR_OK);
     kcr_controller_get_stats(c, &st);
