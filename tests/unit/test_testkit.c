@@ -450,3 +450,37 @@ Test(testkit, events_are_recorded_synchronously, .init = setup, .fini = teardown
     cr_assert_eq(kcr_testkit_count_events(tk, "a", "Other"), 0);
     cr_assert_eq(kcr_testkit_count_events(tk, "b", NULL), 0);
 }
+
+Test(testkit, client_writes_kcr_objects, .init = setup, .fini = teardown)
+{
+    kcr_client *cl = kcr_testkit_client(tk);
+    kcr_object *obj = NULL, *got = NULL;
+    const char *json = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                       "{\"name\":\"o\",\"namespace\":\"ns1\"},\"data\":{\"v\":\"1\"}}";
+    cr_assert_eq(kcr_object_parse(json, strlen(json), &obj), KCR_OK);
+    cr_assert_eq(kcr_client_create_object(cl, &CM, NULL, obj, NULL, &got, NULL), KCR_OK,
+                 "%s", kcr_last_error());
+    cr_assert_str_eq(kcr_object_namespace(got), "ns1", "the object's namespace");
+    kcr_object_edit *e = kcr_object_edit_new(got);
+    kcr_object *changed = NULL;
+    cr_assert_eq(kcr_object_edit_set_string(e, "data.v", "2"), KCR_OK);
+    cr_assert_eq(kcr_object_edit_freeze(e, &changed), KCR_OK);
+    kcr_object_edit_free(e);
+    kcr_object_unref(got);
+    cr_assert_eq(kcr_client_update_object(cl, &CM, changed, NULL, &got, NULL), KCR_OK);
+    cr_assert_str_eq(kcr_value_string(kcr_object_get(got, "data.v"), NULL), "2");
+    kcr_object_unref(got);
+    kcr_status st = {0};
+    cr_assert_eq(kcr_client_update_object(cl, &CM, changed, NULL, NULL, &st), KCR_ERR_CONFLICT,
+                 "its resourceVersion is stale now");
+    kcr_status_clear(&st);
+    kcr_write_options wo = {.field_manager = "t"};
+    cr_assert_eq(kcr_client_apply_object(cl, &CM, obj, &wo, &got, NULL), KCR_OK);
+    cr_assert_str_eq(kcr_value_string(kcr_object_get(got, "data.v"), NULL), "1");
+    kcr_object_unref(got);
+    cr_assert_eq(kcr_client_apply_object(cl, &CM, obj, NULL, NULL, NULL), KCR_ERR_INVALID,
+                 "apply needs a field manager");
+    cr_assert_eq(kcr_client_create_object(cl, &CM, NULL, NULL, NULL, NULL, NULL), KCR_ERR_INVALID);
+    kcr_object_unref(changed);
+    kcr_object_unref(obj);
+}
