@@ -199,7 +199,7 @@ kcr_err kcr__wq_add_after(struct kcr_workqueue *q, const char *key, int64_t dela
         return kcr__fail(KCR_ERR_INVALID, "%s: NULL key", fn);
     size_t len = strlen(key);
     uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
-    int64_t now = kcr__now_ns();
+    int64_t now = prio != KCR_WQ_PRIORITY_NORMAL ? kcr__wq_prio_stamp(q, prio) : kcr__now_ns();
     if (delay_ns <= 0) /* a retry, then a plain add */
         return kcr__wq_add_locked(q, key, len, hash, now, true, prio, fn);
     int64_t ready_at = delay_ns > INT64_MAX - now ? INT64_MAX : now + delay_ns;

@@ -52,6 +52,16 @@ static void report(const struct kcr_workqueue *q, const struct kcr__wq_level *lv
         q->m.depth_priority(q->name, lv->prio, lv->dirty, q->m.user_data);
 }
 
+int64_t kcr__wq_prio_stamp(struct kcr_workqueue *q, int prio)
+{
+    int64_t now = kcr__now_ns();
+    int64_t none = 0;
+    if (prio != KCR_WQ_PRIORITY_NORMAL)
+        atomic_compare_exchange_strong_explicit(&q->prio_since, &none, now, memory_order_relaxed,
+                                                memory_order_relaxed);
+    return now;
+}
+
 bool kcr__wq_prio_enable(struct kcr_workqueue *q)
 {
     q->levels = malloc(4 * sizeof *q->levels);
@@ -63,7 +73,9 @@ bool kcr__wq_prio_enable(struct kcr_workqueue *q)
     q->levels_cap = 4;
     q->nlevels = 0;
     q->prio_on = true;
-    atomic_store_explicit(&q->prio_mode, true, memory_order_relaxed);
+    int64_t none = 0;
+    atomic_compare_exchange_strong_explicit(&q->prio_since, &none, kcr__now_ns(),
+                                            memory_order_relaxed, memory_order_relaxed);
     if (q->depth > 0) {
         /* Every dirty item is NORMAL so far: the FIFO is NORMAL's line. */
         q->levels[0] = (struct kcr__wq_level){
@@ -74,9 +86,11 @@ bool kcr__wq_prio_enable(struct kcr_workqueue *q)
             .last = q->tail,
         };
         q->nlevels = 1;
-        int64_t now = kcr__now_ns();
+        /* Their adds were not stamped: they were made before the first
+         * add with a priority. */
+        int64_t before = atomic_load_explicit(&q->prio_since, memory_order_relaxed) - 1;
         for (struct kcr__wq_item *it = q->head; it; it = it->next)
-            it->ready_ns = now;
+            it->ready_ns = before;
         report(q, &q->levels[0]);
     }
     return true;

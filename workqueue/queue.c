@@ -246,6 +246,8 @@ static int apply_add(struct kcr_workqueue *q, const char *key, size_t len, uint6
     }
     if (!(it->flags & KCR__WQ_DIRTY))
         *changed = true;
+    if (!added_ns && q->prio_on) /* made before the first add with a priority */
+        added_ns = atomic_load_explicit(&q->prio_since, memory_order_relaxed) - 1;
     return kcr__wq_make_ready(q, it, added_ns, prio);
 }
 
@@ -631,10 +633,7 @@ static inline kcr_err add(kcr_workqueue *q, const char *key, int prio, const cha
         return kcr__wq_fail_shutdown(q, fn, key);
     size_t len = key_len(key);
     uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
-    /* Priority mode ages keys from their add: stamp it. */
-    bool stamp = q->timing || prio != KCR_WQ_PRIORITY_NORMAL ||
-                 atomic_load_explicit(&q->prio_mode, memory_order_relaxed);
-    int64_t now = stamp ? kcr__now_ns() : 0;
+    int64_t now = kcr__wq_add_stamp(q, prio);
     if (kcr__wq_ring_add(q, key, len, hash, now, 0, prio))
         return KCR_OK;
     return kcr__wq_add_locked(q, key, len, hash, now, false, prio, fn);

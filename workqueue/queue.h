@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/clock.h"
 #include "kcr/workqueue.h"
 #include "workqueue/keytab.h"
 #include "workqueue/ptrset.h"
@@ -101,12 +102,15 @@ _Static_assert(sizeof(struct kcr__wq_slot) == 128, "a ring slot is two cache lin
 #define KCR__WQ_NODE_KEY 48u
 
 struct kcr_workqueue {
-    /* Read by adders, written only at creation and shutdown. */
+    /* Read by adders, written only at creation, shutdown and first priority use. */
     struct kcr__wq_slot *ring; /* adds not applied yet */
     size_t ring_mask;
     uint64_t hash_seed; /* == tab.seed, on a line the table's writers do not touch */
     atomic_bool closed; /* mirror of shutting_down for adders */
-    atomic_bool prio_mode; /* mirror of prio_on: adders then stamp adds with the time */
+    /* When the first add with a priority other than NORMAL was made (0:
+     * none yet). From then on adders stamp every add with the time, for
+     * aging; keys added before count as ready since prio_since - 1. */
+    _Atomic int64_t prio_since;
     bool timing;        /* track times (callbacks set or track_time) */
     bool has_cb;        /* metrics callbacks set */
     bool gauges;        /* a gauge callback is set: refresh periodically */
@@ -268,6 +272,21 @@ void kcr__wq_heap_trim(struct kcr_workqueue *q);
 void kcr__wq_heap_clear(struct kcr_workqueue *q);
 
 /* priority.c ------------------------------------------------------------ */
+
+/* Reads the clock for an add with `prio` (not NORMAL, or once priorities
+ * are in use) and records when priorities came into use. */
+int64_t kcr__wq_prio_stamp(struct kcr_workqueue *q, int prio);
+
+/* The time to stamp an add with (0: none): for time tracking, and once
+ * priorities are in use for aging. Inline: a NORMAL-only queue without
+ * metrics reads no clock and calls nothing here. */
+static inline int64_t kcr__wq_add_stamp(struct kcr_workqueue *q, int prio)
+{
+    if (prio == KCR_WQ_PRIORITY_NORMAL &&
+        !atomic_load_explicit(&q->prio_since, memory_order_relaxed))
+        return q->timing ? kcr__now_ns() : 0;
+    return kcr__wq_prio_stamp(q, prio);
+}
 
 /* Switches the queue to priority mode (lock held): the FIFO becomes the one
  * line of NORMAL. False on allocation failure (the queue stays FIFO). */
