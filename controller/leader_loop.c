@@ -143,9 +143,9 @@ static attempt try_acquire_or_renew(loop *l, bool leading, int64_t deadline_ns)
 static void report_holder(loop *l)
 {
     kcr_leader_elector *e = l->e;
-    const char *holder = l->seen.holder ? l->seen.holder : "";
-    if (l->reported && strcmp(l->reported, holder) == 0)
-        return;
+    const char *holder = l->seen.holder;
+    if (!holder || (l->reported && strcmp(l->reported, holder) == 0))
+        return; /* nothing read yet, or no change */
     char *copy = strdup(holder);
     if (!copy)
         return;

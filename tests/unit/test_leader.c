@@ -677,3 +677,25 @@ Test(leader, stop_before_start_and_start_after_stop, .init = setup, .fini = tear
     cr_assert_eq(kcr_fake_count(fake, KCR_FAKE_ANY, &LEASES), 0);
     cand_free(a);
 }
+
+Test(leader, unreadable_lease_is_retried_without_leading, .init = setup, .fini = teardown)
+{
+    cr_assert_eq(kcr_fake_inject_error(fake, KCR_FAKE_GET, &LEASES, -1, 403, "Forbidden",
+                                       "leases.coordination.k8s.io is forbidden"),
+                 KCR_OK);
+    cand *a = cand_new("a");
+    cr_assert_eq(kcr_leader_elector_start(a->e), KCR_OK);
+    int64_t end = mono_ms() + 5000;
+    kcr_leader_elector_stats st;
+    do {
+        kcr_leader_elector_get_stats(a->e, &st);
+        nap_ms(5);
+    } while (st.failed_attempts < 3 && mono_ms() < end);
+    cr_assert_geq(st.failed_attempts, 3, "one failure per retry period");
+    cr_assert_eq(get_int(a, &a->started), 0);
+    cr_assert_eq(get_int(a, &a->new_leader_calls), 0, "nothing was read, nothing to report");
+    cr_assert_eq(kcr_fake_count(fake, KCR_FAKE_CREATE, &LEASES), 0);
+    kcr_fake_clear_errors(fake);
+    cr_assert(wait_count(a, &a->started, 1, 5000));
+    cand_free(a);
+}
