@@ -242,7 +242,31 @@ static kcr_err make_keys(const kcr_event *ev, const char *controller, const char
     return KCR_OK;
 }
 
-static kcr_err validate(const kcr_event_recorder *r, const kcr_event *ev)
+/* True when s is well-formed UTF-8 (no overlong forms, surrogates or code
+ * points past U+10FFFF), as JSON text must be. */
+static bool utf8_valid(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p++;
+        int more = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2
+                                  : (c & 0xf8) == 0xf0 ? 3 : -1;
+        if (more < 0 || (more == 1 && c < 0xc2) || (more == 3 && c > 0xf4))
+            return false;
+        unsigned cp = c & (0x7fu >> more);
+        for (int i = 0; i < more; i++, p++) {
+            if ((*p & 0xc0) != 0x80)
+                return false;
+            cp = (cp << 6) | (*p & 0x3fu);
+        }
+        if ((more == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+            (more == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+            return false;
+    }
+    return true;
+}
+
+static kcr_err validate(const kcr_event_recorder *r, const kcr_event *ev, const char *note)
 {
     if (!r || !ev)
         return kcr__fail(KCR_ERR_INVALID, "event: NULL recorder or event");
@@ -265,6 +289,13 @@ static kcr_err validate(const kcr_event_recorder *r, const kcr_event *ev)
     if (ev->reporting_controller && !*ev->reporting_controller)
         return kcr__fail(KCR_ERR_INVALID, "event: reporting_controller is empty (NULL: the "
                                           "recorder's)");
+    const char *text[][2] = {{"reason", ev->reason},
+                             {"action", ev->action},
+                             {"note", note},
+                             {"reporting_controller", ev->reporting_controller}};
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
+        if (text[i][1] && !utf8_valid(text[i][1]))
+            return kcr__fail(KCR_ERR_INVALID, "event: %s is not valid UTF-8", text[i][0]);
     return KCR_OK;
 }
 
@@ -298,13 +329,15 @@ static bool record_repeat(kcr_event_recorder *r, const char *ev_key, int64_t now
 
 static kcr_err record(kcr_event_recorder *r, const kcr_event *ev, const char *note_in)
 {
-    kcr_err err = validate(r, ev);
+    char note[NOTE_MAX + 1] = "";
+    if (note_in) {
+        size_t n = utf8_cut(note_in, NOTE_MAX);
+        memcpy(note, note_in, n);
+        note[n] = '\0';
+    }
+    kcr_err err = validate(r, ev, note);
     if (err != KCR_OK)
         return err;
-    char note[NOTE_MAX + 1];
-    size_t n = utf8_cut(note_in ? note_in : "", NOTE_MAX);
-    memcpy(note, note_in ? note_in : "", n);
-    note[n] = '\0';
     const char *controller = ev->reporting_controller ? ev->reporting_controller : r->controller;
     const char *action = ev->action && *ev->action ? ev->action : ev->reason;
     char *spam_key, *ev_key;
