@@ -369,6 +369,63 @@ Test(leader, failed_renewals_step_down_before_anyone_takes_over, .init = setup, 
     cand_free(b);
 }
 
+/* Holds every Lease update inside the fake (a hung server) until opened. */
+typedef struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool closed;
+    int held;
+} gate;
+
+static void gate_hook(kcr_fake_verb verb, const kcr_resource *res, const char *ns,
+                      const char *name, void *ud)
+{
+    (void)ns;
+    (void)name;
+    gate *g = ud;
+    if (verb != KCR_FAKE_UPDATE || strcmp(res->resource, "leases") != 0)
+        return;
+    pthread_mutex_lock(&g->mu);
+    if (g->closed) {
+        g->held++;
+        pthread_cond_broadcast(&g->cv);
+    }
+    while (g->closed)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+}
+
+Test(leader, hung_renewal_steps_down_on_time, .init = setup, .fini = teardown)
+{
+    gate g = {.closed = false, .held = 0};
+    pthread_mutex_init(&g.mu, NULL);
+    pthread_cond_init(&g.cv, NULL);
+    kcr_fake_set_hook(fake, gate_hook, &g);
+    cand *a = cand_new("a");
+    cr_assert_eq(kcr_leader_elector_start(a->e), KCR_OK);
+    cr_assert(wait_count(a, &a->started, 1, 5000));
+    cr_assert(wait_renewals(a, 2, 5000));
+    pthread_mutex_lock(&g.mu);
+    g.closed = true;
+    pthread_mutex_unlock(&g.mu);
+    int64_t cut = mono_ms(); /* no renewal sent after this can succeed */
+    cr_assert(wait_count(a, &a->stopped, 1, 5000), "a kept leading on a hung request");
+    int64_t stepped_down = a->stopped_ms - cut;
+    cr_assert_leq(stepped_down, RENEW_MS + 150, "stepped down %lld ms after the last renewal",
+                  (long long)stepped_down);
+    pthread_mutex_lock(&g.mu);
+    cr_assert_geq(g.held, 1, "no renewal was held");
+    g.closed = false;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    kcr_leader_elector_stop(a->e); /* joins the request thread once the request returns */
+    cr_assert_not(kcr_leader_elector_is_leader(a->e));
+    kcr_fake_set_hook(fake, NULL, NULL);
+    cand_free(a);
+    pthread_cond_destroy(&g.cv);
+    pthread_mutex_destroy(&g.mu);
+}
+
 /* An intruder writes the Lease between a candidate's GET and its UPDATE. */
 typedef struct intruder {
     atomic_int armed;
@@ -618,5 +675,27 @@ Test(leader, stop_before_start_and_start_after_stop, .init = setup, .fini = tear
     kcr_leader_elector_stop(a->e);
     cr_assert_eq(kcr_leader_elector_start(a->e), KCR_ERR_STATE);
     cr_assert_eq(kcr_fake_count(fake, KCR_FAKE_ANY, &LEASES), 0);
+    cand_free(a);
+}
+
+Test(leader, unreadable_lease_is_retried_without_leading, .init = setup, .fini = teardown)
+{
+    cr_assert_eq(kcr_fake_inject_error(fake, KCR_FAKE_GET, &LEASES, -1, 403, "Forbidden",
+                                       "leases.coordination.k8s.io is forbidden"),
+                 KCR_OK);
+    cand *a = cand_new("a");
+    cr_assert_eq(kcr_leader_elector_start(a->e), KCR_OK);
+    int64_t end = mono_ms() + 5000;
+    kcr_leader_elector_stats st;
+    do {
+        kcr_leader_elector_get_stats(a->e, &st);
+        nap_ms(5);
+    } while (st.failed_attempts < 3 && mono_ms() < end);
+    cr_assert_geq(st.failed_attempts, 3, "one failure per retry period");
+    cr_assert_eq(get_int(a, &a->started), 0);
+    cr_assert_eq(get_int(a, &a->new_leader_calls), 0, "nothing was read, nothing to report");
+    cr_assert_eq(kcr_fake_count(fake, KCR_FAKE_CREATE, &LEASES), 0);
+    kcr_fake_clear_errors(fake);
+    cr_assert(wait_count(a, &a->started, 1, 5000));
     cand_free(a);
 }
