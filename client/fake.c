@@ -938,7 +938,8 @@ static kcr_err fake_patch(kcr_client *c, const kcr_resource *res, const char *ns
             /* The apiserver answers any failed JSON patch operation (a failed
              * test too) with this bare 422, without saying which. */
             kcr__json_free(next);
-            kcr__log(KCR_LOG_DEBUG, "fake", "JSON patch of %s rejected: %s", name, kcr_last_error());
+            kcr__log(KCR_LOG_DEBUG, "fake", "JSON patch of %s rejected: %s", name,
+                     kcr_last_error());
             err = status_err(st, 422, "Invalid", NULL, NULL,
                              "the server rejected our request due to an error in our request");
         } else if (err != KCR_OK || !next || next->type != KCR__JSON_OBJECT) {

@@ -42,8 +42,8 @@ kcr_err kcr_ctrlutil_apply(kcr_client *c, const kcr_resource *res, const char *n
 }
 
 kcr_err kcr_ctrlutil_apply_json(kcr_client *c, const kcr_resource *res, const char *ns,
-                                const char *json, size_t len, const char *field_manager,
-                                bool force, kcr_object **out, kcr_status *status)
+                                const char *json, size_t len, const char *field_manager, bool force,
+                                kcr_object **out, kcr_status *status)
 {
     if (out)
         *out = NULL;

@@ -43,7 +43,8 @@ static void build_patch(const kcr_object *cur, const char *finalizer, bool add, 
                 continue;
             char ptr[64];
             snprintf(ptr, sizeof ptr, "/metadata/finalizers/%zu", i);
-            kcr__jbuf_raw(b, first ? "{\"op\":\"test\",\"path\":\"" : ",{\"op\":\"test\",\"path\":\"");
+            kcr__jbuf_raw(b,
+                          first ? "{\"op\":\"test\",\"path\":\"" : ",{\"op\":\"test\",\"path\":\"");
             kcr__jbuf_raw(b, ptr);
             kcr__jbuf_raw(b, "\",\"value\":");
             kcr__jbuf_string(b, finalizer);
@@ -121,7 +122,8 @@ static kcr_err change_finalizer(kcr_client *c, const kcr_resource *res, const kc
             err = gerr;
             break;
         }
-        bool raced = strcmp(kcr_object_resource_version(fresh), kcr_object_resource_version(cur)) != 0;
+        bool raced =
+            strcmp(kcr_object_resource_version(fresh), kcr_object_resource_version(cur)) != 0;
         kcr_object_unref(cur);
         cur = fresh;
         if (err == KCR_ERR_INVALID_OBJECT && !raced) {
@@ -149,10 +151,9 @@ kcr_err kcr_ctrlutil_add_finalizer(kcr_client *c, const kcr_resource *res, const
     return change_finalizer(c, res, obj, finalizer, true, max_retries, changed, out, status);
 }
 
-kcr_err kcr_ctrlutil_remove_finalizer(kcr_client *c, const kcr_resource *res,
-                                      const kcr_object *obj, const char *finalizer,
-                                      int max_retries, bool *changed, kcr_object **out,
-                                      kcr_status *status)
+kcr_err kcr_ctrlutil_remove_finalizer(kcr_client *c, const kcr_resource *res, const kcr_object *obj,
+                                      const char *finalizer, int max_retries, bool *changed,
+                                      kcr_object **out, kcr_status *status)
 {
     return change_finalizer(c, res, obj, finalizer, false, max_retries, changed, out, status);
 }

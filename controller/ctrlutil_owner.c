@@ -10,8 +10,9 @@
 static kcr_err owner_ref_of(const kcr_object *owner, const kcr_ctrlutil_owner_options *opts,
                             kcr_owner_ref *ref)
 {
-    const char *av = opts && opts->api_version && *opts->api_version ? opts->api_version
-                                                                      : kcr_object_api_version(owner);
+    const char *av = opts && opts->api_version && *opts->api_version
+                         ? opts->api_version
+                         : kcr_object_api_version(owner);
     const char *kind = opts && opts->kind && *opts->kind ? opts->kind : kcr_object_kind(owner);
     const char *name = kcr_object_name(owner), *uid = kcr_object_uid(owner);
     if (!*av || !*kind)
@@ -20,8 +21,9 @@ static kcr_err owner_ref_of(const kcr_object *owner, const kcr_ctrlutil_owner_op
                          "it in kcr_ctrlutil_owner_options",
                          name, !*av ? "apiVersion" : "kind");
     if (!*name || !*uid)
-        return kcr__fail(KCR_ERR_INVALID, "owner %s/%s has no %s: use an object read from the server",
-                         kind, name, !*name ? "metadata.name" : "metadata.uid");
+        return kcr__fail(KCR_ERR_INVALID,
+                         "owner %s/%s has no %s: use an object read from the server", kind, name,
+                         !*name ? "metadata.name" : "metadata.uid");
     *ref = (kcr_owner_ref){.api_version = av, .kind = kind, .name = name, .uid = uid};
     return KCR_OK;
 }

@@ -138,10 +138,9 @@ static kcr_err run(const struct target *t, enum write_kind kind, int max_retries
 }
 
 kcr_err kcr_ctrlutil_update_status(kcr_client *c, const kcr_resource *res, const char *ns,
-                                   const char *name, kcr_ctrlutil_mutate_fn mutate,
-                                   void *user_data, int max_retries,
-                                   kcr_ctrlutil_op_result *result, kcr_object **out,
-                                   kcr_status *status)
+                                   const char *name, kcr_ctrlutil_mutate_fn mutate, void *user_data,
+                                   int max_retries, kcr_ctrlutil_op_result *result,
+                                   kcr_object **out, kcr_status *status)
 {
     struct target t = {c, res, ns ? ns : "", name, mutate, user_data};
     return run(&t, WRITE_STATUS, max_retries, result, out, status);

@@ -153,8 +153,9 @@ struct kcr__node *kcr__node_copy(const struct kcr__node *n)
 {
     if (!n)
         return NULL;
-    struct kcr__node *c = n->t == KCR__N_STR || n->t == KCR__N_NUM ? kcr__node_str(n->t, n->s, n->slen)
-                                                                   : kcr__node_new(n->t);
+    struct kcr__node *c = n->t == KCR__N_STR || n->t == KCR__N_NUM
+                              ? kcr__node_str(n->t, n->s, n->slen)
+                              : kcr__node_new(n->t);
     if (!c)
         return NULL;
     c->b = n->b;
@@ -179,7 +180,8 @@ static double num_value(const struct kcr__node *n)
 
 bool kcr__node_equal(const struct kcr__node *a, const struct kcr__node *b)
 {
-    bool an = a->t == KCR__N_INT || a->t == KCR__N_NUM, bn = b->t == KCR__N_INT || b->t == KCR__N_NUM;
+    bool an = a->t == KCR__N_INT || a->t == KCR__N_NUM,
+         bn = b->t == KCR__N_INT || b->t == KCR__N_NUM;
     if (an && bn) {
         if (a->t == KCR__N_INT && b->t == KCR__N_INT)
             return a->i == b->i;
@@ -241,7 +243,8 @@ struct kcr__node *kcr__node_from_value(kcr_value v)
     case KCR_VALUE_STRING: {
         size_t len;
         const char *s = kcr_value_string(v, &len);
-        return kcr__node_str(kcr_value_get_type(v) == KCR_VALUE_FLOAT ? KCR__N_NUM : KCR__N_STR, s, len);
+        return kcr__node_str(kcr_value_get_type(v) == KCR_VALUE_FLOAT ? KCR__N_NUM : KCR__N_STR, s,
+                             len);
     }
     case KCR_VALUE_ARRAY: {
         struct kcr__node *n = kcr__node_new(KCR__N_ARR);

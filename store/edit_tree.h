@@ -15,7 +15,15 @@
 #include "kcr/object.h"
 #include "store/object_builder.h"
 
-enum kcr__ntype { KCR__N_NULL, KCR__N_BOOL, KCR__N_INT, KCR__N_NUM, KCR__N_STR, KCR__N_ARR, KCR__N_MAP };
+enum kcr__ntype {
+    KCR__N_NULL,
+    KCR__N_BOOL,
+    KCR__N_INT,
+    KCR__N_NUM,
+    KCR__N_STR,
+    KCR__N_ARR,
+    KCR__N_MAP
+};
 
 struct kcr__node {
     enum kcr__ntype t;

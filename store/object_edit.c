@@ -45,8 +45,8 @@ static kcr_err freeze(kcr_object_edit *e, bool need_name, kcr_object **out)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory freezing an object");
     kcr_err err = kcr__node_feed(b, e->root);
     if (err == KCR_OK)
-        err = need_name ? kcr__object_builder_finish(b, out)
-                        : kcr__object_builder_finish_any(b, out);
+        err =
+            need_name ? kcr__object_builder_finish(b, out) : kcr__object_builder_finish_any(b, out);
     kcr__object_builder_free(b);
     return err;
 }
@@ -81,8 +81,8 @@ static struct kcr__node *string_node(const char *s, kcr_err *err)
 /* Walks `path`; with `create`, makes missing intermediate maps. On success
  * *parent is the container holding the last segment and *seg that segment.
  * `scratch` holds strlen(path) + 1 bytes. */
-static kcr_err resolve(struct kcr__node *root, const char *path, bool create, struct kcr__node **parent,
-                       struct kcr__path_seg *seg, char *scratch)
+static kcr_err resolve(struct kcr__node *root, const char *path, bool create,
+                       struct kcr__node **parent, struct kcr__path_seg *seg, char *scratch)
 {
     const char *p = path;
     struct kcr__node *cur = root;
@@ -247,7 +247,8 @@ kcr_err kcr_object_edit_delete(kcr_object_edit *e, const char *path)
 }
 
 /* metadata.<field>, created as `t` when missing (or when of another type). */
-static struct kcr__node *meta_child(kcr_object_edit *e, const char *field, enum kcr__ntype t, bool create)
+static struct kcr__node *meta_child(kcr_object_edit *e, const char *field, enum kcr__ntype t,
+                                    bool create)
 {
     if (e->root->t != KCR__N_MAP)
         return NULL;
@@ -342,7 +343,8 @@ kcr_err kcr_object_edit_add_finalizer(kcr_object_edit *e, const char *finalizer)
         kcr__node_free(v);
         return kcr__fail(KCR_ERR_NOMEM, "out of memory editing an object");
     }
-    return kcr__node_push(a, v) ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, "out of memory editing an object");
+    return kcr__node_push(a, v) ? KCR_OK
+                                : kcr__fail(KCR_ERR_NOMEM, "out of memory editing an object");
 }
 
 kcr_err kcr_object_edit_remove_finalizer(kcr_object_edit *e, const char *finalizer)
@@ -407,7 +409,8 @@ kcr_err kcr_object_edit_set_owner_ref(kcr_object_edit *e, const kcr_owner_ref *r
             a->items[i] = m;
             return KCR_OK;
         }
-    return kcr__node_push(a, m) ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, "out of memory editing an object");
+    return kcr__node_push(a, m) ? KCR_OK
+                                : kcr__fail(KCR_ERR_NOMEM, "out of memory editing an object");
 }
 
 kcr_err kcr_object_edit_remove_owner_ref(kcr_object_edit *e, const char *uid)
@@ -509,7 +512,8 @@ static struct kcr__node *diff(kcr_value a, kcr_value b)
         size_t kl;
         kcr_value_entry(a, i, &k, &kl);
         bool found = kcr_value_get_type(kcr__value_member_n(b, k, kl)) != KCR_VALUE_ABSENT;
-        if (!found && kcr__node_find(p, k, kl) < 0 && !kcr__node_set(p, k, kl, kcr__node_new(KCR__N_NULL))) {
+        if (!found && kcr__node_find(p, k, kl) < 0 &&
+            !kcr__node_set(p, k, kl, kcr__node_new(KCR__N_NULL))) {
             kcr__node_free(p);
             return NULL;
         }

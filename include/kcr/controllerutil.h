@@ -211,7 +211,7 @@ KCR_API kcr_err kcr_ctrlutil_delete(kcr_client *c, const kcr_resource *res, cons
  * is never deleted by mistake. A gone object is KCR_OK. */
 KCR_API kcr_err kcr_ctrlutil_delete_object(kcr_client *c, const kcr_resource *res,
                                            const kcr_object *obj,
-                                           kcr_ctrlutil_propagation propagation,
-                                           kcr_object **out, kcr_status *status);
+                                           kcr_ctrlutil_propagation propagation, kcr_object **out,
+                                           kcr_status *status);
 
 #endif

@@ -90,7 +90,8 @@ Test(ctrlutil_e2e, controller_reference_on_a_real_configmap, .init = setup, .fin
     cr_assert_eq(kcr_ctrlutil_set_controller_reference(owner, stored, NULL, &same), KCR_OK);
     cr_assert_eq(same, stored);
     kcr_object_unref(same);
-    cr_assert_eq(kcr_ctrlutil_set_controller_reference(rival, stored, NULL, &refused), KCR_ERR_EXISTS);
+    cr_assert_eq(kcr_ctrlutil_set_controller_reference(rival, stored, NULL, &refused),
+                 KCR_ERR_EXISTS);
     cr_assert(strstr(kcr_last_error(), "already controlled by ConfigMap owner"), "%s",
               kcr_last_error());
 
@@ -117,8 +118,8 @@ Test(ctrlutil_e2e, controller_reference_on_a_real_configmap, .init = setup, .fin
     cr_assert_eq(st.code, 409);
     cr_assert(strstr(st.message, "does not match the UID in record"), "%s", st.message);
     kcr_status_clear(&st);
-    cr_assert_eq(kcr_ctrlutil_delete_object(client, &E2E_CM, dep, KCR_CTRLUTIL_PROPAGATION_BACKGROUND,
-                                            NULL, NULL),
+    cr_assert_eq(kcr_ctrlutil_delete_object(client, &E2E_CM, dep,
+                                            KCR_CTRLUTIL_PROPAGATION_BACKGROUND, NULL, NULL),
                  KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(kcr_client_get(client, &E2E_CM, ns, "dep", NULL, NULL, NULL), KCR_ERR_NOT_FOUND);
     kcr_object_unref(stored);
@@ -135,33 +136,35 @@ Test(ctrlutil_e2e, finalizer_removal_guard_against_a_concurrent_add, .init = set
     kcr_object *seen = create_cm("fin", ",\"finalizers\":[\"kcr.dev/mine\"]");
     /* after our read, another writer puts its finalizer in front of ours */
     kcr_object *o = NULL;
-    cr_assert_eq(kcr_client_patch(other, &E2E_CM, ns, "fin", KCR_PATCH_MERGE,
-                                  "{\"metadata\":{\"finalizers\":[\"other.dev/theirs\",\"kcr.dev/mine\"]}}",
-                                  0, NULL, NULL, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_patch(other, &E2E_CM, ns, "fin", KCR_PATCH_MERGE,
+                         "{\"metadata\":{\"finalizers\":[\"other.dev/theirs\",\"kcr.dev/mine\"]}}",
+                         0, NULL, NULL, NULL),
+        KCR_OK, "%s", kcr_last_error());
     /* the real server's answer to the guard we would have sent blindly */
     kcr_status st = {0};
-    cr_assert_eq(kcr_client_patch(client, &E2E_CM, ns, "fin", KCR_PATCH_JSON,
-                                  "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/0\",\"value\":"
-                                  "\"kcr.dev/mine\"},{\"op\":\"remove\",\"path\":\"/metadata/finalizers/0\"}]",
-                                  0, NULL, NULL, &st),
+    cr_assert_eq(kcr_client_patch(
+                     client, &E2E_CM, ns, "fin", KCR_PATCH_JSON,
+                     "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/0\",\"value\":"
+                     "\"kcr.dev/mine\"},{\"op\":\"remove\",\"path\":\"/metadata/finalizers/0\"}]",
+                     0, NULL, NULL, &st),
                  KCR_ERR_INVALID_OBJECT);
     cr_assert_eq(st.code, 422);
     cr_assert_str_eq(st.reason, "Invalid");
     kcr_status_clear(&st);
     /* the helper, from the stale view: re-reads, removes only ours */
     bool changed = false;
-    cr_assert_eq(kcr_ctrlutil_remove_finalizer(client, &E2E_CM, seen, "kcr.dev/mine", 0, &changed,
-                                               &o, &st),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_ctrlutil_remove_finalizer(client, &E2E_CM, seen, "kcr.dev/mine", 0, &changed, &o, &st),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert(changed);
     cr_assert_eq(kcr_object_finalizer_count(o), 1);
     cr_assert_str_eq(kcr_object_finalizer(o, 0), "other.dev/theirs");
     kcr_object_unref(o);
     /* adding from a stale view appends instead of overwriting */
-    cr_assert_eq(kcr_ctrlutil_add_finalizer(client, &E2E_CM, seen, "kcr.dev/again", 0, &changed, &o,
-                                            &st),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_ctrlutil_add_finalizer(client, &E2E_CM, seen, "kcr.dev/again", 0, &changed, &o, &st),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert(changed);
     cr_assert_eq(kcr_object_finalizer_count(o), 2);
     cr_assert_str_eq(kcr_object_finalizer(o, 0), "other.dev/theirs");
@@ -171,9 +174,9 @@ Test(ctrlutil_e2e, finalizer_removal_guard_against_a_concurrent_add, .init = set
     cr_assert_eq(kcr_client_delete(client, &E2E_CM, ns, "fin", NULL, NULL, NULL), KCR_OK);
     kcr_object *deleting = NULL;
     cr_assert_eq(kcr_client_get(client, &E2E_CM, ns, "fin", NULL, &deleting, NULL), KCR_OK);
-    cr_assert_eq(kcr_ctrlutil_add_finalizer(client, &E2E_CM, deleting, "kcr.dev/late", 0, NULL, NULL,
-                                            &st),
-                 KCR_ERR_INVALID_OBJECT);
+    cr_assert_eq(
+        kcr_ctrlutil_add_finalizer(client, &E2E_CM, deleting, "kcr.dev/late", 0, NULL, NULL, &st),
+        KCR_ERR_INVALID_OBJECT);
     cr_assert_eq(st.code, 422);
     kcr_status_clear(&st);
     /* cleanup: removing both finalizers lets the deletion finish */
@@ -193,11 +196,11 @@ Test(ctrlutil_e2e, finalizer_removal_guard_against_a_concurrent_add, .init = set
 #define CRD_JSON                                                                                   \
     "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","           \
     "\"metadata\":{\"name\":\"gadgets.ctlutil.e2e.kcr.dev\"},\"spec\":{\"group\":"                 \
-    "\"ctlutil.e2e.kcr.dev\",\"scope\":\"Namespaced\",\"names\":{\"plural\":\"gadgets\","           \
-    "\"singular\":\"gadget\",\"kind\":\"Gadget\"},\"versions\":[{\"name\":\"v1\",\"served\":true,"  \
-    "\"storage\":true,\"subresources\":{\"status\":{}},\"schema\":{\"openAPIV3Schema\":{"            \
-    "\"type\":\"object\",\"properties\":{\"spec\":{\"type\":\"object\",\"properties\":{\"size\":"   \
-    "{\"type\":\"integer\"}}},\"status\":{\"type\":\"object\",\"properties\":{\"seen\":{\"type\":"  \
+    "\"ctlutil.e2e.kcr.dev\",\"scope\":\"Namespaced\",\"names\":{\"plural\":\"gadgets\","          \
+    "\"singular\":\"gadget\",\"kind\":\"Gadget\"},\"versions\":[{\"name\":\"v1\",\"served\":true," \
+    "\"storage\":true,\"subresources\":{\"status\":{}},\"schema\":{\"openAPIV3Schema\":{"          \
+    "\"type\":\"object\",\"properties\":{\"spec\":{\"type\":\"object\",\"properties\":{\"size\":"  \
+    "{\"type\":\"integer\"}}},\"status\":{\"type\":\"object\",\"properties\":{\"seen\":{\"type\":" \
     "\"integer\"}}}}}}}]}}"
 
 /* Creates the CRD (once per testenv) and a gadget; waits (bounded) until
@@ -207,10 +210,11 @@ static void create_gadget(const char *name)
     kcr_err err = kcr_client_create(client, &CRDS, NULL, CRD_JSON, 0, NULL, NULL, NULL);
     cr_assert(err == KCR_OK || err == KCR_ERR_EXISTS, "%s", kcr_last_error());
     char json[256];
-    snprintf(json, sizeof json,
-             "{\"apiVersion\":\"ctlutil.e2e.kcr.dev/v1\",\"kind\":\"Gadget\",\"metadata\":{\"name\":"
-             "\"%s\"},\"spec\":{\"size\":1}}",
-             name);
+    snprintf(
+        json, sizeof json,
+        "{\"apiVersion\":\"ctlutil.e2e.kcr.dev/v1\",\"kind\":\"Gadget\",\"metadata\":{\"name\":"
+        "\"%s\"},\"spec\":{\"size\":1}}",
+        name);
     int64_t deadline = now_ms() + 30000;
     while ((err = kcr_client_create(client, &GADGETS, ns, json, 0, NULL, NULL, NULL)) ==
                KCR_ERR_NOT_FOUND &&
@@ -232,7 +236,8 @@ static kcr_err mirror_size(kcr_object_edit *e, const kcr_object *cur, void *user
         cr_assert_eq(kcr_client_patch(other, &GADGETS, ns, kcr_object_name(cur), KCR_PATCH_MERGE,
                                       "{\"spec\":{\"size\":7}}", 0, NULL, NULL, NULL),
                      KCR_OK, "%s", kcr_last_error());
-    return kcr_object_edit_set_int(e, "status.seen", kcr_value_int(kcr_object_get(cur, "spec.size")));
+    return kcr_object_edit_set_int(e, "status.seen",
+                                   kcr_value_int(kcr_object_get(cur, "spec.size")));
 }
 
 Test(ctrlutil_e2e, status_update_retries_a_real_conflict, .init = setup, .fini = teardown,
@@ -242,9 +247,9 @@ Test(ctrlutil_e2e, status_update_retries_a_real_conflict, .init = setup, .fini =
     struct mirror m = {0};
     kcr_ctrlutil_op_result r;
     kcr_object *o = NULL;
-    cr_assert_eq(kcr_ctrlutil_update_status(client, &GADGETS, ns, "g1", mirror_size, &m, 0, &r, &o,
-                                            NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_ctrlutil_update_status(client, &GADGETS, ns, "g1", mirror_size, &m, 0, &r, &o, NULL),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(m.calls, 2, "the first write hit a 409, the second went through");
     cr_assert_eq(r, KCR_CTRLUTIL_UPDATED);
     cr_assert_eq(kcr_value_int(kcr_object_get(o, "status.seen")), 7);
@@ -257,9 +262,9 @@ Test(ctrlutil_e2e, status_update_retries_a_real_conflict, .init = setup, .fini =
     cr_assert_eq(kcr_client_patch(other, &GADGETS, ns, "g1", KCR_PATCH_MERGE,
                                   "{\"spec\":{\"size\":1}}", 0, NULL, NULL, NULL),
                  KCR_OK);
-    cr_assert_eq(kcr_ctrlutil_update_status(client, &GADGETS, ns, "g1", mirror_size, &m, -1, &r, NULL,
-                                            &st),
-                 KCR_ERR_CONFLICT);
+    cr_assert_eq(
+        kcr_ctrlutil_update_status(client, &GADGETS, ns, "g1", mirror_size, &m, -1, &r, NULL, &st),
+        KCR_ERR_CONFLICT);
     cr_assert_eq(st.code, 409);
     cr_assert_str_eq(st.reason, "Conflict");
     kcr_status_clear(&st);
@@ -272,8 +277,8 @@ static kcr_err desired_cm(kcr_object_edit *e, const kcr_object *cur, void *user_
     return err ? err : kcr_object_edit_set_string(e, "data.v", (const char *)user_data);
 }
 
-Test(ctrlutil_e2e, create_or_update_and_apply_with_field_managers, .init = setup,
-     .fini = teardown, .timeout = 120)
+Test(ctrlutil_e2e, create_or_update_and_apply_with_field_managers, .init = setup, .fini = teardown,
+     .timeout = 120)
 {
     kcr_ctrlutil_op_result r;
     cr_assert_eq(kcr_ctrlutil_create_or_update(client, &E2E_CM, ns, "cou", desired_cm, "1", 0, &r,
@@ -285,9 +290,9 @@ Test(ctrlutil_e2e, create_or_update_and_apply_with_field_managers, .init = setup
                  KCR_OK);
     cr_assert_eq(r, KCR_CTRLUTIL_UNCHANGED);
     kcr_object *o = NULL;
-    cr_assert_eq(kcr_ctrlutil_create_or_update(client, &E2E_CM, ns, "cou", desired_cm, "2", 0, &r,
-                                               &o, NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_ctrlutil_create_or_update(client, &E2E_CM, ns, "cou", desired_cm, "2", 0, &r, &o, NULL),
+        KCR_OK);
     cr_assert_eq(r, KCR_CTRLUTIL_UPDATED);
     cr_assert_str_eq(kcr_value_string(kcr_object_get(o, "data.v"), NULL), "2");
     kcr_object_unref(o);

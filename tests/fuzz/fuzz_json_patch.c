@@ -56,8 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* the immutable entry point: same verdict whenever the result has a name */
     kcr_object *out = NULL;
     kcr_err err2 = kcr_object_apply_json_patch(doc, patch, patch_len, &out);
-    if (err2 == KCR_OK && (err != KCR_OK || !out ||
-                           !kcr_value_equal(kcr_object_root(out), kcr_object_root(snap))))
+    if (err2 == KCR_OK &&
+        (err != KCR_OK || !out || !kcr_value_equal(kcr_object_root(out), kcr_object_root(snap))))
         abort();
     if (err2 != KCR_OK && (out || (err == KCR_OK && *kcr_object_name(snap))))
         abort();

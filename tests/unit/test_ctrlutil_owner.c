@@ -17,7 +17,9 @@ static kcr_object *obj(const char *json)
 #define FOO(name, uid)                                                                             \
     "{\"apiVersion\":\"kcr.dev/v1\",\"kind\":\"Foo\",\"metadata\":{\"name\":\"" name               \
     "\",\"namespace\":\"ns\",\"uid\":\"" uid "\"}}"
-#define CM_JSON "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm\",\"namespace\":\"ns\"}}"
+#define CM_JSON                                                                                    \
+    "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm\",\"namespace\":"   \
+    "\"ns\"}}"
 
 Test(ctrlutil_owner, controller_reference_fields_and_idempotence)
 {
@@ -57,8 +59,9 @@ Test(ctrlutil_owner, a_second_controller_is_refused_by_name)
     cr_assert_eq(kcr_ctrlutil_set_controller_reference(a, cm, NULL, &owned), KCR_OK);
     cr_assert_eq(kcr_ctrlutil_set_controller_reference(b, owned, NULL, &r), KCR_ERR_EXISTS);
     cr_assert_null(r);
-    cr_assert(strstr(kcr_last_error(), "ConfigMap ns/cm is already controlled by Foo first (uid u-1)"),
-              "%s", kcr_last_error());
+    cr_assert(
+        strstr(kcr_last_error(), "ConfigMap ns/cm is already controlled by Foo first (uid u-1)"),
+        "%s", kcr_last_error());
     /* a plain owner reference is still fine */
     cr_assert_eq(kcr_ctrlutil_set_owner_reference(b, owned, NULL, &r), KCR_OK, "%s",
                  kcr_last_error());
@@ -85,10 +88,12 @@ Test(ctrlutil_owner, a_second_controller_is_refused_by_name)
 Test(ctrlutil_owner, owner_gvk_from_options_when_the_cache_lacks_it)
 {
     /* a LIST item: no apiVersion/kind */
-    kcr_object *owner = obj("{\"metadata\":{\"name\":\"foo\",\"namespace\":\"ns\",\"uid\":\"u-1\"}}");
+    kcr_object *owner =
+        obj("{\"metadata\":{\"name\":\"foo\",\"namespace\":\"ns\",\"uid\":\"u-1\"}}");
     kcr_object *cm = obj(CM_JSON), *r = NULL;
     cr_assert_eq(kcr_ctrlutil_set_controller_reference(owner, cm, NULL, &r), KCR_ERR_INVALID);
-    cr_assert(strstr(kcr_last_error(), "no apiVersion") && strstr(kcr_last_error(), "kcr_ctrlutil_owner_options"),
+    cr_assert(strstr(kcr_last_error(), "no apiVersion") &&
+                  strstr(kcr_last_error(), "kcr_ctrlutil_owner_options"),
               "%s", kcr_last_error());
     kcr_ctrlutil_owner_options o = {.api_version = "kcr.dev/v1"};
     cr_assert_eq(kcr_ctrlutil_set_controller_reference(owner, cm, &o, &r), KCR_ERR_INVALID);
@@ -109,7 +114,8 @@ Test(ctrlutil_owner, owner_gvk_from_options_when_the_cache_lacks_it)
     cr_assert_str_eq(ref.api_version, "kcr.dev/v2");
     kcr_object_unref(r);
     /* an owner never stored (no uid) */
-    kcr_object *fresh = obj("{\"apiVersion\":\"v1\",\"kind\":\"Foo\",\"metadata\":{\"name\":\"x\",\"namespace\":\"ns\"}}");
+    kcr_object *fresh = obj("{\"apiVersion\":\"v1\",\"kind\":\"Foo\",\"metadata\":{\"name\":\"x\","
+                            "\"namespace\":\"ns\"}}");
     cr_assert_eq(kcr_ctrlutil_set_controller_reference(fresh, cm, NULL, &r), KCR_ERR_INVALID);
     cr_assert(strstr(kcr_last_error(), "metadata.uid"), "%s", kcr_last_error());
     kcr_object_unref(fresh);
@@ -121,14 +127,17 @@ Test(ctrlutil_owner, owner_gvk_from_options_when_the_cache_lacks_it)
 Test(ctrlutil_owner, namespaces_and_recreated_owners)
 {
     kcr_object *owner = obj(FOO("foo", "u-1")), *r = NULL;
-    kcr_object *other_ns = obj("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm\",\"namespace\":\"elsewhere\"}}");
-    kcr_object *cluster = obj("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"n\"}}");
+    kcr_object *other_ns = obj("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
+                               "\"name\":\"cm\",\"namespace\":\"elsewhere\"}}");
+    kcr_object *cluster =
+        obj("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"n\"}}");
     cr_assert_eq(kcr_ctrlutil_set_controller_reference(owner, other_ns, NULL, &r), KCR_ERR_INVALID);
     cr_assert(strstr(kcr_last_error(), "cross-namespace"), "%s", kcr_last_error());
     cr_assert_eq(kcr_ctrlutil_set_owner_reference(owner, cluster, NULL, &r), KCR_ERR_INVALID);
     cr_assert(strstr(kcr_last_error(), "cluster-scoped"), "%s", kcr_last_error());
     /* a cluster-scoped owner may own namespaced objects */
-    kcr_object *node = obj("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\",\"uid\":\"n-1\"}}");
+    kcr_object *node = obj(
+        "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\",\"uid\":\"n-1\"}}");
     cr_assert_eq(kcr_ctrlutil_set_controller_reference(node, other_ns, NULL, &r), KCR_OK);
     kcr_object_unref(r);
 
@@ -136,8 +145,9 @@ Test(ctrlutil_owner, namespaces_and_recreated_owners)
      * its reference is replaced, not duplicated, and not refused */
     kcr_object *cm = obj(CM_JSON), *owned = NULL;
     cr_assert_eq(kcr_ctrlutil_set_controller_reference(owner, cm, NULL, &owned), KCR_OK);
-    kcr_object *reborn = obj("{\"apiVersion\":\"kcr.dev/v2\",\"kind\":\"Foo\",\"metadata\":{\"name\":"
-                             "\"foo\",\"namespace\":\"ns\",\"uid\":\"u-9\"}}");
+    kcr_object *reborn =
+        obj("{\"apiVersion\":\"kcr.dev/v2\",\"kind\":\"Foo\",\"metadata\":{\"name\":"
+            "\"foo\",\"namespace\":\"ns\",\"uid\":\"u-9\"}}");
     cr_assert_eq(kcr_ctrlutil_set_controller_reference(reborn, owned, NULL, &r), KCR_OK, "%s",
                  kcr_last_error());
     cr_assert_eq(kcr_object_owner_ref_count(r), 1);
@@ -147,8 +157,9 @@ Test(ctrlutil_owner, namespaces_and_recreated_owners)
     cr_assert_str_eq(ref.api_version, "kcr.dev/v2");
     kcr_object_unref(r);
     /* the same name in another API group is another owner */
-    kcr_object *alien = obj("{\"apiVersion\":\"other.dev/v1\",\"kind\":\"Foo\",\"metadata\":{\"name\":"
-                            "\"foo\",\"namespace\":\"ns\",\"uid\":\"a-1\"}}");
+    kcr_object *alien =
+        obj("{\"apiVersion\":\"other.dev/v1\",\"kind\":\"Foo\",\"metadata\":{\"name\":"
+            "\"foo\",\"namespace\":\"ns\",\"uid\":\"a-1\"}}");
     cr_assert_eq(kcr_ctrlutil_set_controller_reference(alien, owned, NULL, &r), KCR_ERR_EXISTS);
     kcr_object_unref(alien);
     kcr_object_unref(reborn);

@@ -53,7 +53,8 @@ static kcr_err patch_doc(const char *before, const char *patch, const char *afte
 Test(json_patch, rfc6902_appendix_a_successes)
 {
     /* A.1 adding an object member */
-    cr_assert_eq(patch_doc("{\"foo\":\"bar\"}", "[{\"op\":\"add\",\"path\":\"/baz\",\"value\":\"qux\"}]",
+    cr_assert_eq(patch_doc("{\"foo\":\"bar\"}",
+                           "[{\"op\":\"add\",\"path\":\"/baz\",\"value\":\"qux\"}]",
                            "{\"baz\":\"qux\",\"foo\":\"bar\"}"),
                  KCR_OK);
     /* A.2 adding an array element */
@@ -62,12 +63,13 @@ Test(json_patch, rfc6902_appendix_a_successes)
                            "{\"foo\":[\"bar\",\"qux\",\"baz\"]}"),
                  KCR_OK);
     /* A.3 removing an object member */
-    cr_assert_eq(patch_doc("{\"baz\":\"qux\",\"foo\":\"bar\"}", "[{\"op\":\"remove\",\"path\":\"/baz\"}]",
-                           "{\"foo\":\"bar\"}"),
+    cr_assert_eq(patch_doc("{\"baz\":\"qux\",\"foo\":\"bar\"}",
+                           "[{\"op\":\"remove\",\"path\":\"/baz\"}]", "{\"foo\":\"bar\"}"),
                  KCR_OK);
     /* A.4 removing an array element */
     cr_assert_eq(patch_doc("{\"foo\":[\"bar\",\"qux\",\"baz\"]}",
-                           "[{\"op\":\"remove\",\"path\":\"/foo/1\"}]", "{\"foo\":[\"bar\",\"baz\"]}"),
+                           "[{\"op\":\"remove\",\"path\":\"/foo/1\"}]",
+                           "{\"foo\":[\"bar\",\"baz\"]}"),
                  KCR_OK);
     /* A.5 replacing a value */
     cr_assert_eq(patch_doc("{\"baz\":\"qux\",\"foo\":\"bar\"}",
@@ -75,10 +77,11 @@ Test(json_patch, rfc6902_appendix_a_successes)
                            "{\"baz\":\"boo\",\"foo\":\"bar\"}"),
                  KCR_OK);
     /* A.6 moving a value */
-    cr_assert_eq(patch_doc("{\"foo\":{\"bar\":\"baz\",\"waldo\":\"fred\"},\"qux\":{\"corge\":\"grault\"}}",
-                           "[{\"op\":\"move\",\"from\":\"/foo/waldo\",\"path\":\"/qux/thud\"}]",
-                           "{\"foo\":{\"bar\":\"baz\"},\"qux\":{\"corge\":\"grault\",\"thud\":\"fred\"}}"),
-                 KCR_OK);
+    cr_assert_eq(
+        patch_doc("{\"foo\":{\"bar\":\"baz\",\"waldo\":\"fred\"},\"qux\":{\"corge\":\"grault\"}}",
+                  "[{\"op\":\"move\",\"from\":\"/foo/waldo\",\"path\":\"/qux/thud\"}]",
+                  "{\"foo\":{\"bar\":\"baz\"},\"qux\":{\"corge\":\"grault\",\"thud\":\"fred\"}}"),
+        KCR_OK);
     /* A.7 moving an array element */
     cr_assert_eq(patch_doc("{\"foo\":[\"all\",\"grass\",\"cows\",\"eat\"]}",
                            "[{\"op\":\"move\",\"from\":\"/foo/1\",\"path\":\"/foo/3\"}]",
@@ -101,7 +104,8 @@ Test(json_patch, rfc6902_appendix_a_successes)
                            "{\"foo\":\"bar\",\"baz\":\"qux\"}"),
                  KCR_OK);
     /* A.14 ~ escape ordering: "~01" is "~1", not "/" */
-    cr_assert_eq(patch_doc("{\"/\":9,\"~1\":10}", "[{\"op\":\"test\",\"path\":\"/~01\",\"value\":10}]",
+    cr_assert_eq(patch_doc("{\"/\":9,\"~1\":10}",
+                           "[{\"op\":\"test\",\"path\":\"/~01\",\"value\":10}]",
                            "{\"/\":9,\"~1\":10}"),
                  KCR_OK);
     /* A.16 adding an array value */
@@ -114,23 +118,23 @@ Test(json_patch, rfc6902_appendix_a_successes)
 Test(json_patch, rfc6902_appendix_a_errors)
 {
     /* A.9 testing a value: error */
-    cr_assert_eq(patch_doc("{\"baz\":\"qux\"}", "[{\"op\":\"test\",\"path\":\"/baz\",\"value\":\"bar\"}]",
-                           NULL),
+    cr_assert_eq(patch_doc("{\"baz\":\"qux\"}",
+                           "[{\"op\":\"test\",\"path\":\"/baz\",\"value\":\"bar\"}]", NULL),
                  KCR_ERR_CONFLICT);
     /* A.12 adding to a nonexistent target */
-    cr_assert_eq(patch_doc("{\"foo\":\"bar\"}", "[{\"op\":\"add\",\"path\":\"/baz/bat\",\"value\":\"qux\"}]",
-                           NULL),
+    cr_assert_eq(patch_doc("{\"foo\":\"bar\"}",
+                           "[{\"op\":\"add\",\"path\":\"/baz/bat\",\"value\":\"qux\"}]", NULL),
                  KCR_ERR_NOT_FOUND);
     /* A.13 invalid document: two "op" members. The parser keeps the last
      * ("remove", as Go's decoder does), and /baz does not exist: an error
      * either way, and nothing changes. */
-    cr_assert_neq(patch_doc("{\"foo\":\"bar\"}",
-                            "[{\"op\":\"add\",\"path\":\"/baz\",\"value\":\"qux\",\"op\":\"remove\"}]",
-                            NULL),
-                  KCR_OK);
+    cr_assert_neq(
+        patch_doc("{\"foo\":\"bar\"}",
+                  "[{\"op\":\"add\",\"path\":\"/baz\",\"value\":\"qux\",\"op\":\"remove\"}]", NULL),
+        KCR_OK);
     /* A.15 comparing strings and numbers */
-    cr_assert_eq(patch_doc("{\"/\":9,\"~1\":10}", "[{\"op\":\"test\",\"path\":\"/~01\",\"value\":\"10\"}]",
-                           NULL),
+    cr_assert_eq(patch_doc("{\"/\":9,\"~1\":10}",
+                           "[{\"op\":\"test\",\"path\":\"/~01\",\"value\":\"10\"}]", NULL),
                  KCR_ERR_CONFLICT);
 }
 
@@ -143,8 +147,9 @@ Test(json_patch, pointer_escapes_root_and_append)
                            "{\"a/b\":3}"),
                  KCR_OK);
     /* the empty key is "/", the whole document "" */
-    cr_assert_eq(patch_doc("{\"\":1}", "[{\"op\":\"replace\",\"path\":\"/\",\"value\":2}]", "{\"\":2}"),
-                 KCR_OK);
+    cr_assert_eq(
+        patch_doc("{\"\":1}", "[{\"op\":\"replace\",\"path\":\"/\",\"value\":2}]", "{\"\":2}"),
+        KCR_OK);
     cr_assert_eq(patch_doc("{\"a\":1}", "[{\"op\":\"replace\",\"path\":\"\",\"value\":{\"b\":2}}]",
                            "{\"b\":2}"),
                  KCR_OK);
@@ -162,8 +167,10 @@ Test(json_patch, pointer_escapes_root_and_append)
     cr_assert_eq(patch_doc("{\"l\":[1,2]}", "[{\"op\":\"remove\",\"path\":\"/l/01\"}]", NULL),
                  KCR_ERR_NOT_FOUND);
     /* a bad escape or a pointer without '/' is a malformed patch */
-    cr_assert_eq(patch_doc("{\"a\":1}", "[{\"op\":\"remove\",\"path\":\"/a~2\"}]", NULL), KCR_ERR_PARSE);
-    cr_assert_eq(patch_doc("{\"a\":1}", "[{\"op\":\"remove\",\"path\":\"a\"}]", NULL), KCR_ERR_PARSE);
+    cr_assert_eq(patch_doc("{\"a\":1}", "[{\"op\":\"remove\",\"path\":\"/a~2\"}]", NULL),
+                 KCR_ERR_PARSE);
+    cr_assert_eq(patch_doc("{\"a\":1}", "[{\"op\":\"remove\",\"path\":\"a\"}]", NULL),
+                 KCR_ERR_PARSE);
     /* replace keeps the member's position */
     kcr_object *o = doc("{\"metadata\":{\"name\":\"x\"},\"a\":1,\"b\":2}"), *r = NULL;
     const char *p = "[{\"op\":\"replace\",\"path\":\"/a\",\"value\":5}]";
@@ -179,11 +186,12 @@ Test(json_patch, pointer_escapes_root_and_append)
 Test(json_patch, move_copy_and_test_semantics)
 {
     /* moving onto itself is a no-op, into its own child an error */
-    cr_assert_eq(patch_doc("{\"a\":{\"b\":1}}", "[{\"op\":\"move\",\"from\":\"/a\",\"path\":\"/a\"}]",
+    cr_assert_eq(patch_doc("{\"a\":{\"b\":1}}",
+                           "[{\"op\":\"move\",\"from\":\"/a\",\"path\":\"/a\"}]",
                            "{\"a\":{\"b\":1}}"),
                  KCR_OK);
-    cr_assert_eq(patch_doc("{\"a\":{\"b\":1}}", "[{\"op\":\"move\",\"from\":\"/a\",\"path\":\"/a/b/c\"}]",
-                           NULL),
+    cr_assert_eq(patch_doc("{\"a\":{\"b\":1}}",
+                           "[{\"op\":\"move\",\"from\":\"/a\",\"path\":\"/a/b/c\"}]", NULL),
                  KCR_ERR_INVALID);
     /* "/a" is not a prefix of "/ab" */
     cr_assert_eq(patch_doc("{\"a\":1}", "[{\"op\":\"move\",\"from\":\"/a\",\"path\":\"/ab\"}]",
@@ -195,17 +203,20 @@ Test(json_patch, move_copy_and_test_semantics)
                            "{\"op\":\"add\",\"path\":\"/b/l/-\",\"value\":2}]",
                            "{\"a\":{\"l\":[1]},\"b\":{\"l\":[1,2]}}"),
                  KCR_OK);
-    cr_assert_eq(patch_doc("{\"a\":1}", "[{\"op\":\"copy\",\"from\":\"/x\",\"path\":\"/b\"}]", NULL),
-                 KCR_ERR_NOT_FOUND);
+    cr_assert_eq(
+        patch_doc("{\"a\":1}", "[{\"op\":\"copy\",\"from\":\"/x\",\"path\":\"/b\"}]", NULL),
+        KCR_ERR_NOT_FOUND);
     /* test: numbers by value, objects regardless of member order */
-    cr_assert_eq(patch_doc("{\"n\":1,\"o\":{\"x\":1,\"y\":[true,null]}}",
-                           "[{\"op\":\"test\",\"path\":\"/n\",\"value\":1.0},"
-                           "{\"op\":\"test\",\"path\":\"/o\",\"value\":{\"y\":[true,null],\"x\":1}}]",
-                           "{\"n\":1,\"o\":{\"x\":1,\"y\":[true,null]}}"),
-                 KCR_OK);
+    cr_assert_eq(
+        patch_doc("{\"n\":1,\"o\":{\"x\":1,\"y\":[true,null]}}",
+                  "[{\"op\":\"test\",\"path\":\"/n\",\"value\":1.0},"
+                  "{\"op\":\"test\",\"path\":\"/o\",\"value\":{\"y\":[true,null],\"x\":1}}]",
+                  "{\"n\":1,\"o\":{\"x\":1,\"y\":[true,null]}}"),
+        KCR_OK);
     /* arrays in order */
-    cr_assert_eq(patch_doc("{\"l\":[1,2]}", "[{\"op\":\"test\",\"path\":\"/l\",\"value\":[2,1]}]", NULL),
-                 KCR_ERR_CONFLICT);
+    cr_assert_eq(
+        patch_doc("{\"l\":[1,2]}", "[{\"op\":\"test\",\"path\":\"/l\",\"value\":[2,1]}]", NULL),
+        KCR_ERR_CONFLICT);
     /* a missing member tests equal to null (as the apiserver), a missing parent does not */
     cr_assert_eq(patch_doc("{\"m\":{}}",
                            "[{\"op\":\"test\",\"path\":\"/m/f\",\"value\":null},"
@@ -309,9 +320,9 @@ Test(object_edit_value, copies_a_subtree_between_objects)
     cr_assert_eq(kcr_object_edit_set_value(e, "spec.template", kcr_object_get(src, "spec")), KCR_OK,
                  "%s", kcr_last_error());
     cr_assert_eq(kcr_object_edit_set_value(e, "metadata.labels", kcr_object_labels(src)), KCR_OK);
-    cr_assert_eq(kcr_object_edit_set_value(e, "first",
-                                           kcr_object_get(src, "spec.containers[0].image")),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_object_edit_set_value(e, "first", kcr_object_get(src, "spec.containers[0].image")),
+        KCR_OK);
     cr_assert_eq(kcr_object_edit_set_value(e, "missing", kcr_object_get(src, "spec.nope")),
                  KCR_ERR_INVALID);
     kcr_object *r = NULL;
@@ -354,12 +365,13 @@ Test(json_patch, the_fake_applies_it_like_the_apiserver)
     cr_assert_eq(kcr_fake_new(NULL, &f), KCR_OK);
     cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
     kcr_object *o = NULL;
-    cr_assert_eq(kcr_fake_add(f, &CM,
-                              "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
-                              "\"p\",\"namespace\":\"d\",\"finalizers\":[\"a/x\",\"b/y\"]},"
-                              "\"data\":{\"k\":\"1\"}}",
-                              &o),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_fake_add(f, &CM,
+                     "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+                     "\"p\",\"namespace\":\"d\",\"finalizers\":[\"a/x\",\"b/y\"]},"
+                     "\"data\":{\"k\":\"1\"}}",
+                     &o),
+        KCR_OK, "%s", kcr_last_error());
     char rv[32];
     snprintf(rv, sizeof rv, "%s", kcr_object_resource_version(o));
     kcr_object_unref(o);
