@@ -92,6 +92,11 @@ static kcr_err run(const struct target *t, enum write_kind kind, int max_retries
         bool create = err == KCR_ERR_NOT_FOUND && kind == WRITE_OBJECT;
         if (err != KCR_OK && !create)
             return err;
+        if (create) { /* an expected 404: not the caller's error */
+            if (st)
+                kcr_status_clear(st);
+            kcr__clear_error();
+        }
         if ((err = mutate_copy(t, create ? NULL : cur, &next)) != KCR_OK) {
             kcr_object_unref(cur);
             return err;

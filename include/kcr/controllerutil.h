@@ -150,9 +150,9 @@ KCR_API kcr_err kcr_ctrlutil_update_status(kcr_client *c, const kcr_resource *re
  * resourceVersion unless nothing changed (UPDATED / UNCHANGED). A 409 (a
  * conflict, or a create that lost a race) reads again and retries, at most
  * max_retries times. The status is not written by a main-resource update
- * (use kcr_ctrlutil_update_status). `mutate` should set everything a create
- * needs (kind, spec ...). Other arguments and errors as
- * kcr_ctrlutil_update_status. */
+ * (use kcr_ctrlutil_update_status). `mutate` sets the desired fields (kind
+ * may be left out: the apiserver takes it from the resource). Other
+ * arguments and errors as kcr_ctrlutil_update_status. */
 KCR_API kcr_err kcr_ctrlutil_create_or_update(kcr_client *c, const kcr_resource *res,
                                               const char *ns, const char *name,
                                               kcr_ctrlutil_mutate_fn mutate, void *user_data,
