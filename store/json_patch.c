@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "store/edit_tree.h"
+#include "store/object_internal.h"
 
 /* Bound on the nodes all `copy` operations of one patch may create: a patch
  * of a few dozen copies of the root would otherwise double the document each
@@ -152,19 +153,50 @@ static struct kcr__node *value_at(const struct op_ctx *c, struct kcr__node *root
     return cur;
 }
 
+/* Levels of containers in n (0 for a scalar). Documents never nest deeper
+ * than KCR__MAX_DEPTH (parsing refuses more, and so does every write
+ * below), so this recursion is bounded. */
+static size_t node_depth(const struct kcr__node *n)
+{
+    if (n->t != KCR__N_MAP && n->t != KCR__N_ARR)
+        return 0;
+    size_t d = 0;
+    for (size_t i = 0; i < n->n; i++) {
+        size_t di = node_depth(n->items[i]);
+        if (di > d)
+            d = di;
+    }
+    return d + 1;
+}
+
+/* Keeps the document within the depth an object may have: the p->n
+ * containers on the way (root included) plus the value's own. */
+static kcr_err check_depth(const struct op_ctx *c, const struct pointer *p,
+                           const struct kcr__node *v)
+{
+    if (p->n + node_depth(v) > KCR__MAX_DEPTH)
+        return op_fail(c, KCR_ERR_TOO_LARGE, "the document would nest deeper than 256 levels at",
+                       p->text);
+    return KCR_OK;
+}
+
 /* Adds v at p (takes v): inserts into arrays ("-" appends), sets object
  * members, replaces the root for the empty pointer. */
 static kcr_err add_at(const struct op_ctx *c, struct kcr__node **root, const struct pointer *p,
                       struct kcr__node *v)
 {
+    kcr_err err = check_depth(c, p, v);
+    if (err != KCR_OK) {
+        kcr__node_free(v);
+        return err;
+    }
     if (p->n == 0) {
         kcr__node_free(*root);
         *root = v;
         return KCR_OK;
     }
     struct kcr__node *parent;
-    kcr_err err = parent_of(c, *root, p, &parent);
-    if (err != KCR_OK) {
+    if ((err = parent_of(c, *root, p, &parent)) != KCR_OK) {
         kcr__node_free(v);
         return err;
     }
@@ -218,6 +250,11 @@ static bool prefix_equal(const struct pointer *a, const struct pointer *b, size_
 static kcr_err replace_at(const struct op_ctx *c, struct kcr__node **root, const struct pointer *p,
                           struct kcr__node *v)
 {
+    kcr_err err = check_depth(c, p, v);
+    if (err != KCR_OK) {
+        kcr__node_free(v);
+        return err;
+    }
     struct kcr__node **slot = root;
     for (size_t i = 0; i < p->n; i++) {
         struct kcr__node *cur = *slot;

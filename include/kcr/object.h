@@ -277,7 +277,8 @@ KCR_API kcr_err kcr_object_apply_merge_patch(const kcr_object *obj, const char *
  *   KCR_ERR_INVALID    an impossible operation (move into its own child,
  *                      remove the whole document, a path through a scalar,
  *                      a result that is not an object)
- *   KCR_ERR_TOO_LARGE  `copy` operations of one patch copy over 2^19 values */
+ *   KCR_ERR_TOO_LARGE  `copy` operations of one patch copy over 2^19 values,
+ *                      or the document would nest deeper than 256 levels */
 KCR_API kcr_err kcr_object_apply_json_patch(const kcr_object *obj, const char *patch, size_t len,
                                             kcr_object **out);
 

@@ -312,6 +312,46 @@ Test(json_patch, malformed_documents)
     kcr_object_unref(o);
 }
 
+/* {"metadata":{"name":"d"},"a":<n nested arrays>} */
+static kcr_object *nested(int n)
+{
+    char buf[1024] = "{\"metadata\":{\"name\":\"d\"},\"a\":";
+    for (int i = 0; i < n; i++)
+        strcat(buf, "[");
+    for (int i = 0; i < n; i++)
+        strcat(buf, "]");
+    strcat(buf, "}");
+    kcr_object *o = NULL;
+    kcr_err err = kcr_object_parse(buf, strlen(buf), &o);
+    return err == KCR_OK ? o : NULL;
+}
+
+Test(json_patch, nesting_stays_within_the_object_limit)
+{
+    /* the parser takes 256 levels of containers (root included), not 257 */
+    kcr_object *deepest = nested(255), *r = NULL;
+    cr_assert_not_null(deepest, "%s", kcr_last_error());
+    cr_assert_null(nested(256));
+    /* moving the deepest array one level down, or copying the whole
+     * document into itself, would exceed it */
+    const char *p = "[{\"op\":\"add\",\"path\":\"/b\",\"value\":{}},"
+                    "{\"op\":\"move\",\"from\":\"/a\",\"path\":\"/b/a\"}]";
+    cr_assert_eq(kcr_object_apply_json_patch(deepest, p, strlen(p), &r), KCR_ERR_TOO_LARGE);
+    cr_assert(strstr(kcr_last_error(), "deeper than 256"), "%s", kcr_last_error());
+    p = "[{\"op\":\"copy\",\"from\":\"\",\"path\":\"/a/0\"}]";
+    cr_assert_eq(kcr_object_apply_json_patch(deepest, p, strlen(p), &r), KCR_ERR_TOO_LARGE);
+    p = "[{\"op\":\"replace\",\"path\":\"/metadata/x\",\"value\":0}]";
+    cr_assert_eq(kcr_object_apply_json_patch(deepest, p, strlen(p), &r), KCR_ERR_NOT_FOUND);
+    /* up to the limit is fine, and freezes */
+    p = "[{\"op\":\"move\",\"from\":\"/a/0\",\"path\":\"/b\"},"
+        "{\"op\":\"add\",\"path\":\"/c\",\"value\":{}},"
+        "{\"op\":\"move\",\"from\":\"/b\",\"path\":\"/c/b\"}]";
+    cr_assert_eq(kcr_object_apply_json_patch(deepest, p, strlen(p), &r), KCR_OK, "%s",
+                 kcr_last_error());
+    kcr_object_unref(r);
+    kcr_object_unref(deepest);
+}
+
 Test(object_edit_value, copies_a_subtree_between_objects)
 {
     kcr_object *src = parse_str(POD_JSON);
