@@ -72,6 +72,8 @@ kcr_err kcr_testkit_new(const kcr_testkit_options *opts, kcr_testkit **out)
     kcr_err err = kcr_fake_new(NULL, &tk->fake);
     if (err == KCR_OK)
         err = kcr_fake_client(tk->fake, o.namespace, &tk->client);
+    if (err == KCR_OK)
+        err = kcr_cancel_new(&tk->cancel);
     if (err == KCR_OK) {
         kcr_event_recorder_options ro = {
             .reporting_controller = o.event_reporter ? o.event_reporter : "testkit",
@@ -115,6 +117,7 @@ void kcr_testkit_free(kcr_testkit *tk)
     clear_history(tk);
     free(tk->hist);
     kcr_event_recorder_free(tk->recorder);
+    kcr_cancel_free(tk->cancel);
     kcr_client_free(tk->client);
     kcr_fake_free(tk->fake);
     free(tk);
@@ -228,6 +231,7 @@ static kcr_err run_key(kcr_testkit *tk, kcr_controller *c, const char *key, kcr_
     kcr__run run = {
         .client = tk->client,
         .recorder = tk->recorder,
+        .cancel = tk->cancel,
         .limiter_now_ns = tk->now_ms * KCR_WQ_MS,
     };
     kcr__reconcile_key(c, key, &run);

@@ -39,6 +39,8 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
 {
     (void)ud;
     beh.calls++;
+    cr_assert_not_null(kcr_ctx_cancel(ctx));
+    cr_assert_not(kcr_ctx_canceled(ctx));
     kcr_object *p = kcr_ctx_get_primary(ctx);
     beh.saw_primary = p != NULL;
     size_t nl = strlen(req->name);
@@ -483,4 +485,44 @@ Test(testkit, client_writes_kcr_objects, .init = setup, .fini = teardown)
     cr_assert_eq(kcr_client_create_object(cl, &CM, NULL, NULL, NULL, NULL, NULL), KCR_ERR_INVALID);
     kcr_object_unref(changed);
     kcr_object_unref(obj);
+}
+
+static void by_app(const kcr_object *o, kcr_index_emit *emit, void *ud)
+{
+    (void)ud;
+    const char *app = kcr_object_label(o, "app");
+    if (app)
+        kcr_index_emit_value(emit, app);
+}
+
+static int indexed_hits;
+
+static kcr_result index_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)req, (void)ud;
+    kcr_object_list l = {0};
+    cr_assert_eq(kcr_lister_by_index(kcr_ctx_cache(ctx, &CM), "by-app", "web", &l), KCR_OK);
+    indexed_hits = (int)l.len;
+    kcr_object_list_free(&l);
+    kcr_object *p = kcr_ctx_get_primary(ctx);
+    cr_assert_not_null(p);
+    cr_assert_eq(kcr_value_get_type(kcr_object_get(p, "data")), KCR_VALUE_ABSENT,
+                 "a metadata-only cache holds no data");
+    kcr_object_unref(p);
+    return KCR_DONE;
+}
+
+Test(testkit, metadata_only_cache_with_an_index, .init = setup, .fini = teardown)
+{
+    seed("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\","
+         "\"labels\":{\"app\":\"web\"}},\"data\":{\"big\":\"xxxxxxxx\"}}\n---\n"
+         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"b\","
+         "\"labels\":{\"app\":\"web\"}}}");
+    kcr_cache_index ix = {.resource = CM, .name = "by-app", .fn = by_app};
+    kcr_controller_options o = {.name = "meta", .primary = {.resource = CM, .metadata_only = true},
+                                .indexes = &ix, .n_indexes = 1,
+                                .reconcile = index_reconcile};
+    cr_assert_eq(kcr_testkit_add_controller(tk, &o, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
+    cr_assert_eq(indexed_hits, 2);
 }
