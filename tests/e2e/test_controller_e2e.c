@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -289,4 +290,41 @@ Test(controller_e2e, two_replicas_one_leader_handover, .init = setup, .fini = te
     cr_assert_eq(reap(&p[2]), 0);
     for (int i = 0; i < 3; i++)
         unlink(p[i].log);
+}
+
+static void *run_manager(void *m)
+{
+    kcr_manager_run(m);
+    return NULL;
+}
+
+static kcr_result noop(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)ctx, (void)req, (void)ud;
+    return KCR_DONE;
+}
+
+Test(controller_e2e, readyz_names_an_unknown_resource, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+    kcr_manager *m = NULL;
+    kcr_informer_options fast = {.reflector = {.backoff_initial_ms = 50, .backoff_max_ms = 200}};
+    cr_assert_eq(kcr_manager_new(client, &(kcr_manager_options){.cache_defaults = &fast,
+                                                               .no_events = true}, &m), KCR_OK);
+    kcr_controller_options o = {.name = "things",
+                                .primary = {.resource = {"nope.example.com", "v1", "things"},
+                                            .kind = "Thing"},
+                                .reconcile = noop};
+    cr_assert_eq(kcr_manager_add_controller(m, &o, NULL), KCR_OK, "%s", kcr_last_error());
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, run_manager, m), 0);
+    char *msg = NULL;
+    WAIT_UP_TO(20000, (free(msg), msg = NULL, kcr_manager_readyz_check(&msg, m) != KCR_OK &&
+                                                  msg && strstr(msg, "404")));
+    cr_assert(msg && strstr(msg, "404") && strstr(msg, "things.nope.example.com"), "%s",
+              msg ? msg : "(null)");
+    free(msg);
+    kcr_manager_stop(m);
+    pthread_join(t, NULL);
+    kcr_manager_free(m);
 }

@@ -520,3 +520,26 @@ Test(manager, leadership_loss_stops_reconciles_and_returns, .init = setup, .fini
     cr_assert_neq(kcr_manager_healthz_check(NULL, cd.m), KCR_OK);
     candidate_free(&cd);
 }
+
+Test(manager, readiness_names_a_resource_the_server_does_not_have, .init = setup, .fini = teardown)
+{
+    /* the fake lists unknown resources as empty; the apiserver answers 404 (e2e shows it) */
+    kcr_resource things = {"nope.example.com", "v1", "things"};
+    cr_assert_eq(kcr_fake_inject_error(fake, KCR_FAKE_LIST, &things, -1, 404, "NotFound",
+                                       "the server could not find the requested resource"),
+                 KCR_OK);
+    kcr_informer_options fast = {.reflector = {.backoff_initial_ms = 5, .backoff_max_ms = 20}};
+    new_manager(&(kcr_manager_options){.cache_defaults = &fast});
+    kcr_controller_options o = {.name = "things",
+                                .primary = {.resource = {"nope.example.com", "v1", "things"},
+                                            .kind = "Thing"},
+                                .reconcile = copy_reconcile};
+    cr_assert_eq(kcr_manager_add_controller(mgr, &o, NULL), KCR_OK, "%s", kcr_last_error());
+    start();
+    char *msg = NULL;
+    WAIT_FOR((free(msg), msg = NULL, kcr_manager_readyz_check(&msg, mgr) != KCR_OK && msg &&
+                                        strstr(msg, "404")));
+    cr_assert(strstr(msg, "things.nope.example.com"), "%s", msg);
+    free(msg);
+    cr_assert_eq(stop(), KCR_OK, "a failing watch does not keep the manager from stopping");
+}
