@@ -3,12 +3,16 @@
  * deadline, graceful shutdown (drain, then cancel at the deadline),
  * readiness with the server's reason, duplicate names, read-your-writes. */
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/clock.h"
 #include "kcr/kcr.h"
@@ -542,4 +546,76 @@ Test(manager, readiness_names_a_resource_the_server_does_not_have, .init = setup
     cr_assert(strstr(msg, "things.nope.example.com"), "%s", msg);
     free(msg);
     cr_assert_eq(stop(), KCR_OK, "a failing watch does not keep the manager from stopping");
+}
+
+/* ---- signals: the first stops gracefully, a second exits at once ---- */
+
+static int sig_pipe[2];
+
+static void to_pipe(kcr_log_level level, const char *module, const char *message, void *ud)
+{
+    (void)level, (void)ud;
+    if (strcmp(module, "manager") == 0 && strstr(message, ": stopping")) {
+        ssize_t r = write(sig_pipe[1], "S", 1);
+        (void)r;
+    }
+}
+
+static kcr_result stubborn_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)ctx, (void)req, (void)ud;
+    ssize_t r = write(sig_pipe[1], "R", 1); /* started; now ignore cancellation for 20 s */
+    (void)r;
+    int64_t until = kcr__now_ns() + 20 * KCR_NS_PER_S;
+    while (kcr__now_ns() < until) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return KCR_DONE;
+}
+
+static char read_byte(int fd)
+{
+    char c = 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 10000) == 1 && read(fd, &c, 1) != 1)
+        c = 0;
+    return c;
+}
+
+Test(manager, second_signal_exits_at_once, .init = setup, .fini = teardown)
+{
+    create_cm("a");
+    cr_assert_eq(pipe(sig_pipe), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        kcr_log_set_handler(to_pipe, NULL);
+        kcr_manager *m = NULL;
+        kcr_controller_options o = {.name = "stubborn", .primary = {.resource = CM},
+                                    .reconcile = stubborn_reconcile};
+        if (kcr_manager_new(client, &(kcr_manager_options){.handle_signals = true}, &m) ||
+            kcr_manager_add_controller(m, &o, NULL))
+            _exit(3);
+        _exit(kcr_manager_run(m) == KCR_OK ? 0 : 4);
+    }
+    cr_assert_eq(read_byte(sig_pipe[0]), 'R', "the reconcile started");
+    kill(pid, SIGTERM);
+    cr_assert_eq(read_byte(sig_pipe[0]), 'S', "the first signal started a graceful stop");
+    kill(pid, SIGTERM);
+    int st = 0;
+    int64_t until = kcr__now_ns() + 5 * KCR_NS_PER_S;
+    pid_t r = 0;
+    while ((r = waitpid(pid, &st, WNOHANG)) == 0 && kcr__now_ns() < until) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (r != pid) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    cr_assert_eq(r, pid, "the second signal did not end the process at once");
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d", st);
+    close(sig_pipe[0]);
+    close(sig_pipe[1]);
 }
