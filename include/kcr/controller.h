@@ -347,7 +347,9 @@ typedef struct kcr_manager_options {
     const kcr_informer_options *cache_defaults; /* informer options for every cache (copied;
                                            transform, timings); sources override namespace,
                                            selectors and metadata_only */
-    kcr_metrics *metrics;               /* borrowed; NULL: the manager makes its own */
+    kcr_metrics *metrics;               /* borrowed; NULL: the manager makes its own. The
+                                           manager adds a collector to it: do not scrape it
+                                           after kcr_manager_free */
     bool no_events;                     /* true: no event recorder (kcr_ctx_recorder NULL) */
     const kcr_clock *clock;             /* events and kcr_ctx_now_ms; NULL: real */
 } kcr_manager_options;
