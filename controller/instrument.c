@@ -11,16 +11,16 @@
 
 /* controller-runtime's reconcile_time_seconds buckets. */
 static const double reconcile_buckets[] = {
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
-    0.7,   0.8,  0.9,   1.0,  1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5,
-    6,     7,    8,     9,    10,  15,  20,  25,  30,  40,  50,  60};
+    0.005, 0.01, 0.025, 0.05, 0.1,  0.15, 0.2,  0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
+    0.7,   0.8,  0.9,   1.0,  1.25, 1.5,  1.75, 2.0,  2.5, 3.0,  3.5, 4.0,  4.5, 5,
+    6,     7,    8,     9,    10,   15,   20,   25,   30,  40,   50,  60};
 
 static kcr_err series(kcr_metrics *m, const char *name, const char *help, kcr_metric_type type,
                       const char *const *labels, size_t n, const char *const *values,
                       kcr_metric **out)
 {
-    kcr_metric_desc d = {.name = name, .help = help, .type = type, .label_names = labels,
-                         .n_labels = n};
+    kcr_metric_desc d = {
+        .name = name, .help = help, .type = type, .label_names = labels, .n_labels = n};
     if (type == KCR_METRIC_HISTOGRAM) {
         d.buckets = reconcile_buckets;
         d.n_buckets = sizeof reconcile_buckets / sizeof *reconcile_buckets;
@@ -41,7 +41,9 @@ kcr_err kcr__instrument_controller(mgr_ctl *mc, kcr_workqueue_metrics *wq_hooks)
     struct {
         const char *result;
         kcr_metric **out;
-    } results[] = {{"success", &s->success}, {"error", &s->error}, {"requeue", &s->requeue},
+    } results[] = {{"success", &s->success},
+                   {"error", &s->error},
+                   {"requeue", &s->requeue},
                    {"requeue_after", &s->requeue_after}};
     kcr_err err = KCR_OK;
     for (size_t i = 0; err == KCR_OK && i < sizeof results / sizeof *results; i++) {
@@ -173,8 +175,8 @@ static void collect(kcr_metrics *metrics, void *ud)
 static kcr_err family(kcr_metrics *m, const char *name, const char *help, kcr_metric_type type,
                       const char *const *labels, size_t n, kcr_metric_family **out)
 {
-    kcr_metric_desc d = {.name = name, .help = help, .type = type, .label_names = labels,
-                         .n_labels = n};
+    kcr_metric_desc d = {
+        .name = name, .help = help, .type = type, .label_names = labels, .n_labels = n};
     return kcr_metrics_register(m, &d, out);
 }
 

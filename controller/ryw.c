@@ -110,8 +110,7 @@ static kcr_err r_get(kcr_client *c, const kcr_resource *res, const char *ns, con
 }
 
 static kcr_err r_create(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
-                        size_t len, const kcr_write_options *opts, kcr_object **out,
-                        kcr_status *st)
+                        size_t len, const kcr_write_options *opts, kcr_object **out, kcr_status *st)
 {
     kcr_object *obj = NULL;
     kcr_err err = kcr_client_create(INNER(c), res, ns, json, len, opts, &obj, st);

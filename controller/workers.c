@@ -247,7 +247,8 @@ bool kcr__mgr_stop_workers(mgr_ctl *mc, int64_t deadline_ns)
             clean = false;
             kcr__log(KCR_LOG_WARN, "controller",
                      "controller \"%s\": %d reconcile(s) still running at the shutdown deadline: "
-                     "cancelling them", mc->c->name, mc->live);
+                     "cancelling them",
+                     mc->c->name, mc->live);
             for (int i = 0; i < mc->n_w; i++)
                 if (mc->w[i].busy)
                     kcr_cancel_trigger(mc->w[i].cancel);

@@ -43,8 +43,8 @@ typedef struct proc {
 } proc;
 
 /* Starts configmap-mirror with its stderr in a log file. */
-static void spawn(proc *p, const char *ns, const char *tag, const char *metrics,
-                  const char *probes, bool leader_elect)
+static void spawn(proc *p, const char *ns, const char *tag, const char *metrics, const char *probes,
+                  bool leader_elect)
 {
     snprintf(p->log, sizeof p->log, "%s/controller-e2e-%s-%d.log", "/tmp", tag, (int)getpid());
     p->pid = fork();
@@ -52,9 +52,18 @@ static void spawn(proc *p, const char *ns, const char *tag, const char *metrics,
     if (p->pid == 0) {
         FILE *f = freopen(p->log, "w", stderr);
         (void)f;
-        const char *argv[] = {KCR_MIRROR_BIN, "--kubeconfig", kubeconfig, "--namespace", ns,
-                              "--metrics-bind-address", metrics, "--health-probe-bind-address",
-                              probes, "-v", leader_elect ? "--leader-elect" : NULL, NULL};
+        const char *argv[] = {KCR_MIRROR_BIN,
+                              "--kubeconfig",
+                              kubeconfig,
+                              "--namespace",
+                              ns,
+                              "--metrics-bind-address",
+                              metrics,
+                              "--health-probe-bind-address",
+                              probes,
+                              "-v",
+                              leader_elect ? "--leader-elect" : NULL,
+                              NULL};
         execv(KCR_MIRROR_BIN, (char *const *)argv);
         _exit(127);
     }
@@ -146,7 +155,7 @@ static const char *mirror_value(const char *ns, const char *name)
 
 #define WAIT_UP_TO(ms, cond)                                                                       \
     do {                                                                                           \
-        int64_t until_ = kcr__now_ns() + (int64_t)(ms) * KCR_NS_PER_MS;                            \
+        int64_t until_ = kcr__now_ns() + (int64_t)(ms)*KCR_NS_PER_MS;                              \
         while (!(cond) && kcr__now_ns() < until_) {                                                \
             struct timespec ts_ = {0, 20 * 1000 * 1000};                                           \
             nanosleep(&ts_, NULL);                                                                 \
@@ -156,9 +165,10 @@ static const char *mirror_value(const char *ns, const char *name)
 static void create_labelled(const char *ns, const char *name, const char *v)
 {
     char json[256];
-    snprintf(json, sizeof json,
-             "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"mirror\":\"true\"}},\"data\":{\"v\":\"%s\"}}",
-             name, v);
+    snprintf(
+        json, sizeof json,
+        "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"mirror\":\"true\"}},\"data\":{\"v\":\"%s\"}}",
+        name, v);
     cr_assert_eq(kcr_client_create(client, &E2E_CM, ns, json, 0, NULL, NULL, NULL), KCR_OK, "%s",
                  kcr_last_error());
 }
@@ -185,7 +195,8 @@ Test(controller_e2e, mirror_process_metrics_readyz_sigterm, .init = setup, .fini
     cr_assert_eq(http_get(pport, "/readyz", file), 200);
     cr_assert_eq(http_get(mport, "/metrics", file), 200);
     char *text = slurp(file);
-    const char *succ = "controller_runtime_reconcile_total{controller=\"configmap-mirror\",result=\"success\"} ";
+    const char *succ =
+        "controller_runtime_reconcile_total{controller=\"configmap-mirror\",result=\"success\"} ";
     const char *at = strstr(text, succ);
     cr_assert(at && atof(at + strlen(succ)) >= 2, "%s", text);
     cr_assert(strstr(text, "workqueue_depth{"), "%s", text);
@@ -196,8 +207,10 @@ Test(controller_e2e, mirror_process_metrics_readyz_sigterm, .init = setup, .fini
     int rc = system(cmd);
     snprintf(cmd, sizeof cmd, "%s.promtool", file);
     char *out = slurp(cmd);
-    cr_assert_eq(rc, 0, "promtool check metrics failed (install it: cmake/install-deps, Debian "
-                        "package prometheus): %s", out);
+    cr_assert_eq(rc, 0,
+                 "promtool check metrics failed (install it: cmake/install-deps, Debian "
+                 "package prometheus): %s",
+                 out);
     free(out);
     kill(p.pid, SIGTERM);
     cr_assert_eq(reap(&p), 0, "SIGTERM: clean exit 0; log: %s", p.log);
@@ -258,8 +271,10 @@ Test(controller_e2e, two_replicas_one_leader_handover, .init = setup, .fini = te
     WAIT_UP_TO(15000, strcmp(mirror_value(ns, "c-mirror"), "1") == 0);
     int64_t took_ms = (kcr__now_ns() - t0) / KCR_NS_PER_MS;
     cr_assert_str_eq(mirror_value(ns, "c-mirror"), "1");
-    cr_assert_leq(took_ms, 2000 + 1000 + 1000, "hand-over took %lld ms (retry 2 s + 1 s, +1 s to "
-                                               "reconcile)", (long long)took_ms);
+    cr_assert_leq(took_ms, 2000 + 1000 + 1000,
+                  "hand-over took %lld ms (retry 2 s + 1 s, +1 s to "
+                  "reconcile)",
+                  (long long)took_ms);
     n0 = intervals(p[leader].log, iv[0], 4096);
     n1 = intervals(p[standby].log, iv[1], 4096);
     cr_assert_gt(n1, 0);
@@ -309,18 +324,20 @@ Test(controller_e2e, readyz_names_an_unknown_resource, .init = setup, .fini = te
 {
     kcr_manager *m = NULL;
     kcr_informer_options fast = {.reflector = {.backoff_initial_ms = 50, .backoff_max_ms = 200}};
-    cr_assert_eq(kcr_manager_new(client, &(kcr_manager_options){.cache_defaults = &fast,
-                                                               .no_events = true}, &m), KCR_OK);
-    kcr_controller_options o = {.name = "things",
-                                .primary = {.resource = {"nope.example.com", "v1", "things"},
-                                            .kind = "Thing"},
-                                .reconcile = noop};
+    cr_assert_eq(kcr_manager_new(client,
+                                 &(kcr_manager_options){.cache_defaults = &fast, .no_events = true},
+                                 &m),
+                 KCR_OK);
+    kcr_controller_options o = {
+        .name = "things",
+        .primary = {.resource = {"nope.example.com", "v1", "things"}, .kind = "Thing"},
+        .reconcile = noop};
     cr_assert_eq(kcr_manager_add_controller(m, &o, NULL), KCR_OK, "%s", kcr_last_error());
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, run_manager, m), 0);
     char *msg = NULL;
-    WAIT_UP_TO(20000, (free(msg), msg = NULL, kcr_manager_readyz_check(&msg, m) != KCR_OK &&
-                                                  msg && strstr(msg, "404")));
+    WAIT_UP_TO(20000, (free(msg), msg = NULL,
+                       kcr_manager_readyz_check(&msg, m) != KCR_OK && msg && strstr(msg, "404")));
     cr_assert(msg && strstr(msg, "404") && strstr(msg, "things.nope.example.com"), "%s",
               msg ? msg : "(null)");
     free(msg);

@@ -72,8 +72,8 @@ static void create_cm(const char *name)
 {
     char json[256];
     snprintf(json, sizeof json, "{\"metadata\":{\"name\":\"%s\"},\"data\":{\"v\":\"1\"}}", name);
-    cr_assert_eq(kcr_client_create(client, &CM, "default", json, 0, NULL, NULL, NULL), KCR_OK,
-                 "%s", kcr_last_error());
+    cr_assert_eq(kcr_client_create(client, &CM, "default", json, 0, NULL, NULL, NULL), KCR_OK, "%s",
+                 kcr_last_error());
 }
 
 /* Polls `cond` every millisecond for up to 10 s. */
@@ -104,8 +104,8 @@ static kcr_result copy_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req,
     snprintf(name, sizeof name, "%s-copy", req->name);
     snprintf(body, sizeof body, "{\"metadata\":{\"name\":\"%s\"},\"data\":{\"v\":\"1\"}}", name);
     kcr_write_options wo = {.field_manager = "t"};
-    kcr_err err = kcr_client_patch(kcr_ctx_client(ctx), &CM, req->namespace, name,
-                                   KCR_PATCH_APPLY, body, 0, &wo, NULL, NULL);
+    kcr_err err = kcr_client_patch(kcr_ctx_client(ctx), &CM, req->namespace, name, KCR_PATCH_APPLY,
+                                   body, 0, &wo, NULL, NULL);
     if (err != KCR_OK)
         return KCR_RETRY(err);
     atomic_fetch_add(&copies, 1);
@@ -127,8 +127,10 @@ Test(manager, reconciles_and_stops_cleanly, .init = setup, .fini = teardown)
     create_cm("b");
     new_manager(NULL);
     kcr_controller *c = NULL;
-    kcr_controller_options o = {.name = "copier", .primary = {.resource = CM},
-                                .max_concurrent_reconciles = 2, .reconcile = copy_reconcile};
+    kcr_controller_options o = {.name = "copier",
+                                .primary = {.resource = CM},
+                                .max_concurrent_reconciles = 2,
+                                .reconcile = copy_reconcile};
     cr_assert_eq(kcr_manager_add_controller(mgr, &o, &c), KCR_OK, "%s", kcr_last_error());
     start();
     WAIT_FOR(exists("a-copy") && exists("b-copy"));
@@ -143,15 +145,23 @@ Test(manager, reconciles_and_stops_cleanly, .init = setup, .fini = teardown)
     cr_assert_eq(st.active_workers, 0);
     char *text = NULL;
     cr_assert_eq(kcr_metrics_write_text(kcr_manager_metrics(mgr), &text, NULL), KCR_OK);
-    cr_assert(strstr(text, "controller_runtime_reconcile_total{controller=\"copier\",result=\"success\"}"),
-              "%s", text);
-    cr_assert(strstr(text, "controller_runtime_reconcile_total{controller=\"copier\",result=\"requeue_after\"} 0"));
-    cr_assert(strstr(text, "controller_runtime_max_concurrent_reconciles{controller=\"copier\"} 2"));
-    cr_assert(strstr(text, "workqueue_adds_total{name=\"copier\",controller=\"copier\"}"), "%s", text);
-    cr_assert(strstr(text, "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"} 6"),
-              "%s", text);
-    cr_assert(strstr(text, "rest_client_requests_total{code=\"200\",method=\"PATCH\",host=\"fake\"} 3"),
-              "%s", text);
+    cr_assert(
+        strstr(text,
+               "controller_runtime_reconcile_total{controller=\"copier\",result=\"success\"}"),
+        "%s", text);
+    cr_assert(strstr(
+        text,
+        "controller_runtime_reconcile_total{controller=\"copier\",result=\"requeue_after\"} 0"));
+    cr_assert(
+        strstr(text, "controller_runtime_max_concurrent_reconciles{controller=\"copier\"} 2"));
+    cr_assert(strstr(text, "workqueue_adds_total{name=\"copier\",controller=\"copier\"}"), "%s",
+              text);
+    cr_assert(
+        strstr(text, "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"} 6"),
+        "%s", text);
+    cr_assert(
+        strstr(text, "rest_client_requests_total{code=\"200\",method=\"PATCH\",host=\"fake\"} 3"),
+        "%s", text);
     free(text);
     cr_assert_eq(kcr_manager_run(mgr), KCR_ERR_STATE, "a manager runs once");
 }
@@ -159,8 +169,8 @@ Test(manager, reconciles_and_stops_cleanly, .init = setup, .fini = teardown)
 Test(manager, duplicate_controller_names, .init = setup, .fini = teardown)
 {
     new_manager(NULL);
-    kcr_controller_options o = {.name = "x", .primary = {.resource = CM},
-                                .reconcile = copy_reconcile};
+    kcr_controller_options o = {
+        .name = "x", .primary = {.resource = CM}, .reconcile = copy_reconcile};
     cr_assert_eq(kcr_manager_add_controller(mgr, &o, NULL), KCR_OK);
     o.primary.predicate = kcr_predicate_generation_changed(); /* taken even on failure */
     cr_assert_eq(kcr_manager_add_controller(mgr, &o, NULL), KCR_ERR_EXISTS);
@@ -198,8 +208,10 @@ Test(manager, same_key_never_concurrent, .init = setup, .fini = teardown)
     }
     new_manager(NULL);
     kcr_controller *c = NULL;
-    kcr_controller_options o = {.name = "overlap", .primary = {.resource = CM},
-                                .max_concurrent_reconciles = 4, .reconcile = overlap_reconcile};
+    kcr_controller_options o = {.name = "overlap",
+                                .primary = {.resource = CM},
+                                .max_concurrent_reconciles = 4,
+                                .reconcile = overlap_reconcile};
     cr_assert_eq(kcr_manager_add_controller(mgr, &o, &c), KCR_OK);
     start();
     WAIT_FOR(atomic_load(&done_count) >= 4);
@@ -244,8 +256,10 @@ static kcr_controller *slow_controller(int64_t timeout_ms)
     atomic_store(&saw_cancel, 0);
     atomic_store(&release_gate, false);
     kcr_controller *c = NULL;
-    kcr_controller_options o = {.name = "slow", .primary = {.resource = CM},
-                                .reconcile_timeout_ms = timeout_ms, .reconcile = slow_reconcile};
+    kcr_controller_options o = {.name = "slow",
+                                .primary = {.resource = CM},
+                                .reconcile_timeout_ms = timeout_ms,
+                                .reconcile = slow_reconcile};
     cr_assert_eq(kcr_manager_add_controller(mgr, &o, &c), KCR_OK);
     return c;
 }
@@ -262,9 +276,10 @@ Test(manager, reconcile_deadline_cancels, .init = setup, .fini = teardown)
     cr_assert_eq(stop(), KCR_OK);
     char *text = NULL;
     cr_assert_eq(kcr_metrics_write_text(kcr_manager_metrics(mgr), &text, NULL), KCR_OK);
-    cr_assert(strstr(text, "controller_runtime_reconcile_timeouts_total{controller=\"slow\"} "), "%s",
-              text);
-    cr_assert_not(strstr(text, "controller_runtime_reconcile_timeouts_total{controller=\"slow\"} 0"));
+    cr_assert(strstr(text, "controller_runtime_reconcile_timeouts_total{controller=\"slow\"} "),
+              "%s", text);
+    cr_assert_not(
+        strstr(text, "controller_runtime_reconcile_timeouts_total{controller=\"slow\"} 0"));
     free(text);
 }
 
@@ -318,8 +333,8 @@ Test(manager, readiness_reports_the_servers_reason, .init = setup, .fini = teard
     free(msg);
     msg = NULL;
     start();
-    WAIT_FOR((free(msg), msg = NULL, kcr_manager_readyz_check(&msg, mgr) != KCR_OK && msg &&
-                                        strstr(msg, "cannot list")));
+    WAIT_FOR((free(msg), msg = NULL,
+              kcr_manager_readyz_check(&msg, mgr) != KCR_OK && msg && strstr(msg, "cannot list")));
     cr_assert(strstr(msg, "configmaps"), "%s", msg);
     cr_assert(strstr(msg, "forbidden") || strstr(msg, "Forbidden"), "%s", msg);
     free(msg);
@@ -389,8 +404,10 @@ static kcr_controller *ryw_setup(bool disable)
     kcr_informer_options io = {.transform = gate_transform};
     new_manager(&(kcr_manager_options){.cache_defaults = &io});
     kcr_controller *c = NULL;
-    kcr_controller_options o = {.name = "ryw", .primary = {.resource = CM},
-                                .no_read_your_writes = disable, .reconcile = ryw_reconcile};
+    kcr_controller_options o = {.name = "ryw",
+                                .primary = {.resource = CM},
+                                .no_read_your_writes = disable,
+                                .reconcile = ryw_reconcile};
     cr_assert_eq(kcr_manager_add_controller(mgr, &o, &c), KCR_OK);
     start();
     return c;
@@ -448,12 +465,17 @@ static void *candidate_main(void *arg)
 static void candidate_start(candidate *cd, intptr_t id, const char *identity)
 {
     cr_assert_eq(kcr_fake_client(fake, "default", &cd->client), KCR_OK);
-    kcr_manager_options mo = {.leader_election = true, .leader_election_id = "test-lock",
-                              .leader_election_identity = identity, .lease_duration_ms = 600,
-                              .renew_deadline_ms = 400, .retry_period_ms = 100};
+    kcr_manager_options mo = {.leader_election = true,
+                              .leader_election_id = "test-lock",
+                              .leader_election_identity = identity,
+                              .lease_duration_ms = 600,
+                              .renew_deadline_ms = 400,
+                              .retry_period_ms = 100};
     cr_assert_eq(kcr_manager_new(cd->client, &mo, &cd->m), KCR_OK, "%s", kcr_last_error());
-    kcr_controller_options o = {.name = "counter", .primary = {.resource = CM},
-                                .reconcile = count_reconcile, .user_data = (void *)id};
+    kcr_controller_options o = {.name = "counter",
+                                .primary = {.resource = CM},
+                                .reconcile = count_reconcile,
+                                .user_data = (void *)id};
     cr_assert_eq(kcr_manager_add_controller(cd->m, &o, NULL), KCR_OK);
     cr_assert_eq(pthread_create(&cd->thread, NULL, candidate_main, cd), 0);
 }
@@ -492,7 +514,8 @@ Test(manager, leader_election_one_reconciles_then_hands_over, .init = setup, .fi
     cr_assert_eq(cd[0].result, KCR_OK);
     WAIT_FOR(kcr_manager_is_leader(cd[1].m));
     /* a released lease has leaseDurationSeconds=1: retry + 1 s, plus scheduling slack */
-    cr_assert_lt(kcr__now_ns() - t0, (100 + 1000 + 500) * KCR_NS_PER_MS, "took over within retry + 1 s");
+    cr_assert_lt(kcr__now_ns() - t0, (100 + 1000 + 500) * KCR_NS_PER_MS,
+                 "took over within retry + 1 s");
     WAIT_FOR(atomic_load(&by_manager[1]) >= 2);
     kcr_manager_stop(cd[1].m);
     pthread_join(cd[1].thread, NULL);
@@ -506,8 +529,10 @@ Test(manager, leadership_loss_stops_reconciles_and_returns, .init = setup, .fini
     create_cm("a");
     candidate cd = {0};
     cr_assert_eq(kcr_fake_client(fake, "default", &cd.client), KCR_OK);
-    kcr_manager_options mo = {.leader_election = true, .leader_election_id = "lost-lock",
-                              .lease_duration_ms = 600, .renew_deadline_ms = 400,
+    kcr_manager_options mo = {.leader_election = true,
+                              .leader_election_id = "lost-lock",
+                              .lease_duration_ms = 600,
+                              .renew_deadline_ms = 400,
                               .retry_period_ms = 100};
     cr_assert_eq(kcr_manager_new(cd.client, &mo, &cd.m), KCR_OK);
     mgr = cd.m; /* slow_controller adds to mgr */
@@ -517,7 +542,8 @@ Test(manager, leadership_loss_stops_reconciles_and_returns, .init = setup, .fini
     WAIT_FOR(atomic_load(&started) == 1);
     kcr_resource leases = {"coordination.k8s.io", "v1", "leases"};
     cr_assert_eq(kcr_fake_inject_error(fake, KCR_FAKE_ANY, &leases, -1, 500, "InternalError",
-                                       "etcd is gone"), KCR_OK);
+                                       "etcd is gone"),
+                 KCR_OK);
     pthread_join(cd.thread, NULL);
     cr_assert_eq(cd.result, KCR_ERR_LEADERSHIP_LOST);
     cr_assert_eq(atomic_load(&saw_cancel), 1, "the in-flight reconcile was cancelled");
@@ -534,15 +560,15 @@ Test(manager, readiness_names_a_resource_the_server_does_not_have, .init = setup
                  KCR_OK);
     kcr_informer_options fast = {.reflector = {.backoff_initial_ms = 5, .backoff_max_ms = 20}};
     new_manager(&(kcr_manager_options){.cache_defaults = &fast});
-    kcr_controller_options o = {.name = "things",
-                                .primary = {.resource = {"nope.example.com", "v1", "things"},
-                                            .kind = "Thing"},
-                                .reconcile = copy_reconcile};
+    kcr_controller_options o = {
+        .name = "things",
+        .primary = {.resource = {"nope.example.com", "v1", "things"}, .kind = "Thing"},
+        .reconcile = copy_reconcile};
     cr_assert_eq(kcr_manager_add_controller(mgr, &o, NULL), KCR_OK, "%s", kcr_last_error());
     start();
     char *msg = NULL;
-    WAIT_FOR((free(msg), msg = NULL, kcr_manager_readyz_check(&msg, mgr) != KCR_OK && msg &&
-                                        strstr(msg, "404")));
+    WAIT_FOR((free(msg), msg = NULL,
+              kcr_manager_readyz_check(&msg, mgr) != KCR_OK && msg && strstr(msg, "404")));
     cr_assert(strstr(msg, "things.nope.example.com"), "%s", msg);
     free(msg);
     cr_assert_eq(stop(), KCR_OK, "a failing watch does not keep the manager from stopping");
@@ -592,8 +618,8 @@ Test(manager, second_signal_exits_at_once, .init = setup, .fini = teardown)
     if (pid == 0) {
         kcr_log_set_handler(to_pipe, NULL);
         kcr_manager *m = NULL;
-        kcr_controller_options o = {.name = "stubborn", .primary = {.resource = CM},
-                                    .reconcile = stubborn_reconcile};
+        kcr_controller_options o = {
+            .name = "stubborn", .primary = {.resource = CM}, .reconcile = stubborn_reconcile};
         if (kcr_manager_new(client, &(kcr_manager_options){.handle_signals = true}, &m) ||
             kcr_manager_add_controller(m, &o, NULL))
             _exit(3);

@@ -17,8 +17,8 @@ static kcr_testkit *tk;
 
 /* What the reconcile under test does, set per test. */
 static struct {
-    kcr_result result;     /* returned unless `mirror` */
-    bool mirror;           /* create/update <name>-copy owned by the primary */
+    kcr_result result; /* returned unless `mirror` */
+    bool mirror;       /* create/update <name>-copy owned by the primary */
     int calls;
     kcr_err last_write;
     bool saw_primary;
@@ -52,15 +52,17 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
     if (beh.mirror && p) {
         const char *v = kcr_value_string(kcr_object_get(p, "data.v"), NULL);
         char body[512];
-        snprintf(body, sizeof body,
-                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s-copy\","
-                 "\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"%s\","
-                 "\"uid\":\"%s\",\"controller\":true}]},\"data\":{\"v\":\"%s\"}}",
-                 req->name, req->name, kcr_object_uid(p), v ? v : "");
+        snprintf(
+            body, sizeof body,
+            "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s-copy\","
+            "\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"%s\","
+            "\"uid\":\"%s\",\"controller\":true}]},\"data\":{\"v\":\"%s\"}}",
+            req->name, req->name, kcr_object_uid(p), v ? v : "");
         char name[300];
         snprintf(name, sizeof name, "%s-copy", req->name);
         kcr_object *have = kcr_lister_get(kcr_ctx_cache(ctx, &CM), req->namespace, name);
-        bool same = have && kcr_value_equal(kcr_object_get(have, "data"), kcr_object_get(p, "data"));
+        bool same =
+            have && kcr_value_equal(kcr_object_get(have, "data"), kcr_object_get(p, "data"));
         kcr_object_unref(have);
         kcr_object_unref(p);
         if (same)
@@ -153,7 +155,8 @@ Test(testkit, owns_routes_to_the_controlling_owner, .init = setup, .fini = teard
     kcr_source owns = {.resource = CM};
     kcr_controller *c = add(&(kcr_controller_options){
         .primary = {.resource = CM, .predicate = kcr_predicate_label_selector("mirror=true")},
-        .owns = &owns, .n_owns = 1});
+        .owns = &owns,
+        .n_owns = 1});
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK, "%s", kcr_last_error());
     kcr_object *copy = kcr_testkit_get(tk, &CM, "default", "src-copy");
     cr_assert_not_null(copy);
@@ -212,7 +215,8 @@ Test(testkit, retry_backs_off_and_success_resets, .init = setup, .fini = teardow
     beh.mirror = true;
     /* creating the copy fails twice with a 500, only for that name */
     cr_assert_eq(kcr_testkit_inject_error(tk, KCR_FAKE_PATCH, &CM, "default", "a-copy", 2, 500,
-                                          "InternalError", "boom"), KCR_OK);
+                                          "InternalError", "boom"),
+                 KCR_OK);
     kcr_controller *c = add(&(kcr_controller_options){0});
     size_t n;
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, &n), KCR_OK);
@@ -391,12 +395,15 @@ Test(testkit, duplicate_names_and_bad_declarations, .init = setup, .fini = teard
     cr_assert_eq(kcr_testkit_add_controller(tk, &o, NULL), KCR_ERR_INVALID);
     cr_assert(strstr(kcr_last_error(), "reconcile"), "%s", kcr_last_error());
     kcr_source w = {.resource = SECRET};
-    o = (kcr_controller_options){.name = "z", .primary = {.resource = CM}, .watches = &w,
-                                 .n_watches = 1, .reconcile = reconcile};
+    o = (kcr_controller_options){.name = "z",
+                                 .primary = {.resource = CM},
+                                 .watches = &w,
+                                 .n_watches = 1,
+                                 .reconcile = reconcile};
     cr_assert_eq(kcr_testkit_add_controller(tk, &o, NULL), KCR_ERR_INVALID);
     cr_assert(strstr(kcr_last_error(), "map function"), "%s", kcr_last_error());
-    o = (kcr_controller_options){.name = "w", .primary = {.resource = {"nope.io", "v1", "things"}},
-                                 .reconcile = reconcile};
+    o = (kcr_controller_options){
+        .name = "w", .primary = {.resource = {"nope.io", "v1", "things"}}, .reconcile = reconcile};
     cr_assert_eq(kcr_testkit_add_controller(tk, &o, NULL), KCR_ERR_NOT_FOUND);
 }
 
@@ -405,17 +412,21 @@ Test(testkit, conflict_injected_per_name, .init = setup, .fini = teardown)
     seed("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}\n---\n"
          "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"b\"}}");
     cr_assert_eq(kcr_testkit_inject_error(tk, KCR_FAKE_UPDATE, &CM, "default", "b", 1, 409,
-                                          "Conflict", "stale"), KCR_OK);
+                                          "Conflict", "stale"),
+                 KCR_OK);
     kcr_status st = {0};
     kcr_client *cl = kcr_testkit_client(tk);
-    cr_assert_eq(kcr_client_update(cl, &CM, "default", "{\"metadata\":{\"name\":\"a\"}}", 0,
-                                   NULL, NULL, &st), KCR_OK);
-    cr_assert_eq(kcr_client_update(cl, &CM, "default", "{\"metadata\":{\"name\":\"b\"}}", 0,
-                                   NULL, NULL, &st), KCR_ERR_CONFLICT);
+    cr_assert_eq(kcr_client_update(cl, &CM, "default", "{\"metadata\":{\"name\":\"a\"}}", 0, NULL,
+                                   NULL, &st),
+                 KCR_OK);
+    cr_assert_eq(kcr_client_update(cl, &CM, "default", "{\"metadata\":{\"name\":\"b\"}}", 0, NULL,
+                                   NULL, &st),
+                 KCR_ERR_CONFLICT);
     cr_assert_eq(st.code, 409);
     kcr_status_clear(&st);
-    cr_assert_eq(kcr_client_update(cl, &CM, "default", "{\"metadata\":{\"name\":\"b\"}}", 0,
-                                   NULL, NULL, &st), KCR_OK, "only once");
+    cr_assert_eq(kcr_client_update(cl, &CM, "default", "{\"metadata\":{\"name\":\"b\"}}", 0, NULL,
+                                   NULL, &st),
+                 KCR_OK, "only once");
 }
 
 Test(testkit, never_settling_controller_is_reported, .init = setup, .fini = teardown)
@@ -444,8 +455,8 @@ static kcr_result event_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req
 Test(testkit, events_are_recorded_synchronously, .init = setup, .fini = teardown)
 {
     seed("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}");
-    kcr_controller_options o = {.name = "ev", .primary = {.resource = CM},
-                                .reconcile = event_reconcile};
+    kcr_controller_options o = {
+        .name = "ev", .primary = {.resource = CM}, .reconcile = event_reconcile};
     cr_assert_eq(kcr_testkit_add_controller(tk, &o, NULL), KCR_OK);
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
     cr_assert_eq(kcr_testkit_count_events(tk, "a", "Seen"), 1);
@@ -460,8 +471,8 @@ Test(testkit, client_writes_kcr_objects, .init = setup, .fini = teardown)
     const char *json = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
                        "{\"name\":\"o\",\"namespace\":\"ns1\"},\"data\":{\"v\":\"1\"}}";
     cr_assert_eq(kcr_object_parse(json, strlen(json), &obj), KCR_OK);
-    cr_assert_eq(kcr_client_create_object(cl, &CM, NULL, obj, NULL, &got, NULL), KCR_OK,
-                 "%s", kcr_last_error());
+    cr_assert_eq(kcr_client_create_object(cl, &CM, NULL, obj, NULL, &got, NULL), KCR_OK, "%s",
+                 kcr_last_error());
     cr_assert_str_eq(kcr_object_namespace(got), "ns1", "the object's namespace");
     kcr_object_edit *e = kcr_object_edit_new(got);
     kcr_object *changed = NULL;
@@ -519,8 +530,10 @@ Test(testkit, metadata_only_cache_with_an_index, .init = setup, .fini = teardown
          "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"b\","
          "\"labels\":{\"app\":\"web\"}}}");
     kcr_cache_index ix = {.resource = CM, .name = "by-app", .fn = by_app};
-    kcr_controller_options o = {.name = "meta", .primary = {.resource = CM, .metadata_only = true},
-                                .indexes = &ix, .n_indexes = 1,
+    kcr_controller_options o = {.name = "meta",
+                                .primary = {.resource = CM, .metadata_only = true},
+                                .indexes = &ix,
+                                .n_indexes = 1,
                                 .reconcile = index_reconcile};
     cr_assert_eq(kcr_testkit_add_controller(tk, &o, NULL), KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
