@@ -53,6 +53,7 @@ struct mgr_ctl {
     pthread_cond_t cond;
     int live; /* worker threads running */
     bool workers_started;
+    bool closed; /* stop_workers ran: no (re)start */
     bool monitor_started, monitor_stop;
     pthread_t monitor;
     ctl_series series;

@@ -196,7 +196,7 @@ static void *monitor_main(void *arg)
 kcr_err kcr__mgr_start_workers(mgr_ctl *mc)
 {
     pthread_mutex_lock(&mc->lock);
-    if (mc->workers_started) {
+    if (mc->workers_started || mc->closed) { /* a lease won while stopping starts nothing */
         pthread_mutex_unlock(&mc->lock);
         return KCR_OK;
     }
@@ -237,6 +237,7 @@ bool kcr__mgr_stop_workers(mgr_ctl *mc, int64_t deadline_ns)
     kcr_workqueue_shutdown(mc->q);
     bool clean = true;
     pthread_mutex_lock(&mc->lock);
+    mc->closed = true;
     while (mc->live > 0) {
         if (!deadline_ns) {
             pthread_cond_wait(&mc->cond, &mc->lock);

@@ -47,7 +47,9 @@ typedef struct kcr_ctx kcr_ctx; /* one reconcile's context */
  * the most important one (`trigger`). Importance is the enum's value: a
  * higher value wins, the first of equals is kept. */
 typedef enum kcr_reason {
-    KCR_REASON_NONE = 0,
+    KCR_REASON_NONE = 0,            /* a re-run caused by a change that arrived while the key
+                                       was being reconciled and that this previous reconcile
+                                       already saw (its reason was consumed) */
     KCR_REASON_INITIAL_LIST = 1,    /* the object was in the initial list (or cache replay) */
     KCR_REASON_RESYNC = 2,          /* a periodic resync of the primary */
     KCR_REASON_REQUEUE_AFTER = 3,   /* the previous reconcile asked for it (requeue after) */
