@@ -539,3 +539,31 @@ Test(testkit, metadata_only_cache_with_an_index, .init = setup, .fini = teardown
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
     cr_assert_eq(indexed_hits, 2);
 }
+
+static kcr_err secret_to_cm(const kcr_object *obj, kcr_map_out *out, void *ud)
+{
+    (void)ud;
+    return kcr_map_emit(out, kcr_object_namespace(obj), kcr_object_name(obj));
+}
+
+Test(testkit, selectors_and_namespace_per_source, .init = setup, .fini = teardown)
+{
+    seed("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"web\","
+         "\"labels\":{\"app\":\"web\"}}}\n---\n"
+         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"db\","
+         "\"labels\":{\"app\":\"db\"}}}\n---\n"
+         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"web\","
+         "\"namespace\":\"other\",\"labels\":{\"app\":\"web\"}}}\n---\n"
+         "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"s1\"}}\n---\n"
+         "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"s2\"}}");
+    kcr_source w = {.resource = SECRET, .field_selector = "metadata.name=s2", .map = secret_to_cm};
+    kcr_controller *c = add(&(kcr_controller_options){
+        .primary = {.resource = CM, .namespace = "default", .label_selector = "app=web"},
+        .watches = &w,
+        .n_watches = 1});
+    cr_assert_eq(kcr_testkit_queue_len(tk, c), 2);
+    cr_assert(kcr_testkit_queued(tk, c, "default/web", NULL, NULL));
+    cr_assert(kcr_testkit_queued(tk, c, "default/s2", NULL, NULL), "only s2 is watched");
+    cr_assert_not(kcr_testkit_queued(tk, c, "default/db", NULL, NULL));
+    cr_assert_not(kcr_testkit_queued(tk, c, "other/web", NULL, NULL));
+}
