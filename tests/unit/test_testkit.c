@@ -567,3 +567,43 @@ Test(testkit, selectors_and_namespace_per_source, .init = setup, .fini = teardow
     cr_assert_not(kcr_testkit_queued(tk, c, "default/db", NULL, NULL));
     cr_assert_not(kcr_testkit_queued(tk, c, "other/web", NULL, NULL));
 }
+
+static const kcr_resource DEPLOY = {"apps", "v1", "deployments"};
+
+static kcr_err observe_generation(kcr_object_edit *edit, const kcr_object *current, void *ud)
+{
+    (void)ud;
+    return kcr_object_edit_set_int(edit, "status.observedGeneration",
+                                   kcr_object_generation(current));
+}
+
+static kcr_result status_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)ud;
+    kcr_ctrlutil_op_result r;
+    kcr_err err = kcr_ctrlutil_update_status(kcr_ctx_client(ctx), &DEPLOY, req->namespace,
+                                             req->name, observe_generation, NULL, 0, &r, NULL,
+                                             NULL);
+    return err == KCR_OK ? KCR_DONE : KCR_RETRY(err);
+}
+
+Test(testkit, status_update_retries_an_injected_conflict, .init = setup, .fini = teardown)
+{
+    seed("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n"
+         "spec: {replicas: 1}\n");
+    cr_assert_eq(kcr_testkit_inject_error(tk, KCR_FAKE_UPDATE, &DEPLOY, "default", "web", 1, 409,
+                                          "Conflict", "the object has been modified"),
+                 KCR_OK);
+    kcr_controller_options o = {.name = "status", .primary = {.resource = DEPLOY},
+                                .reconcile = status_reconcile};
+    cr_assert_eq(kcr_testkit_add_controller(tk, &o, NULL), KCR_OK, "%s", kcr_last_error());
+    size_t n;
+    cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, &n), KCR_OK);
+    const kcr_testkit_record *h = kcr_testkit_history(tk, NULL);
+    cr_assert_eq(h[0].result.kind, KCR_RESULT_DONE, "the helper re-read and retried the 409");
+    kcr_object *d = kcr_testkit_get(tk, &DEPLOY, "default", "web");
+    cr_assert_eq(kcr_value_int(kcr_object_get(d, "status.observedGeneration")), 1);
+    kcr_object_unref(d);
+    cr_assert_eq(kcr_fake_count(kcr_testkit_fake(tk), KCR_FAKE_UPDATE, &DEPLOY), 2,
+                 "one conflict, one write");
+}
