@@ -3,6 +3,7 @@
  * status, rest_client_* through the client observer, and kcr's own cache,
  * reflector and event-recorder series, refreshed by a collector before
  * each scrape. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,7 +113,19 @@ void kcr__instrument_reconcile(mgr_ctl *mc, kcr__outcome out, double seconds, bo
 
 typedef struct own_series {
     kcr_metric_family *objects, *bytes, *lists, *watches, *relists, *dropped;
+    kcr_metric_family *routing, *ryw_waits, *ryw_timeouts;
 } own_series;
+
+/* kcr_controller_routing_errors_total{reason}: stats fields by label. */
+static const struct {
+    const char *reason;
+    size_t offset;
+} routing_reasons[] = {
+    {"garbage_result", offsetof(kcr_controller_stats, garbage_results)},
+    {"predicate_error", offsetof(kcr_controller_stats, predicate_errors)},
+    {"map_error", offsetof(kcr_controller_stats, map_errors)},
+    {"invalid_key", offsetof(kcr_controller_stats, invalid_keys)},
+};
 
 /* Sets a counter to an absolute value it only ever grows to. */
 static void counter_to(kcr_metric *s, double v)
@@ -159,6 +172,21 @@ static void collect(kcr_metrics *metrics, void *ud)
             if ((x = get(o->relists, v)))
                 counter_to(x, rs.lists > 1 ? (double)(rs.lists - 1) : 0);
         }
+        kcr_controller_stats cs;
+        kcr_controller_get_stats(mc->c, &cs);
+        for (size_t k = 0; k < sizeof routing_reasons / sizeof *routing_reasons; k++) {
+            const char *v[] = {mc->c->name, routing_reasons[k].reason};
+            kcr_metric *x = get(o->routing, v);
+            if (x)
+                counter_to(x, (double)*(const uint64_t *)((const char *)&cs +
+                                                            routing_reasons[k].offset));
+        }
+        const char *cv[] = {mc->c->name};
+        kcr_metric *x;
+        if ((x = get(o->ryw_waits, cv)))
+            counter_to(x, (double)cs.ryw_waits);
+        if ((x = get(o->ryw_timeouts, cv)))
+            counter_to(x, (double)cs.ryw_timeouts);
     }
     if (m->recorder) {
         kcr_event_recorder_stats es;
@@ -209,6 +237,21 @@ kcr_err kcr__instrument_manager(kcr_manager *m)
         err = family(m->metrics, "kcr_events_dropped_total",
                      "Events the recorder dropped (queue full, spam limit)", KCR_METRIC_COUNTER,
                      drop_l, 1, &o->dropped);
+    static const char *const routing_l[] = {"controller", "reason"};
+    static const char *const ctl_l[] = {"controller"};
+    if (err == KCR_OK)
+        err = family(m->metrics, "kcr_controller_routing_errors_total",
+                     "Results and routing outside the contract (garbage results, failing "
+                     "predicates and map functions, invalid keys), each logged once",
+                     KCR_METRIC_COUNTER, routing_l, 2, &o->routing);
+    if (err == KCR_OK)
+        err = family(m->metrics, "kcr_controller_read_your_writes_waits_total",
+                     "Reconciles that first waited for the cache to see their key's writes",
+                     KCR_METRIC_COUNTER, ctl_l, 1, &o->ryw_waits);
+    if (err == KCR_OK)
+        err = family(m->metrics, "kcr_controller_read_your_writes_timeouts_total",
+                     "Of those, waits that gave up at read_your_writes_timeout_ms",
+                     KCR_METRIC_COUNTER, ctl_l, 1, &o->ryw_timeouts);
     if (err == KCR_OK) {
         const char *full[] = {"queue_full"}, *spam[] = {"spam"};
         err = get(o->dropped, full) && get(o->dropped, spam) ? KCR_OK : KCR_ERR_NOMEM;
@@ -237,6 +280,14 @@ kcr_err kcr__instrument_manager(kcr_manager *m)
 kcr_err kcr__instrument_caches(mgr_ctl *mc)
 {
     own_series *o = mc->m->own;
+    const char *cv[] = {mc->c->name};
+    if (!get(o->ryw_waits, cv) || !get(o->ryw_timeouts, cv))
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory registering controller metrics");
+    for (size_t k = 0; k < sizeof routing_reasons / sizeof *routing_reasons; k++) {
+        const char *v[] = {mc->c->name, routing_reasons[k].reason};
+        if (!get(o->routing, v))
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory registering controller metrics");
+    }
     for (size_t j = 0; j < mc->c->n_sources; j++) {
         const kcr__source *s = &mc->c->sources[j];
         const char *v[] = {s->resource, s->group, s->ns ? s->ns : ""};

@@ -435,6 +435,11 @@ Test(manager, read_your_writes_waits_for_the_cache, .init = setup, .fini = teard
     cr_assert_eq(stop(), KCR_OK);
     kcr_controller_get_stats(c, &st);
     cr_assert_eq(st.ryw_timeouts, 0);
+    char *text = NULL;
+    cr_assert_eq(kcr_metrics_write_text(kcr_manager_metrics(mgr), &text, NULL), KCR_OK);
+    cr_assert(strstr(text, "kcr_controller_read_your_writes_waits_total{controller=\"ryw\"} 1"),
+              "%s", text);
+    free(text);
 }
 
 /* ---- leader election: two managers, one fake API ---- */
