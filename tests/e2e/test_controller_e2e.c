@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -343,5 +344,76 @@ Test(controller_e2e, readyz_names_an_unknown_resource, .init = setup, .fini = te
     free(msg);
     kcr_manager_stop(m);
     pthread_join(t, NULL);
+    kcr_manager_free(m);
+}
+
+/* Bumps annotation n of the ConfigMap from the CACHED copy, with its
+ * resourceVersion as a precondition: a stale cache read would be a 409.
+ * KCR_TEST_NO_RYW=1 turns read-your-writes off to see the stale reads it
+ * prevents (about half of the 20 updates conflict then). */
+static atomic_int conflicts;
+
+static kcr_result bump(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)ud;
+    kcr_object *cm = kcr_ctx_get_primary(ctx);
+    if (!cm)
+        return KCR_DONE;
+    const char *n = kcr_object_annotation(cm, "n");
+    int v = n ? atoi(n) : 0;
+    kcr_result res = KCR_DONE;
+    if (v < 20) {
+        char next[16];
+        snprintf(next, sizeof next, "%d", v + 1);
+        kcr_object_edit *e = kcr_object_edit_new(cm);
+        kcr_object *upd = NULL;
+        kcr_err err = kcr_object_edit_set_annotation(e, "n", next);
+        if (err == KCR_OK)
+            err = kcr_object_edit_freeze(e, &upd);
+        kcr_object_edit_free(e);
+        if (err == KCR_OK)
+            err = kcr_client_update_object(kcr_ctx_client(ctx), &E2E_CM, upd, NULL, NULL, NULL);
+        kcr_object_unref(upd);
+        if (err == KCR_ERR_CONFLICT)
+            atomic_fetch_add(&conflicts, 1);
+        res = err == KCR_OK ? KCR_REQUEUE_AFTER(1) : KCR_RETRY(err);
+    }
+    (void)req;
+    kcr_object_unref(cm);
+    return res;
+}
+
+Test(controller_e2e, read_your_writes_on_the_real_apiserver, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+    char ns[64];
+    cr_assert_eq(e2e_namespace(client, "ryw", ns, sizeof ns), KCR_OK);
+    cr_assert_eq(e2e_create_cm(client, ns, "counter", "0"), KCR_OK);
+    atomic_store(&conflicts, 0);
+    kcr_manager *m = NULL;
+    cr_assert_eq(kcr_manager_new(client, &(kcr_manager_options){.no_events = true}, &m), KCR_OK);
+    kcr_controller *c = NULL;
+    kcr_controller_options o = {.name = "bump", .primary = {.resource = E2E_CM, .namespace = ns},
+                                .no_read_your_writes = getenv("KCR_TEST_NO_RYW") != NULL,
+                                .reconcile = bump};
+    cr_assert_eq(kcr_manager_add_controller(m, &o, &c), KCR_OK, "%s", kcr_last_error());
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, run_manager, m), 0);
+    kcr_object *cm = NULL;
+    WAIT_UP_TO(60000, (kcr_object_unref(cm), cm = NULL,
+                       kcr_client_get(client, &E2E_CM, ns, "counter", NULL, &cm, NULL) == KCR_OK &&
+                           kcr_object_annotation(cm, "n") &&
+                           strcmp(kcr_object_annotation(cm, "n"), "20") == 0));
+    cr_assert(cm && kcr_object_annotation(cm, "n"), "no annotation");
+    cr_assert_str_eq(kcr_object_annotation(cm, "n"), "20");
+    kcr_object_unref(cm);
+    kcr_manager_stop(m);
+    pthread_join(t, NULL);
+    kcr_controller_stats st;
+    kcr_controller_get_stats(c, &st);
+    cr_assert_eq(atomic_load(&conflicts), 0,
+                 "a reconcile acted on a stale cache read (%d conflicts)", atomic_load(&conflicts));
+    cr_assert_eq(st.ryw_timeouts, 0);
+    cr_assert_gt(st.ryw_waits + st.reconciles, 20);
     kcr_manager_free(m);
 }
