@@ -650,3 +650,37 @@ Test(manager, second_signal_exits_at_once, .init = setup, .fini = teardown)
     close(sig_pipe[0]);
     close(sig_pipe[1]);
 }
+
+/* ---- the reconcile's token reaches its requests ---- */
+
+static atomic_int watch_result = -1;
+
+static kcr_err ignore_event(const kcr_watch_event *ev, void *ud)
+{
+    (void)ev, (void)ud;
+    return KCR_OK;
+}
+
+static kcr_result watching_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)req, (void)ud;
+    kcr_list_options lo = {0}; /* no token of its own: the ctx client adds the reconcile's */
+    kcr_err err = kcr_client_watch(kcr_ctx_client(ctx), &CM, "default", &lo, ignore_event, NULL,
+                                   NULL);
+    atomic_store(&watch_result, (int)err);
+    return KCR_DONE;
+}
+
+Test(manager, reconcile_deadline_stops_its_requests, .init = setup, .fini = teardown)
+{
+    create_cm("a");
+    atomic_store(&watch_result, -1);
+    new_manager(NULL);
+    kcr_controller_options o = {.name = "watcher", .primary = {.resource = CM},
+                                .reconcile_timeout_ms = 50, .reconcile = watching_reconcile};
+    cr_assert_eq(kcr_manager_add_controller(mgr, &o, NULL), KCR_OK);
+    start();
+    WAIT_FOR(atomic_load(&watch_result) != -1);
+    cr_assert_eq(atomic_load(&watch_result), KCR_ERR_CANCELED);
+    cr_assert_eq(stop(), KCR_OK);
+}
