@@ -684,3 +684,73 @@ Test(manager, reconcile_deadline_stops_its_requests, .init = setup, .fini = tear
     cr_assert_eq(atomic_load(&watch_result), KCR_ERR_CANCELED);
     cr_assert_eq(stop(), KCR_OK);
 }
+
+/* ---- churn: every change is eventually reconciled, never two at once per key ---- */
+
+#define CHURN_KEYS 200
+static atomic_llong churn_seen_rv[CHURN_KEYS];
+static atomic_int churn_busy[CHURN_KEYS], churn_overlap;
+
+static kcr_result churn_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)ud;
+    int k = atoi(req->name + 1);
+    if (k < 0 || k >= CHURN_KEYS)
+        return KCR_TERMINAL(KCR_ERR_INVALID);
+    if (atomic_fetch_add(&churn_busy[k], 1) != 0)
+        atomic_fetch_add(&churn_overlap, 1);
+    kcr_object *o = kcr_ctx_get_primary(ctx);
+    if (o) {
+        long long rv = atoll(kcr_object_resource_version(o));
+        if (rv > atomic_load(&churn_seen_rv[k]))
+            atomic_store(&churn_seen_rv[k], rv);
+    }
+    kcr_object_unref(o);
+    atomic_fetch_sub(&churn_busy[k], 1);
+    return KCR_DONE;
+}
+
+static bool churn_caught_up(long long *final_rv)
+{
+    for (int k = 0; k < CHURN_KEYS; k++)
+        if (atomic_load(&churn_seen_rv[k]) < final_rv[k])
+            return false;
+    return true;
+}
+
+Test(manager, churn_every_change_reconciled, .init = setup, .fini = teardown, .timeout = 120)
+{
+    static long long final_rv[CHURN_KEYS];
+    for (int k = 0; k < CHURN_KEYS; k++) {
+        atomic_store(&churn_seen_rv[k], 0);
+        atomic_store(&churn_busy[k], 0);
+        char n[16];
+        snprintf(n, sizeof n, "k%d", k);
+        create_cm(n);
+    }
+    atomic_store(&churn_overlap, 0);
+    new_manager(NULL);
+    kcr_controller *c = NULL;
+    kcr_controller_options o = {.name = "churn", .primary = {.resource = CM},
+                                .max_concurrent_reconciles = 4, .reconcile = churn_reconcile};
+    cr_assert_eq(kcr_manager_add_controller(mgr, &o, &c), KCR_OK);
+    start();
+    for (int round = 0; round < 5; round++)
+        for (int k = 0; k < CHURN_KEYS; k++) {
+            char n[16], patch[64];
+            snprintf(n, sizeof n, "k%d", k);
+            snprintf(patch, sizeof patch, "{\"data\":{\"v\":\"%d\"}}", round);
+            kcr_object *out = NULL;
+            cr_assert_eq(kcr_client_patch(client, &CM, "default", n, KCR_PATCH_MERGE, patch, 0,
+                                          NULL, &out, NULL), KCR_OK);
+            final_rv[k] = atoll(kcr_object_resource_version(out));
+            kcr_object_unref(out);
+        }
+    WAIT_FOR(churn_caught_up(final_rv));
+    cr_assert_eq(stop(), KCR_OK);
+    cr_assert_eq(atomic_load(&churn_overlap), 0, "a key was reconciled twice at once");
+    kcr_controller_stats st;
+    kcr_controller_get_stats(c, &st);
+    cr_assert_eq(st.errors + st.terminal_errors, 0);
+    cr_assert_geq(st.reconciles, CHURN_KEYS, "each key at least once");
+}
