@@ -22,6 +22,7 @@ static struct {
     int calls;
     kcr_err last_write;
     bool saw_primary;
+    int retries; /* req->retries of the last reconcile */
 } beh;
 
 static void setup(void)
@@ -39,6 +40,7 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
 {
     (void)ud;
     beh.calls++;
+    beh.retries = req->retries;
     cr_assert_not_null(kcr_ctx_cancel(ctx));
     cr_assert_not(kcr_ctx_canceled(ctx));
     kcr_object *p = kcr_ctx_get_primary(ctx);
@@ -606,4 +608,26 @@ Test(testkit, status_update_retries_an_injected_conflict, .init = setup, .fini =
     kcr_object_unref(d);
     cr_assert_eq(kcr_fake_count(kcr_testkit_fake(tk), KCR_FAKE_UPDATE, &DEPLOY), 2,
                  "one conflict, one write");
+}
+
+Test(testkit, custom_rate_limiter, .init = setup, .fini = teardown)
+{
+    seed("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}");
+    beh.result = KCR_RETRY(KCR_ERR_API);
+    kcr_controller *c = add(&(kcr_controller_options){
+        .rate_limiter = kcr_rate_limiter_fast_slow(10 * KCR_WQ_MS, 1000 * KCR_WQ_MS, 2)});
+    int64_t want[] = {10, 10, 1000};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
+        int64_t d = -1;
+        cr_assert(kcr_testkit_queued(tk, c, "default/a", &d, NULL));
+        cr_assert_eq(d, want[i], "retry %d: %lld ms", i, (long long)d);
+        cr_assert_eq(beh.retries, i, "failures before this reconcile");
+        kcr_testkit_advance(tk, d);
+    }
+    cr_assert_eq(last()->reason, KCR_REASON_RETRY);
+    size_t n;
+    kcr_testkit_history(tk, &n);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(kcr_testkit_history(tk, NULL)[2].result.kind, KCR_RESULT_RETRY);
 }
