@@ -183,6 +183,7 @@ KCR_API bool kcr_predicate_eval(const kcr_predicate *p, kcr_change change, const
 typedef struct kcr_map_out kcr_map_out;
 
 /* Adds the key ns/name (copied; ns NULL or "" for a cluster-scoped primary).
+ * Call it only from the map function it was given to, during that call.
  * An invalid key (empty or over-long name, a '/' in either part, a namespace
  * for a cluster-scoped primary or none for a namespaced one) is dropped,
  * logged once per source and counted (stats.invalid_keys); KCR_ERR_INVALID. */
@@ -200,10 +201,11 @@ typedef kcr_err (*kcr_map_fn)(const kcr_object *obj, kcr_map_out *out, void *use
 /* One watched resource. Zero means default; strings are copied. */
 typedef struct kcr_source {
     kcr_resource resource;      /* required */
-    const char *kind;           /* the resource's kind ("ConfigMap"); NULL: discovery. Needed
-                                   for the primary when the controller owns something */
-    bool cluster_scoped;        /* with `kind` given: the resource is cluster-scoped (else
-                                   discovery tells) */
+    const char *kind;           /* the resource's kind ("ConfigMap"). Primary: NULL asks
+                                   discovery for kind and scope (owner references are matched
+                                   by kind, keys validated by scope). Others: only names the
+                                   source in reasons (NULL: the object's kind) */
+    bool cluster_scoped;        /* primary with `kind` given: the resource is cluster-scoped */
     const char *namespace;      /* NULL or "": all namespaces */
     const char *label_selector; /* NULL: everything */
     const char *field_selector; /* NULL: everything */
