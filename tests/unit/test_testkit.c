@@ -631,3 +631,31 @@ Test(testkit, custom_rate_limiter, .init = setup, .fini = teardown)
     cr_assert_eq(n, 3);
     cr_assert_eq(kcr_testkit_history(tk, NULL)[2].result.kind, KCR_RESULT_RETRY);
 }
+
+Test(testkit, cluster_scoped_primary_and_namespaced_owned, .init = setup, .fini = teardown)
+{
+    static const kcr_resource NS = {"", "v1", "namespaces"};
+    seed("apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a, uid: u-team-a}\n");
+    kcr_object *team = kcr_testkit_get(tk, &NS, NULL, "team-a");
+    cr_assert_not_null(team);
+    char cm[512];
+    snprintf(cm, sizeof cm,
+             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"quota\","
+             "\"namespace\":\"team-a\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":"
+             "\"Namespace\",\"name\":\"team-a\",\"uid\":\"%s\",\"controller\":true}]}}",
+             kcr_object_uid(team));
+    kcr_object_unref(team);
+    kcr_source owns = {.resource = CM};
+    kcr_controller *c = add(&(kcr_controller_options){.primary = {.resource = NS},
+                                                      .owns = &owns, .n_owns = 1});
+    cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
+    cr_assert_str_eq(last()->key, "team-a", "a cluster-scoped key has no namespace");
+    seed(cm);
+    cr_assert_eq(kcr_testkit_sync(tk), KCR_OK);
+    uint32_t reasons = 0;
+    cr_assert(kcr_testkit_queued(tk, c, "team-a", NULL, &reasons));
+    cr_assert(reasons & KCR_REASON_BIT(KCR_REASON_OWNED));
+    cr_assert_eq(kcr_controller_enqueue(c, "x", "y"), KCR_ERR_INVALID,
+                 "a namespace for a cluster-scoped primary");
+    cr_assert(strstr(kcr_last_error(), "cluster-scoped"), "%s", kcr_last_error());
+}
