@@ -1401,6 +1401,7 @@ static const kcr__client_ops fake_ops = {
     .invalidate = fake_invalidate,
     .raw = fake_raw,
     .destroy = fake_destroy,
+    .dispatch_host = "fake",
 };
 
 /* ---- public API ------------------------------------------------------------------------------ */
