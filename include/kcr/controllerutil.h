@@ -132,8 +132,8 @@ typedef kcr_err (*kcr_ctrlutil_mutate_fn)(kcr_object_edit *edit, const kcr_objec
  * subresource with the read resourceVersion (PUT .../status); on 409
  * Conflict it reads again and re-applies `mutate`, at most max_retries times
  * (0: KCR_CTRLUTIL_DEFAULT_RETRIES, < 0: none). Only the status is written
- * (the server ignores other changes). When the mutated object equals the one
- * read nothing is sent: *result UNCHANGED, else UPDATED. *result and *out
+ * (the server ignores other changes). When the mutated status equals the
+ * one read nothing is sent: *result UNCHANGED, else UPDATED. *result and *out
  * (a new reference to the object written or read) may be NULL. Errors: the
  * server's (KCR_ERR_NOT_FOUND, KCR_ERR_CONFLICT when retries ran out ...),
  * the callback's, KCR_ERR_INVALID when mutate changed metadata.name or

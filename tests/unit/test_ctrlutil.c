@@ -251,6 +251,13 @@ static kcr_err set_ready(kcr_object_edit *e, const kcr_object *cur, void *user_d
     "v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w\",\"namespace\":\"ns\"},\"spec\":{"       \
     "\"size\":3}}"
 
+static kcr_err set_label(kcr_object_edit *e, const kcr_object *cur, void *user_data)
+{
+    (void)cur;
+    (void)user_data;
+    return kcr_object_edit_set_label(e, "touched", "yes");
+}
+
 Test(ctrlutil_status, retries_injected_conflicts, .init = setup, .fini = teardown)
 {
     kcr_object_unref(seed(&WIDGETS, WIDGET));
@@ -275,6 +282,12 @@ Test(ctrlutil_status, retries_injected_conflicts, .init = setup, .fini = teardow
         KCR_OK);
     cr_assert_eq(res, KCR_CTRLUTIL_UNCHANGED);
     cr_assert_str_eq(kcr_ctrlutil_op_result_string(res), "unchanged");
+    cr_assert_eq(kcr_fake_count(fake, KCR_FAKE_UPDATE, &WIDGETS), updates);
+    /* a change outside the status cannot be written there: nothing is sent */
+    cr_assert_eq(
+        kcr_ctrlutil_update_status(c, &WIDGETS, "ns", "w", set_label, NULL, 0, &res, NULL, NULL),
+        KCR_OK);
+    cr_assert_eq(res, KCR_CTRLUTIL_UNCHANGED);
     cr_assert_eq(kcr_fake_count(fake, KCR_FAKE_UPDATE, &WIDGETS), updates);
 }
 
