@@ -23,8 +23,9 @@
 #include "kcr/export.h"
 #include "kcr/object.h"
 
-/* Retries after a conflict when max_retries is 0 (client-go's DefaultRetry
- * makes 5 attempts too). */
+/* Retries after a lost race when max_retries is 0: up to 6 attempts in all
+ * (client-go's retry.DefaultRetry makes 5, sleeping ~10 ms between them;
+ * here the re-read before each retry is the pause). */
 #define KCR_CTRLUTIL_DEFAULT_RETRIES 5
 
 /* What a write helper did (controller-runtime's OperationResult). */
@@ -99,7 +100,9 @@ KCR_API kcr_err kcr_ctrlutil_set_owner_reference_edit(const kcr_object *owner,
  * which forbids new finalizers) is returned at once.
  * *changed (may be NULL): true when this call wrote. *out (may be NULL): a
  * new reference to the latest object (as patched, or as read when already
- * present). KCR_ERR_INVALID for an empty finalizer. */
+ * present). When `obj` already shows the finalizer no request is sent (if
+ * that view was stale, the next event brings the fresh object).
+ * KCR_ERR_INVALID for an empty finalizer. */
 KCR_API kcr_err kcr_ctrlutil_add_finalizer(kcr_client *c, const kcr_resource *res,
                                            const kcr_object *obj, const char *finalizer,
                                            int max_retries, bool *changed, kcr_object **out,
