@@ -610,3 +610,57 @@ Test(informer, remove_handler_and_start_stop_cycles)
         tracker_free(t);
     }
 }
+
+Test(informer, remove_handler_twice_is_not_found)
+{
+    env e;
+    env_up(&e, 3, NULL);
+    tracker *t = tracker_new();
+    kcr_event_handler h = tracker_handler(t, 0);
+    kcr_handler_reg *reg;
+    cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &reg), KCR_OK);
+    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
+    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    cr_assert_eq(kcr_informer_remove_handler(e.inf, reg), KCR_OK);
+    /* reg is freed: the second call must not read it (valgrind checks) */
+    cr_assert_eq(kcr_informer_remove_handler(e.inf, reg), KCR_ERR_NOT_FOUND);
+    cr_assert(strstr(kcr_last_error(), "handler") != NULL, "%s", kcr_last_error());
+    env_down(&e);
+    tracker_free(t);
+}
+
+Test(informer, factory_refuses_start_and_new_informers_after_stop)
+{
+    kcr_fake *f;
+    cr_assert_eq(kcr_fake_new(NULL, &f), KCR_OK);
+    seed_many(f, "default", 2);
+    kcr_client *c;
+    kcr_fake_client(f, NULL, &c);
+    kcr_informer_options d = fast();
+    kcr_informer_factory *fac;
+    cr_assert_eq(kcr_informer_factory_new(c, &d, &fac), KCR_OK);
+    kcr_informer *i1, *i2 = NULL;
+    cr_assert_eq(kcr_informer_factory_informer(fac, &CM, NULL, &i1), KCR_OK);
+    cr_assert_eq(kcr_informer_factory_start(fac), KCR_OK);
+    cr_assert_eq(kcr_informer_factory_wait_for_sync(fac, 5000, NULL), KCR_OK);
+    kcr_informer_factory_stop(fac);
+    kcr_err err = kcr_informer_factory_start(fac);
+    cr_assert_eq(err, KCR_ERR_STATE, "%s", kcr_strerror(err));
+    cr_assert(strstr(kcr_last_error(), "stopped") != NULL, "%s", kcr_last_error());
+    kcr_informer_options other = fast();
+    other.reflector.namespace = "default";
+    err = kcr_informer_factory_informer(fac, &CM, &other, &i2);
+    cr_assert_eq(err, KCR_ERR_STATE, "%s", kcr_strerror(err));
+    cr_assert_null(i2);
+    cr_assert(strstr(kcr_last_error(), "stopped") != NULL, "%s", kcr_last_error());
+    cr_assert_eq(kcr_fake_watch_count(f, NULL), 0, "nothing started after stop");
+    kcr_informer_factory_free(fac);
+
+    /* stopped before it ever started: start refuses too */
+    cr_assert_eq(kcr_informer_factory_new(c, &d, &fac), KCR_OK);
+    kcr_informer_factory_stop(fac);
+    cr_assert_eq(kcr_informer_factory_start(fac), KCR_ERR_STATE);
+    kcr_informer_factory_free(fac);
+    kcr_client_free(c);
+    kcr_fake_free(f);
+}
