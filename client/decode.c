@@ -72,7 +72,7 @@ static void stash_free(stash *st)
 
 /* ================================ LIST ================================ */
 
-enum top_key { TOP_NONE, TOP_METADATA, TOP_ITEMS, TOP_OTHER };
+enum top_key { TOP_NONE, TOP_METADATA, TOP_ITEMS, TOP_KIND, TOP_API_VERSION, TOP_OTHER };
 enum meta_key { META_NONE, META_RV, META_CONTINUE, META_REMAINING };
 
 struct kcr__list_decoder {
@@ -90,11 +90,88 @@ struct kcr__list_decoder {
     int64_t remaining;
     bool has_remaining;
     size_t n_items;
+    /* A List's items carry no kind/apiVersion; each is stamped with the
+     * List's (kind without "List"), as client-go does for unstructured
+     * lists, when it has neither of its own. The apiserver sends kind and
+     * apiVersion before items, so items are stamped while they are built;
+     * items finished before both are known wait in `pending` (in order)
+     * until they are, or until the body ends. */
+    char *item_kind, *item_api_version;
+    bool item_typed; /* the item being built has a kind or apiVersion key */
+    kcr_object **pending;
+    size_t n_pending, cap_pending;
     stash st;
     kcr_err err;
 };
 
 #define LD ((kcr__list_decoder *)ctx)
+
+static bool list_type_known(const kcr__list_decoder *d)
+{
+    return d->item_kind && d->item_api_version;
+}
+
+/* Feeds the List's kind/apiVersion into the item being built (before its
+ * closing brace) unless it has one of its own. */
+static kcr_err stamp_building(kcr__list_decoder *d)
+{
+    if (d->item_typed || (!*d->item_kind && !*d->item_api_version))
+        return KCR_OK;
+    kcr_err err = KCR_OK;
+    if (*d->item_api_version) {
+        err = kcr__object_builder_map_key(d->b, "apiVersion", 10);
+        if (err == KCR_OK)
+            err = kcr__object_builder_string(d->b, d->item_api_version,
+                                             strlen(d->item_api_version));
+    }
+    if (err == KCR_OK && *d->item_kind) {
+        err = kcr__object_builder_map_key(d->b, "kind", 4);
+        if (err == KCR_OK)
+            err = kcr__object_builder_string(d->b, d->item_kind, strlen(d->item_kind));
+    }
+    return err;
+}
+
+/* A built object that waited for the List's type: a copy stamped with what
+ * is known of it, or a new reference when there is nothing to stamp. */
+static kcr_err stamp_built(const kcr__list_decoder *d, kcr_object *obj, kcr_object **out)
+{
+    const char *kind = d->item_kind ? d->item_kind : "";
+    const char *av = d->item_api_version ? d->item_api_version : "";
+    if (*kcr_object_kind(obj) || *kcr_object_api_version(obj) || (!*kind && !*av)) {
+        *out = kcr_object_ref(obj);
+        return KCR_OK;
+    }
+    kcr_object_edit *e = kcr_object_edit_new(obj);
+    kcr_err err = e ? KCR_OK : KCR_ERR_NOMEM;
+    if (err == KCR_OK && *av)
+        err = kcr_object_edit_set_string(e, "apiVersion", av);
+    if (err == KCR_OK && *kind)
+        err = kcr_object_edit_set_string(e, "kind", kind);
+    if (err == KCR_OK)
+        err = kcr_object_edit_freeze(e, out);
+    kcr_object_edit_free(e);
+    return err;
+}
+
+/* Hands the waiting items to the callback, stamped. */
+static int flush_pending(kcr__list_decoder *d)
+{
+    size_t i = 0;
+    for (; i < d->n_pending && d->err == KCR_OK; i++) {
+        kcr_object *obj = NULL;
+        kcr_err err = stamp_built(d, d->pending[i], &obj);
+        if (err == KCR_OK && d->fn)
+            err = d->fn(obj, d->ud);
+        kcr_object_unref(obj);
+        if (err != KCR_OK)
+            d->err = err == KCR_ERR_NOMEM ? kcr__fail(err, "list item: out of memory") : err;
+    }
+    for (size_t j = 0; j < d->n_pending; j++)
+        kcr_object_unref(d->pending[j]);
+    d->n_pending = 0;
+    return d->err == KCR_OK;
+}
 
 /* Turns a builder error into the decoder's error. */
 static int list_item_event(kcr__list_decoder *d, kcr_err err)
@@ -117,6 +194,21 @@ static int list_finish_item(kcr__list_decoder *d)
         return 0;
     }
     d->n_items++;
+    if (d->n_pending || (!d->item_typed && !list_type_known(d))) {
+        if (d->n_pending == d->cap_pending) {
+            size_t cap = d->cap_pending ? d->cap_pending * 2 : 64;
+            kcr_object **np = realloc(d->pending, cap * sizeof *np);
+            if (!np) {
+                kcr_object_unref(obj);
+                d->err = kcr__fail(KCR_ERR_NOMEM, "list item %zu: out of memory", d->n_items);
+                return 0;
+            }
+            d->pending = np;
+            d->cap_pending = cap;
+        }
+        d->pending[d->n_pending++] = obj;
+        return 1;
+    }
     err = d->fn ? d->fn(obj, d->ud) : KCR_OK;
     kcr_object_unref(obj);
     if (err != KCR_OK) {
@@ -148,6 +240,19 @@ static int list_scalar(kcr__list_decoder *d, int kind, const char *s, size_t len
             return 1;
         d->err = kcr__fail(KCR_ERR_PARSE, "list item %zu is not an object", d->n_items);
         return 0;
+    }
+    if (d->depth == 1 && (d->top == TOP_KIND || d->top == TOP_API_VERSION)) {
+        if (kind != 3)
+            return 1;
+        char **dst = d->top == TOP_KIND ? &d->item_kind : &d->item_api_version;
+        if (d->top == TOP_KIND && len > 4 && memcmp(s + len - 4, "List", 4) == 0)
+            len -= 4;
+        free(*dst);
+        if (!(*dst = kcr__memdup_str(s, len))) {
+            d->err = KCR_ERR_NOMEM;
+            return 0;
+        }
+        return !d->n_pending || !list_type_known(d) || flush_pending(d);
     }
     if (d->top == TOP_METADATA && d->depth == 2 && d->meta != META_NONE) {
         if (d->meta == META_REMAINING && kind == 2) {
@@ -205,6 +310,7 @@ static int ld_start_map(void *ctx)
         d->started = true;
     } else if (d->in_items && d->depth == 2) {
         d->in_item = true;
+        d->item_typed = false;
         d->item_bytes = 0;
         d->depth++;
         return list_item_event(d, kcr__object_builder_start_map(d->b));
@@ -217,12 +323,18 @@ static int ld_key(void *ctx, const unsigned char *s, size_t len)
 {
     kcr__list_decoder *d = LD;
     d->token_bytes = 0;
-    if (d->in_item)
+    if (d->in_item) {
+        if (d->depth == 3 && ((len == 4 && memcmp(s, "kind", 4) == 0) ||
+                              (len == 10 && memcmp(s, "apiVersion", 10) == 0)))
+            d->item_typed = true;
         return list_item_event(d, kcr__object_builder_map_key(d->b, (const char *)s, len));
+    }
     if (d->depth == 1) {
-        d->top = len == 8 && memcmp(s, "metadata", 8) == 0 ? TOP_METADATA
-                 : len == 5 && memcmp(s, "items", 5) == 0  ? TOP_ITEMS
-                                                           : TOP_OTHER;
+        d->top = len == 8 && memcmp(s, "metadata", 8) == 0      ? TOP_METADATA
+                 : len == 5 && memcmp(s, "items", 5) == 0       ? TOP_ITEMS
+                 : len == 4 && memcmp(s, "kind", 4) == 0        ? TOP_KIND
+                 : len == 10 && memcmp(s, "apiVersion", 10) == 0 ? TOP_API_VERSION
+                                                                : TOP_OTHER;
     } else if (d->depth == 2 && d->top == TOP_METADATA) {
         d->meta = len == 15 && memcmp(s, "resourceVersion", 15) == 0      ? META_RV
                   : len == 8 && memcmp(s, "continue", 8) == 0             ? META_CONTINUE
@@ -238,8 +350,11 @@ static int ld_end(void *ctx, bool is_map)
     d->token_bytes = 0;
     d->depth--;
     if (d->in_item) {
-        kcr_err err = is_map ? kcr__object_builder_end_map(d->b)
-                             : kcr__object_builder_end_array(d->b);
+        kcr_err err = KCR_OK;
+        if (d->depth == 2 && list_type_known(d) && !d->n_pending)
+            err = stamp_building(d);
+        if (err == KCR_OK)
+            err = is_map ? kcr__object_builder_end_map(d->b) : kcr__object_builder_end_array(d->b);
         if (!list_item_event(d, err))
             return 0;
         if (d->depth == 2)
@@ -323,6 +438,11 @@ void kcr__list_decoder_free(kcr__list_decoder *d)
         kcr__object_builder_free(d->b);
     free(d->rv);
     free(d->cont);
+    free(d->item_kind);
+    free(d->item_api_version);
+    for (size_t i = 0; i < d->n_pending; i++)
+        kcr_object_unref(d->pending[i]);
+    free(d->pending);
     stash_free(&d->st);
     free(d);
 }
@@ -386,6 +506,8 @@ kcr_err kcr__list_decoder_finish(kcr__list_decoder *d, kcr_list_meta *meta)
         d->err = kcr__fail(KCR_ERR_PARSE, "list body ended early (%zu items decoded)", d->n_items);
     if (d->err == KCR_OK && !d->started)
         d->err = kcr__fail(KCR_ERR_PARSE, "empty list body");
+    if (d->err == KCR_OK && d->n_pending)
+        flush_pending(d);
     if (d->err != KCR_OK)
         return d->err;
     if (meta) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "client/client_impl.h"
+#include "client/decode.h"
 #include "client/selector.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -1019,6 +1020,68 @@ static const char *scope_ns(kcr_fake *f, const kcr_resource *res, const char *ns
     return ns;
 }
 
+/* An item as the apiserver puts it in a List: without kind and apiVersion
+ * (a metadata-only item keeps its PartialObjectMetadata type, as there). */
+static kcr_err list_item_json(const kcr_object *obj, bool metadata_only, char **out, size_t *len)
+{
+    if (metadata_only) {
+        kcr_object *view = metadata_view(obj);
+        kcr_err err = view ? kcr_object_to_json(view, out, len) : KCR_ERR_NOMEM;
+        kcr_object_unref(view);
+        return err;
+    }
+    kcr_object_edit *e = kcr_object_edit_new(obj);
+    kcr_object *bare = NULL;
+    kcr_err err = e ? KCR_OK : KCR_ERR_NOMEM;
+    if (err == KCR_OK && *kcr_object_kind(obj))
+        err = kcr_object_edit_delete(e, "kind");
+    if (err == KCR_OK && *kcr_object_api_version(obj))
+        err = kcr_object_edit_delete(e, "apiVersion");
+    if (err == KCR_OK)
+        err = kcr_object_edit_freeze(e, &bare);
+    kcr_object_edit_free(e);
+    if (err == KCR_OK)
+        err = kcr_object_to_json(bare, out, len);
+    kcr_object_unref(bare);
+    return err;
+}
+
+/* Serves a page the way the apiserver sends it and the client reads it: a
+ * List body (kind, apiVersion, then untyped items) through the client's LIST
+ * decoder, which gives each item the List's type. */
+static kcr_err serve_page(const char *list_kind, const char *list_av, bool metadata_only,
+                          kcr_object **items, size_t n, kcr_list_item_fn fn, void *ud)
+{
+    kcr__list_decoder *d = kcr__list_decoder_new(0, fn, ud);
+    if (!d)
+        return kcr__fail(KCR_ERR_NOMEM, "fake list: out of memory");
+    char head[512];
+    if (metadata_only)
+        snprintf(head, sizeof head,
+                 "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\","
+                 "\"items\":[");
+    else
+        snprintf(head, sizeof head, "{\"kind\":\"%s%s\",\"apiVersion\":\"%s\",\"items\":[",
+                 list_kind, *list_kind ? "List" : "", list_av);
+    kcr_err err = kcr__list_decoder_feed(d, head, strlen(head));
+    for (size_t i = 0; err == KCR_OK && i < n; i++) {
+        char *json = NULL;
+        size_t len = 0;
+        err = list_item_json(items[i], metadata_only, &json, &len);
+        if (err == KCR_OK && i > 0)
+            err = kcr__list_decoder_feed(d, ",", 1);
+        if (err == KCR_OK)
+            err = kcr__list_decoder_feed(d, json, len);
+        free(json);
+    }
+    if (err == KCR_OK)
+        err = kcr__list_decoder_feed(d, "]}", 2);
+    if (err == KCR_OK)
+        err = kcr__list_decoder_finish(d, NULL);
+    kcr__list_decoder_free(d);
+    return err;
+}
+
 static kcr_err fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
                          const kcr_list_options *opts, kcr_list_item_fn fn, void *ud,
                          kcr_list_meta *meta, kcr_status *st)
@@ -1054,9 +1117,17 @@ static kcr_err fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
     size_t n_items = 0;
     int64_t remaining = 0;
     uint64_t rv = 0;
+    char list_kind[256] = "", list_av[256];
+    if (res->group && *res->group)
+        snprintf(list_av, sizeof list_av, "%s/%s", res->group, res->version);
+    else
+        snprintf(list_av, sizeof list_av, "%s", res->version);
     if (rkey && (!opts->continue_token || !*opts->continue_token || (after_ns && after_name))) {
         pthread_mutex_lock(&f->lock);
         const char *sns = scope_ns(f, res, ns);
+        const kcr__disc_entry *de = find_res(f, res);
+        if (de)
+            snprintf(list_kind, sizeof list_kind, "%s", de->r.kind);
         rv = f->rv;
         bool found;
         size_t i = find_pos(f, rkey, "", "", &found);
@@ -1082,14 +1153,10 @@ static kcr_err fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
     }
     if (!rkey || !items || (opts->continue_token && *opts->continue_token && !after_name))
         err = KCR_ERR_NOMEM;
-    for (size_t i = 0; err == KCR_OK && i < n_items; i++) {
-        kcr_object *view = opts->metadata_only ? metadata_view(items[i]) : NULL;
-        if (opts->metadata_only && !view)
-            err = KCR_ERR_NOMEM;
-        else if (fn)
-            err = fn(view ? view : items[i], ud);
-        kcr_object_unref(view);
-    }
+    if (err == KCR_OK && !*list_kind && n_items) /* not in discovery: the objects' kind */
+        snprintf(list_kind, sizeof list_kind, "%s", kcr_object_kind(items[0]));
+    if (err == KCR_OK)
+        err = serve_page(list_kind, list_av, opts->metadata_only, items, n_items, fn, ud);
     if (err == KCR_OK && meta) {
         char buf[32];
         snprintf(buf, sizeof buf, "%" PRIu64, rv);

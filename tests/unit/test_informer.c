@@ -61,6 +61,13 @@ Test(informer, initial_list_then_add_update_delete)
     cr_assert_eq(n.adds, 50);
     cr_assert_eq(n.initial_adds, 50);
     cr_assert_eq(kcr_store_len(kcr_informer_store(e.inf)), 50);
+    /* the initial list's items came untyped from the fake, as from a real
+     * server: the cache has them typed, so owner references can be built */
+    kcr_object *listed = kcr_lister_get(kcr_informer_store(e.inf), "default", "cm-00003");
+    cr_assert_not_null(listed);
+    cr_assert_str_eq(kcr_object_kind(listed), "ConfigMap");
+    cr_assert_str_eq(kcr_object_api_version(listed), "v1");
+    kcr_object_unref(listed);
 
     kcr_object *gone = NULL;
     cr_assert_eq(kcr_client_get(e.c, &CM, "default", "cm-00007", NULL, &gone, NULL), KCR_OK);
