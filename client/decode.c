@@ -53,7 +53,7 @@ static bool stash_add(stash *st, size_t token_bytes, const char *buf, size_t len
             cap *= 2;
         char *nb = realloc(st->buf, cap);
         if (!nb) {
-            *err = KCR_ERR_NOMEM;
+            *err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
             return true;
         }
         st->buf = nb;
@@ -249,7 +249,7 @@ static int list_scalar(kcr__list_decoder *d, int kind, const char *s, size_t len
             len -= 4;
         free(*dst);
         if (!(*dst = kcr__memdup_str(s, len))) {
-            d->err = KCR_ERR_NOMEM;
+            d->err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
             return 0;
         }
         return !d->n_pending || !list_type_known(d) || flush_pending(d);
@@ -268,7 +268,7 @@ static int list_scalar(kcr__list_decoder *d, int kind, const char *s, size_t len
             /* not strndup: yajl's strings are not NUL-terminated and may end
              * where curl's buffer ends */
             if (!(*dst = kcr__memdup_str(s, len))) {
-                d->err = KCR_ERR_NOMEM;
+                d->err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
                 return 0;
             }
         }
@@ -518,7 +518,7 @@ kcr_err kcr__list_decoder_finish(kcr__list_decoder *d, kcr_list_meta *meta)
         meta->has_remaining_item_count = d->has_remaining;
         if (!meta->resource_version || !meta->continue_token) {
             kcr_list_meta_clear(meta);
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
         }
     }
     return KCR_OK;
