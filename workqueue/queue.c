@@ -1002,7 +1002,7 @@ void kcr_workqueue_shutdown_with_drain(kcr_workqueue *q)
     begin_shutdown(q);
     q->draining = true;
     q->drain_waiters++;
-    while (q->processing && q->draining)
+    while (++q->drain_checks, q->processing && q->draining)
         pthread_cond_wait(&q->drain_cond, &q->mu);
     q->drain_waiters--;
     pthread_mutex_unlock(&q->mu);
