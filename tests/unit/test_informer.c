@@ -696,3 +696,91 @@ Test(informer, factory_refuses_start_and_new_informers_after_stop)
     kcr_client_free(c);
     kcr_fake_free(f);
 }
+
+/* Every object is deleted (the cache is empty), then a relist brings new
+ * ones: they are live adds (is_in_initial_list false), and the informer and
+ * the handler stay synced. */
+Test(informer, relist_into_an_emptied_cache_adds_are_not_initial)
+{
+    env e;
+    env_up(&e, 5, NULL);
+    tracker *t = tracker_new();
+    kcr_event_handler h = tracker_handler(t, 0);
+    kcr_handler_reg *reg;
+    cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &reg), KCR_OK);
+    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
+    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    WAIT_FOR(kcr_handler_has_synced(reg), 5000);
+    cr_assert(kcr_handler_has_synced(reg));
+    WAIT_FOR(kcr_fake_watch_count(e.fake, &CM) == 1, 5000);
+    for (int i = 0; i < 5; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "cm-%05d", i);
+        cr_assert_eq(kcr_client_delete(e.c, &CM, "default", name, NULL, NULL, NULL), KCR_OK);
+    }
+    WAIT_FOR(tracker_get_counts(t).deletes == 5, 5000);
+    cr_assert_eq(kcr_store_len(kcr_informer_store(e.inf)), 0);
+    cr_assert(kcr_informer_has_synced(e.inf));
+    /* the watch breaks; new objects appear; the old RV is compacted away:
+     * they come back through a relist (a Replace into an empty cache) */
+    kcr_fake_inject_error(e.fake, KCR_FAKE_WATCH, &CM, -1, 503, "ServiceUnavailable", "down");
+    kcr_fake_end_watches(e.fake, &CM);
+    WAIT_FOR(kcr_reflector_last_error(kcr_informer_reflector(e.inf), NULL, NULL) != KCR_OK, 5000);
+    for (int i = 0; i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "new-%d", i);
+        kcr_object_unref(seed_cm(e.fake, "default", name, "x", "n"));
+    }
+    kcr_fake_compact(e.fake);
+    kcr_fake_clear_errors(e.fake);
+    CONVERGE(&e, t);
+    kcr_reflector_stats rs;
+    kcr_reflector_get_stats(kcr_informer_reflector(e.inf), &rs);
+    cr_assert_eq(rs.lists, 2, "the new objects came through a relist");
+    tracker_counts n = tracker_get_counts(t);
+    cr_assert_eq(n.adds, 8);
+    cr_assert_eq(n.initial_adds, 5, "adds after a relist are not in the initial list");
+    cr_assert(kcr_informer_has_synced(e.inf));
+    cr_assert(kcr_handler_has_synced(reg));
+    env_down(&e);
+    tracker_free(t);
+}
+
+static kcr_object *obj_in(const char *ns, const char *name, const char *app)
+{
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\",\"labels\":{\"app\":\"%s\"}}}", ns,
+             name, app);
+    kcr_object *o = NULL;
+    cr_assert_eq(kcr_object_parse(json, strlen(json), &o), KCR_OK);
+    return o;
+}
+
+Test(informer, lister_namespace_filter_without_the_namespace_index)
+{
+    kcr_store *s = kcr_store_new(); /* no KCR_INDEX_NAMESPACE */
+    const char *objs[][3] = {{"a", "x", "web"}, {"a", "y", "db"}, {"b", "x", "web"}, {"", "z", "web"}};
+    for (size_t i = 0; i < 4; i++) {
+        kcr_object *o = obj_in(objs[i][0], objs[i][1], objs[i][2]);
+        cr_assert_eq(kcr_store_add(s, o), KCR_OK);
+        kcr_object_unref(o);
+    }
+    kcr_object_list l = {0};
+    cr_assert_eq(kcr_lister_list(s, "a", NULL, &l), KCR_OK);
+    cr_assert_eq(l.len, 2);
+    for (size_t i = 0; i < l.len; i++)
+        cr_assert_str_eq(kcr_object_namespace(l.items[i]), "a");
+    kcr_object_list_free(&l);
+    cr_assert_eq(kcr_lister_list(s, "b", "app=web", &l), KCR_OK);
+    cr_assert_eq(l.len, 1);
+    cr_assert_str_eq(kcr_object_namespace(l.items[0]), "b");
+    kcr_object_list_free(&l);
+    cr_assert_eq(kcr_lister_list(s, "c", NULL, &l), KCR_OK);
+    cr_assert_eq(l.len, 0);
+    kcr_object_list_free(&l);
+    cr_assert_eq(kcr_lister_list(s, NULL, "app=web", &l), KCR_OK);
+    cr_assert_eq(l.len, 3);
+    kcr_object_list_free(&l);
+    kcr_store_free(s);
+}
