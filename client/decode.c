@@ -29,6 +29,19 @@ static kcr_err too_large(const char *what, size_t max)
     return kcr__fail(KCR_ERR_TOO_LARGE, "%s larger than the %zu-byte limit", what, max);
 }
 
+/* Size accounting. An item's (event's) bytes are counted exactly: from the
+ * offset of its opening brace in the slice where it starts (yajl reports
+ * the offset inside callbacks) to that of its closing brace, plus the whole
+ * slices in between; so any number of items under the limit pass, however
+ * the body is chunked. Token bytes (since the last parse event, for the
+ * stash and for tokens outside items) count whole slices without an event:
+ * the tail of a slice after its last event is not counted, so a token is
+ * caught at most one slice late. */
+static size_t slice_offset(yajl_handle h)
+{
+    return yajl_get_bytes_consumed(h);
+}
+
 
 /* yajl re-lexes a token split across yajl_parse() calls from its start each
  * time, so a long token fed in small chunks costs quadratic time. Once no
@@ -86,6 +99,7 @@ struct kcr__list_decoder {
     enum meta_key meta;
     bool started, in_items, in_item;
     size_t item_bytes, token_bytes;
+    size_t item_from; /* offset in the slice being parsed where the item's bytes begin */
     char *rv, *cont;
     int64_t remaining;
     bool has_remaining;
@@ -312,6 +326,7 @@ static int ld_start_map(void *ctx)
         d->in_item = true;
         d->item_typed = false;
         d->item_bytes = 0;
+        d->item_from = slice_offset(d->h) - 1; /* the '{' */
         d->depth++;
         return list_item_event(d, kcr__object_builder_start_map(d->b));
     }
@@ -357,9 +372,14 @@ static int ld_end(void *ctx, bool is_map)
             err = is_map ? kcr__object_builder_end_map(d->b) : kcr__object_builder_end_array(d->b);
         if (!list_item_event(d, err))
             return 0;
-        if (d->depth == 2)
-            return list_finish_item(d);
-        return 1;
+        if (d->depth != 2)
+            return 1;
+        if (d->item_bytes + slice_offset(d->h) - d->item_from > d->max) {
+            d->in_item = false;
+            d->err = too_large("list item", d->max);
+            return 0;
+        }
+        return list_finish_item(d);
     }
     if (d->depth == 1 && d->in_items)
         d->in_items = false;
@@ -473,14 +493,17 @@ static kcr_err list_parse(kcr__list_decoder *d, const char *buf, size_t len, siz
 {
     while (d->err == KCR_OK && len > 0) {
         size_t n = len < slice ? len : slice;
+        size_t token_before = d->token_bytes;
+        d->token_bytes = 1; /* parse events reset it to 0 */
+        d->item_from = 0;
         yajl_status st = yajl_parse(d->h, (const unsigned char *)buf, n);
         if (st == yajl_status_error && d->err == KCR_OK)
             d->err = yajl_failure(d->h, "list", (const unsigned char *)buf, n);
         if (d->err != KCR_OK)
             break;
-        d->token_bytes += n;
+        d->token_bytes = d->token_bytes ? token_before + n : 0;
         if (d->in_item)
-            d->item_bytes += n;
+            d->item_bytes += n - d->item_from;
         if (d->item_bytes > d->max)
             d->err = too_large("list item", d->max);
         else if (d->token_bytes > d->max)
@@ -559,6 +582,7 @@ struct kcr__watch_decoder {
     bool builder_failed;
     bool obj_seen;
     size_t event_bytes, token_bytes;
+    size_t event_from; /* offset in the slice being parsed where the event's bytes begin */
     kcr_status status;
     bool stopped;
     size_t n_events;
@@ -730,6 +754,7 @@ static int wd_start(void *ctx, bool is_map)
             return 0;
         }
         d->event_bytes = 0;
+        d->event_from = slice_offset(d->h) - 1; /* the '{' */
         d->depth = 1;
         return 1;
     }
@@ -797,9 +822,13 @@ static int wd_end(void *ctx, bool is_map)
             d->in_object = false;
         return 1;
     }
-    if (d->depth == 0)
-        return wd_dispatch(d);
-    return 1;
+    if (d->depth != 0)
+        return 1;
+    if (d->event_bytes + slice_offset(d->h) - d->event_from > d->max) {
+        d->err = too_large("watch event", d->max);
+        return 0;
+    }
+    return wd_dispatch(d);
 }
 
 static int wd_end_map(void *ctx)
@@ -885,14 +914,17 @@ static kcr_err watch_parse(kcr__watch_decoder *d, const char *buf, size_t len, s
 {
     while (d->err == KCR_OK && len > 0) {
         size_t n = len < slice ? len : slice;
+        size_t token_before = d->token_bytes;
+        d->token_bytes = 1; /* parse events reset it to 0 */
+        d->event_from = 0;
         yajl_status st = yajl_parse(d->h, (const unsigned char *)buf, n);
         if (st == yajl_status_error && d->err == KCR_OK)
             d->err = yajl_failure(d->h, "watch stream", (const unsigned char *)buf, n);
         if (d->err != KCR_OK)
             break;
-        d->token_bytes += n;
+        d->token_bytes = d->token_bytes ? token_before + n : 0;
         if (d->depth > 0)
-            d->event_bytes += n;
+            d->event_bytes += n - d->event_from;
         if (d->event_bytes > d->max)
             d->err = too_large("watch event", d->max);
         else if (d->token_bytes > d->max)

@@ -523,3 +523,92 @@ Test(list_decoder, long_token_in_small_chunks)
     kcr__list_decoder_free(d);
     free(body);
 }
+
+/* ------------------------- many small items, small limit ------------------------- */
+
+/* 60 items/events of ~300 bytes under a 1 KiB limit (18 KiB in all), fed in
+ * chunks smaller than, near and larger than the limit: the limit is per
+ * item/event, so every one is decoded. */
+enum { SMALL_N = 60, SMALL_MAX = 1024 };
+
+static size_t small_body(char *buf, size_t cap, bool watch)
+{
+    size_t at = 0;
+    if (!watch)
+        at += (size_t)snprintf(buf + at, cap - at,
+                               "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"items\":[");
+    for (int i = 0; i < SMALL_N; i++) {
+        char pad[201];
+        memset(pad, 'a' + i % 26, sizeof pad - 1);
+        pad[sizeof pad - 1] = '\0';
+        const char *obj_fmt = "{\"metadata\":{\"name\":\"cm-%03d\",\"resourceVersion\":\"%d\"},"
+                              "\"data\":{\"v\":\"%s\"}}";
+        if (watch)
+            at += (size_t)snprintf(buf + at, cap - at, "{\"type\":\"ADDED\",\"object\":");
+        else if (i)
+            buf[at++] = ',';
+        at += (size_t)snprintf(buf + at, cap - at, obj_fmt, i, 100 + i, pad);
+        if (watch)
+            at += (size_t)snprintf(buf + at, cap - at, "}\n");
+    }
+    if (!watch)
+        at += (size_t)snprintf(buf + at, cap - at, "]}");
+    cr_assert_lt(at, cap);
+    return at;
+}
+
+static kcr_err count_items(kcr_object *obj, void *ud)
+{
+    (void)obj;
+    (*(int *)ud)++;
+    return KCR_OK;
+}
+
+static kcr_err count_events(const kcr_watch_event *ev, void *ud)
+{
+    (void)ev;
+    (*(int *)ud)++;
+    return KCR_OK;
+}
+
+static const size_t small_chunks[] = {1, 7, 300, 700, 1023, 1024, 1025, 1500, 4096, 65536};
+
+Test(list_decoder, many_small_items_over_the_limit_together)
+{
+    static char body[32768];
+    size_t len = small_body(body, sizeof body, false);
+    cr_assert_gt(len, 10 * SMALL_MAX);
+    for (size_t c = 0; c < sizeof small_chunks / sizeof *small_chunks; c++) {
+        int n = 0;
+        kcr__list_decoder *d = kcr__list_decoder_new(SMALL_MAX, count_items, &n);
+        for (size_t off = 0; off < len; off += small_chunks[c]) {
+            size_t k = len - off < small_chunks[c] ? len - off : small_chunks[c];
+            kcr_err err = kcr__list_decoder_feed(d, body + off, k);
+            cr_assert_eq(err, KCR_OK, "chunk %zu at %zu: %s", small_chunks[c], off,
+                         kcr_last_error());
+        }
+        cr_assert_eq(kcr__list_decoder_finish(d, NULL), KCR_OK);
+        cr_assert_eq(n, SMALL_N, "chunk %zu", small_chunks[c]);
+        kcr__list_decoder_free(d);
+    }
+}
+
+Test(watch_decoder, many_small_events_over_the_limit_together)
+{
+    static char body[32768];
+    size_t len = small_body(body, sizeof body, true);
+    cr_assert_gt(len, 10 * SMALL_MAX);
+    for (size_t c = 0; c < sizeof small_chunks / sizeof *small_chunks; c++) {
+        int n = 0;
+        kcr__watch_decoder *d = kcr__watch_decoder_new(SMALL_MAX, count_events, &n);
+        for (size_t off = 0; off < len; off += small_chunks[c]) {
+            size_t k = len - off < small_chunks[c] ? len - off : small_chunks[c];
+            kcr_err err = kcr__watch_decoder_feed(d, body + off, k);
+            cr_assert_eq(err, KCR_OK, "chunk %zu at %zu: %s", small_chunks[c], off,
+                         kcr_last_error());
+        }
+        cr_assert_eq(kcr__watch_decoder_finish(d), KCR_OK);
+        cr_assert_eq(n, SMALL_N, "chunk %zu", small_chunks[c]);
+        kcr__watch_decoder_free(d);
+    }
+}
