@@ -135,8 +135,8 @@ static kcr_err stamp_building(kcr__list_decoder *d)
     if (*d->item_api_version) {
         err = kcr__object_builder_map_key(d->b, "apiVersion", 10);
         if (err == KCR_OK)
-            err = kcr__object_builder_string(d->b, d->item_api_version,
-                                             strlen(d->item_api_version));
+            err =
+                kcr__object_builder_string(d->b, d->item_api_version, strlen(d->item_api_version));
     }
     if (err == KCR_OK && *d->item_kind) {
         err = kcr__object_builder_map_key(d->b, "kind", 4);
@@ -345,11 +345,11 @@ static int ld_key(void *ctx, const unsigned char *s, size_t len)
         return list_item_event(d, kcr__object_builder_map_key(d->b, (const char *)s, len));
     }
     if (d->depth == 1) {
-        d->top = len == 8 && memcmp(s, "metadata", 8) == 0      ? TOP_METADATA
-                 : len == 5 && memcmp(s, "items", 5) == 0       ? TOP_ITEMS
-                 : len == 4 && memcmp(s, "kind", 4) == 0        ? TOP_KIND
+        d->top = len == 8 && memcmp(s, "metadata", 8) == 0       ? TOP_METADATA
+                 : len == 5 && memcmp(s, "items", 5) == 0        ? TOP_ITEMS
+                 : len == 4 && memcmp(s, "kind", 4) == 0         ? TOP_KIND
                  : len == 10 && memcmp(s, "apiVersion", 10) == 0 ? TOP_API_VERSION
-                                                                : TOP_OTHER;
+                                                                 : TOP_OTHER;
     } else if (d->depth == 2 && d->top == TOP_METADATA) {
         d->meta = len == 15 && memcmp(s, "resourceVersion", 15) == 0      ? META_RV
                   : len == 8 && memcmp(s, "continue", 8) == 0             ? META_CONTINUE

@@ -101,8 +101,9 @@ kcr_err kcr_informer_factory_informer(kcr_informer_factory *f, const kcr_resourc
     if (f->stopped) {
         pthread_mutex_unlock(&f->mu);
         free(id);
-        return kcr__fail(KCR_ERR_STATE,
-                         "kcr_informer_factory_informer: the factory was stopped; create a new one");
+        return kcr__fail(
+            KCR_ERR_STATE,
+            "kcr_informer_factory_informer: the factory was stopped; create a new one");
     }
     for (entry *e = f->entries; e; e = e->next)
         if (strcmp(e->id, id) == 0) {

@@ -199,7 +199,8 @@ Test(list_decoder, metadata_only_and_untyped_lists)
     kcr__list_decoder_free(d);
 
     /* no type anywhere: items come through untouched at the end */
-    const char *bare = "{\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":\"b\"}}]}";
+    const char *bare =
+        "{\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":\"b\"}}]}";
     memset(&c, 0, sizeof c);
     d = kcr__list_decoder_new(0, collect_item, &c);
     cr_assert_eq(kcr__list_decoder_feed(d, bare, strlen(bare)), KCR_OK);

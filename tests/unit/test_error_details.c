@@ -17,15 +17,14 @@ static kcr_err taint(void)
 }
 
 /* Runs `call` after tainting the detail; checks the code and the detail. */
-#define EXPECT_DETAIL(call, want, needle)                                                        \
-    do {                                                                                         \
-        taint();                                                                                 \
-        kcr_err got_ = (call);                                                                   \
-        cr_assert_eq(got_, (want), "%s returned %s", #call, kcr_strerror(got_));               \
-        cr_assert(strstr(kcr_last_error(), OLD_DETAIL) == NULL, "%s left the old detail",      \
-                  #call);                                                                        \
-        cr_assert(strstr(kcr_last_error(), (needle)) != NULL, "%s: detail \"%s\" lacks \"%s\"", \
-                  #call, kcr_last_error(), (needle));                                            \
+#define EXPECT_DETAIL(call, want, needle)                                                          \
+    do {                                                                                           \
+        taint();                                                                                   \
+        kcr_err got_ = (call);                                                                     \
+        cr_assert_eq(got_, (want), "%s returned %s", #call, kcr_strerror(got_));                   \
+        cr_assert(strstr(kcr_last_error(), OLD_DETAIL) == NULL, "%s left the old detail", #call);  \
+        cr_assert(strstr(kcr_last_error(), (needle)) != NULL, "%s: detail \"%s\" lacks \"%s\"",    \
+                  #call, kcr_last_error(), (needle));                                              \
     } while (0)
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
@@ -127,8 +126,8 @@ Test(error_details, client_and_config)
     kcr_fake_free(f);
     kcr_config *cfg = NULL;
     const char *yaml = "apiVersion: v1\nkind: Config\ncurrent-context: nowhere\n";
-    EXPECT_DETAIL(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &cfg),
-                  KCR_ERR_CONFIG, "nowhere");
+    EXPECT_DETAIL(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &cfg), KCR_ERR_CONFIG,
+                  "nowhere");
 }
 
 Test(error_details, informer_and_listers)
@@ -141,8 +140,8 @@ Test(error_details, informer_and_listers)
     cr_assert_eq(kcr_informer_new(c, &CM, NULL, &inf), KCR_OK);
     EXPECT_DETAIL(kcr_informer_wait_for_sync(inf, 0, NULL), KCR_ERR_TIMEOUT, "configmaps");
     kcr_object_list l = {0};
-    EXPECT_DETAIL(kcr_lister_list(kcr_informer_store(inf), NULL, "app in (", &l),
-                  KCR_ERR_INVALID, "app in (");
+    EXPECT_DETAIL(kcr_lister_list(kcr_informer_store(inf), NULL, "app in (", &l), KCR_ERR_INVALID,
+                  "app in (");
     /* it never syncs, so after stop wait_for_sync reports the stop */
     kcr_fake_inject_error(f, KCR_FAKE_LIST, &CM, -1, 500, "InternalError", "down");
     cr_assert_eq(kcr_informer_start(inf), KCR_OK);

@@ -717,13 +717,14 @@ Test(http, reset_writes_are_sent_once, .fini = stop_server, .timeout = 60)
     start_server(reset_after_reading, &o);
     atomic_store(&method_count[0], 0);
     atomic_store(&method_count[1], 0);
-    kcr_err err = kcr_client_create(client, &CM, "team", "{\"metadata\":{\"name\":\"n\"}}", 0,
-                                    NULL, NULL, NULL);
+    kcr_err err = kcr_client_create(client, &CM, "team", "{\"metadata\":{\"name\":\"n\"}}", 0, NULL,
+                                    NULL, NULL);
     cr_assert_eq(err, KCR_ERR_TRANSPORT, "%s", kcr_strerror(err));
     cr_assert_eq(atomic_load(&method_count[1]), 1, "POST sent %d times",
                  atomic_load(&method_count[1]));
     const kcr_patch_type once[] = {KCR_PATCH_MERGE, KCR_PATCH_JSON, KCR_PATCH_STRATEGIC};
-    const char *bodies[] = {"{\"data\":{\"a\":\"b\"}}", "[{\"op\":\"add\",\"path\":\"/data\",\"value\":{}}]",
+    const char *bodies[] = {"{\"data\":{\"a\":\"b\"}}",
+                            "[{\"op\":\"add\",\"path\":\"/data\",\"value\":{}}]",
                             "{\"data\":{\"a\":\"b\"}}"};
     for (int i = 0; i < 3; i++) {
         err = kcr_client_patch(client, &CM, "team", "n", once[i], bodies[i], 0, NULL, NULL, NULL);
@@ -832,8 +833,8 @@ Test(http, reset_write_on_a_reused_connection_is_sent_once, .timeout = 60)
     cr_assert_eq(kcr_client_new(cfg, NULL, &cl), KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(kcr_client_get(cl, &CM, "a", "x", NULL, NULL, NULL), KCR_OK, "%s",
                  kcr_last_error());
-    kcr_err err = kcr_client_create(cl, &CM, "a", "{\"metadata\":{\"name\":\"n\"}}", 0, NULL,
-                                    NULL, NULL);
+    kcr_err err =
+        kcr_client_create(cl, &CM, "a", "{\"metadata\":{\"name\":\"n\"}}", 0, NULL, NULL, NULL);
     cr_assert_eq(err, KCR_ERR_TRANSPORT, "%s", kcr_strerror(err));
     cr_assert_eq(atomic_load(&ka_gets), 1);
     cr_assert_eq(atomic_load(&ka_posts), 1, "POST sent %d times", atomic_load(&ka_posts));

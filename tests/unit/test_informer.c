@@ -750,8 +750,8 @@ static kcr_object *obj_in(const char *ns, const char *name, const char *app)
 {
     char json[256];
     snprintf(json, sizeof json,
-             "{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\",\"labels\":{\"app\":\"%s\"}}}", ns,
-             name, app);
+             "{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\",\"labels\":{\"app\":\"%s\"}}}",
+             ns, name, app);
     kcr_object *o = NULL;
     cr_assert_eq(kcr_object_parse(json, strlen(json), &o), KCR_OK);
     return o;
@@ -760,7 +760,8 @@ static kcr_object *obj_in(const char *ns, const char *name, const char *app)
 Test(informer, lister_namespace_filter_without_the_namespace_index)
 {
     kcr_store *s = kcr_store_new(); /* no KCR_INDEX_NAMESPACE */
-    const char *objs[][3] = {{"a", "x", "web"}, {"a", "y", "db"}, {"b", "x", "web"}, {"", "z", "web"}};
+    const char *objs[][3] = {
+        {"a", "x", "web"}, {"a", "y", "db"}, {"b", "x", "web"}, {"", "z", "web"}};
     for (size_t i = 0; i < 4; i++) {
         kcr_object *o = obj_in(objs[i][0], objs[i][1], objs[i][2]);
         cr_assert_eq(kcr_store_add(s, o), KCR_OK);

@@ -460,7 +460,8 @@ Test(reflector, watch_429_backs_off_and_rewatches_without_relist)
 Test(reflector, watch_429_after_a_long_healthy_watch_still_backs_off)
 {
     rig g;
-    kcr_reflector_options o = {.backoff_initial_ms = 10, .backoff_max_ms = 80, .backoff_jitter = -1};
+    kcr_reflector_options o = {
+        .backoff_initial_ms = 10, .backoff_max_ms = 80, .backoff_jitter = -1};
     rig_up(&g, &o, 2);
     bo_log l = {.mu = PTHREAD_MUTEX_INITIALIZER};
     kcr__reflector_set_backoff_hook(g.r, bo_hook, &l);
