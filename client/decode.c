@@ -171,8 +171,7 @@ static kcr_err stamp_built(const kcr__list_decoder *d, kcr_object *obj, kcr_obje
 /* Hands the waiting items to the callback, stamped. */
 static int flush_pending(kcr__list_decoder *d)
 {
-    size_t i = 0;
-    for (; i < d->n_pending && d->err == KCR_OK; i++) {
+    for (size_t i = 0; i < d->n_pending && d->err == KCR_OK; i++) {
         kcr_object *obj = NULL;
         kcr_err err = stamp_built(d, d->pending[i], &obj);
         if (err == KCR_OK && d->fn)

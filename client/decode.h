@@ -29,7 +29,8 @@ kcr_err kcr__list_decoder_feed(kcr__list_decoder *d, const char *buf, size_t len
 /* Ends the body: KCR_ERR_PARSE when it was incomplete. Fills meta (may be NULL). */
 kcr_err kcr__list_decoder_finish(kcr__list_decoder *d, kcr_list_meta *meta);
 
-/* Number of items delivered so far. */
+/* Number of items decoded so far (delivered, or held until the List's
+ * kind/apiVersion are known). */
 size_t kcr__list_decoder_items(const kcr__list_decoder *d);
 
 typedef struct kcr__watch_decoder kcr__watch_decoder;
