@@ -854,7 +854,8 @@ static kcr_err fake_update(kcr_client *c, const kcr_resource *res, const char *n
                 kcr__json_remove(next, "status");
         }
         if (err == KCR_OK)
-            err = next ? commit(f, pos, next, NULL, out) : kcr__fail(KCR_ERR_NOMEM, "out of memory");
+            err = next ? commit(f, pos, next, NULL, out)
+                       : kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     pthread_mutex_unlock(&f->lock);
     kcr__json_free(body);
@@ -934,7 +935,8 @@ static kcr_err fake_patch(kcr_client *c, const kcr_resource *res, const char *ns
                     else
                         kcr__json_remove(next, "status");
                 }
-                err = next ? commit(f, pos, next, NULL, out) : kcr__fail(KCR_ERR_NOMEM, "out of memory");
+                err = next ? commit(f, pos, next, NULL, out)
+                           : kcr__fail(KCR_ERR_NOMEM, "out of memory");
             }
         }
     }
@@ -985,7 +987,8 @@ static kcr_err fake_delete(kcr_client *c, const kcr_resource *res, const char *n
                 char ts[40];
                 now_rfc3339(ts, sizeof ts);
                 kcr__json *next = kcr__json_copy(o->doc);
-                err = next ? commit(f, pos, next, ts, out) : kcr__fail(KCR_ERR_NOMEM, "out of memory");
+                err = next ? commit(f, pos, next, ts, out)
+                           : kcr__fail(KCR_ERR_NOMEM, "out of memory");
             }
         } else {
             err = remove_at(f, pos, out);
@@ -1026,7 +1029,8 @@ static kcr_err list_item_json(const kcr_object *obj, bool metadata_only, char **
 {
     if (metadata_only) {
         kcr_object *view = metadata_view(obj);
-        kcr_err err = view ? kcr_object_to_json(view, out, len) : kcr__fail(KCR_ERR_NOMEM, "out of memory");
+        kcr_err err = view ? kcr_object_to_json(view, out, len)
+                           : kcr__fail(KCR_ERR_NOMEM, "out of memory");
         kcr_object_unref(view);
         return err;
     }
