@@ -903,6 +903,11 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
         (!q->tk_active && (q->heap_len || (q->gauges && q->processing))))
         kcr__wq_signal(q, &w, 1);
     kcr__wq_unlock(q, &w);
+    if (err != KCR_OK)
+        return kcr__fail(err, "workqueue \"%s\": %s", q->name,
+                         err == KCR_ERR_SHUTDOWN  ? "shut down and drained"
+                         : err == KCR_ERR_TIMEOUT ? "no key ready before the timeout"
+                                                  : "get woken by kcr_workqueue_wake");
     return err;
 }
 
@@ -996,7 +1001,9 @@ kcr_err kcr_workqueue_remove(kcr_workqueue *q, const char *key)
     }
     kcr__wq_heap_trim(q);
     kcr__wq_unlock(q, &w);
-    return removed ? KCR_OK : KCR_ERR_NOT_FOUND;
+    return removed ? KCR_OK
+                   : kcr__fail(KCR_ERR_NOT_FOUND, "workqueue \"%s\": \"%s\" is not pending",
+                               q->name, key);
 }
 
 size_t kcr_workqueue_len(kcr_workqueue *q)
@@ -1058,7 +1065,7 @@ void kcr_workqueue_shutdown_with_drain(kcr_workqueue *q)
     begin_shutdown(q);
     q->draining = true;
     q->drain_waiters++;
-    while (q->processing && q->draining)
+    while (++q->drain_checks, q->processing && q->draining)
         pthread_cond_wait(&q->drain_cond, &q->mu);
     q->drain_waiters--;
     pthread_mutex_unlock(&q->mu);
