@@ -186,17 +186,15 @@ void kcr__wq_prio_unlink(struct kcr_workqueue *q, struct kcr__wq_item *it)
     lv->queued--;
 }
 
-struct kcr__wq_item *kcr__wq_prio_next(struct kcr_workqueue *q, int64_t *now)
+struct kcr__wq_item *kcr__wq_prio_next(struct kcr_workqueue *q, int64_t now)
 {
     if (q->max_wait_ns < 0 || q->nlevels < 2)
         return q->head;
-    if (!*now)
-        *now = kcr__now_ns();
     struct kcr__wq_item *best = NULL;
     for (uint32_t i = 0; i < q->nlevels; i++) {
         struct kcr__wq_item *first = q->levels[i].first;
         /* Strictly older only: on a tie the higher line (seen first) wins. */
-        if (first && *now - first->ready_ns >= q->max_wait_ns &&
+        if (first && now - first->ready_ns >= q->max_wait_ns &&
             (!best || first->ready_ns < best->ready_ns))
             best = first;
     }
