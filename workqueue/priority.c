@@ -56,7 +56,10 @@ int64_t kcr__wq_prio_stamp(struct kcr_workqueue *q, int prio)
 {
     int64_t now = kcr__now_ns();
     int64_t none = 0;
-    if (prio != KCR_WQ_PRIORITY_NORMAL)
+    /* Read first: a failing CAS still takes the line (shared with `ring`
+     * and `closed`, which every adder and getter reads) exclusively. */
+    if (prio != KCR_WQ_PRIORITY_NORMAL &&
+        !atomic_load_explicit(&q->prio_since, memory_order_relaxed))
         atomic_compare_exchange_strong_explicit(&q->prio_since, &none, now, memory_order_relaxed,
                                                 memory_order_relaxed);
     return now;

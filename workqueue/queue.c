@@ -818,7 +818,9 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
         }
         struct kcr__wq_item *next = q->head;
         if (next && q->prio_on) {
-            if (!now) /* (a copy: taking the address of `now` slows the whole loop) */
+            /* `now` by value: passing &now kept it in memory for the whole
+             * loop, +2 ns per add on the NORMAL path. */
+            if (!now)
                 now = kcr__now_ns();
             next = kcr__wq_prio_next(q, now);
         }
