@@ -699,3 +699,31 @@ Test(leader, unreadable_lease_is_retried_without_leading, .init = setup, .fini =
     cr_assert(wait_count(a, &a->started, 1, 5000));
     cand_free(a);
 }
+
+Test(leader, crashed_leader_is_replaced_after_the_lease_lapses, .init = setup, .fini = teardown)
+{
+    /* keep_lease_on_stop: a stop that writes nothing, like a killed process */
+    cand *a = cand_new_with("a", 0, true), *b = cand_new("b");
+    cr_assert_eq(kcr_leader_elector_start(a->e), KCR_OK);
+    cr_assert(wait_count(a, &a->started, 1, 5000));
+    cr_assert_eq(kcr_leader_elector_start(b->e), KCR_OK);
+    cr_assert(wait_count(b, &b->new_leader_calls, 1, 5000));
+    kcr_leader_elector_stop(a->e);
+    int64_t gone = mono_ms(); /* a's last renewal was before this */
+    kcr_object *l = get_lease();
+    cr_assert_str_eq(str(l, "spec.holderIdentity"), "a");
+    kcr_object_unref(l);
+    cr_assert(wait_count(b, &b->started, 1, 5000), "b never took over");
+    int64_t took = b->started_ms - gone;
+    /* the full lease (1 s) since b last saw it change, which was at a's last
+     * renewal: no earlier than 1 s - one retry period, no later than 1 s +
+     * a retry period and some scheduling slack */
+    cr_assert_geq(took, 1000 - RETRY_MS, "b took over after %lld ms", (long long)took);
+    cr_assert_lt(took, 1000 + RETRY_MS + 700, "b took over after %lld ms", (long long)took);
+    l = get_lease();
+    cr_assert_str_eq(str(l, "spec.holderIdentity"), "b");
+    cr_assert_eq(num(l, "spec.leaseTransitions"), 1);
+    kcr_object_unref(l);
+    cand_free(a);
+    cand_free(b);
+}
