@@ -63,3 +63,15 @@ fault() { "$testenv_src/fault" "$@" >/dev/null; }
 
 # counts JQ-EXPR: evaluate JQ-EXPR on the proxy's counters.
 counts() { "$testenv_src/fault" counts | jq -r "$1"; }
+
+# wait_until SECONDS WHAT CMD...: retry CMD every 0.5 s until it succeeds;
+# fail saying WHAT did not happen within SECONDS, with CMD's last output.
+wait_until() {
+	local secs=$1 what=$2 deadline out
+	shift 2
+	deadline=$((SECONDS + secs))
+	until out=$("$@" 2>&1); do
+		((SECONDS < deadline)) || fail "$what: not within ${secs}s (last: ${out:0:600})"
+		sleep 0.5
+	done
+}
