@@ -17,6 +17,7 @@ for tool in curl jq ss; do
 done
 [[ -f $KCR_TESTENV_DIR/env ]] ||
 	fail "no testenv in $KCR_TESTENV_DIR (no env file): run testenv/start (it builds kube-apiserver and etcd with testenv/build on first use), or testenv/adopt KUBECONFIG for an existing cluster"
+unset KCR_TESTENV_CLUSTER # only a cluster-mode env file sets it
 # shellcheck source=/dev/null
 source "$KCR_TESTENV_DIR/env"
 
