@@ -36,16 +36,21 @@ typedef struct kcr__client_ops {
     kcr_err (*resolve)(kcr_client *c, const kcr__disc_query *q, bool refresh,
                        kcr_api_resource *out, kcr_status *st);
     void (*invalidate)(kcr_client *c);
-    kcr_err (*raw)(kcr_client *c, const char *method, const char *path, const char *accept,
-                   const char *content_type, const char *body, size_t body_len, char **out,
-                   size_t *out_len, kcr_status *st);
+    /* opts is non-NULL with method, accept and content_type filled in. */
+    kcr_err (*raw)(kcr_client *c, const char *path, const char *body, size_t body_len,
+                   const kcr_raw_options *opts, char **out, size_t *out_len, kcr_status *st);
     void (*destroy)(kcr_client *c);
 } kcr__client_ops;
 
 struct kcr_client {
     const kcr__client_ops *ops;
     char *namespace;
+    char *field_manager; /* default fieldManager of writes; NULL: the program's name */
 };
+
+/* The program's name (program_invocation_short_name, else /proc/self/comm,
+ * else "kcr"); static storage, computed once. Thread-safe. */
+const char *kcr__program_name(void);
 
 /* ---- Status --------------------------------------------------------------------------- */
 

@@ -5,6 +5,7 @@
  * limiter, retries on 429 / connection errors, and credentials from auth.c. */
 #include <curl/curl.h>
 #include <errno.h>
+#include <openssl/x509_vfy.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -538,6 +539,77 @@ static CURLcode perform(handle_pair *p, const kcr__http_req *req, xfer *x, bool 
     return result;
 }
 
+/* "host" of scheme://host[:port][/path] (IPv6 brackets kept) into buf. */
+static void host_of(const char *url, char *buf, size_t size)
+{
+    const char *h = strstr(url, "://");
+    h = h ? h + 3 : url;
+    size_t n = *h == '[' ? strcspn(h, "]") + 1 : strcspn(h, ":/");
+    snprintf(buf, size, "%.*s", (int)n, h);
+}
+
+/* The trust anchor a failed verification was checked against. */
+static void describe_ca(const kcr_config *cfg, char *buf, size_t size)
+{
+    if (cfg->ca.data && cfg->cluster)
+        snprintf(buf, size, "the certificate-authority of cluster \"%s\"", cfg->cluster);
+    else if (cfg->ca.data)
+        snprintf(buf, size, "the service account's CA (ca.crt)");
+    else if (cfg->cluster)
+        snprintf(buf, size,
+                 "any CA this system trusts (cluster \"%s\" sets no certificate-authority)",
+                 cfg->cluster);
+    else
+        snprintf(buf, size, "any CA this system trusts");
+}
+
+/* TLS failures that the same configuration will meet again, in words a
+ * person understands: KCR_ERR_TLS with the message set, or KCR_OK when `rc`
+ * is not one of them (a reset mid-handshake, say, stays a transport error). */
+static kcr_err classify_tls(http_client *hc, CURLcode rc, long vr, const char *detail,
+                            const kcr__http_req *req)
+{
+    const kcr_config *cfg = hc->cfg;
+    char cluster[300], host[300], ca[400];
+    if (cfg->cluster)
+        snprintf(cluster, sizeof cluster, "cluster \"%s\"", cfg->cluster);
+    else
+        snprintf(cluster, sizeof cluster, "the in-cluster API server");
+    host_of(hc->url_base, host, sizeof host);
+    if (rc == CURLE_SSL_CONNECT_ERROR && strstr(detail, "wrong version number"))
+        return kcr__fail(KCR_ERR_TLS,
+                         "%s %s: the server of %s (%s) does not speak TLS: it answered in plain "
+                         "HTTP on an https:// URL (%s)",
+                         req->method, req->path, cluster, cfg->server, detail);
+    if (rc != CURLE_PEER_FAILED_VERIFICATION)
+        return KCR_OK;
+    switch (vr) {
+    case X509_V_ERR_CERT_HAS_EXPIRED:
+        return kcr__fail(KCR_ERR_TLS, "%s %s: the server's certificate has expired (%s, %s)",
+                         req->method, req->path, cluster, detail);
+    case X509_V_ERR_CERT_NOT_YET_VALID:
+        return kcr__fail(KCR_ERR_TLS,
+                         "%s %s: the server's certificate is not valid yet: check the clocks "
+                         "(%s, %s)",
+                         req->method, req->path, cluster, detail);
+    case X509_V_OK: /* libcurl's own host name check failed */
+    case X509_V_ERR_HOSTNAME_MISMATCH:
+    case X509_V_ERR_IP_ADDRESS_MISMATCH:
+        return kcr__fail(KCR_ERR_TLS,
+                         "%s %s: the server's certificate is not valid for the host name \"%s\" "
+                         "(%s%s; %s)",
+                         req->method, req->path, host, cluster,
+                         cfg->tls_server_name && *cfg->tls_server_name
+                             ? ", checked against its tls-server-name"
+                             : "; set tls-server-name if the certificate names another host",
+                         detail);
+    default:
+        describe_ca(cfg, ca, sizeof ca);
+        return kcr__fail(KCR_ERR_TLS, "%s %s: the server's certificate is not signed by %s (%s)",
+                         req->method, req->path, ca, detail);
+    }
+}
+
 kcr_err kcr__http_do(kcr_client *c, const kcr__http_req *req, char **out, size_t *out_len,
                      kcr_status *st)
 {
@@ -572,11 +644,14 @@ kcr_err kcr__http_do(kcr_client *c, const kcr__http_req *req, char **out, size_t
         err = setup(hc, p.easy, req, url.s, &creds, lists, &x, errbuf);
         bool canceled = false, idle = false;
         CURLcode rc = CURLE_OK;
+        long verify_result = X509_V_OK;
         if (err == KCR_OK) {
             kcr__log(KCR_LOG_DEBUG, "client", "%s %s", req->method, req->path);
             rc = perform(&p, req, &x, &canceled, &idle);
             if (!x.code_known)
                 curl_easy_getinfo(p.easy, CURLINFO_RESPONSE_CODE, &x.code);
+            if (rc == CURLE_PEER_FAILED_VERIFICATION)
+                curl_easy_getinfo(p.easy, CURLINFO_SSL_VERIFYRESULT, &verify_result);
         }
         curl_slist_free_all(lists[0]);
         curl_slist_free_all(lists[1]);
@@ -598,9 +673,14 @@ kcr_err kcr__http_do(kcr_client *c, const kcr__http_req *req, char **out, size_t
         } else if (rc != CURLE_OK) {
             bool retry = may_retry && req->idempotent && !x.delivered && retryable_curl(rc) &&
                          !(x.code >= 200 && x.code < 300);
+            const char *detail = *errbuf ? errbuf : curl_easy_strerror(rc);
             kcr_err terr = rc == CURLE_OPERATION_TIMEDOUT ? KCR_ERR_TIMEOUT : KCR_ERR_TRANSPORT;
-            err = kcr__fail(terr, "%s %s: %s", req->method, req->path,
-                            *errbuf ? errbuf : curl_easy_strerror(rc));
+            err = classify_tls(hc, rc, verify_result, detail, req);
+            if (err == KCR_OK && rc == CURLE_OPERATION_TIMEDOUT && !req->streaming)
+                err = kcr__fail(terr, "%s %s: no complete answer within %d ms (%s)", req->method,
+                                req->path, hc->opts.request_timeout_ms, detail);
+            else if (err == KCR_OK)
+                err = kcr__fail(terr, "%s %s: %s", req->method, req->path, detail);
             if (retry) {
                 kcr__log(KCR_LOG_INFO, "client", "%s %s failed (%s), retrying", req->method,
                          req->path, *errbuf ? errbuf : curl_easy_strerror(rc));
@@ -695,6 +775,7 @@ static kcr_err http_get(kcr_client *c, const kcr_resource *res, const char *ns, 
         kcr__http_req req = {.method = "GET",
                              .path = path.s,
                              .idempotent = true,
+                             .cancel = opts->cancel,
                              .accept = opts->metadata_only ? metadata_accept(false) : NULL};
         err = object_request(c, &req, out, st);
     }
@@ -724,7 +805,8 @@ static kcr_err write_object(kcr_client *c, const char *method, const kcr_resourc
     if (err == KCR_OK && path.oom)
         err = KCR_ERR_NOMEM;
     if (err == KCR_OK) {
-        kcr__http_req req = {.method = method, .path = path.s, .body = json, .body_len = len};
+        kcr__http_req req = {
+            .method = method, .path = path.s, .body = json, .body_len = len, .cancel = opts->cancel};
         err = object_request(c, &req, out, st);
     }
     kcr__buf_free(&path);
@@ -765,6 +847,7 @@ static kcr_err http_patch(kcr_client *c, const kcr_resource *res, const char *ns
                              .body = patch,
                              .body_len = len,
                              .content_type = types[type],
+                             .cancel = opts->cancel,
                              .idempotent = type == KCR_PATCH_APPLY};
         err = object_request(c, &req, out, st);
     }
@@ -821,6 +904,7 @@ static kcr_err http_delete(kcr_client *c, const kcr_resource *res, const char *n
                              .path = path.s,
                              .body = body,
                              .body_len = strlen(body),
+                             .cancel = opts->cancel,
                              .idempotent = true};
         err = kcr__http_do(c, &req, &resp, &len, st);
     }
@@ -945,19 +1029,19 @@ static kcr_err http_watch(kcr_client *c, const kcr_resource *res, const char *ns
     return err;
 }
 
-static kcr_err http_raw(kcr_client *c, const char *method, const char *path, const char *accept,
-                        const char *content_type, const char *body, size_t body_len, char **out,
-                        size_t *out_len, kcr_status *st)
+static kcr_err http_raw(kcr_client *c, const char *path, const char *body, size_t body_len,
+                        const kcr_raw_options *opts, char **out, size_t *out_len, kcr_status *st)
 {
     if (!path || path[0] != '/')
         return kcr__fail(KCR_ERR_INVALID, "raw request path must start with '/'");
-    kcr__http_req req = {.method = method ? method : "GET",
+    kcr__http_req req = {.method = opts->method,
                          .path = path,
-                         .accept = accept,
-                         .content_type = content_type,
+                         .accept = opts->accept,
+                         .content_type = opts->content_type,
                          .body = body,
                          .body_len = body_len,
-                         .idempotent = !method || strcmp(method, "GET") == 0};
+                         .cancel = opts->cancel,
+                         .idempotent = strcmp(opts->method, "GET") == 0};
     return kcr__http_do(c, &req, out, out_len, st);
 }
 
@@ -971,7 +1055,8 @@ static kcr_err get_json(kcr_client *c, const char *path, const char *accept, kcr
 {
     char *body = NULL;
     size_t len = 0;
-    kcr_err err = http_raw(c, "GET", path, accept, NULL, NULL, 0, &body, &len, st);
+    kcr_raw_options o = {.method = "GET", .accept = accept, .content_type = "application/json"};
+    kcr_err err = http_raw(c, path, NULL, 0, &o, &body, &len, st);
     if (err == KCR_OK)
         err = kcr__json_parse(body, len, doc);
     free(body);
@@ -1112,6 +1197,7 @@ static void http_destroy(kcr_client *c)
     kcr__auth_free(hc->auth);
     kcr_config_free(hc->cfg);
     free(hc->user_agent);
+    free(hc->base.field_manager);
     free(hc->url_base);
     free(hc->connect_to);
     pthread_mutex_destroy(&hc->lock);
@@ -1175,6 +1261,12 @@ kcr_err kcr_client_new(const kcr_config *cfg, const kcr_client_options *opts, kc
     *out = NULL;
     if (!cfg)
         return kcr__fail(KCR_ERR_INVALID, "kcr_client_new: no config");
+    if (strncmp(cfg->server, "http://", 7) == 0 && !(opts && opts->allow_insecure_http))
+        return kcr__fail(KCR_ERR_CONFIG,
+                         "server %s is plain HTTP: credentials and data would travel "
+                         "unencrypted; use https, or set kcr_client_options.allow_insecure_http "
+                         "to allow it",
+                         cfg->server);
     pthread_once(&curl_once, init_curl);
     if (curl_init_result != CURLE_OK)
         return kcr__fail(KCR_ERR_TRANSPORT, "libcurl initialization failed");
@@ -1201,9 +1293,13 @@ kcr_err kcr_client_new(const kcr_config *cfg, const kcr_client_options *opts, kc
     pthread_mutex_init(&hc->lock, NULL);
     pthread_mutex_init(&hc->disc_lock, NULL);
     hc->cfg = kcr__config_dup(cfg);
-    char ua[64];
-    snprintf(ua, sizeof ua, "kcr/%s", KCR_VERSION_STRING);
+    char ua[256];
+    snprintf(ua, sizeof ua, "%s/%s kcr", kcr__program_name(), KCR_VERSION_STRING);
     hc->user_agent = strdup(opts && opts->user_agent ? opts->user_agent : ua);
+    hc->opts.user_agent = NULL;
+    hc->opts.field_manager = NULL; /* borrowed from the caller: copied below */
+    if (opts && opts->field_manager && !(hc->base.field_manager = strdup(opts->field_manager)))
+        hc->user_agent = (free(hc->user_agent), NULL);
     hc->auth = hc->cfg ? kcr__auth_new(hc->cfg) : NULL;
     hc->base.namespace = hc->cfg ? (char *)kcr_config_namespace(hc->cfg) : NULL;
     kcr_err err = hc->cfg && hc->user_agent && hc->auth ? address(hc) : KCR_ERR_NOMEM;

@@ -28,7 +28,10 @@ typedef enum kcr_err {
     KCR_ERR_UNSUPPORTED = 19, /* the server or build does not support the request */
     KCR_ERR_EXEC = 20,        /* an exec credential plugin failed */
     KCR_ERR_CANCELED = 21,    /* the operation was stopped by its owner */
-    KCR_ERR_INVALID_OBJECT = 22 /* HTTP 422 Invalid: the server rejected the object */
+    KCR_ERR_INVALID_OBJECT = 22, /* HTTP 422 Invalid: the server rejected the object */
+    KCR_ERR_TLS = 23          /* the server failed TLS verification (unknown CA, wrong host
+                                 name, expired certificate, no TLS at all): permanent until
+                                 the configuration or the server changes */
 } kcr_err;
 
 /* Short static description of an error code; never NULL, never free it.

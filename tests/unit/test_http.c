@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/client_impl.h"
 #include "core/clock.h"
 #include "kcr/kcr.h"
 
@@ -141,7 +142,9 @@ static void start_server(handler_fn fn, const kcr_client_options *opts)
              "current-context: x\n",
              port);
     cr_assert_eq(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &config), KCR_OK);
-    cr_assert_eq(kcr_client_new(config, opts, &client), KCR_OK);
+    kcr_client_options o = opts ? *opts : (kcr_client_options){0};
+    o.allow_insecure_http = true; /* the test server speaks plain HTTP */
+    cr_assert_eq(kcr_client_new(config, &o, &client), KCR_OK, "%s", kcr_last_error());
 }
 
 static void stop_server(void)
@@ -299,7 +302,10 @@ Test(http, requests_are_encoded_and_authorized, .fini = stop_server)
     kcr_object_unref(o);
     HAS("GET /apis/apps/v1/namespaces/a%20b/deployments/x%2Fy HTTP/1.1");
     HAS("Authorization: Bearer supersecret-token");
-    HAS("User-Agent: kcr/" KCR_VERSION_STRING);
+    char ua[128]; /* the program's name first: the apiserver's default field manager */
+    snprintf(ua, sizeof ua, "User-Agent: %s/%s kcr", kcr__program_name(), KCR_VERSION_STRING);
+    cr_assert_str_neq(kcr__program_name(), "kcr");
+    HAS(ua);
     HAS("Accept: application/json");
     cr_assert_str_eq(kcr_client_namespace(client), "team");
 
@@ -347,11 +353,16 @@ Test(http, requests_are_encoded_and_authorized, .fini = stop_server)
                                           "{\"metadata\":{\"name\":\"s\",\"namespace\":\"team\"}}",
                                           0, NULL, NULL),
                  KCR_OK);
-    HAS("PUT /api/v1/namespaces/team/configmaps/s/status ");
+    char fm[128]; /* writes without a field manager get the program's name */
+    snprintf(fm, sizeof fm, "PUT /api/v1/namespaces/team/configmaps/s/status?fieldManager=%s ",
+             kcr__program_name());
+    HAS(fm);
     cr_assert_eq(kcr_client_create(client, &CM, "team", "{\"metadata\":{\"name\":\"n\"}}", 0, NULL,
                                    NULL, NULL),
                  KCR_OK);
-    HAS("POST /api/v1/namespaces/team/configmaps ");
+    snprintf(fm, sizeof fm, "POST /api/v1/namespaces/team/configmaps?fieldManager=%s ",
+             kcr__program_name());
+    HAS(fm);
     HAS("{\"metadata\":{\"name\":\"n\"}}");
     cr_assert_eq(kcr_client_create(client, &CM, "team", "{not json", 0, NULL, NULL, NULL),
                  KCR_ERR_INVALID);
@@ -405,6 +416,10 @@ Test(http, connection_refused, .timeout = 30)
     cr_assert_eq(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &cfg), KCR_OK);
     kcr_client_options o = {.max_retries = 1};
     kcr_client *cl;
+    cr_assert_eq(kcr_client_new(cfg, &o, &cl), KCR_ERR_CONFIG, "plain HTTP needs an opt-in");
+    cr_assert(strstr(kcr_last_error(), "allow_insecure_http") != NULL, "%s", kcr_last_error());
+    cr_assert_null(cl);
+    o.allow_insecure_http = true;
     cr_assert_eq(kcr_client_new(cfg, &o, &cl), KCR_OK);
     cr_assert_eq(kcr_client_get(cl, &CM, "a", "b", NULL, NULL, NULL), KCR_ERR_TRANSPORT);
     cr_assert(strstr(kcr_last_error(), "127.0.0.1") != NULL || strstr(kcr_last_error(), "onnect"),
