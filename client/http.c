@@ -592,7 +592,11 @@ static kcr_err classify_tls(http_client *hc, CURLcode rc, long vr, const char *d
                          "%s %s: the server's certificate is not valid yet: check the clocks "
                          "(%s, %s)",
                          req->method, req->path, cluster, detail);
-    case X509_V_OK: /* libcurl's own host name check failed */
+    case X509_V_OK:
+    case X509_V_ERR_UNSPECIFIED: /* libcurl's own host name check reports these */
+        if (!strstr(detail, "host name"))
+            break;
+        /* fall through */
     case X509_V_ERR_HOSTNAME_MISMATCH:
     case X509_V_ERR_IP_ADDRESS_MISMATCH:
         return kcr__fail(KCR_ERR_TLS,
@@ -603,11 +607,22 @@ static kcr_err classify_tls(http_client *hc, CURLcode rc, long vr, const char *d
                              ? ", checked against its tls-server-name"
                              : "; set tls-server-name if the certificate names another host",
                          detail);
-    default:
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+    case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+    case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+    case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+    case X509_V_ERR_CERT_SIGNATURE_FAILURE:
         describe_ca(cfg, ca, sizeof ca);
         return kcr__fail(KCR_ERR_TLS, "%s %s: the server's certificate is not signed by %s (%s)",
                          req->method, req->path, ca, detail);
+    default:
+        break;
     }
+    describe_ca(cfg, ca, sizeof ca);
+    return kcr__fail(KCR_ERR_TLS,
+                     "%s %s: the server's certificate failed verification against %s (%s)",
+                     req->method, req->path, ca, detail);
 }
 
 kcr_err kcr__http_do(kcr_client *c, const kcr__http_req *req, char **out, size_t *out_len,

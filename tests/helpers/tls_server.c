@@ -39,8 +39,8 @@ static void answer(tls_server *s, SSL *ssl, int fd)
             return;
         len += (size_t)n;
         req[len] = '\0';
-        if (strstr(req, "\r\n\r\n"))
-            break;
+        if (strstr(req, "\r\n\r\n") || (!ssl && (unsigned char)req[0] == 0x16))
+            break; /* a request, or (plain) a TLS handshake record: answer at once */
     }
     char head[256];
     if (!ssl) {

@@ -709,3 +709,110 @@ Test(http, legacy_discovery_fallback, .fini = stop_server)
     cr_assert_eq(kcr_client_resolve(client, "pods", &r, NULL), KCR_ERR_NOT_FOUND,
                  "subresources are not resources");
 }
+
+/* ---- a server that accepts and never answers ---- */
+
+static void hang(int fd, const char *req)
+{
+    (void)fd;
+    (void)req;
+    while (!atomic_load(&stopping))
+        nap_ms(10);
+}
+
+typedef struct verb_call {
+    int verb;
+    kcr_cancel *cancel;
+    kcr_err err;
+} verb_call;
+
+enum { N_VERBS = 7 };
+static const char *const verb_names[N_VERBS] = {"get",   "create", "update", "update_status",
+                                                "patch", "delete", "raw"};
+
+static kcr_err call_verb(int verb, kcr_cancel *cancel)
+{
+    kcr_get_options g = {.cancel = cancel};
+    kcr_write_options w = {.cancel = cancel};
+    kcr_delete_options d = {.cancel = cancel};
+    kcr_raw_options r = {.cancel = cancel};
+    const char *cm = "{\"metadata\":{\"name\":\"a\",\"namespace\":\"team\"}}";
+    switch (verb) {
+    case 0: return kcr_client_get(client, &CM, "team", "a", &g, NULL, NULL);
+    case 1: return kcr_client_create(client, &CM, "team", cm, 0, &w, NULL, NULL);
+    case 2: return kcr_client_update(client, &CM, "team", cm, 0, &w, NULL, NULL);
+    case 3: return kcr_client_update_status_opts(client, &CM, "team", cm, 0, &w, NULL, NULL);
+    case 4:
+        return kcr_client_patch(client, &CM, "team", "a", KCR_PATCH_MERGE, "{}", 0, &w, NULL,
+                                NULL);
+    case 5: return kcr_client_delete(client, &CM, "team", "a", &d, NULL, NULL);
+    default: return kcr_client_request(client, "/api/v1/namespaces", NULL, 0, &r, NULL, NULL, NULL);
+    }
+}
+
+static void *run_verb(void *arg)
+{
+    verb_call *v = arg;
+    v->err = call_verb(v->verb, v->cancel);
+    return NULL;
+}
+
+Test(http, every_verb_cancels_on_a_hung_server, .fini = stop_server, .timeout = 60)
+{
+    start_server(hang, NULL);
+    for (int verb = 0; verb < N_VERBS; verb++) {
+        verb_call v = {.verb = verb};
+        cr_assert_eq(kcr_cancel_new(&v.cancel), KCR_OK);
+        int before = requests();
+        pthread_t t;
+        pthread_create(&t, NULL, run_verb, &v);
+        /* once the server holds the request, cancel from this thread */
+        int64_t deadline = kcr__now_ns() + 10 * KCR_NS_PER_S;
+        while (requests() == before && kcr__now_ns() < deadline)
+            nap_ms(5);
+        cr_assert_gt(requests(), before, "%s never reached the server", verb_names[verb]);
+        int64_t t0 = kcr__now_ns();
+        kcr_cancel_trigger(v.cancel);
+        pthread_join(t, NULL);
+        int64_t took = kcr__now_ns() - t0;
+        cr_assert_eq(v.err, KCR_ERR_CANCELED, "%s: %s", verb_names[verb], kcr_strerror(v.err));
+        cr_assert_lt(took, KCR_NS_PER_S, "%s canceled after %lld ms", verb_names[verb],
+                     (long long)(took / KCR_NS_PER_MS));
+        kcr_cancel_free(v.cancel);
+        /* the hung handler holds the server's only thread: restart it */
+        stop_server();
+        start_server(hang, NULL);
+    }
+}
+
+Test(http, default_request_timeout_bounds_every_verb, .fini = stop_server, .timeout = 60)
+{
+    kcr_client_options o = {.request_timeout_ms = 300};
+    start_server(hang, &o);
+    for (int verb = 0; verb < N_VERBS; verb++) {
+        int64_t t0 = kcr__now_ns();
+        kcr_err err = call_verb(verb, NULL);
+        int64_t took = kcr__now_ns() - t0;
+        cr_assert_eq(err, KCR_ERR_TIMEOUT, "%s: %s", verb_names[verb], kcr_last_error());
+        cr_assert(strstr(kcr_last_error(), "no complete answer within 300 ms") != NULL, "%s",
+                  kcr_last_error());
+        cr_assert_geq(took, 250 * KCR_NS_PER_MS, "%s", verb_names[verb]);
+        cr_assert_lt(took, 3 * KCR_NS_PER_S, "%s took %lld ms", verb_names[verb],
+                     (long long)(took / KCR_NS_PER_MS));
+    }
+}
+
+Test(http, field_manager_option, .fini = stop_server)
+{
+    kcr_client_options o = {.field_manager = "my-controller"};
+    start_server(echo_handler, &o);
+    cr_assert_eq(kcr_client_patch(client, &CM, "team", "p", KCR_PATCH_APPLY, "{}", 0, NULL, NULL,
+                                  NULL),
+                 KCR_OK, "%s", kcr_last_error());
+    HAS("PATCH /api/v1/namespaces/team/configmaps/p?fieldManager=my-controller ");
+    kcr_write_options w = {.field_manager = "per-call"};
+    cr_assert_eq(kcr_client_patch(client, &CM, "team", "p", KCR_PATCH_MERGE, "{}", 0, &w, NULL,
+                                  NULL),
+                 KCR_OK);
+    HAS("?fieldManager=per-call ");
+}
