@@ -543,6 +543,8 @@ static kcr_err parse_value(const char *json, size_t len, struct node **out)
     *out = NULL;
     if (!json)
         return kcr__fail(KCR_ERR_INVALID, "JSON text is NULL");
+    if (len == 0)
+        len = strlen(json);
     char *buf = malloc(len + 7);
     if (!buf)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory parsing JSON");
