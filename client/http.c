@@ -392,14 +392,56 @@ static bool retryable_curl(CURLcode rc)
     }
 }
 
+/* Logs one header line, its credential value replaced: the Authorization
+ * header of a bearer token or basic auth, and cookies. */
+static void log_header(char dir, const char *line, size_t len)
+{
+    static const char *const secret[] = {"authorization:", "proxy-authorization:", "cookie:",
+                                         "set-cookie:"};
+    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        len--;
+    if (!len)
+        return;
+    for (size_t i = 0; i < sizeof secret / sizeof *secret; i++) {
+        size_t n = strlen(secret[i]);
+        if (len >= n && strncasecmp(line, secret[i], n) == 0) {
+            kcr__log(KCR_LOG_TRACE, "curl", "%c %.*s <redacted>", dir, (int)(n - 1), line);
+            return;
+        }
+    }
+    kcr__log(KCR_LOG_TRACE, "curl", "%c %.*s", dir, (int)len, line);
+}
+
+/* libcurl's verbose output, routed to the log at TRACE (the library never
+ * prints itself). Bodies and TLS records are left out. */
+static int on_debug(CURL *h, curl_infotype type, char *data, size_t size, void *ud)
+{
+    (void)h;
+    (void)ud;
+    if (type == CURLINFO_TEXT) {
+        log_header('*', data, size);
+    } else if (type == CURLINFO_HEADER_OUT || type == CURLINFO_HEADER_IN) {
+        const char *p = data, *end = data + size;
+        while (p < end) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            size_t n = nl ? (size_t)(nl - p + 1) : (size_t)(end - p);
+            log_header(type == CURLINFO_HEADER_OUT ? '>' : '<', p, n);
+            p += n;
+        }
+    }
+    return 0;
+}
+
 /* Configures the easy handle for one attempt. */
 static kcr_err setup(http_client *hc, CURL *e, const kcr__http_req *req, const char *url,
                      kcr__creds *creds, struct curl_slist **headers, xfer *x, char *errbuf)
 {
     const kcr_config *cfg = hc->cfg;
     curl_easy_setopt(e, CURLOPT_URL, url);
-    if (getenv("KCR_DEBUG_CURL"))
+    if (kcr__log_enabled(KCR_LOG_TRACE)) {
+        curl_easy_setopt(e, CURLOPT_DEBUGFUNCTION, on_debug);
         curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);
+    }
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);

@@ -7,7 +7,9 @@
  * table (Accept: application/json;as=Table;v=v1;g=meta.k8s.io), falling back
  * to NAME/NAMESPACE/AGE from a list; like kubectl, -A adds a NAMESPACE column
  * only for namespaced resources. -o json / -o yaml print the object or a
- * List, the same content in either syntax. */
+ * List, the same content in either syntax.
+ *
+ * KCR_LOG=error|warn|info|debug|trace logs kcr's records to stderr. */
 #include <kcr/kcr.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,6 +265,7 @@ int main(int argc, char **argv)
 {
     kcr_config_options co = {0};
     const char *ns = NULL, *resource = NULL, *name = NULL, *output = NULL;
+    kcr_log_from_env(); /* KCR_LOG=trace: kcr's log on stderr */
     bool all = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

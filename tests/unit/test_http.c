@@ -634,7 +634,7 @@ Test(http, concurrent_requests, .fini = stop_server, .timeout = 60)
 }
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static int leaked, logged;
+static int leaked, logged, redacted;
 
 static void check_log(kcr_log_level level, const char *module, const char *message, void *ud)
 {
@@ -642,6 +642,8 @@ static void check_log(kcr_log_level level, const char *module, const char *messa
     logged++;
     if (strstr(message, "supersecret"))
         leaked++;
+    if (strcmp(module, "curl") == 0 && strstr(message, "> Authorization <redacted>"))
+        redacted++;
     pthread_mutex_unlock(&log_lock);
 }
 
@@ -653,10 +655,12 @@ Test(http, credentials_never_logged, .fini = stop_server)
     atomic_store(&calls, 1);
     cr_assert_eq(get("ok", NULL), KCR_OK);
     pthread_mutex_lock(&log_lock);
-    int n_logged = logged, n_leaked = leaked;
+    int n_logged = logged, n_leaked = leaked, n_redacted = redacted;
     pthread_mutex_unlock(&log_lock);
     cr_assert_gt(n_logged, 1);
     cr_assert_eq(n_leaked, 0);
+    /* at TRACE the request headers are logged, the credential replaced */
+    cr_assert_geq(n_redacted, 2, "each attempt's Authorization header shows as redacted");
     kcr_log_set_handler(NULL, NULL);
 }
 
