@@ -1,7 +1,7 @@
 /* A loopback HTTPS server for tests (OpenSSL): every request gets one fixed
  * 200 JSON answer. With no certificate it is a plain HTTP server answering
  * 400 to anything, as a real one does to a TLS ClientHello. One thread,
- * one connection at a time. */
+ * one connection at a time. Starting one ignores SIGPIPE in the process. */
 #ifndef KCR_TESTS_HELPERS_TLS_SERVER_H
 #define KCR_TESTS_HELPERS_TLS_SERVER_H
 

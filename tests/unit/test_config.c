@@ -407,12 +407,47 @@ Test(exec_plugin, failures_carry_exit_code_and_stderr, .init = make_dir, .fini =
     kcr_config_free(cfg);
 }
 
+/* `s` as the body of a JSON string (newlines escaped), appended to out. */
+static void json_escape_to(char *out, size_t size, const char *s)
+{
+    size_t n = strlen(out);
+    for (; *s && n + 3 < size; s++) {
+        if (*s == '\n') {
+            out[n++] = '\\';
+            out[n++] = 'n';
+        } else {
+            out[n++] = *s;
+        }
+    }
+    out[n] = '\0';
+}
+
+/* Runs a plugin printing an ExecCredential with this certificate and key. */
+static kcr_err run_cert_plugin(const char *cert, const char *key)
+{
+    char json[16384] = "{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":"
+                       "\"ExecCredential\",\"status\":{\"clientCertificateData\":\"";
+    json_escape_to(json, sizeof json, cert);
+    strcat(json, "\",\"clientKeyData\":\"");
+    json_escape_to(json, sizeof json, key);
+    strcat(json, "\"}}\n");
+    write_file("cred.json", json, 0600);
+    return run_script("#!/bin/sh\ncat \"$(dirname \"$0\")/cred.json\"\n");
+}
+
 Test(exec_plugin, client_certificate_output, .init = make_dir, .fini = remove_dir)
 {
-    cr_assert_eq(run_script("#!/bin/sh\nprintf '{\"apiVersion\":\"client.authentication.k8s.io/"
-                            "v1\",\"kind\":\"ExecCredential\",\"status\":{\"clientCertificateData\":"
-                            "\"CERT\",\"clientKeyData\":\"KEY\"}}'\n"),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(run_cert_plugin(FAKE_CERT, FAKE_KEY), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(run_cert_plugin("CERT", "KEY"), KCR_ERR_EXEC);
+    cr_assert(strstr(kcr_last_error(), "clientCertificateData is not a PEM certificate") != NULL,
+              "%s", kcr_last_error());
+    test_pki other;
+    test_pki_leaf(&other, &ca_pki, "bob", NULL, -60, 3600);
+    cr_assert_eq(run_cert_plugin(FAKE_CERT, other.key_pem), KCR_ERR_EXEC);
+    cr_assert(strstr(kcr_last_error(), "clientKeyData does not match its clientCertificateData") !=
+                  NULL,
+              "%s", kcr_last_error());
+    test_pki_free(&other);
 }
 
 Test(time, rfc3339_round_trip)
