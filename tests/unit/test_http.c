@@ -507,12 +507,15 @@ struct evs {
     char rv[8][16];
 };
 
+static atomic_int events_seen; /* all watches' events, for other threads */
+
 static kcr_err on_event(const kcr_watch_event *ev, void *ud)
 {
     struct evs *e = ud;
     if (e->n < 8)
         snprintf(e->rv[e->n], 16, "%s", ev->resource_version);
     e->n++;
+    atomic_fetch_add(&events_seen, 1);
     return KCR_OK;
 }
 
@@ -557,13 +560,19 @@ Test(http, watch_one_gigabyte_line, .fini = stop_server, .timeout = 120)
 
 struct canceller {
     kcr_cancel *c;
-    long after_ms;
+    int after_events;  /* trigger once the watch delivered this many events */
+    int64_t fired_ns;  /* when it triggered; 0: never (no events in 10 s) */
 };
 
 static void *cancel_later(void *arg)
 {
     struct canceller *c = arg;
-    nap_ms(c->after_ms);
+    int64_t deadline = kcr__now_ns() + 10 * KCR_NS_PER_S;
+    while (atomic_load(&events_seen) < c->after_events && kcr__now_ns() < deadline)
+        nap_ms(5);
+    if (atomic_load(&events_seen) < c->after_events)
+        return NULL;
+    c->fired_ns = kcr__now_ns();
     kcr_cancel_trigger(c->c);
     return NULL;
 }
@@ -571,19 +580,23 @@ static void *cancel_later(void *arg)
 Test(http, cancel_mid_transfer_and_idle_timeout, .fini = stop_server, .timeout = 30)
 {
     start_server(watch_stream, NULL);
-    struct canceller cc = {.after_ms = 300};
+    /* cancel from another thread mid-stream: after both events, while the
+     * server holds the connection open without a byte */
+    atomic_store(&events_seen, 0);
+    struct canceller cc = {.after_events = 2};
     cr_assert_eq(kcr_cancel_new(&cc.c), KCR_OK);
     pthread_t t;
     pthread_create(&t, NULL, cancel_later, &cc);
     struct evs e = {0};
     kcr_list_options o = {.cancel = cc.c};
-    int64_t t0 = kcr__now_ns();
     cr_assert_eq(watch_with("x=silent", &o, &e, NULL), KCR_ERR_CANCELED);
-    int64_t took = kcr__now_ns() - t0;
+    int64_t returned = kcr__now_ns();
     pthread_join(t, NULL);
     cr_assert_eq(e.n, 2);
-    cr_assert_lt(took, 300 * KCR_NS_PER_MS + KCR_NS_PER_S, "canceled within a second: %lld ns",
-                 (long long)took);
+    cr_assert_neq(cc.fired_ns, 0, "the canceller never saw the events");
+    cr_assert_lt(returned - cc.fired_ns, KCR_NS_PER_S, "canceled within a second: %lld ns",
+                 (long long)(returned - cc.fired_ns));
+    int64_t t0, took;
     cr_assert(kcr_cancel_triggered(cc.c));
     o.cancel = cc.c;
     cr_assert_eq(watch_with("x=ok", &o, &e, NULL), KCR_ERR_CANCELED, "stays triggered");
