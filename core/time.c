@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 
 /* Days since 1970-01-01 of a proleptic Gregorian date. */
@@ -66,4 +67,23 @@ void kcr_time_format(int64_t t, char *buf, size_t size)
     snprintf(buf, size, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ", (long long)y, (long long)m,
              (long long)d, (long long)(rem / 3600), (long long)(rem / 60 % 60),
              (long long)(rem % 60));
+}
+
+void kcr_time_format_micro(int64_t unix_us, char *buf, size_t size)
+{
+    if (!buf || !size)
+        return;
+    int64_t secs = unix_us >= 0 ? unix_us / 1000000 : (unix_us - 999999) / 1000000;
+    int64_t micros = unix_us - secs * 1000000;
+    char whole[32];
+    kcr_time_format(secs, whole, sizeof whole);
+    whole[19] = '\0'; /* drop the 'Z' */
+    snprintf(buf, size, "%s.%06lldZ", whole, (long long)micros);
+}
+
+int64_t kcr_clock_now_ms(const kcr_clock *clock)
+{
+    if (clock && clock->now_ms)
+        return clock->now_ms(clock->user_data);
+    return kcr__wall_ns() / KCR_NS_PER_MS;
 }

@@ -124,6 +124,20 @@ typedef struct kcr_client_options {
 KCR_API kcr_err kcr_client_new(const kcr_config *cfg, const kcr_client_options *opts,
                                kcr_client **out);
 
+/* Sees every HTTP request a client completes: method ("GET", "LIST" is
+ * reported as "GET"), host ("127.0.0.1:6443"), HTTP code (0 when no response
+ * came: connection or TLS failure, cancel) and duration. Strings are borrowed
+ * for the call. Runs on the requesting thread with no kcr lock held; must be
+ * thread-safe and quick. */
+typedef void (*kcr_request_observer_fn)(const char *method, const char *host, int code,
+                                        double seconds, void *user_data);
+
+/* Installs (fn NULL: removes) the request observer. Call it before the client
+ * is shared with other threads (not synchronised with running requests).
+ * The fake's clients accept it and report with host "fake". */
+KCR_API void kcr_client_set_request_observer(kcr_client *c, kcr_request_observer_fn fn,
+                                             void *user_data);
+
 /* Frees the client; in-flight requests must have returned. NULL is ignored. */
 KCR_API void kcr_client_free(kcr_client *c);
 

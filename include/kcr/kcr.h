@@ -4,10 +4,13 @@
 
 #include "kcr/client.h"
 #include "kcr/config.h"
+#include "kcr/events.h"
 #include "kcr/error.h"
 #include "kcr/fake.h"
 #include "kcr/informer.h"
+#include "kcr/leader.h"
 #include "kcr/log.h"
+#include "kcr/metrics.h"
 #include "kcr/object.h"
 #include "kcr/store.h"
 #include "kcr/time.h"

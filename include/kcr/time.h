@@ -21,4 +21,22 @@ KCR_API kcr_err kcr_time_parse(const char *rfc3339, int64_t *unix_seconds);
  * nothing written if `buf` is NULL or `size` 0. */
 KCR_API void kcr_time_format(int64_t unix_seconds, char *buf, size_t size);
 
+/* Writes `unix_us` (microseconds since the Unix epoch) as a Kubernetes
+ * MicroTime, "YYYY-MM-DDTHH:MM:SS.uuuuuuZ" (27 characters and a NUL), as
+ * Lease renewTime and Event eventTime use; truncated like kcr_time_format. */
+KCR_API void kcr_time_format_micro(int64_t unix_us, char *buf, size_t size);
+
+/* A source of time that tests can replace (a virtual clock). now_ms returns
+ * milliseconds since the Unix epoch; it is called from any thread, so it must
+ * be thread-safe. Components take `const kcr_clock *clock` in their options
+ * (NULL: the real clock) and borrow it for their lifetime. */
+typedef struct kcr_clock {
+    int64_t (*now_ms)(void *user_data);
+    void *user_data;
+} kcr_clock;
+
+/* clock's time in ms since the Unix epoch; the real (CLOCK_REALTIME) time
+ * when `clock` or its now_ms is NULL. Thread-safe. */
+KCR_API int64_t kcr_clock_now_ms(const kcr_clock *clock);
+
 #endif

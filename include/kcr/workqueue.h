@@ -152,6 +152,10 @@ typedef struct kcr_workqueue_metrics {
     void (*longest_running)(const char *name, double seconds, void *user_data);
     /* workqueue_retries_total (counter): +1 per add_after/add_rate_limited. */
     void (*retries)(const char *name, void *user_data);
+    /* workqueue_depth{priority} (gauge): keys waiting at one priority, called
+     * with the new value on each change, only once a priority other than
+     * KCR_WQ_PRIORITY_NORMAL has been used (before that, depth tells it all). */
+    void (*depth_priority)(const char *name, int priority, int64_t depth, void *user_data);
     /* Passed to every callback; owned by the caller, must outlive the queue. */
     void *user_data;
     /* How often the two processing gauges are refreshed (0: 500 ms). There is
@@ -201,6 +205,10 @@ typedef struct kcr_workqueue_opts {
     kcr_rate_limiter *limiter;
     /* Expected number of distinct keys, to size the table (0: 64). */
     size_t capacity_hint;
+    /* Aging of priorities (kcr_workqueue_add_with_priority): a key waiting
+     * this long is served before younger keys of any priority. 0: 10 s;
+     * < 0: no aging (strict priority). */
+    int64_t priority_max_wait_ns;
 } kcr_workqueue_opts;
 
 /* Creates a queue into *out. `opts` is borrowed for the call. Returns KCR_OK,
@@ -223,6 +231,27 @@ KCR_API kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key);
  * ready in deadline order (ties in call order). Counts a retry in metrics.
  * Returns like kcr_workqueue_add. Thread-safe. */
 KCR_API kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay_ns);
+
+/* Priorities for kcr_workqueue_add_with_priority: a higher one is handed out
+ * first. KCR_WQ_PRIORITY_LOW is what controllers use for the initial list and
+ * resyncs (controller-runtime's priority queue uses -100 too). */
+#define KCR_WQ_PRIORITY_NORMAL 0
+#define KCR_WQ_PRIORITY_LOW (-100)
+
+/* Adds `key` (copied) with a priority: keys are handed out highest priority
+ * first, in add order within a priority. A key already waiting keeps the
+ * higher of its two priorities; one being processed comes back after done
+ * with the highest priority it was re-added with. Aging: a key that has
+ * waited opts.priority_max_wait_ns is handed out before any key that has not,
+ * so a steady stream of high-priority keys never starves a low one.
+ * kcr_workqueue_add is add_with_priority(KCR_WQ_PRIORITY_NORMAL).
+ * Returns like kcr_workqueue_add. Thread-safe. */
+KCR_API kcr_err kcr_workqueue_add_with_priority(kcr_workqueue *q, const char *key, int priority);
+
+/* kcr_workqueue_add_after whose key, once due, is queued with `priority`.
+ * Returns like kcr_workqueue_add. Thread-safe. */
+KCR_API kcr_err kcr_workqueue_add_after_with_priority(kcr_workqueue *q, const char *key,
+                                                      int64_t delay_ns, int priority);
 
 /* add_after(key, limiter's when(key)). Returns like kcr_workqueue_add.
  * Thread-safe; the limiter runs without the queue's lock. */

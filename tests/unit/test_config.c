@@ -450,6 +450,11 @@ Test(exec_plugin, client_certificate_output, .init = make_dir, .fini = remove_di
     test_pki_free(&other);
 }
 
+static int64_t fixed_clock(void *user_data)
+{
+    return *(int64_t *)user_data;
+}
+
 Test(time, rfc3339_round_trip)
 {
     int64_t t;
@@ -546,4 +551,18 @@ Test(kubeconfig, pem_material_is_checked_at_load, .init = make_dir, .fini = remo
     cr_assert(strstr(kcr_last_error(), "PRIVATE") == NULL, "%s", kcr_last_error());
     test_pki_free(&stranger);
     test_pki_free(&other_ca);
+}
+
+Test(time, micro_time_and_clock)
+{
+    char buf[32];
+    kcr_time_format_micro(INT64_C(1709210096000042), buf, sizeof buf);
+    cr_assert_str_eq(buf, "2024-02-29T12:34:56.000042Z");
+    kcr_time_format_micro(-1, buf, sizeof buf);
+    cr_assert_str_eq(buf, "1969-12-31T23:59:59.999999Z");
+    int64_t fixed = 1234;
+    kcr_clock c = {.now_ms = fixed_clock, .user_data = &fixed};
+    cr_assert_eq(kcr_clock_now_ms(&c), 1234);
+    int64_t real = kcr_clock_now_ms(NULL);
+    cr_assert_gt(real, INT64_C(1700000000000), "real clock %lld", (long long)real);
 }
