@@ -27,6 +27,7 @@ struct tls_server {
     pthread_t thread;
     atomic_bool stopping;
     atomic_int answered;
+    atomic_int connections;
 };
 
 static void answer(tls_server *s, SSL *ssl, int fd)
@@ -69,6 +70,7 @@ static void *serve(void *arg)
         int fd = accept(s->fd, NULL, NULL);
         if (fd < 0)
             continue;
+        atomic_fetch_add(&s->connections, 1);
         struct timeval tv = {2, 0}; /* a stuck client cannot hold the thread */
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         if (s->ctx) {
@@ -124,6 +126,7 @@ tls_server *tls_server_start(const char *cert_pem, const char *key_pem, const ch
     s->port = ntohs(a.sin_port);
     atomic_init(&s->stopping, false);
     atomic_init(&s->answered, 0);
+    atomic_init(&s->connections, 0);
     cr_assert_eq(pthread_create(&s->thread, NULL, serve, s), 0);
     return s;
 }
@@ -136,6 +139,11 @@ int tls_server_port(const tls_server *s)
 int tls_server_answered(tls_server *s)
 {
     return atomic_load(&s->answered);
+}
+
+int tls_server_connections(tls_server *s)
+{
+    return atomic_load(&s->connections);
 }
 
 void tls_server_stop(tls_server *s)

@@ -17,6 +17,9 @@ int tls_server_port(const tls_server *s);
 /* Requests answered with 200 so far (handshakes that failed do not count). */
 int tls_server_answered(tls_server *s);
 
+/* Connections accepted so far (each attempt of a client, whatever came of it). */
+int tls_server_connections(tls_server *s);
+
 /* Stops the thread and frees everything; NULL is ignored. */
 void tls_server_stop(tls_server *s);
 

@@ -3,9 +3,11 @@
  * all behind an https:// URL. Each is KCR_ERR_TLS with its own message, is
  * not retried, and makes an informer's wait_for_sync return at once. */
 #include <criterion/criterion.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "client/json.h"
 #include "core/clock.h"
@@ -141,6 +143,16 @@ Test(tls, plain_http_behind_an_https_url, .init = make_cas, .fini = teardown)
     expect_tls_error("does not speak TLS: it answered in plain HTTP on an https:// URL");
 }
 
+static atomic_int errors_reported;
+
+static void count_error(kcr_err err, const kcr_status *st, const char *message, void *ud)
+{
+    (void)st;
+    (void)ud;
+    if (err == KCR_ERR_TLS && strstr(message, "not signed by"))
+        atomic_fetch_add(&errors_reported, 1);
+}
+
 Test(tls, informer_wait_for_sync_returns_early, .init = make_cas, .fini = teardown,
      .timeout = 60)
 {
@@ -148,7 +160,10 @@ Test(tls, informer_wait_for_sync_returns_early, .init = make_cas, .fini = teardo
     test_pki_leaf(&foreign, &other_ca, "apiserver", "IP:127.0.0.1", -60, 3600);
     serve(&foreign, NULL);
     kcr_informer *inf = NULL;
-    cr_assert_eq(kcr_informer_new(client, &CM, NULL, &inf), KCR_OK);
+    kcr_informer_options o = {.reflector = {.backoff_initial_ms = 20,
+                                            .backoff_max_ms = 40,
+                                            .on_error = count_error}};
+    cr_assert_eq(kcr_informer_new(client, &CM, &o, &inf), KCR_OK);
     cr_assert_eq(kcr_informer_start(inf), KCR_OK);
     int64_t t0 = kcr__now_ns();
     kcr_err err = kcr_informer_wait_for_sync(inf, 30000, NULL);
@@ -159,6 +174,32 @@ Test(tls, informer_wait_for_sync_returns_early, .init = make_cas, .fini = teardo
               "%s", kcr_last_error());
     cr_assert_lt(took, 10 * KCR_NS_PER_S, "early, not at the 30 s timeout (%lld ms)",
                  (long long)(took / KCR_NS_PER_MS));
+
+    /* The reflector keeps trying, one request per backoff step (the client
+     * does not retry a TLS failure), and reports each failure once. */
+    kcr_reflector *r = kcr_informer_reflector(inf);
+    kcr_reflector_stats st = {0};
+    int64_t deadline = kcr__now_ns() + 20 * KCR_NS_PER_S;
+    while (kcr__now_ns() < deadline) {
+        kcr_reflector_get_stats(r, &st);
+        if (st.failures >= 4)
+            break;
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    kcr_informer_stop(inf);
+    kcr_reflector_get_stats(r, &st);
+    cr_assert_geq(st.failures, 4);
+    /* (stop may cut one last attempt short: connected, but no failure recorded) */
+    uint64_t conns = (uint64_t)tls_server_connections(server);
+    cr_assert(conns >= st.failures && conns <= st.failures + 1,
+              "one connection per failed attempt: %llu connections, %llu failures",
+              (unsigned long long)conns, (unsigned long long)st.failures);
+    cr_assert_eq((uint64_t)atomic_load(&errors_reported), st.failures);
+    cr_assert(st.backoffs + 1 >= st.failures && st.backoffs <= st.failures,
+              "a backoff step per failure: %llu backoffs, %llu failures",
+              (unsigned long long)st.backoffs, (unsigned long long)st.failures);
+    cr_assert_eq(tls_server_answered(server), 0);
     kcr_informer_free(inf);
     test_pki_free(&foreign);
 }
