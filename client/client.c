@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "client/client_impl.h"
+#include "core/clock.h"
 #include "core/error.h"
 
 #define BEGIN_STATUS()                                                                             \
@@ -70,6 +71,32 @@ void kcr_client_free(kcr_client *c)
         c->ops->destroy(c);
 }
 
+void kcr_client_set_request_observer(kcr_client *c, kcr_request_observer_fn fn, void *user_data)
+{
+    if (!c)
+        return;
+    c->observer = fn;
+    c->observer_data = fn ? user_data : NULL;
+}
+
+void kcr__client_observe(const kcr_client *c, const char *method, const char *host, int code,
+                         int64_t start_ns)
+{
+    if (c->observer)
+        c->observer(method, host, code, (double)(kcr__now_ns() - start_ns) / KCR_NS_PER_S,
+                    c->observer_data);
+}
+
+/* A call of a back end without HTTP (ops->dispatch_host set) seen by the
+ * observer as one request: ok_code on success, else the Status's code. */
+static void observe_call(const kcr_client *c, const char *method, int ok_code, int64_t start_ns,
+                         kcr_err err, const kcr_status *st)
+{
+    if (c->ops->dispatch_host)
+        kcr__client_observe(c, method, c->ops->dispatch_host, err == KCR_OK ? ok_code : st->code,
+                            start_ns);
+}
+
 const char *kcr_client_namespace(const kcr_client *c)
 {
     return c && c->namespace ? c->namespace : "default";
@@ -102,7 +129,9 @@ kcr_err kcr_client_get(kcr_client *c, const kcr_resource *res, const char *ns, c
     if (opts && (err = canceled(opts->cancel, "get")) != KCR_OK)
         return err;
     BEGIN_STATUS();
+    int64_t start = kcr__now_ns();
     err = c->ops->get(c, res, ns, name, opts ? opts : &dflt, out, st);
+    observe_call(c, "GET", 200, start, err, st);
     END_STATUS();
     return err;
 }
@@ -151,7 +180,9 @@ kcr_err kcr_client_create(kcr_client *c, const kcr_resource *res, const char *ns
         return err;
     }
     BEGIN_STATUS();
+    int64_t start = kcr__now_ns();
     err = c->ops->create(c, res, ns ? ns : body_ns, json, len, &o, out, st);
+    observe_call(c, "POST", 201, start, err, st);
     END_STATUS();
     free(name);
     free(body_ns);
@@ -186,7 +217,9 @@ kcr_err kcr_client_update(kcr_client *c, const kcr_resource *res, const char *ns
         return err;
     }
     BEGIN_STATUS();
+    int64_t start = kcr__now_ns();
     err = c->ops->update(c, res, ns ? ns : body_ns, name, json, len, &o, out, st);
+    observe_call(c, "PUT", 200, start, err, st);
     END_STATUS();
     free(name);
     free(body_ns);
@@ -228,7 +261,9 @@ kcr_err kcr_client_patch(kcr_client *c, const kcr_resource *res, const char *ns,
     if ((err = canceled(o.cancel, "patch")) != KCR_OK)
         return err;
     BEGIN_STATUS();
+    int64_t start = kcr__now_ns();
     err = c->ops->patch(c, res, ns, name, type, patch, len, &o, out, st);
+    observe_call(c, "PATCH", 200, start, err, st);
     END_STATUS();
     return err;
 }
@@ -248,7 +283,9 @@ kcr_err kcr_client_delete(kcr_client *c, const kcr_resource *res, const char *ns
     if (opts && (err = canceled(opts->cancel, "delete")) != KCR_OK)
         return err;
     BEGIN_STATUS();
+    int64_t start = kcr__now_ns();
     err = c->ops->del(c, res, ns, name, opts ? opts : &dflt, out, st);
+    observe_call(c, "DELETE", 200, start, err, st);
     END_STATUS();
     return err;
 }
@@ -265,8 +302,11 @@ kcr_err kcr_client_list(kcr_client *c, const kcr_resource *res, const char *ns,
     BEGIN_STATUS();
     if (opts && kcr_cancel_triggered(opts->cancel))
         err = kcr__fail(KCR_ERR_CANCELED, "list canceled before it started");
-    else
+    else {
+        int64_t start = kcr__now_ns();
         err = c->ops->list(c, res, ns, opts ? opts : &dflt, fn, user_data, meta, st);
+        observe_call(c, "GET", 200, start, err, st);
+    }
     END_STATUS();
     return err;
 }
@@ -282,8 +322,11 @@ kcr_err kcr_client_watch(kcr_client *c, const kcr_resource *res, const char *ns,
     BEGIN_STATUS();
     if (opts && kcr_cancel_triggered(opts->cancel))
         err = kcr__fail(KCR_ERR_CANCELED, "watch canceled before it started");
-    else
+    else {
+        int64_t start = kcr__now_ns();
         err = c->ops->watch(c, res, ns, opts ? opts : &dflt, fn, user_data, st);
+        observe_call(c, "GET", 200, start, err, st);
+    }
     END_STATUS();
     return err;
 }
@@ -347,7 +390,9 @@ kcr_err kcr_client_request(kcr_client *c, const char *path, const char *body, si
     if (err != KCR_OK)
         return err;
     BEGIN_STATUS();
+    int64_t start = kcr__now_ns();
     err = c->ops->raw(c, path, body, body_len, &o, out, out_len, st);
+    observe_call(c, o.method, 200, start, err, st);
     END_STATUS();
     return err;
 }

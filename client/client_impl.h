@@ -40,13 +40,23 @@ typedef struct kcr__client_ops {
     kcr_err (*raw)(kcr_client *c, const char *path, const char *body, size_t body_len,
                    const kcr_raw_options *opts, char **out, size_t *out_len, kcr_status *st);
     void (*destroy)(kcr_client *c);
+    /* Non-NULL: the back end sends no HTTP (the fake), so client.c reports
+     * each call to the request observer under this host. NULL: the back end
+     * reports each HTTP attempt itself (kcr__client_observe). */
+    const char *dispatch_host;
 } kcr__client_ops;
 
 struct kcr_client {
     const kcr__client_ops *ops;
     char *namespace;
     char *field_manager; /* default fieldManager of writes; NULL: the program's name */
+    kcr_request_observer_fn observer; /* NULL: none */
+    void *observer_data;
 };
+
+/* Reports one completed request to c's observer, if any (code 0: no response). */
+void kcr__client_observe(const kcr_client *c, const char *method, const char *host, int code,
+                         int64_t start_ns);
 
 /* The program's name (program_invocation_short_name, else /proc/self/comm,
  * else "kcr"); static storage, computed once. Thread-safe. */

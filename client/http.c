@@ -24,6 +24,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/str.h"
 #include "kcr/version.h"
 
 enum {
@@ -233,6 +234,7 @@ typedef struct http_client {
     char *user_agent;
     char *url_base;   /* scheme://host[:port][/prefix] as requests are addressed */
     char *connect_to; /* CURLOPT_CONNECT_TO entry for tls-server-name, or NULL */
+    char *host;       /* the server's host[:port], for the request observer */
 
     pthread_mutex_t lock; /* guards the pool and the rate limiter */
     handle_pair pool[MAX_POOLED];
@@ -722,11 +724,13 @@ kcr_err kcr__http_do(kcr_client *c, const kcr__http_req *req, char **out, size_t
         long verify_result = X509_V_OK;
         if (err == KCR_OK) {
             kcr__log(KCR_LOG_DEBUG, "client", "%s %s", req->method, req->path);
+            int64_t start_ns = kcr__now_ns();
             rc = perform(&p, req, &x, &canceled, &idle);
             if (!x.code_known)
                 curl_easy_getinfo(p.easy, CURLINFO_RESPONSE_CODE, &x.code);
             if (rc == CURLE_PEER_FAILED_VERIFICATION)
                 curl_easy_getinfo(p.easy, CURLINFO_SSL_VERIFYRESULT, &verify_result);
+            kcr__client_observe(c, req->method, hc->host, (int)x.code, start_ns);
         }
         curl_slist_free_all(lists[0]);
         curl_slist_free_all(lists[1]);
@@ -1275,6 +1279,7 @@ static void http_destroy(kcr_client *c)
     free(hc->base.field_manager);
     free(hc->url_base);
     free(hc->connect_to);
+    free(hc->host);
     pthread_mutex_destroy(&hc->lock);
     pthread_mutex_destroy(&hc->disc_lock);
     free(hc);
@@ -1300,6 +1305,10 @@ static kcr_err address(http_client *hc)
 {
     const char *server = hc->cfg->server;
     const char *tls = hc->cfg->tls_server_name;
+    const char *authority = strstr(server, "://") ? strstr(server, "://") + 3 : server;
+    hc->host = kcr__memdup_str(authority, strcspn(authority, "/"));
+    if (!hc->host)
+        return KCR_ERR_NOMEM;
     if (!tls || !*tls) {
         hc->url_base = strdup(server);
         return hc->url_base ? KCR_OK : KCR_ERR_NOMEM;

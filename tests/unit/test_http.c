@@ -428,6 +428,57 @@ Test(http, connection_refused, .timeout = 30)
     kcr_config_free(cfg);
 }
 
+/* ---- the request observer ---- */
+
+/* Asserts that the exposition of m has the whole line `line`. */
+static void has_sample(kcr_metrics *m, const char *line)
+{
+    char *text;
+    cr_assert_eq(kcr_metrics_write_text(m, &text, NULL), KCR_OK);
+    char want[256];
+    snprintf(want, sizeof want, "\n%s\n", line);
+    cr_expect(strstr(text, want) != NULL, "missing \"%s\" in:\n%s", line, text);
+    free(text);
+}
+
+Test(http, request_observer_sees_every_attempt, .fini = stop_server, .timeout = 30)
+{
+    kcr_client_options o = {.max_retries = 2};
+    start_server(always_busy, &o);
+    kcr_metrics *m;
+    kcr_request_observer_fn fn;
+    void *ud;
+    cr_assert_eq(kcr_metrics_new(NULL, &m), KCR_OK);
+    cr_assert_eq(kcr_metrics_client_observer(m, &fn, &ud), KCR_OK);
+    kcr_client_set_request_observer(client, fn, ud);
+    cr_assert_eq(get("x", NULL), KCR_ERR_TOO_MANY);
+    char line[256];
+    snprintf(line, sizeof line,
+             "rest_client_requests_total{code=\"429\",method=\"GET\",host=\"127.0.0.1:%d\"} 3",
+             port);
+    has_sample(m, line);
+    snprintf(line, sizeof line,
+             "rest_client_request_duration_seconds_count{verb=\"GET\",host=\"127.0.0.1:%d\"} 3",
+             port);
+    has_sample(m, line);
+
+    /* no response at all: code "<error>", one attempt without retries */
+    kcr_config *cfg;
+    const char *yaml = "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+                       "contexts: [{name: x, context: {cluster: c}}]\ncurrent-context: x\n";
+    cr_assert_eq(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &cfg), KCR_OK);
+    kcr_client_options none = {.max_retries = -1, .allow_insecure_http = true};
+    kcr_client *cl;
+    cr_assert_eq(kcr_client_new(cfg, &none, &cl), KCR_OK);
+    kcr_client_set_request_observer(cl, fn, ud);
+    cr_assert_eq(kcr_client_get(cl, &CM, "a", "b", NULL, NULL, NULL), KCR_ERR_TRANSPORT);
+    has_sample(m, "rest_client_requests_total{code=\"<error>\",method=\"GET\","
+                  "host=\"127.0.0.1:1\"} 1");
+    kcr_client_free(cl);
+    kcr_config_free(cfg);
+    kcr_metrics_free(m);
+}
+
 /* ---- streaming ---- */
 
 static void chunked_list(int fd, const char *req)
