@@ -21,8 +21,12 @@ ok() { printf 'ok   credentials: %s\n' "$*"; }
 # shellcheck source=/dev/null
 source "$KCR_TESTENV_DIR/env"
 testenv_dir=$(cd "$KCR_TESTENV_DIR" && pwd -P)
-for bin in examples/kcr-get examples/configmap-watch examples/configmap-apply \
-	examples/job-runner tests/test_e2e_client; do
+examples=(kcr-get configmap-watch configmap-apply job-runner) # each is run below
+for ex in $(sed -n 's/^add_executable(\([^ )]*\).*/\1/p' "$src/examples/CMakeLists.txt"); do
+	[[ " ${examples[*]} " == *" $ex "* ]] ||
+		fail "example $ex is not run by this test: add it to tests/e2e/credentials.sh"
+done
+for bin in "${examples[@]/#/examples/}" tests/test_e2e_client; do
 	[[ -x $build/$bin ]] || fail "$build/$bin not built: ninja -C $build $(basename "$bin")"
 done
 
