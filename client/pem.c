@@ -89,8 +89,7 @@ kcr_err kcr__pem_check_pair(const char *cert, size_t cert_len, const char *key, 
     ERR_clear_error();
     EVP_PKEY *k = read_key(key, key_len);
     if (!k) {
-        err = kcr__fail(KCR_ERR_CONFIG, "%s is not a PEM private key (%s)", key_what,
-                        ssl_reason());
+        err = kcr__fail(KCR_ERR_CONFIG, "%s is not a PEM private key (%s)", key_what, ssl_reason());
         ERR_clear_error();
         return err;
     }

@@ -11,8 +11,8 @@
  * as this string: YAML 1.1 booleans and nulls, numbers, timestamps. */
 static bool needs_quotes(const char *s, size_t len)
 {
-    static const char *const words[] = {"null", "~",  "true", "false", "yes", "no",
-                                        "on",   "off", "y",   "n",     ".nan", ".inf"};
+    static const char *const words[] = {"null", "~",   "true", "false", "yes",  "no",
+                                        "on",   "off", "y",    "n",     ".nan", ".inf"};
     if (len == 0)
         return true;
     for (size_t i = 0; i < sizeof words / sizeof *words; i++)
@@ -52,8 +52,7 @@ static int emit(yaml_emitter_t *em, kcr_value v)
         }
         return yaml_mapping_end_event_initialize(&ev) && yaml_emitter_emit(em, &ev);
     case KCR_VALUE_ARRAY:
-        if (!yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
-                                                  YAML_BLOCK_SEQUENCE_STYLE) ||
+        if (!yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE) ||
             !yaml_emitter_emit(em, &ev))
             return 0;
         for (size_t i = 0; i < kcr_value_len(v); i++)

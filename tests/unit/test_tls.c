@@ -61,8 +61,8 @@ static void serve(const test_pki *leaf, const char *tls_server_name)
              tls_server_port(server), ca64, tls_server_name ? ", tls-server-name: " : "",
              tls_server_name ? tls_server_name : "");
     free(ca64);
-    cr_assert_eq(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &config), KCR_OK,
-                 "%s", kcr_last_error());
+    cr_assert_eq(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &config), KCR_OK, "%s",
+                 kcr_last_error());
     kcr_client_options o = {.max_retries = 3};
     cr_assert_eq(kcr_client_new(config, &o, &client), KCR_OK, "%s", kcr_last_error());
 }
@@ -153,16 +153,14 @@ static void count_error(kcr_err err, const kcr_status *st, const char *message, 
         atomic_fetch_add(&errors_reported, 1);
 }
 
-Test(tls, informer_wait_for_sync_returns_early, .init = make_cas, .fini = teardown,
-     .timeout = 60)
+Test(tls, informer_wait_for_sync_returns_early, .init = make_cas, .fini = teardown, .timeout = 60)
 {
     test_pki foreign;
     test_pki_leaf(&foreign, &other_ca, "apiserver", "IP:127.0.0.1", -60, 3600);
     serve(&foreign, NULL);
     kcr_informer *inf = NULL;
-    kcr_informer_options o = {.reflector = {.backoff_initial_ms = 20,
-                                            .backoff_max_ms = 40,
-                                            .on_error = count_error}};
+    kcr_informer_options o = {
+        .reflector = {.backoff_initial_ms = 20, .backoff_max_ms = 40, .on_error = count_error}};
     cr_assert_eq(kcr_informer_new(client, &CM, &o, &inf), KCR_OK);
     cr_assert_eq(kcr_informer_start(inf), KCR_OK);
     int64_t t0 = kcr__now_ns();
