@@ -395,8 +395,8 @@ static bool retryable_curl(CURLcode rc)
     }
 }
 
-static const char *const secret_headers[] = {"authorization:", "proxy-authorization:",
-                                             "cookie:", "set-cookie:"};
+static const char *const secret_headers[] = {
+    "authorization:", "proxy-authorization:", "cookie:", "set-cookie:"};
 
 /* Where a credential-bearing header name starts in line[0..len), or NULL. */
 static const char *find_secret(const char *line, size_t len, size_t *name_len)
@@ -884,8 +884,11 @@ static kcr_err write_object(kcr_client *c, const char *method, const kcr_resourc
     if (err == KCR_OK && path.oom)
         err = KCR_ERR_NOMEM;
     if (err == KCR_OK) {
-        kcr__http_req req = {
-            .method = method, .path = path.s, .body = json, .body_len = len, .cancel = opts->cancel};
+        kcr__http_req req = {.method = method,
+                             .path = path.s,
+                             .body = json,
+                             .body_len = len,
+                             .cancel = opts->cancel};
         err = object_request(c, &req, out, st);
     }
     kcr__buf_free(&path);

@@ -663,8 +663,8 @@ static kcr_err merge_yaml(kubeconfig *kc, const char *yaml, size_t len, const ch
  * `owner` is e.g. "cluster \"x\"" and `field` the kubeconfig key without
  * "-data"; *used (may be NULL) receives the key that supplied it. */
 static kcr_err load_pem(const char *data, const char *file, const char *dir, const char *field,
-                        const char *kc_file, const char *owner, kcr__blob *out,
-                        char *used, size_t used_size)
+                        const char *kc_file, const char *owner, kcr__blob *out, char *used,
+                        size_t used_size)
 {
     if (used)
         snprintf(used, used_size, "%s", field);
@@ -673,8 +673,9 @@ static kcr_err load_pem(const char *data, const char *file, const char *dir, con
             snprintf(used, used_size, "%s-data", field);
         kcr_err err = kcr__base64_decode(data, strlen(data), &out->data, &out->len);
         if (err != KCR_OK)
-            return kcr__refail(KCR_ERR_CONFIG, "kubeconfig %s: %s-data of %s is not valid base64: ",
-                               kc_file, field, owner);
+            return kcr__refail(KCR_ERR_CONFIG,
+                               "kubeconfig %s: %s-data of %s is not valid base64: ", kc_file, field,
+                               owner);
         return KCR_OK;
     }
     if (file && *file) {

@@ -54,8 +54,7 @@ kcr_err kcr_store_split_key(const char *key, const char **ns, size_t *ns_len, co
     return KCR_OK;
 }
 
-kcr_err kcr_store_key_parts(const char *key, char *ns, size_t ns_size, char *name,
-                            size_t name_size)
+kcr_err kcr_store_key_parts(const char *key, char *ns, size_t ns_size, char *name, size_t name_size)
 {
     if (!ns || !name || ns_size == 0 || name_size == 0)
         return kcr__fail(KCR_ERR_INVALID, "kcr_store_key_parts: no buffer");
@@ -67,8 +66,7 @@ kcr_err kcr_store_key_parts(const char *key, char *ns, size_t ns_size, char *nam
         return err;
     size_t ml = strlen(nm);
     if (nl >= ns_size || ml >= name_size)
-        return kcr__fail(KCR_ERR_TOO_LARGE,
-                         "key \"%.300s\": %s longer than the %zu-byte buffer",
+        return kcr__fail(KCR_ERR_TOO_LARGE, "key \"%.300s\": %s longer than the %zu-byte buffer",
                          key, nl >= ns_size ? "namespace" : "name",
                          nl >= ns_size ? ns_size : name_size);
     memcpy(ns, n, nl);

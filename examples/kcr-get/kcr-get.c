@@ -293,8 +293,9 @@ int main(int argc, char **argv)
             usage();
     }
     if (output && strcmp(output, "json") != 0 && strcmp(output, "yaml") != 0) {
-        fprintf(stderr, "error: unable to match a printer suitable for the output format "
-                        "\"%s\", allowed formats are: json,yaml\n",
+        fprintf(stderr,
+                "error: unable to match a printer suitable for the output format "
+                "\"%s\", allowed formats are: json,yaml\n",
                 output);
         return 2;
     }

@@ -561,8 +561,7 @@ Test(e2e_client, tls_failures_are_explained, .timeout = 60)
     cr_assert_eq(kcr_informer_new(c, &CM, NULL, &inf), KCR_OK);
     cr_assert_eq(kcr_informer_start(inf), KCR_OK);
     int64_t t0 = kcr__now_ns();
-    cr_assert_eq(kcr_informer_wait_for_sync(inf, 30000, NULL), KCR_ERR_TLS, "%s",
-                 kcr_last_error());
+    cr_assert_eq(kcr_informer_wait_for_sync(inf, 30000, NULL), KCR_ERR_TLS, "%s", kcr_last_error());
     cr_assert_lt(kcr__now_ns() - t0, 10 * KCR_NS_PER_S, "wait_for_sync returns early");
     cr_assert(strstr(kcr_last_error(), "not signed by") != NULL, "%s", kcr_last_error());
     kcr_informer_free(inf);
@@ -572,9 +571,9 @@ Test(e2e_client, tls_failures_are_explained, .timeout = 60)
     c = client_for(edited_kubeconfig("tls-server-name: api.wrong.test"), &cfg);
     cr_assert_eq(kcr_client_get(c, &NSR, NULL, "default", NULL, NULL, NULL), KCR_ERR_TLS, "%s",
                  kcr_last_error());
-    cr_assert(strstr(kcr_last_error(), "not valid for the host name \"api.wrong.test\" (cluster "
-                                       "\"kcr-testenv\", checked against its tls-server-name") !=
-                  NULL,
+    cr_assert(strstr(kcr_last_error(),
+                     "not valid for the host name \"api.wrong.test\" (cluster "
+                     "\"kcr-testenv\", checked against its tls-server-name") != NULL,
               "%s", kcr_last_error());
     kcr_client_free(c);
     kcr_config_free(cfg);

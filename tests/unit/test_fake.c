@@ -311,11 +311,11 @@ Test(fake, patches, .init = setup, .fini = teardown)
                  KCR_OK);
     cr_assert_str_eq(str(o, "data.s"), "1");
     kcr_object_unref(o);
-    cr_assert_eq(kcr_client_patch(c, &CM, "d", "new", KCR_PATCH_APPLY,
-                                  "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"data\":{\"z\":\"1\"}}",
-                                  0, NULL, &o, NULL),
-                 KCR_OK, "apply defaults its field manager to the program's name: %s",
-                 kcr_last_error());
+    cr_assert_eq(
+        kcr_client_patch(c, &CM, "d", "new", KCR_PATCH_APPLY,
+                         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"data\":{\"z\":\"1\"}}", 0,
+                         NULL, &o, NULL),
+        KCR_OK, "apply defaults its field manager to the program's name: %s", kcr_last_error());
     kcr_object_unref(o);
     kcr_write_options w = {.field_manager = "test"};
     cr_assert_eq(kcr_client_patch(c, &CM, "d", "new", KCR_PATCH_APPLY,
@@ -731,8 +731,7 @@ Test(fake, triggered_cancel_stops_every_verb, .init = setup, .fini = teardown)
     cr_assert_eq(kcr_client_get(c, &CM, "d", "a", &g, &o, NULL), KCR_ERR_CANCELED);
     cr_assert_eq(kcr_client_create(c, &CM, "d", cm, 0, &w, &o, NULL), KCR_ERR_CANCELED);
     cr_assert_eq(kcr_client_update(c, &CM, "d", cm, 0, &w, &o, NULL), KCR_ERR_CANCELED);
-    cr_assert_eq(kcr_client_update_status_opts(c, &CM, "d", cm, 0, &w, &o, NULL),
-                 KCR_ERR_CANCELED);
+    cr_assert_eq(kcr_client_update_status_opts(c, &CM, "d", cm, 0, &w, &o, NULL), KCR_ERR_CANCELED);
     cr_assert_eq(kcr_client_patch(c, &CM, "d", "a", KCR_PATCH_MERGE, "{}", 0, &w, &o, NULL),
                  KCR_ERR_CANCELED);
     cr_assert_eq(kcr_client_delete(c, &CM, "d", "a", &d, &o, NULL), KCR_ERR_CANCELED);

@@ -611,8 +611,8 @@ Test(http, watch_one_gigabyte_line, .fini = stop_server, .timeout = 120)
 
 struct canceller {
     kcr_cancel *c;
-    int after_events;  /* trigger once the watch delivered this many events */
-    int64_t fired_ns;  /* when it triggered; 0: never (no events in 10 s) */
+    int after_events; /* trigger once the watch delivered this many events */
+    int64_t fired_ns; /* when it triggered; 0: never (no events in 10 s) */
 };
 
 static void *cancel_later(void *arg)
@@ -806,15 +806,20 @@ static kcr_err call_verb(int verb, kcr_cancel *cancel)
     kcr_raw_options r = {.cancel = cancel};
     const char *cm = "{\"metadata\":{\"name\":\"a\",\"namespace\":\"team\"}}";
     switch (verb) {
-    case 0: return kcr_client_get(client, &CM, "team", "a", &g, NULL, NULL);
-    case 1: return kcr_client_create(client, &CM, "team", cm, 0, &w, NULL, NULL);
-    case 2: return kcr_client_update(client, &CM, "team", cm, 0, &w, NULL, NULL);
-    case 3: return kcr_client_update_status_opts(client, &CM, "team", cm, 0, &w, NULL, NULL);
+    case 0:
+        return kcr_client_get(client, &CM, "team", "a", &g, NULL, NULL);
+    case 1:
+        return kcr_client_create(client, &CM, "team", cm, 0, &w, NULL, NULL);
+    case 2:
+        return kcr_client_update(client, &CM, "team", cm, 0, &w, NULL, NULL);
+    case 3:
+        return kcr_client_update_status_opts(client, &CM, "team", cm, 0, &w, NULL, NULL);
     case 4:
-        return kcr_client_patch(client, &CM, "team", "a", KCR_PATCH_MERGE, "{}", 0, &w, NULL,
-                                NULL);
-    case 5: return kcr_client_delete(client, &CM, "team", "a", &d, NULL, NULL);
-    default: return kcr_client_request(client, "/api/v1/namespaces", NULL, 0, &r, NULL, NULL, NULL);
+        return kcr_client_patch(client, &CM, "team", "a", KCR_PATCH_MERGE, "{}", 0, &w, NULL, NULL);
+    case 5:
+        return kcr_client_delete(client, &CM, "team", "a", &d, NULL, NULL);
+    default:
+        return kcr_client_request(client, "/api/v1/namespaces", NULL, 0, &r, NULL, NULL, NULL);
     }
 }
 
@@ -874,13 +879,13 @@ Test(http, field_manager_option, .fini = stop_server)
 {
     kcr_client_options o = {.field_manager = "my-controller"};
     start_server(echo_handler, &o);
-    cr_assert_eq(kcr_client_patch(client, &CM, "team", "p", KCR_PATCH_APPLY, "{}", 0, NULL, NULL,
-                                  NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_patch(client, &CM, "team", "p", KCR_PATCH_APPLY, "{}", 0, NULL, NULL, NULL),
+        KCR_OK, "%s", kcr_last_error());
     HAS("PATCH /api/v1/namespaces/team/configmaps/p?fieldManager=my-controller ");
     kcr_write_options w = {.field_manager = "per-call"};
-    cr_assert_eq(kcr_client_patch(client, &CM, "team", "p", KCR_PATCH_MERGE, "{}", 0, &w, NULL,
-                                  NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_client_patch(client, &CM, "team", "p", KCR_PATCH_MERGE, "{}", 0, &w, NULL, NULL),
+        KCR_OK);
     HAS("?fieldManager=per-call ");
 }

@@ -140,8 +140,8 @@ Test(object_errors, length_zero_means_strlen)
     cr_assert_eq(kcr_object_parse("", 0, &o), KCR_ERR_PARSE, "an empty string is no object");
     cr_assert_null(o);
     /* a length still bounds the input: the rest of the buffer is not read */
-    cr_assert_eq(kcr_object_parse("{\"metadata\":{\"name\":\"b\"}}trailing", 25, &o), KCR_OK,
-                 "%s", kcr_last_error());
+    cr_assert_eq(kcr_object_parse("{\"metadata\":{\"name\":\"b\"}}trailing", 25, &o), KCR_OK, "%s",
+                 kcr_last_error());
     cr_assert_str_eq(kcr_object_name(o), "b");
     /* the editing calls that take JSON text agree */
     kcr_object_edit *e = kcr_object_edit_new(o);
