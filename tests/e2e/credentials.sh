@@ -21,7 +21,7 @@ ok() { printf 'ok   credentials: %s\n' "$*"; }
 # shellcheck source=/dev/null
 source "$KCR_TESTENV_DIR/env"
 testenv_dir=$(cd "$KCR_TESTENV_DIR" && pwd -P)
-examples=(kcr-get configmap-watch configmap-apply job-runner) # each is run below
+examples=(kcr-get configmap-watch configmap-apply job-runner leader-election) # each is run below
 for ex in $(sed -n 's/^add_executable(\([^ )]*\).*/\1/p' "$src/examples/CMakeLists.txt"); do
 	[[ " ${examples[*]} " == *" $ex "* ]] ||
 		fail "example $ex is not run by this test: add it to tests/e2e/credentials.sh"
@@ -111,6 +111,20 @@ done
 kill -TERM "$watch_pid"
 wait "$watch_pid" || fail "configmap-watch did not exit cleanly on SIGTERM: $(tail -n 5 "$out/watch.log")"
 run job-runner "$build/examples/job-runner" --jobs 50 --duration 1
+# leader-election: campaign with the token, lead, release on SIGTERM (the
+# released Lease stays, named after this run)
+deadline=$((SECONDS + 60))
+"$build/examples/leader-election" --kubeconfig "$token" --namespace default --lease "$ns" \
+	--identity credentials-test >"$out/leader.log" 2>&1 &
+leader_pid=$!
+until grep -q STARTED_LEADING "$out/leader.log"; do
+	((SECONDS < deadline)) || fail "leader-election never led: $(tail -n 5 "$out/leader.log")"
+	kill -0 "$leader_pid" 2>/dev/null || fail "leader-election exited: $(tail -n 5 "$out/leader.log")"
+	sleep 0.2
+done
+kill -TERM "$leader_pid"
+wait "$leader_pid" || fail "leader-election did not exit cleanly on SIGTERM: $(tail -n 5 "$out/leader.log")"
+run kcr-get-lease "$build/examples/kcr-get" --kubeconfig "$admin" leases -n default "$ns" -o json
 run e2e-client "$build/tests/test_e2e_client" --jobs=1
 grep -q 'Synthesis: Tested: [1-9]' "$out/e2e-client.log" || fail "the e2e client suite ran no test"
 
