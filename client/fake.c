@@ -1454,9 +1454,8 @@ static void fake_invalidate(kcr_client *c)
 {
 }
 
-static kcr_err fake_raw(kcr_client *c, const char *method, const char *path, const char *accept,
-                        const char *content_type, const char *body, size_t body_len, char **out,
-                        size_t *out_len, kcr_status *st)
+static kcr_err fake_raw(kcr_client *c, const char *path, const char *body, size_t body_len,
+                        const kcr_raw_options *opts, char **out, size_t *out_len, kcr_status *st)
 {
     return kcr__fail(KCR_ERR_UNSUPPORTED, "the fake API serves no raw requests (%s)", path);
 }

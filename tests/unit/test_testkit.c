@@ -493,8 +493,9 @@ Test(testkit, client_writes_kcr_objects, .init = setup, .fini = teardown)
     cr_assert_eq(kcr_client_apply_object(cl, &CM, obj, &wo, &got, NULL), KCR_OK);
     cr_assert_str_eq(kcr_value_string(kcr_object_get(got, "data.v"), NULL), "1");
     kcr_object_unref(got);
-    cr_assert_eq(kcr_client_apply_object(cl, &CM, obj, NULL, NULL, NULL), KCR_ERR_INVALID,
-                 "apply needs a field manager");
+    cr_assert_eq(kcr_client_apply_object(cl, &CM, obj, NULL, NULL, NULL), KCR_OK,
+                 "apply without options uses the client's default field manager: %s",
+                 kcr_last_error());
     cr_assert_eq(kcr_client_create_object(cl, &CM, NULL, NULL, NULL, NULL, NULL), KCR_ERR_INVALID);
     kcr_object_unref(changed);
     kcr_object_unref(obj);
