@@ -51,6 +51,7 @@ struct kcr_informer {
     kcr_store *store;
     kcr_delta_fifo *fifo;
     kcr_reflector *refl;
+    kcr_reflector_sink fifo_sink; /* what the informer's sink forwards to */
     bool keep_managed_fields;
     kcr_object_transform_fn transform;
     void *transform_ud;
@@ -61,6 +62,7 @@ struct kcr_informer {
     pthread_cond_t cond;
     kcr_handler_reg *handlers;
     bool started, stopped, synced;
+    bool listed;        /* a complete initial state reached the sink */
     bool applied_first; /* the first list went straight to the cache */
     pthread_t proc;
 };
@@ -262,18 +264,34 @@ static kcr_err process(const char *key, const kcr_delta *deltas, size_t n, bool 
 
 static void check_synced(kcr_informer *inf)
 {
-    bool s = kcr_delta_fifo_has_synced(inf->fifo) && kcr_reflector_has_listed(inf->refl);
+    bool fifo_synced = kcr_delta_fifo_has_synced(inf->fifo);
     pthread_mutex_lock(&inf->mu);
-    if (s && !inf->synced) {
+    if (fifo_synced && inf->listed && !inf->synced) {
         inf->synced = true;
         pthread_cond_broadcast(&inf->cond);
     }
     pthread_mutex_unlock(&inf->mu);
 }
 
-static void on_listed(void *ud)
+/* ---- the informer's sink: watch events go to the DeltaFIFO, lists too
+ * except the first --------------------------------------------------------------------------- */
+
+static kcr_err sink_add(const kcr_object *obj, void *ud)
 {
-    check_synced(ud);
+    kcr_informer *inf = ud;
+    return inf->fifo_sink.on_add(obj, inf->fifo_sink.user_data);
+}
+
+static kcr_err sink_update(const kcr_object *obj, void *ud)
+{
+    kcr_informer *inf = ud;
+    return inf->fifo_sink.on_update(obj, inf->fifo_sink.user_data);
+}
+
+static kcr_err sink_delete(const kcr_object *obj, void *ud)
+{
+    kcr_informer *inf = ud;
+    return inf->fifo_sink.on_delete(obj, inf->fifo_sink.user_data);
 }
 
 /* The first complete list, with an empty cache and nothing queued, has
@@ -281,17 +299,18 @@ static void on_listed(void *ud)
  * queues instead of through the DeltaFIFO, which saves the fifo's per-key
  * bookkeeping for the whole list at the memory peak (docs/informer.md).
  * Later lists (relists) go through the fifo, which finds the deletions. */
-static kcr_err on_replace(kcr_object *const *objs, size_t n, void *ud)
+static kcr_err apply_first_list(kcr_informer *inf, kcr_object *const *objs, size_t n,
+                                const char *rv, bool *applied)
 {
-    kcr_informer *inf = ud;
+    *applied = false;
     pthread_mutex_lock(&inf->mu);
     bool first = !inf->applied_first && kcr_store_len(inf->store) == 0;
     pthread_mutex_unlock(&inf->mu);
     if (!first || kcr_delta_fifo_len(inf->fifo) != 0)
-        return kcr_delta_fifo_replace(inf->fifo, objs, n);
+        return KCR_OK;
     /* an empty replace marks the fifo populated (nothing known, nothing
      * queued, so it queues nothing) */
-    kcr_err err = kcr_delta_fifo_replace(inf->fifo, NULL, 0);
+    kcr_err err = inf->fifo_sink.on_replace(NULL, 0, rv, inf->fifo_sink.user_data);
     if (err != KCR_OK)
         return err;
     pthread_mutex_lock(&inf->mu);
@@ -302,9 +321,25 @@ static kcr_err on_replace(kcr_object *const *objs, size_t n, void *ud)
             distribute(inf, key, N_ADD, NULL, objs[i], NULL, true, false);
         free(key);
     }
-    inf->applied_first = err == KCR_OK;
+    inf->applied_first = *applied = err == KCR_OK;
     pthread_mutex_unlock(&inf->mu);
     return err;
+}
+
+static kcr_err sink_replace(kcr_object *const *objs, size_t n, const char *rv, void *ud)
+{
+    kcr_informer *inf = ud;
+    bool applied;
+    kcr_err err = apply_first_list(inf, objs, n, rv, &applied);
+    if (err == KCR_OK && !applied)
+        err = inf->fifo_sink.on_replace(objs, n, rv, inf->fifo_sink.user_data);
+    if (err != KCR_OK)
+        return err;
+    pthread_mutex_lock(&inf->mu);
+    inf->listed = true;
+    pthread_mutex_unlock(&inf->mu);
+    check_synced(inf);
+    return KCR_OK;
 }
 
 static void on_refl_error(kcr_err err, const kcr_status *st, const char *msg, void *ud)
@@ -455,14 +490,18 @@ kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
         ro.transform_user_data = inf;
         ro.on_error = on_refl_error;
         ro.error_user_data = inf;
-        err = kcr_reflector_new(client, &inf->res, inf->fifo, &ro, &inf->refl);
+        inf->fifo_sink = kcr_delta_fifo_sink(inf->fifo);
+        kcr_reflector_sink sink = {.on_add = sink_add,
+                                   .on_update = sink_update,
+                                   .on_delete = sink_delete,
+                                   .on_replace = sink_replace,
+                                   .user_data = inf};
+        err = kcr_reflector_new(client, &inf->res, &sink, &ro, &inf->refl);
     }
     if (err != KCR_OK) {
         kcr_informer_free(inf);
         return err;
     }
-    kcr__reflector_set_listed_hook(inf->refl, on_listed, inf);
-    kcr__reflector_set_replace_hook(inf->refl, on_replace, inf);
     *out = inf;
     return KCR_OK;
 }

@@ -12,17 +12,6 @@
 typedef void (*kcr__backoff_hook_fn)(int64_t ms, void *user_data);
 void kcr__reflector_set_backoff_hook(kcr_reflector *r, kcr__backoff_hook_fn fn, void *user_data);
 
-/* Called on the reflector's thread (no kcr lock held) after each complete
- * initial state was handed to the fifo. Set before kcr_reflector_start(). */
-typedef void (*kcr__listed_hook_fn)(void *user_data);
-void kcr__reflector_set_listed_hook(kcr_reflector *r, kcr__listed_hook_fn fn, void *user_data);
-
-/* Replaces the fifo's kcr_delta_fifo_replace for complete initial states
- * (the objects are borrowed for the call). Runs on the reflector's thread.
- * Set before kcr_reflector_start(). */
-typedef kcr_err (*kcr__replace_hook_fn)(kcr_object *const *objs, size_t n, void *user_data);
-void kcr__reflector_set_replace_hook(kcr_reflector *r, kcr__replace_hook_fn fn, void *user_data);
-
 /* True for a Status saying the requested resourceVersion is newer than the
  * server has (504 with cause ResourceVersionTooLarge, or the older message). */
 bool kcr__is_too_large_rv(kcr_err err, const kcr_status *st);

@@ -1,5 +1,5 @@
 /* The reflector: list (paged or streaming), then watch, forever, feeding a
- * DeltaFIFO. State machine and recovery rules: docs/informer.md. */
+ * sink (kcr_reflector_sink). State machine and recovery rules: docs/informer.md. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -18,7 +18,7 @@ struct kcr_reflector {
     kcr_client *client;
     char *group, *version, *resource;
     kcr_resource res;
-    kcr_delta_fifo *fifo;
+    kcr_reflector_sink sink;
     char *ns, *label, *field;
     bool metadata_only, consistent_list;
     kcr_list_mode mode;
@@ -32,10 +32,6 @@ struct kcr_reflector {
     void *error_ud;
     kcr__backoff_hook_fn backoff_hook;
     void *backoff_hook_ud;
-    kcr__listed_hook_fn listed_hook;
-    void *listed_hook_ud;
-    kcr__replace_hook_fn replace_hook;
-    void *replace_hook_ud;
 
     kcr_cancel *cancel;
     pthread_t thread;
@@ -230,11 +226,10 @@ static void objvec_clear(objvec *o)
     memset(o, 0, sizeof *o);
 }
 
-/* Hands a complete initial state to the fifo. */
+/* Hands a complete initial state to the sink. */
 static kcr_err deliver_replace(kcr_reflector *r, objvec *objs, const char *rv, bool streaming)
 {
-    kcr_err err = r->replace_hook ? r->replace_hook(objs->v, objs->n, r->replace_hook_ud)
-                                  : kcr_delta_fifo_replace(r->fifo, objs->v, objs->n);
+    kcr_err err = r->sink.on_replace(objs->v, objs->n, rv, r->sink.user_data);
     size_t n = objs->n;
     objvec_clear(objs);
     if (err != KCR_OK)
@@ -247,8 +242,6 @@ static kcr_err deliver_replace(kcr_reflector *r, objvec *objs, const char *rv, b
     r->stats.streaming = streaming;
     pthread_mutex_unlock(&r->mu);
     clear_failure(r);
-    if (r->listed_hook)
-        r->listed_hook(r->listed_hook_ud);
     kcr__log(KCR_LOG_DEBUG, "reflector", "%s: %s of %zu objects at resourceVersion %s",
              r->res.resource, streaming ? "streamed list" : "list", n, rv);
     return KCR_OK;
@@ -393,7 +386,7 @@ typedef struct watch_ctx {
     bool unsupported; /* streaming list: the server broke the initial-events contract */
     objvec objs;      /* initial events */
     uint64_t events;
-    kcr_err fifo_err;
+    kcr_err sink_err;
 } watch_ctx;
 
 static kcr_err on_event(const kcr_watch_event *ev, void *ud)
@@ -416,7 +409,7 @@ static kcr_err on_event(const kcr_watch_event *ev, void *ud)
         }
         kcr_object *obj;
         if ((err = transform(r, ev->object, &obj)) != KCR_OK) {
-            w->fifo_err = err;
+            w->sink_err = err;
             return err;
         }
         if (w->initial) {
@@ -426,14 +419,14 @@ static kcr_err on_event(const kcr_watch_event *ev, void *ud)
             return err;
         }
         if (ev->type == KCR_WATCH_ADDED)
-            err = kcr_delta_fifo_add(r->fifo, obj);
+            err = r->sink.on_add(obj, r->sink.user_data);
         else if (ev->type == KCR_WATCH_MODIFIED)
-            err = kcr_delta_fifo_update(r->fifo, obj);
+            err = r->sink.on_update(obj, r->sink.user_data);
         else
-            err = kcr_delta_fifo_delete(r->fifo, obj);
+            err = r->sink.on_delete(obj, r->sink.user_data);
         kcr_object_unref(obj);
         if (err != KCR_OK) {
-            w->fifo_err = err;
+            w->sink_err = err;
             return err;
         }
         set_rv(r, ev->resource_version);
@@ -455,7 +448,13 @@ static kcr_err on_event(const kcr_watch_event *ev, void *ud)
             }
             w->initial = false;
             if ((err = deliver_replace(r, &w->objs, ev->resource_version, true)) != KCR_OK)
-                w->fifo_err = err;
+                w->sink_err = err;
+            return err;
+        }
+        if (r->sink.on_bookmark &&
+            (err = r->sink.on_bookmark(ev->resource_version ? ev->resource_version : "",
+                                       r->sink.user_data)) != KCR_OK) {
+            w->sink_err = err;
             return err;
         }
         set_rv(r, ev->resource_version);
@@ -500,8 +499,8 @@ static next_step watch_once(kcr_reflector *r, bool streaming)
     next_step next;
     if (err == KCR_ERR_CANCELED || stopping(r)) {
         next = NEXT_STOP;
-    } else if (w.fifo_err != KCR_OK) {
-        record_failure(r, "watch (queueing)", w.fifo_err, NULL);
+    } else if (w.sink_err != KCR_OK) {
+        record_failure(r, "watch (sink)", w.sink_err, NULL);
         next = NEXT_BACKOFF_RELIST;
     } else if (was_initial && (w.unsupported || err == KCR_OK || err == KCR_ERR_INVALID_OBJECT ||
                                (err == KCR_ERR_API && st.code == 400))) {
@@ -595,12 +594,18 @@ static void *run(void *arg)
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
-kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res, kcr_delta_fifo *fifo,
-                          const kcr_reflector_options *opts, kcr_reflector **out)
+kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
+                          const kcr_reflector_sink *sink, const kcr_reflector_options *opts,
+                          kcr_reflector **out)
 {
-    if (!client || !res || !res->version || !res->resource || !fifo || !out)
+    if (out)
+        *out = NULL;
+    if (!client || !res || !res->version || !res->resource || !sink || !out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_reflector_new: NULL argument");
-    *out = NULL;
+    if (!sink->on_add || !sink->on_update || !sink->on_delete || !sink->on_replace)
+        return kcr__fail(KCR_ERR_INVALID,
+                         "kcr_reflector_new: the sink needs on_add, on_update, on_delete and "
+                         "on_replace");
     kcr_reflector_options d = {0};
     if (!opts)
         opts = &d;
@@ -608,7 +613,7 @@ kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res, kcr_delta
     if (!r)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     r->client = client;
-    r->fifo = fifo;
+    r->sink = *sink;
     r->group = strdup(res->group ? res->group : "");
     r->version = strdup(res->version);
     r->resource = strdup(res->resource);
@@ -653,18 +658,6 @@ void kcr__reflector_set_backoff_hook(kcr_reflector *r, kcr__backoff_hook_fn fn, 
 {
     r->backoff_hook = fn;
     r->backoff_hook_ud = user_data;
-}
-
-void kcr__reflector_set_listed_hook(kcr_reflector *r, kcr__listed_hook_fn fn, void *user_data)
-{
-    r->listed_hook = fn;
-    r->listed_hook_ud = user_data;
-}
-
-void kcr__reflector_set_replace_hook(kcr_reflector *r, kcr__replace_hook_fn fn, void *user_data)
-{
-    r->replace_hook = fn;
-    r->replace_hook_ud = user_data;
 }
 
 kcr_err kcr_reflector_start(kcr_reflector *r)

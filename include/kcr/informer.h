@@ -1,5 +1,5 @@
 /* The informer module: the reflector (list/watch state machine feeding a
- * DeltaFIFO), the shared index informer (cache + event handlers), listers and
+ * sink, usually a DeltaFIFO), the shared index informer (cache + event handlers), listers and
  * the informer factory. Long-form docs: docs/informer.md.
  *
  * Threads: a reflector runs one thread; an informer runs its reflector, one
@@ -20,9 +20,10 @@
 #include "kcr/store.h"
 
 /* ---- Reflector --------------------------------------------------------------------------
- * Lists then watches one resource and turns what it sees into DeltaFIFO
- * changes: a list (or the initial events of a streaming list) becomes a
- * replace, watch events become add/update/delete. Recovers from every
+ * Lists then watches one resource and hands what it sees to a sink (a
+ * DeltaFIFO, usually): a list (or the initial events of a streaming list)
+ * becomes a replace, watch events become add/update/delete, bookmarks a
+ * bookmark. Recovers from every
  * failure by itself (BEHAVIOUR.md § Reflector): re-watch from the last
  * resourceVersion, relist on 410, back off on refusals, 429 and 5xx.
  * Thread-safety: every function is thread-safe except _free (no other call
@@ -85,11 +86,39 @@ typedef struct kcr_reflector_stats {
     bool streaming_unsupported; /* fell back to LIST for good */
 } kcr_reflector_stats;
 
-/* A reflector for `res` on `client` feeding `fifo`. The client and the fifo
- * are borrowed until kcr_reflector_free(). opts may be NULL. Not started. */
+/* Where a reflector puts what it sees (client-go's ReflectorStore). Every
+ * callback runs on the reflector's thread with no reflector lock held;
+ * objects are borrowed for the call (kcr_object_ref to keep one) and have
+ * been through the reflector's transform. A callback's error makes the
+ * reflector record the failure, back off and relist. */
+typedef struct kcr_reflector_sink {
+    /* A watch event: ADDED, MODIFIED, DELETED (its final state). */
+    kcr_err (*on_add)(const kcr_object *obj, void *user_data);
+    kcr_err (*on_update)(const kcr_object *obj, void *user_data);
+    kcr_err (*on_delete)(const kcr_object *obj, void *user_data);
+    /* A complete initial state (a LIST, or a streaming list's initial
+     * events), replacing everything before it, at `resource_version`
+     * (borrowed). objs (n of them) are borrowed for the call. */
+    kcr_err (*on_replace)(kcr_object *const *objs, size_t n, const char *resource_version,
+                          void *user_data);
+    /* A BOOKMARK after the initial state: nothing changed up to
+     * `resource_version` (borrowed). NULL: ignored. */
+    kcr_err (*on_bookmark)(const char *resource_version, void *user_data);
+    void *user_data;
+} kcr_reflector_sink;
+
+/* A sink feeding `fifo` (borrowed: it must outlive the reflector): add,
+ * update, delete and replace become kcr_delta_fifo_add/_update/_delete/
+ * _replace; bookmarks are ignored. */
+KCR_API kcr_reflector_sink kcr_delta_fifo_sink(kcr_delta_fifo *fifo);
+
+/* A reflector for `res` on `client` feeding `sink` (copied; add, update,
+ * delete and replace are required). The client and whatever the sink's
+ * user_data points to are borrowed until kcr_reflector_free(). opts may be
+ * NULL. Not started. */
 KCR_API kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
-                                  kcr_delta_fifo *fifo, const kcr_reflector_options *opts,
-                                  kcr_reflector **out);
+                                  const kcr_reflector_sink *sink,
+                                  const kcr_reflector_options *opts, kcr_reflector **out);
 
 /* Starts the reflector's thread. KCR_ERR_STATE if already started. */
 KCR_API kcr_err kcr_reflector_start(kcr_reflector *r);
@@ -110,7 +139,7 @@ KCR_API char *kcr_reflector_last_sync_rv(kcr_reflector *r);
  * message (may be NULL) a malloc'd copy of the detail (caller frees). */
 KCR_API kcr_err kcr_reflector_last_error(kcr_reflector *r, kcr_status *status, char **message);
 
-/* True once a first initial state (list or streaming) reached the fifo. */
+/* True once a first initial state (list or streaming) reached the sink. */
 KCR_API bool kcr_reflector_has_listed(kcr_reflector *r);
 
 KCR_API void kcr_reflector_get_stats(kcr_reflector *r, kcr_reflector_stats *out);

@@ -30,7 +30,8 @@ static void rig_up(rig *g, const kcr_reflector_options *o, int seed)
     g->c = spy_new(g->fake);
     g->fifo = kcr_delta_fifo_new(NULL);
     kcr_reflector_options d = fast_opts();
-    cr_assert_eq(kcr_reflector_new(g->c, &CM, g->fifo, o ? o : &d, &g->r), KCR_OK);
+    kcr_reflector_sink sink = kcr_delta_fifo_sink(g->fifo);
+    cr_assert_eq(kcr_reflector_new(g->c, &CM, &sink, o ? o : &d, &g->r), KCR_OK);
 }
 
 static void rig_down(rig *g)
