@@ -1,14 +1,12 @@
 /* kcr_delta_fifo: client-go's DeltaFIFO (see BEHAVIOUR.md § Store).
  * Invariant: a key is in `items` exactly when its entry is in `queue`. */
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "store/store_internal.h"
+#include "store/queue_core.h"
 
 struct entry {
     kcr_delta *d; /* owns a reference to each object and tombstone */
@@ -17,14 +15,8 @@ struct entry {
 };
 
 struct kcr_delta_fifo {
-    pthread_mutex_t mu;
-    pthread_cond_t cond;
-    struct kcr__strmap items; /* key -> struct entry* */
-    struct kcr__ptrq queue;   /* struct entry*, oldest first */
+    kcr__queue_core q; /* items: key -> struct entry*; queue: struct entry* */
     kcr_known_objects known;
-    size_t initial;
-    bool populated;
-    bool closed;
 };
 
 const char *kcr_delta_type_name(kcr_delta_type type)
@@ -61,8 +53,7 @@ kcr_delta_fifo *kcr_delta_fifo_new(const kcr_delta_fifo_options *opts)
     kcr_delta_fifo *f = calloc(1, sizeof *f);
     if (!f)
         return NULL;
-    pthread_mutex_init(&f->mu, NULL);
-    kcr__cond_init_monotonic(&f->cond);
+    kcr__queue_core_init(&f->q);
     if (opts)
         f->known = opts->known;
     return f;
@@ -72,10 +63,8 @@ void kcr_delta_fifo_free(kcr_delta_fifo *f)
 {
     if (!f)
         return;
-    kcr__strmap_clear(&f->items, entry_free);
-    kcr__ptrq_free(&f->queue);
-    pthread_cond_destroy(&f->cond);
-    pthread_mutex_destroy(&f->mu);
+    kcr__strmap_clear(&f->q.items, entry_free);
+    kcr__queue_core_destroy(&f->q);
     free(f);
 }
 
@@ -83,7 +72,7 @@ void kcr_delta_fifo_free(kcr_delta_fifo *f)
 static kcr_err queue_action(kcr_delta_fifo *f, const char *key, kcr_delta_type type,
                             const kcr_object *obj, const kcr_tombstone *tomb)
 {
-    struct entry *e = kcr__strmap_get(&f->items, key);
+    struct entry *e = kcr__strmap_get(&f->q.items, key);
     bool fresh = !e;
     if (fresh) {
         size_t len = strlen(key);
@@ -121,15 +110,15 @@ static kcr_err queue_action(kcr_delta_fifo *f, const char *key, kcr_delta_type t
         e->n--;
     }
     if (fresh) {
-        kcr_err err = kcr__strmap_put(&f->items, key, e, NULL);
-        if (err == KCR_OK && (err = kcr__ptrq_push(&f->queue, e)) != KCR_OK)
-            kcr__strmap_remove(&f->items, key);
+        kcr_err err = kcr__strmap_put(&f->q.items, key, e, NULL);
+        if (err == KCR_OK && (err = kcr__ptrq_push(&f->q.queue, e)) != KCR_OK)
+            kcr__strmap_remove(&f->q.items, key);
         if (err != KCR_OK) {
             entry_free(e);
             return err;
         }
     }
-    pthread_cond_broadcast(&f->cond);
+    pthread_cond_broadcast(&f->q.cond);
     return KCR_OK;
 }
 
@@ -141,10 +130,10 @@ static kcr_err change(kcr_delta_fifo *f, const kcr_object *obj, kcr_delta_type t
     kcr_err err = kcr_store_key(obj, &key);
     if (err)
         return err;
-    pthread_mutex_lock(&f->mu);
-    f->populated = true;
+    pthread_mutex_lock(&f->q.mu);
+    f->q.populated = true;
     bool skip = false;
-    if (type == KCR_DELTA_DELETED && !kcr__strmap_get(&f->items, key)) {
+    if (type == KCR_DELTA_DELETED && !kcr__strmap_get(&f->q.items, key)) {
         /* Deleting what nobody knows and nothing queues is a no-op. */
         kcr_object *known = f->known.get_by_key ? f->known.get_by_key(f->known.self, key) : NULL;
         skip = known == NULL;
@@ -152,7 +141,7 @@ static kcr_err change(kcr_delta_fifo *f, const kcr_object *obj, kcr_delta_type t
     }
     if (!skip)
         err = queue_action(f, key, type, obj, NULL);
-    pthread_mutex_unlock(&f->mu);
+    pthread_mutex_unlock(&f->q.mu);
     free(key);
     return err;
 }
@@ -188,7 +177,7 @@ kcr_err kcr_delta_fifo_replace(kcr_delta_fifo *f, kcr_object *const *objs, size_
         return kcr__fail(KCR_ERR_INVALID, "kcr_delta_fifo_replace: NULL argument");
     struct kcr__strmap listed = {0};
     kcr_err err = KCR_OK;
-    pthread_mutex_lock(&f->mu);
+    pthread_mutex_lock(&f->q.mu);
     for (size_t i = 0; i < n && err == KCR_OK; i++) {
         char *key;
         if ((err = kcr_store_key(objs[i], &key)) != KCR_OK)
@@ -200,9 +189,9 @@ kcr_err kcr_delta_fifo_replace(kcr_delta_fifo *f, kcr_object *const *objs, size_
     size_t deletions = 0;
     /* Queued keys not listed: deleted while we were not watching. The
      * tombstone carries the newest state the queue has. */
-    size_t queued = f->queue.len;
+    size_t queued = f->q.queue.len;
     for (size_t i = 0; i < queued && err == KCR_OK; i++) {
-        struct entry *e = kcr__ptrq_at(&f->queue, i);
+        struct entry *e = kcr__ptrq_at(&f->q.queue, i);
         if (kcr__strmap_get(&listed, e->key))
             continue;
         const kcr_object *last = e->n ? e->d[e->n - 1].object : NULL;
@@ -215,7 +204,7 @@ kcr_err kcr_delta_fifo_replace(kcr_delta_fifo *f, kcr_object *const *objs, size_
         err = f->known.list_keys(f->known.self, &keys);
         for (size_t i = 0; i < keys.len && err == KCR_OK; i++) {
             const char *k = keys.items[i];
-            struct entry *e = kcr__strmap_get(&listed, k) ? NULL : kcr__strmap_get(&f->items, k);
+            struct entry *e = kcr__strmap_get(&listed, k) ? NULL : kcr__strmap_get(&f->q.items, k);
             if (kcr__strmap_get(&listed, k) || (e && e->n))
                 continue;
             kcr_object *last = f->known.get_by_key ? f->known.get_by_key(f->known.self, k) : NULL;
@@ -228,11 +217,8 @@ kcr_err kcr_delta_fifo_replace(kcr_delta_fifo *f, kcr_object *const *objs, size_
         }
         kcr_string_list_free(&keys);
     }
-    if (!f->populated) {
-        f->populated = true;
-        f->initial = listed.len + deletions;
-    }
-    pthread_mutex_unlock(&f->mu);
+    kcr__queue_core_populate(&f->q, listed.len + deletions);
+    pthread_mutex_unlock(&f->q.mu);
     kcr__strmap_clear(&listed, NULL);
     return err;
 }
@@ -243,11 +229,11 @@ kcr_err kcr_delta_fifo_resync(kcr_delta_fifo *f)
         return kcr__fail(KCR_ERR_INVALID, "kcr_delta_fifo_resync: NULL argument");
     if (!f->known.list_keys || !f->known.get_by_key)
         return KCR_OK;
-    pthread_mutex_lock(&f->mu);
+    pthread_mutex_lock(&f->q.mu);
     kcr_string_list keys = {0};
     kcr_err err = f->known.list_keys(f->known.self, &keys);
     for (size_t i = 0; i < keys.len && err == KCR_OK; i++) {
-        struct entry *e = kcr__strmap_get(&f->items, keys.items[i]);
+        struct entry *e = kcr__strmap_get(&f->q.items, keys.items[i]);
         if (e && e->n)
             continue; /* something is queued already: no Sync */
         kcr_object *obj = f->known.get_by_key(f->known.self, keys.items[i]);
@@ -256,7 +242,7 @@ kcr_err kcr_delta_fifo_resync(kcr_delta_fifo *f)
         kcr_object_unref(obj);
     }
     kcr_string_list_free(&keys);
-    pthread_mutex_unlock(&f->mu);
+    pthread_mutex_unlock(&f->q.mu);
     return err;
 }
 
@@ -265,43 +251,29 @@ static kcr_err pop(kcr_delta_fifo *f, kcr_delta_fifo_process_fn process, void *u
 {
     if (!f || !process)
         return kcr__fail(KCR_ERR_INVALID, "kcr_delta_fifo_pop: NULL argument");
-    int64_t deadline = timeout_ms >= 0 ? kcr__now_ns() + timeout_ms * KCR_NS_PER_MS : 0;
-    pthread_mutex_lock(&f->mu);
-    while (!f->queue.len) {
-        if (f->closed) {
-            pthread_mutex_unlock(&f->mu);
-            return kcr__fail(KCR_ERR_SHUTDOWN, "DeltaFIFO closed");
-        }
-        if (timeout_ms < 0) {
-            pthread_cond_wait(&f->cond, &f->mu);
-        } else {
-            struct timespec ts = kcr__timespec_at(deadline);
-            if (pthread_cond_timedwait(&f->cond, &f->mu, &ts) == ETIMEDOUT && !f->queue.len &&
-                !f->closed) {
-                pthread_mutex_unlock(&f->mu);
-                return kcr__fail(KCR_ERR_TIMEOUT, "DeltaFIFO pop: nothing queued in %lld ms",
-                                 (long long)timeout_ms);
-            }
-        }
+    pthread_mutex_lock(&f->q.mu);
+    void *item;
+    bool initial;
+    kcr_err err = kcr__queue_core_pop(&f->q, timeout_ms, "DeltaFIFO", &item, &initial);
+    if (err != KCR_OK) {
+        pthread_mutex_unlock(&f->q.mu);
+        return err;
     }
-    bool initial = !(f->populated && f->initial == 0);
-    struct entry *e = kcr__ptrq_pop(&f->queue);
-    if (f->initial > 0)
-        f->initial--;
-    kcr__strmap_remove(&f->items, e->key);
+    struct entry *e = item;
+    kcr__strmap_remove(&f->q.items, e->key);
     bool requeue = false;
-    kcr_err err = process(e->key, e->d, e->n, initial, &requeue, user_data);
+    err = process(e->key, e->d, e->n, initial, &requeue, user_data);
     /* The lock was held throughout, so nothing new arrived for this key: a
      * requeue puts the same deltas back at the end. */
-    if (requeue && kcr__strmap_put(&f->items, e->key, e, NULL) == KCR_OK) {
-        if (kcr__ptrq_push(&f->queue, e) == KCR_OK)
+    if (requeue && kcr__strmap_put(&f->q.items, e->key, e, NULL) == KCR_OK) {
+        if (kcr__ptrq_push(&f->q.queue, e) == KCR_OK)
             e = NULL;
         else
-            kcr__strmap_remove(&f->items, e->key);
+            kcr__strmap_remove(&f->q.items, e->key);
     }
     if (e)
         entry_free(e);
-    pthread_mutex_unlock(&f->mu);
+    pthread_mutex_unlock(&f->q.mu);
     return err;
 }
 
@@ -318,55 +290,32 @@ kcr_err kcr_delta_fifo_pop_timeout(kcr_delta_fifo *f, kcr_delta_fifo_process_fn 
 
 void kcr_delta_fifo_close(kcr_delta_fifo *f)
 {
-    pthread_mutex_lock(&f->mu);
-    f->closed = true;
-    pthread_cond_broadcast(&f->cond);
-    pthread_mutex_unlock(&f->mu);
+    kcr__queue_core_close(&f->q);
 }
 
 bool kcr_delta_fifo_is_closed(kcr_delta_fifo *f)
 {
-    pthread_mutex_lock(&f->mu);
-    bool c = f->closed;
-    pthread_mutex_unlock(&f->mu);
-    return c;
+    return kcr__queue_core_is_closed(&f->q);
 }
 
 bool kcr_delta_fifo_has_synced(kcr_delta_fifo *f)
 {
-    pthread_mutex_lock(&f->mu);
-    bool s = f->populated && f->initial == 0;
-    pthread_mutex_unlock(&f->mu);
-    return s;
+    return kcr__queue_core_has_synced(&f->q);
 }
 
 size_t kcr_delta_fifo_len(kcr_delta_fifo *f)
 {
-    pthread_mutex_lock(&f->mu);
-    size_t n = f->queue.len;
-    pthread_mutex_unlock(&f->mu);
-    return n;
+    return kcr__queue_core_len(&f->q);
+}
+
+static const char *entry_key(const void *item)
+{
+    return ((const struct entry *)item)->key;
 }
 
 kcr_err kcr_delta_fifo_list_keys(kcr_delta_fifo *f, kcr_string_list *out)
 {
     if (!f || !out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_delta_fifo_list_keys: NULL argument");
-    pthread_mutex_lock(&f->mu);
-    kcr_err err = KCR_OK;
-    out->len = 0;
-    out->items = f->queue.len ? malloc(f->queue.len * sizeof *out->items) : NULL;
-    if (f->queue.len && !out->items)
-        err = kcr__fail(KCR_ERR_NOMEM, "out of memory listing keys");
-    for (size_t i = 0; out->items && i < f->queue.len; i++) {
-        char *k = strdup(((struct entry *)kcr__ptrq_at(&f->queue, i))->key);
-        if (!k) {
-            kcr_string_list_free(out);
-            err = kcr__fail(KCR_ERR_NOMEM, "out of memory listing keys");
-            break;
-        }
-        out->items[out->len++] = k;
-    }
-    pthread_mutex_unlock(&f->mu);
-    return err;
+    return kcr__queue_core_list_keys(&f->q, entry_key, out);
 }
