@@ -40,7 +40,7 @@ struct kcr_handler_reg {
     bool stop;
     /* under inf->mu */
     int64_t next_resync_ns;
-    bool syncing;
+    bool syncing; /* due at the last resync: gets Sync and unchanged Replaced deltas */
     kcr_handler_reg *next;
 };
 
@@ -64,7 +64,10 @@ struct kcr_informer {
     bool started, stopped, synced;
     bool listed;        /* a complete initial state reached the sink */
     bool applied_first; /* the first list went straight to the cache */
+    uint64_t resync_timeouts;
+    bool resync_started;
     pthread_t proc;
+    pthread_t resync; /* sleeps until the nearest handler resync is due */
 };
 
 static void pend_free(pend *p)
@@ -352,30 +355,6 @@ static void on_refl_error(kcr_err err, const kcr_status *st, const char *msg, vo
         inf->on_error(err, st, msg, inf->error_ud);
 }
 
-/* Marks handlers whose resync is due; returns ms until the next check. */
-static int64_t resync_check(kcr_informer *inf, bool *any_due)
-{
-    int64_t now = kcr__now_ns(), next = now + 1000 * KCR_NS_PER_MS;
-    *any_due = false;
-    pthread_mutex_lock(&inf->mu);
-    for (kcr_handler_reg *h = inf->handlers; h; h = h->next) {
-        if (h->h.resync_period_ms <= 0) {
-            h->syncing = false;
-            continue;
-        }
-        h->syncing = now >= h->next_resync_ns;
-        if (h->syncing) {
-            *any_due = true;
-            h->next_resync_ns = now + h->h.resync_period_ms * KCR_NS_PER_MS;
-        }
-        if (h->next_resync_ns < next)
-            next = h->next_resync_ns;
-    }
-    pthread_mutex_unlock(&inf->mu);
-    int64_t ms = (next - now) / KCR_NS_PER_MS;
-    return ms < 1 ? 1 : ms;
-}
-
 static bool is_stopped(kcr_informer *inf)
 {
     pthread_mutex_lock(&inf->mu);
@@ -387,26 +366,80 @@ static bool is_stopped(kcr_informer *inf)
 static void *process_main(void *arg)
 {
     kcr_informer *inf = arg;
-    int64_t next_check = 0;
-    int64_t wait_ms = 1000;
     for (;;) {
-        kcr_err err = kcr_delta_fifo_pop_timeout(inf->fifo, process, inf, wait_ms);
+        kcr_err err = kcr_delta_fifo_pop(inf->fifo, process, inf);
         if (err == KCR_ERR_SHUTDOWN || is_stopped(inf))
             break;
         if (!kcr_informer_has_synced(inf))
             check_synced(inf);
-        int64_t now = kcr__now_ns();
-        if (now >= next_check) {
-            bool due;
-            wait_ms = resync_check(inf, &due);
-            next_check = now + wait_ms * KCR_NS_PER_MS;
-            if (due && kcr_informer_has_synced(inf))
-                kcr_delta_fifo_resync(inf->fifo);
-        } else {
-            wait_ms = (next_check - now) / KCR_NS_PER_MS + 1;
-        }
     }
     return NULL;
+}
+
+/* ---- resync timer ------------------------------------------------------------------------------
+ * One thread per informer sleeps on inf->cond until the nearest handler
+ * resync deadline (with no deadline when no handler asked for resync), so
+ * it wakes only when a resync is due or the handlers change. When one is
+ * due it marks which handlers are syncing (as client-go's shouldResync:
+ * they keep that mark until the next due resync) and asks the DeltaFIFO
+ * for Sync deltas. Called with inf->mu held; returns with it held. */
+
+/* Marks due handlers and schedules their next resync; true if any was due.
+ * *next gets the nearest deadline (INT64_MAX: none). */
+static bool mark_due_handlers(kcr_informer *inf, int64_t now, int64_t *next)
+{
+    bool any_due = false;
+    for (kcr_handler_reg *h = inf->handlers; h; h = h->next)
+        if (h->h.resync_period_ms > 0 && now >= h->next_resync_ns)
+            any_due = true;
+    *next = INT64_MAX;
+    for (kcr_handler_reg *h = inf->handlers; h; h = h->next) {
+        if (any_due) {
+            h->syncing = h->h.resync_period_ms > 0 && now >= h->next_resync_ns;
+            if (h->syncing)
+                h->next_resync_ns = now + h->h.resync_period_ms * KCR_NS_PER_MS;
+        }
+        if (h->h.resync_period_ms > 0 && h->next_resync_ns < *next)
+            *next = h->next_resync_ns;
+    }
+    return any_due;
+}
+
+static void *resync_main(void *arg)
+{
+    kcr_informer *inf = arg;
+    pthread_mutex_lock(&inf->mu);
+    while (!inf->stopped) {
+        int64_t next;
+        bool due = mark_due_handlers(inf, kcr__now_ns(), &next);
+        if (due && inf->synced) {
+            /* lock order: DeltaFIFO -> informer (see process) */
+            pthread_mutex_unlock(&inf->mu);
+            kcr_err err = kcr_delta_fifo_resync(inf->fifo);
+            if (err != KCR_OK)
+                kcr__log(KCR_LOG_ERROR, "informer", "%s: resync failed: %s", inf->res.resource,
+                         kcr_last_error());
+            pthread_mutex_lock(&inf->mu);
+            continue;
+        }
+        if (next == INT64_MAX) {
+            pthread_cond_wait(&inf->cond, &inf->mu);
+        } else {
+            struct timespec ts = kcr__timespec_at(next);
+            if (pthread_cond_timedwait(&inf->cond, &inf->mu, &ts) == ETIMEDOUT)
+                inf->resync_timeouts++;
+        }
+    }
+    pthread_mutex_unlock(&inf->mu);
+    return NULL;
+}
+
+uint64_t kcr__informer_resync_timeouts(kcr_informer *inf)
+{
+    pthread_mutex_lock(&inf->mu);
+    uint64_t n = inf->resync_timeouts;
+    pthread_mutex_unlock(&inf->mu);
+    return n;
 }
 
 /* ---- transform --------------------------------------------------------------------------------- */
@@ -549,6 +582,8 @@ kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_handler *eh,
     while (*tail)
         tail = &(*tail)->next;
     *tail = h;
+    if (h->h.resync_period_ms > 0)
+        pthread_cond_broadcast(&inf->cond); /* the resync timer may sleep past its deadline */
     pthread_mutex_unlock(&inf->mu);
     if (out)
         *out = h;
@@ -626,8 +661,11 @@ kcr_err kcr_informer_start(kcr_informer *inf)
         return kcr__fail(KCR_ERR_NOMEM, "cannot start the informer thread");
     }
     inf->started = true;
+    inf->resync_started = pthread_create(&inf->resync, NULL, resync_main, inf) == 0;
     pthread_mutex_unlock(&inf->mu);
-    kcr_err err = kcr_reflector_start(inf->refl);
+    kcr_err err = inf->resync_started
+                      ? kcr_reflector_start(inf->refl)
+                      : kcr__fail(KCR_ERR_NOMEM, "cannot start the informer's resync thread");
     if (err != KCR_OK)
         kcr_informer_stop(inf);
     return err;
@@ -638,7 +676,7 @@ void kcr_informer_stop(kcr_informer *inf)
     if (!inf)
         return;
     pthread_mutex_lock(&inf->mu);
-    bool was_stopped = inf->stopped, started = inf->started;
+    bool was_stopped = inf->stopped, started = inf->started, resync = inf->resync_started;
     inf->stopped = true;
     pthread_cond_broadcast(&inf->cond);
     pthread_mutex_unlock(&inf->mu);
@@ -650,6 +688,8 @@ void kcr_informer_stop(kcr_informer *inf)
         kcr_delta_fifo_close(inf->fifo);
     if (started)
         pthread_join(inf->proc, NULL);
+    if (resync)
+        pthread_join(inf->resync, NULL);
     /* No one adds handlers once stopped: the list is stable. */
     for (kcr_handler_reg *h = inf->handlers; h; h = h->next)
         handler_stop_join(h);

@@ -12,6 +12,10 @@
 typedef void (*kcr__backoff_hook_fn)(int64_t ms, void *user_data);
 void kcr__reflector_set_backoff_hook(kcr_reflector *r, kcr__backoff_hook_fn fn, void *user_data);
 
+/* How often the informer's resync timer expired (a timed wait reached its
+ * deadline): with no handler asking for resync it waits with no deadline. */
+uint64_t kcr__informer_resync_timeouts(kcr_informer *inf);
+
 /* True for a Status saying the requested resourceVersion is newer than the
  * server has (504 with cause ResourceVersionTooLarge, or the older message). */
 bool kcr__is_too_large_rv(kcr_err err, const kcr_status *st);

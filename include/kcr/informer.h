@@ -1,10 +1,12 @@
 /* The informer module: the reflector (list/watch state machine feeding a
- * sink, usually a DeltaFIFO), the shared index informer (cache + event handlers), listers and
- * the informer factory. Long-form docs: docs/informer.md.
+ * sink, usually a DeltaFIFO), the shared index informer (cache + event
+ * handlers), listers and the informer factory. Long-form docs:
+ * docs/informer.md.
  *
  * Threads: a reflector runs one thread; an informer runs its reflector, one
- * processing thread (DeltaFIFO -> cache -> handler queues) and one thread per
- * event handler. Every callback documents the thread it runs on; none runs
+ * processing thread (DeltaFIFO -> cache -> handler queues), one resync timer
+ * thread (asleep until a handler's resync is due) and one thread per event
+ * handler. Every callback documents the thread it runs on; none runs
  * with a kcr lock held. */
 #ifndef KCR_INFORMER_H
 #define KCR_INFORMER_H

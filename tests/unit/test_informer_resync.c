@@ -1,0 +1,109 @@
+/* The informer's resync timer: resyncs arrive about on time (never early,
+ * not late by more than scheduling noise), and with no handler asking for
+ * resync the timer waits with no deadline (no once-a-second expiries) until a
+ * handler with a resync period is added. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+
+#include "informer/informer_internal.h"
+#include "tests/unit/informer_fixtures.h"
+
+#define ROUNDS 5
+
+/* Records when each resync (old == new) arrived. */
+typedef struct stamps {
+    pthread_mutex_t mu;
+    int64_t at_ms[ROUNDS];
+    size_t n;
+} stamps;
+
+static void st_update(const kcr_object *old, const kcr_object *cur, void *ud)
+{
+    stamps *s = ud;
+    if (strcmp(kcr_object_resource_version(old), kcr_object_resource_version(cur)) != 0)
+        return;
+    pthread_mutex_lock(&s->mu);
+    if (s->n < ROUNDS)
+        s->at_ms[s->n++] = now_ms();
+    pthread_mutex_unlock(&s->mu);
+}
+
+static size_t st_count(stamps *s)
+{
+    pthread_mutex_lock(&s->mu);
+    size_t n = s->n;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+typedef struct env {
+    kcr_fake *fake;
+    kcr_client *c;
+    kcr_informer *inf;
+} env;
+
+static void env_up(env *e)
+{
+    cr_assert_eq(kcr_fake_new(NULL, &e->fake), KCR_OK);
+    seed_many(e->fake, "default", 1);
+    cr_assert_eq(kcr_fake_client(e->fake, NULL, &e->c), KCR_OK);
+    cr_assert_eq(kcr_informer_new(e->c, &CM, NULL, &e->inf), KCR_OK);
+}
+
+static void env_down(env *e)
+{
+    kcr_informer_free(e->inf);
+    kcr_client_free(e->c);
+    kcr_fake_free(e->fake);
+}
+
+Test(informer_resync, resyncs_arrive_about_every_period)
+{
+    env e;
+    env_up(&e);
+    stamps s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    const int64_t period = 150;
+    kcr_event_handler h = {.on_update = st_update, .resync_period_ms = period, .user_data = &s};
+    int64_t t0 = now_ms();
+    cr_assert_eq(kcr_informer_add_handler(e.inf, &h, NULL), KCR_OK);
+    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
+    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    WAIT_FOR(st_count(&s) == ROUNDS, 10000);
+    cr_assert_eq(st_count(&s), ROUNDS);
+    /* the first is due a period after the handler was added, not before */
+    cr_assert_geq(s.at_ms[0] - t0, period, "first resync early: %lld ms",
+                  (long long)(s.at_ms[0] - t0));
+    int64_t mean = (s.at_ms[ROUNDS - 1] - s.at_ms[0]) / (ROUNDS - 1);
+    cr_assert(mean >= period * 9 / 10 && mean <= period * 3,
+              "mean resync interval %lld ms for a %lld ms period", (long long)mean,
+              (long long)period);
+    env_down(&e);
+}
+
+Test(informer_resync, no_wakeups_without_a_resync_handler_until_one_is_added)
+{
+    env e;
+    env_up(&e);
+    stamps quiet = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    kcr_event_handler h = {.on_update = st_update, .user_data = &quiet};
+    kcr_handler_reg *reg;
+    cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &reg), KCR_OK);
+    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
+    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    WAIT_FOR(kcr_handler_has_synced(reg), 5000);
+    cr_assert(kcr_handler_has_synced(reg));
+    /* Nothing happens from now on; a 1 s poll would wake at least once. */
+    uint64_t w0 = kcr__informer_resync_timeouts(e.inf);
+    sleep_ms(1300);
+    cr_assert_eq(kcr__informer_resync_timeouts(e.inf), w0, "the resync timer expired with nothing due");
+    cr_assert_eq(st_count(&quiet), 0);
+    /* a handler asking for resync wakes the timer, which then keeps time */
+    stamps s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    kcr_event_handler hr = {.on_update = st_update, .resync_period_ms = 100, .user_data = &s};
+    cr_assert_eq(kcr_informer_add_handler(e.inf, &hr, NULL), KCR_OK);
+    WAIT_FOR(st_count(&s) >= 2, 5000);
+    cr_assert_geq(st_count(&s), 2);
+    cr_assert_geq(kcr__informer_resync_timeouts(e.inf), w0 + 2, "resyncs come from the timer");
+    cr_assert_eq(st_count(&quiet), 0, "only the handler that asked gets resyncs");
+    env_down(&e);
+}
