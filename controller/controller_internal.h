@@ -96,10 +96,11 @@ void kcr__controller_count(kcr_controller *c, size_t offset, int64_t delta);
 
 /* Routes a change seen by `src` (any thread): predicates, keys (own key,
  * controlling owner, or map function), reason and priority, then enqueues
- * through the environment. old_obj: updates only; obj: the (new / last
- * known) object, NULL only for a tombstone without state; initial: from the
- * initial list or a cache replay. */
-void kcr__route(kcr__source *src, kcr_change change, const kcr_object *old_obj,
+ * through the environment. key: the object's store key as the informer
+ * passed it (borrowed), or NULL to compute it from obj; old_obj: updates
+ * only; obj: the (new / last known) object, NULL only for a tombstone
+ * without state; initial: from the initial list or a cache replay. */
+void kcr__route(kcr__source *src, const char *key, kcr_change change, const kcr_object *old_obj,
                 const kcr_object *obj, bool initial);
 
 /* Enqueues key with a trigger (copied) at priority after delay_ms. */

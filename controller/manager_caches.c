@@ -9,20 +9,22 @@
 #include "controller/manager_internal.h"
 #include "core/error.h"
 
-static void on_add(const kcr_object *obj, bool initial, void *ud)
+static void on_add(const char *key, const kcr_object *obj, bool initial, void *ud)
 {
-    kcr__route(ud, KCR_CHANGE_ADDED, NULL, obj, initial);
+    kcr__route(ud, key, KCR_CHANGE_ADDED, NULL, obj, initial);
 }
 
-static void on_update(const kcr_object *old_obj, const kcr_object *new_obj, void *ud)
+static void on_update(const char *key, const kcr_object *old_obj, const kcr_object *new_obj,
+                      void *ud)
 {
-    kcr__route(ud, KCR_CHANGE_UPDATED, old_obj, new_obj, false);
+    kcr__route(ud, key, KCR_CHANGE_UPDATED, old_obj, new_obj, false);
 }
 
-static void on_delete(const kcr_object *obj, const kcr_tombstone *tombstone, void *ud)
+static void on_delete(const char *key, const kcr_object *obj, const kcr_tombstone *tombstone,
+                      void *ud)
 {
     (void)tombstone; /* obj is already the tombstone's last known state */
-    kcr__route(ud, KCR_CHANGE_DELETED, NULL, obj, false);
+    kcr__route(ud, key, KCR_CHANGE_DELETED, NULL, obj, false);
 }
 
 kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)

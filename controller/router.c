@@ -95,11 +95,11 @@ static void route_owner(kcr__source *s, const kcr_object *obj, kcr_change change
     free(key);
 }
 
-static void route_primary(kcr__source *s, const kcr_object *obj, kcr_change change, bool initial,
-                          bool resync)
+static void route_primary(kcr__source *s, const char *key, const kcr_object *obj,
+                          kcr_change change, bool initial, bool resync)
 {
-    char *key = NULL;
-    if (kcr_store_key(obj, &key) != KCR_OK) {
+    char *made = NULL;
+    if (!key && kcr_store_key(obj, &made) != KCR_OK) {
         KCR__COUNT(s->ctl, invalid_keys, 1);
         warn_once(&s->warned_key, s, "object without a key");
         return;
@@ -109,12 +109,12 @@ static void route_primary(kcr__source *s, const kcr_object *obj, kcr_change chan
                    : change == KCR_CHANGE_ADDED   ? KCR_REASON_PRIMARY_ADDED
                    : change == KCR_CHANGE_UPDATED ? KCR_REASON_PRIMARY_UPDATED
                                                   : KCR_REASON_PRIMARY_DELETED;
-    enqueue(s, key, r, change, obj, initial || resync);
-    free(key);
+    enqueue(s, key ? key : made, r, change, obj, initial || resync);
+    free(made);
 }
 
-void kcr__route(kcr__source *s, kcr_change change, const kcr_object *old_obj, const kcr_object *obj,
-                bool initial)
+void kcr__route(kcr__source *s, const char *key, kcr_change change, const kcr_object *old_obj,
+                const kcr_object *obj, bool initial)
 {
     kcr_controller *c = s->ctl;
     bool resync =
@@ -141,7 +141,7 @@ void kcr__route(kcr__source *s, kcr_change change, const kcr_object *old_obj, co
     }
     switch (s->role) {
     case KCR__ROLE_PRIMARY:
-        route_primary(s, obj, change, initial, resync);
+        route_primary(s, key, obj, change, initial, resync);
         break;
     case KCR__ROLE_OWNS:
         route_owner(s, obj, change, initial);

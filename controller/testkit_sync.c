@@ -82,7 +82,7 @@ static void route_all(tk_cache *c, kcr_change ch, const kcr_object *old_obj, con
                       bool initial)
 {
     for (size_t i = 0; i < c->n_srcs; i++)
-        kcr__route(c->srcs[i], ch, old_obj, obj, initial);
+        kcr__route(c->srcs[i], NULL, ch, old_obj, obj, initial);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -170,7 +170,7 @@ kcr_err kcr_testkit_resync(kcr_testkit *tk)
         for (size_t j = 0; err == KCR_OK && j < keys.len; j++) {
             kcr_object *obj = kcr_store_get_by_key(p->cache, keys.items[j]);
             if (obj)
-                kcr__route(p, KCR_CHANGE_UPDATED, obj, obj, false);
+                kcr__route(p, keys.items[j], KCR_CHANGE_UPDATED, obj, obj, false);
             kcr_object_unref(obj);
         }
         kcr_string_list_free(&keys);

@@ -171,11 +171,11 @@ static void *handler_main(void *arg)
         kcr__strmap_remove(&h->pending, p->key);
         pthread_mutex_unlock(&h->mu);
         if (p->has_del && e->on_delete)
-            e->on_delete(p->del_obj, p->del_tomb, e->user_data);
+            e->on_delete(p->key, p->del_obj, p->del_tomb, e->user_data);
         if (p->live == LIVE_ADD && e->on_add)
-            e->on_add(p->cur, p->initial, e->user_data);
+            e->on_add(p->key, p->cur, p->initial, e->user_data);
         else if (p->live == LIVE_UPDATE && e->on_update)
-            e->on_update(p->old, p->cur, e->user_data);
+            e->on_update(p->key, p->old, p->cur, e->user_data);
         bool initial = p->initial;
         pend_free(p);
         pthread_mutex_lock(&h->mu);

@@ -37,32 +37,32 @@ static const char *value_of(const kcr_object *o)
     return buf;
 }
 
-static void on_add(const kcr_object *o, bool initial, void *ud)
+static void on_add(const char *key, const kcr_object *o, bool initial, void *ud)
 {
     (void)ud;
-    printf("ADDED    %s/%s rv=%s%s%s\n", kcr_object_namespace(o), kcr_object_name(o),
+    printf("ADDED    %s rv=%s%s%s\n", key,
            kcr_object_resource_version(o), value_of(o), initial ? " (initial list)" : "");
     fflush(stdout);
 }
 
-static void on_update(const kcr_object *old, const kcr_object *cur, void *ud)
+static void on_update(const char *key, const kcr_object *old, const kcr_object *cur, void *ud)
 {
     (void)ud;
     if (strcmp(kcr_object_resource_version(old), kcr_object_resource_version(cur)) == 0)
         return; /* a resync */
-    printf("UPDATED  %s/%s rv=%s->%s%s\n", kcr_object_namespace(cur), kcr_object_name(cur),
+    printf("UPDATED  %s rv=%s->%s%s\n", key,
            kcr_object_resource_version(old), kcr_object_resource_version(cur), value_of(cur));
     fflush(stdout);
 }
 
-static void on_delete(const kcr_object *o, const kcr_tombstone *t, void *ud)
+static void on_delete(const char *key, const kcr_object *o, const kcr_tombstone *t, void *ud)
 {
     (void)ud;
     if (o)
-        printf("DELETED  %s/%s rv=%s%s\n", kcr_object_namespace(o), kcr_object_name(o),
-               kcr_object_resource_version(o), t ? " (missed while disconnected)" : "");
+        printf("DELETED  %s rv=%s%s\n", key, kcr_object_resource_version(o),
+               t ? " (missed while disconnected)" : "");
     else
-        printf("DELETED  %s (missed while disconnected)\n", kcr_tombstone_key(t));
+        printf("DELETED  %s (missed while disconnected)\n", key);
     fflush(stdout);
 }
 

@@ -158,8 +158,10 @@ typedef struct kcr_informer kcr_informer;
 typedef struct kcr_handler_reg kcr_handler_reg;
 
 /* Event callbacks. Each runs on the handler's own thread, one at a time, with
- * no kcr lock held; objects are borrowed for the call (kcr_object_ref to
- * keep one). Any of them may be NULL.
+ * no kcr lock held; `key` is the object's store key ("namespace/name", or
+ * "name" when cluster-scoped; kcr_store_key), and it and the objects are
+ * borrowed for the call (copy the key, kcr_object_ref an object, to keep
+ * one). Any of them may be NULL.
  * Coalescing (only when the handler falls behind): `old` of on_update is the
  * state this handler last saw, `new` the current one; an add followed by
  * updates arrives as one on_add of the latest state; anything followed by a
@@ -168,13 +170,16 @@ typedef struct kcr_handler_reg kcr_handler_reg;
 typedef struct kcr_event_handler {
     /* A new object; is_in_initial_list: from the initial list, or a replay
      * of the cache to a handler added late. */
-    void (*on_add)(const kcr_object *obj, bool is_in_initial_list, void *user_data);
+    void (*on_add)(const char *key, const kcr_object *obj, bool is_in_initial_list,
+                   void *user_data);
     /* A changed object, or a resync (old and new with the same resourceVersion). */
-    void (*on_update)(const kcr_object *old_obj, const kcr_object *new_obj, void *user_data);
+    void (*on_update)(const char *key, const kcr_object *old_obj, const kcr_object *new_obj,
+                      void *user_data);
     /* A deleted object: `obj` is its final state, or for a deletion missed
      * while not watching, `tombstone` is set and `obj` is its last known
      * state (may be NULL). */
-    void (*on_delete)(const kcr_object *obj, const kcr_tombstone *tombstone, void *user_data);
+    void (*on_delete)(const char *key, const kcr_object *obj, const kcr_tombstone *tombstone,
+                      void *user_data);
     int64_t resync_period_ms; /* 0: no resync; else every cached object is re-sent as an
                                  update (old == new) about this often */
     void *user_data;
@@ -195,7 +200,7 @@ KCR_API kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
                                  const kcr_informer_options *opts, kcr_informer **out);
 
 /* Adds a handler (copied) and starts its thread. If the informer already has
- * objects, they are first replayed to it as on_add(obj, true). *out (may be
+ * objects, they are first replayed to it as on_add(key, obj, true). *out (may be
  * NULL) is a handle valid until the informer is freed or the handler removed.
  * On failure no callback ever runs. */
 KCR_API kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_handler *h,

@@ -67,25 +67,38 @@ static void mirror_set(tracker *t, const kcr_object *obj)
     free(key);
 }
 
-static void t_add(const kcr_object *obj, bool initial, void *ud)
+/* Counts a callback whose key is not the object's (or the tombstone's). */
+static void check_key(tracker *t, const char *key, const kcr_object *obj,
+                      const kcr_tombstone *tomb)
+{
+    char *want = NULL;
+    if (tomb)
+        want = strdup(kcr_tombstone_key(tomb));
+    else if (obj)
+        kcr_store_key(obj, &want);
+    if (!key || !want || strcmp(key, want) != 0)
+        t->counts.wrong_keys++;
+    free(want);
+}
+
+static void t_add(const char *key, const kcr_object *obj, bool initial, void *ud)
 {
     tracker *t = ud;
     pthread_mutex_lock(&t->mu);
+    check_key(t, key, obj, NULL);
     t->counts.adds++;
     if (initial)
         t->counts.initial_adds++;
     mirror_set(t, obj);
-    char *key = NULL;
-    if (kcr_store_key(obj, &key) == KCR_OK)
-        bump(&t->adds, key);
-    free(key);
+    bump(&t->adds, key);
     pthread_mutex_unlock(&t->mu);
 }
 
-static void t_update(const kcr_object *old, const kcr_object *cur, void *ud)
+static void t_update(const char *key, const kcr_object *old, const kcr_object *cur, void *ud)
 {
     tracker *t = ud;
     pthread_mutex_lock(&t->mu);
+    check_key(t, key, cur, NULL);
     if (strcmp(kcr_object_resource_version(old), kcr_object_resource_version(cur)) == 0)
         t->counts.resyncs++;
     else
@@ -94,19 +107,15 @@ static void t_update(const kcr_object *old, const kcr_object *cur, void *ud)
     pthread_mutex_unlock(&t->mu);
 }
 
-static void t_delete(const kcr_object *obj, const kcr_tombstone *tomb, void *ud)
+static void t_delete(const char *key, const kcr_object *obj, const kcr_tombstone *tomb, void *ud)
 {
     tracker *t = ud;
     pthread_mutex_lock(&t->mu);
+    check_key(t, key, obj, tomb);
     t->counts.deletes++;
     if (tomb)
         t->counts.tombstones++;
-    char *key = tomb ? strdup(kcr_tombstone_key(tomb)) : NULL;
-    if (!key && obj)
-        kcr_store_key(obj, &key);
-    if (key)
-        free(kcr__strmap_remove(&t->mirror, key));
-    free(key);
+    free(kcr__strmap_remove(&t->mirror, key));
     if (obj && kcr_object_uid(obj)[0])
         bump(&t->deletes, kcr_object_uid(obj));
     pthread_mutex_unlock(&t->mu);
@@ -249,6 +258,11 @@ static bool check_once(kcr_client *c, const kcr_resource *res, const char *ns, c
                 keys.items[keys.len++] = strdup(t->mirror.slots[i].key);
         ok = same_as_server(&srv, t->mirror.len, mirror_rv, t, &keys, "the handler's mirror", why,
                             why_len);
+        if (ok && t->counts.wrong_keys) {
+            snprintf(why, why_len, "%llu handler callbacks got a key that is not the object's",
+                     (unsigned long long)t->counts.wrong_keys);
+            ok = false;
+        }
         for (size_t i = 0; ok && i < t->expected.cap; i++) {
             const char *uid = t->expected.slots[i].key;
             if (!uid)

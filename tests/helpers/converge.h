@@ -23,6 +23,7 @@ kcr_event_handler tracker_handler(tracker *t, int64_t resync_ms);
 /* Counters (thread-safe). */
 typedef struct tracker_counts {
     uint64_t adds, initial_adds, updates, resyncs, deletes, tombstones;
+    uint64_t wrong_keys; /* callbacks whose key was not the object's (or tombstone's) key */
 } tracker_counts;
 tracker_counts tracker_get_counts(tracker *t);
 

@@ -271,26 +271,26 @@ static unsigned gate_calls(gate *g)
     return n;
 }
 
-static void g_add(const kcr_object *o, bool initial, void *ud)
+static void g_add(const char *key, const kcr_object *o, bool initial, void *ud)
 {
-    (void)initial;
+    (void)key, (void)initial;
     gate_wait_and_log(ud, "add %s=%s;", kcr_object_name(o), kcr_object_get(o, "data.v").obj
                                                                ? kcr_value_string(kcr_object_get(o, "data.v"), NULL)
                                                                : "");
 }
 
-static void g_update(const kcr_object *old, const kcr_object *cur, void *ud)
+static void g_update(const char *key, const kcr_object *old, const kcr_object *cur, void *ud)
 {
+    (void)key;
     char buf[128];
     snprintf(buf, sizeof buf, "%s->%s", kcr_value_string(kcr_object_get(old, "data.v"), NULL),
              kcr_value_string(kcr_object_get(cur, "data.v"), NULL));
     gate_wait_and_log(ud, "update %s %s;", kcr_object_name(cur), buf);
 }
 
-static void g_delete(const kcr_object *o, const kcr_tombstone *t, void *ud)
+static void g_delete(const char *key, const kcr_object *o, const kcr_tombstone *t, void *ud)
 {
-    gate_wait_and_log(ud, "delete %s%s;", o ? kcr_object_name(o) : kcr_tombstone_key(t),
-                      t ? "(tombstone)" : "");
+    gate_wait_and_log(ud, "delete %s%s;", o ? kcr_object_name(o) : key, t ? "(tombstone)" : "");
 }
 
 Test(informer, slow_handler_coalesces_by_key_and_stalls_nobody)

@@ -17,8 +17,9 @@ typedef struct stamps {
     size_t n;
 } stamps;
 
-static void st_update(const kcr_object *old, const kcr_object *cur, void *ud)
+static void st_update(const char *key, const kcr_object *old, const kcr_object *cur, void *ud)
 {
+    (void)key;
     stamps *s = ud;
     if (strcmp(kcr_object_resource_version(old), kcr_object_resource_version(cur)) != 0)
         return;
