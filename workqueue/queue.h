@@ -325,22 +325,23 @@ void kcr__wq_heavy_fence(void);
 
 /* yield.c --------------------------------------------------------------- */
 
-/* True if the calling thread's waits may yield at `now`: none of its yields
- * came back late recently (the CPU is not contended). */
+/* True if the calling thread's waits may yield freely at `now`: none of its
+ * yields came back late recently (the CPU is not contended). Else getters
+ * wait awake only a few rounds and adders do not wait for ring space. */
 bool kcr__wq_may_yield(int64_t now);
 
 /* sched_yield(), `before` being the time just before it. Returns the time
  * after it, or 0 if it came back late (another process ran: the CPU is
- * contended); then this thread's waits block instead of yielding for a
- * while (kcr__wq_may_yield). */
+ * contended); then this thread's waits stay short for a while
+ * (kcr__wq_may_yield). */
 int64_t kcr__wq_yield(int64_t before);
 
 /* A wait's yields all came back in time: the next late one starts the
  * shortest calm period again. */
 void kcr__wq_yields_on_time(void);
 
-/* The calling thread's waits do not yield before `until` (tests run the
- * blocking paths with INT64_MAX, and yielding ones again with 0). */
+/* The calling thread's waits stay short until `until` (tests run those
+ * paths with INT64_MAX). */
 void kcr__wq_calm_until(int64_t until);
 
 /* metrics.c ------------------------------------------------------------- */

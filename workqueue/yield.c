@@ -4,9 +4,10 @@
  * microsecond, or after another thread of the process made the key. When
  * another process keeps the CPU busy, each yield hands that process the
  * rest of a time slice (a millisecond or more) and the queue crawls. A yield
- * that comes back late says so: the thread's waits then block instead of
- * yielding for a while, twice as long each time the next try is late again
- * (up to CALM_MAX), so a machine that stays busy pays a late yield rarely.
+ * that comes back late says so: for a while the thread's waits then yield
+ * little (a getter a few rounds before it sleeps, an adder facing a full
+ * ring not at all: it applies the ring under the lock), twice as long each
+ * time the next try is late again (up to CALM_MAX).
  * The state is per thread: contention belongs to the CPU a thread runs on,
  * and nothing here writes a cache line another thread reads. */
 #define _GNU_SOURCE
@@ -18,7 +19,7 @@
 #ifndef KCR__WQ_LATE_YIELD_NS
 #define KCR__WQ_LATE_YIELD_NS (100 * 1000)
 #endif
-/* How long waits block after a late yield at first, and at most. */
+/* How long waits stay short after a late yield at first, and at most. */
 #ifndef KCR__WQ_CALM_MIN_NS
 #define KCR__WQ_CALM_MIN_NS (2 * 1000 * 1000)
 #endif
@@ -26,7 +27,7 @@
 #define KCR__WQ_CALM_MAX_NS (640 * 1000 * 1000)
 #endif
 
-static _Thread_local int64_t calm_until; /* this thread's waits block until then */
+static _Thread_local int64_t calm_until; /* this thread's waits are short until then */
 static _Thread_local int64_t calm_ns;    /* the next calm period (0: CALM_MIN) */
 
 bool kcr__wq_may_yield(int64_t now)
