@@ -21,7 +21,8 @@
  * before sleeping; fence.c says which fence each side uses). A getter with
  * keys in the FIFO leaves the ring alone until it is half full, and leaves
  * delayed adds in it while the FIFO is long; a full ring makes adders wait
- * for getters before they apply it themselves. While workers hold keys, one
+ * for getters before they apply it themselves (at once on a contended CPU:
+ * yield.c). While workers hold keys, one
  * more getter stands by (a timed wait) instead of taking fresh keys, and
  * adders wake nobody meanwhile (see get in queue.c and docs/workqueue.md). */
 #ifndef KCR_WORKQUEUE_QUEUE_H
