@@ -95,8 +95,8 @@ static void route_owner(kcr__source *s, const kcr_object *obj, kcr_change change
     free(key);
 }
 
-static void route_primary(kcr__source *s, const char *key, const kcr_object *obj,
-                          kcr_change change, bool initial, bool resync)
+static void route_primary(kcr__source *s, const char *key, const kcr_object *obj, kcr_change change,
+                          bool initial, bool resync)
 {
     char *made = NULL;
     if (!key && kcr_store_key(obj, &made) != KCR_OK) {

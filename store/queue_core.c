@@ -31,8 +31,8 @@ void kcr__queue_core_populate(kcr__queue_core *q, size_t n)
     }
 }
 
-kcr_err kcr__queue_core_pop(kcr__queue_core *q, int64_t timeout_ms, const char *what,
-                            void **item, bool *initial)
+kcr_err kcr__queue_core_pop(kcr__queue_core *q, int64_t timeout_ms, const char *what, void **item,
+                            bool *initial)
 {
     int64_t deadline = timeout_ms >= 0 ? kcr__now_ns() + timeout_ms * KCR_NS_PER_MS : 0;
     while (!q->queue.len) {

@@ -36,8 +36,8 @@ void kcr__queue_core_populate(kcr__queue_core *q, size_t n);
  * was populated yet). KCR_ERR_SHUTDOWN once closed and empty,
  * KCR_ERR_TIMEOUT after timeout_ms (< 0: no limit). `what` names the queue
  * in the error detail. */
-kcr_err kcr__queue_core_pop(kcr__queue_core *q, int64_t timeout_ms, const char *what,
-                            void **item, bool *initial);
+kcr_err kcr__queue_core_pop(kcr__queue_core *q, int64_t timeout_ms, const char *what, void **item,
+                            bool *initial);
 
 /* Take the lock themselves. */
 void kcr__queue_core_close(kcr__queue_core *q);

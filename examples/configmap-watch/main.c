@@ -40,8 +40,8 @@ static const char *value_of(const kcr_object *o)
 static void on_add(const char *key, const kcr_object *o, bool initial, void *ud)
 {
     (void)ud;
-    printf("ADDED    %s rv=%s%s%s\n", key,
-           kcr_object_resource_version(o), value_of(o), initial ? " (initial list)" : "");
+    printf("ADDED    %s rv=%s%s%s\n", key, kcr_object_resource_version(o), value_of(o),
+           initial ? " (initial list)" : "");
     fflush(stdout);
 }
 
@@ -50,8 +50,8 @@ static void on_update(const char *key, const kcr_object *old, const kcr_object *
     (void)ud;
     if (strcmp(kcr_object_resource_version(old), kcr_object_resource_version(cur)) == 0)
         return; /* a resync */
-    printf("UPDATED  %s rv=%s->%s%s\n", key,
-           kcr_object_resource_version(old), kcr_object_resource_version(cur), value_of(cur));
+    printf("UPDATED  %s rv=%s->%s%s\n", key, kcr_object_resource_version(old),
+           kcr_object_resource_version(cur), value_of(cur));
     fflush(stdout);
 }
 

@@ -119,8 +119,8 @@ KCR_API kcr_reflector_sink kcr_delta_fifo_sink(kcr_delta_fifo *fifo);
  * user_data points to are borrowed until kcr_reflector_free(). opts may be
  * NULL. Not started. */
 KCR_API kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
-                                  const kcr_reflector_sink *sink,
-                                  const kcr_reflector_options *opts, kcr_reflector **out);
+                                  const kcr_reflector_sink *sink, const kcr_reflector_options *opts,
+                                  kcr_reflector **out);
 
 /* Starts the reflector's thread. KCR_ERR_STATE if already started. */
 KCR_API kcr_err kcr_reflector_start(kcr_reflector *r);

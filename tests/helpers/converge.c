@@ -68,8 +68,7 @@ static void mirror_set(tracker *t, const kcr_object *obj)
 }
 
 /* Counts a callback whose key is not the object's (or the tombstone's). */
-static void check_key(tracker *t, const char *key, const kcr_object *obj,
-                      const kcr_tombstone *tomb)
+static void check_key(tracker *t, const char *key, const kcr_object *obj, const kcr_tombstone *tomb)
 {
     char *want = NULL;
     if (tomb)

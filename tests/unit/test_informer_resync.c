@@ -96,7 +96,8 @@ Test(informer_resync, no_wakeups_without_a_resync_handler_until_one_is_added)
     /* Nothing happens from now on; a 1 s poll would wake at least once. */
     uint64_t w0 = kcr__informer_resync_timeouts(e.inf);
     sleep_ms(1300);
-    cr_assert_eq(kcr__informer_resync_timeouts(e.inf), w0, "the resync timer expired with nothing due");
+    cr_assert_eq(kcr__informer_resync_timeouts(e.inf), w0,
+                 "the resync timer expired with nothing due");
     cr_assert_eq(st_count(&quiet), 0);
     /* a handler asking for resync wakes the timer, which then keeps time */
     stamps s = {.mu = PTHREAD_MUTEX_INITIALIZER};
