@@ -1,0 +1,338 @@
+/* Chaos soak: an informer on ConfigMaps through testenv's fault proxy while
+ * a load generator churns them directly and a seeded schedule injects
+ * faults (connection cuts, stalls past the dead-watch limit, 429 and 500
+ * bursts, apiserver restarts, compaction forcing a 410). At the end the
+ * cache must equal a fresh LIST (names, resourceVersions, content), every
+ * deleted incarnation must have produced exactly one on_delete, the RSS must
+ * be within 10 % of the first quiescent point and the request rate through
+ * the proxy must stay bounded while the apiserver is down.
+ *
+ * Usage: soak [--seed N] [--seconds S]   (or KCR_SOAK_SEED, KCR_SOAK_SECONDS)
+ * Needs a running testenv started with a short compaction interval (the
+ * ctest fixture's 10 s); prints the schedule, then one summary line. */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "e2e/e2e_lib.h"
+#include "soak/check.h"
+#include "soak/churn.h"
+#include "soak/schedule.h"
+
+enum {
+    IDLE_LIMIT_S = 3,     /* the informer's dead-watch limit */
+    SLOTS = 40,           /* ConfigMap names churned */
+    ROUND_SECONDS = 80,   /* about one round of every fault class */
+    OP_PACE_MS = 40,      /* between two writes */
+    SYNC_EVERY_MS = 1000, /* sync point attempts while churning */
+    MAX_DOWN_RPS = 5      /* proxied requests per second while the apiserver is down */
+};
+
+typedef struct soak {
+    kcr_client *direct, *proxied;
+    kcr_informer *inf;
+    tracker *t;
+    soak_churn *churn;
+    char ns[64];
+    atomic_int timeouts, transport, gone, too_many, api, other;
+    int faults[SOAK_FAULT_CLASSES];
+    long burst[SOAK_FAULT_CLASSES]; /* 429s and 500s asked of the proxy */
+    double max_down_rps;
+    unsigned syncs;
+} soak;
+
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("soak: FAIL: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    e2e_fault("clear");
+    exit(1);
+}
+
+static void on_error(kcr_err err, const kcr_status *st, const char *msg, void *ud)
+{
+    (void)st, (void)msg;
+    soak *s = ud;
+    switch (err) {
+    case KCR_ERR_TIMEOUT: atomic_fetch_add(&s->timeouts, 1); break;
+    case KCR_ERR_TRANSPORT: atomic_fetch_add(&s->transport, 1); break;
+    case KCR_ERR_GONE: atomic_fetch_add(&s->gone, 1); break;
+    case KCR_ERR_TOO_MANY: atomic_fetch_add(&s->too_many, 1); break;
+    case KCR_ERR_API: atomic_fetch_add(&s->api, 1); break;
+    default: atomic_fetch_add(&s->other, 1); break;
+    }
+}
+
+/* A sync point: the cache and the handler's mirror equal a fresh LIST. */
+static bool sync_point(soak *s, int64_t timeout_ms, char *why, size_t why_len)
+{
+    if (!converge_wait(s->direct, &E2E_CM, s->ns, NULL, s->inf, s->t, timeout_ms, why, why_len))
+        return false;
+    soak_churn_synced(s->churn);
+    s->syncs++;
+    return true;
+}
+
+/* Writes for ms (paced), with sync point attempts along the way. */
+static void churn_for(soak *s, int64_t ms)
+{
+    int64_t end = now_ms() + ms, next_sync = now_ms() + SYNC_EVERY_MS;
+    char why[512];
+    while (now_ms() < end) {
+        soak_churn_step(s->churn);
+        if (now_ms() >= next_sync) {
+            sync_point(s, 300, why, sizeof why);
+            next_sync = now_ms() + SYNC_EVERY_MS;
+        }
+        sleep_ms(OP_PACE_MS);
+    }
+}
+
+static void fault(soak *s, const char *args)
+{
+    if (!e2e_fault(args))
+        fail("testenv/fault %s failed: is the testenv with its fault proxy running?", args);
+}
+
+static void restart(soak *s, bool kill, int down_s)
+{
+    char args[64];
+    snprintf(args, sizeof args, "%s--down %d", kill ? "--kill " : "", down_s);
+    long before = e2e_count(".total");
+    int64_t t0 = now_ms();
+    if (!e2e_restart_apiserver(args))
+        fail("testenv/restart-apiserver %s failed", args);
+    double secs = (double)(now_ms() - t0) / 1000.0;
+    long after = e2e_count(".total");
+    if (before < 0 || after < 0)
+        fail("cannot read the fault proxy's counters");
+    double rps = (double)(after - before) / secs;
+    if (rps > s->max_down_rps)
+        s->max_down_rps = rps;
+    if (rps > MAX_DOWN_RPS)
+        fail("hot loop: %ld requests through the proxy in %.1f s of apiserver restart "
+             "(%.1f/s, bound %d/s)", after - before, secs, rps, MAX_DOWN_RPS);
+}
+
+static bool rv_compacted(soak *s, const char *rv)
+{
+    kcr_list_options o = {.resource_version = rv, .resource_version_match = "Exact"};
+    kcr_status st = {0};
+    kcr_err err = kcr_client_list(s->direct, &E2E_CM, s->ns, &o, NULL, NULL, NULL, &st);
+    kcr_status_clear(&st);
+    return err == KCR_ERR_GONE;
+}
+
+/* Disconnected (refused, cut) while the churn goes on, until etcd compacted
+ * the informer's resourceVersion; then a restart empties the apiserver's
+ * watch cache (which would serve the old RV from memory), so the resumed
+ * watch gets 410 and the informer relists. */
+static void compaction(soak *s)
+{
+    char why[512];
+    if (!sync_point(s, 30000, why, sizeof why))
+        fail("no sync point before the compaction: %s", why);
+    char *rv = kcr_informer_last_sync_rv(s->inf);
+    fault(s, "refuse 240");
+    fault(s, "cut");
+    int64_t t0 = now_ms();
+    bool compacted = false;
+    while (!compacted && now_ms() - t0 < 90000) {
+        churn_for(s, 1000);
+        compacted = rv_compacted(s, rv);
+    }
+    if (!compacted)
+        fail("resourceVersion %s not compacted after 90 s: start the testenv with "
+             "--compaction-interval 10s (the ctest fixture does)", rv);
+    free(rv);
+    restart(s, false, 0);
+    fault(s, "clear");
+}
+
+static void inject(soak *s, const soak_step *st)
+{
+    char args[256], why[512];
+    switch (st->fault) {
+    case SOAK_CUT: fault(s, "cut"); break;
+    case SOAK_CUT_RESET: fault(s, "cut reset"); break;
+    case SOAK_STALL:
+        /* a live watch to go silent */
+        if (!sync_point(s, 30000, why, sizeof why))
+            fail("no sync point before the stall: %s", why);
+        snprintf(args, sizeof args, "stall %d", st->param);
+        fault(s, args);
+        break;
+    case SOAK_429:
+        snprintf(args, sizeof args, "429 %d 1 namespaces/%s/configmaps", st->param, s->ns);
+        fault(s, args);
+        fault(s, "cut");
+        break;
+    case SOAK_500:
+        snprintf(args, sizeof args, "500 %d namespaces/%s/configmaps", st->param, s->ns);
+        fault(s, args);
+        fault(s, "cut");
+        break;
+    case SOAK_RESTART: restart(s, false, st->param); break;
+    case SOAK_RESTART_KILL: restart(s, true, st->param); break;
+    case SOAK_COMPACTION: compaction(s); break;
+    case SOAK_FAULT_CLASSES: break;
+    }
+    s->faults[st->fault]++;
+    if (st->fault == SOAK_429 || st->fault == SOAK_500)
+        s->burst[st->fault] += st->param;
+}
+
+static long env_or(const char *key, long dflt)
+{
+    const char *v = getenv(key);
+    return v && *v ? strtol(v, NULL, 10) : dflt;
+}
+
+static void setup(soak *s, uint64_t seed)
+{
+    s->direct = e2e_client("KCR_TESTENV_KUBECONFIG");
+    s->proxied = e2e_client("KCR_TESTENV_PROXY_KUBECONFIG");
+    if (!s->direct || !s->proxied || !e2e_fault("clear") || !e2e_fault("reset-counts"))
+        fail("no testenv: start it (testenv/start --compaction-interval 10s) or run through ctest");
+    if (e2e_namespace(s->direct, "soak", s->ns, sizeof s->ns) != KCR_OK)
+        fail("namespace: %s", kcr_last_error());
+    s->t = tracker_new();
+    s->churn = soak_churn_new(s->direct, s->ns, SLOTS, seed, s->t);
+    if (!s->t || !s->churn)
+        fail("out of memory");
+    if (soak_churn_populate(s->churn) != KCR_OK)
+        fail("creating the ConfigMaps: %s", kcr_last_error());
+    kcr_informer_options o = {0};
+    o.reflector.namespace = s->ns;
+    o.reflector.idle_limit_s = IDLE_LIMIT_S;
+    o.reflector.backoff_max_ms = 2000;
+    o.reflector.on_error = on_error;
+    o.reflector.error_user_data = s;
+    kcr_event_handler h = tracker_handler(s->t, 0);
+    if (kcr_informer_new(s->proxied, &E2E_CM, &o, &s->inf) != KCR_OK ||
+        kcr_informer_add_handler(s->inf, &h, NULL) != KCR_OK ||
+        kcr_informer_start(s->inf) != KCR_OK)
+        fail("informer: %s", kcr_last_error());
+    if (kcr_informer_wait_for_sync(s->inf, 60000, NULL) != KCR_OK)
+        fail("informer sync: %s", kcr_last_error());
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t seed = (uint64_t)env_or("KCR_SOAK_SEED", (long)time(NULL) % 100000);
+    long seconds = env_or("KCR_SOAK_SECONDS", ROUND_SECONDS);
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--seed") == 0)
+            seed = strtoull(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--seconds") == 0)
+            seconds = strtol(argv[i + 1], NULL, 10);
+        else
+            fail("usage: soak [--seed N] [--seconds S]");
+    }
+    int rounds = seconds > ROUND_SECONDS ? (int)((seconds + ROUND_SECONDS - 1) / ROUND_SECONDS) : 1;
+    int nsteps = rounds * SOAK_FAULT_CLASSES;
+    soak_step *steps = calloc((size_t)nsteps, sizeof *steps);
+    if (!steps)
+        fail("out of memory");
+    soak_schedule(seed, rounds, IDLE_LIMIT_S + 2, steps);
+    printf("soak: seed=%llu seconds=%ld rounds=%d (KCR_SOAK_SEED=%llu reproduces this schedule)\n",
+           (unsigned long long)seed, seconds, rounds, (unsigned long long)seed);
+    soak_schedule_print(stdout, steps, nsteps);
+    fflush(stdout);
+
+    static soak s;
+    setup(&s, seed);
+    int64_t t_start = now_ms();
+    char why[512] = "";
+    churn_for(&s, 3000); /* warm-up: the first quiescent point has seen churn */
+    if (!sync_point(&s, 30000, why, sizeof why))
+        fail("no first quiescent point: %s", why);
+    long rss_first = soak_rss_kib();
+    long proxy_first = e2e_count(".total");
+
+    for (int i = 0; i < nsteps; i++) {
+        churn_for(&s, steps[i].churn_ms);
+        printf("soak: %6.1fs #%d %s %d\n", (double)(now_ms() - t_start) / 1000.0, i,
+               soak_fault_name(steps[i].fault), steps[i].param);
+        fflush(stdout);
+        inject(&s, &steps[i]);
+    }
+    fault(&s, "clear");
+    churn_for(&s, 2000);
+
+    /* the verdict */
+    if (!sync_point(&s, 120000, why, sizeof why))
+        fail("divergence after the faults: %s", why);
+    if (!soak_same_content(s.direct, s.ns, kcr_informer_store(s.inf), why, sizeof why))
+        fail("divergence in content: %s", why);
+    tracker_counts ev = tracker_get_counts(s.t);
+    soak_churn_counts ops = soak_churn_get_counts(s.churn);
+    if (ev.deletes != ops.deletes)
+        fail("%llu on_delete for %llu deleted incarnations (each must get exactly one)",
+             (unsigned long long)ev.deletes, (unsigned long long)ops.deletes);
+    kcr_reflector_stats rs;
+    kcr_reflector_get_stats(kcr_informer_reflector(s.inf), &rs);
+    uint64_t relists = rs.lists - 1;
+    if (s.faults[SOAK_COMPACTION] && !atomic_load(&s.gone))
+        fail("compaction forced no 410");
+    if (s.faults[SOAK_COMPACTION] && relists < (uint64_t)s.faults[SOAK_COMPACTION])
+        fail("%llu relists for %d compactions", (unsigned long long)relists,
+             s.faults[SOAK_COMPACTION]);
+    if (s.faults[SOAK_STALL] && !atomic_load(&s.timeouts))
+        fail("no stalled watch was declared dead (idle limit %d s)", IDLE_LIMIT_S);
+    /* every injected failure was met by a retry: the bursts were used up */
+    long got429 = e2e_count(".injected[\"429\"]"), got500 = e2e_count(".injected[\"500\"]");
+    if (got429 != s.burst[SOAK_429] || got500 != s.burst[SOAK_500])
+        fail("the proxy answered %ld 429s and %ld 500s of %ld and %ld injected", got429, got500,
+             s.burst[SOAK_429], s.burst[SOAK_500]);
+    double elapsed = (double)(now_ms() - t_start) / 1000.0;
+    long proxied = e2e_count(".total") - proxy_first;
+    long rss_end = soak_rss_kib();
+    double rss_growth = rss_first > 0 ? 100.0 * (double)(rss_end - rss_first) / (double)rss_first : 0;
+#if defined(__SANITIZE_ADDRESS__)
+    const char *rss_note = " (not bounded under ASan: its quarantine keeps freed memory)";
+    bool rss_checked = false;
+#else
+    const char *rss_note = "";
+    bool rss_checked = true;
+#endif
+    if (rss_checked && (rss_first <= 0 || rss_end > rss_first + rss_first / 10))
+        fail("RSS grew from %ld KiB to %ld KiB (%.1f %%, bound 10 %%)", rss_first, rss_end,
+             rss_growth);
+
+    printf("soak: PASS seed=%llu %.0fs faults:", (unsigned long long)seed, elapsed);
+    for (int f = 0; f < SOAK_FAULT_CLASSES; f++)
+        printf(" %s=%d", soak_fault_name((soak_fault)f), s.faults[f]);
+    printf(" | writes: create=%llu (recreate=%llu) update=%llu delete=%llu failed=%llu",
+           (unsigned long long)ops.creates, (unsigned long long)ops.recreates,
+           (unsigned long long)ops.updates, (unsigned long long)ops.deletes,
+           (unsigned long long)ops.errors);
+    printf(" | events: add=%llu update=%llu delete=%llu tombstone=%llu watch_events=%llu",
+           (unsigned long long)ev.adds, (unsigned long long)ev.updates,
+           (unsigned long long)ev.deletes, (unsigned long long)ev.tombstones,
+           (unsigned long long)rs.watch_events);
+    printf(" | relists=%llu lists=%llu watches=%llu errors: timeout=%d transport=%d gone=%d "
+           "429=%d api=%d other=%d",
+           (unsigned long long)relists, (unsigned long long)rs.list_requests,
+           (unsigned long long)rs.watch_requests, atomic_load(&s.timeouts),
+           atomic_load(&s.transport), atomic_load(&s.gone), atomic_load(&s.too_many),
+           atomic_load(&s.api), atomic_load(&s.other));
+    printf(" | proxy: %ld requests (%.1f/s), injected 429=%ld 500=%ld, max %.1f/s while down | rss %ld -> %ld KiB "
+           "(%+.1f %%)%s | syncs=%u divergence=0\n",
+           proxied, (double)proxied / elapsed, got429, got500, s.max_down_rps, rss_first, rss_end, rss_growth,
+           rss_note, s.syncs);
+    kcr_informer_free(s.inf);
+    soak_churn_free(s.churn);
+    tracker_free(s.t);
+    kcr_client_free(s.direct);
+    kcr_client_free(s.proxied);
+    free(steps);
+    return 0;
+}
