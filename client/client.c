@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "client/client_impl.h"
+#include "core/clock.h"
 #include "core/error.h"
 
 #define BEGIN_STATUS()                                                                             \
@@ -18,6 +19,32 @@ void kcr_client_free(kcr_client *c)
 {
     if (c)
         c->ops->destroy(c);
+}
+
+void kcr_client_set_request_observer(kcr_client *c, kcr_request_observer_fn fn, void *user_data)
+{
+    if (!c)
+        return;
+    c->observer = fn;
+    c->observer_data = fn ? user_data : NULL;
+}
+
+void kcr__client_observe(const kcr_client *c, const char *method, const char *host, int code,
+                         int64_t start_ns)
+{
+    if (c->observer)
+        c->observer(method, host, code, (double)(kcr__now_ns() - start_ns) / KCR_NS_PER_S,
+                    c->observer_data);
+}
+
+/* A call of a back end without HTTP (ops->dispatch_host set) seen by the
+ * observer as one request: ok_code on success, else the Status's code. */
+static void observe_call(const kcr_client *c, const char *method, int ok_code, int64_t start_ns,
+                         kcr_err err, const kcr_status *st)
+{
+    if (c->ops->dispatch_host)
+        kcr__client_observe(c, method, c->ops->dispatch_host, err == KCR_OK ? ok_code : st->code,
+                            start_ns);
 }
 
 const char *kcr_client_namespace(const kcr_client *c)
@@ -50,7 +77,9 @@ kcr_err kcr_client_get(kcr_client *c, const kcr_resource *res, const char *ns, c
         return kcr__fail(KCR_ERR_INVALID, "get: no object name");
     static const kcr_get_options dflt;
     BEGIN_STATUS();
+    int64_t start = kcr__now_ns();
     err = c->ops->get(c, res, ns, name, opts ? opts : &dflt, out, st);
+    observe_call(c, "GET", 200, start, err, st);
     END_STATUS();
     return err;
 }
@@ -94,7 +123,9 @@ kcr_err kcr_client_create(kcr_client *c, const kcr_resource *res, const char *ns
         return err;
     static const kcr_write_options dflt;
     BEGIN_STATUS();
+    int64_t start = kcr__now_ns();
     err = c->ops->create(c, res, ns ? ns : body_ns, json, len, opts ? opts : &dflt, out, st);
+    observe_call(c, "POST", 201, start, err, st);
     END_STATUS();
     free(name);
     free(body_ns);
@@ -124,8 +155,10 @@ kcr_err kcr_client_update(kcr_client *c, const kcr_resource *res, const char *ns
     }
     static const kcr_write_options dflt;
     BEGIN_STATUS();
+    int64_t start = kcr__now_ns();
     err = c->ops->update(c, res, ns ? ns : body_ns, name, json, len, opts ? opts : &dflt, out,
                          st);
+    observe_call(c, "PUT", 200, start, err, st);
     END_STATUS();
     free(name);
     free(body_ns);
@@ -159,7 +192,9 @@ kcr_err kcr_client_patch(kcr_client *c, const kcr_resource *res, const char *ns,
         len = strlen(patch);
     static const kcr_write_options dflt;
     BEGIN_STATUS();
+    int64_t start = kcr__now_ns();
     err = c->ops->patch(c, res, ns, name, type, patch, len, opts ? opts : &dflt, out, st);
+    observe_call(c, "PATCH", 200, start, err, st);
     END_STATUS();
     return err;
 }
@@ -177,7 +212,9 @@ kcr_err kcr_client_delete(kcr_client *c, const kcr_resource *res, const char *ns
         return kcr__fail(KCR_ERR_INVALID, "delete: no object name");
     static const kcr_delete_options dflt;
     BEGIN_STATUS();
+    int64_t start = kcr__now_ns();
     err = c->ops->del(c, res, ns, name, opts ? opts : &dflt, out, st);
+    observe_call(c, "DELETE", 200, start, err, st);
     END_STATUS();
     return err;
 }
@@ -194,8 +231,11 @@ kcr_err kcr_client_list(kcr_client *c, const kcr_resource *res, const char *ns,
     BEGIN_STATUS();
     if (opts && kcr_cancel_triggered(opts->cancel))
         err = kcr__fail(KCR_ERR_CANCELED, "list canceled before it started");
-    else
+    else {
+        int64_t start = kcr__now_ns();
         err = c->ops->list(c, res, ns, opts ? opts : &dflt, fn, user_data, meta, st);
+        observe_call(c, "GET", 200, start, err, st);
+    }
     END_STATUS();
     return err;
 }
@@ -211,8 +251,11 @@ kcr_err kcr_client_watch(kcr_client *c, const kcr_resource *res, const char *ns,
     BEGIN_STATUS();
     if (opts && kcr_cancel_triggered(opts->cancel))
         err = kcr__fail(KCR_ERR_CANCELED, "watch canceled before it started");
-    else
+    else {
+        int64_t start = kcr__now_ns();
         err = c->ops->watch(c, res, ns, opts ? opts : &dflt, fn, user_data, st);
+        observe_call(c, "GET", 200, start, err, st);
+    }
     END_STATUS();
     return err;
 }
@@ -262,8 +305,10 @@ kcr_err kcr_client_raw(kcr_client *c, const char *method, const char *path, cons
     if (!c || !path)
         return kcr__fail(KCR_ERR_INVALID, "raw: a client and a path are required");
     BEGIN_STATUS();
+    int64_t start = kcr__now_ns();
     kcr_err err =
         c->ops->raw(c, method, path, accept, content_type, body, body_len, out, out_len, st);
+    observe_call(c, method ? method : "GET", 200, start, err, st);
     END_STATUS();
     return err;
 }

@@ -40,12 +40,22 @@ typedef struct kcr__client_ops {
                    const char *content_type, const char *body, size_t body_len, char **out,
                    size_t *out_len, kcr_status *st);
     void (*destroy)(kcr_client *c);
+    /* Non-NULL: the back end sends no HTTP (the fake), so client.c reports
+     * each call to the request observer under this host. NULL: the back end
+     * reports each HTTP attempt itself (kcr__client_observe). */
+    const char *dispatch_host;
 } kcr__client_ops;
 
 struct kcr_client {
     const kcr__client_ops *ops;
     char *namespace;
+    kcr_request_observer_fn observer; /* NULL: none */
+    void *observer_data;
 };
+
+/* Reports one completed request to c's observer, if any (code 0: no response). */
+void kcr__client_observe(const kcr_client *c, const char *method, const char *host, int code,
+                         int64_t start_ns);
 
 /* ---- Status --------------------------------------------------------------------------- */
 

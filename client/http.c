@@ -22,6 +22,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/str.h"
 #include "kcr/version.h"
 
 enum {
@@ -231,6 +232,7 @@ typedef struct http_client {
     char *user_agent;
     char *url_base;   /* scheme://host[:port][/prefix] as requests are addressed */
     char *connect_to; /* CURLOPT_CONNECT_TO entry for tls-server-name, or NULL */
+    char *host;       /* the server's host[:port], for the request observer */
 
     pthread_mutex_t lock; /* guards the pool and the rate limiter */
     handle_pair pool[MAX_POOLED];
@@ -321,7 +323,22 @@ typedef struct xfer {
     int64_t last_byte_ns;
     kcr_err sink_err;
     bool delivered;     /* the sink saw bytes */
+    size_t body_at;     /* bytes of a non-idempotent request's body handed to libcurl */
 } xfer;
+
+/* The body of a write that must not be resent (it may have been applied).
+ * libcurl resends a request by itself when a reused connection dies before
+ * any answer byte, rewinding the body; a body read through this callback,
+ * with no seek callback, cannot be rewound, so libcurl fails the attempt
+ * (CURLE_SEND_FAIL_REWIND) instead of sending it twice. */
+static size_t read_body(char *buf, size_t size, size_t n, void *ud)
+{
+    xfer *x = ud;
+    size_t left = x->req->body_len - x->body_at, len = size * n < left ? size * n : left;
+    memcpy(buf, x->req->body + x->body_at, len);
+    x->body_at += len;
+    return len;
+}
 
 static size_t on_header(char *buf, size_t size, size_t n, void *ud)
 {
@@ -480,7 +497,12 @@ static kcr_err setup(http_client *hc, CURL *e, const kcr__http_req *req, const c
     } else {
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
     }
-    if (req->body) {
+    if (req->body && !req->idempotent) {
+        curl_easy_setopt(e, CURLOPT_POST, 1L); /* the body comes from read_body */
+        curl_easy_setopt(e, CURLOPT_READFUNCTION, read_body);
+        curl_easy_setopt(e, CURLOPT_READDATA, x);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+    } else if (req->body) {
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
     }
@@ -574,9 +596,11 @@ kcr_err kcr__http_do(kcr_client *c, const kcr__http_req *req, char **out, size_t
         CURLcode rc = CURLE_OK;
         if (err == KCR_OK) {
             kcr__log(KCR_LOG_DEBUG, "client", "%s %s", req->method, req->path);
+            int64_t start_ns = kcr__now_ns();
             rc = perform(&p, req, &x, &canceled, &idle);
             if (!x.code_known)
                 curl_easy_getinfo(p.easy, CURLINFO_RESPONSE_CODE, &x.code);
+            kcr__client_observe(c, req->method, hc->host, (int)x.code, start_ns);
         }
         curl_slist_free_all(lists[0]);
         curl_slist_free_all(lists[1]);
@@ -1114,6 +1138,7 @@ static void http_destroy(kcr_client *c)
     free(hc->user_agent);
     free(hc->url_base);
     free(hc->connect_to);
+    free(hc->host);
     pthread_mutex_destroy(&hc->lock);
     pthread_mutex_destroy(&hc->disc_lock);
     free(hc);
@@ -1139,6 +1164,10 @@ static kcr_err address(http_client *hc)
 {
     const char *server = hc->cfg->server;
     const char *tls = hc->cfg->tls_server_name;
+    const char *authority = strstr(server, "://") ? strstr(server, "://") + 3 : server;
+    hc->host = kcr__memdup_str(authority, strcspn(authority, "/"));
+    if (!hc->host)
+        return KCR_ERR_NOMEM;
     if (!tls || !*tls) {
         hc->url_base = strdup(server);
         return hc->url_base ? KCR_OK : KCR_ERR_NOMEM;

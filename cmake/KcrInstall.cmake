@@ -2,7 +2,11 @@
 # and a pkg-config file (pkg-config kcr).
 include(CMakePackageConfigHelpers)
 
-install(TARGETS kcr kcr_static EXPORT kcrTargets
+set(kcr_install_targets kcr kcr_static)
+if(KCR_BUILD_HTTP)
+    list(APPEND kcr_install_targets kcr_http kcr_http_static) # kcr::http, kcr::http_static
+endif()
+install(TARGETS ${kcr_install_targets} EXPORT kcrTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -18,9 +22,14 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/kcrConfigVersion.cm
     COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kcrConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/kcrConfigVersion.cmake
-              cmake/FindYajl.cmake cmake/FindLibYAML.cmake
+              cmake/FindYajl.cmake cmake/FindLibYAML.cmake cmake/FindMicroHTTPD.cmake
         DESTINATION ${kcr_cmake_dir})
 
 file(RELATIVE_PATH KCR_PC_PREFIX_FROM_PCDIR "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
 configure_file(cmake/kcr.pc.in ${CMAKE_CURRENT_BINARY_DIR}/kcr.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kcr.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+if(KCR_BUILD_HTTP)
+    configure_file(cmake/kcr-http.pc.in ${CMAKE_CURRENT_BINARY_DIR}/kcr-http.pc @ONLY)
+    install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kcr-http.pc
+            DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()

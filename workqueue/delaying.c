@@ -176,11 +176,11 @@ kcr_err kcr__wq_apply_add_after(struct kcr_workqueue *q, const char *key, size_t
     kcr__wq_m_retry(q);
     struct kcr__wq_item *it = kcr__wq_lookup_or_create(q, key, len, hash);
     if (!it)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     *earliest = q->heap_len == 0 || ready_at < q->heap[0].ready_at;
     if (heap_schedule(q, it, ready_at) != 0) {
         kcr__wq_release_if_idle(q, it);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     kcr__wq_heap_trim(q);
     return KCR_OK;
@@ -197,14 +197,16 @@ kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay
         return kcr__wq_add_locked(q, key, len, hash, now, true);
     int64_t ready_at = delay_ns > INT64_MAX - now ? INT64_MAX : now + delay_ns;
     if (atomic_load_explicit(&q->closed, memory_order_acquire))
-        return KCR_ERR_SHUTDOWN;
+        return kcr__fail(KCR_ERR_SHUTDOWN, "workqueue \"%s\" is shut down: \"%s\" not added",
+                         q->name, key);
     if (kcr__wq_ring_add(q, key, len, hash, now, ready_at))
         return KCR_OK;
     struct kcr__wq_wake w = {0};
     kcr__wq_lock(q, &w); /* applies earlier adds first, so order is kept */
     if (q->shutting_down) {
         kcr__wq_unlock(q, &w);
-        return KCR_ERR_SHUTDOWN;
+        return kcr__fail(KCR_ERR_SHUTDOWN, "workqueue \"%s\" is shut down: \"%s\" not added",
+                         q->name, key);
     }
     int64_t pushed = q->heap_len ? kcr__wq_promote(q, now) : 0;
     bool earliest = false;

@@ -553,7 +553,8 @@ kcr_err kcr__wq_add_locked(struct kcr_workqueue *q, const char *key, size_t len,
     kcr__wq_lock(q, &w); /* applies earlier adds first, so order is kept */
     if (q->shutting_down) {
         kcr__wq_unlock(q, &w);
-        return KCR_ERR_SHUTDOWN;
+        return kcr__fail(KCR_ERR_SHUTDOWN, "workqueue \"%s\" is shut down: \"%s\" not added",
+                         q->name, key);
     }
     if (retry)
         kcr__wq_m_retry(q);
@@ -583,7 +584,8 @@ kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key)
     if (!key)
         return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_add: NULL key");
     if (atomic_load_explicit(&q->closed, memory_order_acquire))
-        return KCR_ERR_SHUTDOWN;
+        return kcr__fail(KCR_ERR_SHUTDOWN, "workqueue \"%s\" is shut down: \"%s\" not added",
+                         q->name, key);
     size_t len = key_len(key);
     uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
     int64_t now = q->timing ? kcr__now_ns() : 0;
@@ -840,6 +842,11 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
         (!q->tk_active && (q->heap_len || (q->gauges && q->processing))))
         kcr__wq_signal(q, &w, 1);
     kcr__wq_unlock(q, &w);
+    if (err != KCR_OK)
+        return kcr__fail(err, "workqueue \"%s\": %s", q->name,
+                         err == KCR_ERR_SHUTDOWN  ? "shut down and drained"
+                         : err == KCR_ERR_TIMEOUT ? "no key ready before the timeout"
+                                                  : "get woken by kcr_workqueue_wake");
     return err;
 }
 
@@ -931,7 +938,9 @@ kcr_err kcr_workqueue_remove(kcr_workqueue *q, const char *key)
     }
     kcr__wq_heap_trim(q);
     kcr__wq_unlock(q, &w);
-    return removed ? KCR_OK : KCR_ERR_NOT_FOUND;
+    return removed ? KCR_OK
+                   : kcr__fail(KCR_ERR_NOT_FOUND, "workqueue \"%s\": \"%s\" is not pending",
+                               q->name, key);
 }
 
 size_t kcr_workqueue_len(kcr_workqueue *q)
@@ -993,7 +1002,7 @@ void kcr_workqueue_shutdown_with_drain(kcr_workqueue *q)
     begin_shutdown(q);
     q->draining = true;
     q->drain_waiters++;
-    while (q->processing && q->draining)
+    while (++q->drain_checks, q->processing && q->draining)
         pthread_cond_wait(&q->drain_cond, &q->mu);
     q->drain_waiters--;
     pthread_mutex_unlock(&q->mu);

@@ -146,6 +146,7 @@ struct kcr_workqueue {
     bool shutting_down;
     bool draining;
     int drain_waiters;
+    unsigned drain_checks; /* times a drain waiter tested `processing` (tests wait on it) */
 
     struct kcr__wq_item *free_items; /* recycled nodes (key capacity KCR__WQ_NODE_KEY) */
     uint32_t nfree;

@@ -201,6 +201,11 @@ KCR_API kcr_err kcr_object_edit_set_null(kcr_object_edit *e, const char *path);
 KCR_API kcr_err kcr_object_edit_set_json(kcr_object_edit *e, const char *path, const char *json,
                                          size_t len);
 
+/* Sets `path` to a copy of `value`, a value of another (immutable) object:
+ * the subtree is copied node by node, never through JSON text. `value` is
+ * borrowed for the call. KCR_ERR_INVALID for an ABSENT value. */
+KCR_API kcr_err kcr_object_edit_set_value(kcr_object_edit *e, const char *path, kcr_value value);
+
 /* Removes `path`; KCR_OK when it was already absent. */
 KCR_API kcr_err kcr_object_edit_delete(kcr_object_edit *e, const char *path);
 
@@ -224,6 +229,16 @@ KCR_API kcr_err kcr_object_edit_remove_owner_ref(kcr_object_edit *e, const char 
 /* Applies an RFC 7386 JSON merge patch (text, copied) to the edited state. */
 KCR_API kcr_err kcr_object_edit_merge_patch(kcr_object_edit *e, const char *patch, size_t len);
 
+/* Applies an RFC 6902 JSON Patch (text, copied; len 0: strlen) to the
+ * edited state, all or nothing: when an operation fails the edit is left as
+ * it was. Errors as kcr_object_apply_json_patch's. */
+KCR_API kcr_err kcr_object_edit_json_patch(kcr_object_edit *e, const char *patch, size_t len);
+
+/* Like kcr_object_edit_freeze, but also accepts a state without
+ * metadata.name: a snapshot to read (kcr_object_get ...) while editing.
+ * *out is a new reference; the editor is unchanged. */
+KCR_API kcr_err kcr_object_edit_snapshot(kcr_object_edit *e, kcr_object **out);
+
 /* Builds a new object from the edited state: *out is a new reference.
  * KCR_ERR_PARSE when the result has no metadata.name. */
 KCR_API kcr_err kcr_object_edit_freeze(kcr_object_edit *e, kcr_object **out);
@@ -242,6 +257,30 @@ KCR_API kcr_err kcr_object_merge_patch(const kcr_object *from, const kcr_object 
  * KCR_ERR_PARSE for a malformed patch or a result without metadata.name. */
 KCR_API kcr_err kcr_object_apply_merge_patch(const kcr_object *obj, const char *patch, size_t len,
                                              kcr_object **out);
+
+/* ---- JSON Patch (RFC 6902) ---------------------------------------------- */
+
+/* Applies a JSON Patch (text, copied; len 0: strlen: an array of add /
+ * remove / replace / move / copy / test operations; JSON Pointer paths with
+ * ~0 and ~1 escapes, "-" appends to an array) to `obj` (borrowed; never
+ * changed): on success *out is a new object. All or nothing: on any error
+ * *out is NULL. Like the Kubernetes apiserver, `test` with value null also
+ * passes for a member missing from an existing object. Thread-safe. Errors, with kcr_last_error() naming the
+ * operation's index, op and path:
+ *   KCR_ERR_PARSE      not a JSON Patch document (bad JSON, not an array, an
+ *                      op without "op"/"path"/"value"/"from", unknown op, a
+ *                      pointer not starting with '/', a bad '~' escape), or a
+ *                      result without metadata.name
+ *   KCR_ERR_CONFLICT   a `test` failed (the message says at which path)
+ *   KCR_ERR_NOT_FOUND  a path or `from` names nothing (missing member,
+ *                      missing parent, array index out of range or malformed)
+ *   KCR_ERR_INVALID    an impossible operation (move into its own child,
+ *                      remove the whole document, a path through a scalar,
+ *                      a result that is not an object)
+ *   KCR_ERR_TOO_LARGE  `copy` operations of one patch copy over 2^19 values,
+ *                      or the document would nest deeper than 256 levels */
+KCR_API kcr_err kcr_object_apply_json_patch(const kcr_object *obj, const char *patch, size_t len,
+                                            kcr_object **out);
 
 /* ---- Transforms ---------------------------------------------------------- */
 
