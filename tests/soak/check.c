@@ -36,6 +36,12 @@ static kcr_err compare_one(kcr_object *srv, void *ud)
     static const char *const paths[] = {"metadata.uid", "metadata.resourceVersion",
                                         "metadata.labels", "data"};
     const char *differs = mine ? NULL : "presence";
+    /* a List's items carry no kind/apiVersion: the informer stamps them, on
+     * relists too, so an owner reference built from the cache is valid */
+    if (mine && strcmp(kcr_object_kind(mine), "ConfigMap") != 0)
+        differs = "kind (the cached object's is not ConfigMap)";
+    if (mine && strcmp(kcr_object_api_version(mine), "v1") != 0)
+        differs = "apiVersion (the cached object's is not v1)";
     for (size_t i = 0; mine && !differs && i < sizeof paths / sizeof *paths; i++)
         if (!same_value(mine, srv, paths[i]))
             differs = paths[i];

@@ -10,8 +10,9 @@
 #include "kcr/kcr.h"
 
 /* Every object of a fresh LIST of ConfigMaps in ns is in the store with the
- * same uid, labels and data (and the store holds nothing else: compare its
- * length). On a difference: false, with it in why. */
+ * same uid, resourceVersion, labels and data, and kind ConfigMap, apiVersion
+ * v1 (which List items lack: the informer must stamp them); the store holds
+ * nothing else. On a difference: false, with it in why. */
 bool soak_same_content(kcr_client *c, const char *ns, kcr_store *store, char *why, size_t why_len);
 
 /* VmRSS of this process in KiB; -1 when /proc cannot tell. */
