@@ -173,6 +173,72 @@ kcr_err kcr_client_update_status(kcr_client *c, const kcr_resource *res, const c
     return kcr_client_update(c, res, ns, json, len, &o, out, status);
 }
 
+/* ---- writes of kcr_object values: serialized once, then as the JSON verbs ---- */
+
+typedef enum obj_verb { OBJ_CREATE, OBJ_UPDATE, OBJ_UPDATE_STATUS, OBJ_APPLY } obj_verb;
+
+static kcr_err write_object(kcr_client *c, const kcr_resource *res, const char *ns,
+                            const kcr_object *obj, obj_verb verb, const kcr_write_options *opts,
+                            kcr_object **out, kcr_status *status)
+{
+    if (out)
+        *out = NULL;
+    if (!obj)
+        return kcr__fail(KCR_ERR_INVALID, "write: NULL object");
+    char *json = NULL;
+    size_t len = 0;
+    kcr_err err = kcr_object_to_json(obj, &json, &len);
+    if (err != KCR_OK)
+        return err;
+    if (ns == NULL || !*ns)
+        ns = kcr_object_namespace(obj);
+    switch (verb) {
+    case OBJ_CREATE:
+        err = kcr_client_create(c, res, ns, json, len, opts, out, status);
+        break;
+    case OBJ_UPDATE:
+        err = kcr_client_update(c, res, ns, json, len, opts, out, status);
+        break;
+    case OBJ_UPDATE_STATUS:
+        err = kcr_client_update_status(c, res, ns, json, len, out, status);
+        break;
+    case OBJ_APPLY:
+        err = kcr_client_patch(c, res, ns, kcr_object_name(obj), KCR_PATCH_APPLY, json, len, opts,
+                               out, status);
+        break;
+    }
+    free(json);
+    return err;
+}
+
+kcr_err kcr_client_create_object(kcr_client *c, const kcr_resource *res, const char *ns,
+                                 const kcr_object *obj, const kcr_write_options *opts,
+                                 kcr_object **out, kcr_status *status)
+{
+    return write_object(c, res, ns, obj, OBJ_CREATE, opts, out, status);
+}
+
+kcr_err kcr_client_update_object(kcr_client *c, const kcr_resource *res, const kcr_object *obj,
+                                 const kcr_write_options *opts, kcr_object **out,
+                                 kcr_status *status)
+{
+    return write_object(c, res, NULL, obj, OBJ_UPDATE, opts, out, status);
+}
+
+kcr_err kcr_client_update_status_object(kcr_client *c, const kcr_resource *res,
+                                        const kcr_object *obj, kcr_object **out,
+                                        kcr_status *status)
+{
+    return write_object(c, res, NULL, obj, OBJ_UPDATE_STATUS, NULL, out, status);
+}
+
+kcr_err kcr_client_apply_object(kcr_client *c, const kcr_resource *res, const kcr_object *obj,
+                                const kcr_write_options *opts, kcr_object **out,
+                                kcr_status *status)
+{
+    return write_object(c, res, NULL, obj, OBJ_APPLY, opts, out, status);
+}
+
 kcr_err kcr_client_patch(kcr_client *c, const kcr_resource *res, const char *ns,
                          const char *name, kcr_patch_type type, const char *patch, size_t len,
                          const kcr_write_options *opts, kcr_object **out, kcr_status *status)

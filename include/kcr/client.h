@@ -198,6 +198,25 @@ KCR_API kcr_err kcr_client_update_status(kcr_client *c, const kcr_resource *res,
                                          const char *ns, const char *json, size_t len,
                                          kcr_object **out, kcr_status *status);
 
+/* The same writes with the object given as a kcr_object (borrowed; it is
+ * serialized once, its namespace and name name it; `ns` NULL or "" for
+ * create means the object's namespace). Thread-safe, like the JSON forms. */
+KCR_API kcr_err kcr_client_create_object(kcr_client *c, const kcr_resource *res, const char *ns,
+                                         const kcr_object *obj, const kcr_write_options *opts,
+                                         kcr_object **out, kcr_status *status);
+KCR_API kcr_err kcr_client_update_object(kcr_client *c, const kcr_resource *res,
+                                         const kcr_object *obj, const kcr_write_options *opts,
+                                         kcr_object **out, kcr_status *status);
+KCR_API kcr_err kcr_client_update_status_object(kcr_client *c, const kcr_resource *res,
+                                                const kcr_object *obj, kcr_object **out,
+                                                kcr_status *status);
+/* Server-side apply of `obj` as the applied configuration (PATCH
+ * application/apply-patch+yaml); opts->field_manager is required,
+ * opts->force takes over conflicting fields. */
+KCR_API kcr_err kcr_client_apply_object(kcr_client *c, const kcr_resource *res,
+                                        const kcr_object *obj, const kcr_write_options *opts,
+                                        kcr_object **out, kcr_status *status);
+
 /* PATCH an object; `patch` is copied (len 0: strlen). For KCR_PATCH_APPLY the
  * body is the applied configuration (JSON is valid YAML) and
  * opts->field_manager is required. */
