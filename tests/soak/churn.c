@@ -72,7 +72,7 @@ static kcr_err create(soak_churn *ch, int i)
     slot_name(i, name, sizeof name);
     snprintf(json, sizeof json,
              "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
-             "\"labels\":{\"app\":\"kcr-soak\"}},\"data\":{\"v\":\"%s-%u\"}}",
+             "\"labels\":{\"app\":\"kcr-soak\",\"mirror\":\"true\"}},\"data\":{\"v\":\"%s-%u\"}}",
              name, name, ++s->version);
     kcr_object *o = NULL;
     kcr_err err = kcr_client_create(ch->c, &E2E_CM, ch->ns, json, 0, NULL, &o, NULL);
