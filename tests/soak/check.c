@@ -1,6 +1,7 @@
 /* The soak's content and memory checks (check.h). */
 #include "soak/check.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,4 +86,10 @@ long soak_rss_kib(void)
             kib = -1;
     fclose(f);
     return kib;
+}
+
+long soak_heap_kib(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return (long)(mi.uordblks / 1024);
 }

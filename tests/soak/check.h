@@ -18,4 +18,8 @@ bool soak_same_content(kcr_client *c, const char *ns, kcr_store *store, char *wh
 /* VmRSS of this process in KiB; -1 when /proc cannot tell. */
 long soak_rss_kib(void);
 
+/* Bytes malloc has handed out and not taken back (every arena), in KiB: a
+ * leak grows it, allocator fragmentation and thread arenas only the RSS. */
+long soak_heap_kib(void);
+
 #endif

@@ -100,7 +100,7 @@ static void churn_for(soak *s, int64_t ms)
     }
 }
 
-static void fault(soak *s, const char *args)
+static void fault(const char *args)
 {
     if (!e2e_fault(args))
         fail("testenv/fault %s failed: is the testenv with its fault proxy running?", args);
@@ -150,8 +150,8 @@ static void compaction(soak *s)
     if (!sync_point(s, 30000, why, sizeof why))
         fail("no sync point before the compaction: %s", why);
     char *rv = kcr_informer_last_sync_rv(s->inf);
-    fault(s, "refuse 240");
-    fault(s, "cut");
+    fault("refuse 240");
+    fault("cut");
     int64_t t0 = now_ms();
     bool compacted = false;
     while (!compacted && now_ms() - t0 < 90000) {
@@ -163,31 +163,31 @@ static void compaction(soak *s)
              "--compaction-interval 10s (the ctest fixture does)", rv);
     free(rv);
     restart(s, false, 0);
-    fault(s, "clear");
+    fault("clear");
 }
 
 static void inject(soak *s, const soak_step *st)
 {
     char args[256], why[512];
     switch (st->fault) {
-    case SOAK_CUT: fault(s, "cut"); break;
-    case SOAK_CUT_RESET: fault(s, "cut reset"); break;
+    case SOAK_CUT: fault("cut"); break;
+    case SOAK_CUT_RESET: fault("cut reset"); break;
     case SOAK_STALL:
         /* a live watch to go silent */
         if (!sync_point(s, 30000, why, sizeof why))
             fail("no sync point before the stall: %s", why);
         snprintf(args, sizeof args, "stall %d", st->param);
-        fault(s, args);
+        fault(args);
         break;
     case SOAK_429:
         snprintf(args, sizeof args, "429 %d 1 namespaces/%s/configmaps", st->param, s->ns);
-        fault(s, args);
-        fault(s, "cut");
+        fault(args);
+        fault("cut");
         break;
     case SOAK_500:
         snprintf(args, sizeof args, "500 %d namespaces/%s/configmaps", st->param, s->ns);
-        fault(s, args);
-        fault(s, "cut");
+        fault(args);
+        fault("cut");
         break;
     case SOAK_RESTART: restart(s, false, st->param); break;
     case SOAK_RESTART_KILL: restart(s, true, st->param); break;
@@ -270,17 +270,18 @@ int main(int argc, char **argv)
     churn_for(&s, 3000); /* warm-up: the first quiescent point has seen churn */
     if (!sync_point(&s, 30000, why, sizeof why))
         fail("no first quiescent point: %s", why);
-    long rss_first = soak_rss_kib();
+    long rss_first = soak_rss_kib(), heap_first = soak_heap_kib();
     long proxy_first = e2e_count(".total");
 
     for (int i = 0; i < nsteps; i++) {
         churn_for(&s, steps[i].churn_ms);
-        printf("soak: %6.1fs #%d %s %d\n", (double)(now_ms() - t_start) / 1000.0, i,
-               soak_fault_name(steps[i].fault), steps[i].param);
+        printf("soak: %6.1fs #%d %s %d (rss %ld KiB, heap %ld KiB)\n",
+               (double)(now_ms() - t_start) / 1000.0, i, soak_fault_name(steps[i].fault),
+               steps[i].param, soak_rss_kib(), soak_heap_kib());
         fflush(stdout);
         inject(&s, &steps[i]);
     }
-    fault(&s, "clear");
+    fault("clear");
     churn_for(&s, 2000);
 
     /* the verdict */
@@ -320,7 +321,7 @@ int main(int argc, char **argv)
              s.burst[SOAK_429], s.burst[SOAK_500]);
     double elapsed = (double)(now_ms() - t_start) / 1000.0;
     long proxied = e2e_count(".total") - proxy_first;
-    long rss_end = soak_rss_kib();
+    long rss_end = soak_rss_kib(), heap_end = soak_heap_kib();
     double rss_growth = rss_first > 0 ? 100.0 * (double)(rss_end - rss_first) / (double)rss_first : 0;
 #if defined(__SANITIZE_ADDRESS__)
     const char *rss_note = " (not bounded under ASan: its quarantine keeps freed memory)";
@@ -332,6 +333,11 @@ int main(int argc, char **argv)
     if (rss_checked && (rss_first <= 0 || rss_end > rss_first + rss_first / 10))
         fail("RSS grew from %ld KiB to %ld KiB (%.1f %%, bound 10 %%)", rss_first, rss_end,
              rss_growth);
+    /* the leak check proper: what malloc has handed out, at two quiescent
+     * points (256 KiB of slack for buffers in flight) */
+    if (rss_checked && heap_end > heap_first + heap_first / 10 + 256)
+        fail("heap in use grew from %ld KiB to %ld KiB (bound 10 %% + 256 KiB)", heap_first,
+             heap_end);
 
     printf("soak: PASS seed=%llu %.0fs faults:", (unsigned long long)seed, elapsed);
     for (int f = 0; f < SOAK_FAULT_CLASSES; f++)
@@ -353,10 +359,10 @@ int main(int argc, char **argv)
     printf(" | controller: %zu copies ok, reconciles=%llu errors=%llu",
            sources, (unsigned long long)cs.reconciles, (unsigned long long)cs.errors);
     printf(" | proxy: %ld requests (%.1f/s), injected 429=%ld 500=%ld, while down max %.1f/s "
-           "list+watch, %.1f/s all | rss %ld -> %ld KiB "
-           "(%+.1f %%)%s | syncs=%u divergence=0\n",
+           "list+watch, %.1f/s all | rss %ld -> %ld KiB (%+.1f %%)%s heap %ld -> %ld KiB"
+           " | syncs=%u divergence=0\n",
            proxied, (double)proxied / elapsed, got429, got500, s.max_down_rps, s.max_down_all_rps, rss_first, rss_end, rss_growth,
-           rss_note, s.syncs);
+           rss_note, heap_first, heap_end, s.syncs);
     kcr_informer_free(s.inf);
     soak_churn_free(s.churn);
     tracker_free(s.t);
