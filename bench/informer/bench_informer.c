@@ -131,8 +131,10 @@ static int seed(const char *kubeconfig, const char *ns, int n, int bytes)
     if (have < 0)
         return 1;
     if (have > n) {
-        fprintf(stderr, "bench_informer: %s holds %ld ConfigMaps, more than %d: use a namespace "
-                        "of its own per N\n", ns, have, n);
+        fprintf(stderr,
+                "bench_informer: %s holds %ld ConfigMaps, more than %d: use a namespace "
+                "of its own per N\n",
+                ns, have, n);
         return 1;
     }
     if (have == n) {
@@ -140,8 +142,8 @@ static int seed(const char *kubeconfig, const char *ns, int n, int bytes)
         kcr_client_free(c);
         return 0;
     }
-    fprintf(stderr, "bench_informer: creating %ld ConfigMaps of ~%d bytes in %s\n", n - have,
-            bytes, ns);
+    fprintf(stderr, "bench_informer: creating %ld ConfigMaps of ~%d bytes in %s\n", n - have, bytes,
+            ns);
     char *value = malloc((size_t)bytes + 1);
     for (int i = 0; i < bytes; i++)
         value[i] = (char)('a' + i % 26);

@@ -19,8 +19,8 @@ typedef enum slot_state {
 
 typedef struct slot {
     slot_state state;
-    bool existed;  /* created at least once (a create is then a re-create) */
-    char uid[64];  /* of the current incarnation, when present */
+    bool existed; /* created at least once (a create is then a re-create) */
+    char uid[64]; /* of the current incarnation, when present */
     unsigned version;
 } slot;
 
@@ -100,7 +100,7 @@ static kcr_err update(soak_churn *ch, int i)
     return err;
 }
 
-static kcr_err delete(soak_churn *ch, int i)
+static kcr_err delete (soak_churn *ch, int i)
 {
     slot *s = &ch->slots[i];
     char name[32];
@@ -172,10 +172,17 @@ kcr_err soak_churn_step(soak_churn *ch)
         if (err != KCR_OK)
             ch->counts.errors++;
         return err;
-    case SLOT_GONE_NEW: return KCR_OK; /* wait for a sync point */
-    case SLOT_ABSENT: err = create(ch, i); break;
-    case SLOT_PRESENT_NEW: err = update(ch, i); break;
-    case SLOT_PRESENT: err = dice < 30 ? delete(ch, i) : update(ch, i); break;
+    case SLOT_GONE_NEW:
+        return KCR_OK; /* wait for a sync point */
+    case SLOT_ABSENT:
+        err = create(ch, i);
+        break;
+    case SLOT_PRESENT_NEW:
+        err = update(ch, i);
+        break;
+    case SLOT_PRESENT:
+        err = dice < 30 ? delete (ch, i) : update(ch, i);
+        break;
     }
     if (err != KCR_OK) {
         ch->counts.errors++;

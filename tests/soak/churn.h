@@ -1,6 +1,7 @@
 /* The soak's load generator: a fixed set of ConfigMap names in one
- * namespace (labelled mirror=true, so the soak's controller copies them), each created, updated, deleted and re-created (same name, new
- * uid) by seeded choices, through a client that bypasses the fault proxy.
+ * namespace (labelled mirror=true, so the soak's controller copies them), each created, updated,
+ * deleted and re-created (same name, new uid) by seeded choices, through a client that bypasses the
+ * fault proxy.
  *
  * Every deleted incarnation is handed to the tracker as an expected delete.
  * So that "exactly one on_delete per incarnation" is exact and not a guess,

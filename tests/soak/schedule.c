@@ -17,12 +17,16 @@ int64_t soak_rng_range(soak_rng *r, int64_t lo, int64_t hi)
 static int param_for(soak_rng *r, soak_fault f, int stall_s)
 {
     switch (f) {
-    case SOAK_STALL: return stall_s + (int)soak_rng_range(r, 0, 3);
+    case SOAK_STALL:
+        return stall_s + (int)soak_rng_range(r, 0, 3);
     case SOAK_429:
-    case SOAK_500: return (int)soak_rng_range(r, 2, 6);
+    case SOAK_500:
+        return (int)soak_rng_range(r, 2, 6);
     case SOAK_RESTART:
-    case SOAK_RESTART_KILL: return (int)soak_rng_range(r, 2, 4);
-    default: return 0;
+    case SOAK_RESTART_KILL:
+        return (int)soak_rng_range(r, 2, 4);
+    default:
+        return 0;
     }
 }
 

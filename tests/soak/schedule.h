@@ -24,7 +24,7 @@ typedef enum soak_fault {
 typedef struct soak_step {
     int64_t churn_ms; /* plain churn before the fault */
     soak_fault fault;
-    int param;        /* stall seconds, burst size, seconds down; 0 when unused */
+    int param; /* stall seconds, burst size, seconds down; 0 when unused */
 } soak_step;
 
 /* A deterministic generator (splitmix64). */

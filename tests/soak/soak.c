@@ -66,12 +66,24 @@ static void on_error(kcr_err err, const kcr_status *st, const char *msg, void *u
     (void)st, (void)msg;
     soak *s = ud;
     switch (err) {
-    case KCR_ERR_TIMEOUT: atomic_fetch_add(&s->timeouts, 1); break;
-    case KCR_ERR_TRANSPORT: atomic_fetch_add(&s->transport, 1); break;
-    case KCR_ERR_GONE: atomic_fetch_add(&s->gone, 1); break;
-    case KCR_ERR_TOO_MANY: atomic_fetch_add(&s->too_many, 1); break;
-    case KCR_ERR_API: atomic_fetch_add(&s->api, 1); break;
-    default: atomic_fetch_add(&s->other, 1); break;
+    case KCR_ERR_TIMEOUT:
+        atomic_fetch_add(&s->timeouts, 1);
+        break;
+    case KCR_ERR_TRANSPORT:
+        atomic_fetch_add(&s->transport, 1);
+        break;
+    case KCR_ERR_GONE:
+        atomic_fetch_add(&s->gone, 1);
+        break;
+    case KCR_ERR_TOO_MANY:
+        atomic_fetch_add(&s->too_many, 1);
+        break;
+    case KCR_ERR_API:
+        atomic_fetch_add(&s->api, 1);
+        break;
+    default:
+        atomic_fetch_add(&s->other, 1);
+        break;
     }
 }
 
@@ -127,8 +139,8 @@ static void restart(soak *s, bool kill, int down_s)
     if (rps > MAX_DOWN_RPS || all_rps > MAX_DOWN_ALL_RPS)
         fail("hot loop: %ld LIST/WATCH (%.1f/s, bound %d/s) and %ld requests in all (%.1f/s, "
              "bound %d/s) through the proxy in %.1f s of apiserver restart",
-             after - before, rps, MAX_DOWN_RPS, all_after - all_before, all_rps,
-             MAX_DOWN_ALL_RPS, secs);
+             after - before, rps, MAX_DOWN_RPS, all_after - all_before, all_rps, MAX_DOWN_ALL_RPS,
+             secs);
 }
 
 static bool rv_compacted(soak *s, const char *rv)
@@ -160,7 +172,8 @@ static void compaction(soak *s)
     }
     if (!compacted)
         fail("resourceVersion %s not compacted after 90 s: start the testenv with "
-             "--compaction-interval 10s (the ctest fixture does)", rv);
+             "--compaction-interval 10s (the ctest fixture does)",
+             rv);
     free(rv);
     restart(s, false, 0);
     fault("clear");
@@ -170,8 +183,12 @@ static void inject(soak *s, const soak_step *st)
 {
     char args[256], why[512];
     switch (st->fault) {
-    case SOAK_CUT: fault("cut"); break;
-    case SOAK_CUT_RESET: fault("cut reset"); break;
+    case SOAK_CUT:
+        fault("cut");
+        break;
+    case SOAK_CUT_RESET:
+        fault("cut reset");
+        break;
     case SOAK_STALL:
         /* a live watch to go silent */
         if (!sync_point(s, 30000, why, sizeof why))
@@ -189,10 +206,17 @@ static void inject(soak *s, const soak_step *st)
         fault(args);
         fault("cut");
         break;
-    case SOAK_RESTART: restart(s, false, st->param); break;
-    case SOAK_RESTART_KILL: restart(s, true, st->param); break;
-    case SOAK_COMPACTION: compaction(s); break;
-    case SOAK_FAULT_CLASSES: break;
+    case SOAK_RESTART:
+        restart(s, false, st->param);
+        break;
+    case SOAK_RESTART_KILL:
+        restart(s, true, st->param);
+        break;
+    case SOAK_COMPACTION:
+        compaction(s);
+        break;
+    case SOAK_FAULT_CLASSES:
+        break;
     }
     s->faults[st->fault]++;
     if (st->fault == SOAK_429 || st->fault == SOAK_500)
@@ -322,7 +346,8 @@ int main(int argc, char **argv)
     double elapsed = (double)(now_ms() - t_start) / 1000.0;
     long proxied = e2e_count(".total") - proxy_first;
     long rss_end = soak_rss_kib(), heap_end = soak_heap_kib();
-    double rss_growth = rss_first > 0 ? 100.0 * (double)(rss_end - rss_first) / (double)rss_first : 0;
+    double rss_growth =
+        rss_first > 0 ? 100.0 * (double)(rss_end - rss_first) / (double)rss_first : 0;
 #if defined(__SANITIZE_ADDRESS__)
     const char *rss_note = " (not bounded under ASan: its quarantine keeps freed memory)";
     bool rss_checked = false;
@@ -356,13 +381,13 @@ int main(int argc, char **argv)
            (unsigned long long)rs.watch_requests, atomic_load(&s.timeouts),
            atomic_load(&s.transport), atomic_load(&s.gone), atomic_load(&s.too_many),
            atomic_load(&s.api), atomic_load(&s.other));
-    printf(" | controller: %zu copies ok, reconciles=%llu errors=%llu",
-           sources, (unsigned long long)cs.reconciles, (unsigned long long)cs.errors);
+    printf(" | controller: %zu copies ok, reconciles=%llu errors=%llu", sources,
+           (unsigned long long)cs.reconciles, (unsigned long long)cs.errors);
     printf(" | proxy: %ld requests (%.1f/s), injected 429=%ld 500=%ld, while down max %.1f/s "
            "list+watch, %.1f/s all | rss %ld -> %ld KiB (%+.1f %%)%s heap %ld -> %ld KiB"
            " | syncs=%u divergence=0\n",
-           proxied, (double)proxied / elapsed, got429, got500, s.max_down_rps, s.max_down_all_rps, rss_first, rss_end, rss_growth,
-           rss_note, heap_first, heap_end, s.syncs);
+           proxied, (double)proxied / elapsed, got429, got500, s.max_down_rps, s.max_down_all_rps,
+           rss_first, rss_end, rss_growth, rss_note, heap_first, heap_end, s.syncs);
     kcr_informer_free(s.inf);
     soak_churn_free(s.churn);
     tracker_free(s.t);
