@@ -348,8 +348,10 @@ int main(int argc, char **argv)
     long rss_end = soak_rss_kib(), heap_end = soak_heap_kib();
     double rss_growth =
         rss_first > 0 ? 100.0 * (double)(rss_end - rss_first) / (double)rss_first : 0;
-#if defined(__SANITIZE_ADDRESS__)
-    const char *rss_note = " (not bounded under ASan: its quarantine keeps freed memory)";
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    /* the sanitizer's allocator owns the heap: ASan's quarantine keeps freed
+     * memory, TSan's shadow grows with it, and mallinfo2 sees neither */
+    const char *rss_note = " (not bounded under a sanitizer: its allocator owns the heap)";
     bool rss_checked = false;
 #else
     const char *rss_note = "";
