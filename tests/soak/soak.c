@@ -179,6 +179,22 @@ static void compaction(soak *s)
     fault("clear");
 }
 
+/* Churns until the proxy has answered `total` injected `code`s in all:
+ * the clients kept retrying through the burst (a later `clear` would
+ * otherwise drop what is left of it). */
+static void burst_used_up(soak *s, const char *code, long total)
+{
+    char expr[64];
+    snprintf(expr, sizeof expr, ".injected[\"%s\"]", code);
+    int64_t t0 = now_ms();
+    while (e2e_count(expr) < total) {
+        if (now_ms() - t0 > 60000)
+            fail("%ld of %ld injected %ss answered after 60 s: retries stopped", e2e_count(expr),
+                 total, code);
+        churn_for(s, 250);
+    }
+}
+
 static void inject(soak *s, const soak_step *st)
 {
     char args[256], why[512];
@@ -197,14 +213,14 @@ static void inject(soak *s, const soak_step *st)
         fault(args);
         break;
     case SOAK_429:
-        snprintf(args, sizeof args, "429 %d 1 namespaces/%s/configmaps", st->param, s->ns);
-        fault(args);
-        fault("cut");
-        break;
     case SOAK_500:
-        snprintf(args, sizeof args, "500 %d namespaces/%s/configmaps", st->param, s->ns);
+        if (st->fault == SOAK_429)
+            snprintf(args, sizeof args, "429 %d 1 namespaces/%s/configmaps", st->param, s->ns);
+        else
+            snprintf(args, sizeof args, "500 %d namespaces/%s/configmaps", st->param, s->ns);
         fault(args);
         fault("cut");
+        burst_used_up(s, st->fault == SOAK_429 ? "429" : "500", s->burst[st->fault] + st->param);
         break;
     case SOAK_RESTART:
         restart(s, false, st->param);
