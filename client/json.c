@@ -85,12 +85,12 @@ static kcr_err grow(kcr__json *j)
     size_t cap = j->cap ? j->cap * 2 : 4;
     kcr__json **vals = realloc(j->vals, cap * sizeof *vals);
     if (!vals)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     j->vals = vals;
     if (j->type == KCR__JSON_OBJECT) {
         char **keys = realloc(j->keys, cap * sizeof *keys);
         if (!keys)
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
         j->keys = keys;
     }
     j->cap = cap;
@@ -100,10 +100,10 @@ static kcr_err grow(kcr__json *j)
 kcr_err kcr__json_append(kcr__json *arr, kcr__json *v)
 {
     if (!v)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     if (grow(arr) != KCR_OK) {
         kcr__json_free(v);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     arr->vals[arr->n++] = v;
     return KCR_OK;
@@ -153,7 +153,7 @@ int64_t kcr__json_int(const kcr__json *j, int64_t dflt)
 kcr_err kcr__json_set(kcr__json *obj, const char *key, kcr__json *v)
 {
     if (!v)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     if (!obj || obj->type != KCR__JSON_OBJECT) {
         kcr__json_free(v);
         return KCR_ERR_INVALID;
@@ -168,7 +168,7 @@ kcr_err kcr__json_set(kcr__json *obj, const char *key, kcr__json *v)
     if (!k || grow(obj) != KCR_OK) {
         free(k);
         kcr__json_free(v);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     obj->keys[obj->n] = k;
     obj->vals[obj->n++] = v;
@@ -300,7 +300,7 @@ void kcr__json_builder_free(kcr__json_builder *b)
 static kcr_err attach(kcr__json_builder *b, kcr__json *v)
 {
     if (!v)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     if (b->depth == 0) {
         if (b->done) {
             kcr__json_free(v);
@@ -334,7 +334,7 @@ static kcr_err start(kcr__json_builder *b, kcr__json_type type)
         return KCR_ERR_TOO_LARGE;
     kcr__json *v = kcr__json_new(type);
     if (!v)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     if (b->depth == 0) {
         if (b->done) {
             kcr__json_free(v);
@@ -365,7 +365,7 @@ kcr_err kcr__json_builder_map_key(kcr__json_builder *b, const char *key, size_t 
     if (!b->depth || b->stack[b->depth - 1]->type != KCR__JSON_OBJECT || b->pending_key)
         return KCR_ERR_PARSE;
     b->pending_key = kcr__memdup_str(key, len);
-    return b->pending_key ? KCR_OK : KCR_ERR_NOMEM;
+    return b->pending_key ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, "out of memory");
 }
 
 kcr_err kcr__json_builder_end(kcr__json_builder *b)
@@ -517,7 +517,7 @@ kcr_err kcr__json_dump(const kcr__json *j, char **out, size_t *len)
     *out = NULL;
     yajl_gen g = yajl_gen_alloc(NULL);
     if (!g)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     yajl_gen_config(g, yajl_gen_validate_utf8, 0);
     kcr_err err = KCR_OK;
     if (gen(g, j) != yajl_gen_status_ok) {
@@ -528,7 +528,7 @@ kcr_err kcr__json_dump(const kcr__json *j, char **out, size_t *len)
         yajl_gen_get_buf(g, &buf, &n);
         *out = kcr__memdup_str(buf, n);
         if (!*out)
-            err = KCR_ERR_NOMEM;
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
         else if (len)
             *len = n;
     }
@@ -543,7 +543,7 @@ kcr_err kcr__json_merge_patch(kcr__json **target, const kcr__json *patch)
     if (patch->type != KCR__JSON_OBJECT) {
         kcr__json *c = kcr__json_copy(patch);
         if (!c)
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
         kcr__json_free(*target);
         *target = c;
         return KCR_OK;
@@ -552,7 +552,7 @@ kcr_err kcr__json_merge_patch(kcr__json **target, const kcr__json *patch)
         kcr__json_free(*target);
         *target = kcr__json_new(KCR__JSON_OBJECT);
         if (!*target)
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     for (size_t i = 0; i < patch->n; i++) {
         const char *key = patch->keys[i];
@@ -580,208 +580,6 @@ kcr_err kcr__json_merge_patch(kcr__json **target, const kcr__json *patch)
     return KCR_OK;
 }
 
-/* JSON pointer (RFC 6901) resolution to a parent container and last token. */
-static char *unescape_token(const char *s, size_t len)
-{
-    char *t = malloc(len + 1);
-    if (!t)
-        return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == '~' && i + 1 < len && (s[i + 1] == '0' || s[i + 1] == '1')) {
-            t[o++] = s[i + 1] == '0' ? '~' : '/';
-            i++;
-        } else {
-            t[o++] = s[i];
-        }
-    }
-    t[o] = '\0';
-    return t;
-}
-
-static bool array_index(const kcr__json *arr, const char *tok, bool allow_end, size_t *idx)
-{
-    if (allow_end && strcmp(tok, "-") == 0) {
-        *idx = arr->n;
-        return true;
-    }
-    if (!*tok || (tok[0] == '0' && tok[1]) || strspn(tok, "0123456789") != strlen(tok))
-        return false;
-    *idx = (size_t)strtoull(tok, NULL, 10);
-    return *idx < arr->n + (allow_end ? 1 : 0);
-}
-
-/* Finds the parent of `ptr`'s target; *last receives the last token (malloc'd). */
-static kcr_err resolve_parent(kcr__json *root, const char *ptr, kcr__json **parent, char **last)
-{
-    *parent = NULL;
-    *last = NULL;
-    if (*ptr != '/')
-        return KCR_ERR_INVALID;
-    kcr__json *cur = root;
-    const char *p = ptr + 1;
-    for (;;) {
-        const char *slash = strchr(p, '/');
-        size_t len = slash ? (size_t)(slash - p) : strlen(p);
-        char *tok = unescape_token(p, len);
-        if (!tok)
-            return KCR_ERR_NOMEM;
-        if (!slash) {
-            *parent = cur;
-            *last = tok;
-            return KCR_OK;
-        }
-        kcr__json *next = NULL;
-        size_t idx;
-        if (cur->type == KCR__JSON_OBJECT)
-            next = kcr__json_get(cur, tok);
-        else if (cur->type == KCR__JSON_ARRAY && array_index(cur, tok, false, &idx))
-            next = cur->vals[idx];
-        free(tok);
-        if (!next)
-            return KCR_ERR_NOT_FOUND;
-        cur = next;
-        p = slash + 1;
-    }
-}
-
-static kcr__json *pointer_get(kcr__json *root, const char *ptr)
-{
-    if (!*ptr)
-        return root;
-    kcr__json *parent;
-    char *last;
-    if (resolve_parent(root, ptr, &parent, &last) != KCR_OK)
-        return NULL;
-    kcr__json *v = NULL;
-    size_t idx;
-    if (parent->type == KCR__JSON_OBJECT)
-        v = kcr__json_get(parent, last);
-    else if (parent->type == KCR__JSON_ARRAY && array_index(parent, last, false, &idx))
-        v = parent->vals[idx];
-    free(last);
-    return v;
-}
-
-/* Removes and returns the value at ptr (NULL if absent). */
-static kcr__json *pointer_take(kcr__json *root, const char *ptr)
-{
-    kcr__json *parent;
-    char *last;
-    if (resolve_parent(root, ptr, &parent, &last) != KCR_OK)
-        return NULL;
-    kcr__json *v = NULL;
-    size_t idx;
-    if (parent->type == KCR__JSON_OBJECT) {
-        ptrdiff_t i = find_key(parent, last);
-        if (i >= 0) {
-            v = parent->vals[i];
-            free(parent->keys[i]);
-            memmove(parent->keys + i, parent->keys + i + 1,
-                    (parent->n - (size_t)i - 1) * sizeof *parent->keys);
-            memmove(parent->vals + i, parent->vals + i + 1,
-                    (parent->n - (size_t)i - 1) * sizeof *parent->vals);
-            parent->n--;
-        }
-    } else if (parent->type == KCR__JSON_ARRAY && array_index(parent, last, false, &idx)) {
-        v = parent->vals[idx];
-        memmove(parent->vals + idx, parent->vals + idx + 1,
-                (parent->n - idx - 1) * sizeof *parent->vals);
-        parent->n--;
-    }
-    free(last);
-    return v;
-}
-
-/* Adds v at ptr (takes v). replace=true requires an existing member. */
-static kcr_err pointer_put(kcr__json **root, const char *ptr, kcr__json *v, bool replace)
-{
-    if (!*ptr) {
-        kcr__json_free(*root);
-        *root = v;
-        return KCR_OK;
-    }
-    kcr__json *parent;
-    char *last;
-    kcr_err err = resolve_parent(*root, ptr, &parent, &last);
-    if (err != KCR_OK) {
-        kcr__json_free(v);
-        return err;
-    }
-    size_t idx;
-    if (parent->type == KCR__JSON_OBJECT) {
-        if (replace && !kcr__json_get(parent, last))
-            err = KCR_ERR_NOT_FOUND;
-        else {
-            err = kcr__json_set(parent, last, v);
-            free(last);
-            return err;
-        }
-    } else if (parent->type == KCR__JSON_ARRAY && array_index(parent, last, !replace, &idx)) {
-        if (replace) {
-            kcr__json_free(parent->vals[idx]);
-            parent->vals[idx] = v;
-            free(last);
-            return KCR_OK;
-        }
-        if (grow(parent) != KCR_OK) {
-            err = KCR_ERR_NOMEM;
-        } else {
-            memmove(parent->vals + idx + 1, parent->vals + idx,
-                    (parent->n - idx) * sizeof *parent->vals);
-            parent->vals[idx] = v;
-            parent->n++;
-            free(last);
-            return KCR_OK;
-        }
-    } else {
-        err = KCR_ERR_NOT_FOUND;
-    }
-    free(last);
-    kcr__json_free(v);
-    return err;
-}
-
-kcr_err kcr__json_patch(kcr__json **target, const kcr__json *ops)
-{
-    if (!ops || ops->type != KCR__JSON_ARRAY)
-        return kcr__fail(KCR_ERR_INVALID, "a JSON patch must be an array of operations");
-    for (size_t i = 0; i < ops->n; i++) {
-        const kcr__json *op = ops->vals[i];
-        const char *name = kcr__json_str(kcr__json_get(op, "op"));
-        const char *path = kcr__json_str(kcr__json_get(op, "path"));
-        const char *from = kcr__json_str(kcr__json_get(op, "from"));
-        const kcr__json *value = kcr__json_get(op, "value");
-        if (!name || !path)
-            return kcr__fail(KCR_ERR_INVALID, "JSON patch operation %zu lacks op or path", i);
-        kcr_err err = KCR_OK;
-        if (strcmp(name, "add") == 0 || strcmp(name, "replace") == 0) {
-            if (!value)
-                return kcr__fail(KCR_ERR_INVALID, "JSON patch %s %s lacks a value", name, path);
-            err = pointer_put(target, path, kcr__json_copy(value), name[0] == 'r');
-        } else if (strcmp(name, "remove") == 0) {
-            kcr__json *old = *path ? pointer_take(*target, path) : NULL;
-            if (!old)
-                err = KCR_ERR_NOT_FOUND;
-            kcr__json_free(old);
-        } else if (strcmp(name, "move") == 0 || strcmp(name, "copy") == 0) {
-            if (!from)
-                return kcr__fail(KCR_ERR_INVALID, "JSON patch %s %s lacks from", name, path);
-            kcr__json *v = name[0] == 'm' ? pointer_take(*target, from)
-                                          : kcr__json_copy(pointer_get(*target, from));
-            err = v ? pointer_put(target, path, v, false) : KCR_ERR_NOT_FOUND;
-        } else if (strcmp(name, "test") == 0) {
-            if (!kcr__json_equal(pointer_get(*target, path), value))
-                return kcr__fail(KCR_ERR_INVALID, "JSON patch test of %s failed", path);
-        } else {
-            return kcr__fail(KCR_ERR_INVALID, "unknown JSON patch op \"%s\"", name);
-        }
-        if (err != KCR_OK)
-            return kcr__fail(KCR_ERR_INVALID, "JSON patch %s %s: path not found", name, path);
-    }
-    return KCR_OK;
-}
-
 /* ---- base64 ---------------------------------------------------------------- */
 
 static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -790,7 +588,7 @@ kcr_err kcr__base64_decode(const char *in, size_t len, char **out, size_t *out_l
 {
     *out = malloc(len / 4 * 3 + 4);
     if (!*out)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     unsigned acc = 0;
     int bits = 0;
     size_t o = 0, pad = 0;

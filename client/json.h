@@ -84,8 +84,6 @@ kcr_err kcr__json_append(kcr__json *arr, kcr__json *v);
 
 /* RFC 7386 JSON merge patch applied to *target in place (may replace it). */
 kcr_err kcr__json_merge_patch(kcr__json **target, const kcr__json *patch);
-/* RFC 6902 JSON patch (add, remove, replace, move, copy, test). */
-kcr_err kcr__json_patch(kcr__json **target, const kcr__json *ops);
 
 /* Base64 (standard alphabet, padding optional on input, whitespace skipped).
  * decode: KCR_ERR_PARSE on a bad character. Outputs are malloc'd and

@@ -28,7 +28,6 @@ typedef struct kcr__source {
     void *map_user_data;
     /* Bound by the environment before any event: */
     kcr_store *cache;
-    void *env_cache; /* the environment's handle (kcr_informer * / test kit cache) */
     /* Log-once flags. */
     atomic_bool warned_predicate, warned_map, warned_key;
 } kcr__source;
@@ -48,7 +47,7 @@ typedef struct kcr__pending {
     kcr_reason reason; /* most important; KCR_REASON_NONE when none */
     kcr_change change;
     char *kind, *ns, *name;
-    kcr_reason delayed;  /* REQUEUE_AFTER / RETRY waiting for due_ms; NONE: none */
+    kcr_reason delayed; /* REQUEUE_AFTER / RETRY waiting for due_ms; NONE: none */
     int64_t due_ms;
 } kcr__pending;
 
@@ -84,10 +83,14 @@ struct kcr_controller {
 kcr_err kcr__controller_new(kcr_client *client, const kcr_controller_options *opts,
                             kcr_controller **out);
 void kcr__controller_free(kcr_controller *c);
+/* Frees what opts hands over (predicates, rate limiter), for failures
+ * before kcr__controller_new runs. */
+void kcr__controller_options_release(const kcr_controller_options *opts);
 
 /* Bumps a counter of c->stats under the stats lock. */
 void kcr__controller_count(kcr_controller *c, size_t offset, int64_t delta);
-#define KCR__COUNT(c, field, d) kcr__controller_count((c), offsetof(kcr_controller_stats, field), (d))
+#define KCR__COUNT(c, field, d)                                                                    \
+    kcr__controller_count((c), offsetof(kcr_controller_stats, field), (d))
 
 /* ---- router.c: one change of a watched object -> keys, reasons, priority ---- */
 
@@ -134,8 +137,7 @@ typedef enum kcr__outcome {
 /* Applies a result for key: counts it, logs errors, forgets or re-enqueues
  * (rate-limited retry / requeue after) through the environment. now_ns is the
  * limiter's notion of now. Returns the outcome for metrics. */
-kcr__outcome kcr__apply_result(kcr_controller *c, const char *key, kcr_result res,
-                               int64_t now_ns);
+kcr__outcome kcr__apply_result(kcr_controller *c, const char *key, kcr_result res, int64_t now_ns);
 
 /* ---- ctx.c ---- */
 struct kcr_ctx {
@@ -155,10 +157,10 @@ void kcr__request_init(kcr_reconcile_request *req, kcr_controller *c, const char
 /* ---- reconcile.c: one reconcile, as the manager's workers and the test kit run it ---- */
 typedef struct kcr__run {
     /* in */
-    kcr_client *client;            /* the ctx client */
-    kcr_event_recorder *recorder;  /* may be NULL */
-    kcr_cancel *cancel;            /* may be NULL */
-    int64_t limiter_now_ns;        /* the rate limiter's notion of now */
+    kcr_client *client;           /* the ctx client */
+    kcr_event_recorder *recorder; /* may be NULL */
+    kcr_cancel *cancel;           /* may be NULL */
+    int64_t limiter_now_ns;       /* the rate limiter's notion of now */
     /* out */
     kcr_result result;
     kcr__outcome outcome;

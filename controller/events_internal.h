@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kcr/events.h"
@@ -16,6 +17,8 @@ static const kcr_resource KCR__EVENTS = {"events.k8s.io", "v1", "events"};
 #define KCR__EVENT_SERIES_MS (6 * 60 * 1000) /* a repeat within this joins the series */
 #define KCR__EVENT_CACHE_MAX 4096            /* objects / events tracked, each map */
 #define KCR__EVENT_LOGGED_MAX 32             /* failure reasons logged once each */
+#define KCR__EVENT_FIELD_MAX 128             /* reason, action, reportingInstance */
+#define KCR__EVENT_NOTE_MAX 1024
 
 /* One write for the sender: create `event`, or (count >= 2) set its series. */
 typedef struct kcr__event_item {
@@ -69,6 +72,10 @@ struct kcr_event_recorder {
     char *logged[KCR__EVENT_LOGGED_MAX];
     size_t n_logged;
 };
+
+/* The length of s cut to at most max bytes without splitting a UTF-8
+ * character. */
+size_t kcr__utf8_cut(const char *s, size_t max);
 
 /* Builds the Event for `ev` (validated by the caller) with note `note`,
  * recorded at now_ms: *out is a new object. KCR_ERR_INVALID for strings that

@@ -95,8 +95,11 @@ kcr_err kcr__event_build(kcr_event_recorder *r, const kcr_event *ev, const char 
     if (err == KCR_OK)
         err = kcr_object_edit_freeze(ed, out);
     kcr_object_edit_free(ed);
-    if (err == KCR_ERR_INVALID)
-        return kcr__fail(err, "event: %s", kcr_last_error());
+    if (err == KCR_ERR_INVALID) { /* copy: kcr__fail writes the buffer it points at */
+        char why[512];
+        snprintf(why, sizeof why, "%s", kcr_last_error());
+        return kcr__fail(err, "event: %s", why);
+    }
     return err;
 }
 
@@ -169,7 +172,8 @@ void kcr__event_send(kcr_event_recorder *r, const kcr__event_item *item)
     } else {
         char when[32], patch[128];
         kcr_time_format_micro(item->last_ms * 1000, when, sizeof when);
-        snprintf(patch, sizeof patch, "{\"series\":{\"count\":%" PRId64 ",\"lastObservedTime\":\"%s\"}}",
+        snprintf(patch, sizeof patch,
+                 "{\"series\":{\"count\":%" PRId64 ",\"lastObservedTime\":\"%s\"}}",
                  item->count, when);
         err = kcr_client_patch(r->client, &KCR__EVENTS, kcr_object_namespace(item->event),
                                kcr_object_name(item->event), KCR_PATCH_MERGE, patch, 0, NULL,

@@ -143,9 +143,9 @@ static attempt try_acquire_or_renew(loop *l, bool leading, int64_t deadline_ns)
 static void report_holder(loop *l)
 {
     kcr_leader_elector *e = l->e;
-    const char *holder = l->seen.holder ? l->seen.holder : "";
-    if (l->reported && strcmp(l->reported, holder) == 0)
-        return;
+    const char *holder = l->seen.holder;
+    if (!holder || (l->reported && strcmp(l->reported, holder) == 0))
+        return; /* nothing read yet, or no change */
     char *copy = strdup(holder);
     if (!copy)
         return;
@@ -296,7 +296,12 @@ void *kcr__leader_main(void *arg)
     loop l = {.e = arg};
     kcr_leader_elector *e = l.e;
     int64_t acquired;
-    if (campaign(&l, &acquired)) {
+    bool won = campaign(&l, &acquired);
+    if (won && is_stopping(e)) {
+        /* won just as the stop came: never lead, give the Lease back */
+        if (!e->keep_lease_on_stop)
+            release(&l);
+    } else if (won) {
         set_leading(e, true);
         kcr__log(KCR_LOG_INFO, "leader", "%s/%s: %s acquired the lease", e->ns, e->name,
                  e->identity);

@@ -31,7 +31,8 @@ kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)
     kcr_controller *c = mc->c;
     for (size_t i = 0; i < c->n_sources; i++) {
         kcr__source *s = &c->sources[i];
-        kcr_informer_options io = m->cache_defaults ? *m->cache_defaults : (kcr_informer_options){0};
+        kcr_informer_options io =
+            m->cache_defaults ? *m->cache_defaults : (kcr_informer_options){0};
         io.reflector.namespace = s->ns;
         io.reflector.label_selector = s->label_selector;
         io.reflector.field_selector = s->field_selector;
@@ -41,7 +42,6 @@ kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)
         if (err != KCR_OK)
             return err;
         s->cache = kcr_informer_store(mc->infs[i]);
-        s->env_cache = mc->infs[i];
         kcr_event_handler h = {
             .on_add = on_add,
             .on_update = on_update,
@@ -49,7 +49,7 @@ kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)
             .resync_period_ms = s->role == KCR__ROLE_PRIMARY ? c->resync_ms : 0,
             .user_data = s,
         };
-        err = kcr_informer_add_handler(mc->infs[i], &h, NULL);
+        err = kcr_informer_add_handler(mc->infs[i], &h, &mc->regs[i]);
         if (err != KCR_OK)
             return err;
     }
@@ -79,7 +79,8 @@ char *kcr__mgr_caches_not_ready(kcr_manager *m)
             const kcr__source *s = &mc->c->sources[j];
             kcr_status st = {0};
             char *detail = NULL;
-            kcr_err err = kcr_reflector_last_error(kcr_informer_reflector(mc->infs[j]), &st, &detail);
+            kcr_err err =
+                kcr_reflector_last_error(kcr_informer_reflector(mc->infs[j]), &st, &detail);
             char msg[1024];
             if (err != KCR_OK)
                 snprintf(msg, sizeof msg, "cache %s%s%s%s%s not synced: %s%s%s", s->resource,

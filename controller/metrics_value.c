@@ -1,6 +1,7 @@
 /* Lock-free series updates: a value is a double kept as its bit pattern in
  * an atomic uint64_t, changed by compare-and-swap; a histogram counts hits
  * per bucket (its count is their sum, so buckets and count always agree). */
+#include <math.h>
 #include <string.h>
 
 #include "controller/metrics_impl.h"
@@ -56,7 +57,7 @@ void kcr_metric_observe(kcr_metric *s, double v)
     size_t lo = 0, hi = s->family->n_buckets; /* first bound >= v; NaN lands above all */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (b[mid] < v || v != v)
+        if (b[mid] < v || isnan(v))
             lo = mid + 1;
         else
             hi = mid;

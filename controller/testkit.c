@@ -72,6 +72,17 @@ kcr_err kcr_testkit_new(const kcr_testkit_options *opts, kcr_testkit **out)
     kcr_err err = kcr_fake_new(NULL, &tk->fake);
     if (err == KCR_OK)
         err = kcr_fake_client(tk->fake, o.namespace, &tk->client);
+    if (err == KCR_OK)
+        err = kcr_cancel_new(&tk->cancel);
+    if (err == KCR_OK) {
+        kcr_event_recorder_options ro = {
+            .reporting_controller = o.event_reporter ? o.event_reporter : "testkit",
+            .reporting_instance = "testkit",
+            .synchronous = true,
+            .clock = &tk->clock,
+        };
+        err = kcr_event_recorder_new(tk->client, &ro, &tk->recorder);
+    }
     if (err != KCR_OK) {
         kcr_testkit_free(tk);
         return err;
@@ -105,6 +116,8 @@ void kcr_testkit_free(kcr_testkit *tk)
     free(tk->caches);
     clear_history(tk);
     free(tk->hist);
+    kcr_event_recorder_free(tk->recorder);
+    kcr_cancel_free(tk->cancel);
     kcr_client_free(tk->client);
     kcr_fake_free(tk->fake);
     free(tk);
@@ -218,6 +231,7 @@ static kcr_err run_key(kcr_testkit *tk, kcr_controller *c, const char *key, kcr_
     kcr__run run = {
         .client = tk->client,
         .recorder = tk->recorder,
+        .cancel = tk->cancel,
         .limiter_now_ns = tk->now_ms * KCR_WQ_MS,
     };
     kcr__reconcile_key(c, key, &run);
@@ -228,8 +242,7 @@ static kcr_err run_key(kcr_testkit *tk, kcr_controller *c, const char *key, kcr_
     return err != KCR_OK ? err : serr;
 }
 
-kcr_err kcr_testkit_reconcile(kcr_testkit *tk, kcr_controller *c, const char *key,
-                              kcr_result *out)
+kcr_err kcr_testkit_reconcile(kcr_testkit *tk, kcr_controller *c, const char *key, kcr_result *out)
 {
     if (!tk || !c || !key || c->env != tk)
         return kcr__fail(KCR_ERR_INVALID, "kcr_testkit_reconcile: NULL argument or a "
@@ -423,7 +436,8 @@ static kcr_err seed_doc(size_t index, const char *json, size_t len, void *ud)
     if (err == KCR_OK && ar.namespaced && !kcr_object_namespace(obj)[0]) {
         kcr_object_edit *e = kcr_object_edit_new(obj);
         kcr_object *with_ns = NULL;
-        err = e ? kcr_object_edit_set_string(e, "metadata.namespace", kcr_client_namespace(tk->client))
+        err = e ? kcr_object_edit_set_string(e, "metadata.namespace",
+                                             kcr_client_namespace(tk->client))
                 : KCR_ERR_NOMEM;
         if (err == KCR_OK)
             err = kcr_object_edit_freeze(e, &with_ns);

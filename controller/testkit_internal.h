@@ -34,6 +34,7 @@ struct kcr_testkit {
     kcr_fake *fake;
     kcr_client *client;
     kcr_event_recorder *recorder;
+    kcr_cancel *cancel; /* every reconcile's token: never triggered by the kit */
     int64_t now_ms;
     kcr_clock clock;
     tk_ctl **ctls;

@@ -50,7 +50,8 @@ static tk_cache *cache_for(kcr_testkit *tk, const kcr__source *s)
     c->store = kcr_store_new();
     if (!c->group || !c->version || !c->resource || (s->ns && !c->ns) ||
         (s->label_selector && !c->label_selector) || (s->field_selector && !c->field_selector) ||
-        !c->store || kcr_store_add_index(c->store, KCR_INDEX_NAMESPACE, kcr_index_namespace, NULL)) {
+        !c->store ||
+        kcr_store_add_index(c->store, KCR_INDEX_NAMESPACE, kcr_index_namespace, NULL)) {
         kcr__tk_cache_free(c);
         return NULL;
     }
@@ -69,7 +70,6 @@ kcr_err kcr__tk_bind_source(kcr_testkit *tk, kcr__source *src)
     c->srcs = ns;
     c->srcs[c->n_srcs++] = src;
     src->cache = c->store;
-    src->env_cache = c;
     return KCR_OK;
 }
 
@@ -78,8 +78,8 @@ static kcr_err collect(kcr_object *obj, void *ud)
     return kcr_store_add(ud, obj);
 }
 
-static void route_all(tk_cache *c, kcr_change ch, const kcr_object *old_obj,
-                      const kcr_object *obj, bool initial)
+static void route_all(tk_cache *c, kcr_change ch, const kcr_object *old_obj, const kcr_object *obj,
+                      bool initial)
 {
     for (size_t i = 0; i < c->n_srcs; i++)
         kcr__route(c->srcs[i], ch, old_obj, obj, initial);
@@ -112,7 +112,8 @@ static kcr_err sync_cache(kcr_testkit *tk, tk_cache *c)
     }
     bool initial = !c->listed;
     c->listed = true;
-    qsort(keys.items, keys.len, sizeof *keys.items, cmp_str);
+    if (keys.len)
+        qsort(keys.items, keys.len, sizeof *keys.items, cmp_str);
     for (size_t i = 0; i < keys.len; i++) {
         kcr_object *obj = kcr_store_get_by_key(now, keys.items[i]);
         kcr_object *old = kcr_store_get_by_key(c->store, keys.items[i]);
@@ -125,7 +126,8 @@ static kcr_err sync_cache(kcr_testkit *tk, tk_cache *c)
     }
     kcr_string_list_free(&keys);
     if (kcr_store_list_keys(c->store, &keys) == KCR_OK) {
-        qsort(keys.items, keys.len, sizeof *keys.items, cmp_str);
+        if (keys.len)
+            qsort(keys.items, keys.len, sizeof *keys.items, cmp_str);
         for (size_t i = 0; i < keys.len; i++) {
             kcr_object *gone = kcr_store_get_by_key(now, keys.items[i]);
             if (!gone) {
@@ -163,7 +165,8 @@ kcr_err kcr_testkit_resync(kcr_testkit *tk)
             continue;
         kcr_string_list keys = {0};
         err = kcr_store_list_keys(p->cache, &keys);
-        qsort(keys.items, keys.len, sizeof *keys.items, cmp_str);
+        if (keys.len)
+            qsort(keys.items, keys.len, sizeof *keys.items, cmp_str);
         for (size_t j = 0; err == KCR_OK && j < keys.len; j++) {
             kcr_object *obj = kcr_store_get_by_key(p->cache, keys.items[j]);
             if (obj)

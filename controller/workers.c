@@ -39,7 +39,8 @@ kcr_err kcr__mgr_ctl_new(kcr_manager *m, kcr_controller *c, mgr_ctl **out)
     kcr_err err = KCR_OK;
     mc->w = calloc((size_t)mc->n_w, sizeof *mc->w);
     mc->infs = calloc(c->n_sources, sizeof *mc->infs);
-    if (!mc->w || !mc->infs)
+    mc->regs = calloc(c->n_sources, sizeof *mc->regs);
+    if (!mc->w || !mc->infs || !mc->regs)
         err = kcr__fail(KCR_ERR_NOMEM, "out of memory adding a controller");
     for (int i = 0; err == KCR_OK && i < mc->n_w; i++) {
         mc->w[i].mc = mc;
@@ -75,6 +76,7 @@ void kcr__mgr_ctl_free(mgr_ctl *mc)
         kcr__ryw_list_clear(&mc->w[i].writes);
     }
     kcr__ryw_free_all(mc);
+    free(mc->regs);
     free(mc->w);
     free(mc->infs);
     kcr_workqueue_free(mc->q);
@@ -130,6 +132,14 @@ static void run_key(mgr_worker *w, const char *key)
     if (c->ryw)
         kcr__ryw_commit(mc, w, key);
     kcr__instrument_reconcile(mc, run.outcome, (double)(end - start) / 1e9, timed_out);
+    if (kcr__log_enabled(KCR_LOG_DEBUG)) {
+        static const char *const names[] = {"success", "requeue_after", "error", "terminal"};
+        int64_t wall_end = kcr__wall_ns() / KCR_NS_PER_MS;
+        kcr__log(KCR_LOG_DEBUG, "controller",
+                 "controller \"%s\": reconciled %s (%s, reason %s) wall_ms=%lld..%lld", c->name,
+                 key, names[run.outcome], kcr_reason_name(run.reason),
+                 (long long)(wall_end - (end - start) / KCR_NS_PER_MS), (long long)wall_end);
+    }
 }
 
 static void *worker_main(void *arg)
@@ -186,7 +196,7 @@ static void *monitor_main(void *arg)
 kcr_err kcr__mgr_start_workers(mgr_ctl *mc)
 {
     pthread_mutex_lock(&mc->lock);
-    if (mc->workers_started) {
+    if (mc->workers_started || mc->closed) { /* a lease won while stopping starts nothing */
         pthread_mutex_unlock(&mc->lock);
         return KCR_OK;
     }
@@ -227,6 +237,7 @@ bool kcr__mgr_stop_workers(mgr_ctl *mc, int64_t deadline_ns)
     kcr_workqueue_shutdown(mc->q);
     bool clean = true;
     pthread_mutex_lock(&mc->lock);
+    mc->closed = true;
     while (mc->live > 0) {
         if (!deadline_ns) {
             pthread_cond_wait(&mc->cond, &mc->lock);
@@ -237,7 +248,8 @@ bool kcr__mgr_stop_workers(mgr_ctl *mc, int64_t deadline_ns)
             clean = false;
             kcr__log(KCR_LOG_WARN, "controller",
                      "controller \"%s\": %d reconcile(s) still running at the shutdown deadline: "
-                     "cancelling them", mc->c->name, mc->live);
+                     "cancelling them",
+                     mc->c->name, mc->live);
             for (int i = 0; i < mc->n_w; i++)
                 if (mc->w[i].busy)
                     kcr_cancel_trigger(mc->w[i].cancel);

@@ -102,7 +102,7 @@ static kcr_err builder_scratch(kcr__object_builder *b, size_t n, size_t *mask)
     if (cap > b->scap) {
         uint32_t *p = realloc(b->scratch, cap * 2 * sizeof *p);
         if (!p)
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
         b->scratch = p;
         b->scap = cap;
     }
@@ -690,8 +690,10 @@ static kcr_err parse(const char *json, size_t len, kcr_object **out, bool requir
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_object_parse: out is NULL");
     *out = NULL;
-    if (!json && len)
+    if (!json)
         return kcr__fail(KCR_ERR_INVALID, "kcr_object_parse: json is NULL");
+    if (len == 0) /* like the client calls: 0 means a NUL-terminated string */
+        len = strlen(json);
     struct kcr__parse_ctx c = {kcr__object_builder_new(), KCR_OK};
     if (!c.b)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory parsing an object");

@@ -182,11 +182,11 @@ kcr_err kcr__wq_apply_add_after(struct kcr_workqueue *q, const char *key, size_t
     kcr__wq_m_retry(q);
     struct kcr__wq_item *it = kcr__wq_lookup_or_create(q, key, len, hash);
     if (!it)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     *earliest = q->heap_len == 0 || ready_at < q->heap[0].ready_at;
     if (heap_schedule(q, it, ready_at, prio) != 0) {
         kcr__wq_release_if_idle(q, it);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     kcr__wq_heap_trim(q);
     return KCR_OK;
@@ -199,7 +199,7 @@ kcr_err kcr__wq_add_after(struct kcr_workqueue *q, const char *key, int64_t dela
         return kcr__fail(KCR_ERR_INVALID, "%s: NULL key", fn);
     size_t len = strlen(key);
     uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
-    int64_t now = kcr__now_ns();
+    int64_t now = prio != KCR_WQ_PRIORITY_NORMAL ? kcr__wq_prio_stamp(q, prio) : kcr__now_ns();
     if (delay_ns <= 0) /* a retry, then a plain add */
         return kcr__wq_add_locked(q, key, len, hash, now, true, prio, fn);
     int64_t ready_at = delay_ns > INT64_MAX - now ? INT64_MAX : now + delay_ns;

@@ -52,6 +52,19 @@ static void report(const struct kcr_workqueue *q, const struct kcr__wq_level *lv
         q->m.depth_priority(q->name, lv->prio, lv->dirty, q->m.user_data);
 }
 
+int64_t kcr__wq_prio_stamp(struct kcr_workqueue *q, int prio)
+{
+    int64_t now = kcr__now_ns();
+    int64_t none = 0;
+    /* Read first: a failing CAS still takes the line (shared with `ring`
+     * and `closed`, which every adder and getter reads) exclusively. */
+    if (prio != KCR_WQ_PRIORITY_NORMAL &&
+        !atomic_load_explicit(&q->prio_since, memory_order_relaxed))
+        atomic_compare_exchange_strong_explicit(&q->prio_since, &none, now, memory_order_relaxed,
+                                                memory_order_relaxed);
+    return now;
+}
+
 bool kcr__wq_prio_enable(struct kcr_workqueue *q)
 {
     q->levels = malloc(4 * sizeof *q->levels);
@@ -63,7 +76,9 @@ bool kcr__wq_prio_enable(struct kcr_workqueue *q)
     q->levels_cap = 4;
     q->nlevels = 0;
     q->prio_on = true;
-    atomic_store_explicit(&q->prio_mode, true, memory_order_relaxed);
+    int64_t none = 0;
+    atomic_compare_exchange_strong_explicit(&q->prio_since, &none, kcr__now_ns(),
+                                            memory_order_relaxed, memory_order_relaxed);
     if (q->depth > 0) {
         /* Every dirty item is NORMAL so far: the FIFO is NORMAL's line. */
         q->levels[0] = (struct kcr__wq_level){
@@ -74,9 +89,11 @@ bool kcr__wq_prio_enable(struct kcr_workqueue *q)
             .last = q->tail,
         };
         q->nlevels = 1;
-        int64_t now = kcr__now_ns();
+        /* Their adds were not stamped: they were made before the first
+         * add with a priority. */
+        int64_t before = atomic_load_explicit(&q->prio_since, memory_order_relaxed) - 1;
         for (struct kcr__wq_item *it = q->head; it; it = it->next)
-            it->ready_ns = now;
+            it->ready_ns = before;
         report(q, &q->levels[0]);
     }
     return true;
@@ -172,17 +189,15 @@ void kcr__wq_prio_unlink(struct kcr_workqueue *q, struct kcr__wq_item *it)
     lv->queued--;
 }
 
-struct kcr__wq_item *kcr__wq_prio_next(struct kcr_workqueue *q, int64_t *now)
+struct kcr__wq_item *kcr__wq_prio_next(struct kcr_workqueue *q, int64_t now)
 {
     if (q->max_wait_ns < 0 || q->nlevels < 2)
         return q->head;
-    if (!*now)
-        *now = kcr__now_ns();
     struct kcr__wq_item *best = NULL;
     for (uint32_t i = 0; i < q->nlevels; i++) {
         struct kcr__wq_item *first = q->levels[i].first;
         /* Strictly older only: on a tie the higher line (seen first) wins. */
-        if (first && *now - first->ready_ns >= q->max_wait_ns &&
+        if (first && now - first->ready_ns >= q->max_wait_ns &&
             (!best || first->ready_ns < best->ready_ns))
             best = first;
     }

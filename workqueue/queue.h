@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/clock.h"
 #include "kcr/workqueue.h"
 #include "workqueue/keytab.h"
 #include "workqueue/ptrset.h"
@@ -101,12 +102,15 @@ _Static_assert(sizeof(struct kcr__wq_slot) == 128, "a ring slot is two cache lin
 #define KCR__WQ_NODE_KEY 48u
 
 struct kcr_workqueue {
-    /* Read by adders, written only at creation and shutdown. */
+    /* Read by adders, written only at creation, shutdown and first priority use. */
     struct kcr__wq_slot *ring; /* adds not applied yet */
     size_t ring_mask;
     uint64_t hash_seed; /* == tab.seed, on a line the table's writers do not touch */
     atomic_bool closed; /* mirror of shutting_down for adders */
-    atomic_bool prio_mode; /* mirror of prio_on: adders then stamp adds with the time */
+    /* When the first add with a priority other than NORMAL was made (0:
+     * none yet). From then on adders stamp every add with the time, for
+     * aging; keys added before count as ready since prio_since - 1. */
+    _Atomic int64_t prio_since;
     bool timing;        /* track times (callbacks set or track_time) */
     bool has_cb;        /* metrics callbacks set */
     bool gauges;        /* a gauge callback is set: refresh periodically */
@@ -141,7 +145,6 @@ struct kcr_workqueue {
     struct kcr__keytab tab;
     struct kcr__ptrset handed_out; /* PROCESSING nodes, for done()'s fast path */
     struct kcr__wq_item *head, *tail; /* FIFO of ready items */
-    bool prio_on; /* priority mode: a priority other than NORMAL was used (priority.c) */
     int64_t queued;                   /* items in the FIFO */
     int64_t depth;                    /* dirty items */
     int64_t processing;
@@ -154,6 +157,9 @@ struct kcr_workqueue {
     bool standby;    /* a getter waits on standby_cond (mirrored in standby_on) */
     uint32_t epoch;  /* standby rounds so far: ages FIFO items (ready_epoch) */
     bool quick_turns; /* in the last standby round, workers took many keys */
+    /* Priority mode: a priority other than NORMAL was used (priority.c).
+     * Here, in padding, so no hot field moved to another cache line. */
+    bool prio_on;
     unsigned long takes_at_round; /* `takes` when that round began */
     int spin_claims; /* items left for spinners instead of waking sleepers */
     int nwaiters;    /* getters blocked on cond */
@@ -163,6 +169,7 @@ struct kcr_workqueue {
     bool shutting_down;
     bool draining;
     int drain_waiters;
+    unsigned drain_checks; /* times a drain waiter tested `processing` (tests wait on it) */
 
     struct kcr__wq_item *free_items; /* recycled nodes (key capacity KCR__WQ_NODE_KEY) */
     uint32_t nfree;
@@ -269,6 +276,21 @@ void kcr__wq_heap_clear(struct kcr_workqueue *q);
 
 /* priority.c ------------------------------------------------------------ */
 
+/* Reads the clock for an add with `prio` (not NORMAL, or once priorities
+ * are in use) and records when priorities came into use. */
+int64_t kcr__wq_prio_stamp(struct kcr_workqueue *q, int prio);
+
+/* The time to stamp an add with (0: none): for time tracking, and once
+ * priorities are in use for aging. Inline: a NORMAL-only queue without
+ * metrics reads no clock and calls nothing here. */
+static inline int64_t kcr__wq_add_stamp(struct kcr_workqueue *q, int prio)
+{
+    if (prio == KCR_WQ_PRIORITY_NORMAL &&
+        !atomic_load_explicit(&q->prio_since, memory_order_relaxed))
+        return q->timing ? kcr__now_ns() : 0;
+    return kcr__wq_prio_stamp(q, prio);
+}
+
 /* Switches the queue to priority mode (lock held): the FIFO becomes the one
  * line of NORMAL. False on allocation failure (the queue stays FIFO). */
 bool kcr__wq_prio_enable(struct kcr_workqueue *q);
@@ -286,10 +308,9 @@ void kcr__wq_prio_push(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t
 /* Updates its line before `it` is unlinked from the FIFO (priority mode). */
 void kcr__wq_prio_unlink(struct kcr_workqueue *q, struct kcr__wq_item *it);
 
-/* The item get hands out next (priority mode, FIFO not empty): the one
- * ready longest among those ready for max_wait_ns, else the FIFO's head.
- * Reads the clock into *now when it is 0 and aging needs it. */
-struct kcr__wq_item *kcr__wq_prio_next(struct kcr_workqueue *q, int64_t *now);
+/* The item get hands out next at `now` (priority mode, FIFO not empty): the
+ * one ready longest among those ready for max_wait_ns, else the FIFO's head. */
+struct kcr__wq_item *kcr__wq_prio_next(struct kcr_workqueue *q, int64_t now);
 
 /* fence.c --------------------------------------------------------------- */
 

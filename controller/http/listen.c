@@ -51,7 +51,10 @@ kcr_err kcr__http_parse_address(const char *address, char *host, size_t host_siz
 /* A listening socket on one resolved address; -1 with errno set on failure. */
 static int listen_on(const struct addrinfo *ai)
 {
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    /* non-blocking: a connection reset between poll and accept must not
+     * stall libmicrohttpd's listening thread */
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                    ai->ai_protocol);
     if (fd < 0)
         return -1;
     int on = 1, off = 0;

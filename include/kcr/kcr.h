@@ -5,6 +5,7 @@
 #include "kcr/client.h"
 #include "kcr/config.h"
 #include "kcr/controller.h"
+#include "kcr/controllerutil.h"
 #include "kcr/events.h"
 #include "kcr/error.h"
 #include "kcr/fake.h"

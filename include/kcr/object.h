@@ -17,9 +17,12 @@
 
 typedef struct kcr_object kcr_object;
 
-/* Parses one JSON object (a Kubernetes object with metadata.name). On success
- * *out holds a new reference the caller owns. `json` is copied from, not kept.
- * Errors: KCR_ERR_PARSE with kcr_last_error() saying what and where. */
+/* Parses one JSON object (a Kubernetes object with metadata.name) of `len`
+ * bytes; len 0 means `json` is NUL-terminated (strlen), as in the client
+ * calls. On success *out holds a new reference the caller owns. `json` is
+ * copied from, not kept. Errors: KCR_ERR_INVALID (NULL json or out),
+ * KCR_ERR_PARSE with kcr_last_error() saying what and where (an empty
+ * document too). */
 KCR_API kcr_err kcr_object_parse(const char *json, size_t len, kcr_object **out);
 
 /* Takes another reference; returns `obj` for chaining (NULL stays NULL). */
@@ -172,8 +175,8 @@ KCR_API const char *kcr_object_deletion_timestamp(const kcr_object *obj);
 /* Bytes the object occupies in memory (its one allocation), for statistics. */
 KCR_API size_t kcr_object_memory_size(const kcr_object *obj);
 
-/* Parses like kcr_object_parse but also accepts objects without
- * metadata.name (Status, List metadata, watch bookmarks, patches). */
+/* Parses like kcr_object_parse (len 0: strlen) but also accepts objects
+ * without metadata.name (Status, List metadata, watch bookmarks, patches). */
 KCR_API kcr_err kcr_object_parse_any(const char *json, size_t len, kcr_object **out);
 
 /* ---- Copy-on-write editing ------------------------------------------------
@@ -197,9 +200,14 @@ KCR_API kcr_err kcr_object_edit_set_int(kcr_object_edit *e, const char *path, in
 KCR_API kcr_err kcr_object_edit_set_bool(kcr_object_edit *e, const char *path, bool value);
 KCR_API kcr_err kcr_object_edit_set_null(kcr_object_edit *e, const char *path);
 
-/* Sets `path` to any JSON value given as text (copied). */
+/* Sets `path` to any JSON value given as text (copied; len 0: strlen). */
 KCR_API kcr_err kcr_object_edit_set_json(kcr_object_edit *e, const char *path, const char *json,
                                          size_t len);
+
+/* Sets `path` to a copy of `value`, a value of another (immutable) object:
+ * the subtree is copied node by node, never through JSON text. `value` is
+ * borrowed for the call. KCR_ERR_INVALID for an ABSENT value. */
+KCR_API kcr_err kcr_object_edit_set_value(kcr_object_edit *e, const char *path, kcr_value value);
 
 /* Removes `path`; KCR_OK when it was already absent. */
 KCR_API kcr_err kcr_object_edit_delete(kcr_object_edit *e, const char *path);
@@ -221,8 +229,19 @@ KCR_API kcr_err kcr_object_edit_set_owner_ref(kcr_object_edit *e, const kcr_owne
 /* Removes the owner reference with this uid; KCR_OK when absent. */
 KCR_API kcr_err kcr_object_edit_remove_owner_ref(kcr_object_edit *e, const char *uid);
 
-/* Applies an RFC 7386 JSON merge patch (text, copied) to the edited state. */
+/* Applies an RFC 7386 JSON merge patch (text, copied; len 0: strlen) to the
+ * edited state. */
 KCR_API kcr_err kcr_object_edit_merge_patch(kcr_object_edit *e, const char *patch, size_t len);
+
+/* Applies an RFC 6902 JSON Patch (text, copied; len 0: strlen) to the
+ * edited state, all or nothing: when an operation fails the edit is left as
+ * it was. Errors as kcr_object_apply_json_patch's. */
+KCR_API kcr_err kcr_object_edit_json_patch(kcr_object_edit *e, const char *patch, size_t len);
+
+/* Like kcr_object_edit_freeze, but also accepts a state without
+ * metadata.name: a snapshot to read (kcr_object_get ...) while editing.
+ * *out is a new reference; the editor is unchanged. */
+KCR_API kcr_err kcr_object_edit_snapshot(kcr_object_edit *e, kcr_object **out);
 
 /* Builds a new object from the edited state: *out is a new reference.
  * KCR_ERR_PARSE when the result has no metadata.name. */
@@ -238,10 +257,34 @@ KCR_API kcr_err kcr_object_edit_freeze(kcr_object_edit *e, kcr_object **out);
 KCR_API kcr_err kcr_object_merge_patch(const kcr_object *from, const kcr_object *to, char **out,
                                        size_t *len);
 
-/* Applies a merge patch to `obj` (borrowed): *out is a new object.
+/* Applies a merge patch (len 0: strlen) to `obj` (borrowed): *out is a new object.
  * KCR_ERR_PARSE for a malformed patch or a result without metadata.name. */
 KCR_API kcr_err kcr_object_apply_merge_patch(const kcr_object *obj, const char *patch, size_t len,
                                              kcr_object **out);
+
+/* ---- JSON Patch (RFC 6902) ---------------------------------------------- */
+
+/* Applies a JSON Patch (text, copied; len 0: strlen: an array of add /
+ * remove / replace / move / copy / test operations; JSON Pointer paths with
+ * ~0 and ~1 escapes, "-" appends to an array) to `obj` (borrowed; never
+ * changed): on success *out is a new object. All or nothing: on any error
+ * *out is NULL. Like the Kubernetes apiserver, `test` with value null also
+ * passes for a member missing from an existing object. Thread-safe. Errors, with kcr_last_error() naming the
+ * operation's index, op and path:
+ *   KCR_ERR_PARSE      not a JSON Patch document (bad JSON, not an array, an
+ *                      op without "op"/"path"/"value"/"from", unknown op, a
+ *                      pointer not starting with '/', a bad '~' escape), or a
+ *                      result without metadata.name
+ *   KCR_ERR_CONFLICT   a `test` failed (the message says at which path)
+ *   KCR_ERR_NOT_FOUND  a path or `from` names nothing (missing member,
+ *                      missing parent, array index out of range or malformed)
+ *   KCR_ERR_INVALID    an impossible operation (move into its own child,
+ *                      remove the whole document, a path through a scalar,
+ *                      a result that is not an object)
+ *   KCR_ERR_TOO_LARGE  `copy` operations of one patch copy over 2^19 values,
+ *                      or the document would nest deeper than 256 levels */
+KCR_API kcr_err kcr_object_apply_json_patch(const kcr_object *obj, const char *patch, size_t len,
+                                            kcr_object **out);
 
 /* ---- Transforms ---------------------------------------------------------- */
 

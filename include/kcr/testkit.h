@@ -17,7 +17,9 @@
  *   - inject errors and conflicts per verb, resource, namespace and name.
  *
  * Caches are refreshed from the fake before every reconcile, so reads in a
- * test are never stale (read-your-writes is tested on the manager).
+ * test are never stale (read-your-writes is tested on the manager). The
+ * reconcile's cancel token exists but the kit never triggers it (deadlines
+ * and shutdown are the manager's).
  *
  * Thread-safety: none; one thread uses a kit (and nothing else runs). */
 #ifndef KCR_TESTKIT_H

@@ -283,11 +283,16 @@ Test(events, note_is_cut_to_1kib_on_a_character_boundary, .init = setup, .fini =
     cr_assert_eq(kcr_event_recorder_record(r, &ev), KCR_OK, "%s", kcr_last_error());
     kcr_event fmt = {.regarding = cm, .reason = "Formatted"};
     cr_assert_eq(kcr_event_recorder_recordf(r, &fmt, "replicas %d of %s", 3, "web"), KCR_OK);
+    /* formatted past 1 KiB: cut on a character boundary too */
+    kcr_event fmt_long = {.regarding = cm, .reason = "FormattedLong"};
+    cr_assert_eq(kcr_event_recorder_recordf(r, &fmt_long, "%s", note), KCR_OK, "%s",
+                 kcr_last_error());
     evlist l = list_events("ns1");
-    cr_assert_eq(l.n, 2);
+    cr_assert_eq(l.n, 3);
     for (size_t i = 0; i < l.n; i++) {
         const char *n = str(l.items[i], "note");
-        if (strcmp(str(l.items[i], "reason"), "Long") == 0) {
+        if (strncmp(str(l.items[i], "reason"), "Long", 4) == 0 ||
+            strcmp(str(l.items[i], "reason"), "FormattedLong") == 0) {
             cr_assert_eq(strlen(n), 1023, "%zu", strlen(n));
             cr_assert_eq(strncmp(n, note, 1023), 0);
         } else {
@@ -481,11 +486,20 @@ Test(events, bad_input_is_refused, .init = setup, .fini = teardown)
     ev.type = (kcr_event_type)7;
     cr_assert_eq(kcr_event_recorder_record(r, &ev), KCR_ERR_INVALID);
     ev.type = KCR_EVENT_NORMAL;
-    ev.note = "bad \xff utf-8";
-    cr_assert_eq(kcr_event_recorder_record(r, &ev), KCR_ERR_INVALID);
+    const char *bad_notes[] = {"bad \xff utf-8", "cut \xc3", "overlong \xc0\xaf",
+                               "surrogate \xed\xa0\x80", "too big \xf4\x90\x80\x80"};
+    for (size_t i = 0; i < sizeof bad_notes / sizeof bad_notes[0]; i++) {
+        ev.note = bad_notes[i];
+        cr_assert_eq(kcr_event_recorder_record(r, &ev), KCR_ERR_INVALID, "%zu", i);
+        cr_assert(strstr(kcr_last_error(), "note is not valid UTF-8"), "%s", kcr_last_error());
+    }
+    ev.note = "fine \xf0\x9f\x98\x80 \xe2\x82\xac";
+    cr_assert_eq(kcr_event_recorder_record(r, &ev), KCR_OK, "%s", kcr_last_error());
+    ev.note = NULL;
     cr_assert_eq(kcr_event_recorder_record(NULL, &ev), KCR_ERR_INVALID);
     cr_assert_eq(kcr_event_recorder_record(r, NULL), KCR_ERR_INVALID);
-    cr_assert_eq(stats_of(r).created, 0);
+    cr_assert_eq(stats_of(r).recorded, 1); /* only the valid one */
+    cr_assert_eq(stats_of(r).created, 1);
     cr_assert_eq(kcr_event_recorder_flush(r, 0), KCR_OK);
 
     kcr_event_recorder *bad = NULL;
@@ -500,4 +514,49 @@ Test(events, bad_input_is_refused, .init = setup, .fini = teardown)
     kcr_event_recorder_free(r);
     kcr_object_unref(bare);
     kcr_object_unref(cm);
+}
+
+/* The log line free() writes when it gives up on the queue opens the gate. */
+static gate *drop_gate;
+
+static void open_on_drop(kcr_log_level level, const char *module, const char *message, void *ud)
+{
+    (void)level;
+    (void)ud;
+    if (strcmp(module, "events") != 0 || !strstr(message, "dropping 2 queued events"))
+        return;
+    pthread_mutex_lock(&drop_gate->mu);
+    drop_gate->open = true;
+    pthread_cond_broadcast(&drop_gate->cv);
+    pthread_mutex_unlock(&drop_gate->mu);
+}
+
+Test(events, free_gives_up_on_a_hung_server_after_2s, .init = setup, .fini = teardown)
+{
+    gate g = {.entered = false, .open = false};
+    pthread_mutex_init(&g.mu, NULL);
+    pthread_cond_init(&g.cv, NULL);
+    drop_gate = &g;
+    kcr_fake_set_hook(fake, gate_hook, &g);
+    kcr_log_set_handler(open_on_drop, NULL);
+    kcr_object *cm = make(&CM, "ns1", "web");
+    kcr_event_recorder *r = recorder(false, 0);
+    const char *reasons[] = {"One", "Two", "Three"};
+    for (int i = 0; i < 3; i++) {
+        kcr_event ev = {.regarding = cm, .reason = reasons[i]};
+        cr_assert_eq(kcr_event_recorder_record(r, &ev), KCR_OK);
+    }
+    int64_t start = kcr__now_ns();
+    kcr_event_recorder_free(r); /* returns once the log line opened the gate */
+    int64_t took_ms = (kcr__now_ns() - start) / KCR_NS_PER_MS;
+    cr_assert_geq(took_ms, 1900, "free waited only %lld ms", (long long)took_ms);
+    cr_assert(g.open, "free did not report the dropped events");
+    evlist l = list_events("ns1");
+    cr_assert_eq(l.n, 1, "only the write in flight reached the server");
+    evlist_free(&l);
+    kcr_log_set_handler(NULL, NULL);
+    kcr_fake_set_hook(fake, NULL, NULL);
+    kcr_object_unref(cm);
+    pthread_cond_destroy(&g.cv);
+    pthread_mutex_destroy(&g.mu);
 }
