@@ -15,7 +15,7 @@
 
 #include "client/client_impl.h"
 #include "client/decode.h"
-#include "client/selector.h"
+#include "object/selector.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/selector.h"
+#include "object/selector.h"
 #include "core/error.h"
 #include "kcr/informer.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "store/intern.h"
+#include "object/intern.h"
 #include "store/store_internal.h"
 
 char *kcr__object_key(const kcr_object *obj)

@@ -7,8 +7,8 @@
  * shrinks: once full, new keys are stored inside each object instead, so a
  * stream of unique keys cannot grow memory without bound. Lookups are
  * lock-free; inserts take a mutex. Thread-safe. */
-#ifndef KCR_STORE_INTERN_H
-#define KCR_STORE_INTERN_H
+#ifndef KCR_OBJECT_INTERN_H
+#define KCR_OBJECT_INTERN_H
 
 #include <stddef.h>
 #include <stdint.h>

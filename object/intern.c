@@ -1,5 +1,5 @@
 /* The process-wide interned key table (see intern.h). */
-#include "store/intern.h"
+#include "object/intern.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
