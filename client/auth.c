@@ -18,6 +18,7 @@
 
 #include "client/config_impl.h"
 #include "client/json.h"
+#include "core/base64.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"

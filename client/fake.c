@@ -15,11 +15,12 @@
 
 #include "client/client_impl.h"
 #include "client/decode.h"
-#include "object/selector.h"
+#include "core/base64.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "kcr/time.h"
+#include "object/selector.h"
 
 enum { DEFAULT_HISTORY = 1000, DEFAULT_MAX_QUEUE = 100000, WAIT_SLICE_MS = 50 };
 

@@ -8,8 +8,9 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/ptrq.h"
+#include "core/strmap.h"
 #include "informer/informer_internal.h"
-#include "store/store_internal.h"
 
 /* ---- per-handler pending notifications -----------------------------------------------------
  * At most one entry per key: an optional delete part (delivered first) and

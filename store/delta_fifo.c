@@ -8,7 +8,9 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "store/store_internal.h"
+#include "core/ptrq.h"
+#include "core/strmap.h"
+#include "kcr/store.h"
 
 struct entry {
     kcr_delta *d; /* owns a reference to each object and tombstone */

@@ -7,7 +7,9 @@
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "store/store_internal.h"
+#include "core/ptrq.h"
+#include "core/strmap.h"
+#include "kcr/store.h"
 
 struct kcr_fifo {
     pthread_mutex_t mu;
