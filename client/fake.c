@@ -1536,6 +1536,7 @@ static const struct builtin {
     {"batch", "v1", "jobs", "job", "Job", NULL, true},
     {"batch", "v1", "cronjobs", "cronjob", "CronJob", "cj", true},
     {"coordination.k8s.io", "v1", "leases", "lease", "Lease", NULL, true},
+    {"events.k8s.io", "v1", "events", "event", "Event", "ev", true},
     {"apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
      "CustomResourceDefinition", "crd,crds", false},
 };

@@ -45,7 +45,7 @@ typedef struct kcr_event {
 /* Zero means default for every field; strings are copied. */
 typedef struct kcr_event_recorder_options {
     const char *reporting_controller; /* required, e.g. "sample-controller" */
-    const char *reporting_instance;   /* NULL: "<reporting_controller>-<hostname>" */
+    const char *reporting_instance;   /* NULL: "<reporting_controller>-<hostname>"; <= 128 bytes */
     size_t queue_size;                /* events waiting to be sent; 0: 1000 */
     int spam_burst;                   /* per regarding object; 0: 25 */
     int64_t spam_refill_ms;           /* one token per; 0: 300000 */
@@ -71,8 +71,10 @@ KCR_API kcr_err kcr_event_recorder_new(kcr_client *client, const kcr_event_recor
  * NULL is ignored. */
 KCR_API void kcr_event_recorder_free(kcr_event_recorder *r);
 
-/* Queues an event. KCR_ERR_INVALID for a missing regarding/reason;
- * KCR_OK otherwise, also when the event is dropped (counted in stats). */
+/* Queues an event. KCR_ERR_INVALID for a missing regarding/reason, a
+ * regarding object without kind or name, a reason or action over 128
+ * bytes, an unknown type or text that is not UTF-8; KCR_OK otherwise, also
+ * when the event is dropped (counted in stats). */
 KCR_API kcr_err kcr_event_recorder_record(kcr_event_recorder *r, const kcr_event *ev);
 
 /* kcr_event_recorder_record with the note formatted printf-style (ev->note

@@ -8,7 +8,9 @@
  * leading (on_stopped_leading runs) before its lease can lapse, so two
  * leaders never act at once as long as on_stopped_leading stops the work
  * before it returns. A clean stop releases the lease (leaseDurationSeconds
- * = 1, holder kept) so a standby takes over within about one retry period.
+ * = 1, holder kept) so a standby takes over within about one retry period
+ * after the lease's 1 s. An elector that lost the lease does not campaign
+ * again (as client-go's Run returns): stop and free it, or exit.
  *
  * Thread-safety: every function is thread-safe except _free. Long-form
  * docs: docs/controller.md. */
@@ -27,7 +29,8 @@ typedef struct kcr_leader_elector kcr_leader_elector;
 
 /* Zero means default for every field; strings are copied. Validated by
  * kcr_leader_elector_new: lease_duration_ms > renew_deadline_ms >
- * 1.2 * retry_period_ms, else KCR_ERR_INVALID saying which. */
+ * 1.2 * retry_period_ms, else KCR_ERR_INVALID saying which. The Lease
+ * stores leaseDurationSeconds: lease_duration_ms rounded up to seconds. */
 typedef struct kcr_leader_elector_options {
     const char *lease_namespace; /* required */
     const char *lease_name;      /* required */
@@ -61,7 +64,7 @@ KCR_API kcr_err kcr_leader_elector_new(kcr_client *client, const kcr_leader_elec
                                        kcr_leader_elector **out);
 
 /* Starts the elector's thread: acquire, then renew while leading.
- * KCR_ERR_STATE when already started. */
+ * KCR_ERR_STATE when already started or stopped. */
 KCR_API kcr_err kcr_leader_elector_start(kcr_leader_elector *e);
 
 /* Stops campaigning and joins the thread. If leading: on_stopped_leading
