@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/strmap.h"
 #include "kcr/events.h"
-#include "store/store_internal.h"
 
 static const kcr_resource KCR__EVENTS = {"events.k8s.io", "v1", "events"};
 
