@@ -95,12 +95,17 @@ static void pop_top(struct kcr_workqueue *q)
 }
 
 /* Makes `it` wait for `ready_at`, or for an earlier deadline only if it
- * waits already. Returns 0 or -1 (no memory). */
-static int heap_schedule(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t ready_at)
+ * waits already (keeping the higher priority). Returns 0 or -1 (no memory). */
+static int heap_schedule(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t ready_at,
+                         int prio)
 {
     bool waiting = it->flags & KCR__WQ_WAITING;
-    if (waiting && ready_at >= it->ready_at)
-        return 0; /* already waiting: the earlier deadline wins */
+    if (waiting && prio < it->wait_prio)
+        prio = it->wait_prio;
+    if (waiting && ready_at >= it->ready_at) {
+        it->wait_prio = prio; /* already waiting: the earlier deadline wins */
+        return 0;
+    }
     if (q->heap_len == q->heap_cap) {
         uint32_t cap = q->heap_cap * 2;
         struct kcr__wq_timer *h = realloc(q->heap, (size_t)cap * sizeof *h);
@@ -110,6 +115,7 @@ static int heap_schedule(struct kcr_workqueue *q, struct kcr__wq_item *it, int64
         q->heap_cap = cap;
     }
     it->ready_at = ready_at;
+    it->wait_prio = prio;
     it->seq = q->seq++;
     it->timers++;
     if (!waiting) {
@@ -146,7 +152,7 @@ int64_t kcr__wq_promote(struct kcr_workqueue *q, int64_t now)
             e.it->flags &= ~KCR__WQ_WAITING;
             q->waiting--;
             e.it->timers--;
-            pushed += kcr__wq_make_ready(q, e.it, now);
+            pushed += kcr__wq_make_ready(q, e.it, now, e.it->wait_prio);
         } else {
             drop_entry(q, &e);
         }
@@ -171,14 +177,14 @@ void kcr__wq_heap_clear(struct kcr_workqueue *q)
 }
 
 kcr_err kcr__wq_apply_add_after(struct kcr_workqueue *q, const char *key, size_t len,
-                                uint64_t hash, int64_t ready_at, bool *earliest)
+                                uint64_t hash, int64_t ready_at, int prio, bool *earliest)
 {
     kcr__wq_m_retry(q);
     struct kcr__wq_item *it = kcr__wq_lookup_or_create(q, key, len, hash);
     if (!it)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     *earliest = q->heap_len == 0 || ready_at < q->heap[0].ready_at;
-    if (heap_schedule(q, it, ready_at) != 0) {
+    if (heap_schedule(q, it, ready_at, prio) != 0) {
         kcr__wq_release_if_idle(q, it);
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
@@ -186,33 +192,32 @@ kcr_err kcr__wq_apply_add_after(struct kcr_workqueue *q, const char *key, size_t
     return KCR_OK;
 }
 
-kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay_ns)
+kcr_err kcr__wq_add_after(struct kcr_workqueue *q, const char *key, int64_t delay_ns, int prio,
+                          const char *fn)
 {
     if (!key)
-        return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_add_after: NULL key");
+        return kcr__fail(KCR_ERR_INVALID, "%s: NULL key", fn);
     size_t len = strlen(key);
     uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
-    int64_t now = kcr__now_ns();
+    int64_t now = prio != KCR_WQ_PRIORITY_NORMAL ? kcr__wq_prio_stamp(q, prio) : kcr__now_ns();
     if (delay_ns <= 0) /* a retry, then a plain add */
-        return kcr__wq_add_locked(q, key, len, hash, now, true);
+        return kcr__wq_add_locked(q, key, len, hash, now, true, prio, fn);
     int64_t ready_at = delay_ns > INT64_MAX - now ? INT64_MAX : now + delay_ns;
     if (atomic_load_explicit(&q->closed, memory_order_acquire))
-        return kcr__fail(KCR_ERR_SHUTDOWN, "workqueue \"%s\" is shut down: \"%s\" not added",
-                         q->name, key);
-    if (kcr__wq_ring_add(q, key, len, hash, now, ready_at))
+        return kcr__wq_fail_shutdown(q, fn, key);
+    if (kcr__wq_ring_add(q, key, len, hash, now, ready_at, prio))
         return KCR_OK;
     struct kcr__wq_wake w = {0};
     kcr__wq_lock(q, &w); /* applies earlier adds first, so order is kept */
     if (q->shutting_down) {
         kcr__wq_unlock(q, &w);
-        return kcr__fail(KCR_ERR_SHUTDOWN, "workqueue \"%s\" is shut down: \"%s\" not added",
-                         q->name, key);
+        return kcr__wq_fail_shutdown(q, fn, key);
     }
     int64_t pushed = q->heap_len ? kcr__wq_promote(q, now) : 0;
     bool earliest = false;
-    kcr_err err = kcr__wq_apply_add_after(q, key, len, hash, ready_at, &earliest);
+    kcr_err err = kcr__wq_apply_add_after(q, key, len, hash, ready_at, prio, &earliest);
     if (err != KCR_OK) {
-        err = kcr__fail(err, "kcr_workqueue_add_after: out of memory");
+        err = kcr__fail(err, "%s: out of memory", fn);
     } else if (earliest) {
         /* The timekeeper sleeps too long now, or nobody keeps time. */
         if (q->tk_active)
@@ -223,4 +228,15 @@ kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay
     kcr__wq_notify(q, pushed, &w);
     kcr__wq_unlock(q, &w);
     return err;
+}
+
+kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay_ns)
+{
+    return kcr__wq_add_after(q, key, delay_ns, KCR_WQ_PRIORITY_NORMAL, "kcr_workqueue_add_after");
+}
+
+kcr_err kcr_workqueue_add_after_with_priority(kcr_workqueue *q, const char *key,
+                                              int64_t delay_ns, int priority)
+{
+    return kcr__wq_add_after(q, key, delay_ns, priority, "kcr_workqueue_add_after_with_priority");
 }

@@ -68,6 +68,7 @@ static struct kcr__wq_item *item_new(struct kcr_workqueue *q, const char *key, s
     it->next = it->prev = NULL;
     it->hash = hash;
     it->added_ns = 0;
+    it->prio = it->wait_prio = KCR_WQ_PRIORITY_NORMAL;
     it->timers = 0;
     it->flags = 0;
     it->len = (uint32_t)len;
@@ -110,22 +111,8 @@ void kcr__wq_release_if_idle(struct kcr_workqueue *q, struct kcr__wq_item *it)
 
 /* ---- FIFO -------------------------------------------------------------- */
 
-static void fifo_push(struct kcr_workqueue *q, struct kcr__wq_item *it)
-{
-    it->next = NULL;
-    it->prev = q->tail;
-    if (q->tail)
-        q->tail->next = it;
-    else
-        q->head = it;
-    q->tail = it;
-    it->ready_epoch = q->epoch;
-    it->flags |= KCR__WQ_QUEUED;
-    q->queued++;
-    atomic_store_explicit(&q->avail, q->queued, memory_order_relaxed);
-}
-
-static void fifo_unlink(struct kcr_workqueue *q, struct kcr__wq_item *it)
+/* Takes `it` out of the FIFO, outside priority mode. */
+static inline void fifo_unlink_plain(struct kcr_workqueue *q, struct kcr__wq_item *it)
 {
     if (it->prev)
         it->prev->next = it->next;
@@ -139,6 +126,14 @@ static void fifo_unlink(struct kcr_workqueue *q, struct kcr__wq_item *it)
     it->flags &= ~KCR__WQ_QUEUED;
     q->queued--;
     atomic_store_explicit(&q->avail, q->queued, memory_order_relaxed);
+}
+
+/* Takes `it` out of the FIFO (and out of its line in priority mode). */
+static void fifo_unlink(struct kcr_workqueue *q, struct kcr__wq_item *it)
+{
+    if (q->prio_on)
+        kcr__wq_prio_unlink(q, it);
+    fifo_unlink_plain(q, it);
 }
 
 /* ---- shared helpers ---------------------------------------------------- */
@@ -184,10 +179,89 @@ void kcr__wq_unlock(struct kcr_workqueue *q, const struct kcr__wq_wake *w)
         pthread_cond_signal(&q->tk_cond);
 }
 
-int kcr__wq_make_ready(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now)
+/* Links `it` at the FIFO's tail, as fifo_push outside priority mode. */
+static inline void fifo_push_tail(struct kcr_workqueue *q, struct kcr__wq_item *it)
 {
-    if (it->flags & KCR__WQ_DIRTY)
+    it->next = NULL;
+    it->prev = q->tail;
+    if (q->tail)
+        q->tail->next = it;
+    else
+        q->head = it;
+    q->tail = it;
+    it->ready_epoch = q->epoch;
+    it->flags |= KCR__WQ_QUEUED;
+    q->queued++;
+    atomic_store_explicit(&q->avail, q->queued, memory_order_relaxed);
+}
+
+/* Queues `it` (ready since `now`, 0: unknown, for aging in priority mode). */
+static void fifo_push(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now)
+{
+    if (!q->prio_on) {
+        fifo_push_tail(q, it);
+        return;
+    }
+    kcr__wq_prio_push(q, it, now); /* at the end of its priority's line */
+    it->ready_epoch = q->epoch;
+    it->flags |= KCR__WQ_QUEUED;
+    q->queued++;
+    atomic_store_explicit(&q->avail, q->queued, memory_order_relaxed);
+}
+
+/* A dirty item added again with a higher priority takes it: a queued one
+ * moves to the end of the higher line. Out of line: NORMAL-only queues
+ * never get here. */
+static __attribute__((noinline, cold)) void raise_prio(struct kcr_workqueue *q,
+                                                       struct kcr__wq_item *it, int prio)
+{
+    if (!q->prio_on && !kcr__wq_prio_enable(q))
+        return;
+    bool queued = it->flags & KCR__WQ_QUEUED;
+    if (queued)
+        fifo_unlink(q, it);
+    kcr__wq_prio_clean(q, it);
+    it->prio = prio;
+    kcr__wq_prio_dirty(q, it);
+    if (queued)
+        fifo_push(q, it, 0);
+}
+
+/* make_ready of a clean item in priority mode, or with a priority other
+ * than NORMAL (which switches the queue to priority mode). Out of line, so
+ * the NORMAL path below stays as short as it was before priorities. */
+static __attribute__((noinline)) int make_ready_prio(struct kcr_workqueue *q,
+                                                     struct kcr__wq_item *it, int64_t now,
+                                                     int prio)
+{
+    if (!q->prio_on && !kcr__wq_prio_enable(q))
+        prio = KCR_WQ_PRIORITY_NORMAL; /* out of memory: the queue stays FIFO */
+    if (!now) /* an add made before the first add with a priority: not stamped */
+        now = atomic_load_explicit(&q->prio_since, memory_order_relaxed) - 1;
+    it->prio = prio;
+    it->flags |= KCR__WQ_DIRTY;
+    q->depth++;
+    if (q->prio_on)
+        kcr__wq_prio_dirty(q, it);
+    q->adds_total++;
+    if (q->timing)
+        kcr__wq_m_added(q, it, now);
+    if (it->flags & KCR__WQ_PROCESSING)
         return 0;
+    fifo_push(q, it, now);
+    return 1;
+}
+
+int kcr__wq_make_ready(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now, int prio)
+{
+    if (it->flags & KCR__WQ_DIRTY) {
+        if (prio > it->prio)
+            raise_prio(q, it, prio);
+        return 0;
+    }
+    if (prio != KCR_WQ_PRIORITY_NORMAL || q->prio_on)
+        return make_ready_prio(q, it, now, prio);
+    /* it->prio is NORMAL already: outside priority mode no item has another. */
     it->flags |= KCR__WQ_DIRTY;
     q->depth++;
     q->adds_total++;
@@ -195,14 +269,14 @@ int kcr__wq_make_ready(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t
         kcr__wq_m_added(q, it, now);
     if (it->flags & KCR__WQ_PROCESSING)
         return 0;
-    fifo_push(q, it);
+    fifo_push_tail(q, it);
     return 1;
 }
 
 /* Applies one add of `key` (lock held). Returns 1 if an item was pushed to
  * the FIFO; sets *changed if the key became dirty. */
 static int apply_add(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
-                     int64_t added_ns, bool *changed)
+                     int64_t added_ns, int prio, bool *changed)
 {
     if (q->shutting_down) /* raced with shutdown: dropped */
         return 0;
@@ -212,10 +286,13 @@ static int apply_add(struct kcr_workqueue *q, const char *key, size_t len, uint6
                  q->name, key);
         return 0;
     }
-    if (it->flags & KCR__WQ_DIRTY)
+    if (it->flags & KCR__WQ_DIRTY) {
+        if (prio > it->prio)
+            raise_prio(q, it, prio);
         return 0;
+    }
     *changed = true;
-    return kcr__wq_make_ready(q, it, added_ns);
+    return kcr__wq_make_ready(q, it, added_ns, prio);
 }
 
 /* The getter's half of the Dekker handshake: a seq_cst read of the slot. */
@@ -246,7 +323,8 @@ static void apply_add_after(struct kcr_workqueue *q, const struct kcr__wq_slot *
     if (q->shutting_down) /* raced with shutdown: dropped */
         return;
     bool earliest = false;
-    if (kcr__wq_apply_add_after(q, s->key, s->len, s->hash, s->ready_at, &earliest) != KCR_OK)
+    if (kcr__wq_apply_add_after(q, s->key, s->len, s->hash, s->ready_at, s->prio, &earliest) !=
+        KCR_OK)
         kcr__log(KCR_LOG_ERROR, "workqueue",
                  "queue \"%s\": out of memory, add_after of \"%s\" lost", q->name, s->key);
     else if (earliest && q->tk_active)
@@ -301,7 +379,7 @@ static int64_t drain_ring(struct kcr_workqueue *q, struct kcr__wq_wake *w, bool 
         if (s->ready_at)
             apply_add_after(q, s, w);
         else
-            pushed += apply_add(q, s->key, s->len, s->hash, s->added_ns, &changed);
+            pushed += apply_add(q, s->key, s->len, s->hash, s->added_ns, s->prio, &changed);
         atomic_store_explicit(&s->seq, pos + q->ring_mask + 1, memory_order_release);
         pos++;
     }
@@ -313,7 +391,7 @@ static int64_t drain_ring(struct kcr_workqueue *q, struct kcr__wq_wake *w, bool 
 
 /* Claims, fills and publishes a ring slot. False if the ring is full. */
 static bool ring_push(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
-                      int64_t added_ns, int64_t ready_at)
+                      int64_t added_ns, int64_t ready_at, int prio)
 {
     size_t pos = atomic_load_explicit(&q->ring_tail, memory_order_relaxed);
     struct kcr__wq_slot *s;
@@ -336,6 +414,7 @@ static bool ring_push(struct kcr_workqueue *q, const char *key, size_t len, uint
     s->added_ns = added_ns;
     s->ready_at = ready_at;
     s->len = (uint32_t)len;
+    s->prio = prio;
     memcpy(s->key, key, len + 1);
     /* The adder's half of the Dekker handshake (see queue.h): publish, a
      * store-load fence, then the caller reads `sleepers`. With light fences
@@ -448,6 +527,8 @@ kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out)
             q->m.update_period_ns = 500 * KCR_NS_PER_MS;
     }
     q->timing = q->has_cb || opts->track_time;
+    q->max_wait_ns = opts->priority_max_wait_ns ? opts->priority_max_wait_ns
+                                                : 10 * KCR_NS_PER_S;
     q->light_fences = kcr__wq_light_fences();
     *out = q;
     return KCR_OK;
@@ -469,6 +550,7 @@ void kcr_workqueue_free(kcr_workqueue *q)
     kcr__ptrset_destroy(&q->handed_out);
     kcr__keytab_destroy(&q->tab);
     free(q->heap);
+    free(q->levels);
     kcr_rate_limiter_free(q->limiter);
     pthread_cond_destroy(&q->drain_cond);
     pthread_cond_destroy(&q->tk_cond);
@@ -514,7 +596,7 @@ static bool sleeper_needs_wake(struct kcr_workqueue *q, int64_t ready_at)
 }
 
 bool kcr__wq_ring_add(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
-                      int64_t added_ns, int64_t ready_at)
+                      int64_t added_ns, int64_t ready_at, int prio)
 {
     /* Metrics callbacks see every add at once (depth must not lag while all
      * workers are busy), so with callbacks adds take the locked path. */
@@ -522,7 +604,7 @@ bool kcr__wq_ring_add(struct kcr_workqueue *q, const char *key, size_t len, uint
         return false;
     unsigned long takes = 0;
     for (int round = 0, idle = 0;; round++, idle++) {
-        if (ring_push(q, key, len, hash, added_ns, ready_at)) {
+        if (ring_push(q, key, len, hash, added_ns, ready_at, prio)) {
             if (sleeper_needs_wake(q, ready_at))
                 wake_sleeper(q, ready_at != 0);
             return true;
@@ -546,15 +628,20 @@ bool kcr__wq_ring_add(struct kcr_workqueue *q, const char *key, size_t len, uint
     }
 }
 
+kcr_err kcr__wq_fail_shutdown(const struct kcr_workqueue *q, const char *fn, const char *key)
+{
+    return kcr__fail(KCR_ERR_SHUTDOWN, "%s: workqueue \"%s\" is shutting down, \"%s\" dropped",
+                     fn, q->name, key);
+}
+
 kcr_err kcr__wq_add_locked(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
-                           int64_t now, bool retry)
+                           int64_t now, bool retry, int prio, const char *fn)
 {
     struct kcr__wq_wake w = {0};
     kcr__wq_lock(q, &w); /* applies earlier adds first, so order is kept */
     if (q->shutting_down) {
         kcr__wq_unlock(q, &w);
-        return kcr__fail(KCR_ERR_SHUTDOWN, "workqueue \"%s\" is shut down: \"%s\" not added",
-                         q->name, key);
+        return kcr__wq_fail_shutdown(q, fn, key);
     }
     if (retry)
         kcr__wq_m_retry(q);
@@ -569,9 +656,11 @@ kcr_err kcr__wq_add_locked(struct kcr_workqueue *q, const char *key, size_t len,
         err = kcr__fail(KCR_ERR_NOMEM, "workqueue \"%s\": out of memory adding \"%s\"", q->name,
                         key);
     } else if (!(it->flags & KCR__WQ_DIRTY)) {
-        kcr__wq_notify(q, kcr__wq_make_ready(q, it, now), &w);
+        kcr__wq_notify(q, kcr__wq_make_ready(q, it, now, prio), &w);
         if (q->has_cb)
             kcr__wq_m_depth(q);
+    } else if (prio > it->prio) {
+        kcr__wq_make_ready(q, it, now, prio); /* only raises its priority */
     }
     if (q->has_cb)
         kcr__wq_m_tick(q, now, false);
@@ -579,19 +668,29 @@ kcr_err kcr__wq_add_locked(struct kcr_workqueue *q, const char *key, size_t len,
     return err;
 }
 
-kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key)
+/* add and add_with_priority; `fn` names the caller in errors. */
+static inline kcr_err add(kcr_workqueue *q, const char *key, int prio, const char *fn)
 {
     if (!key)
-        return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_add: NULL key");
+        return kcr__fail(KCR_ERR_INVALID, "%s: NULL key", fn);
     if (atomic_load_explicit(&q->closed, memory_order_acquire))
-        return kcr__fail(KCR_ERR_SHUTDOWN, "workqueue \"%s\" is shut down: \"%s\" not added",
-                         q->name, key);
+        return kcr__wq_fail_shutdown(q, fn, key);
     size_t len = key_len(key);
     uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
-    int64_t now = q->timing ? kcr__now_ns() : 0;
-    if (kcr__wq_ring_add(q, key, len, hash, now, 0))
+    int64_t now = kcr__wq_add_stamp(q, prio);
+    if (kcr__wq_ring_add(q, key, len, hash, now, 0, prio))
         return KCR_OK;
-    return kcr__wq_add_locked(q, key, len, hash, now, false);
+    return kcr__wq_add_locked(q, key, len, hash, now, false, prio, fn);
+}
+
+kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key)
+{
+    return add(q, key, KCR_WQ_PRIORITY_NORMAL, "kcr_workqueue_add");
+}
+
+kcr_err kcr_workqueue_add_with_priority(kcr_workqueue *q, const char *key, int priority)
+{
+    return add(q, key, priority, "kcr_workqueue_add_with_priority");
 }
 
 /* ---- get --------------------------------------------------------------- */
@@ -659,9 +758,10 @@ static bool wait_until(struct kcr_workqueue *q, pthread_cond_t *cond, int64_t un
  * every node, table slot and heap entry between their cores, which costs
  * more than it saves when the workers keep up (a measured 2x on 2 cores).
  * Shutdown, and a getter whose own deadline has passed, take it at once. */
-static bool may_take(const struct kcr_workqueue *q, int64_t now, int64_t deadline)
+static bool may_take(const struct kcr_workqueue *q, const struct kcr__wq_item *next, int64_t now,
+                     int64_t deadline)
 {
-    bool waited = q->epoch - q->head->ready_epoch >= 2 && !q->quick_turns;
+    bool waited = q->epoch - next->ready_epoch >= 2 && !q->quick_turns;
     return q->processing == 0 || q->shutting_down || waited ||
            (deadline != INT64_MAX && now >= deadline);
 }
@@ -708,16 +808,24 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
          * the same, and the drain then reads slots adders finished with long
          * ago instead of chasing the one an adder is writing now (that cache
          * line ping-pong cost more than the rest of the add and get). */
-        if (!q->head || ring_half_full(q))
-            extra += drain_ring(q, &w, q->queued >= KCR__WQ_BACKLOG);
+        if (!q->head || q->prio_on || ring_half_full(q))
+            extra += drain_ring(q, &w, q->queued >= KCR__WQ_BACKLOG && !q->prio_on);
         now = 0;
         if (q->heap_len || q->timing || deadline != INT64_MAX) {
             now = kcr__now_ns();
             if (q->heap_len)
                 extra += kcr__wq_promote(q, now);
         }
-        if (q->head && may_take(q, now, deadline)) {
-            it = q->head;
+        struct kcr__wq_item *next = q->head;
+        if (next && q->prio_on) {
+            /* `now` by value: passing &now kept it in memory for the whole
+             * loop, +2 ns per add on the NORMAL path. */
+            if (!now)
+                now = kcr__now_ns();
+            next = kcr__wq_prio_next(q, now);
+        }
+        if (next && may_take(q, next, now, deadline)) {
+            it = next;
             break;
         }
         if (q->shutting_down) {
@@ -810,10 +918,15 @@ kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const ch
     }
     leave_standby(q, &on_duty, &w);
     if (it) {
-        /* Pop the head: dirty -> processing. */
-        fifo_unlink(q, it);
+        /* Pop it: dirty -> processing. */
+        bool prio = q->prio_on;
+        if (prio)
+            kcr__wq_prio_unlink(q, it);
+        fifo_unlink_plain(q, it);
         it->flags = (it->flags & ~KCR__WQ_DIRTY) | KCR__WQ_PROCESSING;
         q->depth--;
+        if (prio)
+            kcr__wq_prio_clean(q, it);
         q->processing++;
         if (q->timing) {
             kcr__wq_m_got(q, it, now);
@@ -895,7 +1008,7 @@ kcr_err kcr_workqueue_done(kcr_workqueue *q, const char *key)
     q->processing--;
     struct kcr__wq_wake w = {0};
     if (it->flags & KCR__WQ_DIRTY) {
-        fifo_push(q, it);
+        fifo_push(q, it, now);
         kcr__wq_notify(q, 1, &w);
     } else {
         kcr__wq_release_if_idle(q, it);
@@ -930,6 +1043,8 @@ kcr_err kcr_workqueue_remove(kcr_workqueue *q, const char *key)
                 fifo_unlink(q, it);
             it->flags &= ~KCR__WQ_DIRTY;
             q->depth--;
+            if (q->prio_on)
+                kcr__wq_prio_clean(q, it);
             if (q->has_cb)
                 kcr__wq_m_depth(q);
             removed = true;

@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/clock.h"
 #include "kcr/workqueue.h"
 #include "workqueue/keytab.h"
 #include "workqueue/ptrset.h"
@@ -41,6 +42,15 @@ enum {
     KCR__WQ_QUEUED = 2u,     /* linked in the FIFO (implies DIRTY and not PROCESSING) */
     KCR__WQ_PROCESSING = 4u, /* handed out by get, done not yet called */
     KCR__WQ_WAITING = 8u,    /* waiting for an add_after deadline (ready_at, seq) */
+};
+
+/* One priority's line in priority mode: its part of the FIFO (first..last,
+ * `queued` items) and its dirty items (`dirty` >= `queued`: the rest were
+ * re-added while processing). A level exists while dirty > 0. */
+struct kcr__wq_level {
+    int prio;
+    int64_t dirty, queued;
+    struct kcr__wq_item *first, *last;
 };
 
 /* A heap entry: the deadline is copied in so sifting never touches nodes.
@@ -61,23 +71,29 @@ struct kcr__wq_item {
     int64_t ready_at; /* deadline while WAITING */
     uint64_t seq;     /* while WAITING: the seq of its one valid heap entry */
     int64_t added_ns; /* time tracking: when it became dirty */
-    int64_t start_ns; /* time tracking: when it was handed out */
+    union {
+        int64_t start_ns; /* time tracking, while PROCESSING: when it was handed out */
+        int64_t ready_ns; /* priority mode, while QUEUED: when it entered its line (aging) */
+    };
     uint32_t ready_epoch; /* while QUEUED: the queue's standby epoch when it was pushed */
     uint32_t timers;   /* heap entries pointing here, valid or stale */
     uint32_t flags;
     uint32_t len; /* strlen(key) */
     uint32_t cap; /* bytes available in key[] */
+    int prio;      /* while DIRTY: its priority (KCR_WQ_PRIORITY_NORMAL outside priority mode) */
+    int wait_prio; /* while WAITING: the priority it is queued with once due */
     char key[];
 };
 
 /* A slot of the add ring: 128 bytes, so keys up to KCR__WQ_SLOT_KEY - 1. */
-#define KCR__WQ_SLOT_KEY 92u
+#define KCR__WQ_SLOT_KEY 88u
 struct kcr__wq_slot {
     atomic_size_t seq; /* Vyukov sequence: pos + 1 when published for pos */
     uint64_t hash;
     int64_t added_ns;
     int64_t ready_at; /* 0: add now; else add_after's deadline */
     uint32_t len;
+    int prio;
     char key[KCR__WQ_SLOT_KEY];
 };
 _Static_assert(sizeof(struct kcr__wq_slot) == 128, "a ring slot is two cache lines");
@@ -86,11 +102,15 @@ _Static_assert(sizeof(struct kcr__wq_slot) == 128, "a ring slot is two cache lin
 #define KCR__WQ_NODE_KEY 48u
 
 struct kcr_workqueue {
-    /* Read by adders, written only at creation and shutdown. */
+    /* Read by adders, written only at creation, shutdown and first priority use. */
     struct kcr__wq_slot *ring; /* adds not applied yet */
     size_t ring_mask;
     uint64_t hash_seed; /* == tab.seed, on a line the table's writers do not touch */
     atomic_bool closed; /* mirror of shutting_down for adders */
+    /* When the first add with a priority other than NORMAL was made (0:
+     * none yet). From then on adders stamp every add with the time, for
+     * aging; keys added before count as ready since prio_since - 1. */
+    _Atomic int64_t prio_since;
     bool timing;        /* track times (callbacks set or track_time) */
     bool has_cb;        /* metrics callbacks set */
     bool gauges;        /* a gauge callback is set: refresh periodically */
@@ -137,6 +157,9 @@ struct kcr_workqueue {
     bool standby;    /* a getter waits on standby_cond (mirrored in standby_on) */
     uint32_t epoch;  /* standby rounds so far: ages FIFO items (ready_epoch) */
     bool quick_turns; /* in the last standby round, workers took many keys */
+    /* Priority mode: a priority other than NORMAL was used (priority.c).
+     * Here, in padding, so no hot field moved to another cache line. */
+    bool prio_on;
     unsigned long takes_at_round; /* `takes` when that round began */
     int spin_claims; /* items left for spinners instead of waking sleepers */
     int nwaiters;    /* getters blocked on cond */
@@ -159,15 +182,22 @@ struct kcr_workqueue {
     double qd_sum, wd_sum;
     uint64_t qd_count, wd_count;
 
+    /* Priority mode (priority.c): the FIFO is the concatenation of one line
+     * per priority, highest first; levels[] is sorted the same way. */
+    struct kcr__wq_level *levels;
+    uint32_t nlevels, levels_cap;
+    int64_t max_wait_ns; /* aging; < 0: strict priority */
+
     kcr_rate_limiter *limiter;
     char *name;
 };
 
 /* queue.c --------------------------------------------------------------- */
 
-/* Marks `it` dirty (like add on an existing node) and queues it unless it is
- * processing. Returns 1 if it was pushed to the FIFO (caller notifies). */
-int kcr__wq_make_ready(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now);
+/* Marks `it` dirty with `prio` (like add on an existing node) and queues it
+ * unless it is processing; an item dirty already only keeps the higher
+ * priority. Returns 1 if it was pushed to the FIFO (caller notifies). */
+int kcr__wq_make_ready(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now, int prio);
 
 /* Wake-ups decided under the lock and sent after unlocking it, so a woken
  * getter does not run into a held lock and the syscall is outside it. */
@@ -195,13 +225,21 @@ void kcr__wq_unlock(struct kcr_workqueue *q, const struct kcr__wq_wake *w);
  * applies earlier adds first so order is kept, moves due keys, then adds
  * `key`. KCR_OK, KCR_ERR_SHUTDOWN or KCR_ERR_NOMEM. */
 kcr_err kcr__wq_add_locked(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
-                           int64_t now, bool retry);
+                           int64_t now, bool retry, int prio, const char *fn);
+
+/* The error of an add refused because the queue shuts down, named after the
+ * public function `fn` (sets kcr_last_error()). */
+kcr_err kcr__wq_fail_shutdown(const struct kcr_workqueue *q, const char *fn, const char *key);
+
+/* add_after with a priority, reporting errors as `fn`. */
+kcr_err kcr__wq_add_after(struct kcr_workqueue *q, const char *key, int64_t delay_ns, int prio,
+                          const char *fn);
 
 /* Puts an add (ready_at 0) or add_after (ready_at: deadline) in the ring and
  * wakes a getter if one must see it now; waits a little while the ring is
  * full. False: it did not fit (long key, metrics, full): take the lock. */
 bool kcr__wq_ring_add(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
-                      int64_t added_ns, int64_t ready_at);
+                      int64_t added_ns, int64_t ready_at, int prio);
 
 /* Takes the mutex and applies every add claimed so far (in order, waiting
  * for a slot still being filled); the planned wake-ups go to `w`. */
@@ -224,7 +262,7 @@ int64_t kcr__wq_promote(struct kcr_workqueue *q, int64_t now);
  * counts the retry and schedules the key. Sets *earliest when its deadline
  * is now the heap's first. KCR_OK or KCR_ERR_NOMEM. */
 kcr_err kcr__wq_apply_add_after(struct kcr_workqueue *q, const char *key, size_t len,
-                                uint64_t hash, int64_t ready_at, bool *earliest);
+                                uint64_t hash, int64_t ready_at, int prio, bool *earliest);
 
 /* Stops `it` waiting for its deadline (its heap entry goes stale). */
 void kcr__wq_heap_remove(struct kcr_workqueue *q, struct kcr__wq_item *it);
@@ -235,6 +273,44 @@ void kcr__wq_heap_trim(struct kcr_workqueue *q);
 
 /* Drops every item of the heap (shutdown). */
 void kcr__wq_heap_clear(struct kcr_workqueue *q);
+
+/* priority.c ------------------------------------------------------------ */
+
+/* Reads the clock for an add with `prio` (not NORMAL, or once priorities
+ * are in use) and records when priorities came into use. */
+int64_t kcr__wq_prio_stamp(struct kcr_workqueue *q, int prio);
+
+/* The time to stamp an add with (0: none): for time tracking, and once
+ * priorities are in use for aging. Inline: a NORMAL-only queue without
+ * metrics reads no clock and calls nothing here. */
+static inline int64_t kcr__wq_add_stamp(struct kcr_workqueue *q, int prio)
+{
+    if (prio == KCR_WQ_PRIORITY_NORMAL &&
+        !atomic_load_explicit(&q->prio_since, memory_order_relaxed))
+        return q->timing ? kcr__now_ns() : 0;
+    return kcr__wq_prio_stamp(q, prio);
+}
+
+/* Switches the queue to priority mode (lock held): the FIFO becomes the one
+ * line of NORMAL. False on allocation failure (the queue stays FIFO). */
+bool kcr__wq_prio_enable(struct kcr_workqueue *q);
+
+/* Counts `it` dirty at it->prio (priority mode): creates its level. */
+void kcr__wq_prio_dirty(struct kcr_workqueue *q, struct kcr__wq_item *it);
+
+/* Uncounts `it` (no longer dirty, already out of the FIFO). */
+void kcr__wq_prio_clean(struct kcr_workqueue *q, struct kcr__wq_item *it);
+
+/* Links `it` at the end of its priority's line (priority mode), ready since
+ * `now` (0: read the clock). */
+void kcr__wq_prio_push(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now);
+
+/* Updates its line before `it` is unlinked from the FIFO (priority mode). */
+void kcr__wq_prio_unlink(struct kcr_workqueue *q, struct kcr__wq_item *it);
+
+/* The item get hands out next at `now` (priority mode, FIFO not empty): the
+ * one ready longest among those ready for max_wait_ns, else the FIFO's head. */
+struct kcr__wq_item *kcr__wq_prio_next(struct kcr_workqueue *q, int64_t now);
 
 /* fence.c --------------------------------------------------------------- */
 
