@@ -27,10 +27,10 @@ endfunction()
 # -> <source>/<layer> and returns the folder to put on an include path.
 function(kcr_layer_include_root layer out_var)
     set(root ${PROJECT_BINARY_DIR}/layers/${layer})
-    if(NOT EXISTS ${root}/${layer})
-        file(MAKE_DIRECTORY ${root})
-        file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${layer} ${root}/${layer} SYMBOLIC)
-    endif()
+    file(MAKE_DIRECTORY ${root})
+    # Recreated at every configure, so a moved source tree is followed.
+    file(REMOVE ${root}/${layer})
+    file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${layer} ${root}/${layer} SYMBOLIC)
     set(${out_var} ${root} PARENT_SCOPE)
 endfunction()
 
