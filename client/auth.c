@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "client/config_impl.h"
+#include "client/pem.h"
 #include "client/json.h"
 #include "core/base64.h"
 #include "core/clock.h"
@@ -448,6 +449,16 @@ kcr_err kcr__exec_run(const kcr__exec_config *exec, const kcr_config *cfg, kcr__
                 err = KCR_ERR_NOMEM;
             else
                 out->cert.len = strlen(cert), out->key.len = strlen(key);
+            char what[300];
+            snprintf(what, sizeof what, "exec plugin %s: clientCertificateData", exec->command);
+            if (err == KCR_OK)
+                err = kcr__pem_check_certs(out->cert.data, out->cert.len, what);
+            snprintf(what, sizeof what, "exec plugin %s: clientKeyData", exec->command);
+            if (err == KCR_OK)
+                err = kcr__pem_check_pair(out->cert.data, out->cert.len, out->key.data,
+                                          out->key.len, what, "clientCertificateData");
+            if (err == KCR_ERR_CONFIG)
+                err = kcr__refail(KCR_ERR_EXEC, "%s", "");
         }
         if (err == KCR_OK)
             kcr__log(KCR_LOG_DEBUG, "auth", "exec plugin %s gave %s credentials", exec->command,

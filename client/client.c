@@ -1,5 +1,7 @@
 /* Public kcr_client entry points: argument checks, defaults, Status
  * plumbing, then the back end's vtable. */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +16,54 @@
     kcr__clear_error()
 
 #define END_STATUS() kcr_status_clear(&local_status)
+
+#ifdef __GLIBC__
+extern char *program_invocation_short_name; /* <errno.h> declares it only with _GNU_SOURCE */
+#endif
+
+static char program_name[64];
+static pthread_once_t program_once = PTHREAD_ONCE_INIT;
+
+static void find_program_name(void)
+{
+    const char *name = NULL;
+#ifdef __GLIBC__
+    name = program_invocation_short_name;
+#endif
+    char comm[64] = "";
+    if (!name || !*name) {
+        FILE *f = fopen("/proc/self/comm", "r");
+        if (f && fgets(comm, sizeof comm, f))
+            comm[strcspn(comm, "\n")] = '\0';
+        if (f)
+            fclose(f);
+        name = comm;
+    }
+    snprintf(program_name, sizeof program_name, "%s", name && *name ? name : "kcr");
+}
+
+const char *kcr__program_name(void)
+{
+    pthread_once(&program_once, find_program_name);
+    return program_name;
+}
+
+/* KCR_ERR_CANCELED when the caller's token fired before the request. */
+static kcr_err canceled(const kcr_cancel *cancel, const char *verb)
+{
+    if (kcr_cancel_triggered(cancel))
+        return kcr__fail(KCR_ERR_CANCELED, "%s canceled before it started", verb);
+    return KCR_OK;
+}
+
+/* The write options with the client's default field manager filled in. */
+static kcr_write_options write_defaults(const kcr_client *c, const kcr_write_options *opts)
+{
+    kcr_write_options o = opts ? *opts : (kcr_write_options){0};
+    if (!o.field_manager || !*o.field_manager)
+        o.field_manager = c->field_manager ? c->field_manager : kcr__program_name();
+    return o;
+}
 
 void kcr_client_free(kcr_client *c)
 {
@@ -76,6 +126,8 @@ kcr_err kcr_client_get(kcr_client *c, const kcr_resource *res, const char *ns, c
     if (!name || !*name)
         return kcr__fail(KCR_ERR_INVALID, "get: no object name");
     static const kcr_get_options dflt;
+    if (opts && (err = canceled(opts->cancel, "get")) != KCR_OK)
+        return err;
     BEGIN_STATUS();
     int64_t start = kcr__now_ns();
     err = c->ops->get(c, res, ns, name, opts ? opts : &dflt, out, st);
@@ -121,10 +173,15 @@ kcr_err kcr_client_create(kcr_client *c, const kcr_resource *res, const char *ns
     char *name, *body_ns;
     if ((err = body_meta(json, len, &name, &body_ns)) != KCR_OK)
         return err;
-    static const kcr_write_options dflt;
+    kcr_write_options o = write_defaults(c, opts);
+    if ((err = canceled(o.cancel, "create")) != KCR_OK) {
+        free(name);
+        free(body_ns);
+        return err;
+    }
     BEGIN_STATUS();
     int64_t start = kcr__now_ns();
-    err = c->ops->create(c, res, ns ? ns : body_ns, json, len, opts ? opts : &dflt, out, st);
+    err = c->ops->create(c, res, ns ? ns : body_ns, json, len, &o, out, st);
     observe_call(c, "POST", 201, start, err, st);
     END_STATUS();
     free(name);
@@ -153,11 +210,15 @@ kcr_err kcr_client_update(kcr_client *c, const kcr_resource *res, const char *ns
         free(body_ns);
         return kcr__fail(KCR_ERR_INVALID, "update: the object has no metadata.name");
     }
-    static const kcr_write_options dflt;
+    kcr_write_options o = write_defaults(c, opts);
+    if ((err = canceled(o.cancel, "update")) != KCR_OK) {
+        free(name);
+        free(body_ns);
+        return err;
+    }
     BEGIN_STATUS();
     int64_t start = kcr__now_ns();
-    err = c->ops->update(c, res, ns ? ns : body_ns, name, json, len, opts ? opts : &dflt, out,
-                         st);
+    err = c->ops->update(c, res, ns ? ns : body_ns, name, json, len, &o, out, st);
     observe_call(c, "PUT", 200, start, err, st);
     END_STATUS();
     free(name);
@@ -169,8 +230,82 @@ kcr_err kcr_client_update_status(kcr_client *c, const kcr_resource *res, const c
                                  const char *json, size_t len, kcr_object **out,
                                  kcr_status *status)
 {
-    kcr_write_options o = {.subresource = "status"};
+    return kcr_client_update_status_opts(c, res, ns, json, len, NULL, out, status);
+}
+
+kcr_err kcr_client_update_status_opts(kcr_client *c, const kcr_resource *res, const char *ns,
+                                      const char *json, size_t len, const kcr_write_options *opts,
+                                      kcr_object **out, kcr_status *status)
+{
+    kcr_write_options o = opts ? *opts : (kcr_write_options){0};
+    o.subresource = "status";
     return kcr_client_update(c, res, ns, json, len, &o, out, status);
+}
+
+/* ---- writes of kcr_object values: serialized once, then as the JSON verbs ---- */
+
+typedef enum obj_verb { OBJ_CREATE, OBJ_UPDATE, OBJ_UPDATE_STATUS, OBJ_APPLY } obj_verb;
+
+static kcr_err write_object(kcr_client *c, const kcr_resource *res, const char *ns,
+                            const kcr_object *obj, obj_verb verb, const kcr_write_options *opts,
+                            kcr_object **out, kcr_status *status)
+{
+    if (out)
+        *out = NULL;
+    if (!obj)
+        return kcr__fail(KCR_ERR_INVALID, "write: NULL object");
+    char *json = NULL;
+    size_t len = 0;
+    kcr_err err = kcr_object_to_json(obj, &json, &len);
+    if (err != KCR_OK)
+        return err;
+    if (ns == NULL || !*ns)
+        ns = kcr_object_namespace(obj);
+    switch (verb) {
+    case OBJ_CREATE:
+        err = kcr_client_create(c, res, ns, json, len, opts, out, status);
+        break;
+    case OBJ_UPDATE:
+        err = kcr_client_update(c, res, ns, json, len, opts, out, status);
+        break;
+    case OBJ_UPDATE_STATUS:
+        err = kcr_client_update_status(c, res, ns, json, len, out, status);
+        break;
+    case OBJ_APPLY:
+        err = kcr_client_patch(c, res, ns, kcr_object_name(obj), KCR_PATCH_APPLY, json, len, opts,
+                               out, status);
+        break;
+    }
+    free(json);
+    return err;
+}
+
+kcr_err kcr_client_create_object(kcr_client *c, const kcr_resource *res, const char *ns,
+                                 const kcr_object *obj, const kcr_write_options *opts,
+                                 kcr_object **out, kcr_status *status)
+{
+    return write_object(c, res, ns, obj, OBJ_CREATE, opts, out, status);
+}
+
+kcr_err kcr_client_update_object(kcr_client *c, const kcr_resource *res, const kcr_object *obj,
+                                 const kcr_write_options *opts, kcr_object **out,
+                                 kcr_status *status)
+{
+    return write_object(c, res, NULL, obj, OBJ_UPDATE, opts, out, status);
+}
+
+kcr_err kcr_client_update_status_object(kcr_client *c, const kcr_resource *res,
+                                        const kcr_object *obj, kcr_object **out,
+                                        kcr_status *status)
+{
+    return write_object(c, res, NULL, obj, OBJ_UPDATE_STATUS, NULL, out, status);
+}
+
+kcr_err kcr_client_apply_object(kcr_client *c, const kcr_resource *res, const kcr_object *obj,
+                                const kcr_write_options *opts, kcr_object **out,
+                                kcr_status *status)
+{
+    return write_object(c, res, NULL, obj, OBJ_APPLY, opts, out, status);
 }
 
 kcr_err kcr_client_patch(kcr_client *c, const kcr_resource *res, const char *ns,
@@ -186,14 +321,14 @@ kcr_err kcr_client_patch(kcr_client *c, const kcr_resource *res, const char *ns,
         return kcr__fail(KCR_ERR_INVALID, "patch: an object name and a patch are required");
     if ((unsigned)type > KCR_PATCH_APPLY)
         return kcr__fail(KCR_ERR_INVALID, "patch: unknown patch type %d", (int)type);
-    if (type == KCR_PATCH_APPLY && (!opts || !opts->field_manager || !*opts->field_manager))
-        return kcr__fail(KCR_ERR_INVALID, "apply patch: a field manager is required");
     if (!len)
         len = strlen(patch);
-    static const kcr_write_options dflt;
+    kcr_write_options o = write_defaults(c, opts);
+    if ((err = canceled(o.cancel, "patch")) != KCR_OK)
+        return err;
     BEGIN_STATUS();
     int64_t start = kcr__now_ns();
-    err = c->ops->patch(c, res, ns, name, type, patch, len, opts ? opts : &dflt, out, st);
+    err = c->ops->patch(c, res, ns, name, type, patch, len, &o, out, st);
     observe_call(c, "PATCH", 200, start, err, st);
     END_STATUS();
     return err;
@@ -211,6 +346,8 @@ kcr_err kcr_client_delete(kcr_client *c, const kcr_resource *res, const char *ns
     if (!name || !*name)
         return kcr__fail(KCR_ERR_INVALID, "delete: no object name");
     static const kcr_delete_options dflt;
+    if (opts && (err = canceled(opts->cancel, "delete")) != KCR_OK)
+        return err;
     BEGIN_STATUS();
     int64_t start = kcr__now_ns();
     err = c->ops->del(c, res, ns, name, opts ? opts : &dflt, out, st);
@@ -300,15 +437,28 @@ kcr_err kcr_client_raw(kcr_client *c, const char *method, const char *path, cons
                        const char *content_type, const char *body, size_t body_len, char **out,
                        size_t *out_len, kcr_status *status)
 {
+    kcr_raw_options o = {.method = method, .accept = accept, .content_type = content_type};
+    return kcr_client_request(c, path, body, body_len, &o, out, out_len, status);
+}
+
+kcr_err kcr_client_request(kcr_client *c, const char *path, const char *body, size_t body_len,
+                           const kcr_raw_options *opts, char **out, size_t *out_len,
+                           kcr_status *status)
+{
     if (out)
         *out = NULL;
     if (!c || !path)
         return kcr__fail(KCR_ERR_INVALID, "raw: a client and a path are required");
+    kcr_raw_options o = opts ? *opts : (kcr_raw_options){0};
+    if (!o.method)
+        o.method = "GET";
+    kcr_err err = canceled(o.cancel, "raw request");
+    if (err != KCR_OK)
+        return err;
     BEGIN_STATUS();
     int64_t start = kcr__now_ns();
-    kcr_err err =
-        c->ops->raw(c, method, path, accept, content_type, body, body_len, out, out_len, st);
-    observe_call(c, method ? method : "GET", 200, start, err, st);
+    err = c->ops->raw(c, path, body, body_len, &o, out, out_len, st);
+    observe_call(c, o.method, 200, start, err, st);
     END_STATUS();
     return err;
 }

@@ -36,9 +36,9 @@ typedef struct kcr__client_ops {
     kcr_err (*resolve)(kcr_client *c, const kcr__disc_query *q, bool refresh,
                        kcr_api_resource *out, kcr_status *st);
     void (*invalidate)(kcr_client *c);
-    kcr_err (*raw)(kcr_client *c, const char *method, const char *path, const char *accept,
-                   const char *content_type, const char *body, size_t body_len, char **out,
-                   size_t *out_len, kcr_status *st);
+    /* opts is non-NULL with method, accept and content_type filled in. */
+    kcr_err (*raw)(kcr_client *c, const char *path, const char *body, size_t body_len,
+                   const kcr_raw_options *opts, char **out, size_t *out_len, kcr_status *st);
     void (*destroy)(kcr_client *c);
     /* Non-NULL: the back end sends no HTTP (the fake), so client.c reports
      * each call to the request observer under this host. NULL: the back end
@@ -49,6 +49,7 @@ typedef struct kcr__client_ops {
 struct kcr_client {
     const kcr__client_ops *ops;
     char *namespace;
+    char *field_manager;              /* default fieldManager of writes; NULL: the program's name */
     kcr_request_observer_fn observer; /* NULL: none */
     void *observer_data;
 };
@@ -56,6 +57,10 @@ struct kcr_client {
 /* Reports one completed request to c's observer, if any (code 0: no response). */
 void kcr__client_observe(const kcr_client *c, const char *method, const char *host, int code,
                          int64_t start_ns);
+
+/* The program's name (program_invocation_short_name, else /proc/self/comm,
+ * else "kcr"); static storage, computed once. Thread-safe. */
+const char *kcr__program_name(void);
 
 /* ---- Status --------------------------------------------------------------------------- */
 

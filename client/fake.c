@@ -63,6 +63,7 @@ typedef struct watcher {
 typedef struct rule {
     kcr_fake_verb verb;
     char *rkey; /* NULL: any */
+    char *ns, *name; /* NULL: any */
     int times;  /* < 0: forever */
     int code;
     char *reason, *message;
@@ -451,7 +452,9 @@ static kcr_err begin(kcr_fake *f, kcr_fake_verb verb, const kcr_resource *res, c
     for (size_t i = 0; i < f->n_rules; i++) {
         rule *r = &f->rules[i];
         if (r->times == 0 || (r->verb != KCR_FAKE_ANY && r->verb != verb) ||
-            (r->rkey && strcmp(r->rkey, rkey) != 0))
+            (r->rkey && strcmp(r->rkey, rkey) != 0) ||
+            (r->ns && strcmp(r->ns, ns ? ns : "") != 0) ||
+            (r->name && (!name || strcmp(r->name, name) != 0)))
             continue;
         if (r->times > 0)
             r->times--;
@@ -1452,9 +1455,8 @@ static void fake_invalidate(kcr_client *c)
 {
 }
 
-static kcr_err fake_raw(kcr_client *c, const char *method, const char *path, const char *accept,
-                        const char *content_type, const char *body, size_t body_len, char **out,
-                        size_t *out_len, kcr_status *st)
+static kcr_err fake_raw(kcr_client *c, const char *path, const char *body, size_t body_len,
+                        const kcr_raw_options *opts, char **out, size_t *out_len, kcr_status *st)
 {
     return kcr__fail(KCR_ERR_UNSUPPORTED, "the fake API serves no raw requests (%s)", path);
 }
@@ -1476,6 +1478,8 @@ static void fake_unref(kcr_fake *f)
     free(f->hist);
     for (size_t i = 0; i < f->n_rules; i++) {
         free(f->rules[i].rkey);
+        free(f->rules[i].ns);
+        free(f->rules[i].name);
         free(f->rules[i].reason);
         free(f->rules[i].message);
     }
@@ -1644,20 +1648,32 @@ kcr_err kcr_fake_add(kcr_fake *f, const kcr_resource *res, const char *json, kcr
 kcr_err kcr_fake_inject_error(kcr_fake *f, kcr_fake_verb verb, const kcr_resource *res,
                               int times, int code, const char *reason, const char *message)
 {
+    return kcr_fake_inject_error_for(f, verb, res, NULL, NULL, times, code, reason, message);
+}
+
+kcr_err kcr_fake_inject_error_for(kcr_fake *f, kcr_fake_verb verb, const kcr_resource *res,
+                                  const char *ns, const char *name, int times, int code,
+                                  const char *reason, const char *message)
+{
     if (!f || times == 0)
         return kcr__fail(KCR_ERR_INVALID, "inject_error: a fake and times != 0 required");
     rule r = {.verb = verb, .times = times, .code = code};
     r.rkey = res ? rkey_of(res) : NULL;
+    r.ns = ns ? strdup(ns) : NULL;
+    r.name = name ? strdup(name) : NULL;
     r.reason = strdup(reason ? reason : "");
     r.message = strdup(message ? message : "");
     pthread_mutex_lock(&f->lock);
     rule *nr = realloc(f->rules, (f->n_rules + 1) * sizeof *nr);
     kcr_err err = KCR_OK;
-    if (!nr || (res && !r.rkey) || !r.reason || !r.message) {
+    if (!nr || (res && !r.rkey) || (ns && !r.ns) || (name && !r.name) || !r.reason ||
+        !r.message) {
         err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
         if (nr)
             f->rules = nr;
         free(r.rkey);
+        free(r.ns);
+        free(r.name);
         free(r.reason);
         free(r.message);
     } else {
@@ -1673,6 +1689,8 @@ void kcr_fake_clear_errors(kcr_fake *f)
     pthread_mutex_lock(&f->lock);
     for (size_t i = 0; i < f->n_rules; i++) {
         free(f->rules[i].rkey);
+        free(f->rules[i].ns);
+        free(f->rules[i].name);
         free(f->rules[i].reason);
         free(f->rules[i].message);
     }

@@ -5,10 +5,12 @@
  * limiter, retries on 429 / connection errors, and credentials from auth.c. */
 #include <curl/curl.h>
 #include <errno.h>
+#include <openssl/x509_vfy.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -408,14 +410,73 @@ static bool retryable_curl(CURLcode rc)
     }
 }
 
+static const char *const secret_headers[] = {
+    "authorization:", "proxy-authorization:", "cookie:", "set-cookie:"};
+
+/* Where a credential-bearing header name starts in line[0..len), or NULL. */
+static const char *find_secret(const char *line, size_t len, size_t *name_len)
+{
+    for (size_t at = 0; at < len; at++)
+        for (size_t i = 0; i < sizeof secret_headers / sizeof *secret_headers; i++) {
+            size_t n = strlen(secret_headers[i]);
+            if (len - at >= n && strncasecmp(line + at, secret_headers[i], n) == 0 &&
+                (at == 0 || !((line[at - 1] | 0x20) >= 'a' && (line[at - 1] | 0x20) <= 'z') ||
+                 line[at - 1] == '-')) {
+                *name_len = n - 1;
+                return line + at;
+            }
+        }
+    return NULL;
+}
+
+/* Logs one line of libcurl's trace with any credential header's value
+ * replaced: header lines ("authorization: Bearer ...") and libcurl's own
+ * notes that quote headers (HTTP/2's "[authorization: Bearer ...]"). */
+static void log_trace_line(char dir, const char *line, size_t len)
+{
+    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        len--;
+    if (!len)
+        return;
+    size_t name_len;
+    const char *secret = find_secret(line, len, &name_len);
+    if (secret)
+        kcr__log(KCR_LOG_TRACE, "curl", "%c %.*s <redacted>", dir,
+                 (int)(secret - line + (ptrdiff_t)name_len), line);
+    else
+        kcr__log(KCR_LOG_TRACE, "curl", "%c %.*s", dir, (int)len, line);
+}
+
+/* libcurl's verbose output, routed to the log at TRACE (the library never
+ * prints itself). Bodies and TLS records are left out. */
+static int on_debug(CURL *h, curl_infotype type, char *data, size_t size, void *ud)
+{
+    (void)h;
+    (void)ud;
+    if (type == CURLINFO_TEXT) {
+        log_trace_line('*', data, size);
+    } else if (type == CURLINFO_HEADER_OUT || type == CURLINFO_HEADER_IN) {
+        const char *p = data, *end = data + size;
+        while (p < end) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            size_t n = nl ? (size_t)(nl - p + 1) : (size_t)(end - p);
+            log_trace_line(type == CURLINFO_HEADER_OUT ? '>' : '<', p, n);
+            p += n;
+        }
+    }
+    return 0;
+}
+
 /* Configures the easy handle for one attempt. */
 static kcr_err setup(http_client *hc, CURL *e, const kcr__http_req *req, const char *url,
                      kcr__creds *creds, struct curl_slist **headers, xfer *x, char *errbuf)
 {
     const kcr_config *cfg = hc->cfg;
     curl_easy_setopt(e, CURLOPT_URL, url);
-    if (getenv("KCR_DEBUG_CURL"))
+    if (kcr__log_enabled(KCR_LOG_TRACE)) {
+        curl_easy_setopt(e, CURLOPT_DEBUGFUNCTION, on_debug);
         curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);
+    }
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
@@ -560,6 +621,92 @@ static CURLcode perform(handle_pair *p, const kcr__http_req *req, xfer *x, bool 
     return result;
 }
 
+/* "host" of scheme://host[:port][/path] (IPv6 brackets kept) into buf. */
+static void host_of(const char *url, char *buf, size_t size)
+{
+    const char *h = strstr(url, "://");
+    h = h ? h + 3 : url;
+    size_t n = *h == '[' ? strcspn(h, "]") + 1 : strcspn(h, ":/");
+    snprintf(buf, size, "%.*s", (int)n, h);
+}
+
+/* The trust anchor a failed verification was checked against. */
+static void describe_ca(const kcr_config *cfg, char *buf, size_t size)
+{
+    if (cfg->ca.data && cfg->cluster)
+        snprintf(buf, size, "the certificate-authority of cluster \"%s\"", cfg->cluster);
+    else if (cfg->ca.data)
+        snprintf(buf, size, "the service account's CA (ca.crt)");
+    else if (cfg->cluster)
+        snprintf(buf, size,
+                 "any CA this system trusts (cluster \"%s\" sets no certificate-authority)",
+                 cfg->cluster);
+    else
+        snprintf(buf, size, "any CA this system trusts");
+}
+
+/* TLS failures that the same configuration will meet again, in words a
+ * person understands: KCR_ERR_TLS with the message set, or KCR_OK when `rc`
+ * is not one of them (a reset mid-handshake, say, stays a transport error). */
+static kcr_err classify_tls(http_client *hc, CURLcode rc, long vr, const char *detail,
+                            const kcr__http_req *req)
+{
+    const kcr_config *cfg = hc->cfg;
+    char cluster[300], host[300], ca[400];
+    if (cfg->cluster)
+        snprintf(cluster, sizeof cluster, "cluster \"%s\"", cfg->cluster);
+    else
+        snprintf(cluster, sizeof cluster, "the in-cluster API server");
+    host_of(hc->url_base, host, sizeof host);
+    if (rc == CURLE_SSL_CONNECT_ERROR && strstr(detail, "wrong version number"))
+        return kcr__fail(KCR_ERR_TLS,
+                         "%s %s: the server of %s (%s) does not speak TLS: it answered in plain "
+                         "HTTP on an https:// URL (%s)",
+                         req->method, req->path, cluster, cfg->server, detail);
+    if (rc != CURLE_PEER_FAILED_VERIFICATION)
+        return KCR_OK;
+    switch (vr) {
+    case X509_V_ERR_CERT_HAS_EXPIRED:
+        return kcr__fail(KCR_ERR_TLS, "%s %s: the server's certificate has expired (%s, %s)",
+                         req->method, req->path, cluster, detail);
+    case X509_V_ERR_CERT_NOT_YET_VALID:
+        return kcr__fail(KCR_ERR_TLS,
+                         "%s %s: the server's certificate is not valid yet: check the clocks "
+                         "(%s, %s)",
+                         req->method, req->path, cluster, detail);
+    case X509_V_OK:
+    case X509_V_ERR_UNSPECIFIED: /* libcurl's own host name check reports these */
+        if (!strstr(detail, "host name"))
+            break;
+        /* fall through */
+    case X509_V_ERR_HOSTNAME_MISMATCH:
+    case X509_V_ERR_IP_ADDRESS_MISMATCH:
+        return kcr__fail(KCR_ERR_TLS,
+                         "%s %s: the server's certificate is not valid for the host name \"%s\" "
+                         "(%s%s; %s)",
+                         req->method, req->path, host, cluster,
+                         cfg->tls_server_name && *cfg->tls_server_name
+                             ? ", checked against its tls-server-name"
+                             : "; set tls-server-name if the certificate names another host",
+                         detail);
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+    case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+    case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+    case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+    case X509_V_ERR_CERT_SIGNATURE_FAILURE:
+        describe_ca(cfg, ca, sizeof ca);
+        return kcr__fail(KCR_ERR_TLS, "%s %s: the server's certificate is not signed by %s (%s)",
+                         req->method, req->path, ca, detail);
+    default:
+        break;
+    }
+    describe_ca(cfg, ca, sizeof ca);
+    return kcr__fail(KCR_ERR_TLS,
+                     "%s %s: the server's certificate failed verification against %s (%s)",
+                     req->method, req->path, ca, detail);
+}
+
 kcr_err kcr__http_do(kcr_client *c, const kcr__http_req *req, char **out, size_t *out_len,
                      kcr_status *st)
 {
@@ -594,12 +741,15 @@ kcr_err kcr__http_do(kcr_client *c, const kcr__http_req *req, char **out, size_t
         err = setup(hc, p.easy, req, url.s, &creds, lists, &x, errbuf);
         bool canceled = false, idle = false;
         CURLcode rc = CURLE_OK;
+        long verify_result = X509_V_OK;
         if (err == KCR_OK) {
             kcr__log(KCR_LOG_DEBUG, "client", "%s %s", req->method, req->path);
             int64_t start_ns = kcr__now_ns();
             rc = perform(&p, req, &x, &canceled, &idle);
             if (!x.code_known)
                 curl_easy_getinfo(p.easy, CURLINFO_RESPONSE_CODE, &x.code);
+            if (rc == CURLE_PEER_FAILED_VERIFICATION)
+                curl_easy_getinfo(p.easy, CURLINFO_SSL_VERIFYRESULT, &verify_result);
             kcr__client_observe(c, req->method, hc->host, (int)x.code, start_ns);
         }
         curl_slist_free_all(lists[0]);
@@ -622,9 +772,14 @@ kcr_err kcr__http_do(kcr_client *c, const kcr__http_req *req, char **out, size_t
         } else if (rc != CURLE_OK) {
             bool retry = may_retry && req->idempotent && !x.delivered && retryable_curl(rc) &&
                          !(x.code >= 200 && x.code < 300);
+            const char *detail = *errbuf ? errbuf : curl_easy_strerror(rc);
             kcr_err terr = rc == CURLE_OPERATION_TIMEDOUT ? KCR_ERR_TIMEOUT : KCR_ERR_TRANSPORT;
-            err = kcr__fail(terr, "%s %s: %s", req->method, req->path,
-                            *errbuf ? errbuf : curl_easy_strerror(rc));
+            err = classify_tls(hc, rc, verify_result, detail, req);
+            if (err == KCR_OK && rc == CURLE_OPERATION_TIMEDOUT && !req->streaming)
+                err = kcr__fail(terr, "%s %s: no complete answer within %d ms (%s)", req->method,
+                                req->path, hc->opts.request_timeout_ms, detail);
+            else if (err == KCR_OK)
+                err = kcr__fail(terr, "%s %s: %s", req->method, req->path, detail);
             if (retry) {
                 kcr__log(KCR_LOG_INFO, "client", "%s %s failed (%s), retrying", req->method,
                          req->path, *errbuf ? errbuf : curl_easy_strerror(rc));
@@ -719,6 +874,7 @@ static kcr_err http_get(kcr_client *c, const kcr_resource *res, const char *ns, 
         kcr__http_req req = {.method = "GET",
                              .path = path.s,
                              .idempotent = true,
+                             .cancel = opts->cancel,
                              .accept = opts->metadata_only ? metadata_accept(false) : NULL};
         err = object_request(c, &req, out, st);
     }
@@ -748,7 +904,11 @@ static kcr_err write_object(kcr_client *c, const char *method, const kcr_resourc
     if (err == KCR_OK && path.oom)
         err = KCR_ERR_NOMEM;
     if (err == KCR_OK) {
-        kcr__http_req req = {.method = method, .path = path.s, .body = json, .body_len = len};
+        kcr__http_req req = {.method = method,
+                             .path = path.s,
+                             .body = json,
+                             .body_len = len,
+                             .cancel = opts->cancel};
         err = object_request(c, &req, out, st);
     }
     kcr__buf_free(&path);
@@ -789,6 +949,7 @@ static kcr_err http_patch(kcr_client *c, const kcr_resource *res, const char *ns
                              .body = patch,
                              .body_len = len,
                              .content_type = types[type],
+                             .cancel = opts->cancel,
                              .idempotent = type == KCR_PATCH_APPLY};
         err = object_request(c, &req, out, st);
     }
@@ -845,6 +1006,7 @@ static kcr_err http_delete(kcr_client *c, const kcr_resource *res, const char *n
                              .path = path.s,
                              .body = body,
                              .body_len = strlen(body),
+                             .cancel = opts->cancel,
                              .idempotent = true};
         err = kcr__http_do(c, &req, &resp, &len, st);
     }
@@ -969,19 +1131,19 @@ static kcr_err http_watch(kcr_client *c, const kcr_resource *res, const char *ns
     return err;
 }
 
-static kcr_err http_raw(kcr_client *c, const char *method, const char *path, const char *accept,
-                        const char *content_type, const char *body, size_t body_len, char **out,
-                        size_t *out_len, kcr_status *st)
+static kcr_err http_raw(kcr_client *c, const char *path, const char *body, size_t body_len,
+                        const kcr_raw_options *opts, char **out, size_t *out_len, kcr_status *st)
 {
     if (!path || path[0] != '/')
         return kcr__fail(KCR_ERR_INVALID, "raw request path must start with '/'");
-    kcr__http_req req = {.method = method ? method : "GET",
+    kcr__http_req req = {.method = opts->method,
                          .path = path,
-                         .accept = accept,
-                         .content_type = content_type,
+                         .accept = opts->accept,
+                         .content_type = opts->content_type,
                          .body = body,
                          .body_len = body_len,
-                         .idempotent = !method || strcmp(method, "GET") == 0};
+                         .cancel = opts->cancel,
+                         .idempotent = strcmp(opts->method, "GET") == 0};
     return kcr__http_do(c, &req, out, out_len, st);
 }
 
@@ -995,7 +1157,8 @@ static kcr_err get_json(kcr_client *c, const char *path, const char *accept, kcr
 {
     char *body = NULL;
     size_t len = 0;
-    kcr_err err = http_raw(c, "GET", path, accept, NULL, NULL, 0, &body, &len, st);
+    kcr_raw_options o = {.method = "GET", .accept = accept, .content_type = "application/json"};
+    kcr_err err = http_raw(c, path, NULL, 0, &o, &body, &len, st);
     if (err == KCR_OK)
         err = kcr__json_parse(body, len, doc);
     free(body);
@@ -1136,6 +1299,7 @@ static void http_destroy(kcr_client *c)
     kcr__auth_free(hc->auth);
     kcr_config_free(hc->cfg);
     free(hc->user_agent);
+    free(hc->base.field_manager);
     free(hc->url_base);
     free(hc->connect_to);
     free(hc->host);
@@ -1204,6 +1368,12 @@ kcr_err kcr_client_new(const kcr_config *cfg, const kcr_client_options *opts, kc
     *out = NULL;
     if (!cfg)
         return kcr__fail(KCR_ERR_INVALID, "kcr_client_new: no config");
+    if (strncmp(cfg->server, "http://", 7) == 0 && !(opts && opts->allow_insecure_http))
+        return kcr__fail(KCR_ERR_CONFIG,
+                         "server %s is plain HTTP: credentials and data would travel "
+                         "unencrypted; use https, or set kcr_client_options.allow_insecure_http "
+                         "to allow it",
+                         cfg->server);
     pthread_once(&curl_once, init_curl);
     if (curl_init_result != CURLE_OK)
         return kcr__fail(KCR_ERR_TRANSPORT, "libcurl initialization failed");
@@ -1230,9 +1400,13 @@ kcr_err kcr_client_new(const kcr_config *cfg, const kcr_client_options *opts, kc
     pthread_mutex_init(&hc->lock, NULL);
     pthread_mutex_init(&hc->disc_lock, NULL);
     hc->cfg = kcr__config_dup(cfg);
-    char ua[64];
-    snprintf(ua, sizeof ua, "kcr/%s", KCR_VERSION_STRING);
+    char ua[256];
+    snprintf(ua, sizeof ua, "%s/%s kcr", kcr__program_name(), KCR_VERSION_STRING);
     hc->user_agent = strdup(opts && opts->user_agent ? opts->user_agent : ua);
+    hc->opts.user_agent = NULL;
+    hc->opts.field_manager = NULL; /* borrowed from the caller: copied below */
+    if (opts && opts->field_manager && !(hc->base.field_manager = strdup(opts->field_manager)))
+        hc->user_agent = (free(hc->user_agent), NULL);
     hc->auth = hc->cfg ? kcr__auth_new(hc->cfg) : NULL;
     hc->base.namespace = hc->cfg ? (char *)kcr_config_namespace(hc->cfg) : NULL;
     kcr_err err = hc->cfg && hc->user_agent && hc->auth ? address(hc) : KCR_ERR_NOMEM;

@@ -10,6 +10,7 @@
 
 #include "client/config_impl.h"
 #include "client/json.h"
+#include "client/pem.h"
 #include "core/base64.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -152,6 +153,7 @@ void kcr_config_free(kcr_config *cfg)
     if (!cfg)
         return;
     free(cfg->context);
+    free(cfg->cluster);
     free(cfg->namespace);
     free(cfg->server);
     free(cfg->tls_server_name);
@@ -179,6 +181,7 @@ kcr_config *kcr__config_dup(const kcr_config *s)
         ok = ok && (c->f || !s->f);                                                                \
     } while (0)
     DUP(context);
+    DUP(cluster);
     DUP(namespace);
     DUP(server);
     DUP(tls_server_name);
@@ -657,27 +660,78 @@ static kcr_err merge_yaml(kubeconfig *kc, const char *yaml, size_t len, const ch
 
 /* ---- building the config ------------------------------------------------------ */
 
-/* PEM material from either inline base64 data (preferred) or a file. */
-static kcr_err load_pem(const char *data, const char *file, const char *dir, const char *what,
-                        const char *where, kcr__blob *out)
+/* PEM material from either inline base64 data (preferred) or a file.
+ * `owner` is e.g. "cluster \"x\"" and `field` the kubeconfig key without
+ * "-data"; *used (may be NULL) receives the key that supplied it. */
+static kcr_err load_pem(const char *data, const char *file, const char *dir, const char *field,
+                        const char *kc_file, const char *owner, kcr__blob *out, char *used,
+                        size_t used_size)
 {
+    if (used)
+        snprintf(used, used_size, "%s", field);
     if (data && *data) {
+        if (used)
+            snprintf(used, used_size, "%s-data", field);
         kcr_err err = kcr__base64_decode(data, strlen(data), &out->data, &out->len);
         if (err != KCR_OK)
-            return kcr__refail(KCR_ERR_CONFIG, "kubeconfig %s: %s-data is not valid base64: ",
-                               where, what);
+            return kcr__refail(KCR_ERR_CONFIG,
+                               "kubeconfig %s: %s-data of %s is not valid base64: ", kc_file, field,
+                               owner);
         return KCR_OK;
     }
     if (file && *file) {
         char *path = resolve_path(dir, file);
         if (!path)
             return KCR_ERR_NOMEM;
-        kcr_err err = kcr__read_file(path, MAX_CERT, what, out);
+        kcr_err err = kcr__read_file(path, MAX_CERT, field, out);
         free(path);
         if (err != KCR_OK)
-            return kcr__refail(KCR_ERR_CONFIG, "kubeconfig %s: cannot read ", where);
+            return kcr__refail(KCR_ERR_CONFIG, "kubeconfig %s: %s of %s: cannot read ", kc_file,
+                               field, owner);
     }
     return KCR_OK;
+}
+
+/* Loads and checks the cluster's CA bundle: PEM certificates only. */
+static kcr_err load_ca(const kc_cluster *cl, kcr__blob *out)
+{
+    char owner[300], used[64], what[1400];
+    snprintf(owner, sizeof owner, "cluster \"%s\"", cl->name);
+    kcr_err err = load_pem(cl->ca_data, cl->ca_file, cl->dir, "certificate-authority", cl->file,
+                           owner, out, used, sizeof used);
+    if (err != KCR_OK || !out->data)
+        return err;
+    snprintf(what, sizeof what, "kubeconfig %s: %s of %s", cl->file, used, owner);
+    return kcr__pem_check_certs(out->data, out->len, what);
+}
+
+/* Loads and checks the user's client certificate and key: both or neither,
+ * each valid PEM, and the key the certificate's. */
+static kcr_err load_client_cert(const kc_user *us, kcr__blob *cert, kcr__blob *key)
+{
+    char owner[300], cert_used[64], key_used[64], what[1400];
+    snprintf(owner, sizeof owner, "user \"%s\"", us->name);
+    kcr_err err = load_pem(us->cert_data, us->cert_file, us->dir, "client-certificate", us->file,
+                           owner, cert, cert_used, sizeof cert_used);
+    if (err == KCR_OK)
+        err = load_pem(us->key_data, us->key_file, us->dir, "client-key", us->file, owner, key,
+                       key_used, sizeof key_used);
+    if (err != KCR_OK)
+        return err;
+    if ((cert->len > 0) != (key->len > 0))
+        return kcr__fail(KCR_ERR_CONFIG,
+                         "kubeconfig %s: %s has %s without %s: client certificate and key must "
+                         "be given together",
+                         us->file, owner, cert->len ? cert_used : key_used,
+                         cert->len ? "client-key(-data)" : "client-certificate(-data)");
+    if (!cert->len)
+        return KCR_OK;
+    snprintf(what, sizeof what, "kubeconfig %s: %s of %s", us->file, cert_used, owner);
+    err = kcr__pem_check_certs(cert->data, cert->len, what);
+    if (err != KCR_OK)
+        return err;
+    snprintf(what, sizeof what, "kubeconfig %s: %s of %s", us->file, key_used, owner);
+    return kcr__pem_check_pair(cert->data, cert->len, key->data, key->len, what, cert_used);
 }
 
 static kcr_err check_server(const char *server, const char *where)
@@ -754,28 +808,21 @@ static kcr_err build_config(kubeconfig *kc, const char *context, kcr_config **ou
     if (!c)
         return KCR_ERR_NOMEM;
     c->context = strdup(context);
+    c->cluster = strdup(cl->name);
     c->namespace = strdup(ctx->namespace && *ctx->namespace ? ctx->namespace : "default");
     c->server = strip_slash(cl->server);
     c->tls_server_name = xstrdup(cl->tls_server_name);
     c->proxy_url = xstrdup(cl->proxy_url);
     c->insecure = cl->insecure;
-    bool ok = c->context && c->namespace && c->server &&
+    bool ok = c->context && c->cluster && c->namespace && c->server &&
               (c->tls_server_name || !cl->tls_server_name) && (c->proxy_url || !cl->proxy_url);
     if (!ok) {
         kcr_config_free(c);
         return KCR_ERR_NOMEM;
     }
-    err = load_pem(cl->ca_data, cl->ca_file, cl->dir, "certificate-authority", where, &c->ca);
+    err = load_ca(cl, &c->ca);
     if (err == KCR_OK && us) {
-        snprintf(where, sizeof where, "%s: user \"%s\"", us->file, us->name);
-        err = load_pem(us->cert_data, us->cert_file, us->dir, "client-certificate", where,
-                       &c->cert);
-        if (err == KCR_OK)
-            err = load_pem(us->key_data, us->key_file, us->dir, "client-key", where, &c->key);
-        if (err == KCR_OK && (c->cert.len > 0) != (c->key.len > 0))
-            err = kcr__fail(KCR_ERR_CONFIG,
-                            "kubeconfig %s: client certificate and key must be given together",
-                            where);
+        err = load_client_cert(us, &c->cert, &c->key);
         if (err == KCR_OK) {
             c->token = xstrdup(us->token);
             c->token_file = us->token_file ? resolve_path(us->dir, us->token_file) : NULL;
@@ -896,6 +943,8 @@ kcr_err kcr_config_load_in_cluster(const kcr_config_options *opts, kcr_config **
         kcr__blob_clear(&tok);
         if (err == KCR_OK)
             err = kcr__read_file(ca_path, MAX_CERT, "service-account CA", &c->ca);
+        if (err == KCR_OK)
+            err = kcr__pem_check_certs(c->ca.data, c->ca.len, ca_path);
         if (err != KCR_OK)
             err = kcr__refail(KCR_ERR_CONFIG, "in-cluster config: ");
         kcr__blob ns;

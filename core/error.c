@@ -33,6 +33,7 @@ const char *kcr_strerror(kcr_err err)
     case KCR_ERR_CANCELED: return "canceled";
     case KCR_ERR_INVALID_OBJECT: return "invalid object";
     case KCR_ERR_LEADERSHIP_LOST: return "leadership lost";
+    case KCR_ERR_TLS: return "TLS verification failed";
     }
     return "unknown error";
 }

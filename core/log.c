@@ -2,10 +2,14 @@
  * under a mutex so a record never pairs one handler with another's data. */
 #include "core/log.h"
 
+#include "core/error.h"
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
 
 static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;
 static kcr_log_fn handler_fn;
@@ -33,6 +37,34 @@ const char *kcr_log_level_name(kcr_log_level level)
     if ((unsigned)level < sizeof names / sizeof names[0])
         return names[level];
     return "?";
+}
+
+kcr_err kcr_log_level_parse(const char *name, kcr_log_level *out)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug", "trace"};
+    for (int i = 0; name && out && i < (int)(sizeof names / sizeof names[0]); i++)
+        if (strcasecmp(name, names[i]) == 0) {
+            *out = (kcr_log_level)i;
+            return KCR_OK;
+        }
+    return kcr__fail(KCR_ERR_INVALID, "unknown log level \"%s\" (error, warn, info, debug, trace)",
+                     name ? name : "");
+}
+
+bool kcr_log_from_env(void)
+{
+    const char *name = getenv("KCR_LOG");
+    kcr_log_level level;
+    if (!name || !*name)
+        return false;
+    if (kcr_log_level_parse(name, &level) != KCR_OK) {
+        /* the program asked for logging on stderr: say why there is none */
+        fprintf(stderr, "KCR_LOG: %s\n", kcr_last_error());
+        return false;
+    }
+    kcr_log_set_level(level);
+    kcr_log_set_handler(kcr_log_stderr, NULL);
+    return true;
 }
 
 void kcr_log_stderr(kcr_log_level level, const char *module, const char *message,

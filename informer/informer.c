@@ -648,9 +648,13 @@ bool kcr_informer_has_synced(kcr_informer *inf)
     return s;
 }
 
+/* Errors that waiting will not cure: credentials, RBAC, a missing resource,
+ * and TLS verification failures (unknown CA, wrong host name, expired
+ * certificate, no TLS at all). */
 static bool fail_fast(kcr_err err)
 {
-    return err == KCR_ERR_UNAUTHORIZED || err == KCR_ERR_FORBIDDEN || err == KCR_ERR_NOT_FOUND;
+    return err == KCR_ERR_UNAUTHORIZED || err == KCR_ERR_FORBIDDEN || err == KCR_ERR_NOT_FOUND ||
+           err == KCR_ERR_TLS;
 }
 
 kcr_err kcr_informer_wait_for_sync(kcr_informer *inf, int64_t timeout_ms, kcr_status *status)
@@ -676,7 +680,7 @@ kcr_err kcr_informer_wait_for_sync(kcr_informer *inf, int64_t timeout_ms, kcr_st
         err = kcr_reflector_last_error(inf->refl, NULL, NULL);
         kcr_reflector_get_stats(inf->refl, &s);
         int64_t now = kcr__now_ns();
-        /* a 401/403/404 seen during this wait is reported at once */
+        /* a 401/403/404 or TLS failure seen during this wait is reported at once */
         if ((fail_fast(err) && s.failures > s0.failures) || now >= deadline) {
             if (err == KCR_OK)
                 err = KCR_ERR_TIMEOUT;

@@ -690,8 +690,10 @@ static kcr_err parse(const char *json, size_t len, kcr_object **out, bool requir
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_object_parse: out is NULL");
     *out = NULL;
-    if (!json && len)
+    if (!json)
         return kcr__fail(KCR_ERR_INVALID, "kcr_object_parse: json is NULL");
+    if (len == 0) /* like the client calls: 0 means a NUL-terminated string */
+        len = strlen(json);
     struct kcr__parse_ctx c = {kcr__object_builder_new(), KCR_OK};
     if (!c.b)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory parsing an object");

@@ -52,6 +52,27 @@ kcr_err kcr_store_split_key(const char *key, const char **ns, size_t *ns_len, co
     return KCR_OK;
 }
 
+kcr_err kcr_store_key_parts(const char *key, char *ns, size_t ns_size, char *name, size_t name_size)
+{
+    if (!ns || !name || ns_size == 0 || name_size == 0)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_store_key_parts: no buffer");
+    *ns = *name = '\0';
+    const char *n, *nm;
+    size_t nl;
+    kcr_err err = kcr_store_split_key(key, &n, &nl, &nm);
+    if (err != KCR_OK)
+        return err;
+    size_t ml = strlen(nm);
+    if (nl >= ns_size || ml >= name_size)
+        return kcr__fail(KCR_ERR_TOO_LARGE, "key \"%.300s\": %s longer than the %zu-byte buffer",
+                         key, nl >= ns_size ? "namespace" : "name",
+                         nl >= ns_size ? ns_size : name_size);
+    memcpy(ns, n, nl);
+    ns[nl] = '\0';
+    memcpy(name, nm, ml + 1);
+    return KCR_OK;
+}
+
 void kcr_string_list_free(kcr_string_list *list)
 {
     if (!list)

@@ -2,7 +2,9 @@
  * ConfigMap, through kcr (a tiny stand-in for kubectl in the demo).
  *
  *   configmap-apply [--kubeconfig PATH] [--context NAME] [--namespace NS] set NAME KEY VALUE
- *   configmap-apply [--kubeconfig PATH] [--context NAME] [--namespace NS] delete NAME */
+ *   configmap-apply [--kubeconfig PATH] [--context NAME] [--namespace NS] delete NAME
+ *
+ * KCR_LOG=error|warn|info|debug|trace logs kcr's records to stderr. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,7 @@ int main(int argc, char **argv)
 {
     const char *kubeconfig = NULL, *context = NULL, *ns = NULL;
     int i = 1;
+    kcr_log_from_env(); /* KCR_LOG=trace: kcr's log on stderr */
     for (; i < argc && argv[i][0] == '-'; i += 2) {
         if (i + 1 >= argc)
             break;

@@ -4,7 +4,9 @@
  *   configmap-watch [--kubeconfig PATH] [--context NAME] [--namespace NS | -A]
  *
  * Without --namespace it watches the kubeconfig context's namespace; -A
- * watches all namespaces. */
+ * watches all namespaces.
+ *
+ * KCR_LOG=error|warn|info|debug|trace logs kcr's records to stderr. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +83,7 @@ int main(int argc, char **argv)
 {
     const char *kubeconfig = NULL, *context = NULL, *ns = NULL;
     bool all = false;
+    kcr_log_from_env(); /* KCR_LOG=trace: kcr's log on stderr */
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--kubeconfig") == 0 && i + 1 < argc)
             kubeconfig = argv[++i];

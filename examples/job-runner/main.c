@@ -12,7 +12,9 @@
  * One progress line per second; Ctrl-C / SIGTERM (or the end of --duration)
  * stops the feeder and shuts the queue down with drain: jobs in flight
  * finish, then the workers exit. Signals are taken by sigtimedwait in the
- * main thread (blocked everywhere else), so no code runs in a handler. */
+ * main thread (blocked everywhere else), so no code runs in a handler.
+ *
+ * KCR_LOG=error|warn|info|debug|trace logs kcr's records to stderr. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
@@ -167,6 +169,7 @@ static double now_s(void)
 int main(int argc, char **argv)
 {
     parse(argc, argv);
+    kcr_log_from_env(); /* KCR_LOG=trace: kcr's log on stderr */
     /* Block the stop signals in every thread; main takes them synchronously. */
     sigset_t stop_signals;
     sigemptyset(&stop_signals);

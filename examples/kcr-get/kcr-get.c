@@ -1,21 +1,27 @@
 /* kcr-get: a small kubectl-get-like CLI on kcr's public API.
  *
- *   kcr-get [--kubeconfig F] [--context C] [-n NS | -A] RESOURCE [NAME] [-o json]
+ *   kcr-get [--kubeconfig F] [--context C] [-n NS | -A] RESOURCE [NAME] [-o json|yaml]
  *
  * RESOURCE is resolved through discovery ("cm", "configmaps", "deploy",
  * "deployments.apps", "Lease" ...). The default output is the server-side
  * table (Accept: application/json;as=Table;v=v1;g=meta.k8s.io), falling back
- * to NAME/NAMESPACE/AGE from a list; -o json prints the object or a List. */
+ * to NAME/NAMESPACE/AGE from a list; like kubectl, -A adds a NAMESPACE column
+ * only for namespaced resources. -o json / -o yaml print the object or a
+ * List, the same content in either syntax.
+ *
+ * KCR_LOG=error|warn|info|debug|trace logs kcr's records to stderr. */
 #include <kcr/kcr.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "yaml_out.h"
+
 static void usage(void)
 {
     fprintf(stderr, "usage: kcr-get [--kubeconfig FILE] [--context NAME] [-n NAMESPACE | -A] "
-                    "RESOURCE [NAME] [-o json]\n");
+                    "RESOURCE [NAME] [-o json|yaml]\n");
     exit(2);
 }
 
@@ -95,10 +101,51 @@ static char *age(const char *ts)
     return strdup(buf);
 }
 
+/* ---- a growable string for -o json|yaml ---- */
+
+typedef struct outbuf {
+    char *s;
+    size_t len, cap;
+} outbuf;
+
+static void text_add(outbuf *t, const char *s, size_t n)
+{
+    if (t->len + n + 1 > t->cap) {
+        t->cap = (t->len + n + 1) * 2;
+        t->s = realloc(t->s, t->cap);
+        if (!t->s) {
+            fprintf(stderr, "kcr-get: out of memory\n");
+            exit(1);
+        }
+    }
+    memcpy(t->s + t->len, s, n);
+    t->len += n;
+    t->s[t->len] = '\0';
+}
+
+/* Prints a JSON document as JSON or as YAML. */
+static int print_document(const char *json, size_t len, const char *output)
+{
+    if (strcmp(output, "json") == 0) {
+        printf("%.*s\n", (int)len, json);
+        return 0;
+    }
+    kcr_object *doc = NULL;
+    if (kcr_object_parse_any(json, len, &doc) != KCR_OK ||
+        yaml_write(stdout, kcr_object_root(doc)) != KCR_OK) {
+        fprintf(stderr, "error: cannot print YAML: %s\n", kcr_last_error());
+        kcr_object_unref(doc);
+        return 1;
+    }
+    kcr_object_unref(doc);
+    return 0;
+}
+
 /* ---- list fallback and JSON output ---- */
 
 struct list_out {
     table t;
+    outbuf doc; /* -o: the List's JSON */
     bool json, first, namespaced;
 };
 
@@ -107,9 +154,12 @@ static kcr_err on_item(kcr_object *obj, void *ud)
     struct list_out *o = ud;
     if (o->json) {
         char *j = NULL;
-        if (kcr_object_to_json(obj, &j, NULL) != KCR_OK)
+        size_t n = 0;
+        if (kcr_object_to_json(obj, &j, &n) != KCR_OK)
             return KCR_ERR_NOMEM;
-        printf("%s%s", o->first ? "" : ",", j);
+        if (!o->first)
+            text_add(&o->doc, ",", 1);
+        text_add(&o->doc, j, n);
         o->first = false;
         free(j);
         return KCR_OK;
@@ -215,6 +265,7 @@ int main(int argc, char **argv)
 {
     kcr_config_options co = {0};
     const char *ns = NULL, *resource = NULL, *name = NULL, *output = NULL;
+    kcr_log_from_env(); /* KCR_LOG=trace: kcr's log on stderr */
     bool all = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -241,7 +292,14 @@ int main(int argc, char **argv)
         else
             usage();
     }
-    if (!resource || (output && strcmp(output, "json") != 0) || (all && name))
+    if (output && strcmp(output, "json") != 0 && strcmp(output, "yaml") != 0) {
+        fprintf(stderr,
+                "error: unable to match a printer suitable for the output format "
+                "\"%s\", allowed formats are: json,yaml\n",
+                output);
+        return 2;
+    }
+    if (!resource || (all && name))
         usage();
 
     kcr_config *cfg;
@@ -264,18 +322,20 @@ int main(int argc, char **argv)
     }
     if (!r.namespaced || all)
         ns = "";
+    all = all && r.namespaced; /* kubectl: no NAMESPACE column for cluster-scoped kinds */
     kcr_resource gvr = kcr_api_resource_gvr(&r);
     int rc = 0;
     if (output && name) {
         kcr_object *o = NULL;
         char *json = NULL;
+        size_t json_len = 0;
         if (kcr_client_get(c, &gvr, ns, name, NULL, &o, &st) != KCR_OK ||
-            kcr_object_to_json(o, &json, NULL) != KCR_OK) {
+            kcr_object_to_json(o, &json, &json_len) != KCR_OK) {
             fprintf(stderr, "Error from server (%s): %s\n", st.reason ? st.reason : "",
                     kcr_last_error());
             rc = 1;
         } else {
-            printf("%s\n", json);
+            rc = print_document(json, json_len, output);
         }
         free(json);
         kcr_object_unref(o);
@@ -287,7 +347,8 @@ int main(int argc, char **argv)
                              o.namespaced ? strdup("AGE") : NULL};
             table_add(&o.t, head);
         } else {
-            printf("{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[");
+            static const char head[] = "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[";
+            text_add(&o.doc, head, sizeof head - 1);
         }
         kcr_list_options lo = {.field_selector = NULL};
         char sel[512];
@@ -311,10 +372,14 @@ int main(int argc, char **argv)
             meta = next;
         } while (meta.continue_token && *meta.continue_token);
         kcr_list_meta_clear(&meta);
-        if (o.json)
-            printf("]}\n");
-        else
+        if (o.json && rc == 0) {
+            static const char tail[] = "],\"metadata\":{\"resourceVersion\":\"\"}}";
+            text_add(&o.doc, tail, sizeof tail - 1);
+            rc = print_document(o.doc.s, o.doc.len, output);
+        } else if (!o.json) {
             table_print(&o.t);
+        }
+        free(o.doc.s);
     }
     kcr_status_clear(&st);
     kcr_client_free(c);

@@ -15,7 +15,9 @@
  * Losing the lease (renewals failed for the renew deadline) exits 3, as a
  * controller should: its leader-only work has stopped and a fresh process
  * campaigns again. Run two or three of these against one Lease to watch a
- * hand-over; kill -9 the leader to watch a takeover after the lease lapses. */
+ * hand-over; kill -9 the leader to watch a takeover after the lease lapses.
+ *
+ * KCR_LOG=error|warn|info|debug|trace logs kcr's records to stderr. */
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -84,6 +86,7 @@ int main(int argc, char **argv)
 {
     const char *kubeconfig = NULL, *context = NULL;
     state s = {0};
+    kcr_log_from_env(); /* KCR_LOG=trace: kcr's log on stderr */
     kcr_leader_elector_options o = {.on_started_leading = on_started,
                                     .on_stopped_leading = on_stopped,
                                     .on_new_leader = on_new_leader,

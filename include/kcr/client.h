@@ -102,10 +102,21 @@ typedef struct kcr_client_options {
     double qps;                 /* client-side rate limit, requests/s; 0: 50; <0: unlimited */
     int burst;                  /* token bucket size; 0: 100 */
     int connect_timeout_ms;     /* TCP+TLS connect; 0: 10000 */
-    int request_timeout_ms;     /* whole non-streaming request; 0: 60000 */
+    int request_timeout_ms;     /* each attempt of a non-streaming request (every verb, raw,
+                                   discovery): no complete answer within it is
+                                   KCR_ERR_TIMEOUT; 0: 60000 */
     int max_retries;            /* on 429 / connection errors of idempotent verbs; 0: 5; <0: none */
     size_t max_item_bytes;      /* largest list item / watch event / response; 0: 64 MiB */
-    const char *user_agent;     /* copied; NULL: "kcr/<version>" */
+    const char *user_agent;     /* copied; NULL: "<program>/<kcr version> kcr", so the
+                                   apiserver's default field manager (the User-Agent up to
+                                   its first '/') is the program's name */
+    const char *field_manager;  /* copied; the fieldManager of writes whose options name
+                                   none (apply patches need one). NULL: the program's name
+                                   (program_invocation_short_name, else /proc/self/comm,
+                                   else "kcr") */
+    bool allow_insecure_http;   /* permit an http:// server (no TLS: tokens and data travel
+                                   in clear text). false: kcr_client_new refuses one with
+                                   KCR_ERR_CONFIG */
 } kcr_client_options;
 
 /* A client for the server of `cfg` (the config is copied; free it whenever).
@@ -148,14 +159,17 @@ typedef struct kcr_get_options {
     const char *resource_version; /* NULL: most recent */
     const char *subresource;      /* NULL: the object; e.g. "status", "scale" */
     bool metadata_only;           /* PartialObjectMetadata */
+    kcr_cancel *cancel;           /* NULL: not cancellable (the request timeout still
+                                     bounds it); borrowed for the call */
 } kcr_get_options;
 
 /* Options of create/update/patch. Zero: defaults. */
 typedef struct kcr_write_options {
-    const char *field_manager; /* fieldManager; required for apply patches */
+    const char *field_manager; /* fieldManager; NULL: kcr_client_options.field_manager */
     const char *subresource;   /* NULL: the object; "status" for the status subresource */
     bool force;                /* apply patches: force=true takes over conflicting fields */
     bool dry_run;              /* dryRun=All */
+    kcr_cancel *cancel;        /* NULL: not cancellable; borrowed for the call */
 } kcr_write_options;
 
 /* Options of delete, sent as DeleteOptions in the DELETE body. Zero: defaults. */
@@ -166,13 +180,14 @@ typedef struct kcr_delete_options {
     int64_t grace_period_seconds;    /* used when has_grace_period */
     bool has_grace_period;
     bool dry_run;
+    kcr_cancel *cancel;              /* NULL: not cancellable; borrowed for the call */
 } kcr_delete_options;
 
 typedef enum kcr_patch_type {
     KCR_PATCH_JSON = 0,      /* application/json-patch+json (RFC 6902) */
     KCR_PATCH_MERGE = 1,     /* application/merge-patch+json (RFC 7386) */
     KCR_PATCH_STRATEGIC = 2, /* application/strategic-merge-patch+json (built-in types) */
-    KCR_PATCH_APPLY = 3      /* server-side apply; field_manager required */
+    KCR_PATCH_APPLY = 3      /* server-side apply as the write's field manager */
 } kcr_patch_type;
 
 /* GET one object. On success *out is a new reference the caller owns. */
@@ -198,9 +213,35 @@ KCR_API kcr_err kcr_client_update_status(kcr_client *c, const kcr_resource *res,
                                          const char *ns, const char *json, size_t len,
                                          kcr_object **out, kcr_status *status);
 
+/* kcr_client_update_status() with write options (field manager, dry run,
+ * cancellation); opts->subresource is ignored ("status"). opts may be NULL. */
+KCR_API kcr_err kcr_client_update_status_opts(kcr_client *c, const kcr_resource *res,
+                                              const char *ns, const char *json, size_t len,
+                                              const kcr_write_options *opts, kcr_object **out,
+                                              kcr_status *status);
+
+/* The same writes with the object given as a kcr_object (borrowed; it is
+ * serialized once, its namespace and name name it; `ns` NULL or "" for
+ * create means the object's namespace). Thread-safe, like the JSON forms. */
+KCR_API kcr_err kcr_client_create_object(kcr_client *c, const kcr_resource *res, const char *ns,
+                                         const kcr_object *obj, const kcr_write_options *opts,
+                                         kcr_object **out, kcr_status *status);
+KCR_API kcr_err kcr_client_update_object(kcr_client *c, const kcr_resource *res,
+                                         const kcr_object *obj, const kcr_write_options *opts,
+                                         kcr_object **out, kcr_status *status);
+KCR_API kcr_err kcr_client_update_status_object(kcr_client *c, const kcr_resource *res,
+                                                const kcr_object *obj, kcr_object **out,
+                                                kcr_status *status);
+/* Server-side apply of `obj` as the applied configuration (PATCH
+ * application/apply-patch+yaml) with opts->field_manager (NULL: the client's);
+ * opts->force takes over conflicting fields. */
+KCR_API kcr_err kcr_client_apply_object(kcr_client *c, const kcr_resource *res,
+                                        const kcr_object *obj, const kcr_write_options *opts,
+                                        kcr_object **out, kcr_status *status);
+
 /* PATCH an object; `patch` is copied (len 0: strlen). For KCR_PATCH_APPLY the
- * body is the applied configuration (JSON is valid YAML) and
- * opts->field_manager is required. */
+ * body is the applied configuration (JSON is valid YAML), applied as
+ * opts->field_manager (NULL: the client's). */
 KCR_API kcr_err kcr_client_patch(kcr_client *c, const kcr_resource *res, const char *ns,
                                  const char *name, kcr_patch_type type, const char *patch,
                                  size_t len, const kcr_write_options *opts, kcr_object **out,
@@ -340,5 +381,19 @@ KCR_API void kcr_client_invalidate_discovery(kcr_client *c);
 KCR_API kcr_err kcr_client_raw(kcr_client *c, const char *method, const char *path,
                                const char *accept, const char *content_type, const char *body,
                                size_t body_len, char **out, size_t *out_len, kcr_status *status);
+
+/* Options of kcr_client_request(). Zero: defaults. */
+typedef struct kcr_raw_options {
+    const char *method;       /* NULL: "GET" */
+    const char *accept;       /* NULL: "application/json" */
+    const char *content_type; /* NULL: "application/json" */
+    kcr_cancel *cancel;       /* NULL: not cancellable; borrowed for the call */
+} kcr_raw_options;
+
+/* kcr_client_raw() with options: the same request, cancellable. `body`
+ * (may be NULL) is borrowed for the call; opts may be NULL. */
+KCR_API kcr_err kcr_client_request(kcr_client *c, const char *path, const char *body,
+                                   size_t body_len, const kcr_raw_options *opts, char **out,
+                                   size_t *out_len, kcr_status *status);
 
 #endif

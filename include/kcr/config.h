@@ -34,9 +34,15 @@ typedef struct kcr_config_options {
  * relative paths resolve against the directory of the kubeconfig file that
  * names them; tokenFile is read at each request and re-read when it changes.
  * On success *out is a new config the caller frees with kcr_config_free().
+ * Every PEM of the chosen cluster and user is parsed now (OpenSSL): the CA
+ * bundle must hold certificates only, the client certificate and key must
+ * be valid and belong together.
  * Errors: KCR_ERR_CONFIG (missing/garbled file, unknown context, bad base64,
- * unreadable certificate ...), KCR_ERR_UNSUPPORTED (auth-provider plugins),
- * with kcr_last_error() naming the file and the entry. Thread-safe. */
+ * unreadable file, a PEM that is not what its field says, a key that does
+ * not match its certificate ...), KCR_ERR_UNSUPPORTED (auth-provider
+ * plugins), with kcr_last_error() naming the file, the entry and the field,
+ * e.g. "certificate-authority-data of cluster \"x\" is not a PEM
+ * certificate". Thread-safe. */
 KCR_API kcr_err kcr_config_load_kubeconfig(const kcr_config_options *opts, kcr_config **out);
 
 /* Parses kubeconfig YAML from memory (copied). `dir` resolves relative paths
@@ -68,7 +74,8 @@ KCR_API const char *kcr_config_namespace(const kcr_config *cfg);
 KCR_API const char *kcr_config_context(const kcr_config *cfg);
 
 /* True when TLS verification of the server is switched off
- * (insecure-skip-tls-verify). */
+ * (insecure-skip-tls-verify). Plain http:// servers are a separate opt-in:
+ * kcr_client_options.allow_insecure_http. */
 KCR_API bool kcr_config_insecure(const kcr_config *cfg);
 
 #endif

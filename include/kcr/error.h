@@ -17,7 +17,8 @@ typedef enum kcr_err {
     KCR_ERR_PARSE = 8,        /* malformed JSON/YAML or an object without required fields */
     KCR_ERR_CONFIG = 9,       /* bad kubeconfig / in-cluster config */
     KCR_ERR_IO = 10,          /* file or pipe I/O failed */
-    KCR_ERR_TRANSPORT = 11,   /* connection, TLS or protocol failure (no HTTP status) */
+    KCR_ERR_TRANSPORT = 11,   /* connection, TLS or protocol failure (no HTTP status; see
+                                 KCR_ERR_TLS for verification failures) */
     KCR_ERR_API = 12,         /* the server answered with an error Status not mapped below */
     KCR_ERR_CONFLICT = 13,    /* HTTP 409 Conflict (stale resourceVersion) */
     KCR_ERR_GONE = 14,        /* HTTP 410 / Expired resourceVersion or continue token */
@@ -29,7 +30,10 @@ typedef enum kcr_err {
     KCR_ERR_EXEC = 20,        /* an exec credential plugin failed */
     KCR_ERR_CANCELED = 21,    /* the operation was stopped by its owner */
     KCR_ERR_INVALID_OBJECT = 22, /* HTTP 422 Invalid: the server rejected the object */
-    KCR_ERR_LEADERSHIP_LOST = 23 /* this process stopped being the leader (leader election) */
+    KCR_ERR_LEADERSHIP_LOST = 23, /* this process stopped being the leader (leader election) */
+    KCR_ERR_TLS = 24          /* the server failed TLS verification (unknown CA, wrong host
+                                 name, expired certificate, no TLS at all): permanent until
+                                 the configuration or the server changes */
 } kcr_err;
 
 /* Short static description of an error code; never NULL, never free it.

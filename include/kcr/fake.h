@@ -84,6 +84,14 @@ KCR_API kcr_err kcr_fake_add(kcr_fake *f, const kcr_resource *res, const char *j
 KCR_API kcr_err kcr_fake_inject_error(kcr_fake *f, kcr_fake_verb verb, const kcr_resource *res,
                                       int times, int code, const char *reason,
                                       const char *message);
+/* kcr_fake_inject_error limited to requests for object ns/name: ns NULL
+ * means any namespace ("" the cluster scope), name NULL any name. Creates
+ * and collection requests (list, watch) have no name, so a rule with a
+ * name never matches them. */
+KCR_API kcr_err kcr_fake_inject_error_for(kcr_fake *f, kcr_fake_verb verb,
+                                          const kcr_resource *res, const char *ns,
+                                          const char *name, int times, int code,
+                                          const char *reason, const char *message);
 KCR_API void kcr_fake_clear_errors(kcr_fake *f);
 
 /* Called before each request is served (after counting, before error

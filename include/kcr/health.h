@@ -61,4 +61,16 @@ KCR_API void kcr_health_server_stop(kcr_health_server *s);
 /* Stops if needed and frees. NULL is ignored. */
 KCR_API void kcr_health_server_free(kcr_health_server *s);
 
+/* ---- Serving a manager (kcr/controller.h) ---- */
+typedef struct kcr_manager kcr_manager;
+
+/* A started server for a manager: /metrics from kcr_manager_metrics (unless
+ * opts->metrics is set), /readyz with the check "informers"
+ * (kcr_manager_readyz_check: caches synced, with the server's reason when a
+ * list/watch fails) and /healthz with "manager" (kcr_manager_healthz_check).
+ * More checks can be added to *out. The manager is borrowed: free the
+ * server before it. opts is copied. */
+KCR_API kcr_err kcr_manager_serve_http(kcr_manager *m, const kcr_health_server_options *opts,
+                                       kcr_health_server **out);
+
 #endif

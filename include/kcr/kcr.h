@@ -4,6 +4,7 @@
 
 #include "kcr/client.h"
 #include "kcr/config.h"
+#include "kcr/controller.h"
 #include "kcr/controllerutil.h"
 #include "kcr/events.h"
 #include "kcr/error.h"
@@ -14,6 +15,7 @@
 #include "kcr/metrics.h"
 #include "kcr/object.h"
 #include "kcr/store.h"
+#include "kcr/testkit.h"
 #include "kcr/time.h"
 #include "kcr/version.h"
 #include "kcr/workqueue.h"

@@ -3,6 +3,9 @@
 #ifndef KCR_LOG_H
 #define KCR_LOG_H
 
+#include <stdbool.h>
+
+#include "kcr/error.h"
 #include "kcr/export.h"
 
 typedef enum kcr_log_level {
@@ -34,5 +37,16 @@ KCR_API void kcr_log_stderr(kcr_log_level level, const char *module, const char 
 
 /* Upper-case name of a level ("ERROR" ...); static string. */
 KCR_API const char *kcr_log_level_name(kcr_log_level level);
+
+/* The level named `name` ("error", "warn", "info", "debug", "trace", any
+ * case). KCR_ERR_INVALID for anything else. Thread-safe. */
+KCR_API kcr_err kcr_log_level_parse(const char *name, kcr_log_level *out);
+
+/* For programs: when $KCR_LOG names a level, installs kcr_log_stderr at that
+ * level and returns true; otherwise changes nothing and returns false (an
+ * unknown name is reported on stderr). At "trace" every HTTP exchange is
+ * logged too (module "curl"), with Authorization headers redacted.
+ * Call it early in main(), before other threads log. */
+KCR_API bool kcr_log_from_env(void);
 
 #endif

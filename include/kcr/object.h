@@ -17,9 +17,12 @@
 
 typedef struct kcr_object kcr_object;
 
-/* Parses one JSON object (a Kubernetes object with metadata.name). On success
- * *out holds a new reference the caller owns. `json` is copied from, not kept.
- * Errors: KCR_ERR_PARSE with kcr_last_error() saying what and where. */
+/* Parses one JSON object (a Kubernetes object with metadata.name) of `len`
+ * bytes; len 0 means `json` is NUL-terminated (strlen), as in the client
+ * calls. On success *out holds a new reference the caller owns. `json` is
+ * copied from, not kept. Errors: KCR_ERR_INVALID (NULL json or out),
+ * KCR_ERR_PARSE with kcr_last_error() saying what and where (an empty
+ * document too). */
 KCR_API kcr_err kcr_object_parse(const char *json, size_t len, kcr_object **out);
 
 /* Takes another reference; returns `obj` for chaining (NULL stays NULL). */
@@ -172,8 +175,8 @@ KCR_API const char *kcr_object_deletion_timestamp(const kcr_object *obj);
 /* Bytes the object occupies in memory (its one allocation), for statistics. */
 KCR_API size_t kcr_object_memory_size(const kcr_object *obj);
 
-/* Parses like kcr_object_parse but also accepts objects without
- * metadata.name (Status, List metadata, watch bookmarks, patches). */
+/* Parses like kcr_object_parse (len 0: strlen) but also accepts objects
+ * without metadata.name (Status, List metadata, watch bookmarks, patches). */
 KCR_API kcr_err kcr_object_parse_any(const char *json, size_t len, kcr_object **out);
 
 /* ---- Copy-on-write editing ------------------------------------------------
@@ -197,7 +200,7 @@ KCR_API kcr_err kcr_object_edit_set_int(kcr_object_edit *e, const char *path, in
 KCR_API kcr_err kcr_object_edit_set_bool(kcr_object_edit *e, const char *path, bool value);
 KCR_API kcr_err kcr_object_edit_set_null(kcr_object_edit *e, const char *path);
 
-/* Sets `path` to any JSON value given as text (copied). */
+/* Sets `path` to any JSON value given as text (copied; len 0: strlen). */
 KCR_API kcr_err kcr_object_edit_set_json(kcr_object_edit *e, const char *path, const char *json,
                                          size_t len);
 
@@ -226,7 +229,8 @@ KCR_API kcr_err kcr_object_edit_set_owner_ref(kcr_object_edit *e, const kcr_owne
 /* Removes the owner reference with this uid; KCR_OK when absent. */
 KCR_API kcr_err kcr_object_edit_remove_owner_ref(kcr_object_edit *e, const char *uid);
 
-/* Applies an RFC 7386 JSON merge patch (text, copied) to the edited state. */
+/* Applies an RFC 7386 JSON merge patch (text, copied; len 0: strlen) to the
+ * edited state. */
 KCR_API kcr_err kcr_object_edit_merge_patch(kcr_object_edit *e, const char *patch, size_t len);
 
 /* Applies an RFC 6902 JSON Patch (text, copied; len 0: strlen) to the
@@ -253,7 +257,7 @@ KCR_API kcr_err kcr_object_edit_freeze(kcr_object_edit *e, kcr_object **out);
 KCR_API kcr_err kcr_object_merge_patch(const kcr_object *from, const kcr_object *to, char **out,
                                        size_t *len);
 
-/* Applies a merge patch to `obj` (borrowed): *out is a new object.
+/* Applies a merge patch (len 0: strlen) to `obj` (borrowed): *out is a new object.
  * KCR_ERR_PARSE for a malformed patch or a result without metadata.name. */
 KCR_API kcr_err kcr_object_apply_merge_patch(const kcr_object *obj, const char *patch, size_t len,
                                              kcr_object **out);

@@ -19,11 +19,28 @@
  * objects. *out is malloc'd (caller frees). Thread-safe. */
 KCR_API kcr_err kcr_store_key(const kcr_object *obj, char **out);
 
-/* Splits a key: *ns points into `key` (length *ns_len, 0 for cluster-scoped
- * keys; not NUL-terminated), *name points into `key` (NUL-terminated).
- * KCR_ERR_INVALID for a key with more than one '/' or an empty name. */
+/* Splits a key without copying: *ns points into `key` and is NOT
+ * NUL-terminated (it runs on into "/name"): use its length *ns_len (0 for
+ * cluster-scoped keys), e.g. printf("%.*s", (int)ns_len, ns), or call
+ * kcr_store_key_parts() for terminated copies. *name points into `key` and
+ * is NUL-terminated. Pointers live as long as `key`.
+ * KCR_ERR_INVALID for a key with more than one '/' or an empty name.
+ * Thread-safe. */
 KCR_API kcr_err kcr_store_split_key(const char *key, const char **ns, size_t *ns_len,
                                     const char **name);
+
+/* Longest namespace (a DNS label) and object name (a DNS subdomain) plus
+ * their NUL: buffers of these sizes always fit kcr_store_key_parts(). */
+#define KCR_STORE_NAMESPACE_SIZE 64
+#define KCR_STORE_NAME_SIZE 254
+
+/* Splits a key into NUL-terminated copies: `ns` gets the namespace ("" for
+ * cluster-scoped keys), `name` the name, in caller buffers of ns_size and
+ * name_size bytes (KCR_STORE_NAMESPACE_SIZE / KCR_STORE_NAME_SIZE fit every
+ * valid key). KCR_ERR_INVALID as kcr_store_split_key, KCR_ERR_TOO_LARGE when
+ * a part does not fit its buffer (the buffers then hold ""). Thread-safe. */
+KCR_API kcr_err kcr_store_key_parts(const char *key, char *ns, size_t ns_size, char *name,
+                                    size_t name_size);
 
 /* A list of malloc'd strings, and a list of object references. Free with
  * the matching _free (which also frees every element / drops every ref). */

@@ -6,6 +6,13 @@
 #include <string.h>
 #include <unistd.h>
 
+/* KCR_LOG=trace (etc.) logs kcr's records to stderr in every e2e binary, in
+ * each of Criterion's worker processes (a constructor runs in each). */
+__attribute__((constructor)) static void log_from_env(void)
+{
+    kcr_log_from_env();
+}
+
 static const char *env_dir(void)
 {
     const char *d = getenv("KCR_TESTENV_DIR");

@@ -2,8 +2,8 @@
  * ($KCR_TESTENV_DIR, default /tmp/kcr-testenv): client-certificate and
  * bearer-token auth, ConfigMap CRUD, paging, every patch type, Status
  * decoding (404/409/422), 403 for the limited user, a CRD's custom
- * resources, discovery, watches (incl. streaming initial events) and
- * metadata-only lists. */
+ * resources, discovery, watches (incl. streaming initial events),
+ * metadata-only lists, and TLS failures explained (no CA, wrong host name). */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -508,4 +508,73 @@ Test(e2e_client, metadata_only_list, .init = setup, .fini = teardown)
     cr_assert_str_eq(got.kind, "PartialObjectMetadata");
     cr_assert_not(got.has_data);
     kcr_object_unref(obj);
+}
+
+/* The token kubeconfig's text with `edit` applied to its cluster entry:
+ * "no-ca" drops certificate-authority-data, anything else is inserted as
+ * cluster fields (e.g. "tls-server-name: x"). */
+static char *edited_kubeconfig(const char *edit)
+{
+    const char *dir = getenv("KCR_TESTENV_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/token.kubeconfig", dir && *dir ? dir : "/tmp/kcr-testenv");
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "no %s: start the test environment with testenv/start", path);
+    static char out[65536];
+    out[0] = '\0';
+    char line[16384];
+    while (fgets(line, sizeof line, f)) {
+        bool ca = strstr(line, "certificate-authority-data:") != NULL;
+        if (!(ca && strcmp(edit, "no-ca") == 0))
+            strncat(out, line, sizeof out - strlen(out) - 1);
+        if (strstr(line, "    server: ") && strcmp(edit, "no-ca") != 0) {
+            strncat(out, "    ", sizeof out - strlen(out) - 1);
+            strncat(out, edit, sizeof out - strlen(out) - 1);
+            strncat(out, "\n", sizeof out - strlen(out) - 1);
+        }
+    }
+    fclose(f);
+    return out;
+}
+
+static kcr_client *client_for(const char *yaml, kcr_config **cfg)
+{
+    cr_assert_eq(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, cfg), KCR_OK, "%s",
+                 kcr_last_error());
+    kcr_client *c = NULL;
+    cr_assert_eq(kcr_client_new(*cfg, NULL, &c), KCR_OK, "%s", kcr_last_error());
+    return c;
+}
+
+/* TLS failures against the real apiserver come back as KCR_ERR_TLS with a
+ * message a person understands, and an informer stops waiting on them. */
+Test(e2e_client, tls_failures_are_explained, .timeout = 60)
+{
+    kcr_config *cfg;
+    kcr_client *c = client_for(edited_kubeconfig("no-ca"), &cfg);
+    cr_assert_eq(kcr_client_get(c, &NSR, NULL, "default", NULL, NULL, NULL), KCR_ERR_TLS, "%s",
+                 kcr_last_error());
+    cr_assert(strstr(kcr_last_error(), "not signed by any CA this system trusts (cluster "
+                                       "\"kcr-testenv\" sets no certificate-authority)") != NULL,
+              "%s", kcr_last_error());
+    kcr_informer *inf;
+    cr_assert_eq(kcr_informer_new(c, &CM, NULL, &inf), KCR_OK);
+    cr_assert_eq(kcr_informer_start(inf), KCR_OK);
+    int64_t t0 = kcr__now_ns();
+    cr_assert_eq(kcr_informer_wait_for_sync(inf, 30000, NULL), KCR_ERR_TLS, "%s", kcr_last_error());
+    cr_assert_lt(kcr__now_ns() - t0, 10 * KCR_NS_PER_S, "wait_for_sync returns early");
+    cr_assert(strstr(kcr_last_error(), "not signed by") != NULL, "%s", kcr_last_error());
+    kcr_informer_free(inf);
+    kcr_client_free(c);
+    kcr_config_free(cfg);
+
+    c = client_for(edited_kubeconfig("tls-server-name: api.wrong.test"), &cfg);
+    cr_assert_eq(kcr_client_get(c, &NSR, NULL, "default", NULL, NULL, NULL), KCR_ERR_TLS, "%s",
+                 kcr_last_error());
+    cr_assert(strstr(kcr_last_error(),
+                     "not valid for the host name \"api.wrong.test\" (cluster "
+                     "\"kcr-testenv\", checked against its tls-server-name") != NULL,
+              "%s", kcr_last_error());
+    kcr_client_free(c);
+    kcr_config_free(cfg);
 }

@@ -12,6 +12,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     kcr_object *o = NULL;
+    if (size == 0) /* length 0 means "NUL-terminated": libFuzzer's buffer is not */
+        return 0;
     kcr_err err = kcr_object_parse_any((const char *)data, size, &o);
     if (err != KCR_OK) {
         if (o || kcr_last_error()[0] == '\0')

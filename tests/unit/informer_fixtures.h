@@ -235,12 +235,10 @@ static void spy_invalidate(kcr_client *c)
     SPY(c)->inner->ops->invalidate(SPY(c)->inner);
 }
 
-static kcr_err spy_raw(kcr_client *c, const char *method, const char *path, const char *accept,
-                       const char *content_type, const char *body, size_t body_len, char **out,
-                       size_t *out_len, kcr_status *st)
+static kcr_err spy_raw(kcr_client *c, const char *path, const char *body, size_t body_len,
+                       const kcr_raw_options *opts, char **out, size_t *out_len, kcr_status *st)
 {
-    return SPY(c)->inner->ops->raw(SPY(c)->inner, method, path, accept, content_type, body,
-                                   body_len, out, out_len, st);
+    return SPY(c)->inner->ops->raw(SPY(c)->inner, path, body, body_len, opts, out, out_len, st);
 }
 
 static void spy_destroy(kcr_client *c)

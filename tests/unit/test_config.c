@@ -10,6 +10,7 @@
 #include "client/config_impl.h"
 #include "client/json.h"
 #include "core/base64.h"
+#include "helpers/pki.h"
 #include "kcr/kcr.h"
 
 static char dir[256];
@@ -46,9 +47,20 @@ static char *b64(const char *s)
     return kcr__base64_encode(s, strlen(s));
 }
 
-#define FAKE_CA "-----BEGIN CERTIFICATE-----\nQ0E=\n-----END CERTIFICATE-----\n"
-#define FAKE_CERT "-----BEGIN CERTIFICATE-----\nQ0VSVA==\n-----END CERTIFICATE-----\n"
-#define FAKE_KEY "-----BEGIN PRIVATE KEY-----\nS0VZ\n-----END PRIVATE KEY-----\n"
+/* Certificates generated for this process (each test runs in its own). */
+static test_pki ca_pki, client_pki;
+
+static void make_pki(void)
+{
+    if (!ca_pki.cert_pem) {
+        test_pki_ca(&ca_pki, "test-ca");
+        test_pki_leaf(&client_pki, &ca_pki, "alice", NULL, -60, 3600);
+    }
+}
+
+#define FAKE_CA (make_pki(), ca_pki.cert_pem)
+#define FAKE_CERT (make_pki(), client_pki.cert_pem)
+#define FAKE_KEY (make_pki(), client_pki.key_pem)
 
 Test(kubeconfig, kind_style_embedded_data, .init = make_dir, .fini = remove_dir)
 {
@@ -396,12 +408,47 @@ Test(exec_plugin, failures_carry_exit_code_and_stderr, .init = make_dir, .fini =
     kcr_config_free(cfg);
 }
 
+/* `s` as the body of a JSON string (newlines escaped), appended to out. */
+static void json_escape_to(char *out, size_t size, const char *s)
+{
+    size_t n = strlen(out);
+    for (; *s && n + 3 < size; s++) {
+        if (*s == '\n') {
+            out[n++] = '\\';
+            out[n++] = 'n';
+        } else {
+            out[n++] = *s;
+        }
+    }
+    out[n] = '\0';
+}
+
+/* Runs a plugin printing an ExecCredential with this certificate and key. */
+static kcr_err run_cert_plugin(const char *cert, const char *key)
+{
+    char json[16384] = "{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":"
+                       "\"ExecCredential\",\"status\":{\"clientCertificateData\":\"";
+    json_escape_to(json, sizeof json, cert);
+    strcat(json, "\",\"clientKeyData\":\"");
+    json_escape_to(json, sizeof json, key);
+    strcat(json, "\"}}\n");
+    write_file("cred.json", json, 0600);
+    return run_script("#!/bin/sh\ncat \"$(dirname \"$0\")/cred.json\"\n");
+}
+
 Test(exec_plugin, client_certificate_output, .init = make_dir, .fini = remove_dir)
 {
-    cr_assert_eq(run_script("#!/bin/sh\nprintf '{\"apiVersion\":\"client.authentication.k8s.io/"
-                            "v1\",\"kind\":\"ExecCredential\",\"status\":{\"clientCertificateData\":"
-                            "\"CERT\",\"clientKeyData\":\"KEY\"}}'\n"),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(run_cert_plugin(FAKE_CERT, FAKE_KEY), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(run_cert_plugin("CERT", "KEY"), KCR_ERR_EXEC);
+    cr_assert(strstr(kcr_last_error(), "clientCertificateData is not a PEM certificate") != NULL,
+              "%s", kcr_last_error());
+    test_pki other;
+    test_pki_leaf(&other, &ca_pki, "bob", NULL, -60, 3600);
+    cr_assert_eq(run_cert_plugin(FAKE_CERT, other.key_pem), KCR_ERR_EXEC);
+    cr_assert(strstr(kcr_last_error(), "clientKeyData does not match its clientCertificateData") !=
+                  NULL,
+              "%s", kcr_last_error());
+    test_pki_free(&other);
 }
 
 static int64_t fixed_clock(void *user_data)
@@ -425,6 +472,86 @@ Test(time, rfc3339_round_trip)
     kcr_time_format(0, buf, 11); /* truncated, still terminated */
     cr_assert_str_eq(buf, "1970-01-01");
     kcr_time_format(0, NULL, 0);
+}
+
+/* A kubeconfig whose cluster "prod" has CA `ca` and user "robot" `cert`/`key`
+ * (each PEM text, base64'd here; NULL: absent). */
+static kcr_err parse_pem(const char *ca, const char *cert, const char *key, kcr_config **cfg)
+{
+    char *ca64 = ca ? b64(ca) : NULL, *cert64 = cert ? b64(cert) : NULL,
+         *key64 = key ? b64(key) : NULL;
+    char yaml[16384];
+    snprintf(yaml, sizeof yaml,
+             "clusters: [{name: prod, cluster: {server: 'https://h:1'%s%s}}]\n"
+             "users: [{name: robot, user: {token: t%s%s%s%s}}]\n"
+             "contexts: [{name: x, context: {cluster: prod, user: robot}}]\n"
+             "current-context: x\n",
+             ca ? ", certificate-authority-data: " : "", ca ? ca64 : "",
+             cert ? ", client-certificate-data: " : "", cert ? cert64 : "",
+             key ? ", client-key-data: " : "", key ? key64 : "");
+    free(ca64);
+    free(cert64);
+    free(key64);
+    return kcr_config_parse_kubeconfig(yaml, strlen(yaml), dir, NULL, cfg);
+}
+
+static void expect_config_error(kcr_err err, const char *needle)
+{
+    cr_assert_eq(err, KCR_ERR_CONFIG, "%s", kcr_last_error());
+    cr_assert(strstr(kcr_last_error(), needle) != NULL, "\"%s\" not in \"%s\"", needle,
+              kcr_last_error());
+}
+
+Test(kubeconfig, pem_material_is_checked_at_load, .init = make_dir, .fini = remove_dir)
+{
+    kcr_config *cfg = NULL;
+    test_pki other_ca, stranger;
+    test_pki_ca(&other_ca, "other-ca");
+    test_pki_leaf(&stranger, &other_ca, "mallory", NULL, -60, 3600);
+
+    cr_assert_eq(parse_pem(FAKE_CA, FAKE_CERT, FAKE_KEY, &cfg), KCR_OK, "%s", kcr_last_error());
+    kcr_config_free(cfg);
+    /* a bundle of several CAs is fine */
+    char bundle[8192];
+    snprintf(bundle, sizeof bundle, "%s\n%s", FAKE_CA, other_ca.cert_pem);
+    cr_assert_eq(parse_pem(bundle, NULL, NULL, &cfg), KCR_OK, "%s", kcr_last_error());
+    kcr_config_free(cfg);
+
+    expect_config_error(parse_pem("just some text\n", NULL, NULL, &cfg),
+                        "certificate-authority-data of cluster \"prod\" is not a PEM certificate");
+    cr_assert_null(cfg);
+    expect_config_error(parse_pem("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n"
+                                  "-----END CERTIFICATE-----\n",
+                                  NULL, NULL, &cfg),
+                        "certificate-authority-data of cluster \"prod\" is not a PEM certificate");
+    expect_config_error(parse_pem(FAKE_KEY, NULL, NULL, &cfg),
+                        "certificate-authority-data of cluster \"prod\" is not a PEM certificate");
+    snprintf(bundle, sizeof bundle, "%s%s", FAKE_CA, FAKE_KEY);
+    expect_config_error(parse_pem(bundle, NULL, NULL, &cfg),
+                        "certificate-authority-data of cluster \"prod\" holds a PEM block that "
+                        "is not a certificate");
+    write_file("junk-ca.crt", "junk", 0600);
+    expect_config_error(parse("clusters: [{name: c2, cluster: {server: 'https://h:1', "
+                              "certificate-authority: junk-ca.crt}}]\n"
+                              "contexts: [{name: x, context: {cluster: c2}}]\n"
+                              "current-context: x\n",
+                              NULL, &cfg),
+                        "certificate-authority of cluster \"c2\" is not a PEM certificate");
+
+    expect_config_error(parse_pem(NULL, "garbage", FAKE_KEY, &cfg),
+                        "client-certificate-data of user \"robot\" is not a PEM certificate");
+    expect_config_error(parse_pem(NULL, FAKE_CERT, "garbage", &cfg),
+                        "client-key-data of user \"robot\" is not a PEM private key");
+    expect_config_error(parse_pem(NULL, FAKE_CERT, stranger.key_pem, &cfg),
+                        "client-key-data of user \"robot\" does not match its "
+                        "client-certificate-data");
+    expect_config_error(parse_pem(NULL, FAKE_CERT, NULL, &cfg), "must be given together");
+    expect_config_error(parse_pem(NULL, NULL, FAKE_KEY, &cfg), "must be given together");
+    cr_assert_null(cfg);
+    /* the messages name entries, never key material */
+    cr_assert(strstr(kcr_last_error(), "PRIVATE") == NULL, "%s", kcr_last_error());
+    test_pki_free(&stranger);
+    test_pki_free(&other_ca);
 }
 
 Test(time, micro_time_and_clock)

@@ -74,3 +74,29 @@ Test(version, matches_headers)
     cr_assert_str_eq(kcr_version(), KCR_VERSION_STRING);
     cr_assert_eq(KCR_VERSION_NUMBER >> 16, KCR_VERSION_MAJOR);
 }
+
+Test(log, levels_by_name_and_from_the_environment)
+{
+    kcr_log_level l = KCR_LOG_ERROR;
+    cr_assert_eq(kcr_log_level_parse("TRACE", &l), KCR_OK);
+    cr_assert_eq(l, KCR_LOG_TRACE);
+    cr_assert_eq(kcr_log_level_parse("warn", &l), KCR_OK);
+    cr_assert_eq(l, KCR_LOG_WARN);
+    cr_assert_eq(kcr_log_level_parse("loud", &l), KCR_ERR_INVALID);
+    cr_assert(strstr(kcr_last_error(), "loud") != NULL, "%s", kcr_last_error());
+    cr_assert_eq(kcr_log_level_parse(NULL, &l), KCR_ERR_INVALID);
+
+    unsetenv("KCR_LOG");
+    cr_assert_not(kcr_log_from_env());
+    cr_assert_not(kcr__log_enabled(KCR_LOG_ERROR), "no handler unless asked for");
+    setenv("KCR_LOG", "nonsense", 1);
+    cr_assert_not(kcr_log_from_env());
+    cr_assert_not(kcr__log_enabled(KCR_LOG_ERROR));
+    setenv("KCR_LOG", "debug", 1);
+    cr_assert(kcr_log_from_env());
+    cr_assert(kcr__log_enabled(KCR_LOG_DEBUG));
+    cr_assert_not(kcr__log_enabled(KCR_LOG_TRACE));
+    kcr_log_set_handler(NULL, NULL);
+    kcr_log_set_level(KCR_LOG_INFO);
+    unsetenv("KCR_LOG");
+}

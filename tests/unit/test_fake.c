@@ -346,10 +346,12 @@ Test(fake, patches, .init = setup, .fini = teardown)
                  KCR_OK);
     cr_assert_str_eq(str(o, "data.s"), "1");
     kcr_object_unref(o);
-    cr_assert_eq(kcr_client_patch(c, &CM, "d", "new", KCR_PATCH_APPLY,
-                                  "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"data\":{\"z\":\"1\"}}",
-                                  0, NULL, &o, NULL),
-                 KCR_ERR_INVALID, "apply needs a field manager");
+    cr_assert_eq(
+        kcr_client_patch(c, &CM, "d", "new", KCR_PATCH_APPLY,
+                         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"data\":{\"z\":\"1\"}}", 0,
+                         NULL, &o, NULL),
+        KCR_OK, "apply defaults its field manager to the program's name: %s", kcr_last_error());
+    kcr_object_unref(o);
     kcr_write_options w = {.field_manager = "test"};
     cr_assert_eq(kcr_client_patch(c, &CM, "d", "new", KCR_PATCH_APPLY,
                                   "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"data\":{\"z\":\"1\"}}",
@@ -745,4 +747,38 @@ Test(fake, concurrent_writers_one_watcher, .init = setup, .fini = teardown)
     pthread_join(wt, NULL);
     cr_assert_eq(ow.result, KCR_ERR_CANCELED, "%s", kcr_strerror(ow.result));
     cr_assert_eq(ow.state[1], 100);
+}
+
+/* Every verb takes a cancellation token; one that already fired stops the
+ * call before it touches the (fake) server. */
+Test(fake, triggered_cancel_stops_every_verb, .init = setup, .fini = teardown)
+{
+    kcr_object_unref(create(&CM, "d", "{\"metadata\":{\"name\":\"a\"}}"));
+    kcr_cancel *cancel;
+    cr_assert_eq(kcr_cancel_new(&cancel), KCR_OK);
+    kcr_cancel_trigger(cancel);
+    kcr_get_options g = {.cancel = cancel};
+    kcr_write_options w = {.cancel = cancel};
+    kcr_delete_options d = {.cancel = cancel};
+    kcr_raw_options r = {.cancel = cancel};
+    const char *cm = "{\"metadata\":{\"name\":\"b\"}}";
+    kcr_object *o = NULL;
+    cr_assert_eq(kcr_client_get(c, &CM, "d", "a", &g, &o, NULL), KCR_ERR_CANCELED);
+    cr_assert_eq(kcr_client_create(c, &CM, "d", cm, 0, &w, &o, NULL), KCR_ERR_CANCELED);
+    cr_assert_eq(kcr_client_update(c, &CM, "d", cm, 0, &w, &o, NULL), KCR_ERR_CANCELED);
+    cr_assert_eq(kcr_client_update_status_opts(c, &CM, "d", cm, 0, &w, &o, NULL), KCR_ERR_CANCELED);
+    cr_assert_eq(kcr_client_patch(c, &CM, "d", "a", KCR_PATCH_MERGE, "{}", 0, &w, &o, NULL),
+                 KCR_ERR_CANCELED);
+    cr_assert_eq(kcr_client_delete(c, &CM, "d", "a", &d, &o, NULL), KCR_ERR_CANCELED);
+    cr_assert_eq(kcr_client_request(c, "/api", NULL, 0, &r, NULL, NULL, NULL), KCR_ERR_CANCELED);
+    cr_assert(strstr(kcr_last_error(), "canceled") != NULL, "%s", kcr_last_error());
+    cr_assert_null(o);
+    /* nothing was written or deleted */
+    cr_assert_eq(kcr_client_get(c, &CM, "d", "a", NULL, &o, NULL), KCR_OK);
+    kcr_object_unref(o);
+    cr_assert_eq(kcr_client_get(c, &CM, "d", "b", NULL, &o, NULL), KCR_ERR_NOT_FOUND);
+    kcr_cancel_reset(cancel);
+    cr_assert_eq(kcr_client_get(c, &CM, "d", "a", &g, &o, NULL), KCR_OK, "a reset token");
+    kcr_object_unref(o);
+    kcr_cancel_free(cancel);
 }

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/client_impl.h"
 #include "core/clock.h"
 #include "kcr/kcr.h"
 
@@ -141,7 +142,9 @@ static void start_server(handler_fn fn, const kcr_client_options *opts)
              "current-context: x\n",
              port);
     cr_assert_eq(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &config), KCR_OK);
-    cr_assert_eq(kcr_client_new(config, opts, &client), KCR_OK);
+    kcr_client_options o = opts ? *opts : (kcr_client_options){0};
+    o.allow_insecure_http = true; /* the test server speaks plain HTTP */
+    cr_assert_eq(kcr_client_new(config, &o, &client), KCR_OK, "%s", kcr_last_error());
 }
 
 static void stop_server(void)
@@ -299,7 +302,10 @@ Test(http, requests_are_encoded_and_authorized, .fini = stop_server)
     kcr_object_unref(o);
     HAS("GET /apis/apps/v1/namespaces/a%20b/deployments/x%2Fy HTTP/1.1");
     HAS("Authorization: Bearer supersecret-token");
-    HAS("User-Agent: kcr/" KCR_VERSION_STRING);
+    char ua[128]; /* the program's name first: the apiserver's default field manager */
+    snprintf(ua, sizeof ua, "User-Agent: %s/%s kcr", kcr__program_name(), KCR_VERSION_STRING);
+    cr_assert_str_neq(kcr__program_name(), "kcr");
+    HAS(ua);
     HAS("Accept: application/json");
     cr_assert_str_eq(kcr_client_namespace(client), "team");
 
@@ -347,11 +353,16 @@ Test(http, requests_are_encoded_and_authorized, .fini = stop_server)
                                           "{\"metadata\":{\"name\":\"s\",\"namespace\":\"team\"}}",
                                           0, NULL, NULL),
                  KCR_OK);
-    HAS("PUT /api/v1/namespaces/team/configmaps/s/status ");
+    char fm[128]; /* writes without a field manager get the program's name */
+    snprintf(fm, sizeof fm, "PUT /api/v1/namespaces/team/configmaps/s/status?fieldManager=%s ",
+             kcr__program_name());
+    HAS(fm);
     cr_assert_eq(kcr_client_create(client, &CM, "team", "{\"metadata\":{\"name\":\"n\"}}", 0, NULL,
                                    NULL, NULL),
                  KCR_OK);
-    HAS("POST /api/v1/namespaces/team/configmaps ");
+    snprintf(fm, sizeof fm, "POST /api/v1/namespaces/team/configmaps?fieldManager=%s ",
+             kcr__program_name());
+    HAS(fm);
     HAS("{\"metadata\":{\"name\":\"n\"}}");
     cr_assert_eq(kcr_client_create(client, &CM, "team", "{not json", 0, NULL, NULL, NULL),
                  KCR_ERR_INVALID);
@@ -405,6 +416,10 @@ Test(http, connection_refused, .timeout = 30)
     cr_assert_eq(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &cfg), KCR_OK);
     kcr_client_options o = {.max_retries = 1};
     kcr_client *cl;
+    cr_assert_eq(kcr_client_new(cfg, &o, &cl), KCR_ERR_CONFIG, "plain HTTP needs an opt-in");
+    cr_assert(strstr(kcr_last_error(), "allow_insecure_http") != NULL, "%s", kcr_last_error());
+    cr_assert_null(cl);
+    o.allow_insecure_http = true;
     cr_assert_eq(kcr_client_new(cfg, &o, &cl), KCR_OK);
     cr_assert_eq(kcr_client_get(cl, &CM, "a", "b", NULL, NULL, NULL), KCR_ERR_TRANSPORT);
     cr_assert(strstr(kcr_last_error(), "127.0.0.1") != NULL || strstr(kcr_last_error(), "onnect"),
@@ -452,7 +467,7 @@ Test(http, request_observer_sees_every_attempt, .fini = stop_server, .timeout = 
     const char *yaml = "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:1'}}]\n"
                        "contexts: [{name: x, context: {cluster: c}}]\ncurrent-context: x\n";
     cr_assert_eq(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &cfg), KCR_OK);
-    kcr_client_options none = {.max_retries = -1};
+    kcr_client_options none = {.max_retries = -1, .allow_insecure_http = true};
     kcr_client *cl;
     cr_assert_eq(kcr_client_new(cfg, &none, &cl), KCR_OK);
     kcr_client_set_request_observer(cl, fn, ud);
@@ -543,12 +558,15 @@ struct evs {
     char rv[8][16];
 };
 
+static atomic_int events_seen; /* all watches' events, for other threads */
+
 static kcr_err on_event(const kcr_watch_event *ev, void *ud)
 {
     struct evs *e = ud;
     if (e->n < 8)
         snprintf(e->rv[e->n], 16, "%s", ev->resource_version);
     e->n++;
+    atomic_fetch_add(&events_seen, 1);
     return KCR_OK;
 }
 
@@ -593,13 +611,19 @@ Test(http, watch_one_gigabyte_line, .fini = stop_server, .timeout = 120)
 
 struct canceller {
     kcr_cancel *c;
-    long after_ms;
+    int after_events; /* trigger once the watch delivered this many events */
+    int64_t fired_ns; /* when it triggered; 0: never (no events in 10 s) */
 };
 
 static void *cancel_later(void *arg)
 {
     struct canceller *c = arg;
-    nap_ms(c->after_ms);
+    int64_t deadline = kcr__now_ns() + 10 * KCR_NS_PER_S;
+    while (atomic_load(&events_seen) < c->after_events && kcr__now_ns() < deadline)
+        nap_ms(5);
+    if (atomic_load(&events_seen) < c->after_events)
+        return NULL;
+    c->fired_ns = kcr__now_ns();
     kcr_cancel_trigger(c->c);
     return NULL;
 }
@@ -607,19 +631,23 @@ static void *cancel_later(void *arg)
 Test(http, cancel_mid_transfer_and_idle_timeout, .fini = stop_server, .timeout = 30)
 {
     start_server(watch_stream, NULL);
-    struct canceller cc = {.after_ms = 300};
+    /* cancel from another thread mid-stream: after both events, while the
+     * server holds the connection open without a byte */
+    atomic_store(&events_seen, 0);
+    struct canceller cc = {.after_events = 2};
     cr_assert_eq(kcr_cancel_new(&cc.c), KCR_OK);
     pthread_t t;
     pthread_create(&t, NULL, cancel_later, &cc);
     struct evs e = {0};
     kcr_list_options o = {.cancel = cc.c};
-    int64_t t0 = kcr__now_ns();
     cr_assert_eq(watch_with("x=silent", &o, &e, NULL), KCR_ERR_CANCELED);
-    int64_t took = kcr__now_ns() - t0;
+    int64_t returned = kcr__now_ns();
     pthread_join(t, NULL);
     cr_assert_eq(e.n, 2);
-    cr_assert_lt(took, 300 * KCR_NS_PER_MS + KCR_NS_PER_S, "canceled within a second: %lld ns",
-                 (long long)took);
+    cr_assert_neq(cc.fired_ns, 0, "the canceller never saw the events");
+    cr_assert_lt(returned - cc.fired_ns, KCR_NS_PER_S, "canceled within a second: %lld ns",
+                 (long long)(returned - cc.fired_ns));
+    int64_t t0, took;
     cr_assert(kcr_cancel_triggered(cc.c));
     o.cancel = cc.c;
     cr_assert_eq(watch_with("x=ok", &o, &e, NULL), KCR_ERR_CANCELED, "stays triggered");
@@ -670,7 +698,7 @@ Test(http, concurrent_requests, .fini = stop_server, .timeout = 60)
 }
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static int leaked, logged;
+static int leaked, logged, redacted;
 
 static void check_log(kcr_log_level level, const char *module, const char *message, void *ud)
 {
@@ -678,6 +706,8 @@ static void check_log(kcr_log_level level, const char *module, const char *messa
     logged++;
     if (strstr(message, "supersecret"))
         leaked++;
+    if (strcmp(module, "curl") == 0 && strstr(message, "> Authorization <redacted>"))
+        redacted++;
     pthread_mutex_unlock(&log_lock);
 }
 
@@ -689,10 +719,12 @@ Test(http, credentials_never_logged, .fini = stop_server)
     atomic_store(&calls, 1);
     cr_assert_eq(get("ok", NULL), KCR_OK);
     pthread_mutex_lock(&log_lock);
-    int n_logged = logged, n_leaked = leaked;
+    int n_logged = logged, n_leaked = leaked, n_redacted = redacted;
     pthread_mutex_unlock(&log_lock);
     cr_assert_gt(n_logged, 1);
     cr_assert_eq(n_leaked, 0);
+    /* at TRACE the request headers are logged, the credential replaced */
+    cr_assert_geq(n_redacted, 2, "each attempt's Authorization header shows as redacted");
     kcr_log_set_handler(NULL, NULL);
 }
 
@@ -744,6 +776,118 @@ Test(http, legacy_discovery_fallback, .fini = stop_server)
     cr_assert_eq(kcr_client_resolve_kind(client, "apps", NULL, "Deployment", &r, NULL), KCR_OK);
     cr_assert_eq(kcr_client_resolve(client, "pods", &r, NULL), KCR_ERR_NOT_FOUND,
                  "subresources are not resources");
+}
+
+/* ---- a server that accepts and never answers ---- */
+
+static void hang(int fd, const char *req)
+{
+    (void)fd;
+    (void)req;
+    while (!atomic_load(&stopping))
+        nap_ms(10);
+}
+
+typedef struct verb_call {
+    int verb;
+    kcr_cancel *cancel;
+    kcr_err err;
+} verb_call;
+
+enum { N_VERBS = 7 };
+static const char *const verb_names[N_VERBS] = {"get",   "create", "update", "update_status",
+                                                "patch", "delete", "raw"};
+
+static kcr_err call_verb(int verb, kcr_cancel *cancel)
+{
+    kcr_get_options g = {.cancel = cancel};
+    kcr_write_options w = {.cancel = cancel};
+    kcr_delete_options d = {.cancel = cancel};
+    kcr_raw_options r = {.cancel = cancel};
+    const char *cm = "{\"metadata\":{\"name\":\"a\",\"namespace\":\"team\"}}";
+    switch (verb) {
+    case 0:
+        return kcr_client_get(client, &CM, "team", "a", &g, NULL, NULL);
+    case 1:
+        return kcr_client_create(client, &CM, "team", cm, 0, &w, NULL, NULL);
+    case 2:
+        return kcr_client_update(client, &CM, "team", cm, 0, &w, NULL, NULL);
+    case 3:
+        return kcr_client_update_status_opts(client, &CM, "team", cm, 0, &w, NULL, NULL);
+    case 4:
+        return kcr_client_patch(client, &CM, "team", "a", KCR_PATCH_MERGE, "{}", 0, &w, NULL, NULL);
+    case 5:
+        return kcr_client_delete(client, &CM, "team", "a", &d, NULL, NULL);
+    default:
+        return kcr_client_request(client, "/api/v1/namespaces", NULL, 0, &r, NULL, NULL, NULL);
+    }
+}
+
+static void *run_verb(void *arg)
+{
+    verb_call *v = arg;
+    v->err = call_verb(v->verb, v->cancel);
+    return NULL;
+}
+
+Test(http, every_verb_cancels_on_a_hung_server, .fini = stop_server, .timeout = 60)
+{
+    start_server(hang, NULL);
+    for (int verb = 0; verb < N_VERBS; verb++) {
+        verb_call v = {.verb = verb};
+        cr_assert_eq(kcr_cancel_new(&v.cancel), KCR_OK);
+        int before = requests();
+        pthread_t t;
+        pthread_create(&t, NULL, run_verb, &v);
+        /* once the server holds the request, cancel from this thread */
+        int64_t deadline = kcr__now_ns() + 10 * KCR_NS_PER_S;
+        while (requests() == before && kcr__now_ns() < deadline)
+            nap_ms(5);
+        cr_assert_gt(requests(), before, "%s never reached the server", verb_names[verb]);
+        int64_t t0 = kcr__now_ns();
+        kcr_cancel_trigger(v.cancel);
+        pthread_join(t, NULL);
+        int64_t took = kcr__now_ns() - t0;
+        cr_assert_eq(v.err, KCR_ERR_CANCELED, "%s: %s", verb_names[verb], kcr_strerror(v.err));
+        cr_assert_lt(took, KCR_NS_PER_S, "%s canceled after %lld ms", verb_names[verb],
+                     (long long)(took / KCR_NS_PER_MS));
+        kcr_cancel_free(v.cancel);
+        /* the hung handler holds the server's only thread: restart it */
+        stop_server();
+        start_server(hang, NULL);
+    }
+}
+
+Test(http, default_request_timeout_bounds_every_verb, .fini = stop_server, .timeout = 60)
+{
+    kcr_client_options o = {.request_timeout_ms = 300};
+    start_server(hang, &o);
+    for (int verb = 0; verb < N_VERBS; verb++) {
+        int64_t t0 = kcr__now_ns();
+        kcr_err err = call_verb(verb, NULL);
+        int64_t took = kcr__now_ns() - t0;
+        cr_assert_eq(err, KCR_ERR_TIMEOUT, "%s: %s", verb_names[verb], kcr_last_error());
+        cr_assert(strstr(kcr_last_error(), "no complete answer within 300 ms") != NULL, "%s",
+                  kcr_last_error());
+        cr_assert_geq(took, 250 * KCR_NS_PER_MS, "%s", verb_names[verb]);
+        cr_assert_lt(took, 3 * KCR_NS_PER_S, "%s took %lld ms", verb_names[verb],
+                     (long long)(took / KCR_NS_PER_MS));
+    }
+}
+
+Test(http, field_manager_option, .fini = stop_server)
+{
+    kcr_client_options o = {.field_manager = "my-controller"};
+    start_server(echo_handler, &o);
+    cr_assert_eq(
+        kcr_client_patch(client, &CM, "team", "p", KCR_PATCH_APPLY, "{}", 0, NULL, NULL, NULL),
+        KCR_OK, "%s", kcr_last_error());
+    HAS("PATCH /api/v1/namespaces/team/configmaps/p?fieldManager=my-controller ");
+    kcr_write_options w = {.field_manager = "per-call"};
+    cr_assert_eq(
+        kcr_client_patch(client, &CM, "team", "p", KCR_PATCH_MERGE, "{}", 0, &w, NULL, NULL),
+        KCR_OK);
+    HAS("?fieldManager=per-call ");
 }
 
 /* ---- writes are sent once ---- */
@@ -881,7 +1025,8 @@ Test(http, reset_write_on_a_reused_connection_is_sent_once, .timeout = 60)
     kcr_config *cfg;
     cr_assert_eq(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &cfg), KCR_OK);
     kcr_client *cl;
-    cr_assert_eq(kcr_client_new(cfg, NULL, &cl), KCR_OK, "%s", kcr_last_error());
+    kcr_client_options plain = {.allow_insecure_http = true};
+    cr_assert_eq(kcr_client_new(cfg, &plain, &cl), KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(kcr_client_get(cl, &CM, "a", "x", NULL, NULL, NULL), KCR_OK, "%s",
                  kcr_last_error());
     kcr_err err =

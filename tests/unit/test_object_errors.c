@@ -120,6 +120,40 @@ Test(object_errors, null_arguments)
     kcr_object *o;
     cr_assert_eq(kcr_object_parse(NULL, 3, &o), KCR_ERR_INVALID);
     cr_assert_eq(kcr_object_parse("{}", 2, NULL), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_object_parse(NULL, 0, &o), KCR_ERR_INVALID);
+    cr_assert_null(o);
     char *s;
     cr_assert_eq(kcr_object_to_json(NULL, &s, NULL), KCR_ERR_INVALID);
+}
+
+Test(object_errors, length_zero_means_strlen)
+{
+    kcr_object *o = NULL;
+    cr_assert_eq(kcr_object_parse("{\"metadata\":{\"name\":\"a\"}}", 0, &o), KCR_OK, "%s",
+                 kcr_last_error());
+    cr_assert_str_eq(kcr_object_name(o), "a");
+    kcr_object_unref(o);
+    cr_assert_eq(kcr_object_parse_any("{\"kind\":\"Status\"}", 0, &o), KCR_OK, "%s",
+                 kcr_last_error());
+    cr_assert_str_eq(kcr_object_kind(o), "Status");
+    kcr_object_unref(o);
+    cr_assert_eq(kcr_object_parse("", 0, &o), KCR_ERR_PARSE, "an empty string is no object");
+    cr_assert_null(o);
+    /* a length still bounds the input: the rest of the buffer is not read */
+    cr_assert_eq(kcr_object_parse("{\"metadata\":{\"name\":\"b\"}}trailing", 25, &o), KCR_OK, "%s",
+                 kcr_last_error());
+    cr_assert_str_eq(kcr_object_name(o), "b");
+    /* the editing calls that take JSON text agree */
+    kcr_object_edit *e = kcr_object_edit_new(o);
+    cr_assert_eq(kcr_object_edit_set_json(e, "data", "{\"k\":\"v\"}", 0), KCR_OK, "%s",
+                 kcr_last_error());
+    cr_assert_eq(kcr_object_edit_merge_patch(e, "{\"data\":{\"x\":\"y\"}}", 0), KCR_OK, "%s",
+                 kcr_last_error());
+    kcr_object *edited = NULL;
+    cr_assert_eq(kcr_object_edit_freeze(e, &edited), KCR_OK);
+    kcr_object_edit_free(e);
+    cr_assert_str_eq(kcr_value_string(kcr_object_get(edited, "data.k"), NULL), "v");
+    cr_assert_str_eq(kcr_value_string(kcr_object_get(edited, "data.x"), NULL), "y");
+    kcr_object_unref(edited);
+    kcr_object_unref(o);
 }

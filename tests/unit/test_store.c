@@ -39,6 +39,30 @@ Test(keys, split)
     cr_assert_eq(kcr_store_split_key("", &ns, &nl, &name), KCR_ERR_INVALID);
 }
 
+Test(keys, parts_are_terminated_copies)
+{
+    char ns[KCR_STORE_NAMESPACE_SIZE], name[KCR_STORE_NAME_SIZE];
+    cr_assert_eq(kcr_store_key_parts("default/web", ns, sizeof ns, name, sizeof name), KCR_OK);
+    cr_assert_str_eq(ns, "default");
+    cr_assert_str_eq(name, "web");
+    cr_assert_eq(kcr_store_key_parts("node-1", ns, sizeof ns, name, sizeof name), KCR_OK);
+    cr_assert_str_eq(ns, "");
+    cr_assert_str_eq(name, "node-1");
+    cr_assert_eq(kcr_store_key_parts("a/b/c", ns, sizeof ns, name, sizeof name), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_store_key_parts(NULL, ns, sizeof ns, name, sizeof name), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_store_key_parts("a/b", NULL, 0, name, sizeof name), KCR_ERR_INVALID);
+    char small[4];
+    cr_assert_eq(kcr_store_key_parts("default/web", small, sizeof small, name, sizeof name),
+                 KCR_ERR_TOO_LARGE);
+    cr_assert_str_eq(small, "");
+    cr_assert(strstr(kcr_last_error(), "namespace") != NULL, "%s", kcr_last_error());
+    cr_assert_eq(kcr_store_key_parts("ns/long-name", ns, sizeof ns, small, sizeof small),
+                 KCR_ERR_TOO_LARGE);
+    cr_assert_eq(kcr_store_key_parts("ns/abc", ns, sizeof ns, small, sizeof small), KCR_OK,
+                 "exactly fits with its NUL");
+    cr_assert_str_eq(small, "abc");
+}
+
 Test(keys, tombstone_carries_key_and_last_object)
 {
     kcr_object *o = mk("ns", "gone", "x", "9");

@@ -1,0 +1,315 @@
+/* A controller's declaration: kcr_controller_options compiled, validated and
+ * copied into a kcr_controller that the manager and the test kit run alike. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/controller_internal.h"
+#include "core/error.h"
+#include "core/log.h"
+
+static const char *const reason_names[] = {
+    [KCR_REASON_NONE] = "None",
+    [KCR_REASON_INITIAL_LIST] = "InitialList",
+    [KCR_REASON_RESYNC] = "Resync",
+    [KCR_REASON_REQUEUE_AFTER] = "RequeueAfter",
+    [KCR_REASON_RETRY] = "Retry",
+    [KCR_REASON_ENQUEUED] = "Enqueued",
+    [KCR_REASON_MAPPED] = "Mapped",
+    [KCR_REASON_OWNED] = "Owned",
+    [KCR_REASON_PRIMARY_ADDED] = "PrimaryAdded",
+    [KCR_REASON_PRIMARY_UPDATED] = "PrimaryUpdated",
+    [KCR_REASON_PRIMARY_DELETED] = "PrimaryDeleted",
+};
+
+const char *kcr_reason_name(kcr_reason reason)
+{
+    if ((unsigned)reason >= sizeof reason_names / sizeof *reason_names)
+        return "Unknown";
+    return reason_names[reason];
+}
+
+static char *dup_opt(const char *s)
+{
+    return s && *s ? strdup(s) : NULL;
+}
+
+static void source_free(kcr__source *s)
+{
+    free(s->group), free(s->version), free(s->resource), free(s->kind);
+    free(s->ns), free(s->label_selector), free(s->field_selector);
+    kcr_predicate_free(s->predicate);
+}
+
+/* Resolves the primary's kind and scope by discovery unless given. */
+static kcr_err resolve_primary(kcr_client *client, const char *ctl, kcr__source *s)
+{
+    if (s->kind[0])
+        return KCR_OK;
+    char name[600];
+    if (s->group[0])
+        snprintf(name, sizeof name, "%s.%s.%s", s->resource, s->version, s->group);
+    else
+        snprintf(name, sizeof name, "%s", s->resource);
+    kcr_api_resource ar;
+    kcr_status st = {0};
+    kcr_err err = client ? kcr_client_resolve(client, name, &ar, &st) : KCR_ERR_INVALID;
+    kcr_status_clear(&st);
+    if (err == KCR_OK && strcmp(ar.group, s->group) != 0)
+        err = KCR_ERR_NOT_FOUND;
+    if (err != KCR_OK)
+        return kcr__fail(err == KCR_ERR_NOMEM ? err : KCR_ERR_NOT_FOUND,
+                         "controller \"%s\": the server does not know %s/%s %s (%s); set "
+                         "primary.kind and primary.cluster_scoped to skip discovery",
+                         ctl, s->group, s->version, s->resource, kcr_last_error());
+    free(s->kind);
+    s->kind = strdup(ar.kind);
+    s->cluster_scoped = !ar.namespaced;
+    return s->kind ? KCR_OK : KCR_ERR_NOMEM;
+}
+
+static kcr_err compile_source(kcr_controller *c, kcr__role role, const kcr_source *in,
+                              kcr__source *s, size_t idx)
+{
+    static const char *const role_names[] = {"primary", "owns", "watches"};
+    s->role = role;
+    s->ctl = c;
+    s->predicate = in->predicate;
+    s->map = in->map;
+    s->map_user_data = in->map_user_data;
+    s->metadata_only = in->metadata_only;
+    s->cluster_scoped = in->cluster_scoped;
+    if (!in->resource.version || !in->resource.version[0] || !in->resource.resource ||
+        !in->resource.resource[0])
+        return kcr__fail(KCR_ERR_INVALID,
+                         "controller \"%s\": %s[%zu]: resource.version and resource.resource "
+                         "are required",
+                         c->name, role_names[role], idx);
+    if (role == KCR__ROLE_WATCHES && !in->map)
+        return kcr__fail(KCR_ERR_INVALID,
+                         "controller \"%s\": watches[%zu] (%s) needs a map function", c->name, idx,
+                         in->resource.resource);
+    if (role != KCR__ROLE_WATCHES && in->map)
+        return kcr__fail(KCR_ERR_INVALID,
+                         "controller \"%s\": %s[%zu]: a map function belongs in watches[]", c->name,
+                         role_names[role], idx);
+    s->group = strdup(in->resource.group ? in->resource.group : "");
+    s->version = strdup(in->resource.version);
+    s->resource = strdup(in->resource.resource);
+    s->kind = strdup(in->kind ? in->kind : "");
+    s->ns = dup_opt(in->namespace);
+    s->label_selector = dup_opt(in->label_selector);
+    s->field_selector = dup_opt(in->field_selector);
+    if (!s->group || !s->version || !s->resource || !s->kind ||
+        (in->namespace && in->namespace[0] && !s->ns) ||
+        (in->label_selector && in->label_selector[0] && !s->label_selector) ||
+        (in->field_selector && in->field_selector[0] && !s->field_selector))
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory compiling controller \"%s\"", c->name);
+    return KCR_OK;
+}
+
+void kcr__controller_options_release(const kcr_controller_options *opts)
+{
+    kcr_predicate_free(opts->primary.predicate);
+    for (size_t i = 0; opts->owns && i < opts->n_owns; i++)
+        kcr_predicate_free(opts->owns[i].predicate);
+    for (size_t i = 0; opts->watches && i < opts->n_watches; i++)
+        kcr_predicate_free(opts->watches[i].predicate);
+    kcr_rate_limiter_free(opts->rate_limiter);
+}
+
+kcr_err kcr__controller_new(kcr_client *client, const kcr_controller_options *opts,
+                            kcr_controller **out)
+{
+    if (!opts || !out) {
+        if (opts)
+            kcr__controller_options_release(opts);
+        return kcr__fail(KCR_ERR_INVALID, "add_controller: NULL options");
+    }
+    *out = NULL;
+    if (!opts->name || !opts->name[0] || !opts->reconcile || (opts->n_owns && !opts->owns) ||
+        (opts->n_watches && !opts->watches) || (opts->n_indexes && !opts->indexes) ||
+        opts->max_concurrent_reconciles < 0 || opts->reconcile_timeout_ms < 0 ||
+        opts->resync_period_ms < 0) {
+        kcr__controller_options_release(opts);
+        return kcr__fail(KCR_ERR_INVALID, "controller \"%s\": %s", opts->name ? opts->name : "",
+                         !opts->name || !opts->name[0] ? "a name is required"
+                         : !opts->reconcile            ? "a reconcile function is required"
+                         : (opts->n_owns && !opts->owns) || (opts->n_watches && !opts->watches) ||
+                                 (opts->n_indexes && !opts->indexes)
+                             ? "an array is NULL but its count is not 0"
+                             : "negative concurrency, timeout or resync period");
+    }
+    kcr_controller *c = calloc(1, sizeof *c);
+    size_t n = 1 + opts->n_owns + opts->n_watches;
+    if (!c || !(c->name = strdup(opts->name)) || !(c->sources = calloc(n, sizeof *c->sources)) ||
+        !(c->pending = kcr__reasons_new())) {
+        if (c) {
+            free(c->sources);
+            free(c->name);
+            free(c);
+        }
+        kcr__controller_options_release(opts);
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory adding a controller");
+    }
+    pthread_mutex_init(&c->stats_lock, NULL);
+    c->n_sources = n;
+    c->workers = opts->max_concurrent_reconciles ? opts->max_concurrent_reconciles : 1;
+    c->limiter = opts->rate_limiter;
+    c->timeout_ms = opts->reconcile_timeout_ms;
+    c->resync_ms = opts->resync_period_ms;
+    c->ryw = !opts->no_read_your_writes;
+    c->ryw_timeout_ms =
+        opts->read_your_writes_timeout_ms > 0 ? opts->read_your_writes_timeout_ms : 5000;
+    c->reconcile = opts->reconcile;
+    c->user_data = opts->user_data;
+    kcr_err err = compile_source(c, KCR__ROLE_PRIMARY, &opts->primary, &c->sources[0], 0);
+    for (size_t i = 0; i < opts->n_owns; i++) {
+        kcr_err e = compile_source(c, KCR__ROLE_OWNS, &opts->owns[i], &c->sources[1 + i], i);
+        err = err ? err : e;
+    }
+    for (size_t i = 0; i < opts->n_watches; i++) {
+        kcr_err e = compile_source(c, KCR__ROLE_WATCHES, &opts->watches[i],
+                                   &c->sources[1 + opts->n_owns + i], i);
+        err = err ? err : e;
+    }
+    /* the predicates now belong to c->sources; the limiter to c */
+    if (err == KCR_OK)
+        err = resolve_primary(client, c->name, &c->sources[0]);
+    if (err == KCR_OK && !c->limiter && !(c->limiter = kcr_rate_limiter_default()))
+        err = KCR_ERR_NOMEM;
+    if (err == KCR_OK && opts->n_indexes) {
+        c->indexes = calloc(opts->n_indexes, sizeof *c->indexes);
+        err = c->indexes ? KCR_OK : KCR_ERR_NOMEM;
+        for (size_t i = 0; err == KCR_OK && i < opts->n_indexes; i++) {
+            const kcr_cache_index *ix = &opts->indexes[i];
+            bool known = false;
+            for (size_t j = 0; j < c->n_sources && !known; j++)
+                known =
+                    ix->resource.resource &&
+                    strcmp(c->sources[j].resource, ix->resource.resource) == 0 &&
+                    strcmp(c->sources[j].group, ix->resource.group ? ix->resource.group : "") == 0;
+            if (!ix->name || !ix->fn || !known) {
+                err = kcr__fail(KCR_ERR_INVALID,
+                                "controller \"%s\": indexes[%zu] needs a name, a function and "
+                                "the resource of one of the controller's sources",
+                                c->name, i);
+                break;
+            }
+            c->indexes[i] = *ix;
+            c->indexes[i].resource = (kcr_resource){0};
+            for (size_t j = 0; j < c->n_sources; j++)
+                if (strcmp(c->sources[j].resource, ix->resource.resource) == 0 &&
+                    strcmp(c->sources[j].group, ix->resource.group ? ix->resource.group : "") ==
+                        0) {
+                    c->indexes[i].resource = (kcr_resource){
+                        c->sources[j].group, c->sources[j].version, c->sources[j].resource};
+                    break;
+                }
+            if (!(c->indexes[i].name = strdup(ix->name)))
+                err = KCR_ERR_NOMEM;
+            c->n_indexes = i + 1;
+        }
+    }
+    if (err != KCR_OK) {
+        kcr__controller_free(c);
+        return err;
+    }
+    *out = c;
+    return KCR_OK;
+}
+
+void kcr__controller_free(kcr_controller *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n_sources; i++)
+        source_free(&c->sources[i]);
+    for (size_t i = 0; i < c->n_indexes; i++)
+        free((char *)c->indexes[i].name);
+    free(c->indexes);
+    free(c->sources);
+    kcr_rate_limiter_free(c->limiter);
+    kcr__reasons_free(c->pending);
+    pthread_mutex_destroy(&c->stats_lock);
+    free(c->name);
+    free(c);
+}
+
+void kcr__controller_count(kcr_controller *c, size_t offset, int64_t delta)
+{
+    pthread_mutex_lock(&c->stats_lock);
+    if (offset == offsetof(kcr_controller_stats, active_workers))
+        c->stats.active_workers += delta;
+    else
+        *(uint64_t *)((char *)&c->stats + offset) += (uint64_t)delta;
+    pthread_mutex_unlock(&c->stats_lock);
+}
+
+void kcr_controller_get_stats(kcr_controller *c, kcr_controller_stats *out)
+{
+    pthread_mutex_lock(&c->stats_lock);
+    *out = c->stats;
+    pthread_mutex_unlock(&c->stats_lock);
+}
+
+const char *kcr_controller_name(const kcr_controller *c)
+{
+    return c->name;
+}
+
+kcr_err kcr__make_key(const kcr_controller *c, const char *ns, const char *name, char **out)
+{
+    *out = NULL;
+    ns = ns ? ns : "";
+    size_t nl = strlen(ns), ml = name ? strlen(name) : 0;
+    const char *why = NULL;
+    if (!ml)
+        why = "an empty name";
+    else if (ml > 253 || nl > 63)
+        why = "a name or namespace over the length limit (253 / 63)";
+    else if (strchr(name, '/') || strchr(ns, '/'))
+        why = "a '/' in the name or namespace";
+    else if (c->sources[0].cluster_scoped && nl)
+        why = "a namespace, but the primary resource is cluster-scoped";
+    else if (!c->sources[0].cluster_scoped && !nl)
+        why = "no namespace, but the primary resource is namespaced";
+    if (why)
+        return kcr__fail(KCR_ERR_INVALID, "controller \"%s\": invalid key \"%s/%s\": %s", c->name,
+                         ns, name ? name : "", why);
+    char *k = malloc(nl + ml + 2);
+    if (!k)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory making a key");
+    if (nl)
+        sprintf(k, "%s/%s", ns, name);
+    else
+        memcpy(k, name, ml + 1);
+    *out = k;
+    return KCR_OK;
+}
+
+kcr_err kcr__controller_enqueue(kcr_controller *c, const char *key, const kcr_trigger *trig,
+                                int priority, int64_t delay_ms)
+{
+    int64_t now = c->env_ops->now_ms(c->env);
+    kcr_err err = kcr__reasons_add(c->pending, key, trig, now, delay_ms);
+    if (err == KCR_OK)
+        err = c->env_ops->enqueue(c, key, priority, delay_ms, c->env);
+    return err;
+}
+
+kcr_err kcr_controller_enqueue(kcr_controller *c, const char *ns, const char *name)
+{
+    if (!c)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_controller_enqueue: NULL controller");
+    if (!c->env_ops)
+        return kcr__fail(KCR_ERR_STATE, "controller \"%s\" is not running", c->name);
+    char *key = NULL;
+    kcr_err err = kcr__make_key(c, ns, name, &key);
+    if (err != KCR_OK)
+        return err;
+    kcr_trigger t = {.reason = KCR_REASON_ENQUEUED};
+    err = kcr__controller_enqueue(c, key, &t, KCR_WQ_PRIORITY_NORMAL, 0);
+    free(key);
+    return err;
+}

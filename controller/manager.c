@@ -1,0 +1,196 @@
+/* kcr_manager: owns the shared informer factory, the controllers, leader
+ * election, metrics and events; kcr_manager_run ties their lifecycles
+ * together (start caches, lead, run workers; on stop: stop taking keys,
+ * drain, release the lease, stop caches). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "controller/manager_internal.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static void wake(kcr_manager *m)
+{
+    /* async-signal-safe; a full pipe already wakes the run loop */
+    ssize_t r = write(m->wake[1], "x", 1);
+    (void)r;
+}
+
+static void on_started_leading(void *ud)
+{
+    kcr_manager *m = ud;
+    atomic_store(&m->leading, true);
+    if (m->leader_status)
+        kcr_metric_set(m->leader_status, 1);
+    if (!atomic_exchange(&m->caches_started, true))
+        kcr_informer_factory_start(m->factory);
+    for (size_t i = 0; i < m->n_ctls && !atomic_load(&m->stopping); i++)
+        if (kcr__mgr_start_workers(m->ctls[i]) != KCR_OK)
+            kcr__log(KCR_LOG_ERROR, "manager", "%s", kcr_last_error());
+}
+
+/* Runs on the elector's thread, before the lease can lapse: every reconcile
+ * is stopped (cancelled) before this returns, so two leaders never act. */
+static void on_stopped_leading(void *ud)
+{
+    kcr_manager *m = ud;
+    atomic_store(&m->leading, false);
+    if (m->leader_status)
+        kcr_metric_set(m->leader_status, 0);
+    if (atomic_load(&m->stopping))
+        return; /* a clean stop: the run loop drained the workers already */
+    atomic_store(&m->lost, true);
+    kcr__log(KCR_LOG_ERROR, "manager", "%s: leadership lost: stopping every reconcile", m->name);
+    atomic_store(&m->stopping, true);
+    for (size_t i = 0; i < m->n_ctls; i++)
+        kcr__mgr_cancel_all(m->ctls[i]);
+    for (size_t i = 0; i < m->n_ctls; i++)
+        kcr__mgr_stop_workers(m->ctls[i], 0);
+    wake(m);
+}
+
+kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *opts, kcr_manager **out)
+{
+    if (!client || !out)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_manager_new: NULL client or out");
+    *out = NULL;
+    kcr_manager_options o = opts ? *opts : (kcr_manager_options){0};
+    if (o.leader_election && (!o.leader_election_id || !o.leader_election_id[0]))
+        return kcr__fail(
+            KCR_ERR_INVALID,
+            "kcr_manager_new: leader_election needs leader_election_id (the Lease name)");
+    kcr_manager *m = calloc(1, sizeof *m);
+    if (!m)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory making a manager");
+    m->client = client;
+    m->opts = o;
+    m->wake[0] = m->wake[1] = -1;
+    pthread_mutex_init(&m->lock, NULL);
+    m->name = strdup(o.name ? o.name : "kcr-manager");
+    m->le_ns = strdup(o.leader_election_namespace ? o.leader_election_namespace
+                                                  : kcr_client_namespace(client));
+    m->le_id = dup_or_null(o.leader_election_id);
+    m->le_identity = dup_or_null(o.leader_election_identity);
+    kcr_err err = KCR_OK;
+    if (!m->name || !m->le_ns || (o.leader_election_id && !m->le_id) ||
+        (o.leader_election_identity && !m->le_identity))
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory making a manager");
+    if (err == KCR_OK && o.cache_defaults) {
+        m->cache_defaults = malloc(sizeof *m->cache_defaults);
+        if (!m->cache_defaults)
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory making a manager");
+        else
+            *m->cache_defaults = *o.cache_defaults;
+    }
+    if (err == KCR_OK && pipe(m->wake) != 0)
+        err = kcr__fail(KCR_ERR_IO, "manager: pipe: %s", strerror(errno));
+    for (int i = 0; err == KCR_OK && i < 2; i++) {
+        fcntl(m->wake[i], F_SETFL, O_NONBLOCK);
+        fcntl(m->wake[i], F_SETFD, FD_CLOEXEC);
+    }
+    if (err == KCR_OK)
+        err = kcr_informer_factory_new(client, m->cache_defaults, &m->factory);
+    if (err == KCR_OK) {
+        m->metrics = o.metrics;
+        if (!m->metrics) {
+            m->own_metrics = true;
+            err = kcr_metrics_new(NULL, &m->metrics);
+        }
+    }
+    if (err == KCR_OK && !o.no_events) {
+        kcr_event_recorder_options ro = {.reporting_controller = m->name, .clock = o.clock};
+        err = kcr_event_recorder_new(client, &ro, &m->recorder);
+    }
+    if (err == KCR_OK && o.leader_election) {
+        kcr_leader_elector_options lo = {
+            .lease_namespace = m->le_ns,
+            .lease_name = m->le_id,
+            .identity = m->le_identity,
+            .lease_duration_ms = o.lease_duration_ms,
+            .renew_deadline_ms = o.renew_deadline_ms,
+            .retry_period_ms = o.retry_period_ms,
+            .on_started_leading = on_started_leading,
+            .on_stopped_leading = on_stopped_leading,
+            .user_data = m,
+        };
+        err = kcr_leader_elector_new(client, &lo, &m->elector);
+    }
+    if (err == KCR_OK)
+        err = kcr__instrument_manager(m);
+    if (err != KCR_OK) {
+        kcr_manager_free(m);
+        return err;
+    }
+    *out = m;
+    return KCR_OK;
+}
+
+kcr_err kcr_manager_add_controller(kcr_manager *m, const kcr_controller_options *opts,
+                                   kcr_controller **out)
+{
+    if (out)
+        *out = NULL;
+    if (!m) {
+        if (opts) /* the declaration's predicates and limiter are ours to free */
+            kcr__controller_options_release(opts);
+        return kcr__fail(KCR_ERR_INVALID, "kcr_manager_add_controller: NULL manager");
+    }
+    kcr_controller *c = NULL;
+    kcr_err err = kcr__controller_new(m->client, opts, &c);
+    if (err != KCR_OK)
+        return err;
+    pthread_mutex_lock(&m->lock);
+    if (atomic_load(&m->ran))
+        err = kcr__fail(KCR_ERR_STATE, "controller \"%s\": add controllers before kcr_manager_run",
+                        c->name);
+    for (size_t i = 0; err == KCR_OK && i < m->n_ctls; i++)
+        if (strcmp(m->ctls[i]->c->name, c->name) == 0)
+            err = kcr__fail(KCR_ERR_EXISTS,
+                            "a controller named \"%s\" already exists (names must be unique: they "
+                            "label metrics and logs)",
+                            c->name);
+    mgr_ctl *mc = NULL;
+    mgr_ctl **nc = NULL;
+    if (err == KCR_OK && !(nc = realloc(m->ctls, (m->n_ctls + 1) * sizeof *nc)))
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory adding a controller");
+    if (nc)
+        m->ctls = nc;
+    if (err == KCR_OK) {
+        c->env_ops = &kcr__mgr_env_ops;
+        c->env = m;
+        err = kcr__mgr_ctl_new(m, c, &mc);
+    }
+    if (err == KCR_OK) {
+        c->env_ctl = mc;
+        err = kcr__mgr_bind_sources(mc);
+        if (err == KCR_OK)
+            err = kcr__instrument_caches(mc);
+        if (err != KCR_OK) {
+            for (size_t i = 0; i < c->n_sources; i++) /* before any start: no callback ran */
+                if (mc->regs[i])
+                    kcr_informer_remove_handler(mc->infs[i], mc->regs[i]);
+            kcr__mgr_ctl_free(mc);
+            mc = NULL;
+        }
+    }
+    if (err == KCR_OK)
+        m->ctls[m->n_ctls++] = mc;
+    pthread_mutex_unlock(&m->lock);
+    if (err != KCR_OK) {
+        kcr__controller_free(c);
+        return err;
+    }
+    if (out)
+        *out = c;
+    return KCR_OK;
+}

@@ -1,0 +1,358 @@
+/* Read-your-writes: the ctx client of a manager's worker wraps the
+ * manager's client and records the resourceVersion of every object written
+ * through it (create, update, patch, status) whose resource and namespace a
+ * source of the controller caches. After the reconcile those writes become
+ * the key's fences; the next reconcile of the key first waits (bounded)
+ * until the caches have seen them: the cached object's resourceVersion >= R,
+ * or, when the cache does not have the object, the informer's last synced
+ * resourceVersion >= R. resourceVersions are compared as integers (etcd
+ * revisions); a non-integer one is not fenced. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/client_impl.h"
+#include "controller/manager_internal.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "object/selector.h"
+
+#define FENCE_BUCKETS 4096
+
+struct ryw_entry {
+    char *key;
+    ryw_list fences;
+    struct ryw_entry *next;
+};
+
+typedef struct ryw_client {
+    kcr_client base;
+    mgr_worker *w;
+} ryw_client;
+
+#define INNER(c) (((ryw_client *)(c))->w->mc->m->client)
+
+void kcr__ryw_list_clear(ryw_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->f[i].ns);
+        free(l->f[i].name);
+    }
+    free(l->f);
+    memset(l, 0, sizeof *l);
+}
+
+static bool parse_rv(const char *s, uint64_t *out)
+{
+    if (!s || !*s)
+        return false;
+    uint64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = v;
+    return true;
+}
+
+static const char *label_of(const char *key, void *ud)
+{
+    return kcr_object_label(ud, key);
+}
+
+/* Records a written object if a source caches it. */
+static void record(mgr_worker *w, const kcr_resource *res, const kcr_object *obj)
+{
+    kcr_controller *c = w->mc->c;
+    uint64_t rv;
+    if (!obj || !parse_rv(kcr_object_resource_version(obj), &rv))
+        return;
+    const char *g = res->group ? res->group : "";
+    for (size_t i = 0; i < c->n_sources; i++) {
+        const kcr__source *s = &c->sources[i];
+        if (strcmp(s->resource, res->resource) != 0 || strcmp(s->group, g) != 0 ||
+            (s->ns && strcmp(s->ns, kcr_object_namespace(obj)) != 0))
+            continue;
+        if (s->label_selector) {
+            kcr__selector *sel = NULL;
+            bool match = kcr__selector_parse(s->label_selector, &sel) == KCR_OK &&
+                         kcr__selector_matches(sel, label_of, (void *)obj);
+            kcr__selector_free(sel);
+            if (!match)
+                continue;
+        }
+        ryw_list *l = &w->writes;
+        if (l->n == l->cap) {
+            size_t cap = l->cap ? l->cap * 2 : 4;
+            ryw_fence *nf = realloc(l->f, cap * sizeof *nf);
+            if (!nf)
+                return; /* no fence: at worst a stale read, as without this feature */
+            l->f = nf;
+            l->cap = cap;
+        }
+        ryw_fence f = {i, strdup(kcr_object_namespace(obj)), strdup(kcr_object_name(obj)), rv};
+        if (!f.ns || !f.name) {
+            free(f.ns);
+            free(f.name);
+            return;
+        }
+        l->f[l->n++] = f;
+        return;
+    }
+}
+
+static kcr_err r_get(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                     const kcr_get_options *opts, kcr_object **out, kcr_status *st)
+{
+    return kcr_client_get(INNER(c), res, ns, name, opts, out, st);
+}
+
+static kcr_err r_create(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
+                        size_t len, const kcr_write_options *opts, kcr_object **out, kcr_status *st)
+{
+    kcr_object *obj = NULL;
+    kcr_err err = kcr_client_create(INNER(c), res, ns, json, len, opts, &obj, st);
+    if (err == KCR_OK)
+        record(((ryw_client *)c)->w, res, obj);
+    if (out)
+        *out = obj;
+    else
+        kcr_object_unref(obj);
+    return err;
+}
+
+static kcr_err r_update(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                        const char *json, size_t len, const kcr_write_options *opts,
+                        kcr_object **out, kcr_status *st)
+{
+    (void)name; /* the public update takes it from the body again */
+    kcr_object *obj = NULL;
+    kcr_err err = kcr_client_update(INNER(c), res, ns, json, len, opts, &obj, st);
+    if (err == KCR_OK)
+        record(((ryw_client *)c)->w, res, obj);
+    if (out)
+        *out = obj;
+    else
+        kcr_object_unref(obj);
+    return err;
+}
+
+static kcr_err r_patch(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                       kcr_patch_type type, const char *patch, size_t len,
+                       const kcr_write_options *opts, kcr_object **out, kcr_status *st)
+{
+    kcr_object *obj = NULL;
+    kcr_err err = kcr_client_patch(INNER(c), res, ns, name, type, patch, len, opts, &obj, st);
+    if (err == KCR_OK)
+        record(((ryw_client *)c)->w, res, obj);
+    if (out)
+        *out = obj;
+    else
+        kcr_object_unref(obj);
+    return err;
+}
+
+static kcr_err r_del(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                     const kcr_delete_options *opts, kcr_object **out, kcr_status *st)
+{
+    return kcr_client_delete(INNER(c), res, ns, name, opts, out, st);
+}
+
+/* Lists and watches without a token of their own get the reconcile's, so a
+ * deadline, shutdown or lost lease stops them. */
+static kcr_list_options with_cancel(kcr_client *c, const kcr_list_options *opts)
+{
+    kcr_list_options o = *opts;
+    if (!o.cancel)
+        o.cancel = ((ryw_client *)c)->w->cancel;
+    return o;
+}
+
+static kcr_err r_list(kcr_client *c, const kcr_resource *res, const char *ns,
+                      const kcr_list_options *opts, kcr_list_item_fn fn, void *ud,
+                      kcr_list_meta *meta, kcr_status *st)
+{
+    kcr_list_options o = with_cancel(c, opts);
+    return kcr_client_list(INNER(c), res, ns, &o, fn, ud, meta, st);
+}
+
+static kcr_err r_watch(kcr_client *c, const kcr_resource *res, const char *ns,
+                       const kcr_list_options *opts, kcr_watch_event_fn fn, void *ud,
+                       kcr_status *st)
+{
+    kcr_list_options o = with_cancel(c, opts);
+    return kcr_client_watch(INNER(c), res, ns, &o, fn, ud, st);
+}
+
+static kcr_err r_resolve(kcr_client *c, const kcr__disc_query *q, bool refresh,
+                         kcr_api_resource *out, kcr_status *st)
+{
+    kcr_client *in = INNER(c);
+    if (refresh)
+        in->ops->invalidate(in);
+    return in->ops->resolve(in, q, false, out, st);
+}
+
+static void r_invalidate(kcr_client *c)
+{
+    kcr_client_invalidate_discovery(INNER(c));
+}
+
+static kcr_err r_raw(kcr_client *c, const char *method, const char *path, const char *accept,
+                     const char *content_type, const char *body, size_t body_len, char **out,
+                     size_t *out_len, kcr_status *st)
+{
+    return kcr_client_raw(INNER(c), method, path, accept, content_type, body, body_len, out,
+                          out_len, st);
+}
+
+static void r_destroy(kcr_client *c)
+{
+    free(c->namespace);
+    free(c);
+}
+
+static const kcr__client_ops ryw_ops = {
+    .get = r_get,
+    .create = r_create,
+    .update = r_update,
+    .patch = r_patch,
+    .del = r_del,
+    .list = r_list,
+    .watch = r_watch,
+    .resolve = r_resolve,
+    .invalidate = r_invalidate,
+    .raw = r_raw,
+    .destroy = r_destroy,
+};
+
+kcr_err kcr__ryw_client_new(mgr_worker *w, kcr_client **out)
+{
+    ryw_client *c = calloc(1, sizeof *c);
+    if (!c || !(c->base.namespace = strdup(kcr_client_namespace(w->mc->m->client)))) {
+        free(c);
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory making a reconcile client");
+    }
+    c->base.ops = &ryw_ops;
+    c->w = w;
+    *out = &c->base;
+    return KCR_OK;
+}
+
+static uint64_t hash(const char *s)
+{
+    uint64_t h = UINT64_C(1469598103934665603);
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+    return h;
+}
+
+static struct ryw_entry **buckets(mgr_ctl *mc)
+{
+    if (!mc->fences)
+        mc->fences = calloc(FENCE_BUCKETS, sizeof(struct ryw_entry *));
+    return (struct ryw_entry **)mc->fences;
+}
+
+void kcr__ryw_commit(mgr_ctl *mc, mgr_worker *w, const char *key)
+{
+    if (!w->writes.n)
+        return;
+    pthread_mutex_lock(&mc->lock);
+    struct ryw_entry **b = buckets(mc);
+    if (b) {
+        struct ryw_entry **pp = &b[hash(key) % FENCE_BUCKETS];
+        while (*pp && strcmp((*pp)->key, key) != 0)
+            pp = &(*pp)->next;
+        if (!*pp && (*pp = calloc(1, sizeof **pp)) && !((*pp)->key = strdup(key))) {
+            free(*pp);
+            *pp = NULL;
+        }
+        if (*pp) {
+            /* the newest writes replace older fences of this key */
+            kcr__ryw_list_clear(&(*pp)->fences);
+            (*pp)->fences = w->writes;
+            memset(&w->writes, 0, sizeof w->writes);
+        }
+    }
+    pthread_mutex_unlock(&mc->lock);
+    kcr__ryw_list_clear(&w->writes);
+}
+
+static bool seen(mgr_ctl *mc, const ryw_fence *f)
+{
+    kcr_object *obj = kcr_lister_get(mc->c->sources[f->src].cache, f->ns, f->name);
+    uint64_t rv = 0;
+    bool ok;
+    if (obj) {
+        ok = parse_rv(kcr_object_resource_version(obj), &rv) && rv >= f->rv;
+        kcr_object_unref(obj);
+    } else {
+        char *last = kcr_informer_last_sync_rv(mc->infs[f->src]);
+        ok = last && parse_rv(last, &rv) && rv >= f->rv;
+        free(last);
+    }
+    return ok;
+}
+
+void kcr__ryw_wait(mgr_ctl *mc, const char *key)
+{
+    ryw_list l = {0};
+    pthread_mutex_lock(&mc->lock);
+    if (mc->fences) {
+        struct ryw_entry **pp = &((struct ryw_entry **)mc->fences)[hash(key) % FENCE_BUCKETS];
+        while (*pp && strcmp((*pp)->key, key) != 0)
+            pp = &(*pp)->next;
+        if (*pp) {
+            struct ryw_entry *e = *pp;
+            *pp = e->next;
+            l = e->fences;
+            free(e->key);
+            free(e);
+        }
+    }
+    pthread_mutex_unlock(&mc->lock);
+    if (!l.n)
+        return;
+    kcr_controller *c = mc->c;
+    int64_t deadline = kcr__now_ns() + c->ryw_timeout_ms * KCR_NS_PER_MS;
+    bool waited = false, gave_up = false;
+    for (size_t i = 0; i < l.n && !gave_up; i++)
+        while (!seen(mc, &l.f[i])) {
+            if (!waited) {
+                waited = true;
+                KCR__COUNT(c, ryw_waits, 1);
+            }
+            if (kcr__now_ns() >= deadline || atomic_load(&mc->m->stopping)) {
+                gave_up = true;
+                KCR__COUNT(c, ryw_timeouts, 1);
+                kcr__log(KCR_LOG_WARN, "controller",
+                         "controller \"%s\": %s: the cache has not seen resourceVersion %llu of "
+                         "%s/%s after %lld ms; reconciling anyway",
+                         c->name, key, (unsigned long long)l.f[i].rv, l.f[i].ns, l.f[i].name,
+                         (long long)c->ryw_timeout_ms);
+                break;
+            }
+            struct timespec ts = {0, 2 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    kcr__ryw_list_clear(&l);
+}
+
+void kcr__ryw_free_all(mgr_ctl *mc)
+{
+    struct ryw_entry **b = (struct ryw_entry **)mc->fences;
+    if (!b)
+        return;
+    for (size_t i = 0; i < FENCE_BUCKETS; i++)
+        for (struct ryw_entry *e = b[i], *nx; e; e = nx) {
+            nx = e->next;
+            kcr__ryw_list_clear(&e->fences);
+            free(e->key);
+            free(e);
+        }
+    free(b);
+    mc->fences = NULL;
+}

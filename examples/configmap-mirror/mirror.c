@@ -1,0 +1,73 @@
+/* The ConfigMap-mirror controller: declaration and reconcile (see mirror.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "mirror.h"
+
+static const kcr_resource CM = {"", "v1", "configmaps"};
+
+/* The copy we want: data of `src` (copied value to value, no JSON text),
+ * controlled by `src`. NULL on failure. */
+static kcr_object *desired(const kcr_object *src, const char *name)
+{
+    kcr_object *obj = NULL;
+    kcr_ctrlutil_owner_options owner = {.api_version = "v1", .kind = "ConfigMap"};
+    kcr_object_edit *e = kcr_object_edit_new(NULL);
+    kcr_value data = kcr_object_get(src, "data");
+    if (e && kcr_object_edit_set_string(e, "apiVersion", "v1") == KCR_OK &&
+        kcr_object_edit_set_string(e, "kind", "ConfigMap") == KCR_OK &&
+        kcr_object_edit_set_string(e, "metadata.name", name) == KCR_OK &&
+        kcr_object_edit_set_string(e, "metadata.namespace", kcr_object_namespace(src)) == KCR_OK &&
+        kcr_ctrlutil_set_controller_reference_edit(src, e, &owner) == KCR_OK &&
+        (kcr_value_get_type(data) == KCR_VALUE_ABSENT ||
+         kcr_object_edit_set_value(e, "data", data) == KCR_OK))
+        kcr_object_edit_freeze(e, &obj);
+    kcr_object_edit_free(e);
+    return obj;
+}
+
+static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)ud;
+    kcr_object *src = kcr_ctx_get_primary(ctx);
+    if (!src) /* deleted: the garbage collector removes the copy */
+        return KCR_DONE;
+    char name[300];
+    snprintf(name, sizeof name, "%s-mirror", req->name);
+    kcr_object *copy = kcr_lister_get(kcr_ctx_cache(ctx, &CM), req->namespace, name);
+    kcr_owner_ref ref;
+    bool in_sync = copy && kcr_object_controller_ref(copy, &ref) &&
+                   strcmp(ref.uid, kcr_object_uid(src)) == 0 &&
+                   kcr_value_equal(kcr_object_get(copy, "data"), kcr_object_get(src, "data"));
+    kcr_result res = KCR_DONE;
+    kcr_object *want = in_sync ? NULL : desired(src, name);
+    if (!in_sync) {
+        kcr_write_options wo = {.field_manager = "configmap-mirror", .force = true};
+        kcr_err err = want
+                          ? kcr_client_apply_object(kcr_ctx_client(ctx), &CM, want, &wo, NULL, NULL)
+                          : KCR_ERR_NOMEM;
+        if (err == KCR_OK)
+            kcr_ctx_eventf(ctx, src, KCR_EVENT_NORMAL, "Mirrored", "copied to %s", name);
+        res = err == KCR_OK ? KCR_DONE : KCR_RETRY(err);
+    }
+    kcr_object_unref(want);
+    kcr_object_unref(copy);
+    kcr_object_unref(src);
+    return res;
+}
+
+void mirror_controller(kcr_controller_options *opts, const char *ns)
+{
+    static kcr_source owns;
+    owns = (kcr_source){.resource = CM, .namespace = ns};
+    *opts = (kcr_controller_options){
+        .name = "configmap-mirror",
+        .primary = {.resource = CM,
+                    .kind = "ConfigMap",
+                    .namespace = ns,
+                    .predicate = kcr_predicate_label_selector("mirror=true")},
+        .owns = &owns,
+        .n_owns = 1,
+        .reconcile = reconcile,
+    };
+}

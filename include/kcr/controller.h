@@ -1,0 +1,423 @@
+/* Controllers and the manager: what controller-runtime gives Go users.
+ *
+ * A controller reconciles keys ("namespace/name") of one primary resource.
+ * It is declared with kcr_controller_options, like controller-runtime's
+ * builder: the primary resource (for), resources it owns (their controlling
+ * owner is enqueued), resources it watches through a map function, with
+ * selectors and predicates per watched resource. The same options and the
+ * same reconcile function run on a kcr_manager (threads, informers, leader
+ * election) or in the reconciler test kit (kcr/testkit.h: single-threaded,
+ * virtual clock, the fake API).
+ *
+ * The manager owns one shared informer per resource + namespace + selectors
+ * (every controller reading the same resource shares its cache), the
+ * controllers, optional Lease leader election, a metrics registry, an event
+ * recorder and optional SIGINT/SIGTERM handling. Long-form docs:
+ * docs/controller.md.
+ *
+ * Threads: reconcile runs on a controller's worker threads (at most
+ * max_concurrent_reconciles at once; never two for the same key); predicates
+ * and map functions run on informer handler threads (manager) or the test
+ * kit's caller thread. No kcr lock is held while user code runs. */
+#ifndef KCR_CONTROLLER_H
+#define KCR_CONTROLLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kcr/client.h"
+#include "kcr/error.h"
+#include "kcr/events.h"
+#include "kcr/export.h"
+#include "kcr/informer.h"
+#include "kcr/metrics.h"
+#include "kcr/object.h"
+#include "kcr/store.h"
+#include "kcr/time.h"
+#include "kcr/workqueue.h"
+
+typedef struct kcr_manager kcr_manager;
+typedef struct kcr_controller kcr_controller;
+typedef struct kcr_ctx kcr_ctx; /* one reconcile's context */
+
+/* ---- Why a reconcile runs ------------------------------------------------------------------
+ * Every enqueue carries a reason. While a key waits, its reasons coalesce:
+ * the request has the bit of every reason (`reasons`) and the details of
+ * the most important one (`trigger`). Importance is the enum's value: a
+ * higher value wins, the first of equals is kept. */
+typedef enum kcr_reason {
+    KCR_REASON_NONE = 0,            /* a re-run caused by a change that arrived while the key
+                                       was being reconciled and that this previous reconcile
+                                       already saw (its reason was consumed) */
+    KCR_REASON_INITIAL_LIST = 1,    /* the object was in the initial list (or cache replay) */
+    KCR_REASON_RESYNC = 2,          /* a periodic resync of the primary */
+    KCR_REASON_REQUEUE_AFTER = 3,   /* the previous reconcile asked for it (requeue after) */
+    KCR_REASON_RETRY = 4,           /* the previous reconcile failed (rate-limited retry) */
+    KCR_REASON_ENQUEUED = 5,        /* kcr_controller_enqueue / kcr_testkit_reconcile */
+    KCR_REASON_MAPPED = 6,          /* a watched object changed; a map function chose this key */
+    KCR_REASON_OWNED = 7,           /* an owned object whose controller is this key changed */
+    KCR_REASON_PRIMARY_ADDED = 8,   /* the primary object appeared */
+    KCR_REASON_PRIMARY_UPDATED = 9, /* the primary object changed */
+    KCR_REASON_PRIMARY_DELETED = 10 /* the primary object is gone (the cache no longer has it) */
+} kcr_reason;
+
+/* The bit of a reason in kcr_reconcile_request.reasons. */
+#define KCR_REASON_BIT(r) (UINT32_C(1) << (r))
+
+/* Static name of a reason ("PrimaryUpdated", "Owned" ...); never NULL. */
+KCR_API const char *kcr_reason_name(kcr_reason reason);
+
+/* A change of a watched object as routed to a controller. */
+typedef enum kcr_change {
+    KCR_CHANGE_ADDED = 1,
+    KCR_CHANGE_UPDATED = 2, /* includes resyncs (old and new with the same resourceVersion) */
+    KCR_CHANGE_DELETED = 3
+} kcr_change;
+
+/* The most important reason and the object whose change caused it. For
+ * OWNED and MAPPED: the kind, namespace and name of the watched object and
+ * how it changed; for the PRIMARY_* reasons, INITIAL_LIST and RESYNC: the
+ * object itself; "" and 0 for the others. Strings borrowed for the
+ * reconcile call. */
+typedef struct kcr_trigger {
+    kcr_reason reason;
+    kcr_change change;
+    const char *kind;
+    const char *namespace;
+    const char *name;
+} kcr_trigger;
+
+/* What to reconcile. Everything is borrowed for the reconcile call. */
+typedef struct kcr_reconcile_request {
+    const char *namespace; /* "" for a cluster-scoped primary */
+    const char *name;
+    const char *key;       /* "namespace/name" or "name" */
+    kcr_trigger trigger;   /* the most important reason (see kcr_reason) */
+    uint32_t reasons;      /* KCR_REASON_BIT of every coalesced reason */
+    int retries;           /* failed reconciles of this key since its last success */
+} kcr_reconcile_request;
+
+/* ---- Results --------------------------------------------------------------------------------- */
+
+typedef enum kcr_result_kind {
+    KCR_RESULT_DONE = 0,          /* success: the key's backoff is forgotten */
+    KCR_RESULT_REQUEUE_AFTER = 1, /* success, reconcile again after requeue_after_ms (> 0) */
+    KCR_RESULT_RETRY = 2,         /* an error: retry after the rate limiter's backoff */
+    KCR_RESULT_TERMINAL = 3       /* an error that retrying cannot fix: no requeue, counted */
+} kcr_result_kind;
+
+/* A reconcile's outcome. `err` (optional) says what failed for RETRY and
+ * TERMINAL; the worker logs it with kcr_last_error() of the worker thread
+ * as the reconcile left it. A kind outside the enum or a REQUEUE_AFTER with
+ * requeue_after_ms <= 0 is a garbage result: logged once per controller,
+ * counted (stats.garbage_results, reconcile_errors_total) and handled as
+ * RETRY, so it can never loop hot. */
+typedef struct kcr_result {
+    kcr_result_kind kind;
+    int64_t requeue_after_ms;
+    kcr_err err;
+} kcr_result;
+
+#define KCR_DONE ((kcr_result){KCR_RESULT_DONE, 0, KCR_OK})
+#define KCR_REQUEUE_AFTER(ms) ((kcr_result){KCR_RESULT_REQUEUE_AFTER, (ms), KCR_OK})
+#define KCR_RETRY(e) ((kcr_result){KCR_RESULT_RETRY, 0, (e)})
+#define KCR_TERMINAL(e) ((kcr_result){KCR_RESULT_TERMINAL, 0, (e)})
+
+/* The reconcile callback. Runs on a worker thread (manager) or the test
+ * kit's caller thread, with no kcr lock held; `ctx` and `req` are borrowed
+ * for the call. Never called for the same key twice at once. */
+typedef kcr_result (*kcr_reconcile_fn)(kcr_ctx *ctx, const kcr_reconcile_request *req,
+                                       void *user_data);
+
+/* ---- Predicates -------------------------------------------------------------------------------
+ * A predicate decides whether a change of a watched object is routed to the
+ * controller. Like controller-runtime's, the "changed" predicates filter
+ * updates only (adds and deletes pass); the label selector filters all.
+ * A predicate is immutable and owned by whoever holds it: the combinators
+ * and kcr_controller_options take ownership of the predicates given to them
+ * (also when they fail), so each predicate may be given once.
+ * Constructors return NULL on failure (kcr_last_error() says why).
+ * Thread-safe: evaluated concurrently from informer threads. */
+typedef struct kcr_predicate kcr_predicate;
+
+/* A custom predicate: set *pass and return KCR_OK; any other return is a
+ * failing predicate: logged once per predicate, counted
+ * (stats.predicate_errors) and the change PASSES (a spurious reconcile is
+ * harmless, a missed one is not). old_obj is NULL except for updates;
+ * new_obj is the object (for deletes its last known state, possibly NULL
+ * when a missed deletion left nothing). Borrowed for the call; runs on an
+ * informer handler thread with no kcr lock held. */
+typedef kcr_err (*kcr_predicate_fn)(kcr_change change, const kcr_object *old_obj,
+                                    const kcr_object *new_obj, bool *pass, void *user_data);
+
+/* Updates pass when metadata.generation changed (spec changes, not status). */
+KCR_API kcr_predicate *kcr_predicate_generation_changed(void);
+/* Updates pass when metadata.resourceVersion changed (drops resyncs). */
+KCR_API kcr_predicate *kcr_predicate_resource_version_changed(void);
+/* Updates pass when metadata.labels changed. */
+KCR_API kcr_predicate *kcr_predicate_labels_changed(void);
+/* Updates pass when metadata.annotations changed. */
+KCR_API kcr_predicate *kcr_predicate_annotations_changed(void);
+/* Updates pass when metadata.finalizers changed. */
+KCR_API kcr_predicate *kcr_predicate_finalizers_changed(void);
+/* Every change of an object matching the label selector (copied; NULL on a
+ * bad selector, KCR_ERR_INVALID). For updates the new object decides. */
+KCR_API kcr_predicate *kcr_predicate_label_selector(const char *selector);
+/* fn(user_data); user_data is borrowed until the predicate is freed. */
+KCR_API kcr_predicate *kcr_predicate_custom(kcr_predicate_fn fn, void *user_data);
+/* Combinators; take ownership of their operands. */
+KCR_API kcr_predicate *kcr_predicate_and(kcr_predicate *a, kcr_predicate *b);
+KCR_API kcr_predicate *kcr_predicate_or(kcr_predicate *a, kcr_predicate *b);
+KCR_API kcr_predicate *kcr_predicate_not(kcr_predicate *p);
+/* Frees a predicate (and its operands). NULL is ignored. */
+KCR_API void kcr_predicate_free(kcr_predicate *p);
+/* Evaluates p (NULL passes everything) as the controller does; *failed (may
+ * be NULL) is set when a custom predicate failed. For tests. Thread-safe. */
+KCR_API bool kcr_predicate_eval(const kcr_predicate *p, kcr_change change, const kcr_object *old_obj,
+                                const kcr_object *new_obj, bool *failed);
+
+/* ---- Map functions ---------------------------------------------------------------------------- */
+
+/* Where a map function puts keys. */
+typedef struct kcr_map_out kcr_map_out;
+
+/* Adds the key ns/name (copied; ns NULL or "" for a cluster-scoped primary).
+ * Call it only from the map function it was given to, during that call.
+ * An invalid key (empty or over-long name, a '/' in either part, a namespace
+ * for a cluster-scoped primary or none for a namespaced one) is dropped,
+ * logged once per source and counted (stats.invalid_keys); KCR_ERR_INVALID. */
+KCR_API kcr_err kcr_map_emit(kcr_map_out *out, const char *ns, const char *name);
+
+/* Maps a changed watched object to primary keys through kcr_map_emit. `obj`
+ * is borrowed for the call (for deletes the last known state, never NULL).
+ * A non-KCR_OK return is logged once per source and counted; keys emitted
+ * before it are still enqueued. Runs on an informer handler thread (or the
+ * test kit's thread), no kcr lock held. */
+typedef kcr_err (*kcr_map_fn)(const kcr_object *obj, kcr_map_out *out, void *user_data);
+
+/* ---- Controller declaration ------------------------------------------------------------------ */
+
+/* One watched resource. Zero means default; strings are copied. */
+typedef struct kcr_source {
+    kcr_resource resource;      /* required */
+    const char *kind;           /* the resource's kind ("ConfigMap"). Primary: NULL asks
+                                   discovery for kind and scope (owner references are matched
+                                   by kind, keys validated by scope). Others: only names the
+                                   source in reasons (NULL: the object's kind) */
+    bool cluster_scoped;        /* primary with `kind` given: the resource is cluster-scoped */
+    const char *namespace;      /* NULL or "": all namespaces */
+    const char *label_selector; /* NULL: everything */
+    const char *field_selector; /* NULL: everything */
+    bool metadata_only;         /* cache PartialObjectMetadata only (smaller) */
+    kcr_predicate *predicate;   /* NULL: every change; ownership taken */
+    kcr_map_fn map;             /* watches[] only (required there) */
+    void *map_user_data;        /* borrowed until the manager/test kit is freed */
+} kcr_source;
+
+/* An index to add to a cache the controller reads (see kcr_store_add_index). */
+typedef struct kcr_cache_index {
+    kcr_resource resource; /* one of the controller's sources (the first with it) */
+    const char *name;      /* copied */
+    kcr_index_fn fn;
+    void *user_data;       /* borrowed until the manager/test kit is freed */
+} kcr_cache_index;
+
+/* A controller's declaration. Zero means default; everything is copied
+ * except user_data pointers (borrowed) and the predicates and rate limiter
+ * (ownership taken by kcr_manager_add_controller / kcr_testkit_add_controller,
+ * also when they fail). */
+typedef struct kcr_controller_options {
+    const char *name;               /* required, unique per manager: metrics label, logs, events */
+    kcr_source primary;             /* for(): the reconciled resource (required) */
+    const kcr_source *owns;         /* owns(): their controlling owner of the primary's group
+                                       and kind is enqueued */
+    size_t n_owns;
+    const kcr_source *watches;      /* watches(): `map` picks the keys */
+    size_t n_watches;
+    const kcr_cache_index *indexes; /* extra cache indexes */
+    size_t n_indexes;
+    int max_concurrent_reconciles;  /* 0: 1 */
+    kcr_rate_limiter *rate_limiter; /* NULL: kcr_rate_limiter_default() (client-go's) */
+    int64_t reconcile_timeout_ms;   /* per-reconcile deadline (ctx cancel triggers); 0: none */
+    int64_t resync_period_ms;       /* primary resync (reason RESYNC, low priority); 0: none */
+    bool no_read_your_writes;       /* true: skip the wait for the cache to see the writes of
+                                       the previous reconcile of the key (see kcr_ctx_client) */
+    int64_t read_your_writes_timeout_ms; /* bound of that wait; 0: 5000 */
+    kcr_reconcile_fn reconcile;     /* required */
+    void *user_data;                /* passed to reconcile; borrowed */
+} kcr_controller_options;
+
+/* Counters of one controller (kcr_controller_get_stats). */
+typedef struct kcr_controller_stats {
+    uint64_t reconciles;         /* reconcile calls */
+    uint64_t successes;          /* DONE */
+    uint64_t requeue_afters;     /* REQUEUE_AFTER */
+    uint64_t errors;             /* RETRY (and garbage results) */
+    uint64_t terminal_errors;    /* TERMINAL */
+    uint64_t timeouts;           /* reconciles that ran past reconcile_timeout_ms */
+    uint64_t garbage_results;    /* results outside the contract */
+    uint64_t predicate_errors;   /* custom predicates that failed */
+    uint64_t map_errors;         /* map functions that failed */
+    uint64_t invalid_keys;       /* keys refused (map functions, owner references) */
+    uint64_t enqueues;           /* keys enqueued by changes (before dedup) */
+    uint64_t filtered;           /* changes dropped by predicates */
+    uint64_t ryw_waits;          /* reconciles that waited for the cache to see a write */
+    uint64_t ryw_timeouts;       /* of those, waits that gave up at the bound */
+    int64_t active_workers;      /* reconciles running now */
+} kcr_controller_stats;
+
+/* Counters so far. Thread-safe. */
+KCR_API void kcr_controller_get_stats(kcr_controller *c, kcr_controller_stats *out);
+
+/* The controller's name, owned by it. Thread-safe. */
+KCR_API const char *kcr_controller_name(const kcr_controller *c);
+
+/* Enqueues ns/name (copied) with reason ENQUEUED at normal priority.
+ * KCR_ERR_INVALID for a bad key, KCR_ERR_SHUTDOWN when stopping. Thread-safe. */
+KCR_API kcr_err kcr_controller_enqueue(kcr_controller *c, const char *ns, const char *name);
+
+/* ---- Reconcile context --------------------------------------------------------------------------
+ * Valid only during the reconcile call it was passed to; accessors are
+ * meant for that call's thread. */
+
+/* A client for the reconcile's writes (borrowed for the call): the
+ * manager's (or test kit's) client, wrapped so that the resourceVersion R
+ * of every object written through it (create, update, patch, status) in a
+ * cached resource is remembered for this key; the next reconcile of the key
+ * first waits until those caches have seen R (bounded by
+ * read_your_writes_timeout_ms, then it proceeds and counts it), so it never
+ * acts on its own stale read. Compares resourceVersions as integers, which
+ * holds for etcd-backed servers (the RV is etcd's revision): document your
+ * aggregated API server's behaviour if it differs. Lists and watches made
+ * through it without a cancel token of their own use the reconcile's
+ * (kcr_ctx_cancel). */
+KCR_API kcr_client *kcr_ctx_client(kcr_ctx *ctx);
+
+/* The cache of a resource the controller watches (the first source with
+ * that group/version/resource; NULL when none). Borrowed; read it with
+ * kcr_lister_* / kcr_store_*, never write to it. */
+KCR_API kcr_store *kcr_ctx_cache(kcr_ctx *ctx, const kcr_resource *res);
+
+/* The primary object of this request from the cache (a new reference the
+ * caller unrefs), or NULL when the cache does not have it (deleted). */
+KCR_API kcr_object *kcr_ctx_get_primary(kcr_ctx *ctx);
+
+/* The event recorder (borrowed), or NULL when the manager has none. */
+KCR_API kcr_event_recorder *kcr_ctx_recorder(kcr_ctx *ctx);
+
+/* Records an event about `regarding` (borrowed), note printf-style, through
+ * the recorder (no-op without one). Never blocks on the server. */
+KCR_API void kcr_ctx_eventf(kcr_ctx *ctx, const kcr_object *regarding, kcr_event_type type,
+                            const char *reason, const char *note_fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+/* The cancellation token of this reconcile (borrowed): triggered at the
+ * reconcile deadline, on shutdown past the graceful timeout, and on
+ * leadership loss. Pass it to long requests; check it in loops. */
+KCR_API kcr_cancel *kcr_ctx_cancel(kcr_ctx *ctx);
+
+/* True once the token is triggered: return promptly (RETRY is fine). */
+KCR_API bool kcr_ctx_canceled(kcr_ctx *ctx);
+
+/* The time now, in ms since the Unix epoch, on the manager's clock (the
+ * test kit's virtual clock in tests): use it instead of time(). */
+KCR_API int64_t kcr_ctx_now_ms(kcr_ctx *ctx);
+
+/* The controller running this reconcile. */
+KCR_API kcr_controller *kcr_ctx_controller(kcr_ctx *ctx);
+
+/* ---- Manager ---------------------------------------------------------------------------------- */
+
+/* Zero means default for every field; strings are copied. */
+typedef struct kcr_manager_options {
+    const char *name;                   /* reporting controller of events, lease identity
+                                           prefix in logs; NULL: "kcr-manager" */
+    bool leader_election;               /* run workers only while holding a Lease */
+    const char *leader_election_namespace; /* NULL: the client's namespace */
+    const char *leader_election_id;     /* the Lease's name; required with leader_election */
+    const char *leader_election_identity; /* NULL: "<hostname>_<uuid>" */
+    int64_t lease_duration_ms;          /* 0: 15000 */
+    int64_t renew_deadline_ms;          /* 0: 10000 */
+    int64_t retry_period_ms;            /* 0: 2000 */
+    bool no_warm_standby;               /* true: non-leaders do not start caches (default: every
+                                           replica syncs its caches, only the leader reconciles) */
+    int64_t graceful_shutdown_timeout_ms; /* drain in-flight reconciles this long on stop, then
+                                           cancel them; 0: 30000; < 0: do not wait */
+    bool handle_signals;                /* kcr_manager_run installs SIGINT/SIGTERM handlers: the
+                                           first stops gracefully, a second exits at once
+                                           (_exit(1)); the previous handlers are restored */
+    const kcr_informer_options *cache_defaults; /* informer options for every cache (copied;
+                                           transform, timings); sources override namespace,
+                                           selectors and metadata_only */
+    kcr_metrics *metrics;               /* borrowed; NULL: the manager makes its own. The
+                                           manager adds a collector to it: do not scrape it
+                                           after kcr_manager_free */
+    bool no_events;                     /* true: no event recorder (kcr_ctx_recorder NULL) */
+    const kcr_clock *clock;             /* events and kcr_ctx_now_ms; NULL: real */
+} kcr_manager_options;
+
+/* A manager using `client` (borrowed until kcr_manager_free: the manager
+ * installs its request observer for rest_client_requests_total). Creates the
+ * informer factory, the metrics registry (unless given) and the event
+ * recorder; starts nothing. Thread-safety of the manager: every function is
+ * thread-safe except _free. */
+KCR_API kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *opts,
+                                kcr_manager **out);
+
+/* Adds a controller declared by `opts` (see kcr_controller_options for
+ * what is copied and taken). Before kcr_manager_run only (KCR_ERR_STATE
+ * after). KCR_ERR_EXISTS for a duplicate name; KCR_ERR_INVALID naming the
+ * missing or bad field; KCR_ERR_NOT_FOUND when discovery does not know a
+ * resource whose kind is needed. *out (may be NULL) is borrowed until
+ * kcr_manager_free. */
+KCR_API kcr_err kcr_manager_add_controller(kcr_manager *m, const kcr_controller_options *opts,
+                                           kcr_controller **out);
+
+/* Runs until kcr_manager_stop, a signal (handle_signals) or leadership loss:
+ * starts the caches (every replica unless no_warm_standby), leader election
+ * (if enabled) and, once leading (or at once) and each controller's caches
+ * are synced, its workers. Then shuts down in this order: stop taking keys,
+ * drain in-flight reconciles (graceful_shutdown_timeout_ms, then cancel
+ * them), release the lease, stop the caches. Returns KCR_OK after a stop or
+ * signal, KCR_ERR_LEADERSHIP_LOST when the lease was lost (every reconcile
+ * was stopped first), or the error that kept it from starting. Once only
+ * (KCR_ERR_STATE again). */
+KCR_API kcr_err kcr_manager_run(kcr_manager *m);
+
+/* Asks a running (or about to run) manager to stop gracefully. Thread-safe
+ * and async-signal-safe. */
+KCR_API void kcr_manager_stop(kcr_manager *m);
+
+/* Stops if needed and frees everything, controllers included. NULL is
+ * ignored. Must not run while kcr_manager_run does. */
+KCR_API void kcr_manager_free(kcr_manager *m);
+
+/* The client, metrics registry, event recorder (NULL with no_events) and
+ * informer factory, borrowed until kcr_manager_free. */
+KCR_API kcr_client *kcr_manager_client(kcr_manager *m);
+KCR_API kcr_metrics *kcr_manager_metrics(kcr_manager *m);
+KCR_API kcr_event_recorder *kcr_manager_recorder(kcr_manager *m);
+KCR_API kcr_informer_factory *kcr_manager_factory(kcr_manager *m);
+
+/* True while this replica runs workers (the leader, or always without
+ * leader election). */
+KCR_API bool kcr_manager_is_leader(kcr_manager *m);
+
+/* Readiness, shaped as a kcr_health_check_fn (user_data = the manager):
+ * KCR_OK once every cache is synced and the manager is running (leader or
+ * warm standby); otherwise an error and *message (malloc'd) naming the
+ * cache that is not synced and why, with the server's message for a failing
+ * list/watch (e.g. "configmaps: 403 Forbidden: ..." or a 404 for a resource
+ * the server does not have). Thread-safe. */
+KCR_API kcr_err kcr_manager_readyz_check(char **message, void *manager);
+
+/* Liveness (kcr_health_check_fn): KCR_OK unless the manager is stopping
+ * after leadership loss or its workers were cancelled at a shutdown
+ * deadline. Thread-safe. */
+KCR_API kcr_err kcr_manager_healthz_check(char **message, void *manager);
+
+#endif
