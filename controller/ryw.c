@@ -200,12 +200,10 @@ static void r_invalidate(kcr_client *c)
     kcr_client_invalidate_discovery(INNER(c));
 }
 
-static kcr_err r_raw(kcr_client *c, const char *method, const char *path, const char *accept,
-                     const char *content_type, const char *body, size_t body_len, char **out,
-                     size_t *out_len, kcr_status *st)
+static kcr_err r_raw(kcr_client *c, const char *path, const char *body, size_t body_len,
+                     const kcr_raw_options *opts, char **out, size_t *out_len, kcr_status *st)
 {
-    return kcr_client_raw(INNER(c), method, path, accept, content_type, body, body_len, out,
-                          out_len, st);
+    return kcr_client_request(INNER(c), path, body, body_len, opts, out, out_len, st);
 }
 
 static void r_destroy(kcr_client *c)
