@@ -223,7 +223,7 @@ Test(leader, single_candidate_acquires_and_renews, .init = setup, .fini = teardo
     cr_assert_str_eq(a->last_leader, "a");
     kcr_object *l1 = get_lease();
     cr_assert_str_eq(str(l1, "spec.holderIdentity"), "a");
-    cr_assert_eq(num(l1, "spec.leaseDurationSeconds"), 1);
+    cr_assert_eq(num(l1, "spec.leaseDurationSeconds"), LEASE_MS / 1000);
     cr_assert_eq(num(l1, "spec.leaseTransitions"), 0);
     cr_assert(is_micro_time(str(l1, "spec.acquireTime")), "%s", str(l1, "spec.acquireTime"));
     cr_assert(is_micro_time(str(l1, "spec.renewTime")), "%s", str(l1, "spec.renewTime"));
@@ -298,7 +298,7 @@ Test(leader, clean_stop_hands_over_quickly, .init = setup, .fini = teardown)
     cr_assert_eq(kcr_leader_elector_start(a->e), KCR_OK);
     cr_assert(wait_count(a, &a->started, 1, 5000));
     kcr_object *held = get_lease();
-    cr_assert_eq(num(held, "spec.leaseDurationSeconds"), 2);
+    cr_assert_eq(num(held, "spec.leaseDurationSeconds"), test_ms(2000) / 1000);
     kcr_object_unref(held);
     cr_assert_eq(kcr_leader_elector_start(b->e), KCR_OK);
     cr_assert(wait_count(b, &b->new_leader_calls, 1, 5000), "b never saw the Lease");
@@ -323,7 +323,7 @@ Test(leader, clean_stop_hands_over_quickly, .init = setup, .fini = teardown)
     kcr_object *l = get_lease();
     cr_assert_str_eq(str(l, "spec.holderIdentity"), "b");
     cr_assert_eq(num(l, "spec.leaseTransitions"), 1);
-    cr_assert_eq(num(l, "spec.leaseDurationSeconds"), 2);
+    cr_assert_eq(num(l, "spec.leaseDurationSeconds"), test_ms(2000) / 1000);
     kcr_object_unref(l);
     cand_free(a);
     cand_free(b);
@@ -589,7 +589,8 @@ Test(leader, keep_lease_on_stop_does_not_release, .init = setup, .fini = teardow
     cr_assert_eq(get_int(a, &a->stopped), 1);
     kcr_object *l = get_lease();
     cr_assert_str_eq(str(l, "spec.holderIdentity"), "a");
-    cr_assert_eq(num(l, "spec.leaseDurationSeconds"), 2, "the Lease was released");
+    cr_assert_eq(num(l, "spec.leaseDurationSeconds"), test_ms(2000) / 1000,
+                 "the Lease was released");
     kcr_object_unref(l);
     cand_free(a);
 }
