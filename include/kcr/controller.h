@@ -289,9 +289,10 @@ KCR_API kcr_err kcr_controller_enqueue(kcr_controller *c, const char *ns, const 
  * read_your_writes_timeout_ms, then it proceeds and counts it), so it never
  * acts on its own stale read. Compares resourceVersions as integers, which
  * holds for etcd-backed servers (the RV is etcd's revision): document your
- * aggregated API server's behaviour if it differs. Lists and watches made
- * through it without a cancel token of their own use the reconcile's
- * (kcr_ctx_cancel). */
+ * aggregated API server's behaviour if it differs. Every request made
+ * through it (get, create, update, status, patch, delete, list, watch, raw)
+ * without a cancel token of its own uses the reconcile's (kcr_ctx_cancel),
+ * so a reconcile past its deadline or a lost lease stops its writes. */
 KCR_API kcr_client *kcr_ctx_client(kcr_ctx *ctx);
 
 /* The cache of a resource the controller watches (the first source with
