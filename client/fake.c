@@ -1467,6 +1467,8 @@ static kcr_err fake_resolve(kcr_client *c, const kcr__disc_query *q, bool refres
                             kcr_api_resource *out, kcr_status *st)
 {
     kcr_fake *f = FAKE(c);
+    if (kcr_cancel_triggered(q->cancel))
+        return kcr__fail(KCR_ERR_CANCELED, "resolve canceled");
     pthread_mutex_lock(&f->lock);
     kcr_err err = kcr__disc_resolve(&f->disc, q, out);
     pthread_mutex_unlock(&f->lock);

@@ -1154,12 +1154,13 @@ static kcr_err http_raw(kcr_client *c, const char *path, const char *body, size_
 #define AGGREGATED_ACCEPT                                                                          \
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 
-static kcr_err get_json(kcr_client *c, const char *path, const char *accept, kcr__json **doc,
-                        kcr_status *st)
+static kcr_err get_json(kcr_client *c, const char *path, const char *accept, kcr_cancel *cancel,
+                        kcr__json **doc, kcr_status *st)
 {
     char *body = NULL;
     size_t len = 0;
-    kcr_raw_options o = {.method = "GET", .accept = accept, .content_type = "application/json"};
+    kcr_raw_options o = {
+        .method = "GET", .accept = accept, .content_type = "application/json", .cancel = cancel};
     kcr_err err = http_raw(c, path, NULL, 0, &o, &body, &len, st);
     if (err == KCR_OK)
         err = kcr__json_parse(body, len, doc);
@@ -1174,8 +1175,8 @@ static bool is_aggregated(const kcr__json *doc)
 }
 
 /* Legacy discovery: /api, /api/v1, /apis, /apis/G/V for every version. */
-static kcr_err legacy_discovery(kcr_client *c, const kcr__json *api, kcr__disc_table *t,
-                                kcr_status *st)
+static kcr_err legacy_discovery(kcr_client *c, const kcr__json *api, kcr_cancel *cancel,
+                                kcr__disc_table *t, kcr_status *st)
 {
     kcr__json *versions = kcr__json_get(api, "versions");
     kcr_err err = KCR_OK;
@@ -1187,7 +1188,7 @@ static kcr_err legacy_discovery(kcr_client *c, const kcr__json *api, kcr__disc_t
         kcr__buf_printf(&path, "/api/%s", v);
         kcr__json *doc = NULL;
         err = path.oom ? kcr__fail(KCR_ERR_NOMEM, "out of memory reading discovery")
-                       : get_json(c, path.s, NULL, &doc, st);
+                       : get_json(c, path.s, NULL, cancel, &doc, st);
         if (err == KCR_OK)
             err = kcr__disc_parse_resource_list(doc, "", v, i == 0, t);
         kcr__json_free(doc);
@@ -1195,7 +1196,7 @@ static kcr_err legacy_discovery(kcr_client *c, const kcr__json *api, kcr__disc_t
     }
     kcr__json *apis = NULL;
     if (err == KCR_OK)
-        err = get_json(c, "/apis", NULL, &apis, st);
+        err = get_json(c, "/apis", NULL, cancel, &apis, st);
     kcr__json *groups = kcr__json_get(apis, "groups");
     for (size_t i = 0; err == KCR_OK && groups && i < groups->n; i++) {
         kcr__json *g = groups->vals[i];
@@ -1218,7 +1219,7 @@ static kcr_err legacy_discovery(kcr_client *c, const kcr__json *api, kcr__disc_t
                 kcr__buf_escape(&path, v);
                 kcr__json *doc = NULL;
                 err = path.oom ? kcr__fail(KCR_ERR_NOMEM, "out of memory reading discovery")
-                               : get_json(c, path.s, NULL, &doc, st);
+                               : get_json(c, path.s, NULL, cancel, &doc, st);
                 if (err == KCR_ERR_NOT_FOUND || err == KCR_ERR_API) {
                     /* an aggregated API that is down: skip it, like kubectl */
                     kcr__log(KCR_LOG_WARN, "client", "discovery of %s/%s failed: %s", name, v,
@@ -1236,21 +1237,22 @@ static kcr_err legacy_discovery(kcr_client *c, const kcr__json *api, kcr__disc_t
     return err;
 }
 
-static kcr_err fetch_discovery(kcr_client *c, kcr__disc_table *t, kcr_status *st)
+static kcr_err fetch_discovery(kcr_client *c, kcr_cancel *cancel, kcr__disc_table *t,
+                               kcr_status *st)
 {
     kcr__json *api = NULL, *apis = NULL;
-    kcr_err err = get_json(c, "/api", AGGREGATED_ACCEPT, &api, st);
+    kcr_err err = get_json(c, "/api", AGGREGATED_ACCEPT, cancel, &api, st);
     if (err == KCR_OK && is_aggregated(api)) {
         err = kcr__disc_parse_aggregated(api, t);
         if (err == KCR_OK)
-            err = get_json(c, "/apis", AGGREGATED_ACCEPT, &apis, st);
+            err = get_json(c, "/apis", AGGREGATED_ACCEPT, cancel, &apis, st);
         if (err == KCR_OK && is_aggregated(apis))
             err = kcr__disc_parse_aggregated(apis, t);
         else if (err == KCR_OK)
             err = kcr__fail(KCR_ERR_PARSE, "/apis did not answer aggregated discovery");
         kcr__log(KCR_LOG_DEBUG, "client", "aggregated discovery: %zu resources", t->n);
     } else if (err == KCR_OK) {
-        err = legacy_discovery(c, api, t, st);
+        err = legacy_discovery(c, api, cancel, t, st);
         kcr__log(KCR_LOG_DEBUG, "client", "legacy discovery: %zu resources", t->n);
     }
     kcr__json_free(api);
@@ -1268,7 +1270,7 @@ static kcr_err http_resolve(kcr_client *c, const kcr__disc_query *q, bool refres
     if (!hc->disc_valid ||
         (refresh && kcr__now_ns() - hc->disc_fetched_ns > KCR_NS_PER_S)) {
         kcr__disc_table t = {0};
-        err = fetch_discovery(c, &t, st);
+        err = fetch_discovery(c, q->cancel, &t, st);
         if (err == KCR_OK) {
             kcr__disc_clear(&hc->disc);
             hc->disc = t;

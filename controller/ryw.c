@@ -210,9 +210,11 @@ static kcr_err r_resolve(kcr_client *c, const kcr__disc_query *q, bool refresh,
                          kcr_api_resource *out, kcr_status *st)
 {
     kcr_client *in = INNER(c);
+    kcr__disc_query own = *q;
+    own.cancel = token(c, q->cancel);
     if (refresh)
         in->ops->invalidate(in);
-    return in->ops->resolve(in, q, false, out, st);
+    return in->ops->resolve(in, &own, false, out, st);
 }
 
 static void r_invalidate(kcr_client *c)

@@ -373,7 +373,9 @@ KCR_API kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *o
  * what is copied and taken). Before kcr_manager_run only (KCR_ERR_STATE
  * after). KCR_ERR_EXISTS for a duplicate name; KCR_ERR_INVALID naming the
  * missing or bad field; KCR_ERR_NOT_FOUND when discovery does not know a
- * resource whose kind is needed. *out (may be NULL) is borrowed until
+ * resource whose kind is needed; KCR_ERR_CANCELED when kcr_manager_stop
+ * was called before or during that discovery (stop cancels its requests,
+ * so a hung server cannot hold this call). *out (may be NULL) is borrowed until
  * kcr_manager_free. */
 KCR_API kcr_err kcr_manager_add_controller(kcr_manager *m, const kcr_controller_options *opts,
                                            kcr_controller **out);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "helpers/hung_server.h"
 #include "kcr/kcr.h"
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
@@ -748,6 +749,48 @@ Test(manager, reconcile_deadline_stops_its_writes, .init = setup, .fini = teardo
                      kcr_strerror((kcr_err)atomic_load(&verb_result[v])));
     cr_assert(exists("a"), "the delete past the deadline was not made");
     cr_assert_not(exists("late"), "the create past the deadline was not made");
+}
+
+/* ---- stop cancels discovery in add_controller ---- */
+
+typedef struct adder {
+    kcr_manager *m;
+    kcr_err err;
+    char msg[512];
+} adder;
+
+static void *add_thing_controller(void *arg)
+{
+    adder *a = arg;
+    /* no kind given: add_controller asks discovery */
+    kcr_controller_options o = {.name = "things",
+                                .primary = {.resource = {"nope.example.com", "v1", "things"}},
+                                .reconcile = copy_reconcile};
+    a->err = kcr_manager_add_controller(a->m, &o, NULL);
+    snprintf(a->msg, sizeof a->msg, "%s", kcr_last_error());
+    return NULL;
+}
+
+Test(manager, stop_cancels_discovery_on_a_hung_server, .timeout = 60)
+{
+    hung_server *srv = hung_server_start();
+    kcr_client *hc = hung_server_client(srv, &(kcr_client_options){.request_timeout_ms = 30000});
+    adder a = {.err = KCR_OK};
+    cr_assert_eq(kcr_manager_new(hc, &(kcr_manager_options){.no_events = true}, &a.m), KCR_OK, "%s",
+                 kcr_last_error());
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, add_thing_controller, &a), 0);
+    cr_assert(hung_server_wait_requests(srv, 1), "discovery never reached the server");
+    int64_t t0 = kcr__now_ns();
+    kcr_manager_stop(a.m);
+    pthread_join(t, NULL);
+    int64_t took_ms = (kcr__now_ns() - t0) / KCR_NS_PER_MS;
+    cr_assert_eq(a.err, KCR_ERR_CANCELED, "%s: %s", kcr_strerror(a.err), a.msg);
+    cr_assert(strstr(a.msg, "things"), "%s", a.msg);
+    cr_assert_lt(took_ms, 1000, "add_controller returned %lld ms after stop", (long long)took_ms);
+    kcr_manager_free(a.m);
+    kcr_client_free(hc);
+    hung_server_stop(srv);
 }
 
 /* ---- churn: every change is eventually reconciled, never two at once per key ---- */

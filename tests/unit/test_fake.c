@@ -840,6 +840,11 @@ Test(fake, triggered_cancel_stops_every_verb, .init = setup, .fini = teardown)
                  KCR_ERR_CANCELED);
     cr_assert_eq(kcr_client_delete(c, &CM, "d", "a", &d, &o, NULL), KCR_ERR_CANCELED);
     cr_assert_eq(kcr_client_request(c, "/api", NULL, 0, &r, NULL, NULL, NULL), KCR_ERR_CANCELED);
+    kcr_resolve_options ro = {.cancel = cancel};
+    kcr_api_resource ar;
+    cr_assert_eq(kcr_client_resolve_opts(c, "cm", &ro, &ar, NULL), KCR_ERR_CANCELED);
+    cr_assert_eq(kcr_client_resolve_kind_opts(c, "", "v1", "ConfigMap", &ro, &ar, NULL),
+                 KCR_ERR_CANCELED);
     cr_assert(strstr(kcr_last_error(), "canceled") != NULL, "%s", kcr_last_error());
     cr_assert_null(o);
     /* nothing was written or deleted */
@@ -849,5 +854,7 @@ Test(fake, triggered_cancel_stops_every_verb, .init = setup, .fini = teardown)
     kcr_cancel_reset(cancel);
     cr_assert_eq(kcr_client_get(c, &CM, "d", "a", &g, &o, NULL), KCR_OK, "a reset token");
     kcr_object_unref(o);
+    cr_assert_eq(kcr_client_resolve_opts(c, "cm", &ro, &ar, NULL), KCR_OK);
+    cr_assert_str_eq(ar.kind, "ConfigMap");
     kcr_cancel_free(cancel);
 }
