@@ -14,7 +14,9 @@
 
 /* Rounds of a getter's wait for work before it sleeps (0: never wait
  * awake), each a sched_yield (about 0.5 us when the CPU has nothing else to
- * run), and how many getters may wait awake at once. */
+ * run), and how many getters may wait awake at once. A yield that comes
+ * back late (another process holds the CPU) makes the thread's waits
+ * shorter for a while (yield.c). */
 #ifndef KCR__WQ_SPIN
 #define KCR__WQ_SPIN 50
 #endif
@@ -42,6 +44,12 @@
  * would cost more in lock hand-overs than it adds. */
 #ifndef KCR__WQ_QUICK_TAKES
 #define KCR__WQ_QUICK_TAKES 32
+#endif
+/* Rounds a getter waits awake while its thread saw a yield come back late
+ * recently (yield.c). Measured on the busy 2-core machine: sleeping at once
+ * (0) cost priority_1p2w a third against 4. */
+#ifndef KCR__WQ_SPIN_CONTENDED
+#define KCR__WQ_SPIN_CONTENDED 4
 #endif
 #ifndef KCR__WQ_MAX_SPINNERS
 #define KCR__WQ_MAX_SPINNERS 2
@@ -603,10 +611,13 @@ bool kcr__wq_ring_add(struct kcr_workqueue *q, const char *key, size_t len, uint
     if (q->has_cb || len >= KCR__WQ_SLOT_KEY)
         return false;
     unsigned long takes = 0;
+    int64_t t = 0; /* the clock after the last yield (0: none yet) */
     for (int round = 0, idle = 0;; round++, idle++) {
         if (ring_push(q, key, len, hash, added_ns, ready_at, prio)) {
             if (sleeper_needs_wake(q, ready_at))
                 wake_sleeper(q, ready_at != 0);
+            if (t)
+                kcr__wq_yields_on_time();
             return true;
         }
         /* Full: getters are behind. Give them the CPU (and wake one if all
@@ -622,9 +633,18 @@ bool kcr__wq_ring_add(struct kcr_workqueue *q, const char *key, size_t len, uint
         }
         if (idle >= KCR__WQ_FULL_WAIT || round >= KCR__WQ_FULL_WAIT_MAX)
             return false;
-        if (sleeper_needs_wake(q, 0))
+        bool woke = sleeper_needs_wake(q, 0);
+        if (woke)
             wake_sleeper(q, false);
-        sched_yield();
+        /* On a contended CPU a yield gives away a whole time slice: apply
+         * the ring under the lock instead (yield.c). */
+        if (!t || woke)
+            t = kcr__now_ns();
+        if (!kcr__wq_may_yield(t))
+            return false;
+        t = kcr__wq_yield(t);
+        if (!t)
+            return false;
     }
 }
 
@@ -708,6 +728,11 @@ static bool spin_for_work(struct kcr_workqueue *q, int *budget)
     if (*budget <= 0 || atomic_load_explicit(&q->spinning, memory_order_relaxed) >=
                             KCR__WQ_MAX_SPINNERS)
         return false;
+    /* On a contended CPU each yield may hand another process a time slice:
+     * wait awake for a few rounds only (yield.c). */
+    int64_t t = kcr__now_ns();
+    if (!kcr__wq_may_yield(t) && *budget > KCR__WQ_SPIN_CONTENDED)
+        *budget = KCR__WQ_SPIN_CONTENDED;
     atomic_fetch_add(&q->spinning, 1); /* under the lock: the count stays bounded */
     pthread_mutex_unlock(&q->mu);
     /* Yield rather than pause: with more runnable threads than cores (four
@@ -716,16 +741,27 @@ static bool spin_for_work(struct kcr_workqueue *q, int *budget)
      * hands it over and returns at once when nothing else wants the CPU.
      * Measured on 2 cores: pause x1000 (the same ~28 us budget) gave half
      * the throughput with 1 producer and 4 workers. A deadline falling due
-     * ends the wait too, so near deadlines cost no timed sleep. */
+     * ends the wait too, so near deadlines cost no timed sleep. A yield
+     * that comes back late gave a time slice to another process: this get
+     * then sleeps, and the thread's next waits are short for a while
+     * (yield.c). */
+    bool yielded = false;
     while (*budget > 0) {
         if (atomic_load_explicit(&q->avail, memory_order_relaxed) || ring_ready(q))
             break;
-        int64_t due = atomic_load_explicit(&q->next_due, memory_order_relaxed);
-        if (due != INT64_MAX && kcr__now_ns() >= due)
+        if (t >= atomic_load_explicit(&q->next_due, memory_order_relaxed))
             break;
-        sched_yield();
+        t = kcr__wq_yield(t);
+        if (!t) { /* late: this get sleeps from now on */
+            *budget = 0;
+            yielded = false;
+            break;
+        }
+        yielded = true;
         --*budget;
     }
+    if (yielded)
+        kcr__wq_yields_on_time();
     kcr__wq_mutex_lock(q);
     /* seq_cst: an adder that saw us spinning did not wake anybody; the
      * caller drains the ring after this, so its add is not missed. */

@@ -21,7 +21,8 @@
  * before sleeping; fence.c says which fence each side uses). A getter with
  * keys in the FIFO leaves the ring alone until it is half full, and leaves
  * delayed adds in it while the FIFO is long; a full ring makes adders wait
- * for getters before they apply it themselves. While workers hold keys, one
+ * for getters before they apply it themselves (at once on a contended CPU:
+ * yield.c). While workers hold keys, one
  * more getter stands by (a timed wait) instead of taking fresh keys, and
  * adders wake nobody meanwhile (see get in queue.c and docs/workqueue.md). */
 #ifndef KCR_WORKQUEUE_QUEUE_H
@@ -322,6 +323,27 @@ bool kcr__wq_light_fences(void);
 
 /* A full fence on every running thread of the process (membarrier). */
 void kcr__wq_heavy_fence(void);
+
+/* yield.c --------------------------------------------------------------- */
+
+/* True if the calling thread's waits may yield freely at `now`: none of its
+ * yields came back late recently (the CPU is not contended). Else getters
+ * wait awake only a few rounds and adders do not wait for ring space. */
+bool kcr__wq_may_yield(int64_t now);
+
+/* sched_yield(), `before` being the time just before it. Returns the time
+ * after it, or 0 if it came back late (another process ran: the CPU is
+ * contended); then this thread's waits stay short for a while
+ * (kcr__wq_may_yield). */
+int64_t kcr__wq_yield(int64_t before);
+
+/* A wait's yields all came back in time: the next late one starts the
+ * shortest calm period again. */
+void kcr__wq_yields_on_time(void);
+
+/* The calling thread's waits stay short until `until` (tests run those
+ * paths with INT64_MAX). */
+void kcr__wq_calm_until(int64_t until);
 
 /* metrics.c ------------------------------------------------------------- */
 

@@ -2,10 +2,15 @@
  * bench/informer/run, next to its client-go twin).
  *
  *   bench_informer seed KUBECONFIG NAMESPACE N BYTES
- *       makes NAMESPACE hold (at least) N ConfigMaps bench-<i> with about
- *       BYTES of data each; existing ones are kept (created once, reused)
- *   bench_informer sync KUBECONFIG NAMESPACE paged|streaming
- *       times an informer from client creation to synced, then prints
+ *       makes NAMESPACE hold exactly N ConfigMaps bench-<i> (i < N) with
+ *       about BYTES of data each: creates the missing ones, then counts and
+ *       fails unless the count is N (so use one namespace per N)
+ *   bench_informer onepage KUBECONFIG NAMESPACE LIMIT RV
+ *       one LIST request with limit=LIMIT at resourceVersion RV ("0" or
+ *       "-" for none); prints "items=<n> continue=yes|no"
+ *   bench_informer sync KUBECONFIG NAMESPACE default|list|streaming
+ *       times an informer from before the kubeconfig is loaded to synced
+ *       (kcr_informer_wait_for_sync wakes on the sync itself), then prints
  *       "seconds=<s> rss_mb=<VmHWM MB> objects=<n>" */
 #include <pthread.h>
 #include <stdio.h>
@@ -89,6 +94,27 @@ static kcr_err count_item(kcr_object *obj, void *ud)
     return KCR_OK;
 }
 
+/* ConfigMaps in ns, following continue tokens; -1 on failure. */
+static long count_all(kcr_client *c, const char *ns)
+{
+    long have = 0;
+    char *cont = NULL;
+    kcr_err err;
+    do {
+        kcr_list_options lo = {.limit = 5000, .continue_token = cont};
+        kcr_list_meta meta = {0};
+        err = kcr_client_list(c, &CM, ns, &lo, count_item, &have, &meta, NULL);
+        free(cont);
+        cont = err == KCR_OK && meta.continue_token && *meta.continue_token
+                   ? strdup(meta.continue_token)
+                   : NULL;
+        kcr_list_meta_clear(&meta);
+    } while (cont);
+    if (err != KCR_OK)
+        fprintf(stderr, "bench_informer: counting ConfigMaps in %s: %s\n", ns, kcr_last_error());
+    return err == KCR_OK ? have : -1;
+}
+
 static int seed(const char *kubeconfig, const char *ns, int n, int bytes)
 {
     kcr_client *c = client_for(kubeconfig);
@@ -101,25 +127,23 @@ static int seed(const char *kubeconfig, const char *ns, int n, int bytes)
         fprintf(stderr, "bench_informer: namespace %s: %s\n", ns, kcr_last_error());
         return 1;
     }
-    long have = 0;
-    char *cont = NULL;
-    do {
-        kcr_list_options lo = {.limit = 5000, .continue_token = cont};
-        kcr_list_meta meta = {0};
-        err = kcr_client_list(c, &CM, ns, &lo, count_item, &have, &meta, NULL);
-        free(cont);
-        cont = err == KCR_OK && meta.continue_token && *meta.continue_token
-                   ? strdup(meta.continue_token)
-                   : NULL;
-        kcr_list_meta_clear(&meta);
-    } while (cont);
-    if (have >= n) {
-        fprintf(stderr, "bench_informer: %s already holds %ld ConfigMaps, reusing them\n", ns,
-                have);
+    long have = count_all(c, ns);
+    if (have < 0)
+        return 1;
+    if (have > n) {
+        fprintf(stderr,
+                "bench_informer: %s holds %ld ConfigMaps, more than %d: use a namespace "
+                "of its own per N\n",
+                ns, have, n);
+        return 1;
+    }
+    if (have == n) {
+        fprintf(stderr, "bench_informer: %s holds exactly %d ConfigMaps, reusing them\n", ns, n);
         kcr_client_free(c);
         return 0;
     }
-    fprintf(stderr, "bench_informer: creating %d ConfigMaps of ~%d bytes in %s\n", n, bytes, ns);
+    fprintf(stderr, "bench_informer: creating %ld ConfigMaps of ~%d bytes in %s\n", n - have, bytes,
+            ns);
     char *value = malloc((size_t)bytes + 1);
     for (int i = 0; i < bytes; i++)
         value[i] = (char)('a' + i % 26);
@@ -137,8 +161,31 @@ static int seed(const char *kubeconfig, const char *ns, int n, int bytes)
         failed |= jobs[w].failed;
     }
     free(value);
+    have = failed ? -1 : count_all(c, ns);
     kcr_client_free(c);
-    return failed;
+    if (have != n) {
+        fprintf(stderr, "bench_informer: %s holds %ld ConfigMaps, not %d\n", ns, have, n);
+        return 1;
+    }
+    fprintf(stderr, "bench_informer: %s holds exactly %d ConfigMaps\n", ns, n);
+    return 0;
+}
+
+static int onepage(const char *kubeconfig, const char *ns, long limit, const char *rv)
+{
+    kcr_client *c = client_for(kubeconfig);
+    long items = 0;
+    kcr_list_options lo = {.limit = limit, .resource_version = strcmp(rv, "-") ? rv : NULL};
+    kcr_list_meta meta = {0};
+    kcr_err err = kcr_client_list(c, &CM, ns, &lo, count_item, &items, &meta, NULL);
+    if (err != KCR_OK)
+        fprintf(stderr, "bench_informer: LIST: %s\n", kcr_last_error());
+    else
+        printf("items=%ld continue=%s\n", items,
+               meta.continue_token && *meta.continue_token ? "yes" : "no");
+    kcr_list_meta_clear(&meta);
+    kcr_client_free(c);
+    return err != KCR_OK;
 }
 
 static int sync_once(const char *kubeconfig, const char *ns, const char *mode)
@@ -147,8 +194,9 @@ static int sync_once(const char *kubeconfig, const char *ns, const char *mode)
     kcr_client *c = client_for(kubeconfig);
     kcr_informer_options o = {0};
     o.reflector.namespace = ns;
-    o.reflector.list_mode =
-        strcmp(mode, "streaming") == 0 ? KCR_LIST_MODE_STREAMING : KCR_LIST_MODE_PAGED;
+    o.reflector.list_mode = strcmp(mode, "streaming") == 0 ? KCR_LIST_MODE_STREAMING
+                            : strcmp(mode, "list") == 0    ? KCR_LIST_MODE_PAGED
+                                                           : KCR_LIST_MODE_DEFAULT;
     kcr_informer *inf = NULL;
     if (kcr_informer_new(c, &CM, &o, &inf) != KCR_OK || kcr_informer_start(inf) != KCR_OK) {
         fprintf(stderr, "bench_informer: %s\n", kcr_last_error());
@@ -172,9 +220,12 @@ int main(int argc, char **argv)
 {
     if (argc == 6 && strcmp(argv[1], "seed") == 0)
         return seed(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
+    if (argc == 6 && strcmp(argv[1], "onepage") == 0)
+        return onepage(argv[2], argv[3], atol(argv[4]), argv[5]);
     if (argc == 5 && strcmp(argv[1], "sync") == 0)
         return sync_once(argv[2], argv[3], argv[4]);
     fprintf(stderr, "usage: bench_informer seed KUBECONFIG NS N BYTES\n"
-                    "       bench_informer sync KUBECONFIG NS paged|streaming\n");
+                    "       bench_informer onepage KUBECONFIG NS LIMIT RV|-\n"
+                    "       bench_informer sync KUBECONFIG NS default|list|streaming\n");
     return 2;
 }

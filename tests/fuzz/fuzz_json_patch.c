@@ -18,7 +18,13 @@ static const char FALLBACK[] =
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const char *text = (const char *)data;
+    /* A NUL-terminated copy: a length of 0 means "up to the NUL" in kcr's
+     * API, so an empty part must be an empty string, not unterminated. */
+    char *text = malloc(size + 1);
+    if (!text)
+        abort();
+    memcpy(text, data, size);
+    text[size] = '\0';
     const char *nl = memchr(text, '\n', size);
     size_t doc_len = nl ? (size_t)(nl - text) : 0;
     const char *patch = nl ? nl + 1 : text;
@@ -65,5 +71,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     kcr_object_unref(snap);
     kcr_object_edit_free(e);
     kcr_object_unref(doc);
+    free(text);
     return 0;
 }

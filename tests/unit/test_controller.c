@@ -16,6 +16,7 @@
 
 #include "core/clock.h"
 #include "helpers/hung_server.h"
+#include "helpers/timescale.h"
 #include "kcr/kcr.h"
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
@@ -80,7 +81,7 @@ static void create_cm(const char *name)
 /* Polls `cond` every millisecond for up to 10 s. */
 #define WAIT_FOR(cond)                                                                             \
     do {                                                                                           \
-        int64_t until_ = kcr__now_ns() + 10 * KCR_NS_PER_S;                                        \
+        int64_t until_ = kcr__now_ns() + test_ms(10000) * KCR_NS_PER_MS;                          \
         while (!(cond) && kcr__now_ns() < until_) {                                                \
             struct timespec ts_ = {0, 1000000};                                                    \
             nanosleep(&ts_, NULL);                                                                 \
@@ -481,9 +482,9 @@ static void candidate_start(candidate *cd, intptr_t id, const char *identity)
     kcr_manager_options mo = {.leader_election = true,
                               .leader_election_id = "test-lock",
                               .leader_election_identity = identity,
-                              .lease_duration_ms = 600,
-                              .renew_deadline_ms = 400,
-                              .retry_period_ms = 100};
+                              .lease_duration_ms = test_ms(600),
+                              .renew_deadline_ms = test_ms(400),
+                              .retry_period_ms = test_ms(100)};
     cr_assert_eq(kcr_manager_new(cd->client, &mo, &cd->m), KCR_OK, "%s", kcr_last_error());
     kcr_controller_options o = {.name = "counter",
                                 .primary = {.resource = CM},
@@ -527,7 +528,7 @@ Test(manager, leader_election_one_reconciles_then_hands_over, .init = setup, .fi
     cr_assert_eq(cd[0].result, KCR_OK);
     WAIT_FOR(kcr_manager_is_leader(cd[1].m));
     /* a released lease has leaseDurationSeconds=1: retry + 1 s, plus scheduling slack */
-    cr_assert_lt(kcr__now_ns() - t0, (100 + 1000 + 500) * KCR_NS_PER_MS,
+    cr_assert_lt(kcr__now_ns() - t0, (test_ms(100) + 1000 + test_ms(500)) * KCR_NS_PER_MS,
                  "took over within retry + 1 s");
     WAIT_FOR(atomic_load(&by_manager[1]) >= 2);
     kcr_manager_stop(cd[1].m);
@@ -544,9 +545,9 @@ Test(manager, leadership_loss_stops_reconciles_and_returns, .init = setup, .fini
     cr_assert_eq(kcr_fake_client(fake, "default", &cd.client), KCR_OK);
     kcr_manager_options mo = {.leader_election = true,
                               .leader_election_id = "lost-lock",
-                              .lease_duration_ms = 600,
-                              .renew_deadline_ms = 400,
-                              .retry_period_ms = 100};
+                              .lease_duration_ms = test_ms(600),
+                              .renew_deadline_ms = test_ms(400),
+                              .retry_period_ms = test_ms(100)};
     cr_assert_eq(kcr_manager_new(cd.client, &mo, &cd.m), KCR_OK);
     mgr = cd.m; /* slow_controller adds to mgr */
     slow_controller(0);

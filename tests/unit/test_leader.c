@@ -20,14 +20,16 @@
 #include "core/clock.h"
 #include "helpers/hung_server.h"
 #include "kcr/kcr.h"
+#include "helpers/timescale.h"
 
 static const kcr_resource LEASES = {"coordination.k8s.io", "v1", "leases"};
 
-#define LEASE_MS 1000
-#define RENEW_MS 600
-#define RETRY_MS 100
+/* Scaled under valgrind and sanitizers (helpers/timescale.h). */
+#define LEASE_MS test_ms(1000)
+#define RENEW_MS test_ms(600)
+#define RETRY_MS test_ms(100)
 /* Scheduling slack for upper bounds (valgrind runs threads one at a time). */
-#define SLACK_MS 300
+#define SLACK_MS test_ms(300)
 
 static kcr_fake *fake;
 static kcr_client *admin; /* the test's own view of the Lease */
@@ -118,7 +120,7 @@ static cand *cand_new_with(const char *identity, int64_t lease_ms, bool keep_lea
     cr_assert_eq(kcr_fake_client(fake, NULL, &c->client), KCR_OK);
     kcr_leader_elector_options o = opts_for(c, identity);
     if (lease_ms)
-        o.lease_duration_ms = lease_ms;
+        o.lease_duration_ms = test_ms(lease_ms);
     o.keep_lease_on_stop = keep_lease_on_stop;
     cr_assert_eq(kcr_leader_elector_new(c->client, &o, &c->e), KCR_OK, "%s", kcr_last_error());
     return c;
@@ -141,7 +143,7 @@ static void cand_free(cand *c)
 /* Waits until *field >= want (field of c, under c->mu); false on timeout. */
 static bool wait_count(cand *c, const int *field, int want, int64_t timeout_ms)
 {
-    int64_t deadline = kcr__now_ns() + timeout_ms * KCR_NS_PER_MS;
+    int64_t deadline = kcr__now_ns() + test_ms(timeout_ms) * KCR_NS_PER_MS;
     struct timespec ts = kcr__timespec_at(deadline);
     pthread_mutex_lock(&c->mu);
     while (*field < want && kcr__now_ns() < deadline)
@@ -162,7 +164,7 @@ static int get_int(cand *c, const int *field)
 /* Waits until the elector's stats satisfy renewals >= n. */
 static bool wait_renewals(cand *c, uint64_t n, int64_t timeout_ms)
 {
-    int64_t end = mono_ms() + timeout_ms;
+    int64_t end = mono_ms() + test_ms(timeout_ms);
     kcr_leader_elector_stats st;
     do {
         kcr_leader_elector_get_stats(c->e, &st);
@@ -223,7 +225,7 @@ Test(leader, single_candidate_acquires_and_renews, .init = setup, .fini = teardo
     cr_assert_str_eq(a->last_leader, "a");
     kcr_object *l1 = get_lease();
     cr_assert_str_eq(str(l1, "spec.holderIdentity"), "a");
-    cr_assert_eq(num(l1, "spec.leaseDurationSeconds"), 1);
+    cr_assert_eq(num(l1, "spec.leaseDurationSeconds"), LEASE_MS / 1000);
     cr_assert_eq(num(l1, "spec.leaseTransitions"), 0);
     cr_assert(is_micro_time(str(l1, "spec.acquireTime")), "%s", str(l1, "spec.acquireTime"));
     cr_assert(is_micro_time(str(l1, "spec.renewTime")), "%s", str(l1, "spec.renewTime"));
@@ -259,7 +261,7 @@ Test(leader, two_candidates_exactly_one_leader, .init = setup, .fini = teardown)
     cand *a = cand_new("a"), *b = cand_new("b");
     cr_assert_eq(kcr_leader_elector_start(a->e), KCR_OK);
     cr_assert_eq(kcr_leader_elector_start(b->e), KCR_OK);
-    int64_t end = mono_ms() + 5000;
+    int64_t end = mono_ms() + test_ms(5000);
     while (get_int(a, &a->started) + get_int(b, &b->started) == 0 && mono_ms() < end)
         nap_ms(5);
     cand *leader = get_int(a, &a->started) ? a : b;
@@ -298,7 +300,7 @@ Test(leader, clean_stop_hands_over_quickly, .init = setup, .fini = teardown)
     cr_assert_eq(kcr_leader_elector_start(a->e), KCR_OK);
     cr_assert(wait_count(a, &a->started, 1, 5000));
     kcr_object *held = get_lease();
-    cr_assert_eq(num(held, "spec.leaseDurationSeconds"), 2);
+    cr_assert_eq(num(held, "spec.leaseDurationSeconds"), test_ms(2000) / 1000);
     kcr_object_unref(held);
     cr_assert_eq(kcr_leader_elector_start(b->e), KCR_OK);
     cr_assert(wait_count(b, &b->new_leader_calls, 1, 5000), "b never saw the Lease");
@@ -318,12 +320,12 @@ Test(leader, clean_stop_hands_over_quickly, .init = setup, .fini = teardown)
      * would wait the full 2 s. */
     cr_assert(wait_count(b, &b->started, 1, 5000), "b never took over");
     int64_t took = b->started_ms - stopped;
-    cr_assert_lt(took, 1000 + RETRY_MS + 800, "hand-over took %lld ms", (long long)took);
+    cr_assert_lt(took, 1000 + RETRY_MS + test_ms(800), "hand-over took %lld ms", (long long)took);
     cr_assert_eq(atomic_load(&leaders_max), 1);
     kcr_object *l = get_lease();
     cr_assert_str_eq(str(l, "spec.holderIdentity"), "b");
     cr_assert_eq(num(l, "spec.leaseTransitions"), 1);
-    cr_assert_eq(num(l, "spec.leaseDurationSeconds"), 2);
+    cr_assert_eq(num(l, "spec.leaseDurationSeconds"), test_ms(2000) / 1000);
     kcr_object_unref(l);
     cand_free(a);
     cand_free(b);
@@ -361,7 +363,7 @@ Test(leader, failed_renewals_step_down_before_anyone_takes_over, .init = setup, 
      * it last saw it change, which was at a's last renewal (at most one
      * retry period before the cut). */
     int64_t took = b->started_ms - cut;
-    cr_assert_geq(took, 1000 - RETRY_MS, "b took over after %lld ms", (long long)took);
+    cr_assert_geq(took, LEASE_MS - RETRY_MS, "b took over after %lld ms", (long long)took);
     cr_assert_eq(atomic_load(&leaders_max), 1);
     /* a lost the lease and did not campaign again (it had a second to). */
     cr_assert_eq(get_int(a, &a->started), 1);
@@ -589,7 +591,8 @@ Test(leader, keep_lease_on_stop_does_not_release, .init = setup, .fini = teardow
     cr_assert_eq(get_int(a, &a->stopped), 1);
     kcr_object *l = get_lease();
     cr_assert_str_eq(str(l, "spec.holderIdentity"), "a");
-    cr_assert_eq(num(l, "spec.leaseDurationSeconds"), 2, "the Lease was released");
+    cr_assert_eq(num(l, "spec.leaseDurationSeconds"), test_ms(2000) / 1000,
+                 "the Lease was released");
     kcr_object_unref(l);
     cand_free(a);
 }
@@ -689,7 +692,7 @@ Test(leader, unreadable_lease_is_retried_without_leading, .init = setup, .fini =
                  KCR_OK);
     cand *a = cand_new("a");
     cr_assert_eq(kcr_leader_elector_start(a->e), KCR_OK);
-    int64_t end = mono_ms() + 5000;
+    int64_t end = mono_ms() + test_ms(5000);
     kcr_leader_elector_stats st;
     do {
         kcr_leader_elector_get_stats(a->e, &st);
@@ -722,8 +725,8 @@ Test(leader, crashed_leader_is_replaced_after_the_lease_lapses, .init = setup, .
     /* the full lease (1 s) since b last saw it change, which was at a's last
      * renewal: no earlier than 1 s - one retry period, no later than 1 s +
      * a retry period and some scheduling slack */
-    cr_assert_geq(took, 1000 - RETRY_MS, "b took over after %lld ms", (long long)took);
-    cr_assert_lt(took, 1000 + RETRY_MS + 800, "b took over after %lld ms", (long long)took);
+    cr_assert_geq(took, LEASE_MS - RETRY_MS, "b took over after %lld ms", (long long)took);
+    cr_assert_lt(took, LEASE_MS + RETRY_MS + test_ms(800), "b took over after %lld ms", (long long)took);
     l = get_lease();
     cr_assert_str_eq(str(l, "spec.holderIdentity"), "b");
     cr_assert_eq(num(l, "spec.leaseTransitions"), 1);

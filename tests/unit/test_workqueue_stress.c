@@ -1,7 +1,9 @@
 /* Many producers and workers: a key is never processed by two workers at
  * once, and no add is lost (every key added after the start of its last
  * processing is processed again). Runs once with each of the add ring's
- * fence modes (see workqueue/fence.c); also runs under TSan (tests/run). */
+ * fence modes (see workqueue/fence.c), and once with half the threads
+ * waiting as on a contended CPU (workqueue/yield.c); also runs under TSan
+ * (tests/run). */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <sched.h>
@@ -45,6 +47,16 @@ static struct key_state keys[KEYS];
 static kcr_workqueue *queue;
 static atomic_int overlaps;
 static atomic_int errors;
+/* Threads 2 and 3 of each kind wait as after a late yield on a contended
+ * CPU: getters yield a few rounds only before they sleep, adders facing a
+ * full ring apply it themselves. */
+static bool some_block;
+
+static void maybe_block(uintptr_t id)
+{
+    if (some_block && (id & 2))
+        kcr__wq_calm_until(INT64_MAX);
+}
 
 static uint32_t next_rand(uint32_t *s)
 {
@@ -54,6 +66,7 @@ static uint32_t next_rand(uint32_t *s)
 
 static void *producer(void *arg)
 {
+    maybe_block((uintptr_t)arg);
     uint32_t seed = (uint32_t)(uintptr_t)arg * 7919u + 1;
     for (int i = 0; i < adds_per_producer; i++) {
         struct key_state *k = &keys[next_rand(&seed) % KEYS];
@@ -80,6 +93,7 @@ static struct key_state *find(const char *name)
 static void *worker(void *arg)
 {
     uintptr_t id = (uintptr_t)arg;
+    maybe_block(id);
     for (;;) {
         const char *name;
         /* Half the workers use a timeout, to mix both waiting paths. */
@@ -108,8 +122,9 @@ static void *worker(void *arg)
 
 /* light_fences: adders publish without a hardware fence and sleeping
  * getters use membarrier (when the kernel has it); else seq_cst exchange. */
-static void run_stress(bool light_fences)
+static void run_stress(bool light_fences, bool block)
 {
+    some_block = block;
     for (int i = 0; i < KEYS; i++) {
         snprintf(keys[i].name, sizeof keys[i].name, "key-%d", i);
         atomic_init(&keys[i].busy, 0);
@@ -156,8 +171,9 @@ static void run_stress(bool light_fences)
                          "%s: %ld adds but the last processing saw %ld", keys[i].name, adds,
                          atomic_load(&keys[i].seen_at_get));
     }
-    cr_log_info("stress (%s fences): %ld adds, %ld processed, %.2f s",
-                queue->light_fences ? "light" : "exchange", total_adds, total_processed, secs);
+    cr_log_info("stress (%s fences%s): %ld adds, %ld processed, %.2f s",
+                queue->light_fences ? "light" : "exchange", block ? ", half as on a busy CPU" : "",
+                total_adds, total_processed, secs);
     cr_assert_gt(total_processed, KEYS - 1);
     cr_assert_leq(total_processed, total_adds);
     cr_assert_eq(atomic_load(&overlaps), 0, "a key was processed by two workers at once");
@@ -171,10 +187,15 @@ static void run_stress(bool light_fences)
 
 Test(stress, no_key_processed_twice_at_once_and_no_add_lost, .timeout = 120)
 {
-    run_stress(true);
+    run_stress(true, false);
 }
 
 Test(stress, same_with_exchange_fences, .timeout = 120)
 {
-    run_stress(false);
+    run_stress(false, false);
+}
+
+Test(stress, same_with_half_the_threads_waiting_as_on_a_busy_cpu, .timeout = 120)
+{
+    run_stress(true, true);
 }
