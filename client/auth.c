@@ -19,6 +19,7 @@
 #include "client/config_impl.h"
 #include "client/pem.h"
 #include "client/json.h"
+#include "core/base64.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -144,28 +145,28 @@ kcr_err kcr__auth_get(kcr__auth *a, kcr__creds *out)
         }
         if (err == KCR_OK) {
             if (a->exec_creds.bearer && !(out->bearer = strdup(a->exec_creds.bearer)))
-                err = KCR_ERR_NOMEM;
+                err = kcr__fail(KCR_ERR_NOMEM, "out of memory getting credentials");
             if (!blob_copy(&out->cert, &a->exec_creds.cert) ||
                 !blob_copy(&out->key, &a->exec_creds.key))
-                err = KCR_ERR_NOMEM;
+                err = kcr__fail(KCR_ERR_NOMEM, "out of memory getting credentials");
         }
     }
     if (err == KCR_OK && !out->bearer && cfg->token_file) {
         err = refresh_token_file(a);
         if (err == KCR_OK && !(out->bearer = strdup(a->file_token)))
-            err = KCR_ERR_NOMEM;
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory getting credentials");
     }
     pthread_mutex_unlock(&a->lock);
     if (err == KCR_OK && !out->bearer && cfg->token && *cfg->token &&
         !(out->bearer = strdup(cfg->token)))
-        err = KCR_ERR_NOMEM;
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory getting credentials");
     if (err == KCR_OK && !out->bearer && cfg->username && *cfg->username) {
         out->username = cfg->username;
         out->password = cfg->password ? cfg->password : "";
     }
     if (err == KCR_OK && !out->cert.data && cfg->cert.data &&
         (!blob_copy(&out->cert, &cfg->cert) || !blob_copy(&out->key, &cfg->key)))
-        err = KCR_ERR_NOMEM;
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory getting credentials");
     if (err != KCR_OK)
         kcr__creds_clear(out);
     return err;
@@ -208,7 +209,8 @@ static char *exec_info(const kcr__exec_config *exec, const kcr_config *cfg)
     if (err == KCR_OK && spec && exec->provide_cluster_info) {
         kcr__json *cluster = kcr__json_child_object(spec, "cluster");
         if (!cluster)
-            err = KCR_ERR_NOMEM;
+            err = kcr__fail(KCR_ERR_NOMEM,
+                            "out of memory preparing the exec credential plugin's input");
         if (err == KCR_OK)
             err = kcr__json_set_str(cluster, "server", cfg->server);
         if (err == KCR_OK && cfg->tls_server_name)
@@ -218,7 +220,8 @@ static char *exec_info(const kcr__exec_config *exec, const kcr_config *cfg)
         if (err == KCR_OK && cfg->ca.data) {
             char *b64 = kcr__base64_encode(cfg->ca.data, cfg->ca.len);
             err = b64 ? kcr__json_set_str(cluster, "certificate-authority-data", b64)
-                      : KCR_ERR_NOMEM;
+                      : kcr__fail(KCR_ERR_NOMEM,
+                                  "out of memory preparing the exec credential plugin's input");
             free(b64);
         }
     }
@@ -270,7 +273,7 @@ static kcr_err run_plugin(const kcr__exec_config *exec, char *info, char **out, 
         free(envp);
         free(argv);
         free(info_var);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory running the exec credential plugin");
     }
     snprintf(info_var, info_len, "KUBERNETES_EXEC_INFO=%s", info);
     size_t ne = 0;
@@ -302,7 +305,7 @@ static kcr_err run_plugin(const kcr__exec_config *exec, char *info, char **out, 
     set_cloexec(po[0]);
     set_cloexec(pe[0]);
     if (posix_spawn_file_actions_init(&fa) != 0) {
-        err = KCR_ERR_NOMEM;
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory running the exec credential plugin");
         goto done;
     }
     fa_ok = true;
@@ -382,7 +385,7 @@ kcr_err kcr__exec_run(const kcr__exec_config *exec, const kcr_config *cfg, kcr__
     *expiry = 0;
     char *info = exec_info(exec, cfg);
     if (!info)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory running the exec credential plugin");
     char *stdout_buf = NULL, *stderr_buf = NULL;
     size_t stdout_len = 0;
     int status = 0;
@@ -440,12 +443,12 @@ kcr_err kcr__exec_run(const kcr__exec_config *exec, const kcr_config *cfg, kcr__
             err = kcr__fail(KCR_ERR_EXEC, "exec plugin %s: bad expirationTimestamp",
                             exec->command);
         if (err == KCR_OK && token && *token && !(out->bearer = strdup(token)))
-            err = KCR_ERR_NOMEM;
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory running the exec credential plugin");
         if (err == KCR_OK && cert && *cert) {
             out->cert.data = strdup(cert);
             out->key.data = strdup(key);
             if (!out->cert.data || !out->key.data)
-                err = KCR_ERR_NOMEM;
+                err = kcr__fail(KCR_ERR_NOMEM, "out of memory running the exec credential plugin");
             else
                 out->cert.len = strlen(cert), out->key.len = strlen(key);
             char what[300];

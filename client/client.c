@@ -401,6 +401,9 @@ static kcr_err resolve(kcr_client *c, const kcr__disc_query *q, kcr_api_resource
                        kcr_status *status)
 {
     memset(out, 0, sizeof *out);
+    kcr_err cerr = canceled(q->cancel, "resolve");
+    if (cerr != KCR_OK)
+        return cerr;
     BEGIN_STATUS();
     kcr_err err = c->ops->resolve(c, q, false, out, st);
     if (err == KCR_ERR_NOT_FOUND && st->code == 0) /* a miss, not a 404 */
@@ -412,18 +415,34 @@ static kcr_err resolve(kcr_client *c, const kcr__disc_query *q, kcr_api_resource
 kcr_err kcr_client_resolve(kcr_client *c, const char *name, kcr_api_resource *out,
                            kcr_status *status)
 {
+    return kcr_client_resolve_opts(c, name, NULL, out, status);
+}
+
+kcr_err kcr_client_resolve_opts(kcr_client *c, const char *name, const kcr_resolve_options *opts,
+                                kcr_api_resource *out, kcr_status *status)
+{
     if (!c || !name || !*name || !out)
         return kcr__fail(KCR_ERR_INVALID, "resolve: a client and a name are required");
-    kcr__disc_query q = {.name = name};
+    kcr__disc_query q = {.name = name, .cancel = opts ? opts->cancel : NULL};
     return resolve(c, &q, out, status);
 }
 
 kcr_err kcr_client_resolve_kind(kcr_client *c, const char *group, const char *version,
                                 const char *kind, kcr_api_resource *out, kcr_status *status)
 {
+    return kcr_client_resolve_kind_opts(c, group, version, kind, NULL, out, status);
+}
+
+kcr_err kcr_client_resolve_kind_opts(kcr_client *c, const char *group, const char *version,
+                                     const char *kind, const kcr_resolve_options *opts,
+                                     kcr_api_resource *out, kcr_status *status)
+{
     if (!c || !kind || !*kind || !out)
         return kcr__fail(KCR_ERR_INVALID, "resolve_kind: a client and a kind are required");
-    kcr__disc_query q = {.group = group ? group : "", .version = version, .kind = kind};
+    kcr__disc_query q = {.group = group ? group : "",
+                         .version = version,
+                         .kind = kind,
+                         .cancel = opts ? opts->cancel : NULL};
     return resolve(c, &q, out, status);
 }
 

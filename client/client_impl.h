@@ -106,6 +106,7 @@ struct kcr__disc_query {
     const char *group;   /* resolve by kind: group, version (NULL: preferred), kind */
     const char *version;
     const char *kind;
+    kcr_cancel *cancel; /* the discovery requests' token, or NULL */
 };
 
 kcr_err kcr__disc_add(kcr__disc_table *t, const kcr_api_resource *r, const char *const *shorts,

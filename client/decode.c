@@ -10,7 +10,7 @@
 #include "client/json.h"
 #include "core/error.h"
 #include "core/str.h"
-#include "store/object_builder.h"
+#include "object/object_builder.h"
 
 /* Bytes handed to yajl per call, so size limits are checked often. */
 enum { SLICE = 64 << 10 };

@@ -15,11 +15,12 @@
 
 #include "client/client_impl.h"
 #include "client/decode.h"
-#include "client/selector.h"
+#include "core/base64.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "kcr/time.h"
+#include "object/selector.h"
 
 enum { DEFAULT_HISTORY = 1000, DEFAULT_MAX_QUEUE = 100000, WAIT_SLICE_MS = 50 };
 
@@ -319,6 +320,27 @@ static const kcr__disc_entry *find_res(kcr_fake *f, const kcr_resource *res)
     return NULL;
 }
 
+/* Whether discovery serves res at its version (lock held): the apiserver
+ * has no handler for anything else. */
+static bool served(kcr_fake *f, const kcr_resource *res)
+{
+    const char *g = res->group ? res->group : "";
+    for (size_t i = 0; i < f->disc.n; i++)
+        if (strcmp(f->disc.e[i].r.group, g) == 0 &&
+            strcmp(f->disc.e[i].r.version, res->version) == 0 &&
+            strcmp(f->disc.e[i].r.resource, res->resource) == 0)
+            return true;
+    return false;
+}
+
+/* What the apiserver answers for a path it has no handler for: a bare 404
+ * Status, without details. */
+static kcr_err not_served(kcr_status *st)
+{
+    kcr__status_make(st, 404, "NotFound", "the server could not find the requested resource");
+    return kcr__status_fail(st);
+}
+
 /* ---- events and watchers ------------------------------------------------------------------- */
 
 static const char *obj_label(const char *key, void *ud)
@@ -461,6 +483,8 @@ static kcr_err begin(kcr_fake *f, kcr_fake_verb verb, const kcr_resource *res, c
         err = kcr__status_fail(st);
         break;
     }
+    if (err == KCR_OK && !served(f, res))
+        err = not_served(st);
     pthread_mutex_unlock(&f->lock);
     free(rkey);
     return err;
@@ -1444,6 +1468,8 @@ static kcr_err fake_resolve(kcr_client *c, const kcr__disc_query *q, bool refres
                             kcr_api_resource *out, kcr_status *st)
 {
     kcr_fake *f = FAKE(c);
+    if (kcr_cancel_triggered(q->cancel))
+        return kcr__fail(KCR_ERR_CANCELED, "resolve canceled");
     pthread_mutex_lock(&f->lock);
     kcr_err err = kcr__disc_resolve(&f->disc, q, out);
     pthread_mutex_unlock(&f->lock);
@@ -1631,6 +1657,15 @@ kcr_err kcr_fake_add(kcr_fake *f, const kcr_resource *res, const char *json, kcr
         *out = NULL;
     if (!f || !res || !res->resource || !res->version || !json)
         return kcr__fail(KCR_ERR_INVALID, "kcr_fake_add: a fake, a resource and JSON required");
+    pthread_mutex_lock(&f->lock);
+    bool known = served(f, res);
+    pthread_mutex_unlock(&f->lock);
+    if (!known)
+        return kcr__fail(KCR_ERR_NOT_FOUND,
+                         "kcr_fake_add: the fake does not serve %s/%s %s: register it "
+                         "(kcr_fake_register) or create its CustomResourceDefinition first",
+                         res->group && *res->group ? res->group : "core", res->version,
+                         res->resource);
     kcr_status st = {0};
     kcr__json *doc;
     kcr_err err = parse_body(json, strlen(json), &doc, &st);

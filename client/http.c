@@ -43,7 +43,7 @@ enum {
 kcr_err kcr__buf_add(kcr__buf *b, const char *s, size_t n)
 {
     if (b->oom)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory building a request");
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n + 1)
@@ -51,7 +51,7 @@ kcr_err kcr__buf_add(kcr__buf *b, const char *s, size_t n)
         char *p = realloc(b->s, cap);
         if (!p) {
             b->oom = true;
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory building a request");
         }
         b->s = p;
         b->cap = cap;
@@ -75,12 +75,12 @@ kcr_err kcr__buf_printf(kcr__buf *b, const char *fmt, ...)
     int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
     if (n < 0)
-        return KCR_ERR_INVALID;
+        return kcr__fail(KCR_ERR_INVALID, "cannot format a request string (\"%s\")", fmt);
     if ((size_t)n < sizeof tmp)
         return kcr__buf_add(b, tmp, (size_t)n);
     char *big = malloc((size_t)n + 1);
     if (!big)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory building a request");
     va_start(ap, fmt);
     vsnprintf(big, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -101,7 +101,7 @@ kcr_err kcr__buf_escape(kcr__buf *b, const char *s)
             kcr__buf_add(b, esc, 3);
         }
     }
-    return b->oom ? KCR_ERR_NOMEM : KCR_OK;
+    return b->oom ? kcr__fail(KCR_ERR_NOMEM, "out of memory building a request path") : KCR_OK;
 }
 
 void kcr__buf_free(kcr__buf *b)
@@ -139,7 +139,7 @@ kcr_err kcr__resource_path(kcr__buf *b, const kcr_resource *res, const char *ns,
         kcr__buf_str(b, "/");
         kcr__buf_escape(b, subresource);
     }
-    return b->oom ? KCR_ERR_NOMEM : KCR_OK;
+    return b->oom ? kcr__fail(KCR_ERR_NOMEM, "out of memory building a request path") : KCR_OK;
 }
 
 void kcr__buf_query(kcr__buf *b, const char *key, const char *value)
@@ -158,7 +158,7 @@ kcr_err kcr_cancel_new(kcr_cancel **out)
 {
     kcr_cancel *c = calloc(1, sizeof *c);
     if (!c)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory making a cancel token");
     if (pipe(c->fds) != 0) {
         free(c);
         return kcr__fail(KCR_ERR_IO, "cancel token: pipe: %s", strerror(errno));
@@ -386,7 +386,7 @@ static size_t on_write(char *buf, size_t size, size_t n, void *ud)
         return len;
     }
     if (kcr__buf_add(&x->body, buf, len) != KCR_OK) {
-        x->sink_err = KCR_ERR_NOMEM;
+        x->sink_err = kcr__fail(KCR_ERR_NOMEM, "out of memory reading a response");
         return 0;
     }
     return len;
@@ -548,7 +548,7 @@ static kcr_err setup(http_client *hc, CURL *e, const kcr__http_req *req, const c
     list = curl_slist_append(list, "Expect:"); /* no 100-continue round trip */
     headers[0] = list;
     if (!list)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory setting the request headers");
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, list);
 
     if (strcmp(req->method, "GET") == 0) {
@@ -720,7 +720,7 @@ kcr_err kcr__http_do(kcr_client *c, const kcr__http_req *req, char **out, size_t
     kcr__buf_str(&url, hc->url_base);
     kcr__buf_str(&url, req->path);
     if (url.oom)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory making a request");
     kcr_err err = KCR_OK;
     bool auth_retried = false;
     int attempts = 0;
@@ -773,7 +773,8 @@ kcr_err kcr__http_do(kcr_client *c, const kcr__http_req *req, char **out, size_t
             bool retry = may_retry && req->idempotent && !x.delivered && retryable_curl(rc) &&
                          !(x.code >= 200 && x.code < 300);
             const char *detail = *errbuf ? errbuf : curl_easy_strerror(rc);
-            kcr_err terr = rc == CURLE_OPERATION_TIMEDOUT ? KCR_ERR_TIMEOUT : KCR_ERR_TRANSPORT;
+            bool timed_out = rc == CURLE_OPERATION_TIMEDOUT;
+            kcr_err terr = timed_out ? KCR_ERR_TIMEOUT : KCR_ERR_TRANSPORT; /* detail: below */
             err = classify_tls(hc, rc, verify_result, detail, req);
             if (err == KCR_OK && rc == CURLE_OPERATION_TIMEDOUT && !req->streaming)
                 err = kcr__fail(terr, "%s %s: no complete answer within %d ms (%s)", req->method,
@@ -793,7 +794,7 @@ kcr_err kcr__http_do(kcr_client *c, const kcr__http_req *req, char **out, size_t
             err = KCR_OK;
             if (out && !req->sink) {
                 if (!x.body.s && kcr__buf_add(&x.body, "", 0) != KCR_OK) {
-                    err = KCR_ERR_NOMEM;
+                    err = kcr__fail(KCR_ERR_NOMEM, "out of memory making a request");
                 } else {
                     *out = x.body.s;
                     if (out_len)
@@ -869,7 +870,7 @@ static kcr_err http_get(kcr_client *c, const kcr_resource *res, const char *ns, 
     kcr_err err = kcr__resource_path(&path, res, ns, name, opts->subresource);
     kcr__buf_query(&path, "resourceVersion", opts->resource_version);
     if (err == KCR_OK && path.oom)
-        err = KCR_ERR_NOMEM;
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory building a get request");
     if (err == KCR_OK) {
         kcr__http_req req = {.method = "GET",
                              .path = path.s,
@@ -902,7 +903,7 @@ static kcr_err write_object(kcr_client *c, const char *method, const kcr_resourc
     kcr_err err = kcr__resource_path(&path, res, ns, name, opts->subresource);
     write_query(&path, opts, false);
     if (err == KCR_OK && path.oom)
-        err = KCR_ERR_NOMEM;
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory building a write request");
     if (err == KCR_OK) {
         kcr__http_req req = {.method = method,
                              .path = path.s,
@@ -942,7 +943,7 @@ static kcr_err http_patch(kcr_client *c, const kcr_resource *res, const char *ns
     kcr_err err = kcr__resource_path(&path, res, ns, name, opts->subresource);
     write_query(&path, opts, type == KCR_PATCH_APPLY);
     if (err == KCR_OK && path.oom)
-        err = KCR_ERR_NOMEM;
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory building a patch request");
     if (err == KCR_OK) {
         kcr__http_req req = {.method = "PATCH",
                              .path = path.s,
@@ -998,7 +999,7 @@ static kcr_err http_delete(kcr_client *c, const kcr_resource *res, const char *n
     kcr_err err = kcr__resource_path(&path, res, ns, name, NULL);
     char *body = delete_body(opts);
     if (err == KCR_OK && (path.oom || !body))
-        err = KCR_ERR_NOMEM;
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory building a delete request");
     char *resp = NULL;
     size_t len = 0;
     if (err == KCR_OK) {
@@ -1050,7 +1051,8 @@ static kcr_err list_query(kcr__buf *path, const kcr_list_options *o, bool watch)
         kcr__buf_query(path, "allowWatchBookmarks", "true");
     if (watch && o->send_initial_events)
         kcr__buf_query(path, "sendInitialEvents", "true");
-    return path->oom ? KCR_ERR_NOMEM : KCR_OK;
+    return path->oom ? kcr__fail(KCR_ERR_NOMEM, "out of memory building a list or watch query")
+                     : KCR_OK;
 }
 
 static kcr_err list_sink(const char *buf, size_t len, void *ud)
@@ -1069,7 +1071,7 @@ static kcr_err http_list(kcr_client *c, const kcr_resource *res, const char *ns,
         err = list_query(&path, opts, false);
     kcr__list_decoder *d = NULL;
     if (err == KCR_OK && !(d = kcr__list_decoder_new(hc->opts.max_item_bytes, fn, ud)))
-        err = KCR_ERR_NOMEM;
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory building a list request");
     if (err == KCR_OK) {
         kcr__http_req req = {.method = "GET",
                              .path = path.s,
@@ -1105,7 +1107,7 @@ static kcr_err http_watch(kcr_client *c, const kcr_resource *res, const char *ns
         err = list_query(&path, opts, true);
     kcr__watch_decoder *d = NULL;
     if (err == KCR_OK && !(d = kcr__watch_decoder_new(hc->opts.max_item_bytes, fn, ud)))
-        err = KCR_ERR_NOMEM;
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory building a watch request");
     if (err == KCR_OK) {
         kcr__http_req req = {.method = "GET",
                              .path = path.s,
@@ -1152,12 +1154,13 @@ static kcr_err http_raw(kcr_client *c, const char *path, const char *body, size_
 #define AGGREGATED_ACCEPT                                                                          \
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 
-static kcr_err get_json(kcr_client *c, const char *path, const char *accept, kcr__json **doc,
-                        kcr_status *st)
+static kcr_err get_json(kcr_client *c, const char *path, const char *accept, kcr_cancel *cancel,
+                        kcr__json **doc, kcr_status *st)
 {
     char *body = NULL;
     size_t len = 0;
-    kcr_raw_options o = {.method = "GET", .accept = accept, .content_type = "application/json"};
+    kcr_raw_options o = {
+        .method = "GET", .accept = accept, .content_type = "application/json", .cancel = cancel};
     kcr_err err = http_raw(c, path, NULL, 0, &o, &body, &len, st);
     if (err == KCR_OK)
         err = kcr__json_parse(body, len, doc);
@@ -1172,8 +1175,8 @@ static bool is_aggregated(const kcr__json *doc)
 }
 
 /* Legacy discovery: /api, /api/v1, /apis, /apis/G/V for every version. */
-static kcr_err legacy_discovery(kcr_client *c, const kcr__json *api, kcr__disc_table *t,
-                                kcr_status *st)
+static kcr_err legacy_discovery(kcr_client *c, const kcr__json *api, kcr_cancel *cancel,
+                                kcr__disc_table *t, kcr_status *st)
 {
     kcr__json *versions = kcr__json_get(api, "versions");
     kcr_err err = KCR_OK;
@@ -1184,7 +1187,8 @@ static kcr_err legacy_discovery(kcr_client *c, const kcr__json *api, kcr__disc_t
         kcr__buf path = {0};
         kcr__buf_printf(&path, "/api/%s", v);
         kcr__json *doc = NULL;
-        err = path.oom ? KCR_ERR_NOMEM : get_json(c, path.s, NULL, &doc, st);
+        err = path.oom ? kcr__fail(KCR_ERR_NOMEM, "out of memory reading discovery")
+                       : get_json(c, path.s, NULL, cancel, &doc, st);
         if (err == KCR_OK)
             err = kcr__disc_parse_resource_list(doc, "", v, i == 0, t);
         kcr__json_free(doc);
@@ -1192,7 +1196,7 @@ static kcr_err legacy_discovery(kcr_client *c, const kcr__json *api, kcr__disc_t
     }
     kcr__json *apis = NULL;
     if (err == KCR_OK)
-        err = get_json(c, "/apis", NULL, &apis, st);
+        err = get_json(c, "/apis", NULL, cancel, &apis, st);
     kcr__json *groups = kcr__json_get(apis, "groups");
     for (size_t i = 0; err == KCR_OK && groups && i < groups->n; i++) {
         kcr__json *g = groups->vals[i];
@@ -1214,7 +1218,8 @@ static kcr_err legacy_discovery(kcr_client *c, const kcr__json *api, kcr__disc_t
                 kcr__buf_str(&path, "/");
                 kcr__buf_escape(&path, v);
                 kcr__json *doc = NULL;
-                err = path.oom ? KCR_ERR_NOMEM : get_json(c, path.s, NULL, &doc, st);
+                err = path.oom ? kcr__fail(KCR_ERR_NOMEM, "out of memory reading discovery")
+                               : get_json(c, path.s, NULL, cancel, &doc, st);
                 if (err == KCR_ERR_NOT_FOUND || err == KCR_ERR_API) {
                     /* an aggregated API that is down: skip it, like kubectl */
                     kcr__log(KCR_LOG_WARN, "client", "discovery of %s/%s failed: %s", name, v,
@@ -1232,21 +1237,22 @@ static kcr_err legacy_discovery(kcr_client *c, const kcr__json *api, kcr__disc_t
     return err;
 }
 
-static kcr_err fetch_discovery(kcr_client *c, kcr__disc_table *t, kcr_status *st)
+static kcr_err fetch_discovery(kcr_client *c, kcr_cancel *cancel, kcr__disc_table *t,
+                               kcr_status *st)
 {
     kcr__json *api = NULL, *apis = NULL;
-    kcr_err err = get_json(c, "/api", AGGREGATED_ACCEPT, &api, st);
+    kcr_err err = get_json(c, "/api", AGGREGATED_ACCEPT, cancel, &api, st);
     if (err == KCR_OK && is_aggregated(api)) {
         err = kcr__disc_parse_aggregated(api, t);
         if (err == KCR_OK)
-            err = get_json(c, "/apis", AGGREGATED_ACCEPT, &apis, st);
+            err = get_json(c, "/apis", AGGREGATED_ACCEPT, cancel, &apis, st);
         if (err == KCR_OK && is_aggregated(apis))
             err = kcr__disc_parse_aggregated(apis, t);
         else if (err == KCR_OK)
             err = kcr__fail(KCR_ERR_PARSE, "/apis did not answer aggregated discovery");
         kcr__log(KCR_LOG_DEBUG, "client", "aggregated discovery: %zu resources", t->n);
     } else if (err == KCR_OK) {
-        err = legacy_discovery(c, api, t, st);
+        err = legacy_discovery(c, api, cancel, t, st);
         kcr__log(KCR_LOG_DEBUG, "client", "legacy discovery: %zu resources", t->n);
     }
     kcr__json_free(api);
@@ -1264,7 +1270,7 @@ static kcr_err http_resolve(kcr_client *c, const kcr__disc_query *q, bool refres
     if (!hc->disc_valid ||
         (refresh && kcr__now_ns() - hc->disc_fetched_ns > KCR_NS_PER_S)) {
         kcr__disc_table t = {0};
-        err = fetch_discovery(c, &t, st);
+        err = fetch_discovery(c, q->cancel, &t, st);
         if (err == KCR_OK) {
             kcr__disc_clear(&hc->disc);
             hc->disc = t;
@@ -1331,10 +1337,11 @@ static kcr_err address(http_client *hc)
     const char *authority = strstr(server, "://") ? strstr(server, "://") + 3 : server;
     hc->host = kcr__memdup_str(authority, strcspn(authority, "/"));
     if (!hc->host)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the server address");
     if (!tls || !*tls) {
         hc->url_base = strdup(server);
-        return hc->url_base ? KCR_OK : KCR_ERR_NOMEM;
+        return hc->url_base ? KCR_OK
+                            : kcr__fail(KCR_ERR_NOMEM, "out of memory reading the server address");
     }
     const char *scheme_end = strstr(server, "://");
     const char *host = scheme_end + 3;
@@ -1360,7 +1367,9 @@ static kcr_err address(http_client *hc)
     b = (kcr__buf){0};
     kcr__buf_printf(&b, "%s:%s:%s:%s", tls, portnum, real_host, portnum);
     hc->connect_to = b.s;
-    return hc->url_base && hc->connect_to ? KCR_OK : KCR_ERR_NOMEM;
+    return hc->url_base && hc->connect_to
+               ? KCR_OK
+               : kcr__fail(KCR_ERR_NOMEM, "out of memory reading the server address");
 }
 
 kcr_err kcr_client_new(const kcr_config *cfg, const kcr_client_options *opts, kcr_client **out)
@@ -1379,7 +1388,7 @@ kcr_err kcr_client_new(const kcr_config *cfg, const kcr_client_options *opts, kc
         return kcr__fail(KCR_ERR_TRANSPORT, "libcurl initialization failed");
     http_client *hc = calloc(1, sizeof *hc);
     if (!hc)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory making a client");
     hc->base.ops = &http_ops;
     if (opts)
         hc->opts = *opts;
@@ -1409,7 +1418,9 @@ kcr_err kcr_client_new(const kcr_config *cfg, const kcr_client_options *opts, kc
         hc->user_agent = (free(hc->user_agent), NULL);
     hc->auth = hc->cfg ? kcr__auth_new(hc->cfg) : NULL;
     hc->base.namespace = hc->cfg ? (char *)kcr_config_namespace(hc->cfg) : NULL;
-    kcr_err err = hc->cfg && hc->user_agent && hc->auth ? address(hc) : KCR_ERR_NOMEM;
+    kcr_err err = hc->cfg && hc->user_agent && hc->auth
+                      ? address(hc)
+                      : kcr__fail(KCR_ERR_NOMEM, "out of memory making a client");
     if (err != KCR_OK) {
         http_destroy(&hc->base);
         return err;

@@ -85,12 +85,6 @@ kcr_err kcr__json_append(kcr__json *arr, kcr__json *v);
 /* RFC 7386 JSON merge patch applied to *target in place (may replace it). */
 kcr_err kcr__json_merge_patch(kcr__json **target, const kcr__json *patch);
 
-/* Base64 (standard alphabet, padding optional on input, whitespace skipped).
- * decode: KCR_ERR_PARSE on a bad character. Outputs are malloc'd and
- * NUL-terminated (not counted in *out_len). */
-kcr_err kcr__base64_decode(const char *in, size_t len, char **out, size_t *out_len);
-char *kcr__base64_encode(const char *in, size_t len);
-
 /* kcr__fail() with the current kcr_last_error() appended: "<fmt...><previous>".
  * (Passing kcr_last_error() to kcr__fail() itself would overlap buffers.) */
 kcr_err kcr__refail(kcr_err err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -11,6 +11,7 @@
 #include "client/config_impl.h"
 #include "client/json.h"
 #include "client/pem.h"
+#include "core/base64.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -354,7 +355,7 @@ static const char *ystr(kubeconfig *kc, ydoc *d, yaml_node_t *map, const char *k
     }
     char *s = malloc(n->data.scalar.length + 1);
     if (!s) {
-        *err = KCR_ERR_NOMEM;
+        *err = kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
         return NULL;
     }
     memcpy(s, n->data.scalar.value, n->data.scalar.length);
@@ -429,7 +430,7 @@ static kcr_err parse_exec(kubeconfig *kc, ydoc *d, yaml_node_t *node, const char
                          d->file, where, api_version);
     kcr__exec_config *e = calloc(1, sizeof *e);
     if (!e)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
     /* A command with a '/' but not absolute is relative to the kubeconfig. */
     e->command = strchr(command, '/') ? resolve_path(dir, command) : strdup(command);
     e->api_version = strdup(api_version ? api_version : "client.authentication.k8s.io/v1");
@@ -447,7 +448,7 @@ static kcr_err parse_exec(kubeconfig *kc, ydoc *d, yaml_node_t *node, const char
     e->env = calloc(n_env + 1, sizeof *e->env);
     if (!e->command || !e->api_version || !e->args || !e->env) {
         exec_free(e);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
     }
     if ((args && !yis_null(args) && args->type != YAML_SEQUENCE_NODE) ||
         (env && !yis_null(env) && env->type != YAML_SEQUENCE_NODE)) {
@@ -465,7 +466,7 @@ static kcr_err parse_exec(kubeconfig *kc, ydoc *d, yaml_node_t *node, const char
         if (!(e->args[e->n_args++] = strndup((const char *)a->data.scalar.value,
                                               a->data.scalar.length))) {
             exec_free(e);
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
         }
     }
     for (size_t i = 0; i < n_env; i++) {
@@ -482,7 +483,7 @@ static kcr_err parse_exec(kubeconfig *kc, ydoc *d, yaml_node_t *node, const char
         size_t len = strlen(name) + (value ? strlen(value) : 0) + 2;
         if (!(e->env[e->n_env] = malloc(len))) {
             exec_free(e);
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
         }
         snprintf(e->env[e->n_env++], len, "%s=%s", name, value ? value : "");
     }
@@ -546,7 +547,7 @@ static kcr_err add_cluster(kubeconfig *kc, ydoc *d, const char *name, yaml_node_
         return KCR_OK;
     kc_cluster c = {.name = name, .file = d->file, .dir = dir_of(kc, d->file)};
     const char *where = arena_printf(&kc->mem, "cluster \"%s\"", name);
-    kcr_err err = where ? KCR_OK : KCR_ERR_NOMEM;
+    kcr_err err = where ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
     c.server = ystr(kc, d, b, "server", where, &err);
     c.ca_file = ystr(kc, d, b, "certificate-authority", where, &err);
     c.ca_data = ystr(kc, d, b, "certificate-authority-data", where, &err);
@@ -557,7 +558,7 @@ static kcr_err add_cluster(kubeconfig *kc, ydoc *d, const char *name, yaml_node_
         return err;
     kc_cluster *n = realloc(kc->clusters, (kc->n_clusters + 1) * sizeof *n);
     if (!n)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
     kc->clusters = n;
     kc->clusters[kc->n_clusters++] = c;
     return KCR_OK;
@@ -569,7 +570,7 @@ static kcr_err add_user(kubeconfig *kc, ydoc *d, const char *name, yaml_node_t *
         return KCR_OK;
     kc_user u = {.name = name, .file = d->file, .dir = dir_of(kc, d->file)};
     const char *where = arena_printf(&kc->mem, "user \"%s\"", name);
-    kcr_err err = where ? KCR_OK : KCR_ERR_NOMEM;
+    kcr_err err = where ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
     u.cert_file = ystr(kc, d, b, "client-certificate", where, &err);
     u.cert_data = ystr(kc, d, b, "client-certificate-data", where, &err);
     u.key_file = ystr(kc, d, b, "client-key", where, &err);
@@ -592,7 +593,7 @@ static kcr_err add_user(kubeconfig *kc, ydoc *d, const char *name, yaml_node_t *
     kc_user *n = realloc(kc->users, (kc->n_users + 1) * sizeof *n);
     if (!n) {
         exec_free(u.exec);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
     }
     kc->users = n;
     kc->users[kc->n_users++] = u;
@@ -605,7 +606,7 @@ static kcr_err add_context(kubeconfig *kc, ydoc *d, const char *name, yaml_node_
         return KCR_OK;
     kc_context c = {.name = name, .file = d->file};
     const char *where = arena_printf(&kc->mem, "context \"%s\"", name);
-    kcr_err err = where ? KCR_OK : KCR_ERR_NOMEM;
+    kcr_err err = where ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
     c.cluster = ystr(kc, d, b, "cluster", where, &err);
     c.user = ystr(kc, d, b, "user", where, &err);
     c.namespace = ystr(kc, d, b, "namespace", where, &err);
@@ -613,7 +614,7 @@ static kcr_err add_context(kubeconfig *kc, ydoc *d, const char *name, yaml_node_
         return err;
     kc_context *n = realloc(kc->contexts, (kc->n_contexts + 1) * sizeof *n);
     if (!n)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
     kc->contexts = n;
     kc->contexts[kc->n_contexts++] = c;
     return KCR_OK;
@@ -624,7 +625,7 @@ static kcr_err merge_yaml(kubeconfig *kc, const char *yaml, size_t len, const ch
 {
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser))
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
     yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
     ydoc d = {.file = file};
     if (!yaml_parser_load(&parser, &d.doc)) {
@@ -681,7 +682,7 @@ static kcr_err load_pem(const char *data, const char *file, const char *dir, con
     if (file && *file) {
         char *path = resolve_path(dir, file);
         if (!path)
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
         kcr_err err = kcr__read_file(path, MAX_CERT, field, out);
         free(path);
         if (err != KCR_OK)
@@ -805,7 +806,7 @@ static kcr_err build_config(kubeconfig *kc, const char *context, kcr_config **ou
 
     kcr_config *c = calloc(1, sizeof *c);
     if (!c)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
     c->context = strdup(context);
     c->cluster = strdup(cl->name);
     c->namespace = strdup(ctx->namespace && *ctx->namespace ? ctx->namespace : "default");
@@ -817,7 +818,7 @@ static kcr_err build_config(kubeconfig *kc, const char *context, kcr_config **ou
               (c->tls_server_name || !cl->tls_server_name) && (c->proxy_url || !cl->proxy_url);
     if (!ok) {
         kcr_config_free(c);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
     }
     err = load_ca(cl, &c->ca);
     if (err == KCR_OK && us) {
@@ -828,7 +829,7 @@ static kcr_err build_config(kubeconfig *kc, const char *context, kcr_config **ou
             c->username = xstrdup(us->username);
             c->password = xstrdup(us->password);
             if (us->exec && !(c->exec = exec_dup(us->exec)))
-                err = KCR_ERR_NOMEM;
+                err = kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
         }
     }
     if (err != KCR_OK) {
@@ -874,7 +875,7 @@ kcr_err kcr_config_load_kubeconfig(const kcr_config_options *opts, kcr_config **
     kubeconfig kc = {0};
     char *list = strdup(paths);
     if (!list)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
     kcr_err err = KCR_OK;
     size_t loaded = 0;
     for (char *save = NULL, *p = strtok_r(list, ":", &save); p && err == KCR_OK;
@@ -890,7 +891,8 @@ kcr_err kcr_config_load_kubeconfig(const kcr_config_options *opts, kcr_config **
             break;
         }
         const char *file = arena_keep(&kc.mem, strdup(p));
-        err = file ? merge_yaml(&kc, data.data, data.len, file) : KCR_ERR_NOMEM;
+        err = file ? merge_yaml(&kc, data.data, data.len, file)
+                   : kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
         kcr__blob_clear(&data);
         loaded++;
     }
@@ -917,13 +919,13 @@ kcr_err kcr_config_load_in_cluster(const kcr_config_options *opts, kcr_config **
     const char *dir = opts && opts->in_cluster_dir ? opts->in_cluster_dir : DEFAULT_SA_DIR;
     kcr_config *c = calloc(1, sizeof *c);
     if (!c)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the in-cluster config");
     size_t len = strlen(host) + strlen(port) + 16;
     c->server = malloc(len);
     c->context = strdup("");
     if (!c->server || !c->context) {
         kcr_config_free(c);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the in-cluster config");
     }
     bool v6 = strchr(host, ':') != NULL;
     snprintf(c->server, len, "https://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", port);
@@ -932,7 +934,7 @@ kcr_err kcr_config_load_in_cluster(const kcr_config_options *opts, kcr_config **
     char *ca_path = malloc(plen), *ns_path = malloc(plen);
     kcr_err err = KCR_OK;
     if (!c->token_file || !ca_path || !ns_path) {
-        err = KCR_ERR_NOMEM;
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory reading the in-cluster config");
     } else {
         snprintf(c->token_file, plen, "%s/token", dir);
         snprintf(ca_path, plen, "%s/ca.crt", dir);
@@ -961,7 +963,7 @@ kcr_err kcr_config_load_in_cluster(const kcr_config_options *opts, kcr_config **
     if (err == KCR_OK && !c->namespace)
         c->namespace = strdup("default");
     if (err == KCR_OK && !c->namespace)
-        err = KCR_ERR_NOMEM;
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory reading the in-cluster config");
     if (err != KCR_OK) {
         kcr_config_free(c);
         return err;

@@ -42,7 +42,8 @@ static void source_free(kcr__source *s)
 }
 
 /* Resolves the primary's kind and scope by discovery unless given. */
-static kcr_err resolve_primary(kcr_client *client, const char *ctl, kcr__source *s)
+static kcr_err resolve_primary(kcr_client *client, kcr_cancel *cancel, const char *ctl,
+                               kcr__source *s)
 {
     if (s->kind[0])
         return KCR_OK;
@@ -53,8 +54,13 @@ static kcr_err resolve_primary(kcr_client *client, const char *ctl, kcr__source 
         snprintf(name, sizeof name, "%s", s->resource);
     kcr_api_resource ar;
     kcr_status st = {0};
-    kcr_err err = client ? kcr_client_resolve(client, name, &ar, &st) : KCR_ERR_INVALID;
+    kcr_resolve_options ro = {.cancel = cancel};
+    kcr_err err = client ? kcr_client_resolve_opts(client, name, &ro, &ar, &st)
+                         : kcr__fail(KCR_ERR_INVALID, "no client to resolve kinds with");
     kcr_status_clear(&st);
+    if (err == KCR_ERR_CANCELED)
+        return kcr__fail(err, "controller \"%s\": stopped while discovering %s/%s %s", ctl,
+                         s->group, s->version, s->resource);
     if (err == KCR_OK && strcmp(ar.group, s->group) != 0)
         err = KCR_ERR_NOT_FOUND;
     if (err != KCR_OK)
@@ -118,8 +124,8 @@ void kcr__controller_options_release(const kcr_controller_options *opts)
     kcr_rate_limiter_free(opts->rate_limiter);
 }
 
-kcr_err kcr__controller_new(kcr_client *client, const kcr_controller_options *opts,
-                            kcr_controller **out)
+kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel,
+                            const kcr_controller_options *opts, kcr_controller **out)
 {
     if (!opts || !out) {
         if (opts)
@@ -175,7 +181,7 @@ kcr_err kcr__controller_new(kcr_client *client, const kcr_controller_options *op
     }
     /* the predicates now belong to c->sources; the limiter to c */
     if (err == KCR_OK)
-        err = resolve_primary(client, c->name, &c->sources[0]);
+        err = resolve_primary(client, cancel, c->name, &c->sources[0]);
     if (err == KCR_OK && !c->limiter && !(c->limiter = kcr_rate_limiter_default()))
         err = KCR_ERR_NOMEM;
     if (err == KCR_OK && opts->n_indexes) {

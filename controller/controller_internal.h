@@ -79,9 +79,10 @@ struct kcr_controller {
 };
 
 /* Compiles and validates opts (ownership of predicates and the limiter is
- * taken in every case). `client` resolves kinds by discovery. */
-kcr_err kcr__controller_new(kcr_client *client, const kcr_controller_options *opts,
-                            kcr_controller **out);
+ * taken in every case). `client` resolves kinds by discovery, its requests
+ * cancelled by `cancel` (may be NULL). */
+kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel,
+                            const kcr_controller_options *opts, kcr_controller **out);
 void kcr__controller_free(kcr_controller *c);
 /* Frees what opts hands over (predicates, rate limiter), for failures
  * before kcr__controller_new runs. */

@@ -49,6 +49,7 @@ static void destroy(kcr_event_recorder *r)
     for (size_t i = 0; i < r->n_logged; i++)
         free(r->logged[i]);
     kcr__event_filter_clear(&r->filter);
+    kcr_cancel_free(r->cancel);
     pthread_cond_destroy(&r->cond);
     pthread_mutex_destroy(&r->lock);
     free(r->queue);
@@ -102,6 +103,11 @@ kcr_err kcr_event_recorder_new(kcr_client *client, const kcr_event_recorder_opti
         free(r);
         return kcr__fail(KCR_ERR_NOMEM, "event recorder: cannot create a condition variable");
     }
+    kcr_err err = kcr_cancel_new(&r->cancel);
+    if (err != KCR_OK) {
+        destroy(r);
+        return err;
+    }
     r->client = client;
     r->synchronous = opts->synchronous;
     r->clock = opts->clock;
@@ -139,10 +145,12 @@ void kcr_event_recorder_free(kcr_event_recorder *r)
         r->quit = true;
         pthread_cond_broadcast(&r->cond);
         pthread_mutex_unlock(&r->lock);
-        if (!drained)
+        if (!drained) {
             kcr__log(KCR_LOG_WARN, "events",
                      "dropping %zu queued events: the server did not take them within %d ms",
                      left, FREE_DRAIN_MS);
+            kcr_cancel_trigger(r->cancel); /* a write hanging in a dead server returns now */
+        }
         pthread_join(r->sender, NULL);
     }
     destroy(r);

@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/strmap.h"
 #include "kcr/events.h"
-#include "store/store_internal.h"
 
 static const kcr_resource KCR__EVENTS = {"events.k8s.io", "v1", "events"};
 
@@ -56,6 +56,7 @@ kcr_err kcr__event_filter_add(kcr__event_filter *f, const char *event_key, kcr_o
 
 struct kcr_event_recorder {
     kcr_client *client; /* borrowed */
+    kcr_cancel *cancel; /* every write's; free triggers it at its drain deadline */
     char *controller, *instance;
     bool synchronous;
     const kcr_clock *clock;

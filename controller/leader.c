@@ -66,6 +66,7 @@ static char *make_identity(const char *given)
 
 static void destroy(kcr_leader_elector *e)
 {
+    kcr_cancel_free(e->call_cancel);
     pthread_cond_destroy(&e->cond);
     pthread_mutex_destroy(&e->lock);
     free(e->ns);
@@ -100,6 +101,10 @@ kcr_err kcr_leader_elector_new(kcr_client *client, const kcr_leader_elector_opti
         pthread_mutex_destroy(&e->lock);
         free(e);
         return kcr__fail(KCR_ERR_NOMEM, "leader election: cannot create a condition variable");
+    }
+    if ((err = kcr_cancel_new(&e->call_cancel)) != KCR_OK) {
+        destroy(e);
+        return err;
     }
     e->client = client;
     e->lease_ms = lease;

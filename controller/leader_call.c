@@ -11,13 +11,15 @@
 static kcr_err run_request(kcr_leader_elector *e, kcr__lease_op op, const char *body,
                            kcr_object **out)
 {
+    kcr_get_options g = {.cancel = e->call_cancel};
+    kcr_write_options w = {.cancel = e->call_cancel};
     switch (op) {
     case KCR__LEASE_GET:
-        return kcr_client_get(e->client, &KCR__LEASES, e->ns, e->name, NULL, out, NULL);
+        return kcr_client_get(e->client, &KCR__LEASES, e->ns, e->name, &g, out, NULL);
     case KCR__LEASE_CREATE:
-        return kcr_client_create(e->client, &KCR__LEASES, e->ns, body, 0, NULL, out, NULL);
+        return kcr_client_create(e->client, &KCR__LEASES, e->ns, body, 0, &w, out, NULL);
     case KCR__LEASE_UPDATE:
-        return kcr_client_update(e->client, &KCR__LEASES, e->ns, body, 0, NULL, out, NULL);
+        return kcr_client_update(e->client, &KCR__LEASES, e->ns, body, 0, &w, out, NULL);
     }
     return KCR_ERR_INVALID;
 }
@@ -46,6 +48,7 @@ void *kcr__leader_call_main(void *arg)
         if (e->call_abandoned) {
             kcr_object_unref(out);
             free(msg);
+            kcr_cancel_reset(e->call_cancel); /* no request uses it now */
             e->call_abandoned = false;
             e->call = KCR__CALL_IDLE;
         } else {
@@ -110,6 +113,7 @@ kcr_err kcr__leader_call(kcr_leader_elector *e, kcr__lease_op op, char *body, in
         e->call = KCR__CALL_IDLE;
     } else {
         e->call_abandoned = true;
+        kcr_cancel_trigger(e->call_cancel); /* a hung request returns now */
     }
     pthread_mutex_unlock(&e->lock);
     return canceled ? kcr__fail(KCR_ERR_CANCELED, "leader election: stopping")

@@ -6,8 +6,8 @@
  * and runs the callbacks; it hands every request to the request thread and
  * waits for it with a deadline. So a hung request can never delay
  * on_stopped_leading past the renew deadline: the elector stops waiting,
- * abandons the request (the request thread drops its result when it
- * returns) and steps down. Everything below is guarded by `lock`. */
+ * abandons and cancels the request (the request thread drops its result
+ * when it returns) and steps down. Everything below is guarded by `lock`. */
 #ifndef KCR_CONTROLLER_LEADER_INTERNAL_H
 #define KCR_CONTROLLER_LEADER_INTERNAL_H
 
@@ -52,6 +52,11 @@ struct kcr_leader_elector {
     kcr_object *call_out;
     kcr_err call_err;
     char *call_msg;      /* kcr_last_error() of a failed request, malloc'd */
+    /* Passed to every request; triggered when the elector abandons the
+     * running one (its deadline, or a stop), so a request hanging in a dead
+     * server returns at once; reset by the request thread once that request
+     * has returned, before the slot is idle again. */
+    kcr_cancel *call_cancel;
 
     /* What the elector's thread knows (written by it, read by getters). */
     bool leading;
@@ -70,8 +75,8 @@ void *kcr__leader_call_main(void *arg);
  * `body` (JSON for create/update, may be NULL for get) is taken. On KCR_OK
  * or an API error the request ran: *out gets its object (a new reference,
  * NULL on error) and kcr_last_error() its message. KCR_ERR_TIMEOUT /
- * KCR_ERR_CANCELED: the elector stopped waiting; the request may still
- * complete on the server. Called on the elector's thread without the lock. */
+ * KCR_ERR_CANCELED: the elector stopped waiting and cancelled the request;
+ * it may still have completed on the server. Called on the elector's thread without the lock. */
 kcr_err kcr__leader_call(kcr_leader_elector *e, kcr__lease_op op, char *body, int64_t deadline_ns,
                          kcr_object **out);
 

@@ -92,6 +92,8 @@ kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *opts, kcr
         else
             *m->cache_defaults = *o.cache_defaults;
     }
+    if (err == KCR_OK)
+        err = kcr_cancel_new(&m->stop_cancel);
     if (err == KCR_OK && pipe(m->wake) != 0)
         err = kcr__fail(KCR_ERR_IO, "manager: pipe: %s", strerror(errno));
     for (int i = 0; err == KCR_OK && i < 2; i++) {
@@ -145,8 +147,14 @@ kcr_err kcr_manager_add_controller(kcr_manager *m, const kcr_controller_options 
             kcr__controller_options_release(opts);
         return kcr__fail(KCR_ERR_INVALID, "kcr_manager_add_controller: NULL manager");
     }
+    if (atomic_load(&m->ran)) { /* say so before any discovery (checked again below) */
+        if (opts)
+            kcr__controller_options_release(opts);
+        return kcr__fail(KCR_ERR_STATE, "controller \"%s\": add controllers before kcr_manager_run",
+                         opts && opts->name ? opts->name : "");
+    }
     kcr_controller *c = NULL;
-    kcr_err err = kcr__controller_new(m->client, opts, &c);
+    kcr_err err = kcr__controller_new(m->client, m->stop_cancel, opts, &c);
     if (err != KCR_OK)
         return err;
     pthread_mutex_lock(&m->lock);

@@ -77,6 +77,7 @@ struct kcr_manager {
     size_t n_ctls;
     pthread_mutex_t lock;
     int wake[2]; /* self-pipe: stop, signals, leadership loss */
+    kcr_cancel *stop_cancel; /* triggered by kcr_manager_stop: ends discovery in add_controller */
     atomic_bool ran, running, stopping, leading, lost, cancelled_at_deadline, caches_started;
 };
 

@@ -33,6 +33,7 @@ void kcr_manager_stop(kcr_manager *m)
 {
     if (!m)
         return;
+    kcr_cancel_trigger(m->stop_cancel); /* async-signal-safe */
     ssize_t r = write(m->wake[1], "x", 1);
     (void)r;
 }
@@ -152,6 +153,7 @@ void kcr_manager_free(kcr_manager *m)
     for (int i = 0; i < 2; i++)
         if (m->wake[i] >= 0)
             close(m->wake[i]);
+    kcr_cancel_free(m->stop_cancel);
     free(m->cache_defaults);
     free(m->name);
     free(m->le_ns);

@@ -2,10 +2,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/selector.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "kcr/controller.h"
+#include "object/selector.h"
 
 typedef enum pred_kind {
     P_GENERATION,

@@ -12,11 +12,11 @@
 #include <time.h>
 
 #include "client/client_impl.h"
-#include "client/selector.h"
 #include "controller/manager_internal.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "object/selector.h"
 
 #define FENCE_BUCKETS 4096
 
@@ -103,17 +103,36 @@ static void record(mgr_worker *w, const kcr_resource *res, const kcr_object *obj
     }
 }
 
+/* Every request made without a token of its own gets the reconcile's, so a
+ * deadline, shutdown or lost lease stops it, even one hanging in a dead
+ * server. */
+static kcr_cancel *token(kcr_client *c, kcr_cancel *own)
+{
+    return own ? own : ((ryw_client *)c)->w->cancel;
+}
+
 static kcr_err r_get(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
                      const kcr_get_options *opts, kcr_object **out, kcr_status *st)
 {
-    return kcr_client_get(INNER(c), res, ns, name, opts, out, st);
+    kcr_get_options o = *opts;
+    o.cancel = token(c, o.cancel);
+    return kcr_client_get(INNER(c), res, ns, name, &o, out, st);
+}
+
+/* The write options passed on: the reconcile's token unless the caller gave one. */
+static kcr_write_options write_opts(kcr_client *c, const kcr_write_options *opts)
+{
+    kcr_write_options o = *opts;
+    o.cancel = token(c, o.cancel);
+    return o;
 }
 
 static kcr_err r_create(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
                         size_t len, const kcr_write_options *opts, kcr_object **out, kcr_status *st)
 {
+    kcr_write_options o = write_opts(c, opts);
     kcr_object *obj = NULL;
-    kcr_err err = kcr_client_create(INNER(c), res, ns, json, len, opts, &obj, st);
+    kcr_err err = kcr_client_create(INNER(c), res, ns, json, len, &o, &obj, st);
     if (err == KCR_OK)
         record(((ryw_client *)c)->w, res, obj);
     if (out)
@@ -128,8 +147,9 @@ static kcr_err r_update(kcr_client *c, const kcr_resource *res, const char *ns, 
                         kcr_object **out, kcr_status *st)
 {
     (void)name; /* the public update takes it from the body again */
+    kcr_write_options o = write_opts(c, opts);
     kcr_object *obj = NULL;
-    kcr_err err = kcr_client_update(INNER(c), res, ns, json, len, opts, &obj, st);
+    kcr_err err = kcr_client_update(INNER(c), res, ns, json, len, &o, &obj, st);
     if (err == KCR_OK)
         record(((ryw_client *)c)->w, res, obj);
     if (out)
@@ -143,8 +163,9 @@ static kcr_err r_patch(kcr_client *c, const kcr_resource *res, const char *ns, c
                        kcr_patch_type type, const char *patch, size_t len,
                        const kcr_write_options *opts, kcr_object **out, kcr_status *st)
 {
+    kcr_write_options o = write_opts(c, opts);
     kcr_object *obj = NULL;
-    kcr_err err = kcr_client_patch(INNER(c), res, ns, name, type, patch, len, opts, &obj, st);
+    kcr_err err = kcr_client_patch(INNER(c), res, ns, name, type, patch, len, &o, &obj, st);
     if (err == KCR_OK)
         record(((ryw_client *)c)->w, res, obj);
     if (out)
@@ -157,16 +178,15 @@ static kcr_err r_patch(kcr_client *c, const kcr_resource *res, const char *ns, c
 static kcr_err r_del(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
                      const kcr_delete_options *opts, kcr_object **out, kcr_status *st)
 {
-    return kcr_client_delete(INNER(c), res, ns, name, opts, out, st);
+    kcr_delete_options o = *opts;
+    o.cancel = token(c, o.cancel);
+    return kcr_client_delete(INNER(c), res, ns, name, &o, out, st);
 }
 
-/* Lists and watches without a token of their own get the reconcile's, so a
- * deadline, shutdown or lost lease stops them. */
 static kcr_list_options with_cancel(kcr_client *c, const kcr_list_options *opts)
 {
     kcr_list_options o = *opts;
-    if (!o.cancel)
-        o.cancel = ((ryw_client *)c)->w->cancel;
+    o.cancel = token(c, o.cancel);
     return o;
 }
 
@@ -190,9 +210,11 @@ static kcr_err r_resolve(kcr_client *c, const kcr__disc_query *q, bool refresh,
                          kcr_api_resource *out, kcr_status *st)
 {
     kcr_client *in = INNER(c);
+    kcr__disc_query own = *q;
+    own.cancel = token(c, q->cancel);
     if (refresh)
         in->ops->invalidate(in);
-    return in->ops->resolve(in, q, false, out, st);
+    return in->ops->resolve(in, &own, false, out, st);
 }
 
 static void r_invalidate(kcr_client *c)
@@ -203,7 +225,9 @@ static void r_invalidate(kcr_client *c)
 static kcr_err r_raw(kcr_client *c, const char *path, const char *body, size_t body_len,
                      const kcr_raw_options *opts, char **out, size_t *out_len, kcr_status *st)
 {
-    return kcr_client_request(INNER(c), path, body, body_len, opts, out, out_len, st);
+    kcr_raw_options o = *opts;
+    o.cancel = token(c, o.cancel);
+    return kcr_client_request(INNER(c), path, body, body_len, &o, out, out_len, st);
 }
 
 static void r_destroy(kcr_client *c)

@@ -157,7 +157,7 @@ kcr_err kcr_testkit_add_controller(kcr_testkit *tk, const kcr_controller_options
     if (!tk)
         return kcr__fail(KCR_ERR_INVALID, "kcr_testkit_add_controller: NULL kit");
     kcr_controller *c = NULL;
-    kcr_err err = kcr__controller_new(tk->client, opts, &c);
+    kcr_err err = kcr__controller_new(tk->client, NULL, opts, &c);
     if (err != KCR_OK)
         return err;
     for (size_t i = 0; i < tk->n_ctls; i++)

@@ -2,14 +2,16 @@
  * coalescing notification queue + thread per handler (docs/informer.md). */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/ptrq.h"
+#include "core/strmap.h"
 #include "informer/informer_internal.h"
-#include "store/store_internal.h"
 
 /* ---- per-handler pending notifications -----------------------------------------------------
  * At most one entry per key: an optional delete part (delivered first) and
@@ -27,6 +29,10 @@ typedef struct pend {
     char key[];
 } pend;
 
+/* A handler thread is joined exactly once, by kcr_informer_stop or
+ * kcr_informer_remove_handler, whichever comes first; the other waits. */
+typedef enum join_state { JOIN_NONE, JOIN_RUNNING, JOIN_DONE } join_state;
+
 struct kcr_handler_reg {
     kcr_informer *inf;
     kcr_event_handler h;
@@ -38,10 +44,16 @@ struct kcr_handler_reg {
     size_t initial_pending;     /* initial adds not yet delivered */
     size_t peak;
     bool stop;
+    join_state joined;
+    /* The informer's list holds one reference, kcr_informer_stop one per
+     * handler it is stopping: whoever drops the last frees it, so a remove
+     * running while stop joins the thread cannot free it under stop. */
+    atomic_int refs;
     /* under inf->mu */
     int64_t next_resync_ns;
     bool syncing; /* due at the last resync: gets Sync and unchanged Replaced deltas */
     kcr_handler_reg *next;
+    kcr_handler_reg *stop_next; /* kcr_informer_stop's snapshot of the list */
 };
 
 struct kcr_informer {
@@ -192,16 +204,28 @@ static void *handler_main(void *arg)
     return NULL;
 }
 
+/* Stops the handler's thread and waits until it has ended. Idempotent and
+ * safe from several threads at once: the first caller joins, the others
+ * wait for that join. */
 static void handler_stop_join(kcr_handler_reg *h)
 {
     pthread_mutex_lock(&h->mu);
     h->stop = true;
     pthread_cond_broadcast(&h->cond);
+    if (h->joined == JOIN_NONE) {
+        h->joined = JOIN_RUNNING;
+        pthread_mutex_unlock(&h->mu);
+        pthread_join(h->thread, NULL);
+        pthread_mutex_lock(&h->mu);
+        h->joined = JOIN_DONE;
+        pthread_cond_broadcast(&h->cond);
+    }
+    while (h->joined != JOIN_DONE)
+        pthread_cond_wait(&h->cond, &h->mu);
     pthread_mutex_unlock(&h->mu);
-    pthread_join(h->thread, NULL);
 }
 
-static void handler_free(kcr_handler_reg *h)
+static void handler_destroy(kcr_handler_reg *h)
 {
     pend *p;
     while ((p = kcr__ptrq_pop(&h->order)) != NULL)
@@ -211,6 +235,13 @@ static void handler_free(kcr_handler_reg *h)
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cond);
     free(h);
+}
+
+/* Drops one reference (see refs); the last frees the handler. */
+static void handler_free(kcr_handler_reg *h)
+{
+    if (atomic_fetch_sub(&h->refs, 1) == 1)
+        handler_destroy(h);
 }
 
 /* ---- processing: DeltaFIFO -> cache -> handlers ---------------------------------------------- */
@@ -551,6 +582,8 @@ kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_handler *eh,
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     h->inf = inf;
     h->h = *eh;
+    atomic_init(&h->refs, 1);
+    h->joined = JOIN_DONE; /* until its thread starts */
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cond, NULL);
     pthread_mutex_lock(&inf->mu);
@@ -572,6 +605,8 @@ kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_handler *eh,
     kcr_object_list_free(&all);
     if (err == KCR_OK && pthread_create(&h->thread, NULL, handler_main, h) != 0)
         err = kcr__fail(KCR_ERR_NOMEM, "cannot start a handler thread");
+    if (err == KCR_OK)
+        h->joined = JOIN_NONE;
     if (err != KCR_OK) {
         pthread_mutex_unlock(&inf->mu);
         handler_free(h);
@@ -690,9 +725,22 @@ void kcr_informer_stop(kcr_informer *inf)
         pthread_join(inf->proc, NULL);
     if (resync)
         pthread_join(inf->resync, NULL);
-    /* No one adds handlers once stopped: the list is stable. */
-    for (kcr_handler_reg *h = inf->handlers; h; h = h->next)
+    /* No one adds handlers once stopped, but one may be removed meanwhile:
+     * hold a reference to each while joining it. */
+    pthread_mutex_lock(&inf->mu);
+    kcr_handler_reg *snapshot = NULL, **tail = &snapshot;
+    for (kcr_handler_reg *h = inf->handlers; h; h = h->next) {
+        atomic_fetch_add(&h->refs, 1);
+        h->stop_next = NULL;
+        *tail = h;
+        tail = &h->stop_next;
+    }
+    pthread_mutex_unlock(&inf->mu);
+    for (kcr_handler_reg *h = snapshot, *nx; h; h = nx) {
+        nx = h->stop_next;
         handler_stop_join(h);
+        handler_free(h);
+    }
 }
 
 void kcr_informer_free(kcr_informer *inf)

@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/selector.h"
 #include "core/error.h"
 #include "kcr/informer.h"
+#include "object/selector.h"
 
 kcr_object *kcr_lister_get(kcr_store *s, const char *ns, const char *name)
 {

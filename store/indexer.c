@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "store/object_internal.h"
+#include "object/object_internal.h"
 #include "store/store_internal.h"
 
 /* ---- object sets -------------------------------------------------------- */

@@ -10,7 +10,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "store/store_internal.h"
+#include "core/ptrq.h"
+#include "core/strmap.h"
+#include "kcr/store.h"
 
 typedef struct kcr__queue_core {
     pthread_mutex_t mu;

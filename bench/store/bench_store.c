@@ -25,7 +25,7 @@
 #include <yajl/yajl_parse.h>
 
 #include "kcr/kcr.h"
-#include "store/object_builder.h"
+#include "object/object_builder.h"
 
 #define N_ITEMS 20000
 
@@ -473,7 +473,7 @@ static int memory(const char *dir, const char *kind, bool strip)
     char *json = slurp(dir, kind, &len);
     kcr_object **objs = malloc(N_ITEMS * sizeof *objs);
     /* The measured window includes the growth of the process-wide key
-     * table (store/intern.h): this is the first time these keys are seen. */
+     * table (object/intern.h): this is the first time these keys are seen. */
     malloc_trim(0);
     size_t before = mallinfo2().uordblks;
     size_t n = decode_list(json, len, objs);

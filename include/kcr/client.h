@@ -368,6 +368,25 @@ KCR_API kcr_err kcr_client_resolve_kind(kcr_client *c, const char *group, const 
                                         const char *kind, kcr_api_resource *out,
                                         kcr_status *status);
 
+/* Options of kcr_client_resolve_opts() / kcr_client_resolve_kind_opts().
+ * Zero: defaults. */
+typedef struct kcr_resolve_options {
+    kcr_cancel *cancel; /* NULL: not cancellable (each discovery request's timeout still
+                           bounds it); borrowed for the call. A resolve waiting for
+                           another thread's discovery fetch of the same client is not
+                           interrupted by it. */
+} kcr_resolve_options;
+
+/* kcr_client_resolve() / kcr_client_resolve_kind() with options: the same
+ * lookup, its discovery requests cancellable (KCR_ERR_CANCELED). opts may be
+ * NULL. Thread-safe. */
+KCR_API kcr_err kcr_client_resolve_opts(kcr_client *c, const char *name,
+                                        const kcr_resolve_options *opts, kcr_api_resource *out,
+                                        kcr_status *status);
+KCR_API kcr_err kcr_client_resolve_kind_opts(kcr_client *c, const char *group, const char *version,
+                                             const char *kind, const kcr_resolve_options *opts,
+                                             kcr_api_resource *out, kcr_status *status);
+
 /* Drops the discovery cache (e.g. after creating a CRD). Thread-safe. */
 KCR_API void kcr_client_invalidate_discovery(kcr_client *c);
 

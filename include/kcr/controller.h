@@ -289,9 +289,10 @@ KCR_API kcr_err kcr_controller_enqueue(kcr_controller *c, const char *ns, const 
  * read_your_writes_timeout_ms, then it proceeds and counts it), so it never
  * acts on its own stale read. Compares resourceVersions as integers, which
  * holds for etcd-backed servers (the RV is etcd's revision): document your
- * aggregated API server's behaviour if it differs. Lists and watches made
- * through it without a cancel token of their own use the reconcile's
- * (kcr_ctx_cancel). */
+ * aggregated API server's behaviour if it differs. Every request made
+ * through it (get, create, update, status, patch, delete, list, watch, raw)
+ * without a cancel token of its own uses the reconcile's (kcr_ctx_cancel),
+ * so a reconcile past its deadline or a lost lease stops its writes. */
 KCR_API kcr_client *kcr_ctx_client(kcr_ctx *ctx);
 
 /* The cache of a resource the controller watches (the first source with
@@ -372,7 +373,9 @@ KCR_API kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *o
  * what is copied and taken). Before kcr_manager_run only (KCR_ERR_STATE
  * after). KCR_ERR_EXISTS for a duplicate name; KCR_ERR_INVALID naming the
  * missing or bad field; KCR_ERR_NOT_FOUND when discovery does not know a
- * resource whose kind is needed. *out (may be NULL) is borrowed until
+ * resource whose kind is needed; KCR_ERR_CANCELED when kcr_manager_stop
+ * was called before or during that discovery (stop cancels its requests,
+ * so a hung server cannot hold this call). *out (may be NULL) is borrowed until
  * kcr_manager_free. */
 KCR_API kcr_err kcr_manager_add_controller(kcr_manager *m, const kcr_controller_options *opts,
                                            kcr_controller **out);

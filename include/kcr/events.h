@@ -67,8 +67,8 @@ typedef struct kcr_event_recorder_stats {
 KCR_API kcr_err kcr_event_recorder_new(kcr_client *client, const kcr_event_recorder_options *opts,
                                        kcr_event_recorder **out);
 
-/* Sends what is queued (waiting at most 2 s), stops the sender, frees.
- * NULL is ignored. */
+/* Sends what is queued (waiting at most 2 s, then cancelling the write in
+ * flight and dropping the rest), stops the sender, frees. NULL is ignored. */
 KCR_API void kcr_event_recorder_free(kcr_event_recorder *r);
 
 /* Queues an event. KCR_ERR_INVALID for a missing regarding/reason, a

@@ -17,7 +17,9 @@
  * object starts/stops matching), bookmarks, sendInitialEvents with the
  * initial-events-end bookmark; metadata-only requests; discovery over a
  * registry of common built-in resources plus those registered or defined by
- * CRDs created in the fake.
+ * CRDs created in the fake; any other resource (or version) is answered
+ * like the apiserver answers a path it has no handler for: 404 NotFound
+ * "the server could not find the requested resource", for every verb.
  *
  * What it does not: validation beyond object names, admission, defaulting,
  * garbage collection / propagationPolicy, namespace lifecycle, RBAC.
@@ -73,7 +75,8 @@ KCR_API kcr_err kcr_fake_register(kcr_fake *f, const kcr_api_resource *r,
                                   const char *short_names);
 
 /* Stores an object as is (JSON, copied) under `res`, as a create would, but
- * keeping its status; for seeding tests. *out may be NULL. */
+ * keeping its status; for seeding tests. *out may be NULL. A resource the
+ * fake does not serve is KCR_ERR_NOT_FOUND (register it first). */
 KCR_API kcr_err kcr_fake_add(kcr_fake *f, const kcr_resource *res, const char *json,
                              kcr_object **out);
 

@@ -209,7 +209,9 @@ KCR_API kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_hand
 /* Removes a handler: waits for its running callback, drops what is pending,
  * joins its thread, frees reg. Must not be called from that handler's
  * callbacks (KCR_ERR_STATE). A reg not registered on inf (e.g. removed
- * already): KCR_ERR_NOT_FOUND, reg is not read. */
+ * already): KCR_ERR_NOT_FOUND, reg is not read. Fine before start, after
+ * kcr_informer_stop and while another thread stops the informer.
+ * Thread-safe. */
 KCR_API kcr_err kcr_informer_remove_handler(kcr_informer *inf, kcr_handler_reg *reg);
 
 /* True once the informer is synced and this handler has received every

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "store/store_internal.h"
+#include "core/strmap.h"
 
 struct tracker {
     pthread_mutex_t mu;

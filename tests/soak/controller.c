@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "examples/configmap-mirror/mirror.h"
-#include "store/store_internal.h"
+#include "core/strmap.h"
 
 struct soak_controller {
     kcr_manager *mgr;

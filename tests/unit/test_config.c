@@ -9,6 +9,7 @@
 
 #include "client/config_impl.h"
 #include "client/json.h"
+#include "core/base64.h"
 #include "helpers/pki.h"
 #include "kcr/kcr.h"
 

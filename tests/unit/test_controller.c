@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "helpers/hung_server.h"
 #include "helpers/timescale.h"
 #include "kcr/kcr.h"
 
@@ -424,7 +425,8 @@ Test(manager, stale_read_without_read_your_writes, .init = setup, .fini = teardo
     ryw_setup(true);
     WAIT_FOR(atomic_load(&ryw_seen_set));
     cr_assert_str_eq(ryw_seen, "1", "the cache lagged: the second reconcile read the old object");
-    cr_assert_geq(atomic_load(&gate_blocked), 1);
+    /* the write's event reaches the gate (maybe only now, on a slow run) and waits there */
+    WAIT_FOR(atomic_load(&gate_blocked) >= 1);
     atomic_store(&gate_open, true);
     cr_assert_eq(stop(), KCR_OK);
 }
@@ -564,11 +566,7 @@ Test(manager, leadership_loss_stops_reconciles_and_returns, .init = setup, .fini
 
 Test(manager, readiness_names_a_resource_the_server_does_not_have, .init = setup, .fini = teardown)
 {
-    /* the fake lists unknown resources as empty; the apiserver answers 404 (e2e shows it) */
-    kcr_resource things = {"nope.example.com", "v1", "things"};
-    cr_assert_eq(kcr_fake_inject_error(fake, KCR_FAKE_LIST, &things, -1, 404, "NotFound",
-                                       "the server could not find the requested resource"),
-                 KCR_OK);
+    /* the fake answers 404 for a resource it does not serve, as the apiserver does */
     kcr_informer_options fast = {.reflector = {.backoff_initial_ms = 5, .backoff_max_ms = 20}};
     new_manager(&(kcr_manager_options){.cache_defaults = &fast});
     kcr_controller_options o = {
@@ -689,6 +687,113 @@ Test(manager, reconcile_deadline_stops_its_requests, .init = setup, .fini = tear
     WAIT_FOR(atomic_load(&watch_result) != -1);
     cr_assert_eq(atomic_load(&watch_result), KCR_ERR_CANCELED);
     cr_assert_eq(stop(), KCR_OK);
+}
+
+/* Once the deadline has cancelled the reconcile, every verb through the ctx
+ * client without a token of its own is refused as cancelled (the fake runs
+ * no request whose token is triggered), so none writes past the deadline. */
+enum { V_GET, V_CREATE, V_UPDATE, V_STATUS, V_PATCH, V_DELETE, V_RAW, N_VERBS };
+static atomic_int verb_result[N_VERBS];
+static atomic_bool verbs_done;
+
+static kcr_result late_writer_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)req, (void)ud;
+    if (atomic_load(&verbs_done))
+        return KCR_DONE;
+    int64_t until = kcr__now_ns() + 10 * KCR_NS_PER_S;
+    while (!kcr_ctx_canceled(ctx) && kcr__now_ns() < until) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    kcr_client *c = kcr_ctx_client(ctx);
+    const char *body = "{\"metadata\":{\"name\":\"late\"},\"data\":{\"v\":\"9\"}}";
+    kcr_object *o = NULL;
+    atomic_store(&verb_result[V_GET], (int)kcr_client_get(c, &CM, "default", "a", NULL, &o, NULL));
+    kcr_object_unref(o);
+    atomic_store(&verb_result[V_CREATE],
+                 (int)kcr_client_create(c, &CM, "default", body, 0, NULL, NULL, NULL));
+    atomic_store(&verb_result[V_UPDATE],
+                 (int)kcr_client_update(c, &CM, "default", body, 0, NULL, NULL, NULL));
+    atomic_store(&verb_result[V_STATUS],
+                 (int)kcr_client_update_status(c, &CM, "default", body, 0, NULL, NULL));
+    atomic_store(&verb_result[V_PATCH],
+                 (int)kcr_client_patch(c, &CM, "default", "a", KCR_PATCH_MERGE,
+                                       "{\"data\":{\"v\":\"9\"}}", 0, NULL, NULL, NULL));
+    atomic_store(&verb_result[V_DELETE],
+                 (int)kcr_client_delete(c, &CM, "default", "a", NULL, NULL, NULL));
+    char *raw = NULL;
+    atomic_store(&verb_result[V_RAW],
+                 (int)kcr_client_request(c, "/api/v1/namespaces/default/configmaps/a", NULL, 0,
+                                         NULL, &raw, NULL, NULL));
+    free(raw);
+    atomic_store(&verbs_done, true);
+    return KCR_DONE;
+}
+
+Test(manager, reconcile_deadline_stops_its_writes, .init = setup, .fini = teardown)
+{
+    create_cm("a");
+    atomic_store(&verbs_done, false);
+    new_manager(NULL);
+    kcr_controller_options o = {.name = "late",
+                                .primary = {.resource = CM},
+                                .reconcile_timeout_ms = 50,
+                                .reconcile = late_writer_reconcile};
+    cr_assert_eq(kcr_manager_add_controller(mgr, &o, NULL), KCR_OK);
+    start();
+    WAIT_FOR(atomic_load(&verbs_done));
+    cr_assert_eq(stop(), KCR_OK);
+    static const char *const names[N_VERBS] = {"get",   "create", "update", "update_status",
+                                               "patch", "delete", "request"};
+    for (int v = 0; v < N_VERBS; v++)
+        cr_expect_eq(atomic_load(&verb_result[v]), KCR_ERR_CANCELED, "%s: %s", names[v],
+                     kcr_strerror((kcr_err)atomic_load(&verb_result[v])));
+    cr_assert(exists("a"), "the delete past the deadline was not made");
+    cr_assert_not(exists("late"), "the create past the deadline was not made");
+}
+
+/* ---- stop cancels discovery in add_controller ---- */
+
+typedef struct adder {
+    kcr_manager *m;
+    kcr_err err;
+    char msg[512];
+} adder;
+
+static void *add_thing_controller(void *arg)
+{
+    adder *a = arg;
+    /* no kind given: add_controller asks discovery */
+    kcr_controller_options o = {.name = "things",
+                                .primary = {.resource = {"nope.example.com", "v1", "things"}},
+                                .reconcile = copy_reconcile};
+    a->err = kcr_manager_add_controller(a->m, &o, NULL);
+    snprintf(a->msg, sizeof a->msg, "%s", kcr_last_error());
+    return NULL;
+}
+
+Test(manager, stop_cancels_discovery_on_a_hung_server, .timeout = 60)
+{
+    hung_server *srv = hung_server_start();
+    kcr_client *hc = hung_server_client(srv, &(kcr_client_options){.request_timeout_ms = 30000});
+    adder a = {.err = KCR_OK};
+    cr_assert_eq(kcr_manager_new(hc, &(kcr_manager_options){.no_events = true}, &a.m), KCR_OK, "%s",
+                 kcr_last_error());
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, add_thing_controller, &a), 0);
+    cr_assert(hung_server_wait_requests(srv, 1), "discovery never reached the server");
+    int64_t t0 = kcr__now_ns();
+    kcr_manager_stop(a.m);
+    pthread_join(t, NULL);
+    int64_t took_ms = (kcr__now_ns() - t0) / KCR_NS_PER_MS;
+    cr_assert_eq(a.err, KCR_ERR_CANCELED, "%s: %s", kcr_strerror(a.err), a.msg);
+    cr_assert(strstr(a.msg, "things"), "%s", a.msg);
+    cr_assert_lt(took_ms, test_ms(1000), "add_controller returned %lld ms after stop",
+                 (long long)took_ms);
+    kcr_manager_free(a.m);
+    kcr_client_free(hc);
+    hung_server_stop(srv);
 }
 
 /* ---- churn: every change is eventually reconciled, never two at once per key ---- */

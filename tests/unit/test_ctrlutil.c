@@ -17,6 +17,14 @@ static kcr_client *c, *other; /* `other` plays a concurrent writer */
 static void setup(void)
 {
     cr_assert_eq(kcr_fake_new(NULL, &fake), KCR_OK);
+    /* a custom resource: the fake serves it once registered, as the
+     * apiserver does once its CRD is established */
+    kcr_api_resource widgets = {.group = "kcr.dev",
+                                .version = "v1",
+                                .resource = "widgets",
+                                .kind = "Widget",
+                                .namespaced = true};
+    cr_assert_eq(kcr_fake_register(fake, &widgets, NULL), KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(kcr_fake_client(fake, "ns", &c), KCR_OK);
     cr_assert_eq(kcr_fake_client(fake, "ns", &other), KCR_OK);
 }

@@ -2,7 +2,8 @@
  * repeats as a series (count 2 on the first repeat), finished series, the
  * 1 KiB note, the per-object spam limit refilled by a virtual clock, a full
  * queue dropping without blocking, free flushing, and a refusing server
- * (403) counted and logged once instead of retried. */
+ * (403) counted and logged once instead of retried; free cancelling a write
+ * hanging in a dead server at its 2 s mark. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -12,6 +13,8 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "helpers/hung_server.h"
+#include "helpers/timescale.h"
 #include "kcr/kcr.h"
 
 static const kcr_resource EVENTS = {"events.k8s.io", "v1", "events"};
@@ -559,4 +562,29 @@ Test(events, free_gives_up_on_a_hung_server_after_2s, .init = setup, .fini = tea
     kcr_object_unref(cm);
     pthread_cond_destroy(&g.cv);
     pthread_mutex_destroy(&g.mu);
+}
+
+Test(events, free_cancels_a_write_hanging_in_a_dead_server, .timeout = 60)
+{
+    hung_server *srv = hung_server_start();
+    /* a long request timeout: only cancellation can make free return at its 2 s mark */
+    kcr_client *c = hung_server_client(srv, &(kcr_client_options){.request_timeout_ms = 30000});
+    kcr_object *cm = NULL;
+    const char *json = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+                       "\"metadata\":{\"name\":\"web\",\"namespace\":\"ns1\",\"uid\":\"u1\"}}";
+    cr_assert_eq(kcr_object_parse(json, 0, &cm), KCR_OK, "%s", kcr_last_error());
+    kcr_event_recorder_options o = {.reporting_controller = "test-controller"};
+    kcr_event_recorder *r = NULL;
+    cr_assert_eq(kcr_event_recorder_new(c, &o, &r), KCR_OK, "%s", kcr_last_error());
+    kcr_event ev = {.regarding = cm, .reason = "Hung"};
+    cr_assert_eq(kcr_event_recorder_record(r, &ev), KCR_OK);
+    cr_assert(hung_server_wait_requests(srv, 1), "the write never reached the server");
+    int64_t start = kcr__now_ns();
+    kcr_event_recorder_free(r);
+    int64_t took_ms = (kcr__now_ns() - start) / KCR_NS_PER_MS;
+    cr_assert_geq(took_ms, 1900, "free waited only %lld ms", (long long)took_ms);
+    cr_assert_lt(took_ms, 2000 + test_ms(1000), "free took %lld ms", (long long)took_ms);
+    kcr_object_unref(cm);
+    kcr_client_free(c);
+    hung_server_stop(srv);
 }

@@ -1,6 +1,7 @@
 /* The in-memory fake API: CRUD semantics, resourceVersion/generation,
  * selectors, status subresource, patches, finalizers, paging, watches
- * (resume, expiry, bookmarks, cancel), error injection and hooks, discovery. */
+ * (resume, expiry, bookmarks, cancel), error injection and hooks, discovery,
+ * 404 for resources it does not serve. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -680,6 +681,74 @@ Test(fake, discovery_and_crds, .init = setup, .fini = teardown)
                  KCR_ERR_UNSUPPORTED);
 }
 
+static kcr_err ignore_event(const kcr_watch_event *ev, void *ud)
+{
+    (void)ev, (void)ud;
+    return KCR_OK;
+}
+
+static kcr_err count_item(kcr_object *obj, void *ud)
+{
+    (void)obj;
+    (*(int *)ud)++;
+    return KCR_OK;
+}
+
+/* The apiserver's answer for a resource it does not serve: 404 NotFound,
+ * "the server could not find the requested resource", no details. */
+static void expect_not_served(kcr_err err, const kcr_status *st, const char *what)
+{
+    cr_assert_eq(err, KCR_ERR_NOT_FOUND, "%s: %s", what, kcr_strerror(err));
+    cr_assert_eq(st->code, 404, "%s", what);
+    cr_assert_str_eq(st->reason, "NotFound", "%s", what);
+    cr_assert_str_eq(st->message, "the server could not find the requested resource", "%s", what);
+    cr_assert_str_eq(st->details.kind, "", "%s", what);
+    cr_assert_str_eq(st->details.name, "", "%s", what);
+}
+
+Test(fake, unknown_resources_are_404_like_the_apiserver, .init = setup, .fini = teardown)
+{
+    const kcr_resource things = {"nope.example.com", "v1", "things"};
+    const kcr_resource cm_v2 = {"", "v2", "configmaps"}; /* a version nobody serves */
+    const char *body = "{\"metadata\":{\"name\":\"t\"}}";
+    for (int i = 0; i < 2; i++) {
+        const kcr_resource *res = i ? &cm_v2 : &things;
+        kcr_status st = {0};
+        kcr_list_options lo = {0};
+        int n = 0;
+        expect_not_served(kcr_client_list(c, res, "default", &lo, count_item, &n, NULL, &st), &st,
+                          "list");
+        cr_assert_eq(n, 0);
+        expect_not_served(kcr_client_list(c, res, NULL, &lo, count_item, &n, NULL, &st), &st,
+                          "list across namespaces");
+        lo.timeout_seconds = 1;
+        expect_not_served(kcr_client_watch(c, res, "default", &lo, ignore_event, NULL, &st), &st,
+                          "watch");
+        expect_not_served(kcr_client_get(c, res, "default", "t", NULL, NULL, &st), &st, "get");
+        expect_not_served(kcr_client_create(c, res, "default", body, 0, NULL, NULL, &st), &st,
+                          "create");
+        expect_not_served(kcr_client_delete(c, res, "default", "t", NULL, NULL, &st), &st,
+                          "delete");
+        kcr_status_clear(&st);
+        cr_assert_eq(kcr_fake_add(fake, res, body, NULL), KCR_ERR_NOT_FOUND);
+        cr_assert(strstr(kcr_last_error(), "kcr_fake_register"), "%s", kcr_last_error());
+    }
+    /* registered: served (empty, then with what is created) */
+    kcr_api_resource r = {.group = "nope.example.com",
+                          .version = "v1",
+                          .resource = "things",
+                          .kind = "Thing",
+                          .namespaced = true};
+    cr_assert_eq(kcr_fake_register(fake, &r, NULL), KCR_OK);
+    int n = 0;
+    cr_assert_eq(kcr_client_list(c, &things, "default", NULL, count_item, &n, NULL, NULL), KCR_OK,
+                 "%s", kcr_last_error());
+    cr_assert_eq(n, 0);
+    kcr_object_unref(create(&things, "default", body));
+    cr_assert_eq(kcr_client_list(c, &things, "default", NULL, count_item, &n, NULL, NULL), KCR_OK);
+    cr_assert_eq(n, 1);
+}
+
 Test(fake, metadata_only, .init = setup, .fini = teardown)
 {
     kcr_object_unref(create(&CM, "m", "{\"metadata\":{\"name\":\"a\"},\"data\":{\"big\":\"x\"}}"));
@@ -771,6 +840,11 @@ Test(fake, triggered_cancel_stops_every_verb, .init = setup, .fini = teardown)
                  KCR_ERR_CANCELED);
     cr_assert_eq(kcr_client_delete(c, &CM, "d", "a", &d, &o, NULL), KCR_ERR_CANCELED);
     cr_assert_eq(kcr_client_request(c, "/api", NULL, 0, &r, NULL, NULL, NULL), KCR_ERR_CANCELED);
+    kcr_resolve_options ro = {.cancel = cancel};
+    kcr_api_resource ar;
+    cr_assert_eq(kcr_client_resolve_opts(c, "cm", &ro, &ar, NULL), KCR_ERR_CANCELED);
+    cr_assert_eq(kcr_client_resolve_kind_opts(c, "", "v1", "ConfigMap", &ro, &ar, NULL),
+                 KCR_ERR_CANCELED);
     cr_assert(strstr(kcr_last_error(), "canceled") != NULL, "%s", kcr_last_error());
     cr_assert_null(o);
     /* nothing was written or deleted */
@@ -780,5 +854,7 @@ Test(fake, triggered_cancel_stops_every_verb, .init = setup, .fini = teardown)
     kcr_cancel_reset(cancel);
     cr_assert_eq(kcr_client_get(c, &CM, "d", "a", &g, &o, NULL), KCR_OK, "a reset token");
     kcr_object_unref(o);
+    cr_assert_eq(kcr_client_resolve_opts(c, "cm", &ro, &ar, NULL), KCR_OK);
+    cr_assert_str_eq(ar.kind, "ConfigMap");
     kcr_cancel_free(cancel);
 }

@@ -858,6 +858,55 @@ Test(http, every_verb_cancels_on_a_hung_server, .fini = stop_server, .timeout = 
     }
 }
 
+typedef struct resolve_call {
+    bool by_kind;
+    kcr_cancel *cancel;
+    kcr_err err;
+} resolve_call;
+
+static void *run_resolve(void *arg)
+{
+    resolve_call *r = arg;
+    kcr_resolve_options o = {.cancel = r->cancel};
+    kcr_api_resource ar;
+    r->err = r->by_kind
+                 ? kcr_client_resolve_kind_opts(client, "apps", NULL, "Deployment", &o, &ar, NULL)
+                 : kcr_client_resolve_opts(client, "deploy", &o, &ar, NULL);
+    return NULL;
+}
+
+Test(http, discovery_cancels_on_a_hung_server, .fini = stop_server, .timeout = 60)
+{
+    start_server(hang, NULL);
+    for (int by_kind = 0; by_kind < 2; by_kind++) {
+        resolve_call r = {.by_kind = by_kind};
+        cr_assert_eq(kcr_cancel_new(&r.cancel), KCR_OK);
+        int before = requests();
+        pthread_t t;
+        pthread_create(&t, NULL, run_resolve, &r);
+        int64_t deadline = kcr__now_ns() + 10 * KCR_NS_PER_S;
+        while (requests() == before && kcr__now_ns() < deadline)
+            nap_ms(5);
+        cr_assert_gt(requests(), before, "discovery never reached the server");
+        int64_t t0 = kcr__now_ns();
+        kcr_cancel_trigger(r.cancel);
+        pthread_join(t, NULL);
+        int64_t took = kcr__now_ns() - t0;
+        cr_assert_eq(r.err, KCR_ERR_CANCELED, "%s", kcr_strerror(r.err));
+        cr_assert_lt(took, KCR_NS_PER_S, "canceled after %lld ms",
+                     (long long)(took / KCR_NS_PER_MS));
+        /* a triggered token refuses before any request */
+        before = requests();
+        kcr_api_resource ar;
+        kcr_resolve_options o = {.cancel = r.cancel};
+        cr_assert_eq(kcr_client_resolve_opts(client, "cm", &o, &ar, NULL), KCR_ERR_CANCELED);
+        cr_assert_eq(requests(), before);
+        kcr_cancel_free(r.cancel);
+        stop_server();
+        start_server(hang, NULL);
+    }
+}
+
 Test(http, default_request_timeout_bounds_every_verb, .fini = stop_server, .timeout = 60)
 {
     kcr_client_options o = {.request_timeout_ms = 300};

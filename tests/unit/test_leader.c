@@ -1,8 +1,9 @@
 /* Leader election on the fake API: acquiring, exactly one leader of two,
  * clean hand-over, stepping down when renewals fail (before the renew
  * deadline ends, and before anyone else can acquire), lost races (409),
- * a leader whose Lease was taken, validation, and a stop that leaves a
- * Lease it does not hold untouched.
+ * a leader whose Lease was taken, validation, a stop that leaves a Lease
+ * it does not hold untouched, and a stop that cancels a request hanging in
+ * a dead server.
  *
  * Durations: lease 1 s (the Lease stores whole seconds: observers wait
  * 1 s before taking an unrenewed Lease over), renew deadline 600 ms, retry
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "helpers/hung_server.h"
 #include "kcr/kcr.h"
 #include "helpers/timescale.h"
 
@@ -731,4 +733,28 @@ Test(leader, crashed_leader_is_replaced_after_the_lease_lapses, .init = setup, .
     kcr_object_unref(l);
     cand_free(a);
     cand_free(b);
+}
+
+/* ---- a hung apiserver: stop cancels the request in flight ---- */
+
+Test(leader, stop_cancels_a_request_hanging_in_a_dead_server, .timeout = 60)
+{
+    hung_server *srv = hung_server_start();
+    /* a long request timeout: only cancellation can make stop return soon */
+    kcr_client *c = hung_server_client(srv, &(kcr_client_options){.request_timeout_ms = 30000});
+    kcr_leader_elector_options o = {.lease_namespace = "kube-system", .lease_name = "hung"};
+    kcr_leader_elector *e = NULL;
+    cr_assert_eq(kcr_leader_elector_new(c, &o, &e), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_leader_elector_start(e), KCR_OK);
+    cr_assert(hung_server_wait_requests(srv, 1), "the elector never asked for the Lease");
+    int64_t t0 = mono_ms();
+    kcr_leader_elector_stop(e);
+    int64_t took = mono_ms() - t0;
+    cr_assert_lt(took, 1000 + SLACK_MS, "stop took %lld ms", (long long)took);
+    cr_assert_not(kcr_leader_elector_is_leader(e));
+    t0 = mono_ms();
+    kcr_leader_elector_free(e);
+    cr_assert_lt(mono_ms() - t0, 1000 + SLACK_MS, "free waited");
+    kcr_client_free(c);
+    hung_server_stop(srv);
 }

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "kcr/kcr.h"
-#include "store/object_builder.h"
-#include "store/object_internal.h"
+#include "object/object_builder.h"
+#include "object/object_internal.h"
 #include "unit/object_fixtures.h"
 
 Test(object, metadata_accessors)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "kcr/kcr.h"
-#include "store/object_internal.h"
+#include "object/object_internal.h"
 #include "unit/store_fixtures.h"
 
 Test(keys, namespaced_and_cluster_scoped)

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "client/json.h"
+#include "core/base64.h"
 #include "core/clock.h"
 #include "helpers/pki.h"
 #include "helpers/tls_server.h"

@@ -1,19 +1,19 @@
 /* Internal: the mutable JSON tree behind kcr_object_edit.
  *
- * An editor (store/object_edit.c) converts its base object into this tree,
+ * An editor (object/object_edit.c) converts its base object into this tree,
  * edits and patches (object_edit.c, json_patch.c) change it in place, and
  * freezing feeds it back through the object builder. A tree belongs to one
  * thread at a time. Functions that take a node "take ownership": on failure
  * they free it, so callers never clean up after them. */
-#ifndef KCR_STORE_EDIT_TREE_H
-#define KCR_STORE_EDIT_TREE_H
+#ifndef KCR_OBJECT_EDIT_TREE_H
+#define KCR_OBJECT_EDIT_TREE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "kcr/object.h"
-#include "store/object_builder.h"
+#include "object/object_builder.h"
 
 enum kcr__ntype {
     KCR__N_NULL,

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "store/edit_tree.h"
-#include "store/object_internal.h"
+#include "object/edit_tree.h"
+#include "object/object_internal.h"
 
 /* Bound on the nodes all `copy` operations of one patch may create: a patch
  * of a few dozen copies of the root would otherwise double the document each

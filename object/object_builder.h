@@ -6,8 +6,8 @@
  * object (starting with start_map); when its closing end_map has been fed,
  * kcr__object_builder_done() is true and finish() yields the object.
  * A builder is used by one thread at a time; reuse it for the next item. */
-#ifndef KCR_STORE_OBJECT_BUILDER_H
-#define KCR_STORE_OBJECT_BUILDER_H
+#ifndef KCR_OBJECT_OBJECT_BUILDER_H
+#define KCR_OBJECT_OBJECT_BUILDER_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -14,14 +14,14 @@
  *   ARR      payload = offset (4-aligned) of u32 count, then count refs
  *   MAP      payload = offset (4-aligned) of u32 count, then count pairs
  *            (key, value); a key with its top bit set is an interned key id
- *            (store/intern.h), otherwise the offset of a STR-encoded string
+ *            (object/intern.h), otherwise the offset of a STR-encoded string
  *   EMPTY    payload 0 empty map, 1 empty array, 2 empty string
  *
  * Strings and keys within one object are deduplicated; containers are
  * written after their children, so the root map comes last. Map entries keep
  * the input order (serialization reproduces it). */
-#ifndef KCR_STORE_OBJECT_INTERNAL_H
-#define KCR_STORE_OBJECT_INTERNAL_H
+#ifndef KCR_OBJECT_OBJECT_INTERNAL_H
+#define KCR_OBJECT_OBJECT_INTERNAL_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -32,7 +32,7 @@
 #include <yajl/yajl_parse.h>
 
 #include "kcr/object.h"
-#include "store/intern.h"
+#include "object/intern.h"
 
 enum {
     KCR__T_SPECIAL = 0,
@@ -161,7 +161,7 @@ static inline bool kcr__ref_is_str(uint32_t ref)
  * id (or KCR__INTERN_NONE). The first matching entry wins. */
 uint32_t kcr__map_get(const kcr_object *o, uint32_t map, const char *key, size_t len, uint32_t id);
 
-/* Same for an interned well-known key (store/intern.h KCR__K_*). */
+/* Same for an interned well-known key (object/intern.h KCR__K_*). */
 uint32_t kcr__map_get_id(const kcr_object *o, uint32_t map, uint32_t id);
 
 /* The string of a STR ref, or "" (never NULL) when the ref is not a string. */

@@ -1,5 +1,5 @@
 /* Label and field selector parsing and matching. */
-#include "client/selector.h"
+#include "object/selector.h"
 
 #include <ctype.h>
 #include <stdlib.h>

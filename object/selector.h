@@ -1,8 +1,8 @@
 /* Internal: Kubernetes label selectors ("a=b,c!=d,e in (x,y),f notin (z),g,!h")
  * and the simple field selectors the fake serves. Immutable once parsed, so
  * safe to share between threads. */
-#ifndef KCR_CLIENT_SELECTOR_H
-#define KCR_CLIENT_SELECTOR_H
+#ifndef KCR_OBJECT_SELECTOR_H
+#define KCR_OBJECT_SELECTOR_H
 
 #include <stdbool.h>
 

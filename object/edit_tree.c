@@ -1,12 +1,12 @@
-/* The mutable JSON tree behind kcr_object_edit (store/edit_tree.h): nodes,
+/* The mutable JSON tree behind kcr_object_edit (object/edit_tree.h): nodes,
  * copies, RFC 6902 equality, conversion from immutable objects and back. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "store/edit_tree.h"
-#include "store/object_internal.h"
+#include "object/edit_tree.h"
+#include "object/object_internal.h"
 
 void kcr__node_free(struct kcr__node *n)
 {

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "store/object_internal.h"
+#include "object/object_internal.h"
 
 static kcr_value view(const kcr_object *o, uint32_t ref)
 {

@@ -1,6 +1,6 @@
 /* kcr_object: building (the streaming builder and kcr_object_parse),
  * reference counting, metadata accessors and serialization. The layout is
- * described in store/object_internal.h. */
+ * described in object/object_internal.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +10,8 @@
 #include <yajl/yajl_parse.h>
 
 #include "core/error.h"
-#include "store/object_builder.h"
-#include "store/object_internal.h"
+#include "object/object_builder.h"
+#include "object/object_internal.h"
 
 /* ---- builder ------------------------------------------------------------ */
 

@@ -7,11 +7,13 @@
  * shrinks: once full, new keys are stored inside each object instead, so a
  * stream of unique keys cannot grow memory without bound. Lookups are
  * lock-free; inserts take a mutex. Thread-safe. */
-#ifndef KCR_STORE_INTERN_H
-#define KCR_STORE_INTERN_H
+#ifndef KCR_OBJECT_INTERN_H
+#define KCR_OBJECT_INTERN_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "core/hash.h" /* the hash the table and its callers use */
 
 #define KCR__INTERN_MAX_KEYS 32768
 #define KCR__INTERN_MAX_LEN 64
@@ -37,13 +39,6 @@ enum {
     KCR__K_BLOCK_OWNER_DELETION,
     KCR__K_COUNT_
 };
-
-/* A fast 32-bit hash of `len` bytes (not cryptographic). */
-uint32_t kcr__hash_bytes(const void *data, size_t len);
-
-/* Continues a hash over more bytes (hash of a+b == extend(hash(a), b) is NOT
- * implied; use one consistent sequence of calls). */
-uint32_t kcr__hash_extend(uint32_t seed, const void *data, size_t len);
 
 /* Id of the key, interning it if there is room; KCR__INTERN_NONE when the key
  * is too long or the table is full. */

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "store/edit_tree.h"
-#include "store/object_builder.h"
-#include "store/object_internal.h"
+#include "object/edit_tree.h"
+#include "object/object_builder.h"
+#include "object/object_internal.h"
 
 /* ---- editor ------------------------------------------------------------- */
 
