@@ -48,13 +48,17 @@ launch() {
 }
 
 # wait_for NAME CMD...: retry CMD every 0.2 s until it succeeds; fail with the
-# tail of NAME's log if NAME exits or the wait exceeds $ready_timeout.
+# tail of NAME's log if NAME exits or the wait exceeds $ready_timeout. The
+# message names what was awaited if $what is set (what="..." wait_for ...).
 wait_for() {
 	local name=$1 deadline=$((SECONDS + ready_timeout))
 	shift
 	until "$@" >/dev/null 2>&1; do
-		if ! pid_of "$name" >/dev/null || ((SECONDS > deadline)); then
-			log "$name did not become ready within ${ready_timeout}s; last lines of $logs/$name.log:"
+		local why=
+		pid_of "$name" >/dev/null || why="exited before it was ready"
+		((SECONDS <= deadline)) || why="did not become ready within ${ready_timeout}s"
+		if [[ -n $why ]]; then
+			log "$name $why${what:+ ($what)}; last lines of $logs/$name.log:"
 			tail -n 30 "$logs/$name.log" >&2 || true
 			return 1
 		fi

@@ -17,6 +17,7 @@ for tool in curl jq ss; do
 done
 [[ -f $KCR_TESTENV_DIR/env ]] ||
 	fail "no testenv in $KCR_TESTENV_DIR (no env file): run testenv/start (it builds kube-apiserver and etcd with testenv/build on first use), or testenv/adopt KUBECONFIG for an existing cluster"
+unset KCR_TESTENV_CLUSTER # only a cluster-mode env file sets it
 # shellcheck source=/dev/null
 source "$KCR_TESTENV_DIR/env"
 
@@ -63,3 +64,15 @@ fault() { "$testenv_src/fault" "$@" >/dev/null; }
 
 # counts JQ-EXPR: evaluate JQ-EXPR on the proxy's counters.
 counts() { "$testenv_src/fault" counts | jq -r "$1"; }
+
+# wait_until SECONDS WHAT CMD...: retry CMD every 0.5 s until it succeeds;
+# fail saying WHAT did not happen within SECONDS, with CMD's last output.
+wait_until() {
+	local secs=$1 what=$2 deadline out
+	shift 2
+	deadline=$((SECONDS + secs))
+	until out=$("$@" 2>&1); do
+		((SECONDS < deadline)) || fail "$what: not within ${secs}s (last: ${out:0:600})"
+		sleep 0.5
+	done
+}
