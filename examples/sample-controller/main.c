@@ -2,14 +2,16 @@
  * sample.c) with a kcr_manager, leader election, metrics and health probes.
  *
  *   sample-controller [--kubeconfig PATH] [--context NAME]
- *       [--namespace NS | -A] [--workers N] [--leader-elect]
+ *       [--namespace NS | -A] [--workers N]
+ *       [--leader-elect [--leader-election-namespace NS]]
  *       [--metrics-bind-address ADDR] [--health-probe-bind-address ADDR] [-v]
  *
  * Without --kubeconfig: $KUBECONFIG, the in-cluster service account when
- * $KUBERNETES_SERVICE_HOST is set, then ~/.kube/config. Foos and Deployments of every namespace unless
- * --namespace. The Lease (--leader-elect) is "sample-controller" in the
- * client's namespace. Addresses are host:port, :port or 0 (off); defaults
- * :8080 and :8081. Logs go to stderr; -v adds debug lines (each reconcile).
+ * $KUBERNETES_SERVICE_HOST is set, then ~/.kube/config. Foos and
+ * Deployments of every namespace unless --namespace. The Lease
+ * (--leader-elect) is "sample-controller" in --leader-election-namespace,
+ * default the client's namespace (the kubeconfig context's, or the pod's).
+ * Addresses are host:port, :port or 0 (off); defaults :8080 and :8081. Logs go to stderr; -v adds debug lines (each reconcile).
  * Exits 0 after SIGINT/SIGTERM (a second one exits at once), 1 when the
  * lease is lost or it cannot start, 2 for bad arguments. */
 #include <stdio.h>
@@ -24,8 +26,8 @@ static int usage(const char *why, const char *arg)
     fprintf(stderr,
             "sample-controller: %s%s\n"
             "usage: sample-controller [--kubeconfig PATH] [--context NAME] [--namespace NS | -A]\n"
-            "       [--workers N] [--leader-elect] [--metrics-bind-address ADDR]\n"
-            "       [--health-probe-bind-address ADDR] [-v]\n",
+            "       [--workers N] [--leader-elect [--leader-election-namespace NS]]\n"
+            "       [--metrics-bind-address ADDR] [--health-probe-bind-address ADDR] [-v]\n",
             why, arg);
     return 2;
 }
@@ -33,7 +35,7 @@ static int usage(const char *why, const char *arg)
 int main(int argc, char **argv)
 {
     const char *kubeconfig = NULL, *context = NULL, *ns = NULL, *metrics = ":8080",
-               *probes = ":8081";
+               *probes = ":8081", *lease_ns = NULL;
     long workers = 2;
     bool leader_elect = false;
     kcr_log_level level = KCR_LOG_INFO;
@@ -42,6 +44,7 @@ int main(int argc, char **argv)
         bool takes_value = strcmp(a, "--kubeconfig") == 0 || strcmp(a, "--context") == 0 ||
                            strcmp(a, "--namespace") == 0 || strcmp(a, "-n") == 0 ||
                            strcmp(a, "--workers") == 0 ||
+                           strcmp(a, "--leader-election-namespace") == 0 ||
                            strcmp(a, "--metrics-bind-address") == 0 ||
                            strcmp(a, "--health-probe-bind-address") == 0;
         if (takes_value && !v)
@@ -60,6 +63,8 @@ int main(int argc, char **argv)
             context = v;
         else if (strcmp(a, "--namespace") == 0 || strcmp(a, "-n") == 0)
             ns = v;
+        else if (strcmp(a, "--leader-election-namespace") == 0)
+            lease_ns = v;
         else if (strcmp(a, "--metrics-bind-address") == 0)
             metrics = v;
         else if (strcmp(a, "--health-probe-bind-address") == 0)
@@ -85,7 +90,8 @@ int main(int argc, char **argv)
     ctl.max_concurrent_reconciles = (int)workers;
     kcr_config_options co = {.kubeconfig = kubeconfig, .context = context};
     kcr_manager_options mo = {.name = SAMPLE_NAME, .leader_election = leader_elect,
-                              .leader_election_id = SAMPLE_NAME, .handle_signals = true};
+                              .leader_election_id = SAMPLE_NAME,
+                              .leader_election_namespace = lease_ns, .handle_signals = true};
     kcr_health_server_options ho = {.metrics_bind_address = metrics, .probe_bind_address = probes};
     kcr_err err = kcr_config_load(&co, &cfg);
     if (err == KCR_OK)
