@@ -11,7 +11,8 @@
  * Deployments of every namespace unless --namespace. The Lease
  * (--leader-elect) is "sample-controller" in --leader-election-namespace,
  * default the client's namespace (the kubeconfig context's, or the pod's).
- * Addresses are host:port, :port or 0 (off); defaults :8080 and :8081. Logs go to stderr; -v adds debug lines (each reconcile).
+ * Addresses are host:port, :port or 0 (off); defaults :8080 and :8081.
+ * Flags also take --flag=value. Logs go to stderr; -v adds debug lines (each reconcile).
  * Exits 0 after SIGINT/SIGTERM (a second one exits at once), 1 when the
  * lease is lost or it cannot start, 2 for bad arguments. */
 #include <stdio.h>
@@ -40,7 +41,16 @@ int main(int argc, char **argv)
     bool leader_elect = false;
     kcr_log_level level = KCR_LOG_INFO;
     for (int i = 1; i < argc; i++) {
+        char flag[64];
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+        if (eq) { /* --flag=value */
+            if ((size_t)(eq - a) >= sizeof flag)
+                return usage("unknown argument ", a);
+            snprintf(flag, sizeof flag, "%.*s", (int)(eq - a), a);
+            a = flag;
+            v = eq + 1;
+        }
         bool takes_value = strcmp(a, "--kubeconfig") == 0 || strcmp(a, "--context") == 0 ||
                            strcmp(a, "--namespace") == 0 || strcmp(a, "-n") == 0 ||
                            strcmp(a, "--workers") == 0 ||
@@ -49,7 +59,12 @@ int main(int argc, char **argv)
                            strcmp(a, "--health-probe-bind-address") == 0;
         if (takes_value && !v)
             return usage("missing value after ", a);
-        if (takes_value)
+        if (eq && !takes_value)
+            return usage(strcmp(a, "--leader-elect") == 0 || strcmp(a, "--all-namespaces") == 0
+                             ? "takes no value: "
+                             : "unknown argument ",
+                         argv[i]);
+        if (takes_value && !eq)
             i++;
         if (strcmp(a, "-v") == 0)
             level = KCR_LOG_DEBUG;

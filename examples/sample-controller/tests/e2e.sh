@@ -5,7 +5,10 @@
 #
 #   e2e.sh PATH/TO/sample-controller
 #
-# 1. the CRD is applied; a Foo gets its Deployment (controlled by the Foo,
+# 0. the manifests are applied: the CRD, rbac.yaml (every controller process
+#    runs with a token of its ServiceAccount, so a missing grant fails the
+#    test), deployment.yaml with a server-side dry run;
+# 1. a Foo gets its Deployment (controlled by the Foo,
 #    written by field manager sample-controller), the Pods run on kwok's
 #    Node and Foo.status.availableReplicas reaches spec.replicas; events
 #    Synced; /readyz and /metrics answer;
@@ -14,7 +17,8 @@
 #    ErrResourceExists and the Deployment is left alone;
 # 4. kill -9 of the controller, changes while it is down, a restart: it
 #    converges;
-# 5. two replicas with --leader-elect: one holds the Lease and is the only
+# 5. two replicas with --leader-elect: one holds the Lease (in the
+#    namespace of its kubeconfig context) and is the only
 #    one reconciling; stopping it (SIGTERM releases the Lease) hands over;
 # 6. deleting the Foo garbage-collects its Deployment and Pods.
 # Every wait is bounded (KCR_TESTENV_TEST_TIMEOUT seconds, default 90);
@@ -44,6 +48,7 @@ cleanup() {
 		wait "${pids[$name]}" 2>/dev/null || true
 	done
 	kcurl d "/api/v1/namespaces/$ns" -X DELETE >/dev/null 2>&1 || true
+	kcurl d "$lease" -X DELETE >/dev/null 2>&1 || true
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -71,7 +76,7 @@ start_ctl() {
 	local name=$1
 	shift
 	ports[$name]=$(free_port)
-	"$bin" --kubeconfig "$KCR_TESTENV_KUBECONFIG" --namespace "$ns" \
+	"$bin" --kubeconfig "$kubeconfig" --namespace "$ns" \
 		--metrics-bind-address "127.0.0.1:${ports[$name]}" \
 		--health-probe-bind-address "127.0.0.1:${ports[$name]}" "$@" >>"$tmp/$name.log" 2>&1 &
 	pids[$name]=$!
@@ -111,17 +116,67 @@ converged() { # FOO DEPLOYMENT N: Deployment at N replicas, N available, Foo sta
 		check "$foos/$1" ".status.availableReplicas == $3" .status
 }
 
-# ---- the CRD (server-side apply of the manifest, YAML as is) -----------------
+# apply FILE [QUERY]: server-side apply of each document of a manifest, YAML
+# as is (what `kubectl apply --server-side` does), QUERY e.g. "&dryRun=All".
+apply() {
+	local doc kind name dns path
+	while IFS= read -r -d '' doc; do
+		kind=$(sed -n 's/^kind: *//p' <<<"$doc")
+		name=$(sed -n 's/^  name: *//p' <<<"$doc" | head -n1)
+		dns=$(sed -n 's/^  namespace: *//p' <<<"$doc" | head -n1)
+		case $kind in
+		Namespace) path=/api/v1/namespaces/$name ;;
+		ServiceAccount) path=/api/v1/namespaces/$dns/serviceaccounts/$name ;;
+		ClusterRole | ClusterRoleBinding) path=/apis/rbac.authorization.k8s.io/v1/${kind,,}s/$name ;;
+		Role | RoleBinding) path=/apis/rbac.authorization.k8s.io/v1/namespaces/$dns/${kind,,}s/$name ;;
+		Deployment) path=/apis/apps/v1/namespaces/$dns/deployments/$name ;;
+		CustomResourceDefinition) path=/apis/apiextensions.k8s.io/v1/customresourcedefinitions/$name ;;
+		*) fail "$1: no path known for kind '$kind'" ;;
+		esac
+		kcurl d "$path?fieldManager=kcr-sample-e2e${2:-}" -X PATCH \
+			-H 'Content-Type: application/apply-patch+yaml' --data-binary "$doc" >/dev/null
+		[[ $(code) == 200 || $(code) == 201 ]] || fail "apply $kind $name from $1: HTTP $(cat "$tmp/code")"
+	done < <(awk 'BEGIN { RS = "\n---\n" } { printf "%s%c", $0, 0 }' "$1")
+}
+
+# ---- the CRD, RBAC (the controller runs as its ServiceAccount) ---------------
 crd=/apis/apiextensions.k8s.io/v1/customresourcedefinitions/foos.samplecontroller.k8s.io
-kcurl d "$crd?fieldManager=kcr-sample-e2e" -X PATCH -H 'Content-Type: application/apply-patch+yaml' \
-	--data-binary "@$manifests/crd.yaml" >/dev/null
-[[ $(code) == 200 || $(code) == 201 ]] || fail "apply the CRD: HTTP $(cat "$tmp/code")"
+apply "$manifests/crd.yaml"
 wait_until "$timeout" "CRD foos.samplecontroller.k8s.io Established" \
 	check "$crd" 'any(.status.conditions[]?; .type == "Established" and .status == "True")' .status
 kcurl d /api/v1/namespaces -X POST "${json[@]}" \
 	-d "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\"}}" >/dev/null
 expect_code 201 "create namespace $ns"
-ok "CRD established, namespace $ns"
+apply "$manifests/rbac.yaml"
+apply "$manifests/deployment.yaml" "&dryRun=All"
+token=$(kcurl d /api/v1/namespaces/sample-controller/serviceaccounts/sample-controller/token -X POST "${json[@]}" \
+	-d '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":3600}}' |
+	jq -r .status.token)
+expect_code 201 "token of ServiceAccount sample-controller/sample-controller"
+kubeconfig=$tmp/sa.kubeconfig # the controller's identity: only what rbac.yaml grants
+cat >"$kubeconfig" <<-YAML
+	apiVersion: v1
+	kind: Config
+	clusters:
+	- name: testenv
+	  cluster:
+	    server: $(cat "$tmp/d.server")
+	    certificate-authority-data: $(base64 -w0 "$tmp/d.ca")
+	users:
+	- name: sample-controller
+	  user:
+	    token: $token
+	contexts:
+	- name: sample-controller
+	  context:
+	    cluster: testenv
+	    user: sample-controller
+	    namespace: sample-controller
+	current-context: sample-controller
+YAML
+lease=/apis/coordination.k8s.io/v1/namespaces/sample-controller/leases/sample-controller
+kcurl d "$lease" -X DELETE >/dev/null # a Lease left by an earlier run would delay the election
+ok "CRD established, namespace $ns, RBAC of rbac.yaml applied (deployment.yaml passes a server dry run)"
 
 # ---- 1. a Foo gets its Deployment, Pods and status ---------------------------
 start_ctl one
@@ -200,9 +255,8 @@ stop_ctl two
 ok "SIGTERM: the controller exits 0"
 
 # ---- 5. two replicas with --leader-elect --------------------------------------
-lease=/apis/coordination.k8s.io/v1/namespaces/$ns/leases/sample-controller
-start_ctl a --leader-elect --leader-election-namespace "$ns"
-start_ctl b --leader-elect --leader-election-namespace "$ns"
+start_ctl a --leader-elect
+start_ctl b --leader-elect
 wait_until "$timeout" "a Lease holder" check "$lease" '.spec.holderIdentity | length > 0' .spec
 holder=$(get "$lease" | jq -r .spec.holderIdentity)
 leader= standby=
@@ -216,7 +270,7 @@ grep -q "$ns/elected: synced" "$tmp/$leader.log" || fail "leader $leader did not
 if grep -q ": synced" "$tmp/$standby.log"; then fail "standby $standby reconciled: $(grep ': synced' "$tmp/$standby.log" | head -3)"; fi
 curl -sf "http://127.0.0.1:${ports[$standby]}/metrics" | grep -Eq '^controller_runtime_reconcile_total\{controller="sample-controller",result="success"\} [1-9]' &&
 	fail "standby $standby counts reconciles in /metrics"
-ok "--leader-elect: $leader holds Lease $ns/sample-controller ($holder) and alone reconciles; $standby stands by (ready)"
+ok "--leader-elect: $leader holds Lease sample-controller/sample-controller ($holder) and alone reconciles; $standby stands by (ready)"
 stop_ctl "$leader"
 [[ $rc == 0 ]] || fail "leader $leader: SIGTERM exit status $rc"
 wait_until "$timeout" "standby $standby takes the released Lease" grep -q "acquired the lease" "$tmp/$standby.log"
@@ -234,3 +288,7 @@ check "$deploys/late" '.spec.replicas == 2' >/dev/null || fail "Deployment late 
 ok "Foo example-foo deleted: Deployment and Pods garbage-collected"
 stop_ctl "$standby"
 [[ $rc == 0 ]] || fail "$standby: SIGTERM exit status $rc"
+if grep -H -m3 -E 'Forbidden|403' "$tmp"/*.log; then
+	fail "a controller was refused something: rbac.yaml misses a grant (lines above)"
+fi
+ok "no request of the controller was forbidden under rbac.yaml"
