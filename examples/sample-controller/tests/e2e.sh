@@ -30,9 +30,13 @@ manifests=$(cd "$(dirname "$0")/../manifests" && pwd)
 
 bin=${1:-}
 [[ -x $bin ]] || fail "usage: $0 PATH/TO/sample-controller (build it: ninja -C build sample-controller)"
-[[ ${KCR_TESTENV_CLUSTER:-} == 1 ]] ||
-	fail "needs a testenv in cluster mode (no KCR_TESTENV_CLUSTER=1 in $KCR_TESTENV_DIR/env): run testenv/start --cluster"
 kc_load d "$KCR_TESTENV_KUBECONFIG"
+# testenv cluster mode, or a real cluster adopted with testenv/adopt (kind):
+# either way Deployments need controllers and a Ready Node.
+if [[ ${KCR_TESTENV_CLUSTER:-} != 1 ]]; then
+	kcurl d /api/v1/nodes | jq -e 'any(.items[]; any(.status.conditions[]?; .type == "Ready" and .status == "True"))' >/dev/null ||
+		fail "needs a cluster with Nodes (testenv in $KCR_TESTENV_DIR is not in cluster mode): run testenv/stop; testenv/start --cluster (or testenv/adopt a kind cluster's kubeconfig)"
+fi
 timeout=${KCR_TESTENV_TEST_TIMEOUT:-90}
 ns=kcr-sample-e2e-$$
 json=(-H 'Content-Type: application/json')
