@@ -29,6 +29,19 @@ static kcr_err too_large(const char *what, size_t max)
     return kcr__fail(KCR_ERR_TOO_LARGE, "%s larger than the %zu-byte limit", what, max);
 }
 
+/* Size accounting. An item's (event's) bytes are counted exactly: from the
+ * offset of its opening brace in the slice where it starts (yajl reports
+ * the offset inside callbacks) to that of its closing brace, plus the whole
+ * slices in between; so any number of items under the limit pass, however
+ * the body is chunked. Token bytes (since the last parse event, for the
+ * stash and for tokens outside items) count whole slices without an event:
+ * the tail of a slice after its last event is not counted, so a token is
+ * caught at most one slice late. */
+static size_t slice_offset(yajl_handle h)
+{
+    return yajl_get_bytes_consumed(h);
+}
+
 
 /* yajl re-lexes a token split across yajl_parse() calls from its start each
  * time, so a long token fed in small chunks costs quadratic time. Once no
@@ -53,7 +66,7 @@ static bool stash_add(stash *st, size_t token_bytes, const char *buf, size_t len
             cap *= 2;
         char *nb = realloc(st->buf, cap);
         if (!nb) {
-            *err = KCR_ERR_NOMEM;
+            *err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
             return true;
         }
         st->buf = nb;
@@ -72,7 +85,7 @@ static void stash_free(stash *st)
 
 /* ================================ LIST ================================ */
 
-enum top_key { TOP_NONE, TOP_METADATA, TOP_ITEMS, TOP_OTHER };
+enum top_key { TOP_NONE, TOP_METADATA, TOP_ITEMS, TOP_KIND, TOP_API_VERSION, TOP_OTHER };
 enum meta_key { META_NONE, META_RV, META_CONTINUE, META_REMAINING };
 
 struct kcr__list_decoder {
@@ -86,15 +99,92 @@ struct kcr__list_decoder {
     enum meta_key meta;
     bool started, in_items, in_item;
     size_t item_bytes, token_bytes;
+    size_t item_from; /* offset in the slice being parsed where the item's bytes begin */
     char *rv, *cont;
     int64_t remaining;
     bool has_remaining;
     size_t n_items;
+    /* A List's items carry no kind/apiVersion; each is stamped with the
+     * List's (kind without "List"), as client-go does for unstructured
+     * lists, when it has neither of its own. The apiserver sends kind and
+     * apiVersion before items, so items are stamped while they are built;
+     * items finished before both are known wait in `pending` (in order)
+     * until they are, or until the body ends. */
+    char *item_kind, *item_api_version;
+    bool item_typed; /* the item being built has a kind or apiVersion key */
+    kcr_object **pending;
+    size_t n_pending, cap_pending;
     stash st;
     kcr_err err;
 };
 
 #define LD ((kcr__list_decoder *)ctx)
+
+static bool list_type_known(const kcr__list_decoder *d)
+{
+    return d->item_kind && d->item_api_version;
+}
+
+/* Feeds the List's kind/apiVersion into the item being built (before its
+ * closing brace) unless it has one of its own. */
+static kcr_err stamp_building(kcr__list_decoder *d)
+{
+    if (d->item_typed || (!*d->item_kind && !*d->item_api_version))
+        return KCR_OK;
+    kcr_err err = KCR_OK;
+    if (*d->item_api_version) {
+        err = kcr__object_builder_map_key(d->b, "apiVersion", 10);
+        if (err == KCR_OK)
+            err =
+                kcr__object_builder_string(d->b, d->item_api_version, strlen(d->item_api_version));
+    }
+    if (err == KCR_OK && *d->item_kind) {
+        err = kcr__object_builder_map_key(d->b, "kind", 4);
+        if (err == KCR_OK)
+            err = kcr__object_builder_string(d->b, d->item_kind, strlen(d->item_kind));
+    }
+    return err;
+}
+
+/* A built object that waited for the List's type: a copy stamped with what
+ * is known of it, or a new reference when there is nothing to stamp. */
+static kcr_err stamp_built(const kcr__list_decoder *d, kcr_object *obj, kcr_object **out)
+{
+    const char *kind = d->item_kind ? d->item_kind : "";
+    const char *av = d->item_api_version ? d->item_api_version : "";
+    if (*kcr_object_kind(obj) || *kcr_object_api_version(obj) || (!*kind && !*av)) {
+        *out = kcr_object_ref(obj);
+        return KCR_OK;
+    }
+    kcr_object_edit *e = kcr_object_edit_new(obj);
+    kcr_err err = e ? KCR_OK : KCR_ERR_NOMEM;
+    if (err == KCR_OK && *av)
+        err = kcr_object_edit_set_string(e, "apiVersion", av);
+    if (err == KCR_OK && *kind)
+        err = kcr_object_edit_set_string(e, "kind", kind);
+    if (err == KCR_OK)
+        err = kcr_object_edit_freeze(e, out);
+    kcr_object_edit_free(e);
+    return err;
+}
+
+/* Hands the waiting items to the callback, stamped. */
+static int flush_pending(kcr__list_decoder *d)
+{
+    for (size_t i = 0; i < d->n_pending && d->err == KCR_OK; i++) {
+        kcr_object *obj = NULL;
+        kcr_err err = stamp_built(d, d->pending[i], &obj);
+        if (err == KCR_OK && d->fn)
+            err = d->fn(obj, d->ud);
+        kcr_object_unref(obj);
+        if (err != KCR_OK)
+            d->err = err == KCR_ERR_NOMEM ? kcr__fail(err, "list item: out of memory") : err;
+    }
+    for (size_t j = 0; j < d->n_pending; j++)
+        kcr_object_unref(d->pending[j]);
+    d->n_pending = 0;
+    return d->err == KCR_OK;
+}
 
 /* Turns a builder error into the decoder's error. */
 static int list_item_event(kcr__list_decoder *d, kcr_err err)
@@ -117,6 +207,21 @@ static int list_finish_item(kcr__list_decoder *d)
         return 0;
     }
     d->n_items++;
+    if (d->n_pending || (!d->item_typed && !list_type_known(d))) {
+        if (d->n_pending == d->cap_pending) {
+            size_t cap = d->cap_pending ? d->cap_pending * 2 : 64;
+            kcr_object **np = realloc(d->pending, cap * sizeof *np);
+            if (!np) {
+                kcr_object_unref(obj);
+                d->err = kcr__fail(KCR_ERR_NOMEM, "list item %zu: out of memory", d->n_items);
+                return 0;
+            }
+            d->pending = np;
+            d->cap_pending = cap;
+        }
+        d->pending[d->n_pending++] = obj;
+        return 1;
+    }
     err = d->fn ? d->fn(obj, d->ud) : KCR_OK;
     kcr_object_unref(obj);
     if (err != KCR_OK) {
@@ -149,6 +254,19 @@ static int list_scalar(kcr__list_decoder *d, int kind, const char *s, size_t len
         d->err = kcr__fail(KCR_ERR_PARSE, "list item %zu is not an object", d->n_items);
         return 0;
     }
+    if (d->depth == 1 && (d->top == TOP_KIND || d->top == TOP_API_VERSION)) {
+        if (kind != 3)
+            return 1;
+        char **dst = d->top == TOP_KIND ? &d->item_kind : &d->item_api_version;
+        if (d->top == TOP_KIND && len > 4 && memcmp(s + len - 4, "List", 4) == 0)
+            len -= 4;
+        free(*dst);
+        if (!(*dst = kcr__memdup_str(s, len))) {
+            d->err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
+            return 0;
+        }
+        return !d->n_pending || !list_type_known(d) || flush_pending(d);
+    }
     if (d->top == TOP_METADATA && d->depth == 2 && d->meta != META_NONE) {
         if (d->meta == META_REMAINING && kind == 2) {
             char num[32]; /* yajl's number text is not NUL-terminated */
@@ -163,7 +281,7 @@ static int list_scalar(kcr__list_decoder *d, int kind, const char *s, size_t len
             /* not strndup: yajl's strings are not NUL-terminated and may end
              * where curl's buffer ends */
             if (!(*dst = kcr__memdup_str(s, len))) {
-                d->err = KCR_ERR_NOMEM;
+                d->err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
                 return 0;
             }
         }
@@ -205,7 +323,9 @@ static int ld_start_map(void *ctx)
         d->started = true;
     } else if (d->in_items && d->depth == 2) {
         d->in_item = true;
+        d->item_typed = false;
         d->item_bytes = 0;
+        d->item_from = slice_offset(d->h) - 1; /* the '{' */
         d->depth++;
         return list_item_event(d, kcr__object_builder_start_map(d->b));
     }
@@ -217,12 +337,18 @@ static int ld_key(void *ctx, const unsigned char *s, size_t len)
 {
     kcr__list_decoder *d = LD;
     d->token_bytes = 0;
-    if (d->in_item)
+    if (d->in_item) {
+        if (d->depth == 3 && ((len == 4 && memcmp(s, "kind", 4) == 0) ||
+                              (len == 10 && memcmp(s, "apiVersion", 10) == 0)))
+            d->item_typed = true;
         return list_item_event(d, kcr__object_builder_map_key(d->b, (const char *)s, len));
+    }
     if (d->depth == 1) {
-        d->top = len == 8 && memcmp(s, "metadata", 8) == 0 ? TOP_METADATA
-                 : len == 5 && memcmp(s, "items", 5) == 0  ? TOP_ITEMS
-                                                           : TOP_OTHER;
+        d->top = len == 8 && memcmp(s, "metadata", 8) == 0       ? TOP_METADATA
+                 : len == 5 && memcmp(s, "items", 5) == 0        ? TOP_ITEMS
+                 : len == 4 && memcmp(s, "kind", 4) == 0         ? TOP_KIND
+                 : len == 10 && memcmp(s, "apiVersion", 10) == 0 ? TOP_API_VERSION
+                                                                 : TOP_OTHER;
     } else if (d->depth == 2 && d->top == TOP_METADATA) {
         d->meta = len == 15 && memcmp(s, "resourceVersion", 15) == 0      ? META_RV
                   : len == 8 && memcmp(s, "continue", 8) == 0             ? META_CONTINUE
@@ -238,13 +364,21 @@ static int ld_end(void *ctx, bool is_map)
     d->token_bytes = 0;
     d->depth--;
     if (d->in_item) {
-        kcr_err err = is_map ? kcr__object_builder_end_map(d->b)
-                             : kcr__object_builder_end_array(d->b);
+        kcr_err err = KCR_OK;
+        if (d->depth == 2 && list_type_known(d) && !d->n_pending)
+            err = stamp_building(d);
+        if (err == KCR_OK)
+            err = is_map ? kcr__object_builder_end_map(d->b) : kcr__object_builder_end_array(d->b);
         if (!list_item_event(d, err))
             return 0;
-        if (d->depth == 2)
-            return list_finish_item(d);
-        return 1;
+        if (d->depth != 2)
+            return 1;
+        if (d->item_bytes + slice_offset(d->h) - d->item_from > d->max) {
+            d->in_item = false;
+            d->err = too_large("list item", d->max);
+            return 0;
+        }
+        return list_finish_item(d);
     }
     if (d->depth == 1 && d->in_items)
         d->in_items = false;
@@ -323,6 +457,11 @@ void kcr__list_decoder_free(kcr__list_decoder *d)
         kcr__object_builder_free(d->b);
     free(d->rv);
     free(d->cont);
+    free(d->item_kind);
+    free(d->item_api_version);
+    for (size_t i = 0; i < d->n_pending; i++)
+        kcr_object_unref(d->pending[i]);
+    free(d->pending);
     stash_free(&d->st);
     free(d);
 }
@@ -353,14 +492,17 @@ static kcr_err list_parse(kcr__list_decoder *d, const char *buf, size_t len, siz
 {
     while (d->err == KCR_OK && len > 0) {
         size_t n = len < slice ? len : slice;
+        size_t token_before = d->token_bytes;
+        d->token_bytes = 1; /* parse events reset it to 0 */
+        d->item_from = 0;
         yajl_status st = yajl_parse(d->h, (const unsigned char *)buf, n);
         if (st == yajl_status_error && d->err == KCR_OK)
             d->err = yajl_failure(d->h, "list", (const unsigned char *)buf, n);
         if (d->err != KCR_OK)
             break;
-        d->token_bytes += n;
+        d->token_bytes = d->token_bytes ? token_before + n : 0;
         if (d->in_item)
-            d->item_bytes += n;
+            d->item_bytes += n - d->item_from;
         if (d->item_bytes > d->max)
             d->err = too_large("list item", d->max);
         else if (d->token_bytes > d->max)
@@ -386,6 +528,8 @@ kcr_err kcr__list_decoder_finish(kcr__list_decoder *d, kcr_list_meta *meta)
         d->err = kcr__fail(KCR_ERR_PARSE, "list body ended early (%zu items decoded)", d->n_items);
     if (d->err == KCR_OK && !d->started)
         d->err = kcr__fail(KCR_ERR_PARSE, "empty list body");
+    if (d->err == KCR_OK && d->n_pending)
+        flush_pending(d);
     if (d->err != KCR_OK)
         return d->err;
     if (meta) {
@@ -396,7 +540,7 @@ kcr_err kcr__list_decoder_finish(kcr__list_decoder *d, kcr_list_meta *meta)
         meta->has_remaining_item_count = d->has_remaining;
         if (!meta->resource_version || !meta->continue_token) {
             kcr_list_meta_clear(meta);
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
         }
     }
     return KCR_OK;
@@ -437,6 +581,7 @@ struct kcr__watch_decoder {
     bool builder_failed;
     bool obj_seen;
     size_t event_bytes, token_bytes;
+    size_t event_from; /* offset in the slice being parsed where the event's bytes begin */
     kcr_status status;
     bool stopped;
     size_t n_events;
@@ -608,6 +753,7 @@ static int wd_start(void *ctx, bool is_map)
             return 0;
         }
         d->event_bytes = 0;
+        d->event_from = slice_offset(d->h) - 1; /* the '{' */
         d->depth = 1;
         return 1;
     }
@@ -675,9 +821,13 @@ static int wd_end(void *ctx, bool is_map)
             d->in_object = false;
         return 1;
     }
-    if (d->depth == 0)
-        return wd_dispatch(d);
-    return 1;
+    if (d->depth != 0)
+        return 1;
+    if (d->event_bytes + slice_offset(d->h) - d->event_from > d->max) {
+        d->err = too_large("watch event", d->max);
+        return 0;
+    }
+    return wd_dispatch(d);
 }
 
 static int wd_end_map(void *ctx)
@@ -763,14 +913,17 @@ static kcr_err watch_parse(kcr__watch_decoder *d, const char *buf, size_t len, s
 {
     while (d->err == KCR_OK && len > 0) {
         size_t n = len < slice ? len : slice;
+        size_t token_before = d->token_bytes;
+        d->token_bytes = 1; /* parse events reset it to 0 */
+        d->event_from = 0;
         yajl_status st = yajl_parse(d->h, (const unsigned char *)buf, n);
         if (st == yajl_status_error && d->err == KCR_OK)
             d->err = yajl_failure(d->h, "watch stream", (const unsigned char *)buf, n);
         if (d->err != KCR_OK)
             break;
-        d->token_bytes += n;
+        d->token_bytes = d->token_bytes ? token_before + n : 0;
         if (d->depth > 0)
-            d->event_bytes += n;
+            d->event_bytes += n - d->event_from;
         if (d->event_bytes > d->max)
             d->err = too_large("watch event", d->max);
         else if (d->token_bytes > d->max)

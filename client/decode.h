@@ -4,7 +4,11 @@
  * the thread that feeds. One yajl parser runs over the whole body; the events
  * of each item go to a kcr__object_builder, so memory is bounded by the
  * largest item and no body is ever buffered whole. Any single item, event or
- * token larger than `max_item_bytes` gives KCR_ERR_TOO_LARGE. */
+ * token larger than `max_item_bytes` gives KCR_ERR_TOO_LARGE.
+ *
+ * LIST items without kind and apiVersion get the List's (kind minus "List").
+ * A body that sends items before the List's kind/apiVersion (the apiserver
+ * never does) has its items held until both are known or the body ends. */
 #ifndef KCR_CLIENT_DECODE_H
 #define KCR_CLIENT_DECODE_H
 
@@ -25,7 +29,8 @@ kcr_err kcr__list_decoder_feed(kcr__list_decoder *d, const char *buf, size_t len
 /* Ends the body: KCR_ERR_PARSE when it was incomplete. Fills meta (may be NULL). */
 kcr_err kcr__list_decoder_finish(kcr__list_decoder *d, kcr_list_meta *meta);
 
-/* Number of items delivered so far. */
+/* Number of items decoded so far (delivered, or held until the List's
+ * kind/apiVersion are known). */
 size_t kcr__list_decoder_items(const kcr__list_decoder *d);
 
 typedef struct kcr__watch_decoder kcr__watch_decoder;

@@ -21,7 +21,7 @@ kcr_err kcr__disc_add(kcr__disc_table *t, const kcr_api_resource *r, const char 
         size_t cap = t->cap ? t->cap * 2 : 64;
         kcr__disc_entry *e = realloc(t->e, cap * sizeof *e);
         if (!e)
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
         t->e = e;
         t->cap = cap;
     }
@@ -32,13 +32,13 @@ kcr_err kcr__disc_add(kcr__disc_table *t, const kcr_api_resource *r, const char 
     if (n_short) {
         e->short_names = calloc(n_short, sizeof *e->short_names);
         if (!e->short_names)
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
         for (size_t i = 0; i < n_short; i++) {
             if (!(e->short_names[i] = strdup(shorts[i]))) {
                 for (size_t j = 0; j < i; j++)
                     free(e->short_names[j]);
                 free(e->short_names);
-                return KCR_ERR_NOMEM;
+                return kcr__fail(KCR_ERR_NOMEM, "out of memory");
             }
         }
         e->n_short = n_short;

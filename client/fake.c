@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "client/client_impl.h"
+#include "client/decode.h"
 #include "client/selector.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -422,7 +423,7 @@ static kcr_err begin(kcr_fake *f, kcr_fake_verb verb, const kcr_resource *res, c
 {
     char *rkey = rkey_of(res);
     if (!rkey)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     pthread_mutex_lock(&f->lock);
     counter *c = NULL;
     for (size_t i = 0; i < f->n_counters && !c; i++)
@@ -534,10 +535,10 @@ static kcr_err do_create(kcr_fake *f, const kcr_resource *res, const char *ns, k
         return bad_request(st, "the body is not a JSON object");
     kcr__json *md = kcr__json_child_object(doc, "metadata");
     if (!md)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     char *rkey = rkey_of(res);
     if (!rkey)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     pthread_mutex_lock(&f->lock);
     kcr_err err = KCR_OK;
     const char *name = kcr__json_str(kcr__json_get(md, "name"));
@@ -599,14 +600,14 @@ static kcr_err do_create(kcr_fake *f, const kcr_resource *res, const char *ns, k
         o = calloc(1, sizeof *o);
         if (!o || !(o->rkey = strdup(rkey)) || !(o->ns = strdup(where_ns)) ||
             !(o->name = strdup(name)))
-            err = KCR_ERR_NOMEM;
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
         if (err == KCR_OK && (err = freeze(doc, &o->obj)) != KCR_OK)
             err = bad_request(st, kcr_last_error());
         if (err == KCR_OK && f->n == f->cap) {
             size_t cap = f->cap ? f->cap * 2 : 64;
             fobj **no = realloc(f->objs, cap * sizeof *no);
             if (!no)
-                err = KCR_ERR_NOMEM;
+                err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
             else
                 f->objs = no, f->cap = cap;
         }
@@ -689,7 +690,7 @@ static kcr_err commit(kcr_fake *f, size_t pos, kcr__json *next, const char *dele
     kcr__json *md = kcr__json_child_object(next, "metadata");
     if (!md) {
         kcr__json_free(next);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     /* Fields only the server sets. */
     static const char *const server_owned[] = {"uid", "creationTimestamp", "deletionTimestamp",
@@ -745,7 +746,7 @@ static kcr_err locate(kcr_fake *f, const kcr_resource *res, const char *ns, cons
 {
     char *rkey = rkey_of(res);
     if (!rkey)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     const kcr__disc_entry *e = find_res(f, res);
     if (e && !e->r.namespaced)
         ns = "";
@@ -774,7 +775,7 @@ static kcr_err fake_get(kcr_client *c, const kcr_resource *res, const char *ns, 
         kcr_object_unref(obj);
         obj = view;
         if (!obj)
-            err = KCR_ERR_NOMEM;
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     if (out)
         *out = obj;
@@ -856,7 +857,8 @@ static kcr_err fake_update(kcr_client *c, const kcr_resource *res, const char *n
                 kcr__json_remove(next, "status");
         }
         if (err == KCR_OK)
-            err = next ? commit(f, pos, next, NULL, out) : KCR_ERR_NOMEM;
+            err = next ? commit(f, pos, next, NULL, out)
+                       : kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     pthread_mutex_unlock(&f->lock);
     kcr__json_free(body);
@@ -924,13 +926,13 @@ static kcr_err fake_patch(kcr_client *c, const kcr_resource *res, const char *ns
         kcr__json *md = kcr__json_child_object(p, "metadata");
         if (md)
             kcr__json_set_str(md, "name", name);
-        return md ? do_create(f, res, ns, p, out, st) : KCR_ERR_NOMEM;
+        return md ? do_create(f, res, ns, p, out, st) : kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     if (err == KCR_OK) {
         fobj *o = f->objs[pos];
         kcr__json *next = kcr__json_copy(o->doc);
         if (!next)
-            err = KCR_ERR_NOMEM;
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
         else if (type == KCR_PATCH_JSON)
             err = json_patch(&next, patch, len);
         else
@@ -971,7 +973,8 @@ static kcr_err fake_patch(kcr_client *c, const kcr_resource *res, const char *ns
                     else
                         kcr__json_remove(next, "status");
                 }
-                err = next ? commit(f, pos, next, NULL, out) : KCR_ERR_NOMEM;
+                err = next ? commit(f, pos, next, NULL, out)
+                           : kcr__fail(KCR_ERR_NOMEM, "out of memory");
             }
         }
     }
@@ -1022,7 +1025,8 @@ static kcr_err fake_delete(kcr_client *c, const kcr_resource *res, const char *n
                 char ts[40];
                 now_rfc3339(ts, sizeof ts);
                 kcr__json *next = kcr__json_copy(o->doc);
-                err = next ? commit(f, pos, next, ts, out) : KCR_ERR_NOMEM;
+                err = next ? commit(f, pos, next, ts, out)
+                           : kcr__fail(KCR_ERR_NOMEM, "out of memory");
             }
         } else {
             err = remove_at(f, pos, out);
@@ -1055,6 +1059,69 @@ static const char *scope_ns(kcr_fake *f, const kcr_resource *res, const char *ns
     if ((e && !e->r.namespaced) || !ns)
         return "";
     return ns;
+}
+
+/* An item as the apiserver puts it in a List: without kind and apiVersion
+ * (a metadata-only item keeps its PartialObjectMetadata type, as there). */
+static kcr_err list_item_json(const kcr_object *obj, bool metadata_only, char **out, size_t *len)
+{
+    if (metadata_only) {
+        kcr_object *view = metadata_view(obj);
+        kcr_err err = view ? kcr_object_to_json(view, out, len)
+                           : kcr__fail(KCR_ERR_NOMEM, "out of memory");
+        kcr_object_unref(view);
+        return err;
+    }
+    kcr_object_edit *e = kcr_object_edit_new(obj);
+    kcr_object *bare = NULL;
+    kcr_err err = e ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    if (err == KCR_OK && *kcr_object_kind(obj))
+        err = kcr_object_edit_delete(e, "kind");
+    if (err == KCR_OK && *kcr_object_api_version(obj))
+        err = kcr_object_edit_delete(e, "apiVersion");
+    if (err == KCR_OK)
+        err = kcr_object_edit_freeze(e, &bare);
+    kcr_object_edit_free(e);
+    if (err == KCR_OK)
+        err = kcr_object_to_json(bare, out, len);
+    kcr_object_unref(bare);
+    return err;
+}
+
+/* Serves a page the way the apiserver sends it and the client reads it: a
+ * List body (kind, apiVersion, then untyped items) through the client's LIST
+ * decoder, which gives each item the List's type. */
+static kcr_err serve_page(const char *list_kind, const char *list_av, bool metadata_only,
+                          kcr_object **items, size_t n, kcr_list_item_fn fn, void *ud)
+{
+    kcr__list_decoder *d = kcr__list_decoder_new(0, fn, ud);
+    if (!d)
+        return kcr__fail(KCR_ERR_NOMEM, "fake list: out of memory");
+    char head[512];
+    if (metadata_only)
+        snprintf(head, sizeof head,
+                 "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\","
+                 "\"items\":[");
+    else
+        snprintf(head, sizeof head, "{\"kind\":\"%s%s\",\"apiVersion\":\"%s\",\"items\":[",
+                 list_kind, *list_kind ? "List" : "", list_av);
+    kcr_err err = kcr__list_decoder_feed(d, head, strlen(head));
+    for (size_t i = 0; err == KCR_OK && i < n; i++) {
+        char *json = NULL;
+        size_t len = 0;
+        err = list_item_json(items[i], metadata_only, &json, &len);
+        if (err == KCR_OK && i > 0)
+            err = kcr__list_decoder_feed(d, ",", 1);
+        if (err == KCR_OK)
+            err = kcr__list_decoder_feed(d, json, len);
+        free(json);
+    }
+    if (err == KCR_OK)
+        err = kcr__list_decoder_feed(d, "]}", 2);
+    if (err == KCR_OK)
+        err = kcr__list_decoder_finish(d, NULL);
+    kcr__list_decoder_free(d);
+    return err;
 }
 
 static kcr_err fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
@@ -1092,9 +1159,17 @@ static kcr_err fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
     size_t n_items = 0;
     int64_t remaining = 0;
     uint64_t rv = 0;
+    char list_kind[256] = "", list_av[256];
+    if (res->group && *res->group)
+        snprintf(list_av, sizeof list_av, "%s/%s", res->group, res->version);
+    else
+        snprintf(list_av, sizeof list_av, "%s", res->version);
     if (rkey && (!opts->continue_token || !*opts->continue_token || (after_ns && after_name))) {
         pthread_mutex_lock(&f->lock);
         const char *sns = scope_ns(f, res, ns);
+        const kcr__disc_entry *de = find_res(f, res);
+        if (de)
+            snprintf(list_kind, sizeof list_kind, "%s", de->r.kind);
         rv = f->rv;
         bool found;
         size_t i = find_pos(f, rkey, "", "", &found);
@@ -1119,15 +1194,11 @@ static kcr_err fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
         pthread_mutex_unlock(&f->lock);
     }
     if (!rkey || !items || (opts->continue_token && *opts->continue_token && !after_name))
-        err = KCR_ERR_NOMEM;
-    for (size_t i = 0; err == KCR_OK && i < n_items; i++) {
-        kcr_object *view = opts->metadata_only ? metadata_view(items[i]) : NULL;
-        if (opts->metadata_only && !view)
-            err = KCR_ERR_NOMEM;
-        else if (fn)
-            err = fn(view ? view : items[i], ud);
-        kcr_object_unref(view);
-    }
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    if (err == KCR_OK && !*list_kind && n_items) /* not in discovery: the objects' kind */
+        snprintf(list_kind, sizeof list_kind, "%s", kcr_object_kind(items[0]));
+    if (err == KCR_OK)
+        err = serve_page(list_kind, list_av, opts->metadata_only, items, n_items, fn, ud);
     if (err == KCR_OK && meta) {
         char buf[32];
         snprintf(buf, sizeof buf, "%" PRIu64, rv);
@@ -1149,7 +1220,7 @@ static kcr_err fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
         }
         if (!meta->resource_version || !meta->continue_token) {
             kcr_list_meta_clear(meta);
-            err = KCR_ERR_NOMEM;
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
         }
     }
     for (size_t i = 0; i < n_items; i++)
@@ -1243,14 +1314,14 @@ static kcr_err fake_watch(kcr_client *c, const kcr_resource *res, const char *ns
     }
     watcher *w = calloc(1, sizeof *w);
     if (!w)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     kcr__cond_init_monotonic(&w->cond);
     w->bookmarks = opts->allow_bookmarks;
     w->metadata_only = opts->metadata_only;
     w->rkey = rkey_of(res);
     if ((err = parse_selectors(opts, &w->labels, &w->fields, st)) != KCR_OK || !w->rkey) {
         watcher_free(w);
-        return err != KCR_OK ? err : KCR_ERR_NOMEM;
+        return err != KCR_OK ? err : kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     pthread_mutex_lock(&f->lock);
     w->ns = strdup(scope_ns(f, res, ns));
@@ -1480,7 +1551,7 @@ kcr_err kcr_fake_register(kcr_fake *f, const kcr_api_resource *r, const char *sh
         return kcr__fail(KCR_ERR_INVALID, "register: a resource with version and plural required");
     char *copy = strdup(short_names ? short_names : "");
     if (!copy)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     const char *names[32];
     size_t n = 0;
     for (char *save = NULL, *t = strtok_r(copy, ",", &save); t && n < 32;
@@ -1498,7 +1569,7 @@ kcr_err kcr_fake_new(const kcr_fake_options *opts, kcr_fake **out)
     *out = NULL;
     kcr_fake *f = calloc(1, sizeof *f);
     if (!f)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     if (opts)
         f->opts = *opts;
     if (!f->opts.history_size)
@@ -1511,7 +1582,7 @@ kcr_err kcr_fake_new(const kcr_fake_options *opts, kcr_fake **out)
     if (!f->rand_state)
         f->rand_state = 88172645463325252ULL;
     f->hist = calloc(f->opts.history_size, sizeof *f->hist);
-    kcr_err err = f->hist ? KCR_OK : KCR_ERR_NOMEM;
+    kcr_err err = f->hist ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, "out of memory");
     for (size_t i = 0; err == KCR_OK && i < sizeof builtins / sizeof *builtins; i++) {
         const struct builtin *b = &builtins[i];
         kcr_api_resource r;
@@ -1545,7 +1616,7 @@ kcr_err kcr_fake_client(kcr_fake *f, const char *ns, kcr_client **out)
     fake_client *fc = calloc(1, sizeof *fc);
     if (!fc || !(fc->ns = strdup(ns ? ns : "default"))) {
         free(fc);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     fc->base.ops = &fake_ops;
     fc->base.namespace = fc->ns;
@@ -1597,7 +1668,7 @@ kcr_err kcr_fake_inject_error_for(kcr_fake *f, kcr_fake_verb verb, const kcr_res
     kcr_err err = KCR_OK;
     if (!nr || (res && !r.rkey) || (ns && !r.ns) || (name && !r.name) || !r.reason ||
         !r.message) {
-        err = KCR_ERR_NOMEM;
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
         if (nr)
             f->rules = nr;
         free(r.rkey);

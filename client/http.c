@@ -323,7 +323,22 @@ typedef struct xfer {
     int64_t last_byte_ns;
     kcr_err sink_err;
     bool delivered;     /* the sink saw bytes */
+    size_t body_at;     /* bytes of a non-idempotent request's body handed to libcurl */
 } xfer;
+
+/* The body of a write that must not be resent (it may have been applied).
+ * libcurl resends a request by itself when a reused connection dies before
+ * any answer byte, rewinding the body; a body read through this callback,
+ * with no seek callback, cannot be rewound, so libcurl fails the attempt
+ * (CURLE_SEND_FAIL_REWIND) instead of sending it twice. */
+static size_t read_body(char *buf, size_t size, size_t n, void *ud)
+{
+    xfer *x = ud;
+    size_t left = x->req->body_len - x->body_at, len = size * n < left ? size * n : left;
+    memcpy(buf, x->req->body + x->body_at, len);
+    x->body_at += len;
+    return len;
+}
 
 static size_t on_header(char *buf, size_t size, size_t n, void *ud)
 {
@@ -482,7 +497,12 @@ static kcr_err setup(http_client *hc, CURL *e, const kcr__http_req *req, const c
     } else {
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
     }
-    if (req->body) {
+    if (req->body && !req->idempotent) {
+        curl_easy_setopt(e, CURLOPT_POST, 1L); /* the body comes from read_body */
+        curl_easy_setopt(e, CURLOPT_READFUNCTION, read_body);
+        curl_easy_setopt(e, CURLOPT_READDATA, x);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+    } else if (req->body) {
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
     }

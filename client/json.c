@@ -85,12 +85,12 @@ static kcr_err grow(kcr__json *j)
     size_t cap = j->cap ? j->cap * 2 : 4;
     kcr__json **vals = realloc(j->vals, cap * sizeof *vals);
     if (!vals)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     j->vals = vals;
     if (j->type == KCR__JSON_OBJECT) {
         char **keys = realloc(j->keys, cap * sizeof *keys);
         if (!keys)
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
         j->keys = keys;
     }
     j->cap = cap;
@@ -100,10 +100,10 @@ static kcr_err grow(kcr__json *j)
 kcr_err kcr__json_append(kcr__json *arr, kcr__json *v)
 {
     if (!v)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     if (grow(arr) != KCR_OK) {
         kcr__json_free(v);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     arr->vals[arr->n++] = v;
     return KCR_OK;
@@ -153,7 +153,7 @@ int64_t kcr__json_int(const kcr__json *j, int64_t dflt)
 kcr_err kcr__json_set(kcr__json *obj, const char *key, kcr__json *v)
 {
     if (!v)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     if (!obj || obj->type != KCR__JSON_OBJECT) {
         kcr__json_free(v);
         return KCR_ERR_INVALID;
@@ -168,7 +168,7 @@ kcr_err kcr__json_set(kcr__json *obj, const char *key, kcr__json *v)
     if (!k || grow(obj) != KCR_OK) {
         free(k);
         kcr__json_free(v);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     obj->keys[obj->n] = k;
     obj->vals[obj->n++] = v;
@@ -300,7 +300,7 @@ void kcr__json_builder_free(kcr__json_builder *b)
 static kcr_err attach(kcr__json_builder *b, kcr__json *v)
 {
     if (!v)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     if (b->depth == 0) {
         if (b->done) {
             kcr__json_free(v);
@@ -334,7 +334,7 @@ static kcr_err start(kcr__json_builder *b, kcr__json_type type)
         return KCR_ERR_TOO_LARGE;
     kcr__json *v = kcr__json_new(type);
     if (!v)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     if (b->depth == 0) {
         if (b->done) {
             kcr__json_free(v);
@@ -365,7 +365,7 @@ kcr_err kcr__json_builder_map_key(kcr__json_builder *b, const char *key, size_t 
     if (!b->depth || b->stack[b->depth - 1]->type != KCR__JSON_OBJECT || b->pending_key)
         return KCR_ERR_PARSE;
     b->pending_key = kcr__memdup_str(key, len);
-    return b->pending_key ? KCR_OK : KCR_ERR_NOMEM;
+    return b->pending_key ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, "out of memory");
 }
 
 kcr_err kcr__json_builder_end(kcr__json_builder *b)
@@ -517,7 +517,7 @@ kcr_err kcr__json_dump(const kcr__json *j, char **out, size_t *len)
     *out = NULL;
     yajl_gen g = yajl_gen_alloc(NULL);
     if (!g)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     yajl_gen_config(g, yajl_gen_validate_utf8, 0);
     kcr_err err = KCR_OK;
     if (gen(g, j) != yajl_gen_status_ok) {
@@ -528,7 +528,7 @@ kcr_err kcr__json_dump(const kcr__json *j, char **out, size_t *len)
         yajl_gen_get_buf(g, &buf, &n);
         *out = kcr__memdup_str(buf, n);
         if (!*out)
-            err = KCR_ERR_NOMEM;
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
         else if (len)
             *len = n;
     }
@@ -543,7 +543,7 @@ kcr_err kcr__json_merge_patch(kcr__json **target, const kcr__json *patch)
     if (patch->type != KCR__JSON_OBJECT) {
         kcr__json *c = kcr__json_copy(patch);
         if (!c)
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
         kcr__json_free(*target);
         *target = c;
         return KCR_OK;
@@ -552,7 +552,7 @@ kcr_err kcr__json_merge_patch(kcr__json **target, const kcr__json *patch)
         kcr__json_free(*target);
         *target = kcr__json_new(KCR__JSON_OBJECT);
         if (!*target)
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     for (size_t i = 0; i < patch->n; i++) {
         const char *key = patch->keys[i];
@@ -588,7 +588,7 @@ kcr_err kcr__base64_decode(const char *in, size_t len, char **out, size_t *out_l
 {
     *out = malloc(len / 4 * 3 + 4);
     if (!*out)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     unsigned acc = 0;
     int bits = 0;
     size_t o = 0, pad = 0;

@@ -54,11 +54,11 @@ static char *token(const char **p)
 static kcr_err add_value(requirement *r, char *v)
 {
     if (!v)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     char **nv = realloc(r->values, (r->n_values + 1) * sizeof *nv);
     if (!nv) {
         free(v);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     r->values = nv;
     r->values[r->n_values++] = v;
@@ -69,7 +69,7 @@ static kcr_err parse(const char *text, bool field, kcr__selector **out)
 {
     *out = calloc(1, sizeof **out);
     if (!*out)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     kcr__selector *s = *out;
     const char *what = field ? "field selector" : "label selector";
     const char *p = text ? text : "";
@@ -91,7 +91,7 @@ static kcr_err parse(const char *text, bool field, kcr__selector **out)
         }
         r.key = token(&p);
         if (!r.key) {
-            err = KCR_ERR_NOMEM;
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
             break;
         }
         if (!*r.key) {
@@ -156,7 +156,7 @@ static kcr_err parse(const char *text, bool field, kcr__selector **out)
                 free(r.values[j]);
             free(r.values);
             if (err == KCR_OK)
-                err = KCR_ERR_NOMEM;
+                err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
             break;
         }
         s->req = nr;

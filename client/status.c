@@ -46,7 +46,7 @@ static kcr_err fill_empty(kcr_status *st)
                        &st->details.uid,  &st->body};
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
         if (!*fields[i] && !(*fields[i] = strdup("")))
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     return KCR_OK;
 }
 
@@ -69,7 +69,7 @@ kcr_err kcr_status_copy(kcr_status *dst, const kcr_status *src)
         dst->details.causes = calloc(src->details.n_causes, sizeof *dst->details.causes);
         if (!dst->details.causes) {
             kcr_status_clear(dst);
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
         }
         dst->details.n_causes = src->details.n_causes;
         for (size_t i = 0; i < src->details.n_causes; i++) {
@@ -80,13 +80,13 @@ kcr_err kcr_status_copy(kcr_status *dst, const kcr_status *src)
             d->field = dup_or_empty(s->field);
             if (!d->type || !d->message || !d->field) {
                 kcr_status_clear(dst);
-                return KCR_ERR_NOMEM;
+                return kcr__fail(KCR_ERR_NOMEM, "out of memory");
             }
         }
     }
     if (fill_empty(dst) != KCR_OK) {
         kcr_status_clear(dst);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     return KCR_OK;
 }
@@ -116,7 +116,7 @@ kcr_err kcr__status_from_json(const kcr__json *doc, kcr_status *st)
         st->details.causes = calloc(causes->n, sizeof *st->details.causes);
         if (!st->details.causes) {
             kcr_status_clear(st);
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
         }
         for (size_t i = 0; i < causes->n; i++) {
             kcr_status_cause *c = &st->details.causes[st->details.n_causes++];
@@ -125,13 +125,13 @@ kcr_err kcr__status_from_json(const kcr__json *doc, kcr_status *st)
             c->field = dup_or_empty(kcr__json_str(kcr__json_get(causes->vals[i], "field")));
             if (!c->type || !c->message || !c->field) {
                 kcr_status_clear(st);
-                return KCR_ERR_NOMEM;
+                return kcr__fail(KCR_ERR_NOMEM, "out of memory");
             }
         }
     }
     if (fill_empty(st) != KCR_OK) {
         kcr_status_clear(st);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     return KCR_OK;
 }

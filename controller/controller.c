@@ -86,12 +86,13 @@ static kcr_err compile_source(kcr_controller *c, kcr__role role, const kcr_sourc
                          "are required",
                          c->name, role_names[role], idx);
     if (role == KCR__ROLE_WATCHES && !in->map)
-        return kcr__fail(KCR_ERR_INVALID, "controller \"%s\": watches[%zu] (%s) needs a map function",
-                         c->name, idx, in->resource.resource);
+        return kcr__fail(KCR_ERR_INVALID,
+                         "controller \"%s\": watches[%zu] (%s) needs a map function", c->name, idx,
+                         in->resource.resource);
     if (role != KCR__ROLE_WATCHES && in->map)
         return kcr__fail(KCR_ERR_INVALID,
-                         "controller \"%s\": %s[%zu]: a map function belongs in watches[]",
-                         c->name, role_names[role], idx);
+                         "controller \"%s\": %s[%zu]: a map function belongs in watches[]", c->name,
+                         role_names[role], idx);
     s->group = strdup(in->resource.group ? in->resource.group : "");
     s->version = strdup(in->resource.version);
     s->resource = strdup(in->resource.resource);
@@ -126,15 +127,14 @@ kcr_err kcr__controller_new(kcr_client *client, const kcr_controller_options *op
         return kcr__fail(KCR_ERR_INVALID, "add_controller: NULL options");
     }
     *out = NULL;
-    if (!opts->name || !opts->name[0] || !opts->reconcile ||
-        (opts->n_owns && !opts->owns) || (opts->n_watches && !opts->watches) ||
-        (opts->n_indexes && !opts->indexes) || opts->max_concurrent_reconciles < 0 ||
-        opts->reconcile_timeout_ms < 0 || opts->resync_period_ms < 0) {
+    if (!opts->name || !opts->name[0] || !opts->reconcile || (opts->n_owns && !opts->owns) ||
+        (opts->n_watches && !opts->watches) || (opts->n_indexes && !opts->indexes) ||
+        opts->max_concurrent_reconciles < 0 || opts->reconcile_timeout_ms < 0 ||
+        opts->resync_period_ms < 0) {
         kcr__controller_options_release(opts);
-        return kcr__fail(KCR_ERR_INVALID,
-                         "controller \"%s\": %s", opts->name ? opts->name : "",
+        return kcr__fail(KCR_ERR_INVALID, "controller \"%s\": %s", opts->name ? opts->name : "",
                          !opts->name || !opts->name[0] ? "a name is required"
-                         : !opts->reconcile           ? "a reconcile function is required"
+                         : !opts->reconcile            ? "a reconcile function is required"
                          : (opts->n_owns && !opts->owns) || (opts->n_watches && !opts->watches) ||
                                  (opts->n_indexes && !opts->indexes)
                              ? "an array is NULL but its count is not 0"
@@ -159,7 +159,8 @@ kcr_err kcr__controller_new(kcr_client *client, const kcr_controller_options *op
     c->timeout_ms = opts->reconcile_timeout_ms;
     c->resync_ms = opts->resync_period_ms;
     c->ryw = !opts->no_read_your_writes;
-    c->ryw_timeout_ms = opts->read_your_writes_timeout_ms > 0 ? opts->read_your_writes_timeout_ms : 5000;
+    c->ryw_timeout_ms =
+        opts->read_your_writes_timeout_ms > 0 ? opts->read_your_writes_timeout_ms : 5000;
     c->reconcile = opts->reconcile;
     c->user_data = opts->user_data;
     kcr_err err = compile_source(c, KCR__ROLE_PRIMARY, &opts->primary, &c->sources[0], 0);
@@ -184,9 +185,10 @@ kcr_err kcr__controller_new(kcr_client *client, const kcr_controller_options *op
             const kcr_cache_index *ix = &opts->indexes[i];
             bool known = false;
             for (size_t j = 0; j < c->n_sources && !known; j++)
-                known = ix->resource.resource &&
-                        strcmp(c->sources[j].resource, ix->resource.resource) == 0 &&
-                        strcmp(c->sources[j].group, ix->resource.group ? ix->resource.group : "") == 0;
+                known =
+                    ix->resource.resource &&
+                    strcmp(c->sources[j].resource, ix->resource.resource) == 0 &&
+                    strcmp(c->sources[j].group, ix->resource.group ? ix->resource.group : "") == 0;
             if (!ix->name || !ix->fn || !known) {
                 err = kcr__fail(KCR_ERR_INVALID,
                                 "controller \"%s\": indexes[%zu] needs a name, a function and "
@@ -198,9 +200,10 @@ kcr_err kcr__controller_new(kcr_client *client, const kcr_controller_options *op
             c->indexes[i].resource = (kcr_resource){0};
             for (size_t j = 0; j < c->n_sources; j++)
                 if (strcmp(c->sources[j].resource, ix->resource.resource) == 0 &&
-                    strcmp(c->sources[j].group, ix->resource.group ? ix->resource.group : "") == 0) {
-                    c->indexes[i].resource = (kcr_resource){c->sources[j].group, c->sources[j].version,
-                                                            c->sources[j].resource};
+                    strcmp(c->sources[j].group, ix->resource.group ? ix->resource.group : "") ==
+                        0) {
+                    c->indexes[i].resource = (kcr_resource){
+                        c->sources[j].group, c->sources[j].version, c->sources[j].resource};
                     break;
                 }
             if (!(c->indexes[i].name = strdup(ix->name)))

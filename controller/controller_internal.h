@@ -48,7 +48,7 @@ typedef struct kcr__pending {
     kcr_reason reason; /* most important; KCR_REASON_NONE when none */
     kcr_change change;
     char *kind, *ns, *name;
-    kcr_reason delayed;  /* REQUEUE_AFTER / RETRY waiting for due_ms; NONE: none */
+    kcr_reason delayed; /* REQUEUE_AFTER / RETRY waiting for due_ms; NONE: none */
     int64_t due_ms;
 } kcr__pending;
 
@@ -90,7 +90,8 @@ void kcr__controller_options_release(const kcr_controller_options *opts);
 
 /* Bumps a counter of c->stats under the stats lock. */
 void kcr__controller_count(kcr_controller *c, size_t offset, int64_t delta);
-#define KCR__COUNT(c, field, d) kcr__controller_count((c), offsetof(kcr_controller_stats, field), (d))
+#define KCR__COUNT(c, field, d)                                                                    \
+    kcr__controller_count((c), offsetof(kcr_controller_stats, field), (d))
 
 /* ---- router.c: one change of a watched object -> keys, reasons, priority ---- */
 
@@ -137,8 +138,7 @@ typedef enum kcr__outcome {
 /* Applies a result for key: counts it, logs errors, forgets or re-enqueues
  * (rate-limited retry / requeue after) through the environment. now_ns is the
  * limiter's notion of now. Returns the outcome for metrics. */
-kcr__outcome kcr__apply_result(kcr_controller *c, const char *key, kcr_result res,
-                               int64_t now_ns);
+kcr__outcome kcr__apply_result(kcr_controller *c, const char *key, kcr_result res, int64_t now_ns);
 
 /* ---- ctx.c ---- */
 struct kcr_ctx {
@@ -158,10 +158,10 @@ void kcr__request_init(kcr_reconcile_request *req, kcr_controller *c, const char
 /* ---- reconcile.c: one reconcile, as the manager's workers and the test kit run it ---- */
 typedef struct kcr__run {
     /* in */
-    kcr_client *client;            /* the ctx client */
-    kcr_event_recorder *recorder;  /* may be NULL */
-    kcr_cancel *cancel;            /* may be NULL */
-    int64_t limiter_now_ns;        /* the rate limiter's notion of now */
+    kcr_client *client;           /* the ctx client */
+    kcr_event_recorder *recorder; /* may be NULL */
+    kcr_cancel *cancel;           /* may be NULL */
+    int64_t limiter_now_ns;       /* the rate limiter's notion of now */
     /* out */
     kcr_result result;
     kcr__outcome outcome;

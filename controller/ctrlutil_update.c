@@ -101,7 +101,12 @@ static kcr_err run(const struct target *t, enum write_kind kind, int max_retries
             kcr_object_unref(cur);
             return err;
         }
-        if (!create && kcr_value_equal(kcr_object_root(cur), kcr_object_root(next))) {
+        /* a status write can only change the status: compare just that */
+        bool same =
+            kind == WRITE_STATUS
+                ? kcr_value_equal(kcr_object_get(cur, "status"), kcr_object_get(next, "status"))
+                : kcr_value_equal(kcr_object_root(cur), kcr_object_root(next));
+        if (!create && same) {
             kcr_object_unref(next);
             if (out)
                 *out = cur;

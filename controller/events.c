@@ -133,14 +133,16 @@ void kcr_event_recorder_free(kcr_event_recorder *r)
     if (!r)
         return;
     if (r->sender_started) {
-        if (kcr_event_recorder_flush(r, FREE_DRAIN_MS) != KCR_OK)
-            kcr__log(KCR_LOG_WARN, "events", "dropping %zu queued events: the server did not "
-                                             "take them within %d ms",
-                     r->len, FREE_DRAIN_MS);
+        bool drained = kcr_event_recorder_flush(r, FREE_DRAIN_MS) == KCR_OK;
         pthread_mutex_lock(&r->lock);
+        size_t left = r->len;
         r->quit = true;
         pthread_cond_broadcast(&r->cond);
         pthread_mutex_unlock(&r->lock);
+        if (!drained)
+            kcr__log(KCR_LOG_WARN, "events",
+                     "dropping %zu queued events: the server did not take them within %d ms",
+                     left, FREE_DRAIN_MS);
         pthread_join(r->sender, NULL);
     }
     destroy(r);

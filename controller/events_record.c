@@ -113,9 +113,11 @@ static kcr_err validate(const kcr_event_recorder *r, const kcr_event *ev, const 
         return kcr__fail(KCR_ERR_INVALID, "event: type %d is neither Normal nor Warning",
                          (int)ev->type);
     if (strlen(ev->reason) > KCR__EVENT_FIELD_MAX)
-        return kcr__fail(KCR_ERR_INVALID, "event: reason is longer than %d bytes", KCR__EVENT_FIELD_MAX);
+        return kcr__fail(KCR_ERR_INVALID, "event: reason is longer than %d bytes",
+                         KCR__EVENT_FIELD_MAX);
     if (ev->action && strlen(ev->action) > KCR__EVENT_FIELD_MAX)
-        return kcr__fail(KCR_ERR_INVALID, "event: action is longer than %d bytes", KCR__EVENT_FIELD_MAX);
+        return kcr__fail(KCR_ERR_INVALID, "event: action is longer than %d bytes",
+                         KCR__EVENT_FIELD_MAX);
     if (ev->reporting_controller && !*ev->reporting_controller)
         return kcr__fail(KCR_ERR_INVALID, "event: reporting_controller is empty (NULL: the "
                                           "recorder's)");

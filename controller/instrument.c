@@ -3,6 +3,7 @@
  * status, rest_client_* through the client observer, and kcr's own cache,
  * reflector and event-recorder series, refreshed by a collector before
  * each scrape. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,16 +12,16 @@
 
 /* controller-runtime's reconcile_time_seconds buckets. */
 static const double reconcile_buckets[] = {
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
-    0.7,   0.8,  0.9,   1.0,  1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5,
-    6,     7,    8,     9,    10,  15,  20,  25,  30,  40,  50,  60};
+    0.005, 0.01, 0.025, 0.05, 0.1,  0.15, 0.2,  0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
+    0.7,   0.8,  0.9,   1.0,  1.25, 1.5,  1.75, 2.0,  2.5, 3.0,  3.5, 4.0,  4.5, 5,
+    6,     7,    8,     9,    10,   15,   20,   25,   30,  40,   50,  60};
 
 static kcr_err series(kcr_metrics *m, const char *name, const char *help, kcr_metric_type type,
                       const char *const *labels, size_t n, const char *const *values,
                       kcr_metric **out)
 {
-    kcr_metric_desc d = {.name = name, .help = help, .type = type, .label_names = labels,
-                         .n_labels = n};
+    kcr_metric_desc d = {
+        .name = name, .help = help, .type = type, .label_names = labels, .n_labels = n};
     if (type == KCR_METRIC_HISTOGRAM) {
         d.buckets = reconcile_buckets;
         d.n_buckets = sizeof reconcile_buckets / sizeof *reconcile_buckets;
@@ -41,7 +42,9 @@ kcr_err kcr__instrument_controller(mgr_ctl *mc, kcr_workqueue_metrics *wq_hooks)
     struct {
         const char *result;
         kcr_metric **out;
-    } results[] = {{"success", &s->success}, {"error", &s->error}, {"requeue", &s->requeue},
+    } results[] = {{"success", &s->success},
+                   {"error", &s->error},
+                   {"requeue", &s->requeue},
                    {"requeue_after", &s->requeue_after}};
     kcr_err err = KCR_OK;
     for (size_t i = 0; err == KCR_OK && i < sizeof results / sizeof *results; i++) {
@@ -110,7 +113,19 @@ void kcr__instrument_reconcile(mgr_ctl *mc, kcr__outcome out, double seconds, bo
 
 typedef struct own_series {
     kcr_metric_family *objects, *bytes, *lists, *watches, *relists, *dropped;
+    kcr_metric_family *routing, *ryw_waits, *ryw_timeouts;
 } own_series;
+
+/* kcr_controller_routing_errors_total{reason}: stats fields by label. */
+static const struct {
+    const char *reason;
+    size_t offset;
+} routing_reasons[] = {
+    {"garbage_result", offsetof(kcr_controller_stats, garbage_results)},
+    {"predicate_error", offsetof(kcr_controller_stats, predicate_errors)},
+    {"map_error", offsetof(kcr_controller_stats, map_errors)},
+    {"invalid_key", offsetof(kcr_controller_stats, invalid_keys)},
+};
 
 /* Sets a counter to an absolute value it only ever grows to. */
 static void counter_to(kcr_metric *s, double v)
@@ -157,6 +172,21 @@ static void collect(kcr_metrics *metrics, void *ud)
             if ((x = get(o->relists, v)))
                 counter_to(x, rs.lists > 1 ? (double)(rs.lists - 1) : 0);
         }
+        kcr_controller_stats cs;
+        kcr_controller_get_stats(mc->c, &cs);
+        for (size_t k = 0; k < sizeof routing_reasons / sizeof *routing_reasons; k++) {
+            const char *v[] = {mc->c->name, routing_reasons[k].reason};
+            kcr_metric *x = get(o->routing, v);
+            if (x)
+                counter_to(x, (double)*(const uint64_t *)((const char *)&cs +
+                                                            routing_reasons[k].offset));
+        }
+        const char *cv[] = {mc->c->name};
+        kcr_metric *x;
+        if ((x = get(o->ryw_waits, cv)))
+            counter_to(x, (double)cs.ryw_waits);
+        if ((x = get(o->ryw_timeouts, cv)))
+            counter_to(x, (double)cs.ryw_timeouts);
     }
     if (m->recorder) {
         kcr_event_recorder_stats es;
@@ -173,8 +203,8 @@ static void collect(kcr_metrics *metrics, void *ud)
 static kcr_err family(kcr_metrics *m, const char *name, const char *help, kcr_metric_type type,
                       const char *const *labels, size_t n, kcr_metric_family **out)
 {
-    kcr_metric_desc d = {.name = name, .help = help, .type = type, .label_names = labels,
-                         .n_labels = n};
+    kcr_metric_desc d = {
+        .name = name, .help = help, .type = type, .label_names = labels, .n_labels = n};
     return kcr_metrics_register(m, &d, out);
 }
 
@@ -207,6 +237,21 @@ kcr_err kcr__instrument_manager(kcr_manager *m)
         err = family(m->metrics, "kcr_events_dropped_total",
                      "Events the recorder dropped (queue full, spam limit)", KCR_METRIC_COUNTER,
                      drop_l, 1, &o->dropped);
+    static const char *const routing_l[] = {"controller", "reason"};
+    static const char *const ctl_l[] = {"controller"};
+    if (err == KCR_OK)
+        err = family(m->metrics, "kcr_controller_routing_errors_total",
+                     "Results and routing outside the contract (garbage results, failing "
+                     "predicates and map functions, invalid keys), each logged once",
+                     KCR_METRIC_COUNTER, routing_l, 2, &o->routing);
+    if (err == KCR_OK)
+        err = family(m->metrics, "kcr_controller_read_your_writes_waits_total",
+                     "Reconciles that first waited for the cache to see their key's writes",
+                     KCR_METRIC_COUNTER, ctl_l, 1, &o->ryw_waits);
+    if (err == KCR_OK)
+        err = family(m->metrics, "kcr_controller_read_your_writes_timeouts_total",
+                     "Of those, waits that gave up at read_your_writes_timeout_ms",
+                     KCR_METRIC_COUNTER, ctl_l, 1, &o->ryw_timeouts);
     if (err == KCR_OK) {
         const char *full[] = {"queue_full"}, *spam[] = {"spam"};
         err = get(o->dropped, full) && get(o->dropped, spam) ? KCR_OK : KCR_ERR_NOMEM;
@@ -235,6 +280,14 @@ kcr_err kcr__instrument_manager(kcr_manager *m)
 kcr_err kcr__instrument_caches(mgr_ctl *mc)
 {
     own_series *o = mc->m->own;
+    const char *cv[] = {mc->c->name};
+    if (!get(o->ryw_waits, cv) || !get(o->ryw_timeouts, cv))
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory registering controller metrics");
+    for (size_t k = 0; k < sizeof routing_reasons / sizeof *routing_reasons; k++) {
+        const char *v[] = {mc->c->name, routing_reasons[k].reason};
+        if (!get(o->routing, v))
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory registering controller metrics");
+    }
     for (size_t j = 0; j < mc->c->n_sources; j++) {
         const kcr__source *s = &mc->c->sources[j];
         const char *v[] = {s->resource, s->group, s->ns ? s->ns : ""};

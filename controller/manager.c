@@ -66,8 +66,9 @@ kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *opts, kcr
     *out = NULL;
     kcr_manager_options o = opts ? *opts : (kcr_manager_options){0};
     if (o.leader_election && (!o.leader_election_id || !o.leader_election_id[0]))
-        return kcr__fail(KCR_ERR_INVALID,
-                         "kcr_manager_new: leader_election needs leader_election_id (the Lease name)");
+        return kcr__fail(
+            KCR_ERR_INVALID,
+            "kcr_manager_new: leader_election needs leader_election_id (the Lease name)");
     kcr_manager *m = calloc(1, sizeof *m);
     if (!m)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory making a manager");
@@ -77,7 +78,7 @@ kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *opts, kcr
     pthread_mutex_init(&m->lock, NULL);
     m->name = strdup(o.name ? o.name : "kcr-manager");
     m->le_ns = strdup(o.leader_election_namespace ? o.leader_election_namespace
-                                                   : kcr_client_namespace(client));
+                                                  : kcr_client_namespace(client));
     m->le_id = dup_or_null(o.leader_election_id);
     m->le_identity = dup_or_null(o.leader_election_identity);
     kcr_err err = KCR_OK;
@@ -156,7 +157,8 @@ kcr_err kcr_manager_add_controller(kcr_manager *m, const kcr_controller_options 
         if (strcmp(m->ctls[i]->c->name, c->name) == 0)
             err = kcr__fail(KCR_ERR_EXISTS,
                             "a controller named \"%s\" already exists (names must be unique: they "
-                            "label metrics and logs)", c->name);
+                            "label metrics and logs)",
+                            c->name);
     mgr_ctl *mc = NULL;
     mgr_ctl **nc = NULL;
     if (err == KCR_OK && !(nc = realloc(m->ctls, (m->n_ctls + 1) * sizeof *nc)))

@@ -31,7 +31,8 @@ kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)
     kcr_controller *c = mc->c;
     for (size_t i = 0; i < c->n_sources; i++) {
         kcr__source *s = &c->sources[i];
-        kcr_informer_options io = m->cache_defaults ? *m->cache_defaults : (kcr_informer_options){0};
+        kcr_informer_options io =
+            m->cache_defaults ? *m->cache_defaults : (kcr_informer_options){0};
         io.reflector.namespace = s->ns;
         io.reflector.label_selector = s->label_selector;
         io.reflector.field_selector = s->field_selector;
@@ -79,7 +80,8 @@ char *kcr__mgr_caches_not_ready(kcr_manager *m)
             const kcr__source *s = &mc->c->sources[j];
             kcr_status st = {0};
             char *detail = NULL;
-            kcr_err err = kcr_reflector_last_error(kcr_informer_reflector(mc->infs[j]), &st, &detail);
+            kcr_err err =
+                kcr_reflector_last_error(kcr_informer_reflector(mc->infs[j]), &st, &detail);
             char msg[1024];
             if (err != KCR_OK)
                 snprintf(msg, sizeof msg, "cache %s%s%s%s%s not synced: %s%s%s", s->resource,

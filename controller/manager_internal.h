@@ -45,14 +45,15 @@ struct mgr_ctl {
     kcr_manager *m;
     kcr_controller *c;
     kcr_workqueue *q;
-    kcr_informer **infs; /* per source */
+    kcr_informer **infs;    /* per source */
     kcr_handler_reg **regs; /* per source */
     mgr_worker *w;
     int n_w;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    int live;            /* worker threads running */
+    int live; /* worker threads running */
     bool workers_started;
+    bool closed; /* stop_workers ran: no (re)start */
     bool monitor_started, monitor_stop;
     pthread_t monitor;
     ctl_series series;

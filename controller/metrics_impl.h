@@ -52,6 +52,7 @@ typedef struct kcr__metrics_owned {
 
 struct kcr_metrics {
     size_t max_series;
+    pthread_mutex_t collect_lock; /* held while collectors run: they never overlap */
     pthread_mutex_t lock;
     kcr_metric_family **families; /* sorted by name */
     size_t n_families, cap_families;

@@ -37,6 +37,7 @@ kcr_err kcr_metrics_new(const kcr_metrics_options *opts, kcr_metrics **out)
     m->max_series = opts && opts->max_series_per_family ? opts->max_series_per_family
                                                         : DEFAULT_MAX_SERIES;
     pthread_mutex_init(&m->lock, NULL);
+    pthread_mutex_init(&m->collect_lock, NULL);
     *out = m;
     return KCR_OK;
 }
@@ -82,6 +83,7 @@ void kcr_metrics_free(kcr_metrics *m)
     free(m->families);
     free(m->collectors);
     pthread_mutex_destroy(&m->lock);
+    pthread_mutex_destroy(&m->collect_lock);
     free(m);
 }
 

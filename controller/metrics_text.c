@@ -141,8 +141,10 @@ static kcr_err run_collectors(kcr_metrics *m)
     size_t n;
     if (kcr__metrics_collectors(m, &c, &n) != KCR_OK)
         return KCR_ERR_NOMEM;
+    pthread_mutex_lock(&m->collect_lock);
     for (size_t i = 0; i < n; i++)
         c[i].collect(m, c[i].user_data);
+    pthread_mutex_unlock(&m->collect_lock);
     free(c);
     return KCR_OK;
 }

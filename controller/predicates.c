@@ -38,11 +38,26 @@ static kcr_predicate *make(pred_kind kind)
     return p;
 }
 
-kcr_predicate *kcr_predicate_generation_changed(void) { return make(P_GENERATION); }
-kcr_predicate *kcr_predicate_resource_version_changed(void) { return make(P_RESOURCE_VERSION); }
-kcr_predicate *kcr_predicate_labels_changed(void) { return make(P_LABELS); }
-kcr_predicate *kcr_predicate_annotations_changed(void) { return make(P_ANNOTATIONS); }
-kcr_predicate *kcr_predicate_finalizers_changed(void) { return make(P_FINALIZERS); }
+kcr_predicate *kcr_predicate_generation_changed(void)
+{
+    return make(P_GENERATION);
+}
+kcr_predicate *kcr_predicate_resource_version_changed(void)
+{
+    return make(P_RESOURCE_VERSION);
+}
+kcr_predicate *kcr_predicate_labels_changed(void)
+{
+    return make(P_LABELS);
+}
+kcr_predicate *kcr_predicate_annotations_changed(void)
+{
+    return make(P_ANNOTATIONS);
+}
+kcr_predicate *kcr_predicate_finalizers_changed(void)
+{
+    return make(P_FINALIZERS);
+}
 
 kcr_predicate *kcr_predicate_label_selector(const char *selector)
 {
@@ -90,9 +105,18 @@ static kcr_predicate *combine(pred_kind kind, kcr_predicate *a, kcr_predicate *b
     return p;
 }
 
-kcr_predicate *kcr_predicate_and(kcr_predicate *a, kcr_predicate *b) { return combine(P_AND, a, b); }
-kcr_predicate *kcr_predicate_or(kcr_predicate *a, kcr_predicate *b) { return combine(P_OR, a, b); }
-kcr_predicate *kcr_predicate_not(kcr_predicate *p) { return combine(P_NOT, p, NULL); }
+kcr_predicate *kcr_predicate_and(kcr_predicate *a, kcr_predicate *b)
+{
+    return combine(P_AND, a, b);
+}
+kcr_predicate *kcr_predicate_or(kcr_predicate *a, kcr_predicate *b)
+{
+    return combine(P_OR, a, b);
+}
+kcr_predicate *kcr_predicate_not(kcr_predicate *p)
+{
+    return combine(P_NOT, p, NULL);
+}
 
 void kcr_predicate_free(kcr_predicate *p)
 {

@@ -25,8 +25,7 @@ static void retry(kcr_controller *c, const char *key, int64_t now_ns)
     requeue(c, key, KCR_REASON_RETRY, ms > 0 ? ms : 1);
 }
 
-kcr__outcome kcr__apply_result(kcr_controller *c, const char *key, kcr_result res,
-                               int64_t now_ns)
+kcr__outcome kcr__apply_result(kcr_controller *c, const char *key, kcr_result res, int64_t now_ns)
 {
     bool garbage = (unsigned)res.kind > KCR_RESULT_TERMINAL ||
                    (res.kind == KCR_RESULT_REQUEUE_AFTER && res.requeue_after_ms <= 0);

@@ -85,8 +85,8 @@ static void route_owner(kcr__source *s, const kcr_object *obj, kcr_change change
         !same_group(ref.api_version, p->group))
         return;
     char *key = NULL;
-    if (kcr__make_key(s->ctl, p->cluster_scoped ? "" : kcr_object_namespace(obj), ref.name,
-                      &key) != KCR_OK) {
+    if (kcr__make_key(s->ctl, p->cluster_scoped ? "" : kcr_object_namespace(obj), ref.name, &key) !=
+        KCR_OK) {
         KCR__COUNT(s->ctl, invalid_keys, 1);
         warn_once(&s->warned_key, s, "owner reference names an invalid key");
         return;
@@ -104,22 +104,22 @@ static void route_primary(kcr__source *s, const kcr_object *obj, kcr_change chan
         warn_once(&s->warned_key, s, "object without a key");
         return;
     }
-    kcr_reason r = initial                         ? KCR_REASON_INITIAL_LIST
-                   : resync                        ? KCR_REASON_RESYNC
-                   : change == KCR_CHANGE_ADDED    ? KCR_REASON_PRIMARY_ADDED
-                   : change == KCR_CHANGE_UPDATED  ? KCR_REASON_PRIMARY_UPDATED
-                                                   : KCR_REASON_PRIMARY_DELETED;
+    kcr_reason r = initial                        ? KCR_REASON_INITIAL_LIST
+                   : resync                       ? KCR_REASON_RESYNC
+                   : change == KCR_CHANGE_ADDED   ? KCR_REASON_PRIMARY_ADDED
+                   : change == KCR_CHANGE_UPDATED ? KCR_REASON_PRIMARY_UPDATED
+                                                  : KCR_REASON_PRIMARY_DELETED;
     enqueue(s, key, r, change, obj, initial || resync);
     free(key);
 }
 
-void kcr__route(kcr__source *s, kcr_change change, const kcr_object *old_obj,
-                const kcr_object *obj, bool initial)
+void kcr__route(kcr__source *s, kcr_change change, const kcr_object *old_obj, const kcr_object *obj,
+                bool initial)
 {
     kcr_controller *c = s->ctl;
-    bool resync = change == KCR_CHANGE_UPDATED && old_obj && obj &&
-                  strcmp(kcr_object_resource_version(old_obj),
-                         kcr_object_resource_version(obj)) == 0;
+    bool resync =
+        change == KCR_CHANGE_UPDATED && old_obj && obj &&
+        strcmp(kcr_object_resource_version(old_obj), kcr_object_resource_version(obj)) == 0;
     if (resync && s->role != KCR__ROLE_PRIMARY)
         return; /* only the primary asks for resyncs */
     bool failed = false;
@@ -148,7 +148,8 @@ void kcr__route(kcr__source *s, kcr_change change, const kcr_object *old_obj,
         /* an update that moved the object to another owner also tells the old one */
         if (change == KCR_CHANGE_UPDATED && old_obj) {
             kcr_owner_ref a, b;
-            bool ha = kcr_object_controller_ref(old_obj, &a), hb = kcr_object_controller_ref(obj, &b);
+            bool ha = kcr_object_controller_ref(old_obj, &a),
+                 hb = kcr_object_controller_ref(obj, &b);
             if (ha && (!hb || strcmp(a.uid, b.uid) != 0))
                 route_owner(s, old_obj, change, false);
         }

@@ -110,8 +110,7 @@ static kcr_err r_get(kcr_client *c, const kcr_resource *res, const char *ns, con
 }
 
 static kcr_err r_create(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
-                        size_t len, const kcr_write_options *opts, kcr_object **out,
-                        kcr_status *st)
+                        size_t len, const kcr_write_options *opts, kcr_object **out, kcr_status *st)
 {
     kcr_object *obj = NULL;
     kcr_err err = kcr_client_create(INNER(c), res, ns, json, len, opts, &obj, st);
@@ -161,18 +160,30 @@ static kcr_err r_del(kcr_client *c, const kcr_resource *res, const char *ns, con
     return kcr_client_delete(INNER(c), res, ns, name, opts, out, st);
 }
 
+/* Lists and watches without a token of their own get the reconcile's, so a
+ * deadline, shutdown or lost lease stops them. */
+static kcr_list_options with_cancel(kcr_client *c, const kcr_list_options *opts)
+{
+    kcr_list_options o = *opts;
+    if (!o.cancel)
+        o.cancel = ((ryw_client *)c)->w->cancel;
+    return o;
+}
+
 static kcr_err r_list(kcr_client *c, const kcr_resource *res, const char *ns,
                       const kcr_list_options *opts, kcr_list_item_fn fn, void *ud,
                       kcr_list_meta *meta, kcr_status *st)
 {
-    return kcr_client_list(INNER(c), res, ns, opts, fn, ud, meta, st);
+    kcr_list_options o = with_cancel(c, opts);
+    return kcr_client_list(INNER(c), res, ns, &o, fn, ud, meta, st);
 }
 
 static kcr_err r_watch(kcr_client *c, const kcr_resource *res, const char *ns,
                        const kcr_list_options *opts, kcr_watch_event_fn fn, void *ud,
                        kcr_status *st)
 {
-    return kcr_client_watch(INNER(c), res, ns, opts, fn, ud, st);
+    kcr_list_options o = with_cancel(c, opts);
+    return kcr_client_watch(INNER(c), res, ns, &o, fn, ud, st);
 }
 
 static kcr_err r_resolve(kcr_client *c, const kcr__disc_query *q, bool refresh,

@@ -242,8 +242,7 @@ static kcr_err run_key(kcr_testkit *tk, kcr_controller *c, const char *key, kcr_
     return err != KCR_OK ? err : serr;
 }
 
-kcr_err kcr_testkit_reconcile(kcr_testkit *tk, kcr_controller *c, const char *key,
-                              kcr_result *out)
+kcr_err kcr_testkit_reconcile(kcr_testkit *tk, kcr_controller *c, const char *key, kcr_result *out)
 {
     if (!tk || !c || !key || c->env != tk)
         return kcr__fail(KCR_ERR_INVALID, "kcr_testkit_reconcile: NULL argument or a "
@@ -437,7 +436,8 @@ static kcr_err seed_doc(size_t index, const char *json, size_t len, void *ud)
     if (err == KCR_OK && ar.namespaced && !kcr_object_namespace(obj)[0]) {
         kcr_object_edit *e = kcr_object_edit_new(obj);
         kcr_object *with_ns = NULL;
-        err = e ? kcr_object_edit_set_string(e, "metadata.namespace", kcr_client_namespace(tk->client))
+        err = e ? kcr_object_edit_set_string(e, "metadata.namespace",
+                                             kcr_client_namespace(tk->client))
                 : KCR_ERR_NOMEM;
         if (err == KCR_OK)
             err = kcr_object_edit_freeze(e, &with_ns);

@@ -50,7 +50,8 @@ static tk_cache *cache_for(kcr_testkit *tk, const kcr__source *s)
     c->store = kcr_store_new();
     if (!c->group || !c->version || !c->resource || (s->ns && !c->ns) ||
         (s->label_selector && !c->label_selector) || (s->field_selector && !c->field_selector) ||
-        !c->store || kcr_store_add_index(c->store, KCR_INDEX_NAMESPACE, kcr_index_namespace, NULL)) {
+        !c->store ||
+        kcr_store_add_index(c->store, KCR_INDEX_NAMESPACE, kcr_index_namespace, NULL)) {
         kcr__tk_cache_free(c);
         return NULL;
     }
@@ -78,8 +79,8 @@ static kcr_err collect(kcr_object *obj, void *ud)
     return kcr_store_add(ud, obj);
 }
 
-static void route_all(tk_cache *c, kcr_change ch, const kcr_object *old_obj,
-                      const kcr_object *obj, bool initial)
+static void route_all(tk_cache *c, kcr_change ch, const kcr_object *old_obj, const kcr_object *obj,
+                      bool initial)
 {
     for (size_t i = 0; i < c->n_srcs; i++)
         kcr__route(c->srcs[i], ch, old_obj, obj, initial);

@@ -196,7 +196,7 @@ static void *monitor_main(void *arg)
 kcr_err kcr__mgr_start_workers(mgr_ctl *mc)
 {
     pthread_mutex_lock(&mc->lock);
-    if (mc->workers_started) {
+    if (mc->workers_started || mc->closed) { /* a lease won while stopping starts nothing */
         pthread_mutex_unlock(&mc->lock);
         return KCR_OK;
     }
@@ -237,6 +237,7 @@ bool kcr__mgr_stop_workers(mgr_ctl *mc, int64_t deadline_ns)
     kcr_workqueue_shutdown(mc->q);
     bool clean = true;
     pthread_mutex_lock(&mc->lock);
+    mc->closed = true;
     while (mc->live > 0) {
         if (!deadline_ns) {
             pthread_cond_wait(&mc->cond, &mc->lock);
@@ -247,7 +248,8 @@ bool kcr__mgr_stop_workers(mgr_ctl *mc, int64_t deadline_ns)
             clean = false;
             kcr__log(KCR_LOG_WARN, "controller",
                      "controller \"%s\": %d reconcile(s) still running at the shutdown deadline: "
-                     "cancelling them", mc->c->name, mc->live);
+                     "cancelling them",
+                     mc->c->name, mc->live);
             for (int i = 0; i < mc->n_w; i++)
                 if (mc->w[i].busy)
                     kcr_cancel_trigger(mc->w[i].cancel);

@@ -142,7 +142,8 @@ static kcr_err node_json(yaml_document_t *d, yaml_node_t *n, buf *b, int depth)
     }
     case YAML_MAPPING_NODE: {
         put(b, "{", 1);
-        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
+             p++) {
             yaml_node_t *k = yaml_document_get_node(d, p->key);
             if (!k || k->type != YAML_SCALAR_NODE)
                 return kcr__fail(KCR_ERR_PARSE, "YAML: line %zu: a mapping key must be a scalar",
@@ -187,7 +188,8 @@ kcr_err kcr__yaml_each_json(const char *text, size_t len, kcr__yaml_doc_fn fn, v
         err = node_json(&doc, root, &b, 0);
         if (err == KCR_OK && b.oom)
             err = kcr__fail(KCR_ERR_NOMEM, "out of memory converting YAML");
-        if (err == KCR_OK && !(root->type == YAML_SCALAR_NODE && b.len == 4 && !memcmp(b.p, "null", 4)))
+        if (err == KCR_OK &&
+            !(root->type == YAML_SCALAR_NODE && b.len == 4 && !memcmp(b.p, "null", 4)))
             err = fn(index, b.p, b.len, user_data);
         free(b.p);
         yaml_document_delete(&doc);

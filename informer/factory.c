@@ -21,6 +21,7 @@ struct kcr_informer_factory {
     pthread_mutex_t mu;
     entry *entries;
     bool started;
+    bool stopped; /* after kcr_informer_factory_stop: no start, no new informers */
 };
 
 static char *dup_opt(const char *s, bool *oom)
@@ -97,6 +98,13 @@ kcr_err kcr_informer_factory_informer(kcr_informer_factory *f, const kcr_resourc
     if (!id)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     pthread_mutex_lock(&f->mu);
+    if (f->stopped) {
+        pthread_mutex_unlock(&f->mu);
+        free(id);
+        return kcr__fail(
+            KCR_ERR_STATE,
+            "kcr_informer_factory_informer: the factory was stopped; create a new one");
+    }
     for (entry *e = f->entries; e; e = e->next)
         if (strcmp(e->id, id) == 0) {
             *out = e->inf;
@@ -131,7 +139,10 @@ kcr_err kcr_informer_factory_start(kcr_informer_factory *f)
         return kcr__fail(KCR_ERR_INVALID, "kcr_informer_factory_start: NULL factory");
     kcr_err err = KCR_OK;
     pthread_mutex_lock(&f->mu);
-    if (!f->started) {
+    if (f->stopped)
+        err = kcr__fail(KCR_ERR_STATE,
+                        "kcr_informer_factory_start: the factory was stopped; create a new one");
+    else if (!f->started) {
         f->started = true;
         for (entry *e = f->entries; e && err == KCR_OK; e = e->next)
             err = kcr_informer_start(e->inf);
@@ -172,6 +183,7 @@ void kcr_informer_factory_stop(kcr_informer_factory *f)
      * ask the factory for informers. Entries are only ever prepended (and
      * freed by _free), so the snapshot stays valid. */
     pthread_mutex_lock(&f->mu);
+    f->stopped = true;
     entry *head = f->entries;
     pthread_mutex_unlock(&f->mu);
     for (entry *e = head; e; e = e->next)

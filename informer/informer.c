@@ -520,15 +520,20 @@ kcr_err kcr_informer_remove_handler(kcr_informer *inf, kcr_handler_reg *reg)
 {
     if (!inf || !reg)
         return kcr__fail(KCR_ERR_INVALID, "kcr_informer_remove_handler: NULL argument");
-    if (pthread_equal(pthread_self(), reg->thread))
-        return kcr__fail(KCR_ERR_STATE, "a handler cannot remove itself from its callback");
+    /* Look reg up before touching it: after a removal it is freed memory. */
     pthread_mutex_lock(&inf->mu);
     kcr_handler_reg **p = &inf->handlers;
     while (*p && *p != reg)
         p = &(*p)->next;
     if (!*p) {
         pthread_mutex_unlock(&inf->mu);
-        return kcr__fail(KCR_ERR_NOT_FOUND, "no such handler");
+        return kcr__fail(KCR_ERR_NOT_FOUND,
+                         "kcr_informer_remove_handler: no such handler on this informer (removed "
+                         "already?)");
+    }
+    if (pthread_equal(pthread_self(), reg->thread)) {
+        pthread_mutex_unlock(&inf->mu);
+        return kcr__fail(KCR_ERR_STATE, "a handler cannot remove itself from its callback");
     }
     *p = reg->next;
     pthread_mutex_unlock(&inf->mu);

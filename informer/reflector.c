@@ -291,7 +291,7 @@ static kcr_err do_list(kcr_reflector *r)
 {
     char *rv = relist_rv(r);
     if (!rv)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     list_ctx l = {.r = r};
     kcr_err err = KCR_OK;
     char *cont = NULL;
@@ -323,7 +323,7 @@ static kcr_err do_list(kcr_reflector *r)
                 cont = strdup(meta.continue_token);
                 kcr_list_meta_clear(&meta);
                 if (!cont) {
-                    err = KCR_ERR_NOMEM;
+                    err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
                     break;
                 }
                 continue;
@@ -363,7 +363,7 @@ static kcr_err do_list(kcr_reflector *r)
             rv = strdup("");
             kcr_status_clear(&st);
             if (!rv)
-                return KCR_ERR_NOMEM;
+                return kcr__fail(KCR_ERR_NOMEM, "out of memory");
             continue;
         }
         record_failure(r, "list", err, &st);

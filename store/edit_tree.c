@@ -422,6 +422,8 @@ kcr_err kcr__value_parse(const char *json, size_t len, kcr_object **holder, kcr_
     *v = (kcr_value){0};
     if (!json)
         return kcr__fail(KCR_ERR_INVALID, "JSON text is NULL");
+    if (len == 0)
+        len = strlen(json);
     /* Wrapped as {"v": <json>}; exactly that one member must come out, so
      * text such as `1, "w": 2` cannot pass for one value. */
     char *buf = malloc(len + 7);

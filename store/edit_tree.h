@@ -71,10 +71,10 @@ struct kcr__node *kcr__node_take_at(struct kcr__node *c, size_t i);
 kcr_err kcr__node_feed(kcr__object_builder *b, const struct kcr__node *n);
 /* Compact JSON text of the tree (malloc'd, NUL-terminated; *len may be NULL). */
 kcr_err kcr__node_to_json(const struct kcr__node *n, char **out, size_t *len);
-/* Parses any JSON value (text copied) into a tree. */
+/* Parses any JSON value (text copied; len 0: strlen) into a tree. */
 kcr_err kcr__node_parse(const char *json, size_t len, struct kcr__node **out);
-/* Parses any JSON value (text copied) into an immutable object holding it as
- * the member "v" of its root; *v is that value. */
+/* Parses any JSON value (text copied; len 0: strlen) into an immutable
+ * object holding it as the member "v" of its root; *v is that value. */
 kcr_err kcr__value_parse(const char *json, size_t len, kcr_object **holder, kcr_value *v);
 
 bool kcr__valid_utf8(const unsigned char *s, size_t len);

@@ -102,7 +102,7 @@ static kcr_err builder_scratch(kcr__object_builder *b, size_t n, size_t *mask)
     if (cap > b->scap) {
         uint32_t *p = realloc(b->scratch, cap * 2 * sizeof *p);
         if (!p)
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
         b->scratch = p;
         b->scap = cap;
     }

@@ -182,11 +182,11 @@ kcr_err kcr__wq_apply_add_after(struct kcr_workqueue *q, const char *key, size_t
     kcr__wq_m_retry(q);
     struct kcr__wq_item *it = kcr__wq_lookup_or_create(q, key, len, hash);
     if (!it)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     *earliest = q->heap_len == 0 || ready_at < q->heap[0].ready_at;
     if (heap_schedule(q, it, ready_at, prio) != 0) {
         kcr__wq_release_if_idle(q, it);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     kcr__wq_heap_trim(q);
     return KCR_OK;

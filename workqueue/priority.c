@@ -56,7 +56,10 @@ int64_t kcr__wq_prio_stamp(struct kcr_workqueue *q, int prio)
 {
     int64_t now = kcr__now_ns();
     int64_t none = 0;
-    if (prio != KCR_WQ_PRIORITY_NORMAL)
+    /* Read first: a failing CAS still takes the line (shared with `ring`
+     * and `closed`, which every adder and getter reads) exclusively. */
+    if (prio != KCR_WQ_PRIORITY_NORMAL &&
+        !atomic_load_explicit(&q->prio_since, memory_order_relaxed))
         atomic_compare_exchange_strong_explicit(&q->prio_since, &none, now, memory_order_relaxed,
                                                 memory_order_relaxed);
     return now;
@@ -186,17 +189,15 @@ void kcr__wq_prio_unlink(struct kcr_workqueue *q, struct kcr__wq_item *it)
     lv->queued--;
 }
 
-struct kcr__wq_item *kcr__wq_prio_next(struct kcr_workqueue *q, int64_t *now)
+struct kcr__wq_item *kcr__wq_prio_next(struct kcr_workqueue *q, int64_t now)
 {
     if (q->max_wait_ns < 0 || q->nlevels < 2)
         return q->head;
-    if (!*now)
-        *now = kcr__now_ns();
     struct kcr__wq_item *best = NULL;
     for (uint32_t i = 0; i < q->nlevels; i++) {
         struct kcr__wq_item *first = q->levels[i].first;
         /* Strictly older only: on a tie the higher line (seen first) wins. */
-        if (first && *now - first->ready_ns >= q->max_wait_ns &&
+        if (first && now - first->ready_ns >= q->max_wait_ns &&
             (!best || first->ready_ns < best->ready_ns))
             best = first;
     }

@@ -145,7 +145,6 @@ struct kcr_workqueue {
     struct kcr__keytab tab;
     struct kcr__ptrset handed_out; /* PROCESSING nodes, for done()'s fast path */
     struct kcr__wq_item *head, *tail; /* FIFO of ready items */
-    bool prio_on; /* priority mode: a priority other than NORMAL was used (priority.c) */
     int64_t queued;                   /* items in the FIFO */
     int64_t depth;                    /* dirty items */
     int64_t processing;
@@ -158,6 +157,9 @@ struct kcr_workqueue {
     bool standby;    /* a getter waits on standby_cond (mirrored in standby_on) */
     uint32_t epoch;  /* standby rounds so far: ages FIFO items (ready_epoch) */
     bool quick_turns; /* in the last standby round, workers took many keys */
+    /* Priority mode: a priority other than NORMAL was used (priority.c).
+     * Here, in padding, so no hot field moved to another cache line. */
+    bool prio_on;
     unsigned long takes_at_round; /* `takes` when that round began */
     int spin_claims; /* items left for spinners instead of waking sleepers */
     int nwaiters;    /* getters blocked on cond */
@@ -167,6 +169,7 @@ struct kcr_workqueue {
     bool shutting_down;
     bool draining;
     int drain_waiters;
+    unsigned drain_checks; /* times a drain waiter tested `processing` (tests wait on it) */
 
     struct kcr__wq_item *free_items; /* recycled nodes (key capacity KCR__WQ_NODE_KEY) */
     uint32_t nfree;
@@ -305,10 +308,9 @@ void kcr__wq_prio_push(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t
 /* Updates its line before `it` is unlinked from the FIFO (priority mode). */
 void kcr__wq_prio_unlink(struct kcr_workqueue *q, struct kcr__wq_item *it);
 
-/* The item get hands out next (priority mode, FIFO not empty): the one
- * ready longest among those ready for max_wait_ns, else the FIFO's head.
- * Reads the clock into *now when it is 0 and aging needs it. */
-struct kcr__wq_item *kcr__wq_prio_next(struct kcr_workqueue *q, int64_t *now);
+/* The item get hands out next at `now` (priority mode, FIFO not empty): the
+ * one ready longest among those ready for max_wait_ns, else the FIFO's head. */
+struct kcr__wq_item *kcr__wq_prio_next(struct kcr_workqueue *q, int64_t now);
 
 /* fence.c --------------------------------------------------------------- */
 

@@ -1,5 +1,7 @@
-/* Workqueue benchmark, C side. Its twin is clientgo/main.go (Go module: go.mod here); both run
- * exactly the same scenarios and print "<scenario> <ops/s>" lines:
+/* Workqueue benchmark, C side. Its twin is clientgo/ (Go module: go.mod here); both run
+ * exactly the same scenarios and print "<scenario> <ops/s> <adds> <delivered>" lines, where
+ * adds are the adds offered and delivered the keys the workers got (a deduplicating queue
+ * delivers fewer than it was offered):
  *
  *   cycle_PpWw  P producers each add keys k0..k9999 twice per round in the
  *               interleaved order k0 k1 k0 k2 k1 k3 k2 ... k9999 k9998 k9999
@@ -9,6 +11,14 @@
  *   add_after   1 producer add_after()s 100000 distinct keys with delays of
  *               0..1999 us from a fixed LCG; 2 workers get -> done until all
  *               100000 were processed. Ops = adds.
+ *   priority_1p2w 1 producer adds keys as cycle_1p1w does (PRIO_ROUNDS rounds), every
+ *               fourth key with NORMAL priority and the others with LOW (live events
+ *               among an initial list); 2 workers loop get -> done. Ops = completed adds;
+ *               the clock stops once the queue is drained. The twin is controller-runtime's
+ *               priority queue (clientgo/priority.go), which has no drain on shutdown: it
+ *               polls for an empty queue every 100 us, kcr shuts down with drain semantics.
+ *   loaded_*    (bench/workqueue/run only) the scenario while another process keeps one
+ *               core busy.
  *
  * Usage: bench_workqueue [SCENARIO...] (default: all). */
 #include <pthread.h>
@@ -20,7 +30,8 @@
 
 #include "kcr/workqueue.h"
 
-enum { KEYS = 10000, ROUNDS = 50, DELAYED_KEYS = 100000, DELAY_WORKERS = 2 };
+enum { KEYS = 10000, ROUNDS = 50, PRIO_ROUNDS = 20, PRIO_WORKERS = 2 };
+enum { DELAYED_KEYS = 100000, DELAY_WORKERS = 2 };
 
 static char (*names)[16];
 
@@ -49,6 +60,13 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* What one scenario measured. */
+struct outcome {
+    double ops_per_s;
+    long adds;      /* adds offered */
+    long delivered; /* keys handed to workers */
+};
+
 static void *producer(void *arg)
 {
     struct run *r = arg;
@@ -63,7 +81,29 @@ static void *producer(void *arg)
     return NULL;
 }
 
-static double cycle(int producers, int workers)
+static int key_priority(int i)
+{
+    return i % 4 == 0 ? KCR_WQ_PRIORITY_NORMAL : KCR_WQ_PRIORITY_LOW;
+}
+
+static void *priority_producer(void *arg)
+{
+    struct run *r = arg;
+    for (int round = 0; round < PRIO_ROUNDS; round++) {
+        for (int i = 0; i < KEYS; i++) {
+            kcr_workqueue_add_with_priority(r->q, names[i], key_priority(i));
+            if (i > 0)
+                kcr_workqueue_add_with_priority(r->q, names[i - 1], key_priority(i - 1));
+        }
+        kcr_workqueue_add_with_priority(r->q, names[KEYS - 1], key_priority(KEYS - 1));
+    }
+    return NULL;
+}
+
+/* P producers running `produce`, W workers; the clock stops when the
+ * workers have drained the queue after the producers end. */
+static struct outcome run_producers(int producers, int workers, void *(*produce)(void *),
+                                    long adds_each)
 {
     struct run r = {0};
     kcr_workqueue_new(NULL, &r.q);
@@ -72,7 +112,7 @@ static double cycle(int producers, int workers)
     for (int i = 0; i < workers; i++)
         pthread_create(&w[i], NULL, worker, &r);
     for (int i = 0; i < producers; i++)
-        pthread_create(&p[i], NULL, producer, &r);
+        pthread_create(&p[i], NULL, produce, &r);
     for (int i = 0; i < producers; i++)
         pthread_join(p[i], NULL);
     kcr_workqueue_shutdown(r.q); /* workers drain what is queued, then stop */
@@ -80,10 +120,11 @@ static double cycle(int producers, int workers)
         pthread_join(w[i], NULL);
     double secs = now_s() - t0;
     kcr_workqueue_free(r.q);
-    return (double)producers * ROUNDS * 2 * KEYS / secs;
+    long adds = producers * adds_each;
+    return (struct outcome){adds / secs, adds, atomic_load(&r.processed)};
 }
 
-static double add_after(void)
+static struct outcome add_after(void)
 {
     struct run r = {0};
     kcr_workqueue_new(NULL, &r.q);
@@ -104,8 +145,14 @@ static double add_after(void)
     kcr_workqueue_shutdown(r.q);
     for (int i = 0; i < DELAY_WORKERS; i++)
         pthread_join(w[i], NULL);
+    long delivered = atomic_load(&r.processed);
     kcr_workqueue_free(r.q);
-    return DELAYED_KEYS / secs;
+    return (struct outcome){DELAYED_KEYS / secs, DELAYED_KEYS, delivered};
+}
+
+static void print(const char *name, struct outcome o)
+{
+    printf("%s %.0f %ld %ld\n", name, o.ops_per_s, o.adds, o.delivered);
 }
 
 static bool wanted(int argc, char **argv, const char *name)
@@ -129,9 +176,13 @@ int main(int argc, char **argv)
     } cycles[] = {{"cycle_1p1w", 1, 1}, {"cycle_1p4w", 1, 4}, {"cycle_4p4w", 4, 4}};
     for (size_t i = 0; i < sizeof cycles / sizeof cycles[0]; i++)
         if (wanted(argc, argv, cycles[i].name))
-            printf("%s %.0f\n", cycles[i].name, cycle(cycles[i].p, cycles[i].w));
+            print(cycles[i].name,
+                  run_producers(cycles[i].p, cycles[i].w, producer, (long)ROUNDS * 2 * KEYS));
     if (wanted(argc, argv, "add_after"))
-        printf("add_after %.0f\n", add_after());
+        print("add_after", add_after());
+    if (wanted(argc, argv, "priority_1p2w"))
+        print("priority_1p2w",
+              run_producers(1, PRIO_WORKERS, priority_producer, (long)PRIO_ROUNDS * 2 * KEYS));
     free(names);
     return 0;
 }

@@ -39,7 +39,9 @@ int main(int argc, char **argv)
         else if (v && strcmp(a, "--health-probe-bind-address") == 0 && ++i)
             probes = v;
         else
-            return fprintf(stderr, "configmap-mirror: bad argument %s (see the source's header)\n", a), 2;
+            return fprintf(stderr, "configmap-mirror: bad argument %s (see the source's header)\n",
+                           a),
+                   2;
     }
     kcr_log_set_handler(kcr_log_stderr, NULL);
     kcr_config *cfg = NULL;
@@ -47,9 +49,11 @@ int main(int argc, char **argv)
     kcr_manager *mgr = NULL;
     kcr_health_server *http = NULL;
     kcr_config_options co = {.kubeconfig = kubeconfig, .context = context};
-    kcr_manager_options mo = {.name = "configmap-mirror", .leader_election = leader_elect,
+    kcr_manager_options mo = {.name = "configmap-mirror",
+                              .leader_election = leader_elect,
                               .leader_election_id = "configmap-mirror",
-                              .leader_election_namespace = ns, .handle_signals = true};
+                              .leader_election_namespace = ns,
+                              .handle_signals = true};
     kcr_controller_options ctl;
     mirror_controller(&ctl, ns);
     ctl.max_concurrent_reconciles = workers;

@@ -1,30 +1,28 @@
 /* The ConfigMap-mirror controller: declaration and reconcile (see mirror.h). */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "mirror.h"
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
 
-/* The copy we want: data of `src`, owned by it. NULL on failure. */
+/* The copy we want: data of `src` (copied value to value, no JSON text),
+ * controlled by `src`. NULL on failure. */
 static kcr_object *desired(const kcr_object *src, const char *name)
 {
-    char *data = NULL;
     kcr_object *obj = NULL;
-    kcr_owner_ref owner = {"v1", "ConfigMap", kcr_object_name(src), kcr_object_uid(src), true, true};
+    kcr_ctrlutil_owner_options owner = {.api_version = "v1", .kind = "ConfigMap"};
     kcr_object_edit *e = kcr_object_edit_new(NULL);
-    kcr_value d = kcr_object_get(src, "data");
+    kcr_value data = kcr_object_get(src, "data");
     if (e && kcr_object_edit_set_string(e, "apiVersion", "v1") == KCR_OK &&
         kcr_object_edit_set_string(e, "kind", "ConfigMap") == KCR_OK &&
         kcr_object_edit_set_string(e, "metadata.name", name) == KCR_OK &&
         kcr_object_edit_set_string(e, "metadata.namespace", kcr_object_namespace(src)) == KCR_OK &&
-        kcr_object_edit_set_owner_ref(e, &owner) == KCR_OK &&
-        (kcr_value_get_type(d) == KCR_VALUE_ABSENT || (kcr_value_to_json(d, &data, NULL) == KCR_OK &&
-         kcr_object_edit_set_json(e, "data", data, strlen(data)) == KCR_OK)))
+        kcr_ctrlutil_set_controller_reference_edit(src, e, &owner) == KCR_OK &&
+        (kcr_value_get_type(data) == KCR_VALUE_ABSENT ||
+         kcr_object_edit_set_value(e, "data", data) == KCR_OK))
         kcr_object_edit_freeze(e, &obj);
     kcr_object_edit_free(e);
-    free(data);
     return obj;
 }
 
@@ -45,9 +43,9 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
     kcr_object *want = in_sync ? NULL : desired(src, name);
     if (!in_sync) {
         kcr_write_options wo = {.field_manager = "configmap-mirror", .force = true};
-        kcr_err err = want ? kcr_client_apply_object(kcr_ctx_client(ctx), &CM, want, &wo, NULL,
-                                                     NULL)
-                           : KCR_ERR_NOMEM;
+        kcr_err err = want
+                          ? kcr_client_apply_object(kcr_ctx_client(ctx), &CM, want, &wo, NULL, NULL)
+                          : KCR_ERR_NOMEM;
         if (err == KCR_OK)
             kcr_ctx_eventf(ctx, src, KCR_EVENT_NORMAL, "Mirrored", "copied to %s", name);
         res = err == KCR_OK ? KCR_DONE : KCR_RETRY(err);
@@ -64,7 +62,9 @@ void mirror_controller(kcr_controller_options *opts, const char *ns)
     owns = (kcr_source){.resource = CM, .namespace = ns};
     *opts = (kcr_controller_options){
         .name = "configmap-mirror",
-        .primary = {.resource = CM, .kind = "ConfigMap", .namespace = ns,
+        .primary = {.resource = CM,
+                    .kind = "ConfigMap",
+                    .namespace = ns,
                     .predicate = kcr_predicate_label_selector("mirror=true")},
         .owns = &owns,
         .n_owns = 1,

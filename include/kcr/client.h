@@ -265,6 +265,10 @@ typedef struct kcr_list_meta {
 KCR_API void kcr_list_meta_clear(kcr_list_meta *meta);
 
 /* Receives each list item as it is decoded. `obj` is borrowed for the call.
+ * The server sends items without kind/apiVersion; an item with neither gets
+ * the List's (kind without its "List" suffix: "ConfigMap", "v1"; for
+ * metadata-only lists "PartialObjectMetadata", "meta.k8s.io/v1"), so cached
+ * objects can build owner references as watched ones can.
  * Return KCR_OK to continue; anything else stops the list, which then
  * returns that error. */
 typedef kcr_err (*kcr_list_item_fn)(kcr_object *obj, void *user_data);

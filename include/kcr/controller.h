@@ -47,7 +47,9 @@ typedef struct kcr_ctx kcr_ctx; /* one reconcile's context */
  * the most important one (`trigger`). Importance is the enum's value: a
  * higher value wins, the first of equals is kept. */
 typedef enum kcr_reason {
-    KCR_REASON_NONE = 0,
+    KCR_REASON_NONE = 0,            /* a re-run caused by a change that arrived while the key
+                                       was being reconciled and that this previous reconcile
+                                       already saw (its reason was consumed) */
     KCR_REASON_INITIAL_LIST = 1,    /* the object was in the initial list (or cache replay) */
     KCR_REASON_RESYNC = 2,          /* a periodic resync of the primary */
     KCR_REASON_REQUEUE_AFTER = 3,   /* the previous reconcile asked for it (requeue after) */
@@ -181,6 +183,7 @@ KCR_API bool kcr_predicate_eval(const kcr_predicate *p, kcr_change change, const
 typedef struct kcr_map_out kcr_map_out;
 
 /* Adds the key ns/name (copied; ns NULL or "" for a cluster-scoped primary).
+ * Call it only from the map function it was given to, during that call.
  * An invalid key (empty or over-long name, a '/' in either part, a namespace
  * for a cluster-scoped primary or none for a namespaced one) is dropped,
  * logged once per source and counted (stats.invalid_keys); KCR_ERR_INVALID. */
@@ -198,10 +201,11 @@ typedef kcr_err (*kcr_map_fn)(const kcr_object *obj, kcr_map_out *out, void *use
 /* One watched resource. Zero means default; strings are copied. */
 typedef struct kcr_source {
     kcr_resource resource;      /* required */
-    const char *kind;           /* the resource's kind ("ConfigMap"); NULL: discovery. Needed
-                                   for the primary when the controller owns something */
-    bool cluster_scoped;        /* with `kind` given: the resource is cluster-scoped (else
-                                   discovery tells) */
+    const char *kind;           /* the resource's kind ("ConfigMap"). Primary: NULL asks
+                                   discovery for kind and scope (owner references are matched
+                                   by kind, keys validated by scope). Others: only names the
+                                   source in reasons (NULL: the object's kind) */
+    bool cluster_scoped;        /* primary with `kind` given: the resource is cluster-scoped */
     const char *namespace;      /* NULL or "": all namespaces */
     const char *label_selector; /* NULL: everything */
     const char *field_selector; /* NULL: everything */
@@ -285,7 +289,9 @@ KCR_API kcr_err kcr_controller_enqueue(kcr_controller *c, const char *ns, const 
  * read_your_writes_timeout_ms, then it proceeds and counts it), so it never
  * acts on its own stale read. Compares resourceVersions as integers, which
  * holds for etcd-backed servers (the RV is etcd's revision): document your
- * aggregated API server's behaviour if it differs. */
+ * aggregated API server's behaviour if it differs. Lists and watches made
+ * through it without a cancel token of their own use the reconcile's
+ * (kcr_ctx_cancel). */
 KCR_API kcr_client *kcr_ctx_client(kcr_ctx *ctx);
 
 /* The cache of a resource the controller watches (the first source with
@@ -347,7 +353,9 @@ typedef struct kcr_manager_options {
     const kcr_informer_options *cache_defaults; /* informer options for every cache (copied;
                                            transform, timings); sources override namespace,
                                            selectors and metadata_only */
-    kcr_metrics *metrics;               /* borrowed; NULL: the manager makes its own */
+    kcr_metrics *metrics;               /* borrowed; NULL: the manager makes its own. The
+                                           manager adds a collector to it: do not scrape it
+                                           after kcr_manager_free */
     bool no_events;                     /* true: no event recorder (kcr_ctx_recorder NULL) */
     const kcr_clock *clock;             /* events and kcr_ctx_now_ms; NULL: real */
 } kcr_manager_options;

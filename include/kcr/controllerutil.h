@@ -23,8 +23,9 @@
 #include "kcr/export.h"
 #include "kcr/object.h"
 
-/* Retries after a conflict when max_retries is 0 (client-go's DefaultRetry
- * makes 5 attempts too). */
+/* Retries after a lost race when max_retries is 0: up to 6 attempts in all
+ * (client-go's retry.DefaultRetry makes 5, sleeping ~10 ms between them;
+ * here the re-read before each retry is the pause). */
 #define KCR_CTRLUTIL_DEFAULT_RETRIES 5
 
 /* What a write helper did (controller-runtime's OperationResult). */
@@ -99,7 +100,9 @@ KCR_API kcr_err kcr_ctrlutil_set_owner_reference_edit(const kcr_object *owner,
  * which forbids new finalizers) is returned at once.
  * *changed (may be NULL): true when this call wrote. *out (may be NULL): a
  * new reference to the latest object (as patched, or as read when already
- * present). KCR_ERR_INVALID for an empty finalizer. */
+ * present). When `obj` already shows the finalizer no request is sent (if
+ * that view was stale, the next event brings the fresh object).
+ * KCR_ERR_INVALID for an empty finalizer. */
 KCR_API kcr_err kcr_ctrlutil_add_finalizer(kcr_client *c, const kcr_resource *res,
                                            const kcr_object *obj, const char *finalizer,
                                            int max_retries, bool *changed, kcr_object **out,
@@ -132,8 +135,8 @@ typedef kcr_err (*kcr_ctrlutil_mutate_fn)(kcr_object_edit *edit, const kcr_objec
  * subresource with the read resourceVersion (PUT .../status); on 409
  * Conflict it reads again and re-applies `mutate`, at most max_retries times
  * (0: KCR_CTRLUTIL_DEFAULT_RETRIES, < 0: none). Only the status is written
- * (the server ignores other changes). When the mutated object equals the one
- * read nothing is sent: *result UNCHANGED, else UPDATED. *result and *out
+ * (the server ignores other changes). When the mutated status equals the
+ * one read nothing is sent: *result UNCHANGED, else UPDATED. *result and *out
  * (a new reference to the object written or read) may be NULL. Errors: the
  * server's (KCR_ERR_NOT_FOUND, KCR_ERR_CONFLICT when retries ran out ...),
  * the callback's, KCR_ERR_INVALID when mutate changed metadata.name or

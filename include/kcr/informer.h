@@ -171,8 +171,9 @@ KCR_API kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_hand
                                          kcr_handler_reg **out);
 
 /* Removes a handler: waits for its running callback, drops what is pending,
- * joins its thread. Must not be called from that handler's callbacks
- * (KCR_ERR_STATE). */
+ * joins its thread, frees reg. Must not be called from that handler's
+ * callbacks (KCR_ERR_STATE). A reg not registered on inf (e.g. removed
+ * already): KCR_ERR_NOT_FOUND, reg is not read. */
 KCR_API kcr_err kcr_informer_remove_handler(kcr_informer *inf, kcr_handler_reg *reg);
 
 /* True once the informer is synced and this handler has received every
@@ -257,12 +258,14 @@ KCR_API kcr_err kcr_informer_factory_new(kcr_client *client,
 /* The shared informer for res + opts' namespace, selectors and
  * metadata_only, created on first request (with opts; NULL: the defaults).
  * *out is borrowed until the factory is freed. An informer created after
- * kcr_informer_factory_start() is started at once. */
+ * kcr_informer_factory_start() is started at once. After
+ * kcr_informer_factory_stop(): KCR_ERR_STATE (a stopped factory is done). */
 KCR_API kcr_err kcr_informer_factory_informer(kcr_informer_factory *f, const kcr_resource *res,
                                               const kcr_informer_options *opts,
                                               kcr_informer **out);
 
-/* Starts every informer not yet started. */
+/* Starts every informer not yet started. KCR_ERR_STATE after
+ * kcr_informer_factory_stop(), as kcr_informer_start after kcr_informer_stop. */
 KCR_API kcr_err kcr_informer_factory_start(kcr_informer_factory *f);
 
 /* Waits for every informer to sync, as kcr_informer_wait_for_sync (the
@@ -270,7 +273,8 @@ KCR_API kcr_err kcr_informer_factory_start(kcr_informer_factory *f);
 KCR_API kcr_err kcr_informer_factory_wait_for_sync(kcr_informer_factory *f, int64_t timeout_ms,
                                                    kcr_status *status);
 
-/* Stops every informer (joins all threads). */
+/* Stops every informer (joins all threads); the factory then refuses start
+ * and new informers. */
 KCR_API void kcr_informer_factory_stop(kcr_informer_factory *f);
 
 /* Stops and frees every informer and the factory. NULL is ignored. */

@@ -79,7 +79,10 @@ KCR_API void kcr_metric_observe(kcr_metric *s, double v);
 KCR_API double kcr_metric_value(const kcr_metric *s);
 
 /* Runs `collect` right before each exposition (to refresh gauges such as
- * cache sizes), on the thread writing the exposition, no kcr lock held. */
+ * cache sizes), on the thread writing the exposition. Collectors of
+ * concurrent expositions never overlap (they run under the registry's
+ * collector lock, and no other kcr lock): a collector may read-then-update a
+ * series, and may use the registry, but must not write the exposition. */
 KCR_API kcr_err kcr_metrics_add_collector(kcr_metrics *m,
                                           void (*collect)(kcr_metrics *m, void *user_data),
                                           void *user_data);

@@ -229,9 +229,9 @@ KCR_API kcr_err kcr_object_edit_remove_owner_ref(kcr_object_edit *e, const char 
 /* Applies an RFC 7386 JSON merge patch (text, copied) to the edited state. */
 KCR_API kcr_err kcr_object_edit_merge_patch(kcr_object_edit *e, const char *patch, size_t len);
 
-/* Applies an RFC 6902 JSON Patch (text, copied) to the edited state, all or
- * nothing: when an operation fails the edit is left as it was. Errors as
- * kcr_object_apply_json_patch's. */
+/* Applies an RFC 6902 JSON Patch (text, copied; len 0: strlen) to the
+ * edited state, all or nothing: when an operation fails the edit is left as
+ * it was. Errors as kcr_object_apply_json_patch's. */
 KCR_API kcr_err kcr_object_edit_json_patch(kcr_object_edit *e, const char *patch, size_t len);
 
 /* Like kcr_object_edit_freeze, but also accepts a state without
@@ -260,12 +260,12 @@ KCR_API kcr_err kcr_object_apply_merge_patch(const kcr_object *obj, const char *
 
 /* ---- JSON Patch (RFC 6902) ---------------------------------------------- */
 
-/* Applies a JSON Patch (an array of add / remove / replace / move / copy /
- * test operations; JSON Pointer paths with ~0 and ~1 escapes, "-" appends to
- * an array) to `obj` (borrowed; never changed): on success *out is a new
- * object. All or nothing: on any error *out is NULL. Like the Kubernetes
- * apiserver, `test` with value null also passes for a member missing from an
- * existing object. Thread-safe. Errors, with kcr_last_error() naming the
+/* Applies a JSON Patch (text, copied; len 0: strlen: an array of add /
+ * remove / replace / move / copy / test operations; JSON Pointer paths with
+ * ~0 and ~1 escapes, "-" appends to an array) to `obj` (borrowed; never
+ * changed): on success *out is a new object. All or nothing: on any error
+ * *out is NULL. Like the Kubernetes apiserver, `test` with value null also
+ * passes for a member missing from an existing object. Thread-safe. Errors, with kcr_last_error() naming the
  * operation's index, op and path:
  *   KCR_ERR_PARSE      not a JSON Patch document (bad JSON, not an array, an
  *                      op without "op"/"path"/"value"/"from", unknown op, a

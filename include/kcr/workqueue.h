@@ -240,12 +240,16 @@ KCR_API kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64
 
 /* Adds `key` (copied) with a priority: keys are handed out highest priority
  * first, in add order within a priority. A key already waiting keeps the
- * higher of its two priorities; one being processed comes back after done
- * with the highest priority it was re-added with. Aging: a key that has
- * waited opts.priority_max_wait_ns is handed out before any key that has not,
- * so a steady stream of high-priority keys never starves a low one.
- * kcr_workqueue_add is add_with_priority(KCR_WQ_PRIORITY_NORMAL).
- * Returns like kcr_workqueue_add. Thread-safe. */
+ * higher of its two priorities (raised, it goes to the end of the higher
+ * priority's keys); one being processed comes back after done with the
+ * highest priority it was re-added with. Aging: a key that has waited
+ * opts.priority_max_wait_ns is handed out before any key that has not, so a
+ * steady stream of high-priority keys never starves a low one; of those that
+ * have, the one waiting longest goes first (a tie: the higher priority). A
+ * key waits from its add (re-added while processing: from done; delayed:
+ * from when it fell due; raised: from the raise). kcr_workqueue_add is
+ * add_with_priority(KCR_WQ_PRIORITY_NORMAL). Returns like kcr_workqueue_add.
+ * Thread-safe. */
 KCR_API kcr_err kcr_workqueue_add_with_priority(kcr_workqueue *q, const char *key, int priority);
 
 /* kcr_workqueue_add_after whose key, once due, is queued with `priority`.

@@ -8,7 +8,9 @@
 #include <criterion/criterion.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +44,8 @@ typedef struct proc {
 } proc;
 
 /* Starts configmap-mirror with its stderr in a log file. */
-static void spawn(proc *p, const char *ns, const char *tag, const char *metrics,
-                  const char *probes, bool leader_elect)
+static void spawn(proc *p, const char *ns, const char *tag, const char *metrics, const char *probes,
+                  bool leader_elect)
 {
     snprintf(p->log, sizeof p->log, "%s/controller-e2e-%s-%d.log", "/tmp", tag, (int)getpid());
     p->pid = fork();
@@ -51,9 +53,18 @@ static void spawn(proc *p, const char *ns, const char *tag, const char *metrics,
     if (p->pid == 0) {
         FILE *f = freopen(p->log, "w", stderr);
         (void)f;
-        const char *argv[] = {KCR_MIRROR_BIN, "--kubeconfig", kubeconfig, "--namespace", ns,
-                              "--metrics-bind-address", metrics, "--health-probe-bind-address",
-                              probes, "-v", leader_elect ? "--leader-elect" : NULL, NULL};
+        const char *argv[] = {KCR_MIRROR_BIN,
+                              "--kubeconfig",
+                              kubeconfig,
+                              "--namespace",
+                              ns,
+                              "--metrics-bind-address",
+                              metrics,
+                              "--health-probe-bind-address",
+                              probes,
+                              "-v",
+                              leader_elect ? "--leader-elect" : NULL,
+                              NULL};
         execv(KCR_MIRROR_BIN, (char *const *)argv);
         _exit(127);
     }
@@ -145,7 +156,7 @@ static const char *mirror_value(const char *ns, const char *name)
 
 #define WAIT_UP_TO(ms, cond)                                                                       \
     do {                                                                                           \
-        int64_t until_ = kcr__now_ns() + (int64_t)(ms) * KCR_NS_PER_MS;                            \
+        int64_t until_ = kcr__now_ns() + (int64_t)(ms)*KCR_NS_PER_MS;                              \
         while (!(cond) && kcr__now_ns() < until_) {                                                \
             struct timespec ts_ = {0, 20 * 1000 * 1000};                                           \
             nanosleep(&ts_, NULL);                                                                 \
@@ -155,9 +166,10 @@ static const char *mirror_value(const char *ns, const char *name)
 static void create_labelled(const char *ns, const char *name, const char *v)
 {
     char json[256];
-    snprintf(json, sizeof json,
-             "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"mirror\":\"true\"}},\"data\":{\"v\":\"%s\"}}",
-             name, v);
+    snprintf(
+        json, sizeof json,
+        "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"mirror\":\"true\"}},\"data\":{\"v\":\"%s\"}}",
+        name, v);
     cr_assert_eq(kcr_client_create(client, &E2E_CM, ns, json, 0, NULL, NULL, NULL), KCR_OK, "%s",
                  kcr_last_error());
 }
@@ -184,7 +196,8 @@ Test(controller_e2e, mirror_process_metrics_readyz_sigterm, .init = setup, .fini
     cr_assert_eq(http_get(pport, "/readyz", file), 200);
     cr_assert_eq(http_get(mport, "/metrics", file), 200);
     char *text = slurp(file);
-    const char *succ = "controller_runtime_reconcile_total{controller=\"configmap-mirror\",result=\"success\"} ";
+    const char *succ =
+        "controller_runtime_reconcile_total{controller=\"configmap-mirror\",result=\"success\"} ";
     const char *at = strstr(text, succ);
     cr_assert(at && atof(at + strlen(succ)) >= 2, "%s", text);
     cr_assert(strstr(text, "workqueue_depth{"), "%s", text);
@@ -195,8 +208,10 @@ Test(controller_e2e, mirror_process_metrics_readyz_sigterm, .init = setup, .fini
     int rc = system(cmd);
     snprintf(cmd, sizeof cmd, "%s.promtool", file);
     char *out = slurp(cmd);
-    cr_assert_eq(rc, 0, "promtool check metrics failed (install it: cmake/install-deps, Debian "
-                        "package prometheus): %s", out);
+    cr_assert_eq(rc, 0,
+                 "promtool check metrics failed (install it: cmake/install-deps, Debian "
+                 "package prometheus): %s",
+                 out);
     free(out);
     kill(p.pid, SIGTERM);
     cr_assert_eq(reap(&p), 0, "SIGTERM: clean exit 0; log: %s", p.log);
@@ -257,8 +272,10 @@ Test(controller_e2e, two_replicas_one_leader_handover, .init = setup, .fini = te
     WAIT_UP_TO(15000, strcmp(mirror_value(ns, "c-mirror"), "1") == 0);
     int64_t took_ms = (kcr__now_ns() - t0) / KCR_NS_PER_MS;
     cr_assert_str_eq(mirror_value(ns, "c-mirror"), "1");
-    cr_assert_leq(took_ms, 2000 + 1000 + 1000, "hand-over took %lld ms (retry 2 s + 1 s, +1 s to "
-                                               "reconcile)", (long long)took_ms);
+    cr_assert_leq(took_ms, 2000 + 1000 + 1000,
+                  "hand-over took %lld ms (retry 2 s + 1 s, +1 s to "
+                  "reconcile)",
+                  (long long)took_ms);
     n0 = intervals(p[leader].log, iv[0], 4096);
     n1 = intervals(p[standby].log, iv[1], 4096);
     cr_assert_gt(n1, 0);
@@ -289,4 +306,114 @@ Test(controller_e2e, two_replicas_one_leader_handover, .init = setup, .fini = te
     cr_assert_eq(reap(&p[2]), 0);
     for (int i = 0; i < 3; i++)
         unlink(p[i].log);
+}
+
+static void *run_manager(void *m)
+{
+    kcr_manager_run(m);
+    return NULL;
+}
+
+static kcr_result noop(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)ctx, (void)req, (void)ud;
+    return KCR_DONE;
+}
+
+Test(controller_e2e, readyz_names_an_unknown_resource, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+    kcr_manager *m = NULL;
+    kcr_informer_options fast = {.reflector = {.backoff_initial_ms = 50, .backoff_max_ms = 200}};
+    cr_assert_eq(kcr_manager_new(client,
+                                 &(kcr_manager_options){.cache_defaults = &fast, .no_events = true},
+                                 &m),
+                 KCR_OK);
+    kcr_controller_options o = {
+        .name = "things",
+        .primary = {.resource = {"nope.example.com", "v1", "things"}, .kind = "Thing"},
+        .reconcile = noop};
+    cr_assert_eq(kcr_manager_add_controller(m, &o, NULL), KCR_OK, "%s", kcr_last_error());
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, run_manager, m), 0);
+    char *msg = NULL;
+    WAIT_UP_TO(20000, (free(msg), msg = NULL,
+                       kcr_manager_readyz_check(&msg, m) != KCR_OK && msg && strstr(msg, "404")));
+    cr_assert(msg && strstr(msg, "404") && strstr(msg, "things.nope.example.com"), "%s",
+              msg ? msg : "(null)");
+    free(msg);
+    kcr_manager_stop(m);
+    pthread_join(t, NULL);
+    kcr_manager_free(m);
+}
+
+/* Bumps annotation n of the ConfigMap from the CACHED copy, with its
+ * resourceVersion as a precondition: a stale cache read would be a 409.
+ * KCR_TEST_NO_RYW=1 turns read-your-writes off to see the stale reads it
+ * prevents (about half of the 20 updates conflict then). */
+static atomic_int conflicts;
+
+static kcr_result bump(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)ud;
+    kcr_object *cm = kcr_ctx_get_primary(ctx);
+    if (!cm)
+        return KCR_DONE;
+    const char *n = kcr_object_annotation(cm, "n");
+    int v = n ? atoi(n) : 0;
+    kcr_result res = KCR_DONE;
+    if (v < 20) {
+        char next[16];
+        snprintf(next, sizeof next, "%d", v + 1);
+        kcr_object_edit *e = kcr_object_edit_new(cm);
+        kcr_object *upd = NULL;
+        kcr_err err = kcr_object_edit_set_annotation(e, "n", next);
+        if (err == KCR_OK)
+            err = kcr_object_edit_freeze(e, &upd);
+        kcr_object_edit_free(e);
+        if (err == KCR_OK)
+            err = kcr_client_update_object(kcr_ctx_client(ctx), &E2E_CM, upd, NULL, NULL, NULL);
+        kcr_object_unref(upd);
+        if (err == KCR_ERR_CONFLICT)
+            atomic_fetch_add(&conflicts, 1);
+        res = err == KCR_OK ? KCR_REQUEUE_AFTER(1) : KCR_RETRY(err);
+    }
+    (void)req;
+    kcr_object_unref(cm);
+    return res;
+}
+
+Test(controller_e2e, read_your_writes_on_the_real_apiserver, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+    char ns[64];
+    cr_assert_eq(e2e_namespace(client, "ryw", ns, sizeof ns), KCR_OK);
+    cr_assert_eq(e2e_create_cm(client, ns, "counter", "0"), KCR_OK);
+    atomic_store(&conflicts, 0);
+    kcr_manager *m = NULL;
+    cr_assert_eq(kcr_manager_new(client, &(kcr_manager_options){.no_events = true}, &m), KCR_OK);
+    kcr_controller *c = NULL;
+    kcr_controller_options o = {.name = "bump", .primary = {.resource = E2E_CM, .namespace = ns},
+                                .no_read_your_writes = getenv("KCR_TEST_NO_RYW") != NULL,
+                                .reconcile = bump};
+    cr_assert_eq(kcr_manager_add_controller(m, &o, &c), KCR_OK, "%s", kcr_last_error());
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, run_manager, m), 0);
+    kcr_object *cm = NULL;
+    WAIT_UP_TO(60000, (kcr_object_unref(cm), cm = NULL,
+                       kcr_client_get(client, &E2E_CM, ns, "counter", NULL, &cm, NULL) == KCR_OK &&
+                           kcr_object_annotation(cm, "n") &&
+                           strcmp(kcr_object_annotation(cm, "n"), "20") == 0));
+    cr_assert(cm && kcr_object_annotation(cm, "n"), "no annotation");
+    cr_assert_str_eq(kcr_object_annotation(cm, "n"), "20");
+    kcr_object_unref(cm);
+    kcr_manager_stop(m);
+    pthread_join(t, NULL);
+    kcr_controller_stats st;
+    kcr_controller_get_stats(c, &st);
+    cr_assert_eq(atomic_load(&conflicts), 0,
+                 "a reconcile acted on a stale cache read (%d conflicts)", atomic_load(&conflicts));
+    cr_assert_eq(st.ryw_timeouts, 0);
+    cr_assert_gt(st.ryw_waits + st.reconciles, 20);
+    kcr_manager_free(m);
 }

@@ -47,6 +47,12 @@ static void crud_round(kcr_list_mode mode)
     cr_assert(converge_wait(c, &E2E_CM, ns, NULL, inf, t, 10000, why, sizeof why), "%s", why);
     cr_assert_eq(tracker_get_counts(t).initial_adds, 25, "exactly the server's objects");
     cr_assert(kcr_handler_has_synced(reg));
+    /* from the initial list (the server's List items carry no type) */
+    kcr_object *listed = kcr_lister_get(kcr_informer_store(inf), ns, "pre-00007");
+    cr_assert_not_null(listed);
+    cr_assert_str_eq(kcr_object_kind(listed), "ConfigMap");
+    cr_assert_str_eq(kcr_object_api_version(listed), "v1");
+    kcr_object_unref(listed);
     kcr_reflector_stats s;
     kcr_reflector_get_stats(kcr_informer_reflector(inf), &s);
     cr_assert_eq(s.streaming, mode == KCR_LIST_MODE_STREAMING, "v1.37 serves streaming lists");

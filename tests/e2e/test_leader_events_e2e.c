@@ -2,9 +2,11 @@
  * process on a real coordination.k8s.io/v1 Lease (one leads, a clean stop
  * releases it, the other takes over; the Lease's content checked at each
  * step), and the event recorder writing events.k8s.io/v1 Events about a
- * ConfigMap, a repeat becoming series.count 2. */
+ * ConfigMap, a repeat becoming series.count 2; and a user without RBAC for
+ * either: counted failures, never a leader, never a loop. */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,4 +290,83 @@ Test(events_e2e, event_about_a_configmap_and_its_series, .init = setup, .fini = 
     free(name);
     kcr_event_recorder_free(r);
     kcr_object_unref(cm);
+}
+
+/* ---- RBAC: a user who may not touch Leases or Events ---------------------------------------- */
+
+static atomic_int event_warnings;
+
+static void count_event_warnings(kcr_log_level level, const char *module, const char *message,
+                                 void *ud)
+{
+    (void)ud;
+    if (level <= KCR_LOG_WARN && strcmp(module, "events") == 0 && strstr(message, "Forbidden"))
+        atomic_fetch_add(&event_warnings, 1);
+}
+
+Test(events_e2e, forbidden_writes_are_counted_and_logged_once, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+    cr_assert_eq(e2e_create_cm(admin, ns, "web", "1"), KCR_OK, "%s", kcr_last_error());
+    kcr_object *cm = NULL;
+    cr_assert_eq(kcr_client_get(admin, &E2E_CM, ns, "web", NULL, &cm, NULL), KCR_OK);
+    kcr_client *limited = e2e_client("KCR_TESTENV_LIMITED_KUBECONFIG");
+    cr_assert_not_null(limited);
+    atomic_store(&event_warnings, 0);
+    kcr_log_set_handler(count_event_warnings, NULL);
+    kcr_event_recorder_options o = {.reporting_controller = "kcr.dev/e2e-controller"};
+    kcr_event_recorder *r = NULL;
+    cr_assert_eq(kcr_event_recorder_new(limited, &o, &r), KCR_OK);
+    kcr_event a = {.regarding = cm, .reason = "One"}, b = {.regarding = cm, .reason = "Two"};
+    cr_assert_eq(kcr_event_recorder_record(r, &a), KCR_OK);
+    cr_assert_eq(kcr_event_recorder_record(r, &b), KCR_OK);
+    cr_assert_eq(kcr_event_recorder_flush(r, 10000), KCR_OK);
+    kcr_event_recorder_stats st;
+    kcr_event_recorder_get_stats(r, &st);
+    cr_assert_eq(st.failed, 2);
+    cr_assert_eq(st.created, 0);
+    cr_assert_eq(atomic_load(&event_warnings), 1);
+    kcr_event_recorder_free(r);
+    kcr_log_set_handler(NULL, NULL);
+    evlist l = list_events();
+    cr_assert_eq(l.n, 0);
+    evlist_free(&l);
+    kcr_client_free(limited);
+    kcr_object_unref(cm);
+}
+
+Test(leader_e2e, forbidden_lease_is_never_led, .init = setup, .fini = teardown, .timeout = 60)
+{
+    cand c;
+    memset(&c, 0, sizeof c);
+    pthread_mutex_init(&c.mu, NULL);
+    kcr__cond_init_monotonic(&c.cv);
+    c.client = e2e_client("KCR_TESTENV_LIMITED_KUBECONFIG");
+    cr_assert_not_null(c.client);
+    kcr_leader_elector_options o = {.lease_namespace = ns,
+                                    .lease_name = "e2e-controller",
+                                    .lease_duration_ms = 3000,
+                                    .renew_deadline_ms = 2000,
+                                    .retry_period_ms = 250,
+                                    .on_started_leading = on_started,
+                                    .on_stopped_leading = on_stopped,
+                                    .user_data = &c};
+    cr_assert_eq(kcr_leader_elector_new(c.client, &o, &c.e), KCR_OK);
+    cr_assert_eq(kcr_leader_elector_start(c.e), KCR_OK);
+    kcr_leader_elector_stats st;
+    int64_t end = mono_ms() + 20000;
+    do
+        kcr_leader_elector_get_stats(c.e, &st);
+    while (st.failed_attempts < 3 && mono_ms() < end);
+    cr_assert_geq(st.failed_attempts, 3);
+    cr_assert_eq(st.acquisitions, 0);
+    int64_t t0 = mono_ms();
+    kcr_leader_elector_stop(c.e);
+    cr_assert_lt(mono_ms() - t0, 2000, "stop took %lld ms", (long long)(mono_ms() - t0));
+    cr_assert_eq(count_of(&c, &c.started), 0);
+    cr_assert_eq(count_of(&c, &c.stopped), 0);
+    kcr_object *l = NULL;
+    cr_assert_eq(kcr_client_get(admin, &LEASES, ns, "e2e-controller", NULL, &l, NULL),
+                 KCR_ERR_NOT_FOUND);
+    cand_destroy(&c);
 }

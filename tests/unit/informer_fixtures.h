@@ -70,6 +70,9 @@ typedef struct spy {
     int fail_list_too_large; /* fail this many first pages with 504 ResourceVersionTooLarge */
     int fail_list_410;       /* fail this many first pages (with an RV) with 410 */
     bool ignore_initial_events; /* act like a server that does not know sendInitialEvents */
+    /* streaming lists (sendInitialEvents) at a resourceVersion below this get
+     * HTTP 410, as from a server whose history before it is compacted */
+    uint64_t stream_expired_below;
 } spy;
 
 #define SPY(c) ((spy *)(c))
@@ -172,7 +175,13 @@ static kcr_err spy_watch(kcr_client *c, const kcr_resource *res, const char *ns,
     kcr_list_options o = *opts;
     pthread_mutex_lock(&s->mu);
     bool ignore = s->ignore_initial_events;
+    uint64_t expired_below = s->stream_expired_below;
     pthread_mutex_unlock(&s->mu);
+    if (opts->send_initial_events && opts->resource_version && *opts->resource_version &&
+        strtoull(opts->resource_version, NULL, 10) < expired_below) {
+        kcr__status_make(st, 410, "Expired", "too old resource version");
+        return kcr__status_fail(st);
+    }
     if (ignore) {
         o.send_initial_events = false;
         o.resource_version_match = NULL;

@@ -3,12 +3,16 @@
  * deadline, graceful shutdown (drain, then cancel at the deadline),
  * readiness with the server's reason, duplicate names, read-your-writes. */
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/clock.h"
 #include "kcr/kcr.h"
@@ -68,8 +72,8 @@ static void create_cm(const char *name)
 {
     char json[256];
     snprintf(json, sizeof json, "{\"metadata\":{\"name\":\"%s\"},\"data\":{\"v\":\"1\"}}", name);
-    cr_assert_eq(kcr_client_create(client, &CM, "default", json, 0, NULL, NULL, NULL), KCR_OK,
-                 "%s", kcr_last_error());
+    cr_assert_eq(kcr_client_create(client, &CM, "default", json, 0, NULL, NULL, NULL), KCR_OK, "%s",
+                 kcr_last_error());
 }
 
 /* Polls `cond` every millisecond for up to 10 s. */
@@ -100,8 +104,8 @@ static kcr_result copy_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req,
     snprintf(name, sizeof name, "%s-copy", req->name);
     snprintf(body, sizeof body, "{\"metadata\":{\"name\":\"%s\"},\"data\":{\"v\":\"1\"}}", name);
     kcr_write_options wo = {.field_manager = "t"};
-    kcr_err err = kcr_client_patch(kcr_ctx_client(ctx), &CM, req->namespace, name,
-                                   KCR_PATCH_APPLY, body, 0, &wo, NULL, NULL);
+    kcr_err err = kcr_client_patch(kcr_ctx_client(ctx), &CM, req->namespace, name, KCR_PATCH_APPLY,
+                                   body, 0, &wo, NULL, NULL);
     if (err != KCR_OK)
         return KCR_RETRY(err);
     atomic_fetch_add(&copies, 1);
@@ -123,8 +127,10 @@ Test(manager, reconciles_and_stops_cleanly, .init = setup, .fini = teardown)
     create_cm("b");
     new_manager(NULL);
     kcr_controller *c = NULL;
-    kcr_controller_options o = {.name = "copier", .primary = {.resource = CM},
-                                .max_concurrent_reconciles = 2, .reconcile = copy_reconcile};
+    kcr_controller_options o = {.name = "copier",
+                                .primary = {.resource = CM},
+                                .max_concurrent_reconciles = 2,
+                                .reconcile = copy_reconcile};
     cr_assert_eq(kcr_manager_add_controller(mgr, &o, &c), KCR_OK, "%s", kcr_last_error());
     start();
     WAIT_FOR(exists("a-copy") && exists("b-copy"));
@@ -139,15 +145,23 @@ Test(manager, reconciles_and_stops_cleanly, .init = setup, .fini = teardown)
     cr_assert_eq(st.active_workers, 0);
     char *text = NULL;
     cr_assert_eq(kcr_metrics_write_text(kcr_manager_metrics(mgr), &text, NULL), KCR_OK);
-    cr_assert(strstr(text, "controller_runtime_reconcile_total{controller=\"copier\",result=\"success\"}"),
-              "%s", text);
-    cr_assert(strstr(text, "controller_runtime_reconcile_total{controller=\"copier\",result=\"requeue_after\"} 0"));
-    cr_assert(strstr(text, "controller_runtime_max_concurrent_reconciles{controller=\"copier\"} 2"));
-    cr_assert(strstr(text, "workqueue_adds_total{name=\"copier\",controller=\"copier\"}"), "%s", text);
-    cr_assert(strstr(text, "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"} 6"),
-              "%s", text);
-    cr_assert(strstr(text, "rest_client_requests_total{code=\"200\",method=\"PATCH\",host=\"fake\"} 3"),
-              "%s", text);
+    cr_assert(
+        strstr(text,
+               "controller_runtime_reconcile_total{controller=\"copier\",result=\"success\"}"),
+        "%s", text);
+    cr_assert(strstr(
+        text,
+        "controller_runtime_reconcile_total{controller=\"copier\",result=\"requeue_after\"} 0"));
+    cr_assert(
+        strstr(text, "controller_runtime_max_concurrent_reconciles{controller=\"copier\"} 2"));
+    cr_assert(strstr(text, "workqueue_adds_total{name=\"copier\",controller=\"copier\"}"), "%s",
+              text);
+    cr_assert(
+        strstr(text, "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"} 6"),
+        "%s", text);
+    cr_assert(
+        strstr(text, "rest_client_requests_total{code=\"200\",method=\"PATCH\",host=\"fake\"} 3"),
+        "%s", text);
     free(text);
     cr_assert_eq(kcr_manager_run(mgr), KCR_ERR_STATE, "a manager runs once");
 }
@@ -155,8 +169,8 @@ Test(manager, reconciles_and_stops_cleanly, .init = setup, .fini = teardown)
 Test(manager, duplicate_controller_names, .init = setup, .fini = teardown)
 {
     new_manager(NULL);
-    kcr_controller_options o = {.name = "x", .primary = {.resource = CM},
-                                .reconcile = copy_reconcile};
+    kcr_controller_options o = {
+        .name = "x", .primary = {.resource = CM}, .reconcile = copy_reconcile};
     cr_assert_eq(kcr_manager_add_controller(mgr, &o, NULL), KCR_OK);
     o.primary.predicate = kcr_predicate_generation_changed(); /* taken even on failure */
     cr_assert_eq(kcr_manager_add_controller(mgr, &o, NULL), KCR_ERR_EXISTS);
@@ -194,8 +208,10 @@ Test(manager, same_key_never_concurrent, .init = setup, .fini = teardown)
     }
     new_manager(NULL);
     kcr_controller *c = NULL;
-    kcr_controller_options o = {.name = "overlap", .primary = {.resource = CM},
-                                .max_concurrent_reconciles = 4, .reconcile = overlap_reconcile};
+    kcr_controller_options o = {.name = "overlap",
+                                .primary = {.resource = CM},
+                                .max_concurrent_reconciles = 4,
+                                .reconcile = overlap_reconcile};
     cr_assert_eq(kcr_manager_add_controller(mgr, &o, &c), KCR_OK);
     start();
     WAIT_FOR(atomic_load(&done_count) >= 4);
@@ -240,8 +256,10 @@ static kcr_controller *slow_controller(int64_t timeout_ms)
     atomic_store(&saw_cancel, 0);
     atomic_store(&release_gate, false);
     kcr_controller *c = NULL;
-    kcr_controller_options o = {.name = "slow", .primary = {.resource = CM},
-                                .reconcile_timeout_ms = timeout_ms, .reconcile = slow_reconcile};
+    kcr_controller_options o = {.name = "slow",
+                                .primary = {.resource = CM},
+                                .reconcile_timeout_ms = timeout_ms,
+                                .reconcile = slow_reconcile};
     cr_assert_eq(kcr_manager_add_controller(mgr, &o, &c), KCR_OK);
     return c;
 }
@@ -258,9 +276,10 @@ Test(manager, reconcile_deadline_cancels, .init = setup, .fini = teardown)
     cr_assert_eq(stop(), KCR_OK);
     char *text = NULL;
     cr_assert_eq(kcr_metrics_write_text(kcr_manager_metrics(mgr), &text, NULL), KCR_OK);
-    cr_assert(strstr(text, "controller_runtime_reconcile_timeouts_total{controller=\"slow\"} "), "%s",
-              text);
-    cr_assert_not(strstr(text, "controller_runtime_reconcile_timeouts_total{controller=\"slow\"} 0"));
+    cr_assert(strstr(text, "controller_runtime_reconcile_timeouts_total{controller=\"slow\"} "),
+              "%s", text);
+    cr_assert_not(
+        strstr(text, "controller_runtime_reconcile_timeouts_total{controller=\"slow\"} 0"));
     free(text);
 }
 
@@ -314,8 +333,8 @@ Test(manager, readiness_reports_the_servers_reason, .init = setup, .fini = teard
     free(msg);
     msg = NULL;
     start();
-    WAIT_FOR((free(msg), msg = NULL, kcr_manager_readyz_check(&msg, mgr) != KCR_OK && msg &&
-                                        strstr(msg, "cannot list")));
+    WAIT_FOR((free(msg), msg = NULL,
+              kcr_manager_readyz_check(&msg, mgr) != KCR_OK && msg && strstr(msg, "cannot list")));
     cr_assert(strstr(msg, "configmaps"), "%s", msg);
     cr_assert(strstr(msg, "forbidden") || strstr(msg, "Forbidden"), "%s", msg);
     free(msg);
@@ -385,8 +404,10 @@ static kcr_controller *ryw_setup(bool disable)
     kcr_informer_options io = {.transform = gate_transform};
     new_manager(&(kcr_manager_options){.cache_defaults = &io});
     kcr_controller *c = NULL;
-    kcr_controller_options o = {.name = "ryw", .primary = {.resource = CM},
-                                .no_read_your_writes = disable, .reconcile = ryw_reconcile};
+    kcr_controller_options o = {.name = "ryw",
+                                .primary = {.resource = CM},
+                                .no_read_your_writes = disable,
+                                .reconcile = ryw_reconcile};
     cr_assert_eq(kcr_manager_add_controller(mgr, &o, &c), KCR_OK);
     start();
     return c;
@@ -414,6 +435,11 @@ Test(manager, read_your_writes_waits_for_the_cache, .init = setup, .fini = teard
     cr_assert_eq(stop(), KCR_OK);
     kcr_controller_get_stats(c, &st);
     cr_assert_eq(st.ryw_timeouts, 0);
+    char *text = NULL;
+    cr_assert_eq(kcr_metrics_write_text(kcr_manager_metrics(mgr), &text, NULL), KCR_OK);
+    cr_assert(strstr(text, "kcr_controller_read_your_writes_waits_total{controller=\"ryw\"} 1"),
+              "%s", text);
+    free(text);
 }
 
 /* ---- leader election: two managers, one fake API ---- */
@@ -444,12 +470,17 @@ static void *candidate_main(void *arg)
 static void candidate_start(candidate *cd, intptr_t id, const char *identity)
 {
     cr_assert_eq(kcr_fake_client(fake, "default", &cd->client), KCR_OK);
-    kcr_manager_options mo = {.leader_election = true, .leader_election_id = "test-lock",
-                              .leader_election_identity = identity, .lease_duration_ms = 600,
-                              .renew_deadline_ms = 400, .retry_period_ms = 100};
+    kcr_manager_options mo = {.leader_election = true,
+                              .leader_election_id = "test-lock",
+                              .leader_election_identity = identity,
+                              .lease_duration_ms = 600,
+                              .renew_deadline_ms = 400,
+                              .retry_period_ms = 100};
     cr_assert_eq(kcr_manager_new(cd->client, &mo, &cd->m), KCR_OK, "%s", kcr_last_error());
-    kcr_controller_options o = {.name = "counter", .primary = {.resource = CM},
-                                .reconcile = count_reconcile, .user_data = (void *)id};
+    kcr_controller_options o = {.name = "counter",
+                                .primary = {.resource = CM},
+                                .reconcile = count_reconcile,
+                                .user_data = (void *)id};
     cr_assert_eq(kcr_manager_add_controller(cd->m, &o, NULL), KCR_OK);
     cr_assert_eq(pthread_create(&cd->thread, NULL, candidate_main, cd), 0);
 }
@@ -488,7 +519,8 @@ Test(manager, leader_election_one_reconciles_then_hands_over, .init = setup, .fi
     cr_assert_eq(cd[0].result, KCR_OK);
     WAIT_FOR(kcr_manager_is_leader(cd[1].m));
     /* a released lease has leaseDurationSeconds=1: retry + 1 s, plus scheduling slack */
-    cr_assert_lt(kcr__now_ns() - t0, (100 + 1000 + 500) * KCR_NS_PER_MS, "took over within retry + 1 s");
+    cr_assert_lt(kcr__now_ns() - t0, (100 + 1000 + 500) * KCR_NS_PER_MS,
+                 "took over within retry + 1 s");
     WAIT_FOR(atomic_load(&by_manager[1]) >= 2);
     kcr_manager_stop(cd[1].m);
     pthread_join(cd[1].thread, NULL);
@@ -502,8 +534,10 @@ Test(manager, leadership_loss_stops_reconciles_and_returns, .init = setup, .fini
     create_cm("a");
     candidate cd = {0};
     cr_assert_eq(kcr_fake_client(fake, "default", &cd.client), KCR_OK);
-    kcr_manager_options mo = {.leader_election = true, .leader_election_id = "lost-lock",
-                              .lease_duration_ms = 600, .renew_deadline_ms = 400,
+    kcr_manager_options mo = {.leader_election = true,
+                              .leader_election_id = "lost-lock",
+                              .lease_duration_ms = 600,
+                              .renew_deadline_ms = 400,
                               .retry_period_ms = 100};
     cr_assert_eq(kcr_manager_new(cd.client, &mo, &cd.m), KCR_OK);
     mgr = cd.m; /* slow_controller adds to mgr */
@@ -513,10 +547,210 @@ Test(manager, leadership_loss_stops_reconciles_and_returns, .init = setup, .fini
     WAIT_FOR(atomic_load(&started) == 1);
     kcr_resource leases = {"coordination.k8s.io", "v1", "leases"};
     cr_assert_eq(kcr_fake_inject_error(fake, KCR_FAKE_ANY, &leases, -1, 500, "InternalError",
-                                       "etcd is gone"), KCR_OK);
+                                       "etcd is gone"),
+                 KCR_OK);
     pthread_join(cd.thread, NULL);
     cr_assert_eq(cd.result, KCR_ERR_LEADERSHIP_LOST);
     cr_assert_eq(atomic_load(&saw_cancel), 1, "the in-flight reconcile was cancelled");
     cr_assert_neq(kcr_manager_healthz_check(NULL, cd.m), KCR_OK);
     candidate_free(&cd);
+}
+
+Test(manager, readiness_names_a_resource_the_server_does_not_have, .init = setup, .fini = teardown)
+{
+    /* the fake lists unknown resources as empty; the apiserver answers 404 (e2e shows it) */
+    kcr_resource things = {"nope.example.com", "v1", "things"};
+    cr_assert_eq(kcr_fake_inject_error(fake, KCR_FAKE_LIST, &things, -1, 404, "NotFound",
+                                       "the server could not find the requested resource"),
+                 KCR_OK);
+    kcr_informer_options fast = {.reflector = {.backoff_initial_ms = 5, .backoff_max_ms = 20}};
+    new_manager(&(kcr_manager_options){.cache_defaults = &fast});
+    kcr_controller_options o = {
+        .name = "things",
+        .primary = {.resource = {"nope.example.com", "v1", "things"}, .kind = "Thing"},
+        .reconcile = copy_reconcile};
+    cr_assert_eq(kcr_manager_add_controller(mgr, &o, NULL), KCR_OK, "%s", kcr_last_error());
+    start();
+    char *msg = NULL;
+    WAIT_FOR((free(msg), msg = NULL,
+              kcr_manager_readyz_check(&msg, mgr) != KCR_OK && msg && strstr(msg, "404")));
+    cr_assert(strstr(msg, "things.nope.example.com"), "%s", msg);
+    free(msg);
+    cr_assert_eq(stop(), KCR_OK, "a failing watch does not keep the manager from stopping");
+}
+
+/* ---- signals: the first stops gracefully, a second exits at once ---- */
+
+static int sig_pipe[2];
+
+static void to_pipe(kcr_log_level level, const char *module, const char *message, void *ud)
+{
+    (void)level, (void)ud;
+    if (strcmp(module, "manager") == 0 && strstr(message, ": stopping")) {
+        ssize_t r = write(sig_pipe[1], "S", 1);
+        (void)r;
+    }
+}
+
+static kcr_result stubborn_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)ctx, (void)req, (void)ud;
+    ssize_t r = write(sig_pipe[1], "R", 1); /* started; now ignore cancellation for 20 s */
+    (void)r;
+    int64_t until = kcr__now_ns() + 20 * KCR_NS_PER_S;
+    while (kcr__now_ns() < until) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return KCR_DONE;
+}
+
+static char read_byte(int fd)
+{
+    char c = 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 10000) == 1 && read(fd, &c, 1) != 1)
+        c = 0;
+    return c;
+}
+
+Test(manager, second_signal_exits_at_once, .init = setup, .fini = teardown)
+{
+    create_cm("a");
+    cr_assert_eq(pipe(sig_pipe), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        kcr_log_set_handler(to_pipe, NULL);
+        kcr_manager *m = NULL;
+        kcr_controller_options o = {
+            .name = "stubborn", .primary = {.resource = CM}, .reconcile = stubborn_reconcile};
+        if (kcr_manager_new(client, &(kcr_manager_options){.handle_signals = true}, &m) ||
+            kcr_manager_add_controller(m, &o, NULL))
+            _exit(3);
+        _exit(kcr_manager_run(m) == KCR_OK ? 0 : 4);
+    }
+    cr_assert_eq(read_byte(sig_pipe[0]), 'R', "the reconcile started");
+    kill(pid, SIGTERM);
+    cr_assert_eq(read_byte(sig_pipe[0]), 'S', "the first signal started a graceful stop");
+    kill(pid, SIGTERM);
+    int st = 0;
+    int64_t until = kcr__now_ns() + 5 * KCR_NS_PER_S;
+    pid_t r = 0;
+    while ((r = waitpid(pid, &st, WNOHANG)) == 0 && kcr__now_ns() < until) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (r != pid) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    cr_assert_eq(r, pid, "the second signal did not end the process at once");
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d", st);
+    close(sig_pipe[0]);
+    close(sig_pipe[1]);
+}
+
+/* ---- the reconcile's token reaches its requests ---- */
+
+static atomic_int watch_result = -1;
+
+static kcr_err ignore_event(const kcr_watch_event *ev, void *ud)
+{
+    (void)ev, (void)ud;
+    return KCR_OK;
+}
+
+static kcr_result watching_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)req, (void)ud;
+    kcr_list_options lo = {0}; /* no token of its own: the ctx client adds the reconcile's */
+    kcr_err err = kcr_client_watch(kcr_ctx_client(ctx), &CM, "default", &lo, ignore_event, NULL,
+                                   NULL);
+    atomic_store(&watch_result, (int)err);
+    return KCR_DONE;
+}
+
+Test(manager, reconcile_deadline_stops_its_requests, .init = setup, .fini = teardown)
+{
+    create_cm("a");
+    atomic_store(&watch_result, -1);
+    new_manager(NULL);
+    kcr_controller_options o = {.name = "watcher", .primary = {.resource = CM},
+                                .reconcile_timeout_ms = 50, .reconcile = watching_reconcile};
+    cr_assert_eq(kcr_manager_add_controller(mgr, &o, NULL), KCR_OK);
+    start();
+    WAIT_FOR(atomic_load(&watch_result) != -1);
+    cr_assert_eq(atomic_load(&watch_result), KCR_ERR_CANCELED);
+    cr_assert_eq(stop(), KCR_OK);
+}
+
+/* ---- churn: every change is eventually reconciled, never two at once per key ---- */
+
+#define CHURN_KEYS 200
+static atomic_llong churn_seen_rv[CHURN_KEYS];
+static atomic_int churn_busy[CHURN_KEYS], churn_overlap;
+
+static kcr_result churn_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)ud;
+    int k = atoi(req->name + 1);
+    if (k < 0 || k >= CHURN_KEYS)
+        return KCR_TERMINAL(KCR_ERR_INVALID);
+    if (atomic_fetch_add(&churn_busy[k], 1) != 0)
+        atomic_fetch_add(&churn_overlap, 1);
+    kcr_object *o = kcr_ctx_get_primary(ctx);
+    if (o) {
+        long long rv = atoll(kcr_object_resource_version(o));
+        if (rv > atomic_load(&churn_seen_rv[k]))
+            atomic_store(&churn_seen_rv[k], rv);
+    }
+    kcr_object_unref(o);
+    atomic_fetch_sub(&churn_busy[k], 1);
+    return KCR_DONE;
+}
+
+static bool churn_caught_up(long long *final_rv)
+{
+    for (int k = 0; k < CHURN_KEYS; k++)
+        if (atomic_load(&churn_seen_rv[k]) < final_rv[k])
+            return false;
+    return true;
+}
+
+Test(manager, churn_every_change_reconciled, .init = setup, .fini = teardown, .timeout = 120)
+{
+    static long long final_rv[CHURN_KEYS];
+    for (int k = 0; k < CHURN_KEYS; k++) {
+        atomic_store(&churn_seen_rv[k], 0);
+        atomic_store(&churn_busy[k], 0);
+        char n[16];
+        snprintf(n, sizeof n, "k%d", k);
+        create_cm(n);
+    }
+    atomic_store(&churn_overlap, 0);
+    new_manager(NULL);
+    kcr_controller *c = NULL;
+    kcr_controller_options o = {.name = "churn", .primary = {.resource = CM},
+                                .max_concurrent_reconciles = 4, .reconcile = churn_reconcile};
+    cr_assert_eq(kcr_manager_add_controller(mgr, &o, &c), KCR_OK);
+    start();
+    for (int round = 0; round < 5; round++)
+        for (int k = 0; k < CHURN_KEYS; k++) {
+            char n[16], patch[64];
+            snprintf(n, sizeof n, "k%d", k);
+            snprintf(patch, sizeof patch, "{\"data\":{\"v\":\"%d\"}}", round);
+            kcr_object *out = NULL;
+            cr_assert_eq(kcr_client_patch(client, &CM, "default", n, KCR_PATCH_MERGE, patch, 0,
+                                          NULL, &out, NULL), KCR_OK);
+            final_rv[k] = atoll(kcr_object_resource_version(out));
+            kcr_object_unref(out);
+        }
+    WAIT_FOR(churn_caught_up(final_rv));
+    cr_assert_eq(stop(), KCR_OK);
+    cr_assert_eq(atomic_load(&churn_overlap), 0, "a key was reconciled twice at once");
+    kcr_controller_stats st;
+    kcr_controller_get_stats(c, &st);
+    cr_assert_eq(st.errors + st.terminal_errors, 0);
+    cr_assert_geq(st.reconciles, CHURN_KEYS, "each key at least once");
 }

@@ -127,7 +127,8 @@ Test(predicates, composition_and_failures, .init = setup, .fini = teardown)
     cr_assert(failed);
     kcr_predicate_free(f);
 
-    cr_assert(kcr_predicate_eval(NULL, KCR_CHANGE_UPDATED, a1, a6_same_rv, NULL), "NULL passes all");
+    cr_assert(kcr_predicate_eval(NULL, KCR_CHANGE_UPDATED, a1, a6_same_rv, NULL),
+              "NULL passes all");
     cr_assert_null(kcr_predicate_and(kcr_predicate_generation_changed(), NULL),
                    "a NULL operand (a failed constructor) fails the combinator");
     cr_assert_null(kcr_predicate_custom(NULL, NULL));

@@ -2,6 +2,7 @@
  * add between read and patch is never dropped), status updates and
  * create-or-update retrying on conflicts, server-side apply, deletes. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -228,6 +229,65 @@ Test(ctrlutil_finalizer, rejections_and_bounded_retries, .init = setup, .fini = 
     kcr_object_unref(o);
 }
 
+struct racer {
+    const kcr_object *seen; /* the same stale view for every thread */
+    char finalizer[32];
+    bool add;
+    kcr_err err;
+    bool changed;
+};
+
+static void *race(void *arg)
+{
+    struct racer *r = arg;
+    r->err = r->add ? kcr_ctrlutil_add_finalizer(c, &CM, r->seen, r->finalizer, 50, &r->changed,
+                                                 NULL, NULL)
+                    : kcr_ctrlutil_remove_finalizer(c, &CM, r->seen, r->finalizer, 50, &r->changed,
+                                                    NULL, NULL);
+    return NULL;
+}
+
+static void run_racers(struct racer *rs, int n)
+{
+    pthread_t th[8];
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(pthread_create(&th[i], NULL, race, &rs[i]), 0);
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(rs[i].err, KCR_OK, "%s: %s", rs[i].finalizer, kcr_strerror(rs[i].err));
+        cr_assert(rs[i].changed, "%s", rs[i].finalizer);
+    }
+}
+
+Test(ctrlutil_finalizer, threads_racing_on_one_object_lose_nothing, .init = setup, .fini = teardown)
+{
+    enum { N = 6 };
+    kcr_object *o = seed(&CM, CM_WITH(",\"finalizers\":[\"keep.dev/x\"]"));
+    struct racer rs[N];
+    for (int i = 0; i < N; i++) {
+        rs[i] = (struct racer){.seen = o, .add = true};
+        snprintf(rs[i].finalizer, sizeof rs[i].finalizer, "kcr.dev/f%d", i);
+    }
+    run_racers(rs, N);
+    kcr_object *now = get(&CM, "cm");
+    cr_assert_eq(kcr_object_finalizer_count(now), N + 1);
+    for (int i = 0; i < N; i++)
+        cr_assert(kcr_object_has_finalizer(now, rs[i].finalizer), "%s lost", rs[i].finalizer);
+    /* all remove theirs at once, each from the full (now stale) view */
+    for (int i = 0; i < N; i++) {
+        rs[i].seen = now;
+        rs[i].add = false;
+    }
+    run_racers(rs, N);
+    kcr_object_unref(now);
+    now = get(&CM, "cm");
+    cr_assert_eq(kcr_object_finalizer_count(now), 1);
+    cr_assert_str_eq(kcr_object_finalizer(now, 0), "keep.dev/x", "never someone else's");
+    kcr_object_unref(now);
+    kcr_object_unref(o);
+}
+
 /* ---- update_status / create_or_update ---------------------------------------- */
 
 struct ready {
@@ -250,6 +310,13 @@ static kcr_err set_ready(kcr_object_edit *e, const kcr_object *cur, void *user_d
     "{\"apiVersion\":\"kcr.dev/"                                                                   \
     "v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w\",\"namespace\":\"ns\"},\"spec\":{"       \
     "\"size\":3}}"
+
+static kcr_err set_label(kcr_object_edit *e, const kcr_object *cur, void *user_data)
+{
+    (void)cur;
+    (void)user_data;
+    return kcr_object_edit_set_label(e, "touched", "yes");
+}
 
 Test(ctrlutil_status, retries_injected_conflicts, .init = setup, .fini = teardown)
 {
@@ -275,6 +342,12 @@ Test(ctrlutil_status, retries_injected_conflicts, .init = setup, .fini = teardow
         KCR_OK);
     cr_assert_eq(res, KCR_CTRLUTIL_UNCHANGED);
     cr_assert_str_eq(kcr_ctrlutil_op_result_string(res), "unchanged");
+    cr_assert_eq(kcr_fake_count(fake, KCR_FAKE_UPDATE, &WIDGETS), updates);
+    /* a change outside the status cannot be written there: nothing is sent */
+    cr_assert_eq(
+        kcr_ctrlutil_update_status(c, &WIDGETS, "ns", "w", set_label, NULL, 0, &res, NULL, NULL),
+        KCR_OK);
+    cr_assert_eq(res, KCR_CTRLUTIL_UNCHANGED);
     cr_assert_eq(kcr_fake_count(fake, KCR_FAKE_UPDATE, &WIDGETS), updates);
 }
 

@@ -23,6 +23,8 @@ struct collected {
     int n;
     char names[16][16];
     char rvs[16][16];
+    char kinds[16][32];
+    char api_versions[16][32];
     int stop_after; /* return KCR_ERR_CANCELED after this many; 0: never */
 };
 
@@ -32,6 +34,9 @@ static kcr_err collect_item(kcr_object *obj, void *ud)
     if (c->n < 16) {
         snprintf(c->names[c->n], sizeof c->names[0], "%s", kcr_object_name(obj));
         snprintf(c->rvs[c->n], sizeof c->rvs[0], "%s", kcr_object_resource_version(obj));
+        snprintf(c->kinds[c->n], sizeof c->kinds[0], "%s", kcr_object_kind(obj));
+        snprintf(c->api_versions[c->n], sizeof c->api_versions[0], "%s",
+                 kcr_object_api_version(obj));
     }
     c->n++;
     if (c->stop_after && c->n >= c->stop_after)
@@ -56,6 +61,10 @@ static void check_list_split(const char *body, size_t len, size_t split)
     cr_assert_str_eq(c.names[1], "b");
     cr_assert_str_eq(c.names[2], "c");
     cr_assert_str_eq(c.rvs[2], "12");
+    for (int i = 0; i < 3; i++) {
+        cr_assert_str_eq(c.kinds[i], "ConfigMap", "split %zu item %d", split, i);
+        cr_assert_str_eq(c.api_versions[i], "v1", "split %zu item %d", split, i);
+    }
     cr_assert_str_eq(meta.resource_version, "4711");
     cr_assert_str_eq(meta.continue_token, "eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ");
     cr_assert(meta.has_remaining_item_count);
@@ -133,6 +142,82 @@ Test(list_decoder, number_at_the_end_of_a_chunk)
     cr_assert_eq(kcr__list_decoder_finish(d, &meta), KCR_OK);
     cr_assert_eq(meta.remaining_item_count, 12345678901LL);
     kcr_list_meta_clear(&meta);
+    kcr__list_decoder_free(d);
+}
+
+/* The List's type after its items (JSON key order is free): every split
+ * point, items in order, nested "kind" keys ignored, an item with its own
+ * apiVersion kept as it is (client-go stamps only items with neither). */
+static const char type_last_body[] =
+    "{\"metadata\":{\"resourceVersion\":\"7\"},\"items\":["
+    "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"kind\":\"nested\",\"apiVersion\":\"x\"}},"
+    "{\"apiVersion\":\"other/v2\",\"metadata\":{\"name\":\"b\"}},"
+    "{\"metadata\":{\"name\":\"c\",\"ownerReferences\":[{\"kind\":\"Foo\"}]}}],"
+    "\"kind\":\"DeploymentList\",\"apiVersion\":\"apps/v1\"}";
+
+Test(list_decoder, items_get_the_lists_type_when_it_comes_after_them)
+{
+    size_t len = strlen(type_last_body);
+    for (size_t split = 0; split <= len; split++) {
+        struct collected c = {0};
+        kcr__list_decoder *d = kcr__list_decoder_new(0, collect_item, &c);
+        cr_assert_eq(kcr__list_decoder_feed(d, type_last_body, split), KCR_OK);
+        cr_assert_eq(kcr__list_decoder_feed(d, type_last_body + split, len - split), KCR_OK);
+        cr_assert_eq(kcr__list_decoder_finish(d, NULL), KCR_OK, "split %zu: %s", split,
+                     kcr_last_error());
+        cr_assert_eq(c.n, 3, "split %zu", split);
+        cr_assert_str_eq(c.names[0], "a");
+        cr_assert_str_eq(c.names[1], "b");
+        cr_assert_str_eq(c.names[2], "c");
+        cr_assert_str_eq(c.kinds[0], "Deployment", "split %zu", split);
+        cr_assert_str_eq(c.api_versions[0], "apps/v1", "split %zu", split);
+        cr_assert_str_eq(c.kinds[1], "", "split %zu: has its own apiVersion", split);
+        cr_assert_str_eq(c.api_versions[1], "other/v2", "split %zu", split);
+        cr_assert_str_eq(c.kinds[2], "Deployment", "split %zu", split);
+        cr_assert_str_eq(c.api_versions[2], "apps/v1", "split %zu", split);
+        kcr__list_decoder_free(d);
+    }
+}
+
+Test(list_decoder, metadata_only_and_untyped_lists)
+{
+    /* PartialObjectMetadataList: the apiserver types its items; one without
+     * gets the List's type too */
+    const char *meta =
+        "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\",\"items\":["
+        "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\","
+        "\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":\"b\"}}]}";
+    struct collected c = {0};
+    kcr__list_decoder *d = kcr__list_decoder_new(0, collect_item, &c);
+    cr_assert_eq(kcr__list_decoder_feed(d, meta, strlen(meta)), KCR_OK);
+    cr_assert_eq(c.n, 2, "typed List: items delivered while the body streams");
+    cr_assert_eq(kcr__list_decoder_finish(d, NULL), KCR_OK);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_str_eq(c.kinds[i], "PartialObjectMetadata");
+        cr_assert_str_eq(c.api_versions[i], "meta.k8s.io/v1");
+    }
+    kcr__list_decoder_free(d);
+
+    /* no type anywhere: items come through untouched at the end */
+    const char *bare =
+        "{\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":\"b\"}}]}";
+    memset(&c, 0, sizeof c);
+    d = kcr__list_decoder_new(0, collect_item, &c);
+    cr_assert_eq(kcr__list_decoder_feed(d, bare, strlen(bare)), KCR_OK);
+    cr_assert_eq(kcr__list_decoder_finish(d, NULL), KCR_OK);
+    cr_assert_eq(c.n, 2);
+    cr_assert_eq(kcr__list_decoder_items(d), 2);
+    cr_assert_str_eq(c.kinds[1], "");
+    kcr__list_decoder_free(d);
+
+    /* a callback error while the held items are handed over stops the list */
+    memset(&c, 0, sizeof c);
+    c.stop_after = 1;
+    d = kcr__list_decoder_new(0, collect_item, &c);
+    cr_assert_eq(kcr__list_decoder_feed(d, type_last_body, strlen(type_last_body)),
+                 KCR_ERR_CANCELED);
+    cr_assert_eq(c.n, 1);
+    cr_assert_str_eq(c.kinds[0], "Deployment");
     kcr__list_decoder_free(d);
 }
 
@@ -409,7 +494,9 @@ static kcr_err measure_item(kcr_object *obj, void *ud)
 Test(list_decoder, long_token_in_small_chunks)
 {
     size_t big = 3 << 20;
-    const char *head = "{\"items\":[{\"metadata\":{\"name\":\"a\"},\"data\":{\"big\":\"";
+    /* typed as the apiserver sends it, so items are delivered as they end */
+    const char *head = "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"items\":[{\"metadata\":"
+                       "{\"name\":\"a\"},\"data\":{\"big\":\"";
     const char *tail = "\"}},{\"metadata\":{\"name\":\"b\"}}]}";
     size_t len = strlen(head) + big + strlen(tail);
     char *body = malloc(len);
@@ -436,4 +523,93 @@ Test(list_decoder, long_token_in_small_chunks)
     cr_assert_eq(b.len, big);
     kcr__list_decoder_free(d);
     free(body);
+}
+
+/* ------------------------- many small items, small limit ------------------------- */
+
+/* 60 items/events of ~300 bytes under a 1 KiB limit (18 KiB in all), fed in
+ * chunks smaller than, near and larger than the limit: the limit is per
+ * item/event, so every one is decoded. */
+enum { SMALL_N = 60, SMALL_MAX = 1024 };
+
+static size_t small_body(char *buf, size_t cap, bool watch)
+{
+    size_t at = 0;
+    if (!watch)
+        at += (size_t)snprintf(buf + at, cap - at,
+                               "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"items\":[");
+    for (int i = 0; i < SMALL_N; i++) {
+        char pad[201];
+        memset(pad, 'a' + i % 26, sizeof pad - 1);
+        pad[sizeof pad - 1] = '\0';
+        const char *obj_fmt = "{\"metadata\":{\"name\":\"cm-%03d\",\"resourceVersion\":\"%d\"},"
+                              "\"data\":{\"v\":\"%s\"}}";
+        if (watch)
+            at += (size_t)snprintf(buf + at, cap - at, "{\"type\":\"ADDED\",\"object\":");
+        else if (i)
+            buf[at++] = ',';
+        at += (size_t)snprintf(buf + at, cap - at, obj_fmt, i, 100 + i, pad);
+        if (watch)
+            at += (size_t)snprintf(buf + at, cap - at, "}\n");
+    }
+    if (!watch)
+        at += (size_t)snprintf(buf + at, cap - at, "]}");
+    cr_assert_lt(at, cap);
+    return at;
+}
+
+static kcr_err count_items(kcr_object *obj, void *ud)
+{
+    (void)obj;
+    (*(int *)ud)++;
+    return KCR_OK;
+}
+
+static kcr_err count_events(const kcr_watch_event *ev, void *ud)
+{
+    (void)ev;
+    (*(int *)ud)++;
+    return KCR_OK;
+}
+
+static const size_t small_chunks[] = {1, 7, 300, 700, 1023, 1024, 1025, 1500, 4096, 65536};
+
+Test(list_decoder, many_small_items_over_the_limit_together)
+{
+    static char body[32768];
+    size_t len = small_body(body, sizeof body, false);
+    cr_assert_gt(len, 10 * SMALL_MAX);
+    for (size_t c = 0; c < sizeof small_chunks / sizeof *small_chunks; c++) {
+        int n = 0;
+        kcr__list_decoder *d = kcr__list_decoder_new(SMALL_MAX, count_items, &n);
+        for (size_t off = 0; off < len; off += small_chunks[c]) {
+            size_t k = len - off < small_chunks[c] ? len - off : small_chunks[c];
+            kcr_err err = kcr__list_decoder_feed(d, body + off, k);
+            cr_assert_eq(err, KCR_OK, "chunk %zu at %zu: %s", small_chunks[c], off,
+                         kcr_last_error());
+        }
+        cr_assert_eq(kcr__list_decoder_finish(d, NULL), KCR_OK);
+        cr_assert_eq(n, SMALL_N, "chunk %zu", small_chunks[c]);
+        kcr__list_decoder_free(d);
+    }
+}
+
+Test(watch_decoder, many_small_events_over_the_limit_together)
+{
+    static char body[32768];
+    size_t len = small_body(body, sizeof body, true);
+    cr_assert_gt(len, 10 * SMALL_MAX);
+    for (size_t c = 0; c < sizeof small_chunks / sizeof *small_chunks; c++) {
+        int n = 0;
+        kcr__watch_decoder *d = kcr__watch_decoder_new(SMALL_MAX, count_events, &n);
+        for (size_t off = 0; off < len; off += small_chunks[c]) {
+            size_t k = len - off < small_chunks[c] ? len - off : small_chunks[c];
+            kcr_err err = kcr__watch_decoder_feed(d, body + off, k);
+            cr_assert_eq(err, KCR_OK, "chunk %zu at %zu: %s", small_chunks[c], off,
+                         kcr_last_error());
+        }
+        cr_assert_eq(kcr__watch_decoder_finish(d), KCR_OK);
+        cr_assert_eq(n, SMALL_N, "chunk %zu", small_chunks[c]);
+        kcr__watch_decoder_free(d);
+    }
 }

@@ -140,6 +140,22 @@ Test(delta_fifo, object_only_in_queue_gets_exactly_one_delete)
     kcr_store_free(known);
 }
 
+Test(delta_fifo, tombstone_of_a_queued_key_holds_its_newest_state)
+{
+    kcr_store *known = kcr_store_new();
+    kcr_delta_fifo_options opts = {kcr_store_known_objects(known)};
+    kcr_delta_fifo *f = kcr_delta_fifo_new(&opts);
+    DO(kcr_delta_fifo_add, f, "a", "1");
+    DO(kcr_delta_fifo_update, f, "a", "2");
+    cr_assert_eq(kcr_delta_fifo_replace(f, NULL, 0), KCR_OK);
+    struct seen s = pop1(f);
+    cr_assert_str_eq(s.deltas, "Added:1 Updated:2 Deleted:2~",
+                     "the tombstone holds the Updated object, not the Added one");
+    cr_assert_eq(kcr_delta_fifo_len(f), 0);
+    kcr_delta_fifo_free(f);
+    kcr_store_free(known);
+}
+
 Test(delta_fifo, replace_emits_replaced_and_tombstones_for_known_missing)
 {
     kcr_store *known = kcr_store_new();

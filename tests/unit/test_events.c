@@ -515,3 +515,48 @@ Test(events, bad_input_is_refused, .init = setup, .fini = teardown)
     kcr_object_unref(bare);
     kcr_object_unref(cm);
 }
+
+/* The log line free() writes when it gives up on the queue opens the gate. */
+static gate *drop_gate;
+
+static void open_on_drop(kcr_log_level level, const char *module, const char *message, void *ud)
+{
+    (void)level;
+    (void)ud;
+    if (strcmp(module, "events") != 0 || !strstr(message, "dropping 2 queued events"))
+        return;
+    pthread_mutex_lock(&drop_gate->mu);
+    drop_gate->open = true;
+    pthread_cond_broadcast(&drop_gate->cv);
+    pthread_mutex_unlock(&drop_gate->mu);
+}
+
+Test(events, free_gives_up_on_a_hung_server_after_2s, .init = setup, .fini = teardown)
+{
+    gate g = {.entered = false, .open = false};
+    pthread_mutex_init(&g.mu, NULL);
+    pthread_cond_init(&g.cv, NULL);
+    drop_gate = &g;
+    kcr_fake_set_hook(fake, gate_hook, &g);
+    kcr_log_set_handler(open_on_drop, NULL);
+    kcr_object *cm = make(&CM, "ns1", "web");
+    kcr_event_recorder *r = recorder(false, 0);
+    const char *reasons[] = {"One", "Two", "Three"};
+    for (int i = 0; i < 3; i++) {
+        kcr_event ev = {.regarding = cm, .reason = reasons[i]};
+        cr_assert_eq(kcr_event_recorder_record(r, &ev), KCR_OK);
+    }
+    int64_t start = kcr__now_ns();
+    kcr_event_recorder_free(r); /* returns once the log line opened the gate */
+    int64_t took_ms = (kcr__now_ns() - start) / KCR_NS_PER_MS;
+    cr_assert_geq(took_ms, 1900, "free waited only %lld ms", (long long)took_ms);
+    cr_assert(g.open, "free did not report the dropped events");
+    evlist l = list_events("ns1");
+    cr_assert_eq(l.n, 1, "only the write in flight reached the server");
+    evlist_free(&l);
+    kcr_log_set_handler(NULL, NULL);
+    kcr_fake_set_hook(fake, NULL, NULL);
+    kcr_object_unref(cm);
+    pthread_cond_destroy(&g.cv);
+    pthread_mutex_destroy(&g.mu);
+}

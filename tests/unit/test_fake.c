@@ -259,6 +259,41 @@ Test(fake, paging, .init = setup, .fini = teardown)
     cr_assert_eq(kcr_client_list(c, &CM, "p", &o, collect, &all, &meta, NULL), KCR_ERR_API);
 }
 
+struct types {
+    int n;
+    char v[8][64];
+};
+
+static kcr_err collect_types(kcr_object *o, void *ud)
+{
+    struct types *t = ud;
+    if (t->n < 8)
+        snprintf(t->v[t->n], sizeof t->v[0], "%s %s", kcr_object_api_version(o),
+                 kcr_object_kind(o));
+    t->n++;
+    return KCR_OK;
+}
+
+/* The fake's LIST sends untyped items, as the apiserver does; the client's
+ * LIST decoder types them from the List, paged or not, metadata-only too. */
+Test(fake, list_items_are_typed_from_the_list, .init = setup, .fini = teardown)
+{
+    kcr_object_unref(create(&CM, "t", "{\"metadata\":{\"name\":\"a\"}}"));
+    kcr_object_unref(create(&CM, "t", "{\"metadata\":{\"name\":\"b\"}}"));
+    kcr_object_unref(create(&DEPLOY, "t", "{\"metadata\":{\"name\":\"d\"},\"spec\":{}}"));
+    struct types n = {0};
+    kcr_list_options page = {.limit = 1};
+    cr_assert_eq(kcr_client_list(c, &CM, "t", &page, collect_types, &n, NULL, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_list(c, &DEPLOY, NULL, NULL, collect_types, &n, NULL, NULL), KCR_OK);
+    kcr_list_options meta = {.metadata_only = true};
+    cr_assert_eq(kcr_client_list(c, &CM, "t", &meta, collect_types, &n, NULL, NULL), KCR_OK);
+    cr_assert_eq(n.n, 4);
+    cr_assert_str_eq(n.v[0], "v1 ConfigMap");
+    cr_assert_str_eq(n.v[1], "apps/v1 Deployment");
+    cr_assert_str_eq(n.v[2], "meta.k8s.io/v1 PartialObjectMetadata");
+    cr_assert_str_eq(n.v[3], "meta.k8s.io/v1 PartialObjectMetadata");
+}
+
 Test(fake, status_subresource, .init = setup, .fini = teardown)
 {
     kcr_object_unref(create(&DEPLOY, "d", "{\"metadata\":{\"name\":\"w\"},\"spec\":{\"replicas\":1}}"));

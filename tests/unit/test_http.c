@@ -745,3 +745,155 @@ Test(http, legacy_discovery_fallback, .fini = stop_server)
     cr_assert_eq(kcr_client_resolve(client, "pods", &r, NULL), KCR_ERR_NOT_FOUND,
                  "subresources are not resources");
 }
+
+/* ---- writes are sent once ---- */
+
+static atomic_int method_count[2]; /* [0] GET, [1] everything else */
+
+/* Reads the request (the helper did), then resets the connection without
+ * answering: the request may or may not have been applied. */
+static void reset_after_reading(int fd, const char *req)
+{
+    atomic_fetch_add(&method_count[strncmp(req, "GET ", 4) == 0 ? 0 : 1], 1);
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg); /* close() sends RST */
+}
+
+/* A POST or a non-apply PATCH whose connection is reset after the server read
+ * it may have been applied: it is sent once, never retried (a retried POST
+ * could create twice). Idempotent verbs (GET, apply) are retried. */
+Test(http, reset_writes_are_sent_once, .fini = stop_server, .timeout = 60)
+{
+    kcr_client_options o = {.max_retries = 2};
+    start_server(reset_after_reading, &o);
+    atomic_store(&method_count[0], 0);
+    atomic_store(&method_count[1], 0);
+    kcr_err err = kcr_client_create(client, &CM, "team", "{\"metadata\":{\"name\":\"n\"}}", 0, NULL,
+                                    NULL, NULL);
+    cr_assert_eq(err, KCR_ERR_TRANSPORT, "%s", kcr_strerror(err));
+    cr_assert_eq(atomic_load(&method_count[1]), 1, "POST sent %d times",
+                 atomic_load(&method_count[1]));
+    const kcr_patch_type once[] = {KCR_PATCH_MERGE, KCR_PATCH_JSON, KCR_PATCH_STRATEGIC};
+    const char *bodies[] = {"{\"data\":{\"a\":\"b\"}}",
+                            "[{\"op\":\"add\",\"path\":\"/data\",\"value\":{}}]",
+                            "{\"data\":{\"a\":\"b\"}}"};
+    for (int i = 0; i < 3; i++) {
+        err = kcr_client_patch(client, &CM, "team", "n", once[i], bodies[i], 0, NULL, NULL, NULL);
+        cr_assert_eq(err, KCR_ERR_TRANSPORT, "patch %d: %s", i, kcr_strerror(err));
+        cr_assert_eq(atomic_load(&method_count[1]), 2 + i, "patch %d sent %d times in all", i,
+                     atomic_load(&method_count[1]) - 1);
+    }
+    /* the contrast: idempotent requests are retried (1 + max_retries) */
+    cr_assert_eq(get("n", NULL), KCR_ERR_TRANSPORT);
+    cr_assert_eq(atomic_load(&method_count[0]), 3, "GET sent %d times",
+                 atomic_load(&method_count[0]));
+    kcr_write_options w = {.field_manager = "test"};
+    err = kcr_client_patch(client, &CM, "team", "n", KCR_PATCH_APPLY,
+                           "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}", 0, &w, NULL, NULL);
+    cr_assert_eq(err, KCR_ERR_TRANSPORT);
+    cr_assert_eq(atomic_load(&method_count[1]), 4 + 3, "apply is idempotent: retried");
+}
+
+/* libcurl resends a request on its own when a reused connection dies before
+ * any answer byte ("Connection died, retrying a fresh connect"), a POST with
+ * its body too. A server that keeps the connection alive after a GET, then
+ * reads the POST and resets: the POST must still arrive once. */
+static int ka_fd = -1;
+static atomic_int ka_posts, ka_gets;
+
+/* Reads one request (headers + Content-Length body) from fd into req. */
+static bool ka_read(int fd, char *req, size_t cap)
+{
+    size_t len = 0;
+    char *end = NULL;
+    req[0] = '\0';
+    while (len < cap - 1 && !(end = strstr(req, "\r\n\r\n"))) {
+        ssize_t n = recv(fd, req + len, cap - 1 - len, 0);
+        if (n <= 0)
+            return false;
+        len += (size_t)n;
+        req[len] = '\0';
+    }
+    if (!end)
+        return false;
+    const char *cl = strstr(req, "Content-Length: ");
+    size_t want = cl ? (size_t)atol(cl + 16) : 0, have = len - (size_t)(end + 4 - req);
+    while (have < want && len < cap - 1) {
+        ssize_t n = recv(fd, req + len, cap - 1 - len, 0);
+        if (n <= 0)
+            return false;
+        len += (size_t)n;
+        have += (size_t)n;
+        req[len] = '\0';
+    }
+    return true;
+}
+
+static void *ka_serve(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stopping)) {
+        struct pollfd p = {.fd = ka_fd, .events = POLLIN};
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        int fd = accept(ka_fd, NULL, NULL);
+        if (fd < 0)
+            continue;
+        char req[16384];
+        while (ka_read(fd, req, sizeof req)) {
+            if (strncmp(req, "GET ", 4) == 0) {
+                atomic_fetch_add(&ka_gets, 1);
+                const char *body = "{\"metadata\":{\"name\":\"x\"}}";
+                char head[256];
+                snprintf(head, sizeof head,
+                         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         "Content-Length: %zu\r\n\r\n%s",
+                         strlen(body), body);
+                send_all(fd, head, strlen(head)); /* and keep the connection */
+                continue;
+            }
+            atomic_fetch_add(&ka_posts, 1);
+            struct linger lg = {.l_onoff = 1, .l_linger = 0};
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+            break;
+        }
+        close(fd);
+    }
+    return NULL;
+}
+
+Test(http, reset_write_on_a_reused_connection_is_sent_once, .timeout = 60)
+{
+    ka_fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    cr_assert_eq(bind(ka_fd, (struct sockaddr *)&a, sizeof a), 0);
+    cr_assert_eq(listen(ka_fd, 16), 0);
+    socklen_t al = sizeof a;
+    getsockname(ka_fd, (struct sockaddr *)&a, &al);
+    atomic_store(&stopping, false);
+    pthread_t t;
+    pthread_create(&t, NULL, ka_serve, NULL);
+    char yaml[512];
+    snprintf(yaml, sizeof yaml,
+             "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:%d'}}]\n"
+             "contexts: [{name: x, context: {cluster: c}}]\ncurrent-context: x\n",
+             ntohs(a.sin_port));
+    kcr_config *cfg;
+    cr_assert_eq(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &cfg), KCR_OK);
+    kcr_client *cl;
+    cr_assert_eq(kcr_client_new(cfg, NULL, &cl), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_client_get(cl, &CM, "a", "x", NULL, NULL, NULL), KCR_OK, "%s",
+                 kcr_last_error());
+    kcr_err err =
+        kcr_client_create(cl, &CM, "a", "{\"metadata\":{\"name\":\"n\"}}", 0, NULL, NULL, NULL);
+    cr_assert_eq(err, KCR_ERR_TRANSPORT, "%s", kcr_strerror(err));
+    cr_assert_eq(atomic_load(&ka_gets), 1);
+    cr_assert_eq(atomic_load(&ka_posts), 1, "POST sent %d times", atomic_load(&ka_posts));
+    cr_assert(strstr(kcr_last_error(), "POST /api/v1/namespaces/a/configmaps") != NULL, "%s",
+              kcr_last_error());
+    kcr_client_free(cl);
+    kcr_config_free(cfg);
+    atomic_store(&stopping, true);
+    pthread_join(t, NULL);
+    close(ka_fd);
+}

@@ -61,6 +61,13 @@ Test(informer, initial_list_then_add_update_delete)
     cr_assert_eq(n.adds, 50);
     cr_assert_eq(n.initial_adds, 50);
     cr_assert_eq(kcr_store_len(kcr_informer_store(e.inf)), 50);
+    /* the initial list's items came untyped from the fake, as from a real
+     * server: the cache has them typed, so owner references can be built */
+    kcr_object *listed = kcr_lister_get(kcr_informer_store(e.inf), "default", "cm-00003");
+    cr_assert_not_null(listed);
+    cr_assert_str_eq(kcr_object_kind(listed), "ConfigMap");
+    cr_assert_str_eq(kcr_object_api_version(listed), "v1");
+    kcr_object_unref(listed);
 
     kcr_object *gone = NULL;
     cr_assert_eq(kcr_client_get(e.c, &CM, "default", "cm-00007", NULL, &gone, NULL), KCR_OK);
@@ -76,9 +83,18 @@ Test(informer, initial_list_then_add_update_delete)
     cr_assert_eq(n.deletes, 1);
     cr_assert_eq(n.tombstones, 0);
     cr_assert_eq(n.resyncs, 0);
-    char *rv = kcr_informer_last_sync_rv(e.inf);
+    /* The reflector records an event's RV after queueing the event (so a
+     * re-watch never skips one it did not queue), so the cache may show the
+     * last event a moment before the RV does: wait for it. */
     char want[32];
     snprintf(want, sizeof want, "%llu", (unsigned long long)kcr_fake_resource_version(e.fake));
+    char *rv = NULL;
+    for (int64_t t0 = now_ms(); now_ms() - t0 < 5000; sleep_ms(2)) {
+        free(rv);
+        rv = kcr_informer_last_sync_rv(e.inf);
+        if (strcmp(rv, want) == 0)
+            break;
+    }
     cr_assert_str_eq(rv, want);
     free(rv);
     kcr_object_unref(gone);
@@ -182,7 +198,11 @@ Test(informer, resync_goes_only_to_handlers_that_asked)
     for (int64_t t0 = now_ms(); rs.lists < 2 && now_ms() - t0 < 5000; sleep_ms(5))
         kcr_reflector_get_stats(kcr_informer_reflector(e.inf), &rs);
     cr_assert_eq(rs.lists, 2, "relisted");
-    sleep_ms(200);
+    /* A barrier instead of a sleep: an object created now reaches b after
+     * everything the relist queued (one FIFO, one handler queue). */
+    kcr_object_unref(seed_cm(e.fake, "default", "marker", "x", "m"));
+    WAIT_FOR(tracker_adds_of_key(b, "default/marker") == 1, 5000);
+    cr_assert_eq(tracker_adds_of_key(b, "default/marker"), 1);
     cr_assert_eq(tracker_get_counts(b).updates + tracker_get_counts(b).resyncs, before);
     env_down(&e);
     tracker_free(a);
@@ -233,6 +253,14 @@ static unsigned gate_waiting(gate *g)
     unsigned n = g->waiting;
     pthread_mutex_unlock(&g->mu);
     return n;
+}
+
+static bool gate_logged(gate *g, const char *what)
+{
+    pthread_mutex_lock(&g->mu);
+    bool found = strstr(g->log, what) != NULL;
+    pthread_mutex_unlock(&g->mu);
+    return found;
 }
 
 static unsigned gate_calls(gate *g)
@@ -307,8 +335,10 @@ Test(informer, slow_handler_coalesces_by_key_and_stalls_nobody)
     cr_assert_leq(pending, 5);
     cr_assert_eq(gate_calls(&g), 0);
     gate_set(&g, true);
-    WAIT_FOR(kcr_handler_pending(sreg, NULL) == 0 && gate_calls(&g) >= 7, 5000);
-    sleep_ms(50);
+    /* A barrier instead of a sleep: the marker is created after every change
+     * above, so its add is the last call the handler gets. */
+    kcr_object_unref(seed_cm(e.fake, "default", "marker", "x", "m0"));
+    WAIT_FOR(gate_calls(&g) >= 8 && gate_logged(&g, "add marker=m0;"), 5000);
     pthread_mutex_lock(&g.mu);
     const char *log = g.log;
     /* the list is del, held, re, upd: the handler blocked in add del;
@@ -322,7 +352,9 @@ Test(informer, slow_handler_coalesces_by_key_and_stalls_nobody)
     const char *rd = strstr(log, "delete re;"), *ra = strstr(log, "add re=r1;");
     cr_assert(rd && ra && rd < ra, "%s", log);
     cr_assert(strstr(log, "add new=n1;") != NULL, "%s", log);
-    cr_assert_eq(g.calls, 7, "%s", log);
+    size_t log_len = strlen(log), tail = strlen("add marker=m0;");
+    cr_assert(log_len >= tail && strcmp(log + log_len - tail, "add marker=m0;") == 0, "%s", log);
+    cr_assert_eq(g.calls, 8, "7 coalesced calls, then the marker: %s", log);
     pthread_mutex_unlock(&g.mu);
     cr_assert(kcr_handler_has_synced(sreg));
     env_down(&e);
@@ -609,4 +641,147 @@ Test(informer, remove_handler_and_start_stop_cycles)
         env_down(&e);
         tracker_free(t);
     }
+}
+
+Test(informer, remove_handler_twice_is_not_found)
+{
+    env e;
+    env_up(&e, 3, NULL);
+    tracker *t = tracker_new();
+    kcr_event_handler h = tracker_handler(t, 0);
+    kcr_handler_reg *reg;
+    cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &reg), KCR_OK);
+    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
+    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    cr_assert_eq(kcr_informer_remove_handler(e.inf, reg), KCR_OK);
+    /* reg is freed: the second call must not read it (valgrind checks) */
+    cr_assert_eq(kcr_informer_remove_handler(e.inf, reg), KCR_ERR_NOT_FOUND);
+    cr_assert(strstr(kcr_last_error(), "handler") != NULL, "%s", kcr_last_error());
+    env_down(&e);
+    tracker_free(t);
+}
+
+Test(informer, factory_refuses_start_and_new_informers_after_stop)
+{
+    kcr_fake *f;
+    cr_assert_eq(kcr_fake_new(NULL, &f), KCR_OK);
+    seed_many(f, "default", 2);
+    kcr_client *c;
+    kcr_fake_client(f, NULL, &c);
+    kcr_informer_options d = fast();
+    kcr_informer_factory *fac;
+    cr_assert_eq(kcr_informer_factory_new(c, &d, &fac), KCR_OK);
+    kcr_informer *i1, *i2 = NULL;
+    cr_assert_eq(kcr_informer_factory_informer(fac, &CM, NULL, &i1), KCR_OK);
+    cr_assert_eq(kcr_informer_factory_start(fac), KCR_OK);
+    cr_assert_eq(kcr_informer_factory_wait_for_sync(fac, 5000, NULL), KCR_OK);
+    kcr_informer_factory_stop(fac);
+    kcr_err err = kcr_informer_factory_start(fac);
+    cr_assert_eq(err, KCR_ERR_STATE, "%s", kcr_strerror(err));
+    cr_assert(strstr(kcr_last_error(), "stopped") != NULL, "%s", kcr_last_error());
+    kcr_informer_options other = fast();
+    other.reflector.namespace = "default";
+    err = kcr_informer_factory_informer(fac, &CM, &other, &i2);
+    cr_assert_eq(err, KCR_ERR_STATE, "%s", kcr_strerror(err));
+    cr_assert_null(i2);
+    cr_assert(strstr(kcr_last_error(), "stopped") != NULL, "%s", kcr_last_error());
+    cr_assert_eq(kcr_fake_watch_count(f, NULL), 0, "nothing started after stop");
+    kcr_informer_factory_free(fac);
+
+    /* stopped before it ever started: start refuses too */
+    cr_assert_eq(kcr_informer_factory_new(c, &d, &fac), KCR_OK);
+    kcr_informer_factory_stop(fac);
+    cr_assert_eq(kcr_informer_factory_start(fac), KCR_ERR_STATE);
+    kcr_informer_factory_free(fac);
+    kcr_client_free(c);
+    kcr_fake_free(f);
+}
+
+/* Every object is deleted (the cache is empty), then a relist brings new
+ * ones: they are live adds (is_in_initial_list false), and the informer and
+ * the handler stay synced. */
+Test(informer, relist_into_an_emptied_cache_adds_are_not_initial)
+{
+    env e;
+    env_up(&e, 5, NULL);
+    tracker *t = tracker_new();
+    kcr_event_handler h = tracker_handler(t, 0);
+    kcr_handler_reg *reg;
+    cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &reg), KCR_OK);
+    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
+    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    WAIT_FOR(kcr_handler_has_synced(reg), 5000);
+    cr_assert(kcr_handler_has_synced(reg));
+    WAIT_FOR(kcr_fake_watch_count(e.fake, &CM) == 1, 5000);
+    for (int i = 0; i < 5; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "cm-%05d", i);
+        cr_assert_eq(kcr_client_delete(e.c, &CM, "default", name, NULL, NULL, NULL), KCR_OK);
+    }
+    WAIT_FOR(tracker_get_counts(t).deletes == 5, 5000);
+    cr_assert_eq(kcr_store_len(kcr_informer_store(e.inf)), 0);
+    cr_assert(kcr_informer_has_synced(e.inf));
+    /* the watch breaks; new objects appear; the old RV is compacted away:
+     * they come back through a relist (a Replace into an empty cache) */
+    kcr_fake_inject_error(e.fake, KCR_FAKE_WATCH, &CM, -1, 503, "ServiceUnavailable", "down");
+    kcr_fake_end_watches(e.fake, &CM);
+    WAIT_FOR(kcr_reflector_last_error(kcr_informer_reflector(e.inf), NULL, NULL) != KCR_OK, 5000);
+    for (int i = 0; i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "new-%d", i);
+        kcr_object_unref(seed_cm(e.fake, "default", name, "x", "n"));
+    }
+    kcr_fake_compact(e.fake);
+    kcr_fake_clear_errors(e.fake);
+    CONVERGE(&e, t);
+    kcr_reflector_stats rs;
+    kcr_reflector_get_stats(kcr_informer_reflector(e.inf), &rs);
+    cr_assert_eq(rs.lists, 2, "the new objects came through a relist");
+    tracker_counts n = tracker_get_counts(t);
+    cr_assert_eq(n.adds, 8);
+    cr_assert_eq(n.initial_adds, 5, "adds after a relist are not in the initial list");
+    cr_assert(kcr_informer_has_synced(e.inf));
+    cr_assert(kcr_handler_has_synced(reg));
+    env_down(&e);
+    tracker_free(t);
+}
+
+static kcr_object *obj_in(const char *ns, const char *name, const char *app)
+{
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\",\"labels\":{\"app\":\"%s\"}}}",
+             ns, name, app);
+    kcr_object *o = NULL;
+    cr_assert_eq(kcr_object_parse(json, strlen(json), &o), KCR_OK);
+    return o;
+}
+
+Test(informer, lister_namespace_filter_without_the_namespace_index)
+{
+    kcr_store *s = kcr_store_new(); /* no KCR_INDEX_NAMESPACE */
+    const char *objs[][3] = {
+        {"a", "x", "web"}, {"a", "y", "db"}, {"b", "x", "web"}, {"", "z", "web"}};
+    for (size_t i = 0; i < 4; i++) {
+        kcr_object *o = obj_in(objs[i][0], objs[i][1], objs[i][2]);
+        cr_assert_eq(kcr_store_add(s, o), KCR_OK);
+        kcr_object_unref(o);
+    }
+    kcr_object_list l = {0};
+    cr_assert_eq(kcr_lister_list(s, "a", NULL, &l), KCR_OK);
+    cr_assert_eq(l.len, 2);
+    for (size_t i = 0; i < l.len; i++)
+        cr_assert_str_eq(kcr_object_namespace(l.items[i]), "a");
+    kcr_object_list_free(&l);
+    cr_assert_eq(kcr_lister_list(s, "b", "app=web", &l), KCR_OK);
+    cr_assert_eq(l.len, 1);
+    cr_assert_str_eq(kcr_object_namespace(l.items[0]), "b");
+    kcr_object_list_free(&l);
+    cr_assert_eq(kcr_lister_list(s, "c", NULL, &l), KCR_OK);
+    cr_assert_eq(l.len, 0);
+    kcr_object_list_free(&l);
+    cr_assert_eq(kcr_lister_list(s, NULL, "app=web", &l), KCR_OK);
+    cr_assert_eq(l.len, 3);
+    kcr_object_list_free(&l);
+    kcr_store_free(s);
 }

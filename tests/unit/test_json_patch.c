@@ -450,3 +450,19 @@ Test(json_patch, the_fake_applies_it_like_the_apiserver)
     kcr_client_free(c);
     kcr_fake_free(f);
 }
+
+Test(json_patch, length_zero_means_nul_terminated)
+{
+    kcr_object *o = parse_str(POD_JSON), *r = NULL;
+    cr_assert_eq(kcr_object_apply_json_patch(
+                     o, "[{\"op\":\"replace\",\"path\":\"/spec/replicas\",\"value\":9}]", 0, &r),
+                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_value_int(kcr_object_get(r, "spec.replicas")), 9);
+    kcr_object_unref(r);
+    kcr_object_edit *e = kcr_object_edit_new(o);
+    cr_assert_eq(kcr_object_edit_json_patch(e, "[{\"op\":\"remove\",\"path\":\"/spec\"}]", 0),
+                 KCR_OK);
+    cr_assert_eq(kcr_object_edit_json_patch(e, "", 0), KCR_ERR_PARSE);
+    kcr_object_edit_free(e);
+    kcr_object_unref(o);
+}

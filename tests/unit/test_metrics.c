@@ -4,6 +4,8 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -411,6 +413,56 @@ Test(metrics, collectors_run_before_each_exposition, .init = setup, .fini = tear
     out = text();
     cr_assert_not_null(strstr(out, "\nrefreshed 20\n"), "%s", out);
     free(out);
+}
+
+/* A collector that sets a counter to an absolute total by adding the
+ * difference: correct only if collectors never overlap. */
+struct totals {
+    atomic_int inside, overlaps;
+    kcr_metric *counter;
+    int source;
+};
+
+static void catch_up(kcr_metrics *m, void *user_data)
+{
+    struct totals *t = user_data;
+    if (atomic_fetch_add(&t->inside, 1) != 0)
+        atomic_fetch_add(&t->overlaps, 1);
+    t->source += 3; /* the absolute total it mirrors (only touched here) */
+    double cur = kcr_metric_value(t->counter);
+    sched_yield(); /* widen the read-then-add window */
+    kcr_metric_add(t->counter, t->source - cur);
+    atomic_fetch_sub(&t->inside, 1);
+}
+
+static void *scrape_many(void *arg)
+{
+    for (int i = 0; i < 200; i++) {
+        char *out;
+        if (kcr_metrics_write_text(arg, &out, NULL) != KCR_OK)
+            return (void *)1;
+        free(out);
+    }
+    return NULL;
+}
+
+Test(metrics, collectors_of_concurrent_scrapes_never_overlap, .init = setup, .fini = teardown)
+{
+    struct totals t = {.counter = series(family("mirrored_total", KCR_METRIC_COUNTER,
+                                                "Mirrored.", NULL, 0),
+                                         NULL)};
+    cr_assert_eq(kcr_metrics_add_collector(reg, catch_up, &t), KCR_OK);
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        cr_assert_eq(pthread_create(&th[i], NULL, scrape_many, reg), 0);
+    for (int i = 0; i < THREADS; i++) {
+        void *r;
+        pthread_join(th[i], &r);
+        cr_assert_null(r);
+    }
+    cr_assert_eq(atomic_load(&t.overlaps), 0);
+    cr_assert_eq(kcr_metric_value(t.counter), (double)t.source);
+    cr_assert_eq(t.source, 3 * THREADS * 200);
 }
 
 Test(metrics, null_arguments)

@@ -297,6 +297,63 @@ Test(reflector, list_410_retries_at_quorum)
     rig_down(&g);
 }
 
+/* A list 410 makes the reflector read at quorum once; a later watch 410 must
+ * relist at the last synced RV again (the RV is known to exist), not at "". */
+Test(reflector, watch_410_after_a_list_410_relists_at_the_last_rv)
+{
+    rig g;
+    rig_up(&g, NULL, 4);
+    SPY(g.c)->fail_list_410 = 1;
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert_eq(spy_count(g.c, false), 2);
+    cr_assert_str_eq(spy_get(g.c, 1).rv, "", "the list 410 was retried at quorum");
+    size_t calls = spy_n(g.c);
+    char *rv = kcr_reflector_last_sync_rv(g.r);
+    kcr_fake_watch_error(g.fake, &CM, 410, "Expired", "too old resource version: 1 (5)");
+    WAIT_FOR(stats(g.r).lists == 2 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert_eq(stats(g.r).lists, 2, "relisted");
+    spy_call l = spy_get(g.c, calls);
+    cr_assert_not(l.watch);
+    cr_assert_str_eq(l.rv, rv, "relist at the last synced RV, not a quorum read");
+    free(rv);
+    rig_down(&g);
+}
+
+/* Streaming list while the server compacts: the streaming relist at the
+ * expired RV gets 410 once, then the reflector asks at "" (no loop at the
+ * expired RV). */
+Test(reflector, streaming_list_under_compaction_does_not_loop_at_the_expired_rv)
+{
+    rig g;
+    kcr_reflector_options o = fast_opts();
+    o.list_mode = KCR_LIST_MODE_STREAMING;
+    rig_up(&g, &o, 6);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_reflector_has_listed(g.r) && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert(stats(g.r).streaming);
+    char *expired = kcr_reflector_last_sync_rv(g.r);
+    pthread_mutex_lock(&SPY(g.c)->mu);
+    SPY(g.c)->stream_expired_below = kcr_fake_resource_version(g.fake) + 1;
+    pthread_mutex_unlock(&SPY(g.c)->mu);
+    size_t calls = spy_n(g.c);
+    kcr_fake_watch_error(g.fake, &CM, 410, "Expired", "too old resource version");
+    WAIT_FOR(stats(g.r).lists == 2 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert_eq(stats(g.r).lists, 2, "the streaming relist at \"\" synced");
+    size_t n = spy_n(g.c), at_expired = 0, at_quorum = 0;
+    for (size_t i = calls; i < n; i++) {
+        spy_call k = spy_get(g.c, i);
+        cr_assert(k.watch && k.initial_events, "call %zu is a streaming list", i);
+        at_expired += strcmp(k.rv, expired) == 0;
+        at_quorum += strcmp(k.rv, "") == 0;
+    }
+    cr_assert_eq(at_expired, 1, "one streaming list at the expired RV %s, then no more", expired);
+    cr_assert_eq(at_quorum, 1);
+    cr_assert_eq(kcr_fake_count(g.fake, KCR_FAKE_LIST, &CM), 0, "no LIST fallback");
+    free(expired);
+    rig_down(&g);
+}
+
 typedef struct bo_log {
     pthread_mutex_t mu;
     int64_t ms[64];
@@ -395,6 +452,32 @@ Test(reflector, watch_429_backs_off_and_rewatches_without_relist)
     cr_assert_eq(s.failures, 3);
     cr_assert_geq(s.backoffs, 3);
     cr_assert_eq(list_reqs(g.r), lists, "no relist for 429");
+    rig_down(&g);
+}
+
+/* A watch that ran longer than the healthy limit (1 s) and then got a 429
+ * still backs off before re-watching (429 means "slow down"). */
+Test(reflector, watch_429_after_a_long_healthy_watch_still_backs_off)
+{
+    rig g;
+    kcr_reflector_options o = {
+        .backoff_initial_ms = 10, .backoff_max_ms = 80, .backoff_jitter = -1};
+    rig_up(&g, &o, 2);
+    bo_log l = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    kcr__reflector_set_backoff_hook(g.r, bo_hook, &l);
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    int64_t t0 = now_ms();
+    size_t watches = spy_count(g.c, true);
+    cr_assert_eq(bo_n(&l), 0);
+    while (now_ms() - t0 < 1200) /* the watch must outlive the healthy limit */
+        sleep_ms(50);
+    kcr_fake_watch_error(g.fake, &CM, 429, "TooManyRequests", "slow down");
+    WAIT_FOR(spy_count(g.c, true) == watches + 1 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    cr_assert_eq(spy_count(g.c, true), watches + 1, "re-watched");
+    cr_assert_eq(bo_n(&l), 1, "backed off once before re-watching");
+    cr_assert_eq(l.ms[0], 10);
+    cr_assert_eq(spy_count(g.c, false), 1, "no relist for 429");
     rig_down(&g);
 }
 
@@ -553,8 +636,12 @@ Test(reflector, selectors_and_namespace_are_passed_and_honoured)
     cr_assert_eq(patch_cm(c, "default", "cm-00003", "x2"), KCR_OK); /* other namespace */
     cr_assert_eq(patch_cm(c, "team-a", "cm-00002", "x2"), KCR_OK);  /* even */
     cr_assert_eq(patch_cm(c, "team-a", "cm-00003", "x2"), KCR_OK);  /* selected */
+    /* The last write is the selected one; the reflector records an event's
+     * RV after queueing it, and events arrive in order, so once its RV is
+     * recorded every event the watch delivered is in the FIFO: a wrongly
+     * delivered one would be counted below, no sleep needed. */
     WAIT_FOR(rv_is(g.r, kcr_fake_resource_version(g.fake)), 5000);
-    sleep_ms(50);
+    cr_assert(rv_is(g.r, kcr_fake_resource_version(g.fake)), "the selected update never came");
     cr_assert_eq(drain(g.fifo).by_type[KCR_DELTA_UPDATED], 1);
     kcr_client_free(c);
     rig_down(&g);

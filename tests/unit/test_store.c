@@ -1,10 +1,12 @@
 /* Store: keys, tombstones and the thread-safe indexer. */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kcr/kcr.h"
+#include "store/object_internal.h"
 #include "unit/store_fixtures.h"
 
 Test(keys, namespaced_and_cluster_scoped)
@@ -269,23 +271,52 @@ Test(indexer, grows_and_shrinks_with_many_objects)
     kcr_store_free(s);
 }
 
+/* References the object holds right now (the private counter). */
+static uint32_t refs(const kcr_object *o)
+{
+    return atomic_load(&o->refs);
+}
+
 Test(indexer, references_are_released)
 {
-    /* A private refcount check: the store holds exactly one reference per
-     * object and drops it on delete, replace and free (ASan's leak checker
-     * catches anything left over). */
+    /* The store holds exactly one reference per object and drops it on
+     * delete, replace and free; lookups hand out one the caller drops. */
     kcr_store *s = kcr_store_new();
     kcr_store_add_index(s, KCR_INDEX_NAMESPACE, kcr_index_namespace, NULL);
-    kcr_object *a = mk("ns", "a", "x", "1");
+    kcr_object *a = mk("ns", "a", "x", "1"), *b = mk("ns", "b", "x", "1");
+    cr_assert_eq(refs(a), 1);
     kcr_store_add(s, a);
+    cr_assert_eq(refs(a), 2, "the store took one reference");
     kcr_store_add(s, a);
-    kcr_store_delete(s, a);
-    kcr_store_add(s, a);
-    kcr_object_unref(a); /* the store's reference keeps it alive */
+    cr_assert_eq(refs(a), 2, "adding it again replaced, not added, a reference");
     kcr_object *got = kcr_store_get_by_key(s, "ns/a");
-    cr_assert_str_eq(kcr_object_name(got), "a");
+    cr_assert(got == a);
+    cr_assert_eq(refs(a), 3, "get hands out a reference");
     kcr_object_unref(got);
+    cr_assert_eq(refs(a), 2);
+    kcr_object_list l = {0};
+    cr_assert_eq(kcr_store_by_index(s, KCR_INDEX_NAMESPACE, "ns", &l), KCR_OK);
+    cr_assert_eq(l.len, 1);
+    cr_assert_eq(refs(a), 3, "a listed object carries one reference");
+    kcr_object_list_free(&l);
+    cr_assert_eq(refs(a), 2);
+    kcr_store_delete(s, a);
+    cr_assert_eq(refs(a), 1, "delete dropped the store's reference");
+    kcr_store_add(s, a);
+    cr_assert_eq(kcr_store_replace(s, &b, 1), KCR_OK);
+    cr_assert_eq(refs(a), 1, "replace dropped the reference of what it removed");
+    cr_assert_eq(refs(b), 2);
+    kcr_object_unref(b); /* the store's reference keeps b alive */
+    got = kcr_store_get_by_key(s, "ns/b");
+    cr_assert_str_eq(kcr_object_name(got), "b");
+    kcr_object_unref(got);
+    kcr_object_ref(b);
+    cr_assert_eq(refs(b), 2);
     kcr_store_free(s);
+    cr_assert_eq(refs(b), 1, "free dropped the store's references");
+    cr_assert_eq(refs(a), 1);
+    kcr_object_unref(a);
+    kcr_object_unref(b);
 }
 
 struct conc {

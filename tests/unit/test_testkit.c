@@ -17,11 +17,12 @@ static kcr_testkit *tk;
 
 /* What the reconcile under test does, set per test. */
 static struct {
-    kcr_result result;     /* returned unless `mirror` */
-    bool mirror;           /* create/update <name>-copy owned by the primary */
+    kcr_result result; /* returned unless `mirror` */
+    bool mirror;       /* create/update <name>-copy owned by the primary */
     int calls;
     kcr_err last_write;
     bool saw_primary;
+    int retries; /* req->retries of the last reconcile */
 } beh;
 
 static void setup(void)
@@ -39,6 +40,7 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
 {
     (void)ud;
     beh.calls++;
+    beh.retries = req->retries;
     cr_assert_not_null(kcr_ctx_cancel(ctx));
     cr_assert_not(kcr_ctx_canceled(ctx));
     kcr_object *p = kcr_ctx_get_primary(ctx);
@@ -52,15 +54,17 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
     if (beh.mirror && p) {
         const char *v = kcr_value_string(kcr_object_get(p, "data.v"), NULL);
         char body[512];
-        snprintf(body, sizeof body,
-                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s-copy\","
-                 "\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"%s\","
-                 "\"uid\":\"%s\",\"controller\":true}]},\"data\":{\"v\":\"%s\"}}",
-                 req->name, req->name, kcr_object_uid(p), v ? v : "");
+        snprintf(
+            body, sizeof body,
+            "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s-copy\","
+            "\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"%s\","
+            "\"uid\":\"%s\",\"controller\":true}]},\"data\":{\"v\":\"%s\"}}",
+            req->name, req->name, kcr_object_uid(p), v ? v : "");
         char name[300];
         snprintf(name, sizeof name, "%s-copy", req->name);
         kcr_object *have = kcr_lister_get(kcr_ctx_cache(ctx, &CM), req->namespace, name);
-        bool same = have && kcr_value_equal(kcr_object_get(have, "data"), kcr_object_get(p, "data"));
+        bool same =
+            have && kcr_value_equal(kcr_object_get(have, "data"), kcr_object_get(p, "data"));
         kcr_object_unref(have);
         kcr_object_unref(p);
         if (same)
@@ -153,7 +157,8 @@ Test(testkit, owns_routes_to_the_controlling_owner, .init = setup, .fini = teard
     kcr_source owns = {.resource = CM};
     kcr_controller *c = add(&(kcr_controller_options){
         .primary = {.resource = CM, .predicate = kcr_predicate_label_selector("mirror=true")},
-        .owns = &owns, .n_owns = 1});
+        .owns = &owns,
+        .n_owns = 1});
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK, "%s", kcr_last_error());
     kcr_object *copy = kcr_testkit_get(tk, &CM, "default", "src-copy");
     cr_assert_not_null(copy);
@@ -212,7 +217,8 @@ Test(testkit, retry_backs_off_and_success_resets, .init = setup, .fini = teardow
     beh.mirror = true;
     /* creating the copy fails twice with a 500, only for that name */
     cr_assert_eq(kcr_testkit_inject_error(tk, KCR_FAKE_PATCH, &CM, "default", "a-copy", 2, 500,
-                                          "InternalError", "boom"), KCR_OK);
+                                          "InternalError", "boom"),
+                 KCR_OK);
     kcr_controller *c = add(&(kcr_controller_options){0});
     size_t n;
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, &n), KCR_OK);
@@ -391,12 +397,15 @@ Test(testkit, duplicate_names_and_bad_declarations, .init = setup, .fini = teard
     cr_assert_eq(kcr_testkit_add_controller(tk, &o, NULL), KCR_ERR_INVALID);
     cr_assert(strstr(kcr_last_error(), "reconcile"), "%s", kcr_last_error());
     kcr_source w = {.resource = SECRET};
-    o = (kcr_controller_options){.name = "z", .primary = {.resource = CM}, .watches = &w,
-                                 .n_watches = 1, .reconcile = reconcile};
+    o = (kcr_controller_options){.name = "z",
+                                 .primary = {.resource = CM},
+                                 .watches = &w,
+                                 .n_watches = 1,
+                                 .reconcile = reconcile};
     cr_assert_eq(kcr_testkit_add_controller(tk, &o, NULL), KCR_ERR_INVALID);
     cr_assert(strstr(kcr_last_error(), "map function"), "%s", kcr_last_error());
-    o = (kcr_controller_options){.name = "w", .primary = {.resource = {"nope.io", "v1", "things"}},
-                                 .reconcile = reconcile};
+    o = (kcr_controller_options){
+        .name = "w", .primary = {.resource = {"nope.io", "v1", "things"}}, .reconcile = reconcile};
     cr_assert_eq(kcr_testkit_add_controller(tk, &o, NULL), KCR_ERR_NOT_FOUND);
 }
 
@@ -405,17 +414,21 @@ Test(testkit, conflict_injected_per_name, .init = setup, .fini = teardown)
     seed("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}\n---\n"
          "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"b\"}}");
     cr_assert_eq(kcr_testkit_inject_error(tk, KCR_FAKE_UPDATE, &CM, "default", "b", 1, 409,
-                                          "Conflict", "stale"), KCR_OK);
+                                          "Conflict", "stale"),
+                 KCR_OK);
     kcr_status st = {0};
     kcr_client *cl = kcr_testkit_client(tk);
-    cr_assert_eq(kcr_client_update(cl, &CM, "default", "{\"metadata\":{\"name\":\"a\"}}", 0,
-                                   NULL, NULL, &st), KCR_OK);
-    cr_assert_eq(kcr_client_update(cl, &CM, "default", "{\"metadata\":{\"name\":\"b\"}}", 0,
-                                   NULL, NULL, &st), KCR_ERR_CONFLICT);
+    cr_assert_eq(kcr_client_update(cl, &CM, "default", "{\"metadata\":{\"name\":\"a\"}}", 0, NULL,
+                                   NULL, &st),
+                 KCR_OK);
+    cr_assert_eq(kcr_client_update(cl, &CM, "default", "{\"metadata\":{\"name\":\"b\"}}", 0, NULL,
+                                   NULL, &st),
+                 KCR_ERR_CONFLICT);
     cr_assert_eq(st.code, 409);
     kcr_status_clear(&st);
-    cr_assert_eq(kcr_client_update(cl, &CM, "default", "{\"metadata\":{\"name\":\"b\"}}", 0,
-                                   NULL, NULL, &st), KCR_OK, "only once");
+    cr_assert_eq(kcr_client_update(cl, &CM, "default", "{\"metadata\":{\"name\":\"b\"}}", 0, NULL,
+                                   NULL, &st),
+                 KCR_OK, "only once");
 }
 
 Test(testkit, never_settling_controller_is_reported, .init = setup, .fini = teardown)
@@ -444,8 +457,8 @@ static kcr_result event_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req
 Test(testkit, events_are_recorded_synchronously, .init = setup, .fini = teardown)
 {
     seed("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}");
-    kcr_controller_options o = {.name = "ev", .primary = {.resource = CM},
-                                .reconcile = event_reconcile};
+    kcr_controller_options o = {
+        .name = "ev", .primary = {.resource = CM}, .reconcile = event_reconcile};
     cr_assert_eq(kcr_testkit_add_controller(tk, &o, NULL), KCR_OK);
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
     cr_assert_eq(kcr_testkit_count_events(tk, "a", "Seen"), 1);
@@ -460,8 +473,8 @@ Test(testkit, client_writes_kcr_objects, .init = setup, .fini = teardown)
     const char *json = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
                        "{\"name\":\"o\",\"namespace\":\"ns1\"},\"data\":{\"v\":\"1\"}}";
     cr_assert_eq(kcr_object_parse(json, strlen(json), &obj), KCR_OK);
-    cr_assert_eq(kcr_client_create_object(cl, &CM, NULL, obj, NULL, &got, NULL), KCR_OK,
-                 "%s", kcr_last_error());
+    cr_assert_eq(kcr_client_create_object(cl, &CM, NULL, obj, NULL, &got, NULL), KCR_OK, "%s",
+                 kcr_last_error());
     cr_assert_str_eq(kcr_object_namespace(got), "ns1", "the object's namespace");
     kcr_object_edit *e = kcr_object_edit_new(got);
     kcr_object *changed = NULL;
@@ -519,10 +532,130 @@ Test(testkit, metadata_only_cache_with_an_index, .init = setup, .fini = teardown
          "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"b\","
          "\"labels\":{\"app\":\"web\"}}}");
     kcr_cache_index ix = {.resource = CM, .name = "by-app", .fn = by_app};
-    kcr_controller_options o = {.name = "meta", .primary = {.resource = CM, .metadata_only = true},
-                                .indexes = &ix, .n_indexes = 1,
+    kcr_controller_options o = {.name = "meta",
+                                .primary = {.resource = CM, .metadata_only = true},
+                                .indexes = &ix,
+                                .n_indexes = 1,
                                 .reconcile = index_reconcile};
     cr_assert_eq(kcr_testkit_add_controller(tk, &o, NULL), KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
     cr_assert_eq(indexed_hits, 2);
+}
+
+static kcr_err secret_to_cm(const kcr_object *obj, kcr_map_out *out, void *ud)
+{
+    (void)ud;
+    return kcr_map_emit(out, kcr_object_namespace(obj), kcr_object_name(obj));
+}
+
+Test(testkit, selectors_and_namespace_per_source, .init = setup, .fini = teardown)
+{
+    seed("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"web\","
+         "\"labels\":{\"app\":\"web\"}}}\n---\n"
+         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"db\","
+         "\"labels\":{\"app\":\"db\"}}}\n---\n"
+         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"web\","
+         "\"namespace\":\"other\",\"labels\":{\"app\":\"web\"}}}\n---\n"
+         "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"s1\"}}\n---\n"
+         "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"s2\"}}");
+    kcr_source w = {.resource = SECRET, .field_selector = "metadata.name=s2", .map = secret_to_cm};
+    kcr_controller *c = add(&(kcr_controller_options){
+        .primary = {.resource = CM, .namespace = "default", .label_selector = "app=web"},
+        .watches = &w,
+        .n_watches = 1});
+    cr_assert_eq(kcr_testkit_queue_len(tk, c), 2);
+    cr_assert(kcr_testkit_queued(tk, c, "default/web", NULL, NULL));
+    cr_assert(kcr_testkit_queued(tk, c, "default/s2", NULL, NULL), "only s2 is watched");
+    cr_assert_not(kcr_testkit_queued(tk, c, "default/db", NULL, NULL));
+    cr_assert_not(kcr_testkit_queued(tk, c, "other/web", NULL, NULL));
+}
+
+static const kcr_resource DEPLOY = {"apps", "v1", "deployments"};
+
+static kcr_err observe_generation(kcr_object_edit *edit, const kcr_object *current, void *ud)
+{
+    (void)ud;
+    return kcr_object_edit_set_int(edit, "status.observedGeneration",
+                                   kcr_object_generation(current));
+}
+
+static kcr_result status_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)ud;
+    kcr_ctrlutil_op_result r;
+    kcr_err err = kcr_ctrlutil_update_status(kcr_ctx_client(ctx), &DEPLOY, req->namespace,
+                                             req->name, observe_generation, NULL, 0, &r, NULL,
+                                             NULL);
+    return err == KCR_OK ? KCR_DONE : KCR_RETRY(err);
+}
+
+Test(testkit, status_update_retries_an_injected_conflict, .init = setup, .fini = teardown)
+{
+    seed("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n"
+         "spec: {replicas: 1}\n");
+    cr_assert_eq(kcr_testkit_inject_error(tk, KCR_FAKE_UPDATE, &DEPLOY, "default", "web", 1, 409,
+                                          "Conflict", "the object has been modified"),
+                 KCR_OK);
+    kcr_controller_options o = {.name = "status", .primary = {.resource = DEPLOY},
+                                .reconcile = status_reconcile};
+    cr_assert_eq(kcr_testkit_add_controller(tk, &o, NULL), KCR_OK, "%s", kcr_last_error());
+    size_t n;
+    cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, &n), KCR_OK);
+    const kcr_testkit_record *h = kcr_testkit_history(tk, NULL);
+    cr_assert_eq(h[0].result.kind, KCR_RESULT_DONE, "the helper re-read and retried the 409");
+    kcr_object *d = kcr_testkit_get(tk, &DEPLOY, "default", "web");
+    cr_assert_eq(kcr_value_int(kcr_object_get(d, "status.observedGeneration")), 1);
+    kcr_object_unref(d);
+    cr_assert_eq(kcr_fake_count(kcr_testkit_fake(tk), KCR_FAKE_UPDATE, &DEPLOY), 2,
+                 "one conflict, one write");
+}
+
+Test(testkit, custom_rate_limiter, .init = setup, .fini = teardown)
+{
+    seed("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}");
+    beh.result = KCR_RETRY(KCR_ERR_API);
+    kcr_controller *c = add(&(kcr_controller_options){
+        .rate_limiter = kcr_rate_limiter_fast_slow(10 * KCR_WQ_MS, 1000 * KCR_WQ_MS, 2)});
+    int64_t want[] = {10, 10, 1000};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
+        int64_t d = -1;
+        cr_assert(kcr_testkit_queued(tk, c, "default/a", &d, NULL));
+        cr_assert_eq(d, want[i], "retry %d: %lld ms", i, (long long)d);
+        cr_assert_eq(beh.retries, i, "failures before this reconcile");
+        kcr_testkit_advance(tk, d);
+    }
+    cr_assert_eq(last()->reason, KCR_REASON_RETRY);
+    size_t n;
+    kcr_testkit_history(tk, &n);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(kcr_testkit_history(tk, NULL)[2].result.kind, KCR_RESULT_RETRY);
+}
+
+Test(testkit, cluster_scoped_primary_and_namespaced_owned, .init = setup, .fini = teardown)
+{
+    static const kcr_resource NS = {"", "v1", "namespaces"};
+    seed("apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a, uid: u-team-a}\n");
+    kcr_object *team = kcr_testkit_get(tk, &NS, NULL, "team-a");
+    cr_assert_not_null(team);
+    char cm[512];
+    snprintf(cm, sizeof cm,
+             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"quota\","
+             "\"namespace\":\"team-a\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":"
+             "\"Namespace\",\"name\":\"team-a\",\"uid\":\"%s\",\"controller\":true}]}}",
+             kcr_object_uid(team));
+    kcr_object_unref(team);
+    kcr_source owns = {.resource = CM};
+    kcr_controller *c = add(&(kcr_controller_options){.primary = {.resource = NS},
+                                                      .owns = &owns, .n_owns = 1});
+    cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
+    cr_assert_str_eq(last()->key, "team-a", "a cluster-scoped key has no namespace");
+    seed(cm);
+    cr_assert_eq(kcr_testkit_sync(tk), KCR_OK);
+    uint32_t reasons = 0;
+    cr_assert(kcr_testkit_queued(tk, c, "team-a", NULL, &reasons));
+    cr_assert(reasons & KCR_REASON_BIT(KCR_REASON_OWNED));
+    cr_assert_eq(kcr_controller_enqueue(c, "x", "y"), KCR_ERR_INVALID,
+                 "a namespace for a cluster-scoped primary");
+    cr_assert(strstr(kcr_last_error(), "cluster-scoped"), "%s", kcr_last_error());
 }

@@ -222,7 +222,26 @@ Test(workqueue, shutdown_with_drain_waits_for_in_flight_work)
     cr_assert(kcr_workqueue_shutting_down(q));
     cr_assert_eq(kcr_workqueue_add(q, "c"), KCR_ERR_SHUTDOWN);
     cr_assert_eq(kcr_workqueue_done(q, "a"), KCR_OK);
-    sleep_ms(30);
+    /* Wake the drainer (a spurious wake-up, which it must survive) and wait
+     * until it has looked at the queue again since done(a): then it has
+     * either returned (wrong) or is waiting for b. */
+    kcr__wq_mutex_lock(q);
+    unsigned checks = q->drain_checks;
+    pthread_cond_broadcast(&q->drain_cond);
+    pthread_mutex_unlock(&q->mu);
+    for (int64_t t0 = kcr__now_ns(); ms_since(t0) < 10000; sleep_ms(1)) {
+        kcr__wq_mutex_lock(q);
+        bool looked = q->drain_checks != checks;
+        pthread_mutex_unlock(&q->mu);
+        if (looked || atomic_load(&d.returned))
+            break;
+    }
+    kcr__wq_mutex_lock(q);
+    unsigned checks_now = q->drain_checks;
+    int inside = q->drain_waiters; /* left in the same lock hold as the look */
+    pthread_mutex_unlock(&q->mu);
+    cr_assert_neq(checks_now, checks, "the drainer never looked again");
+    cr_assert_eq(inside, 1, "returned while one key was processing");
     cr_assert_eq(atomic_load(&d.returned), 0, "returned while one key was processing");
     cr_assert_eq(kcr_workqueue_done(q, "b"), KCR_OK);
     pthread_join(t, NULL);

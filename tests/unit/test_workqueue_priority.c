@@ -4,6 +4,7 @@
  * priority mode, the depth_priority metric, and the error detail of an add
  * refused at shutdown. */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -85,6 +86,36 @@ Test(priority, higher_first_fifo_within_a_priority_without_aging)
     kcr_workqueue_free(q);
 }
 
+Test(priority, many_priorities_and_extreme_values)
+{
+    kcr_workqueue *q = new_queue(-1);
+    /* 101 priorities in a scrambled order (the lines array grows and
+     * shifts), two keys each, plus the extremes of int. */
+    char key[32];
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 101; i++) {
+            int prio = (i * 37) % 101 - 50;
+            snprintf(key, sizeof key, "p%d-%d", prio, round);
+            add(q, key, prio);
+        }
+    }
+    add(q, "max", INT_MAX);
+    add(q, "min", INT_MIN);
+    cr_assert_eq(kcr_workqueue_len(q), 204); /* also applies the adds */
+    cr_assert_eq(q->nlevels, 103);
+    expect_next(q, "max");
+    for (int prio = 50; prio >= -50; prio--) {
+        for (int round = 0; round < 2; round++) {
+            snprintf(key, sizeof key, "p%d-%d", prio, round);
+            expect_next(q, key);
+        }
+    }
+    expect_next(q, "min");
+    expect_empty(q);
+    cr_assert_eq(q->nlevels, 0);
+    kcr_workqueue_free(q);
+}
+
 Test(priority, a_normal_only_queue_never_leaves_fifo_mode)
 {
     kcr_workqueue *q = new_queue(0);
@@ -124,17 +155,19 @@ Test(priority, a_waiting_key_keeps_the_higher_priority)
     kcr_workqueue *q = new_queue(-1);
     add(q, "x", KCR_WQ_PRIORITY_LOW);
     add(q, "y", KCR_WQ_PRIORITY_LOW);
+    add(q, "z", KCR_WQ_PRIORITY_LOW);
     add(q, "n", KCR_WQ_PRIORITY_NORMAL);
-    add(q, "x", KCR_WQ_PRIORITY_NORMAL); /* raised: to the end of NORMAL's line */
+    add(q, "y", KCR_WQ_PRIORITY_NORMAL); /* raised: to the end of NORMAL's line */
     add(q, "n", KCR_WQ_PRIORITY_LOW);    /* lower: no change */
-    cr_assert_eq(kcr_workqueue_add(q, "y"), KCR_OK); /* plain add raises LOW to NORMAL */
-    cr_assert_eq(kcr_workqueue_len(q), 3);
+    cr_assert_eq(kcr_workqueue_add(q, "z"), KCR_OK); /* plain add raises LOW to NORMAL */
+    cr_assert_eq(kcr_workqueue_len(q), 4);
     kcr_workqueue_stat_values st;
     kcr_workqueue_stats(q, &st);
-    cr_assert_eq(st.adds_total, 3, "raising a priority is not another add");
+    cr_assert_eq(st.adds_total, 4, "raising a priority is not another add");
     expect_next(q, "n");
-    expect_next(q, "x");
     expect_next(q, "y");
+    expect_next(q, "z");
+    expect_next(q, "x");
     expect_empty(q);
     kcr_workqueue_free(q);
 }

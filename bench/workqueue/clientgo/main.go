@@ -1,5 +1,7 @@
 // Workqueue benchmark, client-go side: the twin of bench_workqueue.c (see
-// there for the exact scenarios). Prints "<scenario> <ops/s>" lines.
+// there for the exact scenarios). Prints "<scenario> <ops/s> <adds>
+// <delivered>" lines: adds offered, keys handed to workers. priority.go
+// runs the priority scenario on controller-runtime's priority queue.
 package main
 
 import (
@@ -18,6 +20,13 @@ const (
 	delayedKeys  = 100000
 	delayWorkers = 2
 )
+
+// outcome is what one scenario measured.
+type outcome struct {
+	opsPerSec float64
+	adds      int64 // adds offered
+	delivered int64 // keys handed to workers
+}
 
 var names []string
 
@@ -51,7 +60,7 @@ func producer(q *workqueue.Typed[string], wg *sync.WaitGroup) {
 	}
 }
 
-func cycle(producers, workers int) float64 {
+func cycle(producers, workers int) outcome {
 	q := workqueue.NewTyped[string]()
 	var processed atomic.Int64
 	var pw, ww sync.WaitGroup
@@ -68,10 +77,11 @@ func cycle(producers, workers int) float64 {
 	q.ShutDown() // workers drain what is queued, then stop
 	ww.Wait()
 	secs := time.Since(t0).Seconds()
-	return float64(producers*rounds*2*keys) / secs
+	adds := int64(producers * rounds * 2 * keys)
+	return outcome{float64(adds) / secs, adds, processed.Load()}
 }
 
-func addAfter() float64 {
+func addAfter() outcome {
 	q := workqueue.NewTypedDelayingQueue[string]()
 	var processed atomic.Int64
 	var ww sync.WaitGroup
@@ -91,7 +101,11 @@ func addAfter() float64 {
 	secs := time.Since(t0).Seconds()
 	q.ShutDown()
 	ww.Wait()
-	return delayedKeys / secs
+	return outcome{delayedKeys / secs, delayedKeys, processed.Load()}
+}
+
+func report(name string, o outcome) {
+	fmt.Printf("%s %.0f %d %d\n", name, o.opsPerSec, o.adds, o.delivered)
 }
 
 func wanted(name string) bool {
@@ -117,10 +131,13 @@ func main() {
 	}{{"cycle_1p1w", 1, 1}, {"cycle_1p4w", 1, 4}, {"cycle_4p4w", 4, 4}}
 	for _, c := range cycles {
 		if wanted(c.name) {
-			fmt.Printf("%s %.0f\n", c.name, cycle(c.p, c.w))
+			report(c.name, cycle(c.p, c.w))
 		}
 	}
 	if wanted("add_after") {
-		fmt.Printf("add_after %.0f\n", addAfter())
+		report("add_after", addAfter())
+	}
+	if wanted("priority_1p2w") {
+		report("priority_1p2w", priorityQueue())
 	}
 }

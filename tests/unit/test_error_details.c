@@ -1,0 +1,161 @@
+/* Every error return sets its own detail: for a representative set of
+ * failures per module, an older, unrelated detail is set first, then the
+ * failure is triggered, and kcr_last_error() must name the new failure (and
+ * no longer show the old one). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kcr/kcr.h"
+
+#define OLD_DETAIL "an older failure nobody should see now"
+
+static kcr_err taint(void)
+{
+    return kcr__fail(KCR_ERR_IO, OLD_DETAIL);
+}
+
+/* Runs `call` after tainting the detail; checks the code and the detail. */
+#define EXPECT_DETAIL(call, want, needle)                                                          \
+    do {                                                                                           \
+        taint();                                                                                   \
+        kcr_err got_ = (call);                                                                     \
+        cr_assert_eq(got_, (want), "%s returned %s", #call, kcr_strerror(got_));                   \
+        cr_assert(strstr(kcr_last_error(), OLD_DETAIL) == NULL, "%s left the old detail", #call);  \
+        cr_assert(strstr(kcr_last_error(), (needle)) != NULL, "%s: detail \"%s\" lacks \"%s\"",    \
+                  #call, kcr_last_error(), (needle));                                              \
+    } while (0)
+
+static const kcr_resource CM = {"", "v1", "configmaps"};
+
+Test(error_details, workqueue)
+{
+    kcr_workqueue_opts o = {.name = "jobs"};
+    kcr_workqueue *q;
+    EXPECT_DETAIL(kcr_workqueue_new(&o, NULL), KCR_ERR_INVALID, "NULL");
+    cr_assert_eq(kcr_workqueue_new(&o, &q), KCR_OK);
+    const char *key = NULL;
+    EXPECT_DETAIL(kcr_workqueue_get_timeout(q, 0, &key), KCR_ERR_TIMEOUT, "jobs");
+    EXPECT_DETAIL(kcr_workqueue_remove(q, "ghost"), KCR_ERR_NOT_FOUND, "ghost");
+    EXPECT_DETAIL(kcr_workqueue_done(q, "ghost"), KCR_ERR_STATE, "ghost");
+    kcr_workqueue_shutdown(q);
+    EXPECT_DETAIL(kcr_workqueue_add(q, "late-1"), KCR_ERR_SHUTDOWN, "late-1");
+    EXPECT_DETAIL(kcr_workqueue_add_rate_limited(q, "late-2"), KCR_ERR_SHUTDOWN, "late-2");
+    EXPECT_DETAIL(kcr_workqueue_add_after(q, "late-3", 1000000000), KCR_ERR_SHUTDOWN, "late-3");
+    EXPECT_DETAIL(kcr_workqueue_add_after(q, "late-4", 0), KCR_ERR_SHUTDOWN, "late-4");
+    EXPECT_DETAIL(kcr_workqueue_get(q, &key), KCR_ERR_SHUTDOWN, "jobs");
+    kcr_workqueue_free(q);
+}
+
+static kcr_err no_process(const char *key, const kcr_delta *d, size_t n, bool initial,
+                          bool *requeue, void *ud)
+{
+    (void)key, (void)d, (void)n, (void)initial, (void)requeue, (void)ud;
+    return KCR_OK;
+}
+
+static kcr_err fifo_no_process(const kcr_object *obj, bool initial, bool *requeue, void *ud)
+{
+    (void)obj, (void)initial, (void)requeue, (void)ud;
+    return KCR_OK;
+}
+
+Test(error_details, store_fifo_and_delta_fifo)
+{
+    const char *ns, *name;
+    size_t ns_len;
+    EXPECT_DETAIL(kcr_store_split_key("a/b/c", &ns, &ns_len, &name), KCR_ERR_INVALID, "a/b/c");
+    kcr_store *s = kcr_store_new();
+    kcr_object_list l = {0};
+    EXPECT_DETAIL(kcr_store_by_index(s, "no-such-index", "x", &l), KCR_ERR_NOT_FOUND,
+                  "no-such-index");
+    EXPECT_DETAIL(kcr_store_add(s, NULL), KCR_ERR_INVALID, "NULL");
+    kcr_store_free(s);
+
+    kcr_fifo *f = kcr_fifo_new();
+    kcr_fifo_close(f);
+    EXPECT_DETAIL(kcr_fifo_pop(f, fifo_no_process, NULL), KCR_ERR_SHUTDOWN, "closed");
+    kcr_fifo_free(f);
+
+    kcr_delta_fifo *df = kcr_delta_fifo_new(NULL);
+    EXPECT_DETAIL(kcr_delta_fifo_pop_timeout(df, no_process, NULL, 0), KCR_ERR_TIMEOUT,
+                  "DeltaFIFO");
+    kcr_delta_fifo_close(df);
+    EXPECT_DETAIL(kcr_delta_fifo_pop(df, no_process, NULL), KCR_ERR_SHUTDOWN, "closed");
+    kcr_delta_fifo_free(df);
+}
+
+Test(error_details, objects_time_and_status)
+{
+    kcr_object *o = NULL;
+    const char *cut = "{\"metadata\":", *anon = "{\"metadata\":{}}",
+               *good = "{\"metadata\":{\"name\":\"a\"},\"list\":[1]}";
+    EXPECT_DETAIL(kcr_object_parse(cut, strlen(cut), &o), KCR_ERR_PARSE, "JSON");
+    EXPECT_DETAIL(kcr_object_parse(anon, strlen(anon), &o), KCR_ERR_PARSE, "name");
+    cr_assert_eq(kcr_object_parse(good, strlen(good), &o), KCR_OK);
+    kcr_object_edit *e = kcr_object_edit_new(o);
+    EXPECT_DETAIL(kcr_object_edit_set_string(e, "list[5]", "x"), KCR_ERR_NOT_FOUND, "list[5]");
+    EXPECT_DETAIL(kcr_object_edit_set_json(e, "spec", "{nope", 0), KCR_ERR_PARSE, "JSON");
+    EXPECT_DETAIL(kcr_object_edit_merge_patch(e, "[1]", 3), KCR_ERR_PARSE, "not an object");
+    kcr_object_edit_free(e);
+    kcr_object_unref(o);
+    int64_t t;
+    EXPECT_DETAIL(kcr_time_parse("yesterday", &t), KCR_ERR_PARSE, "yesterday");
+    kcr_status st = {0};
+    EXPECT_DETAIL(kcr_status_parse("[1]", 3, &st), KCR_ERR_PARSE, "Status");
+}
+
+Test(error_details, client_and_config)
+{
+    kcr_fake *f;
+    kcr_client *c;
+    cr_assert_eq(kcr_fake_new(NULL, &f), KCR_OK);
+    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
+    kcr_object *o = NULL;
+    EXPECT_DETAIL(kcr_client_get(c, &CM, "default", "missing-cm", NULL, &o, NULL),
+                  KCR_ERR_NOT_FOUND, "missing-cm");
+    EXPECT_DETAIL(kcr_client_get(c, NULL, "default", "x", NULL, &o, NULL), KCR_ERR_INVALID,
+                  "required");
+    kcr_list_options bad = {.label_selector = "app in (x"};
+    EXPECT_DETAIL(kcr_client_list(c, &CM, NULL, &bad, NULL, NULL, NULL, NULL), KCR_ERR_API,
+                  "app in (x");
+    EXPECT_DETAIL(kcr_client_create(c, &CM, "default", "{not json", 9, NULL, &o, NULL),
+                  KCR_ERR_INVALID, "bad JSON");
+    kcr_client_free(c);
+    kcr_fake_free(f);
+    kcr_config *cfg = NULL;
+    const char *yaml = "apiVersion: v1\nkind: Config\ncurrent-context: nowhere\n";
+    EXPECT_DETAIL(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &cfg), KCR_ERR_CONFIG,
+                  "nowhere");
+}
+
+Test(error_details, informer_and_listers)
+{
+    kcr_fake *f;
+    kcr_client *c;
+    cr_assert_eq(kcr_fake_new(NULL, &f), KCR_OK);
+    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
+    kcr_informer *inf;
+    cr_assert_eq(kcr_informer_new(c, &CM, NULL, &inf), KCR_OK);
+    EXPECT_DETAIL(kcr_informer_wait_for_sync(inf, 0, NULL), KCR_ERR_TIMEOUT, "configmaps");
+    kcr_object_list l = {0};
+    EXPECT_DETAIL(kcr_lister_list(kcr_informer_store(inf), NULL, "app in (", &l), KCR_ERR_INVALID,
+                  "app in (");
+    /* it never syncs, so after stop wait_for_sync reports the stop */
+    kcr_fake_inject_error(f, KCR_FAKE_LIST, &CM, -1, 500, "InternalError", "down");
+    cr_assert_eq(kcr_informer_start(inf), KCR_OK);
+    EXPECT_DETAIL(kcr_informer_start(inf), KCR_ERR_STATE, "start");
+    kcr_informer_stop(inf);
+    EXPECT_DETAIL(kcr_informer_wait_for_sync(inf, 0, NULL), KCR_ERR_SHUTDOWN, "stopped");
+    kcr_informer_free(inf);
+
+    kcr_informer_factory *fac;
+    cr_assert_eq(kcr_informer_factory_new(c, NULL, &fac), KCR_OK);
+    kcr_informer_factory_stop(fac);
+    EXPECT_DETAIL(kcr_informer_factory_start(fac), KCR_ERR_STATE, "stopped");
+    EXPECT_DETAIL(kcr_informer_factory_informer(fac, &CM, NULL, &inf), KCR_ERR_STATE, "stopped");
+    kcr_informer_factory_free(fac);
+    kcr_client_free(c);
+    kcr_fake_free(f);
+}
