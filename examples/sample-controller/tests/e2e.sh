@@ -43,10 +43,18 @@ json=(-H 'Content-Type: application/json')
 merge=(-H 'Content-Type: application/merge-patch+json')
 foos=/apis/samplecontroller.k8s.io/v1alpha1/namespaces/$ns/foos
 deploys=/apis/apps/v1/namespaces/$ns/deployments
+lease=/apis/coordination.k8s.io/v1/namespaces/sample-controller/leases/sample-controller
 
 declare -A pids ports
 cleanup() {
-	local name
+	local rc=$? name log
+	if ((rc != 0)); then # what the controllers said, for the failure above
+		for log in "$tmp"/*.log; do
+			[[ -f $log ]] || continue
+			echo "--- last lines of controller $(basename "$log" .log)'s log:" >&2
+			tail -n 15 "$log" >&2
+		done
+	fi
 	for name in "${!pids[@]}"; do
 		kill -KILL "${pids[$name]}" 2>/dev/null || true
 		wait "${pids[$name]}" 2>/dev/null || true
@@ -98,7 +106,6 @@ stop_ctl() {
 	wait "${pids[$1]}" 2>/dev/null || rc=$?
 	unset "pids[$1]"
 }
-log_of() { cat "$tmp/$1.log"; }
 
 create_foo() { # NAME DEPLOYMENT REPLICAS
 	kcurl d "$foos" -X POST "${json[@]}" -d "{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\",
@@ -178,7 +185,6 @@ cat >"$kubeconfig" <<-YAML
 	    namespace: sample-controller
 	current-context: sample-controller
 YAML
-lease=/apis/coordination.k8s.io/v1/namespaces/sample-controller/leases/sample-controller
 kcurl d "$lease" -X DELETE >/dev/null # a Lease left by an earlier run would delay the election
 ok "CRD established, namespace $ns, RBAC of rbac.yaml applied (deployment.yaml passes a server dry run)"
 
