@@ -28,7 +28,6 @@ typedef struct kcr__source {
     void *map_user_data;
     /* Bound by the environment before any event: */
     kcr_store *cache;
-    void *env_cache; /* the environment's handle (kcr_informer * / test kit cache) */
     /* Log-once flags. */
     atomic_bool warned_predicate, warned_map, warned_key;
 } kcr__source;

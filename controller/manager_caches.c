@@ -42,7 +42,6 @@ kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)
         if (err != KCR_OK)
             return err;
         s->cache = kcr_informer_store(mc->infs[i]);
-        s->env_cache = mc->infs[i];
         kcr_event_handler h = {
             .on_add = on_add,
             .on_update = on_update,

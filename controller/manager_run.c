@@ -72,7 +72,11 @@ kcr_err kcr_manager_run(kcr_manager *m)
 {
     if (!m)
         return kcr__fail(KCR_ERR_INVALID, "kcr_manager_run: NULL manager");
-    if (atomic_exchange(&m->ran, true))
+    /* under the lock add_controller holds: the controller list is final from here on */
+    pthread_mutex_lock(&m->lock);
+    bool ran = atomic_exchange(&m->ran, true);
+    pthread_mutex_unlock(&m->lock);
+    if (ran)
         return kcr__fail(KCR_ERR_STATE, "kcr_manager_run: a manager runs once");
     struct sigaction old_int, old_term;
     bool signals = m->opts.handle_signals;

@@ -70,7 +70,6 @@ kcr_err kcr__tk_bind_source(kcr_testkit *tk, kcr__source *src)
     c->srcs = ns;
     c->srcs[c->n_srcs++] = src;
     src->cache = c->store;
-    src->env_cache = c;
     return KCR_OK;
 }
 

@@ -39,8 +39,10 @@ int main(int argc, char **argv)
         else if (v && strcmp(a, "--health-probe-bind-address") == 0 && ++i)
             probes = v;
         else
-            return fprintf(stderr, "configmap-mirror: bad argument %s (see the source's header)\n",
-                           a),
+            return fprintf(stderr, "usage: configmap-mirror [--kubeconfig PATH] [--context NAME] "
+                                   "[--namespace NS] [--workers N] [--leader-elect]\n"
+                                   "  [--metrics-bind-address ADDR (:8080; 0: off)] "
+                                   "[--health-probe-bind-address ADDR (:8081; 0: off)] [-v]\n"),
                    2;
     }
     kcr_log_set_handler(kcr_log_stderr, NULL);

@@ -347,6 +347,34 @@ Test(controller_e2e, readyz_names_an_unknown_resource, .init = setup, .fini = te
     kcr_manager_free(m);
 }
 
+Test(controller_e2e, readyz_says_rbac_forbids_the_watch, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+    kcr_client *limited = e2e_client("KCR_TESTENV_LIMITED_KUBECONFIG");
+    cr_assert_not_null(limited);
+    kcr_manager *m = NULL;
+    kcr_informer_options fast = {.reflector = {.backoff_initial_ms = 50, .backoff_max_ms = 200}};
+    cr_assert_eq(kcr_manager_new(limited, &(kcr_manager_options){.cache_defaults = &fast,
+                                                                .no_events = true}, &m), KCR_OK);
+    kcr_controller_options o = {.name = "forbidden",
+                                .primary = {.resource = E2E_CM, .kind = "ConfigMap"},
+                                .reconcile = noop};
+    cr_assert_eq(kcr_manager_add_controller(m, &o, NULL), KCR_OK, "%s", kcr_last_error());
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, run_manager, m), 0);
+    char *msg = NULL;
+    WAIT_UP_TO(20000, (free(msg), msg = NULL, kcr_manager_readyz_check(&msg, m) != KCR_OK &&
+                                                  msg && strstr(msg, "403")));
+    /* the server's own words: 'configmaps is forbidden: User "kcr-limited" cannot list ...' */
+    cr_assert(msg && strstr(msg, "403") && strstr(msg, "forbidden") && strstr(msg, "kcr-limited"),
+              "%s", msg ? msg : "(null)");
+    free(msg);
+    kcr_manager_stop(m);
+    pthread_join(t, NULL);
+    kcr_manager_free(m);
+    kcr_client_free(limited);
+}
+
 /* Bumps annotation n of the ConfigMap from the CACHED copy, with its
  * resourceVersion as a precondition: a stale cache read would be a 409.
  * KCR_TEST_NO_RYW=1 turns read-your-writes off to see the stale reads it

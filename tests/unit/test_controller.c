@@ -164,6 +164,11 @@ Test(manager, reconciles_and_stops_cleanly, .init = setup, .fini = teardown)
         "%s", text);
     free(text);
     cr_assert_eq(kcr_manager_run(mgr), KCR_ERR_STATE, "a manager runs once");
+    kcr_controller_options late = {
+        .name = "late",
+        .primary = {.resource = CM, .predicate = kcr_predicate_labels_changed()},
+        .reconcile = copy_reconcile};
+    cr_assert_eq(kcr_manager_add_controller(mgr, &late, NULL), KCR_ERR_STATE);
 }
 
 Test(manager, duplicate_controller_names, .init = setup, .fini = teardown)
