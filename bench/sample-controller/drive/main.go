@@ -88,21 +88,43 @@ func main() {
 		die(err)
 	}
 	done := map[string]bool{}
+	see := func(u *unstructured.Unstructured) {
+		avail, _, _ := unstructured.NestedInt64(u.Object, "status", "availableReplicas")
+		if avail == int64(replicas) {
+			done[u.GetName()] = true
+		}
+	}
+	lastRV := ""
 	deadline := time.After(600 * time.Second)
 	for len(done) < n {
 		select {
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				die(fmt.Errorf("watch ended with %d of %d Foos available", len(done), n))
+				// The apiserver ends watches when it likes (a CRD's storage
+				// is rebuilt after the CRD changes, e.g. just after it was
+				// created): resume from the last version seen, or from a
+				// list when none was.
+				if lastRV == "" {
+					list, err := foos.List(ctx, metav1.ListOptions{})
+					if err != nil {
+						die(err)
+					}
+					for i := range list.Items {
+						see(&list.Items[i])
+					}
+					lastRV = list.GetResourceVersion()
+				}
+				if w, err = foos.Watch(ctx, metav1.ListOptions{ResourceVersion: lastRV}); err != nil {
+					die(fmt.Errorf("watch ended with %d of %d Foos available, and again: %v", len(done), n, err))
+				}
+				continue
 			}
 			if ev.Type != watch.Added && ev.Type != watch.Modified {
 				continue
 			}
 			u := ev.Object.(*unstructured.Unstructured)
-			avail, _, _ := unstructured.NestedInt64(u.Object, "status", "availableReplicas")
-			if avail == int64(replicas) {
-				done[u.GetName()] = true
-			}
+			lastRV = u.GetResourceVersion()
+			see(u)
 		case <-deadline:
 			die(fmt.Errorf("%d of %d Foos available after 600 s", len(done), n))
 		}

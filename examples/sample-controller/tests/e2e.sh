@@ -1,0 +1,304 @@
+#!/usr/bin/env bash
+# e2e of examples/sample-controller against testenv cluster mode (the CTest
+# fixture testenv_cluster, or KCR_TESTENV_DIR of `testenv/start --cluster`):
+# the controller runs as separate processes, exactly as a user runs it.
+#
+#   e2e.sh PATH/TO/sample-controller
+#
+# 0. the manifests are applied: the CRD, rbac.yaml (every controller process
+#    runs with a token of its ServiceAccount, so a missing grant fails the
+#    test), deployment.yaml with a server-side dry run;
+# 1. a Foo gets its Deployment (controlled by the Foo,
+#    written by field manager sample-controller), the Pods run on kwok's
+#    Node and Foo.status.availableReplicas reaches spec.replicas; events
+#    Synced; /readyz and /metrics answer;
+# 2. scaling the Foo scales the Deployment and the status follows;
+# 3. a Foo naming a Deployment it does not control gets the Warning event
+#    ErrResourceExists and the Deployment is left alone;
+# 4. kill -9 of the controller, changes while it is down, a restart: it
+#    converges;
+# 5. two replicas with --leader-elect: one holds the Lease (in the
+#    namespace of its kubeconfig context) and is the only
+#    one reconciling; stopping it (SIGTERM releases the Lease) hands over;
+# 6. deleting the Foo garbage-collects its Deployment and Pods.
+# Every wait is bounded (KCR_TESTENV_TEST_TIMEOUT seconds, default 90);
+# every controller started is stopped, and the namespace deleted, on exit.
+# shellcheck source=../../../testenv/tests/lib.sh
+source "$(dirname "$0")/../../../testenv/tests/lib.sh"
+test_name=sample-controller-e2e
+manifests=$(cd "$(dirname "$0")/../manifests" && pwd)
+
+bin=${1:-}
+[[ -x $bin ]] || fail "usage: $0 PATH/TO/sample-controller (build it: ninja -C build sample-controller)"
+kc_load d "$KCR_TESTENV_KUBECONFIG"
+# testenv cluster mode, or a real cluster adopted with testenv/adopt (kind):
+# either way Deployments need controllers and a Ready Node.
+if [[ ${KCR_TESTENV_CLUSTER:-} != 1 ]]; then
+	kcurl d /api/v1/nodes | jq -e 'any(.items[]; any(.status.conditions[]?; .type == "Ready" and .status == "True"))' >/dev/null ||
+		fail "needs a cluster with Nodes (testenv in $KCR_TESTENV_DIR is not in cluster mode): run testenv/stop; testenv/start --cluster (or testenv/adopt a kind cluster's kubeconfig)"
+fi
+timeout=${KCR_TESTENV_TEST_TIMEOUT:-90}
+ns=kcr-sample-e2e-$$
+json=(-H 'Content-Type: application/json')
+merge=(-H 'Content-Type: application/merge-patch+json')
+foos=/apis/samplecontroller.k8s.io/v1alpha1/namespaces/$ns/foos
+deploys=/apis/apps/v1/namespaces/$ns/deployments
+lease=/apis/coordination.k8s.io/v1/namespaces/sample-controller/leases/sample-controller
+
+declare -A pids ports
+cleanup() {
+	local rc=$? name log
+	if ((rc != 0)); then # what the controllers said, for the failure above
+		for log in "$tmp"/*.log; do
+			[[ -f $log ]] || continue
+			echo "--- last lines of controller $(basename "$log" .log)'s log:" >&2
+			tail -n 15 "$log" >&2
+		done
+	fi
+	for name in "${!pids[@]}"; do
+		kill -KILL "${pids[$name]}" 2>/dev/null || true
+		wait "${pids[$name]}" 2>/dev/null || true
+	done
+	kcurl d "/api/v1/namespaces/$ns" -X DELETE >/dev/null 2>&1 || true
+	kcurl d "$lease" -X DELETE >/dev/null 2>&1 || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+get() { kcurl d "$1" && [[ $(code) == 200 ]]; }
+gone() { kcurl d "$1" >/dev/null; [[ $(code) == 404 ]] || { echo "still there (HTTP $(code))"; return 1; }; }
+# check PATH JQ: the object at PATH satisfies JQ (prints it when not).
+check() {
+	local body
+	body=$(get "$1") || { echo "GET $1: HTTP $(code)"; return 1; }
+	jq -e "$2" <<<"$body" >/dev/null || { jq -c "${3:-.}" <<<"$body" 2>/dev/null || echo "$body"; return 1; }
+}
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 40000))
+		listening "$p" || { echo "$p"; return; }
+	done
+}
+listening() { [[ -n $(ss -Htln "sport = :$1") ]]; }
+
+# start_ctl NAME ARGS...: runs the controller (log $tmp/NAME.log, metrics and
+# probes on one loopback port) and waits for /readyz.
+start_ctl() {
+	local name=$1
+	shift
+	ports[$name]=$(free_port)
+	"$bin" --kubeconfig "$kubeconfig" --namespace "$ns" \
+		--metrics-bind-address "127.0.0.1:${ports[$name]}" \
+		--health-probe-bind-address "127.0.0.1:${ports[$name]}" "$@" >>"$tmp/$name.log" 2>&1 &
+	pids[$name]=$!
+	wait_until "$timeout" "controller $name ready (/readyz; log: $tmp/$name.log)" ready "$name"
+}
+ready() {
+	kill -0 "${pids[$1]}" 2>/dev/null || { echo "exited: $(tail -n 20 "$tmp/$1.log")"; return 1; }
+	curl -sf "http://127.0.0.1:${ports[$1]}/readyz"
+}
+# stop_ctl NAME [SIGNAL]: signals the controller and waits for it; its exit
+# status goes to $rc.
+stop_ctl() {
+	rc=0
+	kill "-${2:-TERM}" "${pids[$1]}"
+	wait "${pids[$1]}" 2>/dev/null || rc=$?
+	unset "pids[$1]"
+}
+
+create_foo() { # NAME DEPLOYMENT REPLICAS
+	kcurl d "$foos" -X POST "${json[@]}" -d "{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\",
+		\"metadata\":{\"name\":\"$1\"},\"spec\":{\"deploymentName\":\"$2\",\"replicas\":$3}}" >/dev/null
+	expect_code 201 "create Foo $1"
+}
+scale_foo() { # NAME REPLICAS
+	kcurl d "$foos/$1" -X PATCH "${merge[@]}" -d "{\"spec\":{\"replicas\":$2}}" >/dev/null
+	expect_code 200 "scale Foo $1 to $2"
+}
+running_pods() { # FOO N: exactly N Running, Ready Pods of the Foo's Deployment
+	check "/api/v1/namespaces/$ns/pods?labelSelector=controller%3D$1" \
+		"[.items[] | select(.metadata.deletionTimestamp == null)] | length == $2 and
+		 all(.[]; .status.phase == \"Running\" and any(.status.conditions[]?; .type == \"Ready\" and .status == \"True\"))" \
+		'[.items[] | [.metadata.name, .status.phase]]'
+}
+converged() { # FOO DEPLOYMENT N: Deployment at N replicas, N available, Foo status N
+	check "$deploys/$2" ".spec.replicas == $3 and .status.availableReplicas == $3" '{spec: .spec.replicas, status}' &&
+		check "$foos/$1" ".status.availableReplicas == $3" .status
+}
+
+# apply FILE [QUERY]: server-side apply of each document of a manifest, YAML
+# as is (what `kubectl apply --server-side` does), QUERY e.g. "&dryRun=All".
+apply() {
+	local doc kind name dns path
+	while IFS= read -r -d '' doc; do
+		kind=$(sed -n 's/^kind: *//p' <<<"$doc")
+		name=$(sed -n 's/^  name: *//p' <<<"$doc" | head -n1)
+		dns=$(sed -n 's/^  namespace: *//p' <<<"$doc" | head -n1)
+		case $kind in
+		Namespace) path=/api/v1/namespaces/$name ;;
+		ServiceAccount) path=/api/v1/namespaces/$dns/serviceaccounts/$name ;;
+		ClusterRole | ClusterRoleBinding) path=/apis/rbac.authorization.k8s.io/v1/${kind,,}s/$name ;;
+		Role | RoleBinding) path=/apis/rbac.authorization.k8s.io/v1/namespaces/$dns/${kind,,}s/$name ;;
+		Deployment) path=/apis/apps/v1/namespaces/$dns/deployments/$name ;;
+		CustomResourceDefinition) path=/apis/apiextensions.k8s.io/v1/customresourcedefinitions/$name ;;
+		*) fail "$1: no path known for kind '$kind'" ;;
+		esac
+		kcurl d "$path?fieldManager=kcr-sample-e2e${2:-}" -X PATCH \
+			-H 'Content-Type: application/apply-patch+yaml' --data-binary "$doc" >/dev/null
+		[[ $(code) == 200 || $(code) == 201 ]] || fail "apply $kind $name from $1: HTTP $(cat "$tmp/code")"
+	done < <(awk 'BEGIN { RS = "\n---\n" } { printf "%s%c", $0, 0 }' "$1")
+}
+
+# ---- the CRD, RBAC (the controller runs as its ServiceAccount) ---------------
+crd=/apis/apiextensions.k8s.io/v1/customresourcedefinitions/foos.samplecontroller.k8s.io
+apply "$manifests/crd.yaml"
+wait_until "$timeout" "CRD foos.samplecontroller.k8s.io Established" \
+	check "$crd" 'any(.status.conditions[]?; .type == "Established" and .status == "True")' .status
+kcurl d /api/v1/namespaces -X POST "${json[@]}" \
+	-d "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\"}}" >/dev/null
+expect_code 201 "create namespace $ns"
+apply "$manifests/rbac.yaml"
+apply "$manifests/deployment.yaml" "&dryRun=All"
+token=$(kcurl d /api/v1/namespaces/sample-controller/serviceaccounts/sample-controller/token -X POST "${json[@]}" \
+	-d '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":3600}}' |
+	jq -r .status.token)
+expect_code 201 "token of ServiceAccount sample-controller/sample-controller"
+kubeconfig=$tmp/sa.kubeconfig # the controller's identity: only what rbac.yaml grants
+cat >"$kubeconfig" <<-YAML
+	apiVersion: v1
+	kind: Config
+	clusters:
+	- name: testenv
+	  cluster:
+	    server: $(cat "$tmp/d.server")
+	    certificate-authority-data: $(base64 -w0 "$tmp/d.ca")
+	users:
+	- name: sample-controller
+	  user:
+	    token: $token
+	contexts:
+	- name: sample-controller
+	  context:
+	    cluster: testenv
+	    user: sample-controller
+	    namespace: sample-controller
+	current-context: sample-controller
+YAML
+kcurl d "$lease" -X DELETE >/dev/null # a Lease left by an earlier run would delay the election
+ok "CRD established, namespace $ns, RBAC of rbac.yaml applied (deployment.yaml passes a server dry run)"
+
+# ---- 1. a Foo gets its Deployment, Pods and status ---------------------------
+start_ctl one
+create_foo example-foo example-foo 2
+wait_until "$timeout" "Deployment example-foo created" get "$deploys/example-foo"
+foo_uid=$(get "$foos/example-foo" | jq -r .metadata.uid)
+check "$deploys/example-foo" "
+	(.metadata.ownerReferences | length == 1) and (.metadata.ownerReferences[0] |
+		.kind == \"Foo\" and .name == \"example-foo\" and .uid == \"$foo_uid\" and .controller and .blockOwnerDeletion)
+	and .spec.selector.matchLabels == {app: \"nginx\", controller: \"example-foo\"}
+	and .spec.template.metadata.labels == {app: \"nginx\", controller: \"example-foo\"}
+	and (.spec.template.spec.containers | length == 1 and .[0].name == \"nginx\")
+	and any(.metadata.managedFields[]; .manager == \"sample-controller\" and .operation == \"Update\")" \
+	'{ownerReferences: .metadata.ownerReferences, managers: [.metadata.managedFields[].manager], spec}' >/dev/null ||
+	fail "Deployment example-foo is not what sample-controller creates: $(check "$deploys/example-foo" false '{meta: .metadata, spec}')"
+ok "Deployment example-foo: controlled by Foo example-foo, labels app=nginx controller=example-foo, field manager sample-controller"
+wait_until "$timeout" "2 Pods of example-foo Running and Ready" running_pods example-foo 2
+wait_until "$timeout" "Foo example-foo status.availableReplicas == 2" converged example-foo example-foo 2
+ok "Pods Running on kwok, Foo example-foo status.availableReplicas == 2"
+events=/apis/events.k8s.io/v1/namespaces/$ns/events
+synced_event() {
+	check "$events" '[.items[] | select(.regarding.kind == "Foo" and .regarding.name == "example-foo"
+		and .type == "Normal" and .reason == "Synced" and .note == "Foo synced successfully"
+		and .reportingController == "sample-controller")] | length > 0' '[.items[] | [.regarding.name, .reason]]'
+}
+wait_until "$timeout" "Normal event Synced about Foo example-foo" synced_event
+metrics=$(curl -sf "http://127.0.0.1:${ports[one]}/metrics") || fail "GET /metrics of the controller failed"
+grep -Eq '^controller_runtime_reconcile_total\{controller="sample-controller",result="success"\} [1-9]' <<<"$metrics" ||
+	fail "/metrics has no successful reconciles: $(grep reconcile_total <<<"$metrics")"
+ok "event Synced recorded; /readyz ok; /metrics counts successful reconciles"
+
+# ---- 2. scaling ---------------------------------------------------------------
+scale_foo example-foo 4
+wait_until "$timeout" "Deployment and Foo status follow to 4" converged example-foo example-foo 4
+wait_until "$timeout" "4 Pods of example-foo Running" running_pods example-foo 4
+scale_foo example-foo 1
+wait_until "$timeout" "Deployment and Foo status follow to 1" converged example-foo example-foo 1
+wait_until "$timeout" "1 Pod of example-foo left Running" running_pods example-foo 1
+ok "scaled 2 -> 4 -> 1: Deployment, Pods and Foo status followed"
+
+# ---- 3. a Deployment the Foo does not control ----------------------------------
+kcurl d "$deploys" -X POST "${json[@]}" -d '{"apiVersion":"apps/v1","kind":"Deployment",
+	"metadata":{"name":"foreign"},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"foreign"}},
+	"template":{"metadata":{"labels":{"app":"foreign"}},"spec":{"containers":[{"name":"c","image":"registry.invalid/c"}]}}}}' >/dev/null
+expect_code 201 "create Deployment foreign"
+create_foo intruder foreign 3
+warned() {
+	check "$events" '[.items[] | select(.regarding.name == "intruder" and .type == "Warning"
+		and .reason == "ErrResourceExists"
+		and .note == "Resource \"foreign\" already exists and is not managed by Foo")] | length > 0' \
+		'[.items[] | [.regarding.name, .type, .reason, .note]]'
+}
+wait_until "$timeout" "Warning event ErrResourceExists about Foo intruder" warned
+wait_until "$timeout" "the controller logs the refusal" grep -q 'Resource "foreign" already exists and is not managed by Foo' "$tmp/one.log"
+check "$deploys/foreign" '(.metadata.ownerReferences // [] | length == 0) and .spec.replicas == 1
+	and all(.metadata.managedFields[]; .manager != "sample-controller")' '{meta: .metadata, spec: .spec.replicas}' >/dev/null ||
+	fail "Deployment foreign was taken over: $(check "$deploys/foreign" false '{meta: .metadata, spec: .spec.replicas}')"
+check "$foos/intruder" '.status.availableReplicas == null' .status >/dev/null ||
+	fail "Foo intruder got a status from a Deployment it does not control"
+ok "foreign Deployment: Warning ErrResourceExists on Foo intruder, Deployment untouched"
+kcurl d "$foos/intruder" -X DELETE >/dev/null
+
+# ---- 4. kill -9 mid-way, changes while down, restart ---------------------------
+scale_foo example-foo 3
+stop_ctl one KILL
+[[ $rc == 137 ]] || fail "kill -9 of the controller: want exit status 137, got $rc"
+scale_foo example-foo 2
+create_foo late late 2
+start_ctl two
+wait_until "$timeout" "after the restart: example-foo converged at 2" converged example-foo example-foo 2
+wait_until "$timeout" "after the restart: Foo late (created while down) converged at 2" converged late late 2
+wait_until "$timeout" "2 Pods of late Running" running_pods late 2
+ok "killed with -9 mid-way, changed while down, restarted: converged"
+stop_ctl two
+[[ $rc == 0 ]] || fail "SIGTERM: want exit status 0, got $rc; log: $(tail -n 20 "$tmp/two.log")"
+ok "SIGTERM: the controller exits 0"
+
+# ---- 5. two replicas with --leader-elect --------------------------------------
+start_ctl a --leader-elect
+start_ctl b --leader-elect
+wait_until "$timeout" "a Lease holder" check "$lease" '.spec.holderIdentity | length > 0' .spec
+holder=$(get "$lease" | jq -r .spec.holderIdentity)
+leader= standby=
+for r in a b; do
+	if grep -qF "${holder} acquired the lease" "$tmp/$r.log"; then leader=$r; else standby=$r; fi
+done
+[[ -n $leader && -n $standby ]] || fail "Lease holder $holder: want exactly one replica that logged acquiring it (a: $(grep -c acquired "$tmp/a.log"), b: $(grep -c acquired "$tmp/b.log"))"
+create_foo elected elected 2
+wait_until "$timeout" "Foo elected converged under leader $leader" converged elected elected 2
+grep -q "$ns/elected: synced" "$tmp/$leader.log" || fail "leader $leader did not log reconciling $ns/elected"
+if grep -q ": synced" "$tmp/$standby.log"; then fail "standby $standby reconciled: $(grep ': synced' "$tmp/$standby.log" | head -3)"; fi
+curl -sf "http://127.0.0.1:${ports[$standby]}/metrics" | grep -Eq '^controller_runtime_reconcile_total\{controller="sample-controller",result="success"\} [1-9]' &&
+	fail "standby $standby counts reconciles in /metrics"
+ok "--leader-elect: $leader holds Lease sample-controller/sample-controller ($holder) and alone reconciles; $standby stands by (ready)"
+stop_ctl "$leader"
+[[ $rc == 0 ]] || fail "leader $leader: SIGTERM exit status $rc"
+wait_until "$timeout" "standby $standby takes the released Lease" grep -q "acquired the lease" "$tmp/$standby.log"
+scale_foo elected 3
+wait_until "$timeout" "Foo elected converged at 3 under the new leader $standby" converged elected elected 3
+grep -q "$ns/elected: synced" "$tmp/$standby.log" || fail "new leader $standby did not log reconciling $ns/elected"
+ok "leader stopped: $standby took the Lease over and reconciles"
+
+# ---- 6. deleting a Foo garbage-collects its Deployment and Pods ----------------
+kcurl d "$foos/example-foo" -X DELETE >/dev/null
+expect_code 200 "delete Foo example-foo"
+wait_until "$timeout" "Deployment example-foo garbage-collected" gone "$deploys/example-foo"
+wait_until "$timeout" "Pods of example-foo garbage-collected" running_pods example-foo 0
+check "$deploys/late" '.spec.replicas == 2' >/dev/null || fail "Deployment late was hurt by deleting example-foo"
+ok "Foo example-foo deleted: Deployment and Pods garbage-collected"
+stop_ctl "$standby"
+[[ $rc == 0 ]] || fail "$standby: SIGTERM exit status $rc"
+if grep -H -m3 -E 'Forbidden|403' "$tmp"/*.log; then
+	fail "a controller was refused something: rbac.yaml misses a grant (lines above)"
+fi
+ok "no request of the controller was forbidden under rbac.yaml"
