@@ -84,6 +84,8 @@ KCR_API kcr_err kcr_ctrlutil_set_owner_reference(const kcr_object *owner, const 
                                                  const kcr_ctrlutil_owner_options *opts,
                                                  kcr_object **out);
 
+/* kcr_ctrlutil_set_owner_reference on an edit in progress (`edit`, changed in
+ * place) instead of an immutable object. Not thread-safe on one edit. */
 KCR_API kcr_err kcr_ctrlutil_set_owner_reference_edit(const kcr_object *owner,
                                                       kcr_object_edit *edit,
                                                       const kcr_ctrlutil_owner_options *opts);

@@ -39,6 +39,9 @@ typedef struct kcr_health_server_options {
     kcr_metrics *metrics;             /* borrowed until _free; NULL: /metrics is 404 */
 } kcr_health_server_options;
 
+/* A server into *out (not listening until kcr_health_server_start), freed
+ * with kcr_health_server_free. opts is copied; its registry is borrowed.
+ * Addresses are checked by kcr_health_server_start. Thread-safe. */
 KCR_API kcr_err kcr_health_server_new(const kcr_health_server_options *opts,
                                       kcr_health_server **out);
 

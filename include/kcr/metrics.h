@@ -49,6 +49,8 @@ typedef struct kcr_metric_desc {
     size_t n_buckets;
 } kcr_metric_desc;
 
+/* A new empty registry into *out, which the caller frees with
+ * kcr_metrics_free. opts may be NULL (defaults); it is copied. Thread-safe. */
 KCR_API kcr_err kcr_metrics_new(const kcr_metrics_options *opts, kcr_metrics **out);
 
 /* Frees the registry, its families and series. No other call may run. */
