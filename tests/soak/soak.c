@@ -210,7 +210,14 @@ static void inject(soak *s, const soak_step *st)
         if (!sync_point(s, 30000, why, sizeof why))
             fail("no sync point before the stall: %s", why);
         snprintf(args, sizeof args, "stall %d", st->param);
+        int before = atomic_load(&s->timeouts);
         fault(args);
+        /* the watch must be declared dead within the idle limit, whatever
+           step comes next (or none: the checks at the end) */
+        for (int64_t t0 = now_ms(); atomic_load(&s->timeouts) == before; sleep_ms(100))
+            if (now_ms() - t0 > (IDLE_LIMIT_S + st->param + 10) * 1000)
+                fail("the watch stalled %d s was not declared dead (idle limit %d s)",
+                     st->param, IDLE_LIMIT_S);
         break;
     case SOAK_429:
     case SOAK_500:
