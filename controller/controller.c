@@ -182,8 +182,8 @@ kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel,
     /* the predicates now belong to c->sources; the limiter to c */
     if (err == KCR_OK)
         err = resolve_primary(client, cancel, c->name, &c->sources[0]);
-    if (err == KCR_OK && !c->limiter && !(c->limiter = kcr_rate_limiter_default()))
-        err = KCR_ERR_NOMEM;
+    if (err == KCR_OK && !c->limiter)
+        err = kcr_rate_limiter_default_new(&c->limiter);
     if (err == KCR_OK && opts->n_indexes) {
         c->indexes = calloc(opts->n_indexes, sizeof *c->indexes);
         err = c->indexes ? KCR_OK : KCR_ERR_NOMEM;

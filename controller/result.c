@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "controller/controller_internal.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -20,8 +21,7 @@ static void requeue(kcr_controller *c, const char *key, kcr_reason reason, int64
  * keeps its RETRY reason). */
 static void retry(kcr_controller *c, const char *key, int64_t now_ns)
 {
-    int64_t d = kcr_rate_limiter_when_at(c->limiter, key, now_ns);
-    int64_t ms = (d + KCR_WQ_MS - 1) / KCR_WQ_MS;
+    int64_t ms = kcr_rate_limiter_when_at(c->limiter, key, now_ns / KCR_NS_PER_MS);
     requeue(c, key, KCR_REASON_RETRY, ms > 0 ? ms : 1);
 }
 

@@ -8,6 +8,8 @@
 
 #include "controller/testkit_internal.h"
 #include "controller/yaml_json.h"
+#include "core/clock.h"
+#include "core/clock.h"
 #include "core/error.h"
 
 #define DEFAULT_START_MS INT64_C(1893456000000) /* 2030-01-01T00:00:00Z */
@@ -232,7 +234,7 @@ static kcr_err run_key(kcr_testkit *tk, kcr_controller *c, const char *key, kcr_
         .client = tk->client,
         .recorder = tk->recorder,
         .cancel = tk->cancel,
-        .limiter_now_ns = tk->now_ms * KCR_WQ_MS,
+        .limiter_now_ns = tk->now_ms * KCR_NS_PER_MS,
     };
     kcr__reconcile_key(c, key, &run);
     if (out)

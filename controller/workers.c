@@ -15,7 +15,7 @@ static kcr_err mgr_enqueue(kcr_controller *c, const char *key, int priority, int
     (void)env;
     mgr_ctl *mc = c->env_ctl;
     if (delay_ms > 0)
-        return kcr_workqueue_add_after_with_priority(mc->q, key, delay_ms * KCR_WQ_MS, priority);
+        return kcr_workqueue_add_after_with_priority(mc->q, key, delay_ms, priority);
     return kcr_workqueue_add_with_priority(mc->q, key, priority);
 }
 
@@ -54,7 +54,7 @@ kcr_err kcr__mgr_ctl_new(kcr_manager *m, kcr_controller *c, mgr_ctl **out)
     if (err == KCR_OK) {
         /* the controller keeps the rate limiter (retries go through add_after with
          * its delay, so the test kit's virtual clock can drive the same code) */
-        kcr_workqueue_opts qo = {.name = c->name, .metrics = &hooks};
+        kcr_workqueue_options qo = {.name = c->name, .metrics = &hooks};
         err = kcr_workqueue_new(&qo, &mc->q);
     }
     if (err != KCR_OK) {

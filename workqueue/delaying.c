@@ -11,6 +11,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "workqueue/duration.h"
 #include "workqueue/queue.h"
 
 /* Stale entries are swept once they outnumber valid ones by this many. */
@@ -230,13 +231,15 @@ kcr_err kcr__wq_add_after(struct kcr_workqueue *q, const char *key, int64_t dela
     return err;
 }
 
-kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay_ns)
+kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay_ms)
 {
-    return kcr__wq_add_after(q, key, delay_ns, KCR_WQ_PRIORITY_NORMAL, "kcr_workqueue_add_after");
+    return kcr__wq_add_after(q, key, kcr__wq_ms_to_ns(delay_ms), KCR_WQ_PRIORITY_NORMAL,
+                             "kcr_workqueue_add_after");
 }
 
 kcr_err kcr_workqueue_add_after_with_priority(kcr_workqueue *q, const char *key,
-                                              int64_t delay_ns, int priority)
+                                              int64_t delay_ms, int priority)
 {
-    return kcr__wq_add_after(q, key, delay_ns, priority, "kcr_workqueue_add_after_with_priority");
+    return kcr__wq_add_after(q, key, kcr__wq_ms_to_ns(delay_ms), priority,
+                             "kcr_workqueue_add_after_with_priority");
 }

@@ -31,11 +31,11 @@ void kcr__wq_m_retry(struct kcr_workqueue *q)
 
 void kcr__wq_m_got(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now)
 {
-    double waited = seconds(now - it->added_ns);
-    q->qd_sum += waited;
+    int64_t waited = now - it->added_ns;
+    q->qd_sum_ns += waited;
     q->qd_count++;
     if (q->has_cb && q->m.queue_duration)
-        q->m.queue_duration(q->name, waited, q->m.user_data);
+        q->m.queue_duration(q->name, seconds(waited), q->m.user_data);
     it->start_ns = now;
     /* Link into the processing list (the FIFO links are free now). */
     it->prev = NULL;
@@ -47,11 +47,11 @@ void kcr__wq_m_got(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now
 
 void kcr__wq_m_done(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now)
 {
-    double worked = seconds(now - it->start_ns);
-    q->wd_sum += worked;
+    int64_t worked = now - it->start_ns;
+    q->wd_sum_ns += worked;
     q->wd_count++;
     if (q->has_cb && q->m.work_duration)
-        q->m.work_duration(q->name, worked, q->m.user_data);
+        q->m.work_duration(q->name, seconds(worked), q->m.user_data);
     if (it->prev)
         it->prev->next = it->next;
     else
@@ -61,12 +61,13 @@ void kcr__wq_m_done(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t no
     it->next = it->prev = NULL;
 }
 
-static void processing_ages(struct kcr_workqueue *q, int64_t now, double *total, double *oldest)
+/* Sum and maximum of the processing items' ages at `now`, in ns. */
+static void processing_ages(struct kcr_workqueue *q, int64_t now, int64_t *total, int64_t *oldest)
 {
     *total = 0;
     *oldest = 0;
     for (struct kcr__wq_item *it = q->proc_head; it; it = it->next) {
-        double age = seconds(now - it->start_ns);
+        int64_t age = now - it->start_ns;
         *total += age;
         if (age > *oldest)
             *oldest = age;
@@ -77,13 +78,13 @@ void kcr__wq_m_tick(struct kcr_workqueue *q, int64_t now, bool force)
 {
     if (!q->gauges || (!force && now < q->next_update_ns))
         return;
-    double total, oldest;
+    int64_t total, oldest;
     processing_ages(q, now, &total, &oldest);
     if (q->m.unfinished_work)
-        q->m.unfinished_work(q->name, total, q->m.user_data);
+        q->m.unfinished_work(q->name, seconds(total), q->m.user_data);
     if (q->m.longest_running)
-        q->m.longest_running(q->name, oldest, q->m.user_data);
-    q->next_update_ns = now + q->m.update_period_ns;
+        q->m.longest_running(q->name, seconds(oldest), q->m.user_data);
+    q->next_update_ns = now + q->update_period_ns;
 }
 
 void kcr_workqueue_metrics_update(kcr_workqueue *q)
@@ -94,24 +95,27 @@ void kcr_workqueue_metrics_update(kcr_workqueue *q)
     pthread_mutex_unlock(&q->mu);
 }
 
-void kcr_workqueue_stats(kcr_workqueue *q, kcr_workqueue_stat_values *out)
+void kcr_workqueue_get_stats(kcr_workqueue *q, kcr_workqueue_stats *out)
 {
     struct kcr__wq_wake w = {0};
     kcr__wq_lock(q, &w);
-    *out = (kcr_workqueue_stat_values){
+    *out = (kcr_workqueue_stats){
         .depth = q->depth,
         .queued = q->queued,
         .processing = q->processing,
         .waiting = q->waiting,
         .adds_total = q->adds_total,
         .retries_total = q->retries_total,
-        .queue_duration_sum_seconds = q->qd_sum,
+        .queue_duration_sum_ms = q->qd_sum_ns / KCR_NS_PER_MS,
         .queue_duration_count = q->qd_count,
-        .work_duration_sum_seconds = q->wd_sum,
+        .work_duration_sum_ms = q->wd_sum_ns / KCR_NS_PER_MS,
         .work_duration_count = q->wd_count,
     };
-    if (q->timing)
-        processing_ages(q, kcr__now_ns(), &out->unfinished_work_seconds,
-                        &out->longest_running_processor_seconds);
+    if (q->timing) {
+        int64_t total, oldest;
+        processing_ages(q, kcr__now_ns(), &total, &oldest);
+        out->unfinished_work_ms = total / KCR_NS_PER_MS;
+        out->longest_running_processor_ms = oldest / KCR_NS_PER_MS;
+    }
     kcr__wq_unlock(q, &w);
 }

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "workqueue/duration.h"
 
 /* Rounds of a getter's wait for work before it sleeps (0: never wait
  * awake), each a sched_yield (about 0.5 us when the CPU has nothing else to
@@ -472,9 +473,9 @@ static inline size_t key_len(const char *key)
 
 /* ---- lifecycle --------------------------------------------------------- */
 
-kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out)
+kcr_err kcr_workqueue_new(const kcr_workqueue_options *opts, kcr_workqueue **out)
 {
-    static const kcr_workqueue_opts defaults;
+    static const kcr_workqueue_options defaults;
     if (!opts)
         opts = &defaults;
     kcr_rate_limiter *limiter = opts->limiter;
@@ -482,7 +483,6 @@ kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out)
         kcr_rate_limiter_free(limiter);
         return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_new: out is NULL");
     }
-    *out = NULL;
     /* Aligned for the adders' cache line (ring_tail). */
     size_t size = (sizeof(kcr_workqueue) + 63) / 64 * 64;
     kcr_workqueue *q = aligned_alloc(64, size);
@@ -493,7 +493,9 @@ kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out)
         return kcr__fail(KCR_ERR_NOMEM, "kcr_workqueue_new: out of memory");
     }
     q->name = strdup(opts->name ? opts->name : "");
-    q->limiter = limiter ? limiter : kcr_rate_limiter_default();
+    q->limiter = limiter;
+    if (!limiter) /* q->limiter stays NULL on failure: reported below */
+        (void)kcr_rate_limiter_default_new(&q->limiter);
     q->heap_cap = 16;
     q->heap = malloc(q->heap_cap * sizeof *q->heap);
     /* Slots are two cache lines each: keep them on line boundaries. */
@@ -531,11 +533,11 @@ kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out)
         q->m = *opts->metrics;
         q->has_cb = true;
         q->gauges = q->m.unfinished_work || q->m.longest_running;
-        if (q->m.update_period_ns <= 0)
-            q->m.update_period_ns = 500 * KCR_NS_PER_MS;
+        q->update_period_ns = q->m.update_period_ms > 0 ? kcr__wq_ms_to_ns(q->m.update_period_ms)
+                                                        : 500 * KCR_NS_PER_MS;
     }
     q->timing = q->has_cb || opts->track_time;
-    q->max_wait_ns = opts->priority_max_wait_ns ? opts->priority_max_wait_ns
+    q->max_wait_ns = opts->priority_max_wait_ms ? kcr__wq_ms_to_ns(opts->priority_max_wait_ms)
                                                 : 10 * KCR_NS_PER_S;
     q->light_fences = kcr__wq_light_fences();
     *out = q;
@@ -818,16 +820,19 @@ static void leave_standby(struct kcr_workqueue *q, bool *on_duty, struct kcr__wq
         kcr__wq_signal(q, w, 1);
 }
 
-kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const char **key)
+kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ms, const char **key)
 {
+    int64_t timeout_ns = kcr__wq_ms_to_ns(timeout_ms);
     if (!key)
         return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_get: NULL key pointer");
     *key = NULL;
     int64_t deadline = INT64_MAX;
     if (timeout_ns == 0)
         deadline = 0;
-    else if (timeout_ns > 0)
-        deadline = kcr__now_ns() + timeout_ns;
+    else if (timeout_ns > 0) {
+        int64_t now = kcr__now_ns();
+        deadline = timeout_ns < INT64_MAX - now ? now + timeout_ns : INT64_MAX;
+    }
 
     struct kcr__wq_wake w = {0};
     kcr__wq_mutex_lock(q);

@@ -179,8 +179,9 @@ struct kcr_workqueue {
     kcr_workqueue_metrics m;
     struct kcr__wq_item *proc_head; /* processing items while timing */
     int64_t next_update_ns;
+    int64_t update_period_ns; /* m.update_period_ms, defaulted */
     uint64_t adds_total, retries_total;
-    double qd_sum, wd_sum;
+    int64_t qd_sum_ns, wd_sum_ns;
     uint64_t qd_count, wd_count;
 
     /* Priority mode (priority.c): the FIFO is the concatenation of one line

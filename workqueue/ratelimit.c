@@ -1,5 +1,8 @@
 /* Rate limiters: the interface, and the built-ins (exponential per key,
- * token bucket, fast/slow per key, max-of, with-max-wait, default). */
+ * token bucket, fast/slow per key, max-of, with-max-wait, default). The
+ * built-ins count nanoseconds inside; the public calls take and return ms. */
+#include "workqueue/ratelimit.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -8,53 +11,80 @@
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "kcr/workqueue.h"
+#include "workqueue/duration.h"
 #include "workqueue/keytab.h"
 
 struct kcr_rate_limiter {
+    /* forget, num_requeues, free: the user's or a built-in's. `when` is set
+     * for a custom limiter (ms), `when_ns` for a built-in. */
     kcr_rate_limiter_ops ops;
-    void *state;
+    int64_t (*when_ns)(const char *key, int64_t now_ns, void *user_data);
+    void *user_data;
 };
 
-kcr_rate_limiter *kcr_rate_limiter_new(const kcr_rate_limiter_ops *ops, void *state)
+/* Fails a constructor that owns `user_data`: frees it through `free_fn`. */
+static kcr_err fail_owned(void (*free_fn)(void *), void *user_data, kcr_err code, const char *fn,
+                          const char *why)
 {
-    if (!ops || !ops->when) {
-        if (ops && ops->free)
-            ops->free(state);
-        kcr__fail(KCR_ERR_INVALID, "kcr_rate_limiter_new: ops->when is required");
-        return NULL;
-    }
-    kcr_rate_limiter *rl = malloc(sizeof *rl);
-    if (!rl) {
-        if (ops->free)
-            ops->free(state);
-        kcr__fail(KCR_ERR_NOMEM, "kcr_rate_limiter_new: out of memory");
-        return NULL;
-    }
-    rl->ops = *ops;
-    rl->state = state;
-    return rl;
+    if (free_fn)
+        free_fn(user_data);
+    return kcr__fail(code, "%s: %s", fn, why);
 }
 
-int64_t kcr_rate_limiter_when_at(kcr_rate_limiter *rl, const char *key, int64_t now_ns)
+/* The one constructor behind all: `ops` copied, `when_ns` for built-ins. */
+static kcr_err limiter_new(const kcr_rate_limiter_ops *ops,
+                           int64_t (*when_ns)(const char *, int64_t, void *), void *user_data,
+                           const char *fn, kcr_rate_limiter **out)
 {
-    return rl->ops.when(rl->state, key, now_ns);
+    if (!ops || (!ops->when && !when_ns))
+        return fail_owned(ops ? ops->free : NULL, user_data, KCR_ERR_INVALID, fn,
+                          "ops->when is required");
+    if (!out)
+        return fail_owned(ops->free, user_data, KCR_ERR_INVALID, fn, "out is NULL");
+    kcr_rate_limiter *rl = malloc(sizeof *rl);
+    if (!rl)
+        return fail_owned(ops->free, user_data, KCR_ERR_NOMEM, fn, "out of memory");
+    rl->ops = *ops;
+    rl->when_ns = when_ns;
+    rl->user_data = user_data;
+    *out = rl;
+    return KCR_OK;
+}
+
+kcr_err kcr_rate_limiter_new(const kcr_rate_limiter_ops *ops, void *user_data,
+                             kcr_rate_limiter **out)
+{
+    return limiter_new(ops, NULL, user_data, "kcr_rate_limiter_new", out);
+}
+
+int64_t kcr__rate_limiter_when_ns(kcr_rate_limiter *rl, const char *key, int64_t now_ns)
+{
+    if (rl->when_ns)
+        return rl->when_ns(key, now_ns, rl->user_data);
+    return kcr__wq_ms_to_ns(rl->ops.when(key, now_ns / KCR_NS_PER_MS, rl->user_data));
+}
+
+int64_t kcr_rate_limiter_when_at(kcr_rate_limiter *rl, const char *key, int64_t now_ms)
+{
+    if (!rl->when_ns)
+        return rl->ops.when(key, now_ms, rl->user_data);
+    return kcr__wq_ns_to_ms_up(rl->when_ns(key, kcr__wq_ms_to_ns(now_ms), rl->user_data));
 }
 
 int64_t kcr_rate_limiter_when(kcr_rate_limiter *rl, const char *key)
 {
-    return rl->ops.when(rl->state, key, kcr__now_ns());
+    return kcr__wq_ns_to_ms_up(kcr__rate_limiter_when_ns(rl, key, kcr__now_ns()));
 }
 
 void kcr_rate_limiter_forget(kcr_rate_limiter *rl, const char *key)
 {
     if (rl->ops.forget)
-        rl->ops.forget(rl->state, key);
+        rl->ops.forget(key, rl->user_data);
 }
 
 int kcr_rate_limiter_num_requeues(kcr_rate_limiter *rl, const char *key)
 {
-    return rl->ops.num_requeues ? rl->ops.num_requeues(rl->state, key) : 0;
+    return rl->ops.num_requeues ? rl->ops.num_requeues(key, rl->user_data) : 0;
 }
 
 void kcr_rate_limiter_free(kcr_rate_limiter *rl)
@@ -62,7 +92,7 @@ void kcr_rate_limiter_free(kcr_rate_limiter *rl)
     if (!rl)
         return;
     if (rl->ops.free)
-        rl->ops.free(rl->state);
+        rl->ops.free(rl->user_data);
     free(rl);
 }
 
@@ -130,7 +160,7 @@ static int per_key_bump(struct per_key *p, const char *key)
     return n->count < INT32_MAX ? n->count++ : n->count;
 }
 
-static void per_key_forget(void *state, const char *key)
+static void per_key_forget(const char *key, void *state)
 {
     struct per_key *p = state;
     size_t len = strlen(key);
@@ -144,7 +174,7 @@ static void per_key_forget(void *state, const char *key)
     pthread_mutex_unlock(&p->mu);
 }
 
-static int per_key_count(void *state, const char *key)
+static int per_key_count(const char *key, void *state)
 {
     struct per_key *p = state;
     size_t len = strlen(key);
@@ -157,7 +187,7 @@ static int per_key_count(void *state, const char *key)
 
 /* ---- exponential ------------------------------------------------------- */
 
-static int64_t exp_when(void *state, const char *key, int64_t now_ns)
+static int64_t exp_when(const char *key, int64_t now_ns, void *state)
 {
     struct per_key *p = state;
     pthread_mutex_lock(&p->mu);
@@ -171,28 +201,30 @@ static int64_t exp_when(void *state, const char *key, int64_t now_ns)
     return p->base << failures;
 }
 
-kcr_rate_limiter *kcr_rate_limiter_exponential(int64_t base_ns, int64_t max_ns)
+kcr_err kcr_rate_limiter_exponential_new(const kcr_rate_limiter_exponential_options *opts,
+                                         kcr_rate_limiter **out)
 {
-    if (base_ns < 0 || max_ns < 0) {
-        kcr__fail(KCR_ERR_INVALID, "kcr_rate_limiter_exponential: negative delay");
-        return NULL;
-    }
+    static const char fn[] = "kcr_rate_limiter_exponential_new";
+    static const kcr_rate_limiter_exponential_options defaults;
+    if (!opts)
+        opts = &defaults;
+    if (opts->base_delay_ms < 0 || opts->max_delay_ms < 0)
+        return kcr__fail(KCR_ERR_INVALID, "%s: negative delay", fn);
+    if (!out)
+        return kcr__fail(KCR_ERR_INVALID, "%s: out is NULL", fn);
     struct per_key *p = per_key_new();
-    if (!p) {
-        kcr__fail(KCR_ERR_NOMEM, "kcr_rate_limiter_exponential: out of memory");
-        return NULL;
-    }
-    p->base = base_ns ? base_ns : 5 * KCR_WQ_MS;
-    p->max = max_ns ? max_ns : 1000 * KCR_WQ_S;
+    if (!p)
+        return kcr__fail(KCR_ERR_NOMEM, "%s: out of memory", fn);
+    p->base = opts->base_delay_ms ? kcr__wq_ms_to_ns(opts->base_delay_ms) : 5 * KCR_NS_PER_MS;
+    p->max = opts->max_delay_ms ? kcr__wq_ms_to_ns(opts->max_delay_ms) : 1000 * KCR_NS_PER_S;
     static const kcr_rate_limiter_ops ops = {
-        .when = exp_when, .forget = per_key_forget, .num_requeues = per_key_count,
-        .free = per_key_free};
-    return kcr_rate_limiter_new(&ops, p);
+        .forget = per_key_forget, .num_requeues = per_key_count, .free = per_key_free};
+    return limiter_new(&ops, exp_when, p, fn, out);
 }
 
 /* ---- fast/slow --------------------------------------------------------- */
 
-static int64_t fast_slow_when(void *state, const char *key, int64_t now_ns)
+static int64_t fast_slow_when(const char *key, int64_t now_ns, void *state)
 {
     struct per_key *p = state;
     pthread_mutex_lock(&p->mu);
@@ -201,24 +233,23 @@ static int64_t fast_slow_when(void *state, const char *key, int64_t now_ns)
     return before + 1 <= p->max_fast ? p->fast : p->slow;
 }
 
-kcr_rate_limiter *kcr_rate_limiter_fast_slow(int64_t fast_ns, int64_t slow_ns, int max_fast)
+kcr_err kcr_rate_limiter_fast_slow_new(int64_t fast_delay_ms, int64_t slow_delay_ms,
+                                       int max_fast_attempts, kcr_rate_limiter **out)
 {
-    if (fast_ns < 0 || slow_ns < 0 || max_fast < 0) {
-        kcr__fail(KCR_ERR_INVALID, "kcr_rate_limiter_fast_slow: negative argument");
-        return NULL;
-    }
+    static const char fn[] = "kcr_rate_limiter_fast_slow_new";
+    if (fast_delay_ms < 0 || slow_delay_ms < 0 || max_fast_attempts < 0)
+        return kcr__fail(KCR_ERR_INVALID, "%s: negative argument", fn);
+    if (!out)
+        return kcr__fail(KCR_ERR_INVALID, "%s: out is NULL", fn);
     struct per_key *p = per_key_new();
-    if (!p) {
-        kcr__fail(KCR_ERR_NOMEM, "kcr_rate_limiter_fast_slow: out of memory");
-        return NULL;
-    }
-    p->fast = fast_ns;
-    p->slow = slow_ns;
-    p->max_fast = max_fast;
+    if (!p)
+        return kcr__fail(KCR_ERR_NOMEM, "%s: out of memory", fn);
+    p->fast = kcr__wq_ms_to_ns(fast_delay_ms);
+    p->slow = kcr__wq_ms_to_ns(slow_delay_ms);
+    p->max_fast = max_fast_attempts;
     static const kcr_rate_limiter_ops ops = {
-        .when = fast_slow_when, .forget = per_key_forget, .num_requeues = per_key_count,
-        .free = per_key_free};
-    return kcr_rate_limiter_new(&ops, p);
+        .forget = per_key_forget, .num_requeues = per_key_count, .free = per_key_free};
+    return limiter_new(&ops, fast_slow_when, p, fn, out);
 }
 
 /* ---- token bucket ------------------------------------------------------ */
@@ -232,7 +263,7 @@ struct bucket {
     bool started;
 };
 
-static int64_t bucket_when(void *state, const char *key, int64_t now_ns)
+static int64_t bucket_when(const char *key, int64_t now_ns, void *state)
 {
     struct bucket *b = state;
     pthread_mutex_lock(&b->mu);
@@ -259,23 +290,26 @@ static void bucket_free(void *state)
     free(b);
 }
 
-kcr_rate_limiter *kcr_rate_limiter_bucket(double qps, int burst)
+kcr_err kcr_rate_limiter_bucket_new(const kcr_rate_limiter_bucket_options *opts,
+                                    kcr_rate_limiter **out)
 {
-    if (qps < 0 || burst < 0 || isnan(qps)) {
-        kcr__fail(KCR_ERR_INVALID, "kcr_rate_limiter_bucket: negative rate or burst");
-        return NULL;
-    }
+    static const char fn[] = "kcr_rate_limiter_bucket_new";
+    static const kcr_rate_limiter_bucket_options defaults;
+    if (!opts)
+        opts = &defaults;
+    if (opts->qps < 0 || opts->burst < 0 || isnan(opts->qps))
+        return kcr__fail(KCR_ERR_INVALID, "%s: negative rate or burst", fn);
+    if (!out)
+        return kcr__fail(KCR_ERR_INVALID, "%s: out is NULL", fn);
     struct bucket *b = calloc(1, sizeof *b);
-    if (!b) {
-        kcr__fail(KCR_ERR_NOMEM, "kcr_rate_limiter_bucket: out of memory");
-        return NULL;
-    }
+    if (!b)
+        return kcr__fail(KCR_ERR_NOMEM, "%s: out of memory", fn);
     pthread_mutex_init(&b->mu, NULL);
-    b->qps = qps > 0 ? qps : 10;
-    b->burst = burst > 0 ? burst : 100;
+    b->qps = opts->qps > 0 ? opts->qps : 10;
+    b->burst = opts->burst > 0 ? opts->burst : 100;
     b->tokens = b->burst;
-    static const kcr_rate_limiter_ops ops = {.when = bucket_when, .free = bucket_free};
-    return kcr_rate_limiter_new(&ops, b);
+    static const kcr_rate_limiter_ops ops = {.free = bucket_free};
+    return limiter_new(&ops, bucket_when, b, fn, out);
 }
 
 /* ---- max-of ------------------------------------------------------------ */
@@ -285,26 +319,26 @@ struct max_of {
     kcr_rate_limiter *children[];
 };
 
-static int64_t max_of_when(void *state, const char *key, int64_t now_ns)
+static int64_t max_of_when(const char *key, int64_t now_ns, void *state)
 {
     struct max_of *m = state;
     int64_t best = 0;
     for (size_t i = 0; i < m->n; i++) {
-        int64_t d = kcr_rate_limiter_when_at(m->children[i], key, now_ns);
+        int64_t d = kcr__rate_limiter_when_ns(m->children[i], key, now_ns);
         if (d > best)
             best = d;
     }
     return best;
 }
 
-static void max_of_forget(void *state, const char *key)
+static void max_of_forget(const char *key, void *state)
 {
     struct max_of *m = state;
     for (size_t i = 0; i < m->n; i++)
         kcr_rate_limiter_forget(m->children[i], key);
 }
 
-static int max_of_requeues(void *state, const char *key)
+static int max_of_requeues(const char *key, void *state)
 {
     struct max_of *m = state;
     int best = 0;
@@ -324,27 +358,26 @@ static void max_of_free(void *state)
     free(m);
 }
 
-kcr_rate_limiter *kcr_rate_limiter_max_of(kcr_rate_limiter *const *limiters, size_t n)
+kcr_err kcr_rate_limiter_max_of_new(kcr_rate_limiter *const *limiters, size_t n,
+                                    kcr_rate_limiter **out)
 {
-    bool ok = n == 0 || limiters;
+    static const char fn[] = "kcr_rate_limiter_max_of_new";
+    bool ok = (n == 0 || limiters) && out;
     for (size_t i = 0; ok && i < n; i++)
         ok = limiters[i] != NULL;
     struct max_of *m = ok ? malloc(sizeof *m + n * sizeof m->children[0]) : NULL;
     if (!m) {
         for (size_t i = 0; limiters && i < n; i++)
             kcr_rate_limiter_free(limiters[i]);
-        kcr__fail(ok ? KCR_ERR_NOMEM : KCR_ERR_INVALID,
-                  ok ? "kcr_rate_limiter_max_of: out of memory"
-                     : "kcr_rate_limiter_max_of: NULL limiter");
-        return NULL;
+        return kcr__fail(ok ? KCR_ERR_NOMEM : KCR_ERR_INVALID, "%s: %s", fn,
+                         ok ? "out of memory" : out ? "NULL limiter" : "out is NULL");
     }
     m->n = n;
     if (n)
         memcpy(m->children, limiters, n * sizeof m->children[0]);
-    static const kcr_rate_limiter_ops ops = {.when = max_of_when, .forget = max_of_forget,
-                                             .num_requeues = max_of_requeues,
-                                             .free = max_of_free};
-    return kcr_rate_limiter_new(&ops, m);
+    static const kcr_rate_limiter_ops ops = {
+        .forget = max_of_forget, .num_requeues = max_of_requeues, .free = max_of_free};
+    return limiter_new(&ops, max_of_when, m, fn, out);
 }
 
 /* ---- with-max-wait ----------------------------------------------------- */
@@ -354,19 +387,19 @@ struct max_wait {
     int64_t max;
 };
 
-static int64_t max_wait_when(void *state, const char *key, int64_t now_ns)
+static int64_t max_wait_when(const char *key, int64_t now_ns, void *state)
 {
     struct max_wait *w = state;
-    int64_t d = kcr_rate_limiter_when_at(w->inner, key, now_ns);
+    int64_t d = kcr__rate_limiter_when_ns(w->inner, key, now_ns);
     return d > w->max ? w->max : d;
 }
 
-static void max_wait_forget(void *state, const char *key)
+static void max_wait_forget(const char *key, void *state)
 {
     kcr_rate_limiter_forget(((struct max_wait *)state)->inner, key);
 }
 
-static int max_wait_requeues(void *state, const char *key)
+static int max_wait_requeues(const char *key, void *state)
 {
     return kcr_rate_limiter_num_requeues(((struct max_wait *)state)->inner, key);
 }
@@ -378,27 +411,38 @@ static void max_wait_free(void *state)
     free(w);
 }
 
-kcr_rate_limiter *kcr_rate_limiter_with_max_wait(kcr_rate_limiter *inner, int64_t max_wait_ns)
+kcr_err kcr_rate_limiter_with_max_wait_new(kcr_rate_limiter *inner, int64_t max_wait_ms,
+                                           kcr_rate_limiter **out)
 {
-    struct max_wait *w = inner && max_wait_ns >= 0 ? malloc(sizeof *w) : NULL;
+    static const char fn[] = "kcr_rate_limiter_with_max_wait_new";
+    bool ok = inner && max_wait_ms >= 0 && out;
+    struct max_wait *w = ok ? malloc(sizeof *w) : NULL;
     if (!w) {
         kcr_rate_limiter_free(inner);
-        kcr__fail(inner && max_wait_ns >= 0 ? KCR_ERR_NOMEM : KCR_ERR_INVALID,
-                  "kcr_rate_limiter_with_max_wait: %s",
-                  inner && max_wait_ns >= 0 ? "out of memory" : "NULL inner or negative wait");
-        return NULL;
+        return kcr__fail(ok ? KCR_ERR_NOMEM : KCR_ERR_INVALID, "%s: %s", fn,
+                         ok      ? "out of memory"
+                         : !out  ? "out is NULL"
+                                 : "NULL inner or negative wait");
     }
     w->inner = inner;
-    w->max = max_wait_ns;
-    static const kcr_rate_limiter_ops ops = {.when = max_wait_when, .forget = max_wait_forget,
-                                             .num_requeues = max_wait_requeues,
-                                             .free = max_wait_free};
-    return kcr_rate_limiter_new(&ops, w);
+    w->max = kcr__wq_ms_to_ns(max_wait_ms);
+    static const kcr_rate_limiter_ops ops = {
+        .forget = max_wait_forget, .num_requeues = max_wait_requeues, .free = max_wait_free};
+    return limiter_new(&ops, max_wait_when, w, fn, out);
 }
 
-kcr_rate_limiter *kcr_rate_limiter_default(void)
+kcr_err kcr_rate_limiter_default_new(kcr_rate_limiter **out)
 {
-    kcr_rate_limiter *parts[2] = {kcr_rate_limiter_exponential(5 * KCR_WQ_MS, 1000 * KCR_WQ_S),
-                                  kcr_rate_limiter_bucket(10, 100)};
-    return kcr_rate_limiter_max_of(parts, 2);
+    static const char fn[] = "kcr_rate_limiter_default_new";
+    if (!out)
+        return kcr__fail(KCR_ERR_INVALID, "%s: out is NULL", fn);
+    kcr_rate_limiter *parts[2] = {NULL, NULL};
+    kcr_err err = kcr_rate_limiter_exponential_new(NULL, &parts[0]);
+    if (err == KCR_OK)
+        err = kcr_rate_limiter_bucket_new(NULL, &parts[1]);
+    if (err != KCR_OK) { /* the part's constructor set the detail */
+        kcr_rate_limiter_free(parts[0]);
+        return err;
+    }
+    return kcr_rate_limiter_max_of_new(parts, 2, out);
 }

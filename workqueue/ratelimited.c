@@ -2,13 +2,15 @@
 #include "workqueue/queue.h"
 
 #include "core/error.h"
+#include "core/clock.h"
+#include "workqueue/ratelimit.h"
 
 kcr_err kcr_workqueue_add_rate_limited(kcr_workqueue *q, const char *key)
 {
     if (!key)
         return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_add_rate_limited: NULL key");
     /* The limiter locks on its own; the queue's lock is not held here. */
-    return kcr__wq_add_after(q, key, kcr_rate_limiter_when(q->limiter, key),
+    return kcr__wq_add_after(q, key, kcr__rate_limiter_when_ns(q->limiter, key, kcr__now_ns()),
                              KCR_WQ_PRIORITY_NORMAL, "kcr_workqueue_add_rate_limited");
 }
 

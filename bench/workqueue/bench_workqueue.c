@@ -9,8 +9,9 @@
  *               loop get -> done. Ops = completed adds; the clock stops when
  *               the workers have drained the queue after the producers end.
  *   add_after   1 producer add_after()s 100000 distinct keys with delays of
- *               0..1999 us from a fixed LCG; 2 workers get -> done until all
- *               100000 were processed. Ops = adds.
+ *               0, 1 or 2 ms (the API counts whole ms) from a fixed LCG; 2
+ *               workers get -> done until all 100000 were processed.
+ *               Ops = adds.
  *   priority_1p2w 1 producer adds keys as cycle_1p1w does (PRIO_ROUNDS rounds), every
  *               fourth key with NORMAL priority and the others with LOW (live events
  *               among an initial list); 2 workers loop get -> done. Ops = completed adds;
@@ -135,7 +136,7 @@ static struct outcome add_after(void)
         pthread_create(&w[i], NULL, worker, &r);
     for (int i = 0; i < DELAYED_KEYS; i++) {
         seed = seed * 1664525u + 1013904223u;
-        kcr_workqueue_add_after(r.q, names[i], (int64_t)((seed >> 8) % 2000) * 1000);
+        kcr_workqueue_add_after(r.q, names[i], (int64_t)((seed >> 8) % 3));
     }
     while (atomic_load(&r.processed) < DELAYED_KEYS) {
         struct timespec ts = {0, 100000};

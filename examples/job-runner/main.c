@@ -182,11 +182,21 @@ int main(int argc, char **argv)
         snprintf(jobs[i].key, sizeof jobs[i].key, "job-%05d", i);
 
     /* Per-key backoff 5 ms .. 2 s, and at most 50 retries/s overall. */
-    kcr_rate_limiter *parts[] = {kcr_rate_limiter_exponential(5 * KCR_WQ_MS, 2 * KCR_WQ_S),
-                                 kcr_rate_limiter_bucket(50, 100)};
-    kcr_workqueue_opts opts = {.name = "jobs", .limiter = kcr_rate_limiter_max_of(parts, 2),
-                               .capacity_hint = (size_t)njobs};
-    if (!opts.limiter || kcr_workqueue_new(&opts, &queue) != KCR_OK) {
+    kcr_rate_limiter *parts[2] = {NULL, NULL};
+    kcr_workqueue_options opts = {.name = "jobs", .capacity_hint = (size_t)njobs};
+    kcr_err err = kcr_rate_limiter_exponential_new(
+        &(kcr_rate_limiter_exponential_options){.base_delay_ms = 5, .max_delay_ms = 2000},
+        &parts[0]);
+    if (err == KCR_OK)
+        err = kcr_rate_limiter_bucket_new(&(kcr_rate_limiter_bucket_options){.qps = 50, .burst = 100},
+                                          &parts[1]);
+    if (err == KCR_OK)
+        err = kcr_rate_limiter_max_of_new(parts, 2, &opts.limiter); /* takes the parts */
+    else
+        kcr_rate_limiter_free(parts[0]);
+    if (err == KCR_OK)
+        err = kcr_workqueue_new(&opts, &queue); /* takes the limiter */
+    if (err != KCR_OK) {
         fprintf(stderr, "job-runner: %s\n", kcr_last_error());
         return 1;
     }
@@ -212,8 +222,8 @@ int main(int argc, char **argv)
         double t = now_s();
         if (t - last >= 0.999) {
             long d = atomic_load(&n_done), r = atomic_load(&n_retried), f = atomic_load(&n_failed);
-            kcr_workqueue_stat_values st;
-            kcr_workqueue_stats(queue, &st);
+            kcr_workqueue_stats st;
+            kcr_workqueue_get_stats(queue, &st);
             double dt = t - last;
             printf("t=%4.0fs  done %6.0f/s  retried %5.0f/s  failed %4.0f/s  in-flight %3lld  "
                    "queued %4lld  backing off %4lld\n",
@@ -233,8 +243,8 @@ int main(int argc, char **argv)
     kcr_workqueue_shutdown_with_drain(queue);
     for (int i = 0; i < nworkers; i++)
         pthread_join(workers[i], NULL);
-    kcr_workqueue_stat_values st;
-    kcr_workqueue_stats(queue, &st);
+    kcr_workqueue_stats st;
+    kcr_workqueue_get_stats(queue, &st);
     printf("job-runner: %ld done, %ld retries, %ld gave up after %d retries; "
            "%llu adds; %lld left queued; no job ever ran twice at once\n",
            atomic_load(&n_done), atomic_load(&n_retried), atomic_load(&n_failed), MAX_RETRIES,

@@ -238,7 +238,7 @@ typedef struct kcr_controller_options {
     const kcr_cache_index *indexes; /* extra cache indexes */
     size_t n_indexes;
     int max_concurrent_reconciles;  /* 0: 1 */
-    kcr_rate_limiter *rate_limiter; /* NULL: kcr_rate_limiter_default() (client-go's) */
+    kcr_rate_limiter *rate_limiter; /* NULL: kcr_rate_limiter_default_new() (client-go's) */
     int64_t reconcile_timeout_ms;   /* per-reconcile deadline (ctx cancel triggers); 0: none */
     int64_t resync_period_ms;       /* primary resync (reason RESYNC, low priority); 0: none */
     bool no_read_your_writes;       /* true: skip the wait for the cache to see the writes of

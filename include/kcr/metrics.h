@@ -98,7 +98,7 @@ KCR_API kcr_err kcr_metrics_write_text(kcr_metrics *m, char **out, size_t *len);
  * workqueue_* families (kcr/workqueue.h) for the queue `queue_name` with
  * labels name=<queue_name>, controller=<controller> (and priority on
  * workqueue_depth), every series zero from now on. The hooks' state belongs
- * to the registry. Pass *out as kcr_workqueue_opts.metrics. */
+ * to the registry. Pass *out as kcr_workqueue_options.metrics. */
 KCR_API kcr_err kcr_metrics_workqueue_hooks(kcr_metrics *m, const char *queue_name,
                                             const char *controller, kcr_workqueue_metrics *out);
 

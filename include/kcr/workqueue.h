@@ -19,7 +19,10 @@
  * called from any thread at any time, except the _free functions, which need
  * every other call on that object to have returned.
  *
- * Times are int64_t nanoseconds (KCR_WQ_MS / KCR_WQ_S help). */
+ * Durations are int64_t milliseconds (`*_ms`), like everywhere in kcr; the
+ * queue keeps deadlines in nanoseconds inside, so a delay of 1 ms is 1 ms
+ * from the call, not rounded to a tick. Metrics callbacks get double
+ * seconds, Prometheus' unit. */
 #ifndef KCR_WORKQUEUE_H
 #define KCR_WORKQUEUE_H
 
@@ -30,9 +33,6 @@
 #include "kcr/error.h"
 #include "kcr/export.h"
 
-#define KCR_WQ_MS INT64_C(1000000)
-#define KCR_WQ_S INT64_C(1000000000)
-
 /* ------------------------------------------------------------------------ */
 /* Rate limiters                                                              */
 
@@ -41,75 +41,100 @@
  * and custom ones must be safe to call from several threads at once. */
 typedef struct kcr_rate_limiter kcr_rate_limiter;
 
-/* Operations of a custom limiter. `state` is the pointer given to
+/* Operations of a custom limiter. `user_data` is the pointer given to
  * kcr_rate_limiter_new; `key` is borrowed for the call. Called on the thread
  * that called the kcr_rate_limiter_* / kcr_workqueue_* function, with no kcr
  * lock held; they must be thread-safe. */
 typedef struct kcr_rate_limiter_ops {
-    /* Delay in ns before `key` may be retried (<= 0: now), counting this call
-     * as one more failure. `now_ns` is CLOCK_MONOTONIC time (or a test's
-     * clock, see kcr_rate_limiter_when_at). Required. */
-    int64_t (*when)(void *state, const char *key, int64_t now_ns);
+    /* Delay in ms before `key` may be retried (<= 0: now), counting this call
+     * as one more failure. `now_ms` is CLOCK_MONOTONIC time in ms (or a
+     * test's clock, see kcr_rate_limiter_when_at). Required. */
+    int64_t (*when)(const char *key, int64_t now_ms, void *user_data);
     /* Stop tracking `key` (it succeeded). NULL: nothing to forget. */
-    void (*forget)(void *state, const char *key);
+    void (*forget)(const char *key, void *user_data);
     /* Failures recorded for `key` since its last forget. NULL: always 0. */
-    int (*num_requeues)(void *state, const char *key);
-    /* Releases `state` when the limiter is freed. NULL: nothing to free. */
-    void (*free)(void *state);
+    int (*num_requeues)(const char *key, void *user_data);
+    /* Releases `user_data` when the limiter is freed. NULL: nothing to free. */
+    void (*free)(void *user_data);
 } kcr_rate_limiter_ops;
 
-/* Every constructor below returns a limiter the caller owns: free it with
- * kcr_rate_limiter_free, or hand it to a queue (opts.limiter) or to
- * max_of/with_max_wait, which take ownership. NULL on failure
- * (kcr_last_error() says why). Thread-safe, like every limiter call. */
+/* Every constructor below sets *out (only on KCR_OK) to a limiter the
+ * caller owns: free it with kcr_rate_limiter_free, or hand it to a queue
+ * (options.limiter), a controller or to max_of/with_max_wait, which take
+ * ownership. On failure they return KCR_ERR_INVALID (bad argument, NULL out)
+ * or KCR_ERR_NOMEM, and kcr_last_error() says why. Thread-safe. */
 
-/* A limiter driven by `ops` (copied) and `state` (owned by the limiter from
- * now on: ops->free(state) runs at kcr_rate_limiter_free, or right away if
- * this call fails). NULL on failure (kcr_last_error() says why). */
-KCR_API kcr_rate_limiter *kcr_rate_limiter_new(const kcr_rate_limiter_ops *ops, void *state);
+/* A limiter driven by `ops` (copied) and `user_data` (owned by the limiter
+ * from now on: ops->free(user_data) runs at kcr_rate_limiter_free, or right
+ * away if this call fails). */
+KCR_API kcr_err kcr_rate_limiter_new(const kcr_rate_limiter_ops *ops, void *user_data,
+                                     kcr_rate_limiter **out);
 
-/* Per-key exponential backoff: base_ns * 2^failures, capped at max_ns.
- * 0 for either means the default (5 ms, 1000 s). NULL on allocation failure. */
-KCR_API kcr_rate_limiter *kcr_rate_limiter_exponential(int64_t base_ns, int64_t max_ns);
+/* Options of kcr_rate_limiter_exponential_new; zero (or NULL) means the
+ * default. */
+typedef struct kcr_rate_limiter_exponential_options {
+    int64_t base_delay_ms; /* delay after the first failure; 0: 5 ms */
+    int64_t max_delay_ms;  /* cap; 0: 1000 s */
+} kcr_rate_limiter_exponential_options;
+
+/* Per-key exponential backoff: base_delay_ms * 2^failures, capped at
+ * max_delay_ms (client-go's ItemExponentialFailureRateLimiter). `opts` is
+ * borrowed for the call; negative delays are KCR_ERR_INVALID. */
+KCR_API kcr_err kcr_rate_limiter_exponential_new(const kcr_rate_limiter_exponential_options *opts,
+                                                 kcr_rate_limiter **out);
+
+/* Options of kcr_rate_limiter_bucket_new; zero (or NULL) means the
+ * default. */
+typedef struct kcr_rate_limiter_bucket_options {
+    double qps; /* tokens added per second; 0: 10 */
+    int burst;  /* bucket size (immediate retries); 0: 100 */
+} kcr_rate_limiter_bucket_options;
 
 /* Token bucket shared by all keys: `burst` immediate retries, then one every
- * 1/qps seconds (tokens refill at qps up to burst). num_requeues is always 0
- * and forget does nothing. 0 means the default (10 qps, burst 100). NULL on
- * allocation failure or a negative argument. */
-KCR_API kcr_rate_limiter *kcr_rate_limiter_bucket(double qps, int burst);
+ * 1/qps seconds (tokens refill at qps up to burst); delays are rounded up to
+ * whole ms. num_requeues is always 0 and forget does nothing. `opts` is
+ * borrowed for the call; a negative or NaN rate or burst is
+ * KCR_ERR_INVALID. */
+KCR_API kcr_err kcr_rate_limiter_bucket_new(const kcr_rate_limiter_bucket_options *opts,
+                                            kcr_rate_limiter **out);
 
-/* Per key: the first `max_fast` retries wait fast_ns, later ones slow_ns.
- * No defaults (every argument is used as given; negatives are invalid: NULL). */
-KCR_API kcr_rate_limiter *kcr_rate_limiter_fast_slow(int64_t fast_ns, int64_t slow_ns,
-                                                     int max_fast);
+/* Per key: the first `max_fast_attempts` retries wait fast_delay_ms, later
+ * ones slow_delay_ms (client-go's ItemFastSlowRateLimiter). No defaults, so
+ * no options: every argument is used as given; negatives are
+ * KCR_ERR_INVALID. */
+KCR_API kcr_err kcr_rate_limiter_fast_slow_new(int64_t fast_delay_ms, int64_t slow_delay_ms,
+                                               int max_fast_attempts, kcr_rate_limiter **out);
 
 /* The longest delay of `n` limiters (each one counts the failure);
  * num_requeues is the largest of theirs; forget goes to all. Takes ownership
- * of the n limiters in every case: on failure (NULL returned, e.g. a NULL
- * element) they are freed. */
-KCR_API kcr_rate_limiter *kcr_rate_limiter_max_of(kcr_rate_limiter *const *limiters, size_t n);
+ * of the n limiters in every case: on failure (e.g. a NULL element) they are
+ * freed. */
+KCR_API kcr_err kcr_rate_limiter_max_of_new(kcr_rate_limiter *const *limiters, size_t n,
+                                            kcr_rate_limiter **out);
 
-/* `inner`'s delay capped at max_wait_ns. Takes ownership of `inner` in every
- * case (freed on failure). */
-KCR_API kcr_rate_limiter *kcr_rate_limiter_with_max_wait(kcr_rate_limiter *inner,
-                                                         int64_t max_wait_ns);
+/* `inner`'s delay capped at max_wait_ms (>= 0). Takes ownership of `inner`
+ * in every case (freed on failure). */
+KCR_API kcr_err kcr_rate_limiter_with_max_wait_new(kcr_rate_limiter *inner, int64_t max_wait_ms,
+                                                   kcr_rate_limiter **out);
 
 /* client-go's default controller limiter: max_of(exponential 5 ms..1000 s,
  * bucket 10 qps / burst 100). */
-KCR_API kcr_rate_limiter *kcr_rate_limiter_default(void);
+KCR_API kcr_err kcr_rate_limiter_default_new(kcr_rate_limiter **out);
 
-/* Delay for the next retry of `key` (borrowed), counting one failure; uses
- * the monotonic clock. Thread-safe. */
+/* Delay in ms for the next retry of `key` (borrowed), counting one failure;
+ * uses the monotonic clock. A built-in's delay is rounded up to whole ms
+ * (a positive delay never becomes 0). Thread-safe. */
 KCR_API int64_t kcr_rate_limiter_when(kcr_rate_limiter *rl, const char *key);
 
-/* Same as kcr_rate_limiter_when with the caller's notion of now (ns), so time
- * can be simulated in tests. Thread-safe. */
-KCR_API int64_t kcr_rate_limiter_when_at(kcr_rate_limiter *rl, const char *key, int64_t now_ns);
+/* Same as kcr_rate_limiter_when with the caller's notion of now (ms), so
+ * time can be simulated in tests. Thread-safe. */
+KCR_API int64_t kcr_rate_limiter_when_at(kcr_rate_limiter *rl, const char *key, int64_t now_ms);
 
-/* Resets `key`'s failure count. Thread-safe. */
+/* Resets `key`'s failure count (`key` borrowed). Thread-safe. */
 KCR_API void kcr_rate_limiter_forget(kcr_rate_limiter *rl, const char *key);
 
-/* Failures counted for `key` since its last forget. Thread-safe. */
+/* Failures counted for `key` (borrowed) since its last forget.
+ * Thread-safe. */
 KCR_API int kcr_rate_limiter_num_requeues(kcr_rate_limiter *rl, const char *key);
 
 /* Frees the limiter (and what it owns). NULL is a no-op. Not concurrently
@@ -145,7 +170,7 @@ typedef struct kcr_workqueue_metrics {
     /* workqueue_work_duration_seconds (histogram): from get to done. */
     void (*work_duration)(const char *name, double seconds, void *user_data);
     /* workqueue_unfinished_work_seconds (gauge): sum of the ages of the keys
-     * being processed. Set every update_period_ns, see below. */
+     * being processed. Set every update_period_ms, see below. */
     void (*unfinished_work)(const char *name, double seconds, void *user_data);
     /* workqueue_longest_running_processor_seconds (gauge): age of the oldest
      * key being processed. Set together with unfinished_work. */
@@ -156,31 +181,33 @@ typedef struct kcr_workqueue_metrics {
      * with the new value on each change, only once a priority other than
      * KCR_WQ_PRIORITY_NORMAL has been used (before that, depth tells it all). */
     void (*depth_priority)(const char *name, int priority, int64_t depth, void *user_data);
-    /* Passed to every callback; owned by the caller, must outlive the queue. */
+    /* Passed to every callback (last); owned by the caller, must outlive
+     * the queue. */
     void *user_data;
     /* How often the two processing gauges are refreshed (0: 500 ms). There is
      * no background thread: a refresh happens inside queue calls, inside a
      * get blocked on an empty queue, and on kcr_workqueue_metrics_update. */
-    int64_t update_period_ns;
+    int64_t update_period_ms;
 } kcr_workqueue_metrics;
 
-/* Current values of one queue (kcr_workqueue_stats). The *_seconds and
- * duration sums are only tracked when the queue has metrics (opts.metrics
- * non-NULL or opts.track_time); otherwise they are 0. */
-typedef struct kcr_workqueue_stat_values {
+/* A snapshot of one queue (kcr_workqueue_get_stats). The duration fields
+ * are only tracked when the queue has metrics (options.metrics non-NULL or
+ * options.track_time); otherwise they are 0. Sums are kept in ns inside and
+ * rounded down to ms here. */
+typedef struct kcr_workqueue_stats {
     int64_t depth;      /* workqueue_depth */
     int64_t queued;     /* keys ready to be handed out (kcr_workqueue_len) */
     int64_t processing; /* keys handed out and not yet done */
     int64_t waiting;    /* keys waiting for an add_after deadline */
     uint64_t adds_total;
     uint64_t retries_total;
-    double unfinished_work_seconds;
-    double longest_running_processor_seconds;
-    double queue_duration_sum_seconds; /* sum and count of observations */
+    int64_t unfinished_work_ms;           /* sum of the processing keys' ages */
+    int64_t longest_running_processor_ms; /* age of the oldest processing key */
+    int64_t queue_duration_sum_ms;        /* sum and count of add -> get */
     uint64_t queue_duration_count;
-    double work_duration_sum_seconds;
+    int64_t work_duration_sum_ms; /* sum and count of get -> done */
     uint64_t work_duration_count;
-} kcr_workqueue_stat_values;
+} kcr_workqueue_stats;
 
 /* ------------------------------------------------------------------------ */
 /* The queue                                                                  */
@@ -189,31 +216,33 @@ typedef struct kcr_workqueue_stat_values {
 typedef struct kcr_workqueue kcr_workqueue;
 
 /* Options for kcr_workqueue_new; zero (or a NULL opts) means every default. */
-typedef struct kcr_workqueue_opts {
+typedef struct kcr_workqueue_options {
     /* Queue name for metrics' `name` label and log lines; copied.
      * NULL: "" (still reported if `metrics` is set). */
     const char *name;
     /* Metrics callbacks; the struct is copied. NULL: no metrics, and then the
      * queue never reads the clock for them. */
     const kcr_workqueue_metrics *metrics;
-    /* Track times for kcr_workqueue_stats even without callbacks.
+    /* Track times for kcr_workqueue_get_stats even without callbacks.
      * Default false. */
     bool track_time;
     /* Limiter behind add_rate_limited/forget/num_requeues. The queue takes
-     * ownership (also when kcr_workqueue_new fails). NULL:
-     * kcr_rate_limiter_default(). */
+     * ownership (also when kcr_workqueue_new fails). NULL: a
+     * kcr_rate_limiter_default_new() one. */
     kcr_rate_limiter *limiter;
     /* Expected number of distinct keys, to size the table (0: 64). */
     size_t capacity_hint;
     /* Aging of priorities (kcr_workqueue_add_with_priority): a key waiting
      * this long is served before younger keys of any priority. 0: 10 s;
      * < 0: no aging (strict priority). */
-    int64_t priority_max_wait_ns;
-} kcr_workqueue_opts;
+    int64_t priority_max_wait_ms;
+} kcr_workqueue_options;
 
-/* Creates a queue into *out. `opts` is borrowed for the call. Returns KCR_OK,
- * KCR_ERR_NOMEM or KCR_ERR_INVALID (NULL out). */
-KCR_API kcr_err kcr_workqueue_new(const kcr_workqueue_opts *opts, kcr_workqueue **out);
+/* Creates a queue the caller owns (kcr_workqueue_free) into *out, set only
+ * on KCR_OK. `opts` is borrowed for the call (NULL: every default). Returns
+ * KCR_OK, KCR_ERR_NOMEM or KCR_ERR_INVALID (NULL out); kcr_last_error()
+ * says why. Thread-safe. */
+KCR_API kcr_err kcr_workqueue_new(const kcr_workqueue_options *opts, kcr_workqueue **out);
 
 /* Frees the queue, its keys and its limiter (no shutdown needed first).
  * NULL is a no-op. Every other call on the queue must have returned (join
@@ -226,11 +255,11 @@ KCR_API void kcr_workqueue_free(kcr_workqueue *q);
  * KCR_ERR_INVALID (NULL key). Thread-safe. */
 KCR_API kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key);
 
-/* Adds `key` (copied) after `delay_ns` (<= 0: now, like add). If the key is
+/* Adds `key` (copied) after `delay_ms` (<= 0: now, like add). If the key is
  * already waiting for a deadline, the EARLIER deadline is kept. Keys become
  * ready in deadline order (ties in call order). Counts a retry in metrics.
  * Returns like kcr_workqueue_add. Thread-safe. */
-KCR_API kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay_ns);
+KCR_API kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay_ms);
 
 /* Priorities for kcr_workqueue_add_with_priority: a higher one is handed out
  * first. KCR_WQ_PRIORITY_LOW is what controllers use for the initial list and
@@ -243,7 +272,7 @@ KCR_API kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64
  * higher of its two priorities (raised, it goes to the end of the higher
  * priority's keys); one being processed comes back after done with the
  * highest priority it was re-added with. Aging: a key that has waited
- * opts.priority_max_wait_ns is handed out before any key that has not, so a
+ * options.priority_max_wait_ms is handed out before any key that has not, so a
  * steady stream of high-priority keys never starves a low one; of those that
  * have, the one waiting longest goes first (a tie: the higher priority). A
  * key waits from its add (re-added while processing: from done; delayed:
@@ -255,7 +284,7 @@ KCR_API kcr_err kcr_workqueue_add_with_priority(kcr_workqueue *q, const char *ke
 /* kcr_workqueue_add_after whose key, once due, is queued with `priority`.
  * Returns like kcr_workqueue_add. Thread-safe. */
 KCR_API kcr_err kcr_workqueue_add_after_with_priority(kcr_workqueue *q, const char *key,
-                                                      int64_t delay_ns, int priority);
+                                                      int64_t delay_ms, int priority);
 
 /* add_after(key, limiter's when(key)). Returns like kcr_workqueue_add.
  * Thread-safe; the limiter runs without the queue's lock. */
@@ -289,10 +318,10 @@ KCR_API size_t kcr_workqueue_len(kcr_workqueue *q);
  * docs/workqueue.md). Thread-safe; any number of getters. */
 KCR_API kcr_err kcr_workqueue_get(kcr_workqueue *q, const char **key);
 
-/* kcr_workqueue_get that gives up after timeout_ns with KCR_ERR_TIMEOUT
+/* kcr_workqueue_get that gives up after timeout_ms with KCR_ERR_TIMEOUT
  * (0: only takes a key that is ready now; < 0: no limit). The key is owned
  * by the queue, valid until done. Thread-safe. */
-KCR_API kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ns, const char **key);
+KCR_API kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ms, const char **key);
 
 /* Finishes processing of `key` (borrowed; it may be the pointer get returned).
  * If the key was added while processing, it is queued again. Returns KCR_OK,
@@ -317,8 +346,9 @@ KCR_API void kcr_workqueue_shutdown_with_drain(kcr_workqueue *q);
 /* True once shutdown has started. Thread-safe. */
 KCR_API bool kcr_workqueue_shutting_down(kcr_workqueue *q);
 
-/* Current values into *out (see kcr_workqueue_stat_values). Thread-safe. */
-KCR_API void kcr_workqueue_stats(kcr_workqueue *q, kcr_workqueue_stat_values *out);
+/* Fills *out (owned by the caller) with a snapshot of the queue (see
+ * kcr_workqueue_stats). Thread-safe. */
+KCR_API void kcr_workqueue_get_stats(kcr_workqueue *q, kcr_workqueue_stats *out);
 
 /* Refreshes the unfinished-work and longest-running gauges through the
  * metrics callbacks now (e.g. right before a scrape). Thread-safe. */

@@ -31,7 +31,7 @@ static const kcr_resource CM = {"", "v1", "configmaps"};
 
 Test(error_details, workqueue)
 {
-    kcr_workqueue_opts o = {.name = "jobs"};
+    kcr_workqueue_options o = {.name = "jobs"};
     kcr_workqueue *q;
     EXPECT_DETAIL(kcr_workqueue_new(&o, NULL), KCR_ERR_INVALID, "NULL");
     cr_assert_eq(kcr_workqueue_new(&o, &q), KCR_OK);
@@ -42,7 +42,7 @@ Test(error_details, workqueue)
     kcr_workqueue_shutdown(q);
     EXPECT_DETAIL(kcr_workqueue_add(q, "late-1"), KCR_ERR_SHUTDOWN, "late-1");
     EXPECT_DETAIL(kcr_workqueue_add_rate_limited(q, "late-2"), KCR_ERR_SHUTDOWN, "late-2");
-    EXPECT_DETAIL(kcr_workqueue_add_after(q, "late-3", 1000000000), KCR_ERR_SHUTDOWN, "late-3");
+    EXPECT_DETAIL(kcr_workqueue_add_after(q, "late-3", 1000), KCR_ERR_SHUTDOWN, "late-3");
     EXPECT_DETAIL(kcr_workqueue_add_after(q, "late-4", 0), KCR_ERR_SHUTDOWN, "late-4");
     EXPECT_DETAIL(kcr_workqueue_get(q, &key), KCR_ERR_SHUTDOWN, "jobs");
     kcr_workqueue_free(q);

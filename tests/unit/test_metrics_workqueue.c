@@ -21,7 +21,7 @@ static void setup(void)
     cr_assert_eq(kcr_metrics_new(NULL, &reg), KCR_OK);
     cr_assert_eq(kcr_metrics_workqueue_hooks(reg, "q", "ctrl", &hooks), KCR_OK, "%s",
                  kcr_last_error());
-    kcr_workqueue_opts o = {.name = "q", .metrics = &hooks};
+    kcr_workqueue_options o = {.name = "q", .metrics = &hooks};
     cr_assert_eq(kcr_workqueue_new(&o, &q), KCR_OK);
 }
 
@@ -117,7 +117,7 @@ Test(metrics_workqueue, values_follow_adds_gets_dones_and_retries, .init = setup
     cr_assert_eq(value_of("workqueue_unfinished_work_seconds" LABELS), 0.0);
     cr_assert_eq(value_of("workqueue_longest_running_processor_seconds" LABELS), 0.0);
 
-    cr_assert_eq(kcr_workqueue_add_after(q, "c", 3600 * KCR_WQ_S), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add_after(q, "c", 3600 * 1000), KCR_OK);
     cr_assert_eq(kcr_workqueue_add_rate_limited(q, "d"), KCR_OK);
     cr_assert_eq(value_of("workqueue_retries_total" LABELS), 2.0);
 

@@ -615,8 +615,9 @@ Test(testkit, custom_rate_limiter, .init = setup, .fini = teardown)
 {
     seed("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}");
     beh.result = KCR_RETRY(KCR_ERR_API);
-    kcr_controller *c = add(&(kcr_controller_options){
-        .rate_limiter = kcr_rate_limiter_fast_slow(10 * KCR_WQ_MS, 1000 * KCR_WQ_MS, 2)});
+    kcr_rate_limiter *rl = NULL;
+    cr_assert_eq(kcr_rate_limiter_fast_slow_new(10, 1000, 2, &rl), KCR_OK);
+    kcr_controller *c = add(&(kcr_controller_options){.rate_limiter = rl});
     int64_t want[] = {10, 10, 1000};
     for (int i = 0; i < 3; i++) {
         cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);

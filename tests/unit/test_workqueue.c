@@ -52,8 +52,8 @@ Test(workqueue, fifo_order_and_add_while_queued_is_noop)
     expect_next(q, "b");
     expect_next(q, "c");
     cr_assert_eq(kcr_workqueue_len(q), 0);
-    kcr_workqueue_stat_values st;
-    kcr_workqueue_stats(q, &st);
+    kcr_workqueue_stats st;
+    kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.adds_total, 3);
     cr_assert_eq(st.depth, 0);
     kcr_workqueue_free(q);
@@ -71,8 +71,8 @@ Test(workqueue, add_while_processing_comes_back_after_done)
     cr_assert_eq(kcr_workqueue_add(q, "a"), KCR_OK);
     cr_assert_eq(kcr_workqueue_len(q), 0);
     cr_assert_eq(kcr_workqueue_get_timeout(q, 0, &key), KCR_ERR_TIMEOUT);
-    kcr_workqueue_stat_values st;
-    kcr_workqueue_stats(q, &st);
+    kcr_workqueue_stats st;
+    kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.depth, 1);
     cr_assert_eq(st.processing, 1);
     cr_assert_eq(kcr_workqueue_done(q, "a"), KCR_OK);
@@ -280,18 +280,18 @@ Test(workqueue, get_timeout_reports_timeout)
     cr_assert_null(key);
     cr_assert_lt(ms_since(t0), 1000.0);
     t0 = kcr__now_ns();
-    cr_assert_eq(kcr_workqueue_get_timeout(q, 30 * KCR_WQ_MS, &key), KCR_ERR_TIMEOUT);
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 30, &key), KCR_ERR_TIMEOUT);
     cr_assert_geq(ms_since(t0), 29.0);
     cr_assert_lt(ms_since(t0), 5000.0);
     kcr_workqueue_add(q, "x");
-    cr_assert_eq(kcr_workqueue_get_timeout(q, 30 * KCR_WQ_MS, &key), KCR_OK);
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 30, &key), KCR_OK);
     cr_assert_str_eq(key, "x");
     kcr_workqueue_done(q, key);
 
     /* A getter with a timeout gets a key that arrives before it. */
     pthread_t t;
     struct getter g;
-    start_getter(&t, &g, q, 5 * KCR_WQ_S);
+    start_getter(&t, &g, q, 5000);
     wait_for_sleepers(q, 1);
     kcr_workqueue_add(q, "late");
     pthread_join(t, NULL);
@@ -304,11 +304,11 @@ Test(workqueue, get_timeout_reports_timeout)
 Test(workqueue, wake_unblocks_getters_without_shutdown)
 {
     kcr_workqueue *q = new_queue();
-    kcr_workqueue_add_after(q, "far", 3600 * KCR_WQ_S); /* one of them keeps time */
+    kcr_workqueue_add_after(q, "far", 3600 * 1000); /* one of them keeps time */
     pthread_t t[2];
     struct getter g[2];
     start_getter(&t[0], &g[0], q, -1);
-    start_getter(&t[1], &g[1], q, 10 * KCR_WQ_S);
+    start_getter(&t[1], &g[1], q, 10000);
     /* A wake reaches only getters already blocked, so wait until both are:
      * `sleepers` is raised under the queue lock right before the wait. */
     wait_for_sleepers(q, 2);
@@ -339,12 +339,12 @@ Test(workqueue, remove_drops_queued_delayed_and_readded_keys)
     expect_next(q, "a");
     expect_next(q, "c");
 
-    kcr_workqueue_add_after(q, "later", 3600 * KCR_WQ_S);
-    kcr_workqueue_stat_values st;
-    kcr_workqueue_stats(q, &st);
+    kcr_workqueue_add_after(q, "later", 3600 * 1000);
+    kcr_workqueue_stats st;
+    kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.waiting, 1);
     cr_assert_eq(kcr_workqueue_remove(q, "later"), KCR_OK);
-    kcr_workqueue_stats(q, &st);
+    kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.waiting, 0);
 
     /* Processing: the re-add is dropped, the key stays handed out. */
@@ -356,7 +356,7 @@ Test(workqueue, remove_drops_queued_delayed_and_readded_keys)
     cr_assert_eq(kcr_workqueue_remove(q, "p"), KCR_ERR_NOT_FOUND);
     cr_assert_eq(kcr_workqueue_done(q, "p"), KCR_OK);
     cr_assert_eq(kcr_workqueue_len(q), 0, "removed re-add must not come back");
-    kcr_workqueue_stats(q, &st);
+    kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.depth, 0);
     kcr_workqueue_free(q);
 }
@@ -365,12 +365,12 @@ Test(workqueue, add_after_non_positive_adds_now)
 {
     kcr_workqueue *q = new_queue();
     cr_assert_eq(kcr_workqueue_add_after(q, "zero", 0), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add_after(q, "neg", -5 * KCR_WQ_S), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add_after(q, "neg", -5000), KCR_OK);
     cr_assert_eq(kcr_workqueue_len(q), 2);
     expect_next(q, "zero");
     expect_next(q, "neg");
-    kcr_workqueue_stat_values st;
-    kcr_workqueue_stats(q, &st);
+    kcr_workqueue_stats st;
+    kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.retries_total, 2);
     kcr_workqueue_free(q);
 }
@@ -379,18 +379,18 @@ Test(workqueue, delayed_keys_become_ready_in_deadline_order)
 {
     kcr_workqueue *q = new_queue();
     int64_t t0 = kcr__now_ns();
-    kcr_workqueue_add_after(q, "c", 60 * KCR_WQ_MS);
-    kcr_workqueue_add_after(q, "a", 20 * KCR_WQ_MS);
-    kcr_workqueue_add_after(q, "b", 40 * KCR_WQ_MS);
-    kcr_workqueue_stat_values st;
-    kcr_workqueue_stats(q, &st); /* does not move due keys: exact on a slow machine too */
+    kcr_workqueue_add_after(q, "c", 60);
+    kcr_workqueue_add_after(q, "a", 20);
+    kcr_workqueue_add_after(q, "b", 40);
+    kcr_workqueue_stats st;
+    kcr_workqueue_get_stats(q, &st); /* does not move due keys: exact on a slow machine too */
     cr_assert_eq(st.waiting, 3);
     cr_assert_eq(st.queued, 0);
     const char *want[] = {"a", "b", "c"};
     double min_ms[] = {19.5, 39.5, 59.5};
     for (int i = 0; i < 3; i++) {
         const char *key;
-        cr_assert_eq(kcr_workqueue_get_timeout(q, 5 * KCR_WQ_S, &key), KCR_OK);
+        cr_assert_eq(kcr_workqueue_get_timeout(q, 5000, &key), KCR_OK);
         cr_assert_str_eq(key, want[i]);
         cr_assert_geq(ms_since(t0), min_ms[i], "%s came early", key);
         kcr_workqueue_done(q, key);
@@ -404,7 +404,7 @@ Test(workqueue, equal_deadlines_keep_call_order)
     char key[16];
     for (int i = 0; i < 50; i++) {
         snprintf(key, sizeof key, "k%02d", i);
-        kcr_workqueue_add_after(q, key, 10 * KCR_WQ_MS);
+        kcr_workqueue_add_after(q, key, 10);
     }
     sleep_ms(30);
     cr_assert_eq(kcr_workqueue_len(q), 50);
@@ -419,22 +419,22 @@ Test(workqueue, readding_a_waiting_key_keeps_the_earlier_deadline)
 {
     kcr_workqueue *q = new_queue();
     /* Later first, then earlier: the earlier one wins. */
-    kcr_workqueue_add_after(q, "x", 3600 * KCR_WQ_S);
-    kcr_workqueue_add_after(q, "x", 20 * KCR_WQ_MS);
+    kcr_workqueue_add_after(q, "x", 3600 * 1000);
+    kcr_workqueue_add_after(q, "x", 20);
     /* Earlier first, then later: still the earlier one. */
-    kcr_workqueue_add_after(q, "y", 20 * KCR_WQ_MS);
-    kcr_workqueue_add_after(q, "y", 3600 * KCR_WQ_S);
-    kcr_workqueue_stat_values st;
-    kcr_workqueue_stats(q, &st);
+    kcr_workqueue_add_after(q, "y", 20);
+    kcr_workqueue_add_after(q, "y", 3600 * 1000);
+    kcr_workqueue_stats st;
+    kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.waiting, 2, "one heap entry per key");
     const char *key;
     int64_t t0 = kcr__now_ns();
     for (int i = 0; i < 2; i++) {
-        cr_assert_eq(kcr_workqueue_get_timeout(q, 5 * KCR_WQ_S, &key), KCR_OK);
+        cr_assert_eq(kcr_workqueue_get_timeout(q, 5000, &key), KCR_OK);
         kcr_workqueue_done(q, key);
     }
     cr_assert_lt(ms_since(t0), 4000.0);
-    kcr_workqueue_stats(q, &st);
+    kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.waiting, 0);
     kcr_workqueue_free(q);
 }
@@ -442,13 +442,13 @@ Test(workqueue, readding_a_waiting_key_keeps_the_earlier_deadline)
 Test(workqueue, blocked_getter_wakes_for_an_earlier_new_deadline)
 {
     kcr_workqueue *q = new_queue();
-    kcr_workqueue_add_after(q, "far", 3600 * KCR_WQ_S);
+    kcr_workqueue_add_after(q, "far", 3600 * 1000);
     pthread_t t;
     struct getter g;
     start_getter(&t, &g, q, -1);
     wait_for_sleepers(q, 1);
     int64_t t0 = kcr__now_ns();
-    kcr_workqueue_add_after(q, "soon", 20 * KCR_WQ_MS);
+    kcr_workqueue_add_after(q, "soon", 20);
     pthread_join(t, NULL);
     cr_assert_eq(g.err, KCR_OK);
     cr_assert_str_eq(g.key, "soon");
@@ -463,14 +463,14 @@ Test(workqueue, delayed_add_reaches_getters_while_one_keeps_time_for_a_far_deadl
     /* One getter sleeps until "far" (an hour), the other without a timer;
      * "soon" goes through the add ring and must not wait for "far". */
     kcr_workqueue *q = new_queue();
-    kcr_workqueue_add_after(q, "far", 3600 * KCR_WQ_S);
+    kcr_workqueue_add_after(q, "far", 3600 * 1000);
     pthread_t t[2];
     struct getter g[2];
     for (int i = 0; i < 2; i++)
-        start_getter(&t[i], &g[i], q, 10 * KCR_WQ_S);
+        start_getter(&t[i], &g[i], q, 10000);
     wait_for_sleepers(q, 2);
     int64_t t0 = kcr__now_ns();
-    cr_assert_eq(kcr_workqueue_add_after(q, "soon", 20 * KCR_WQ_MS), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add_after(q, "soon", 20), KCR_OK);
     while (!atomic_load(&g[0].finished) && !atomic_load(&g[1].finished) && ms_since(t0) < 10000)
         sleep_ms(1);
     double waited = ms_since(t0);
@@ -494,20 +494,20 @@ Test(workqueue, delayed_add_after_the_timekeepers_deadline_comes_after_it)
      * valgrind too. */
     kcr_workqueue *q = new_queue();
     int64_t t0 = kcr__now_ns();
-    kcr_workqueue_add_after(q, "first", 300 * KCR_WQ_MS);
+    kcr_workqueue_add_after(q, "first", 300);
     pthread_t t;
     struct getter g;
-    start_getter(&t, &g, q, 10 * KCR_WQ_S);
+    start_getter(&t, &g, q, 10000);
     wait_for_sleepers(q, 1);
     cr_assert_lt(ms_since(t0), 300.0, "the getter blocked only after the first deadline");
-    cr_assert_eq(kcr_workqueue_add_after(q, "second", 600 * KCR_WQ_MS), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add_after(q, "second", 600), KCR_OK);
     pthread_join(t, NULL);
     cr_assert_eq(g.err, KCR_OK);
     cr_assert_str_eq(g.key, "first");
     cr_assert_geq(ms_since(t0), 299.0);
     kcr_workqueue_done(q, "first");
     const char *key = NULL;
-    cr_assert_eq(kcr_workqueue_get_timeout(q, 10 * KCR_WQ_S, &key), KCR_OK);
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 10000, &key), KCR_OK);
     cr_assert_str_eq(key, "second");
     cr_assert_geq(ms_since(t0), 599.0);
     kcr_workqueue_done(q, key);
@@ -523,7 +523,7 @@ Test(workqueue, removed_and_rescheduled_delayed_keys_do_not_pile_up)
     for (int round = 0; round < 50; round++)
         for (int i = 0; i < 100; i++) {
             snprintf(key, sizeof key, "r%d", i);
-            cr_assert_eq(kcr_workqueue_add_after(q, key, (3600 - round) * KCR_WQ_S), KCR_OK);
+            cr_assert_eq(kcr_workqueue_add_after(q, key, (3600 - round) * 1000), KCR_OK);
         }
     kcr_workqueue_len(q); /* applies the add ring */
     cr_assert_leq(q->heap_len, 2u * 100 + 64, "heap holds %u entries for 100 keys", q->heap_len);
@@ -569,7 +569,7 @@ Test(workqueue, many_getters_share_delayed_keys)
     char key[16];
     for (int i = 0; i < 200; i++) {
         snprintf(key, sizeof key, "d%d", i);
-        kcr_workqueue_add_after(q, key, (i % 17) * KCR_WQ_MS);
+        kcr_workqueue_add_after(q, key, i % 17);
     }
     int64_t t0 = kcr__now_ns();
     while (atomic_load(&c.got) < 200 && ms_since(t0) < 10000)
@@ -592,7 +592,7 @@ Test(workqueue, a_stuck_worker_does_not_hold_back_the_next_key)
     cr_assert_eq(kcr_workqueue_get_timeout(q, 0, &held), KCR_OK);
     pthread_t t;
     struct getter g;
-    start_getter(&t, &g, q, 10 * KCR_WQ_S);
+    start_getter(&t, &g, q, 10000);
     kcr_workqueue_add(q, "next");
     pthread_join(t, NULL); /* the getter gives up after 10 s */
     cr_assert_eq(g.err, KCR_OK);
@@ -630,7 +630,7 @@ Test(workqueue, a_delayed_add_behind_a_long_fifo_still_arrives)
         kcr_workqueue_add(q, key);
     }
     expect_next(q, "a0"); /* moves the ring into the FIFO */
-    kcr_workqueue_add_after(q, "late", KCR_WQ_MS);
+    kcr_workqueue_add_after(q, "late", 1);
     for (int i = 0; i < 400; i++) {
         snprintf(key, sizeof key, "b%d", i);
         kcr_workqueue_add(q, key);
@@ -640,7 +640,7 @@ Test(workqueue, a_delayed_add_behind_a_long_fifo_still_arrives)
     int64_t t0 = kcr__now_ns();
     while ((a < 600 || b < 400 || !late) && ms_since(t0) < 10000) {
         const char *got = NULL;
-        if (kcr_workqueue_get_timeout(q, 100 * KCR_WQ_MS, &got) != KCR_OK)
+        if (kcr_workqueue_get_timeout(q, 100, &got) != KCR_OK)
             continue;
         if (strcmp(got, "late") == 0) {
             late = true;
@@ -663,13 +663,13 @@ Test(workqueue, a_delayed_add_behind_a_long_fifo_still_arrives)
 Test(workqueue, len_moves_due_keys_without_a_getter_and_shutdown_drops_waiting_keys)
 {
     kcr_workqueue *q = new_queue();
-    kcr_workqueue_add_after(q, "due", 5 * KCR_WQ_MS);
-    kcr_workqueue_add_after(q, "never", 3600 * KCR_WQ_S);
+    kcr_workqueue_add_after(q, "due", 5);
+    kcr_workqueue_add_after(q, "never", 3600 * 1000);
     sleep_ms(20);
     cr_assert_eq(kcr_workqueue_len(q), 1);
     kcr_workqueue_shutdown(q);
-    kcr_workqueue_stat_values st;
-    kcr_workqueue_stats(q, &st);
+    kcr_workqueue_stats st;
+    kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.waiting, 0);
     expect_next(q, "due");
     const char *key;
@@ -679,38 +679,40 @@ Test(workqueue, len_moves_due_keys_without_a_getter_and_shutdown_drops_waiting_k
 
 Test(workqueue, rate_limited_add_forget_num_requeues)
 {
-    kcr_workqueue_opts opts = {.limiter = kcr_rate_limiter_exponential(KCR_WQ_MS, KCR_WQ_S)};
+    kcr_rate_limiter_exponential_options lo = {.base_delay_ms = 1, .max_delay_ms = 1000};
+    kcr_workqueue_options opts = {0};
+    cr_assert_eq(kcr_rate_limiter_exponential_new(&lo, &opts.limiter), KCR_OK);
     kcr_workqueue *q;
     cr_assert_eq(kcr_workqueue_new(&opts, &q), KCR_OK);
     cr_assert_eq(kcr_workqueue_num_requeues(q, "r"), 0);
     cr_assert_eq(kcr_workqueue_add_rate_limited(q, "r"), KCR_OK);
     cr_assert_eq(kcr_workqueue_num_requeues(q, "r"), 1);
     const char *key;
-    cr_assert_eq(kcr_workqueue_get_timeout(q, 5 * KCR_WQ_S, &key), KCR_OK);
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 5000, &key), KCR_OK);
     cr_assert_str_eq(key, "r");
     cr_assert_eq(kcr_workqueue_add_rate_limited(q, "r"), KCR_OK); /* while processing */
     cr_assert_eq(kcr_workqueue_num_requeues(q, "r"), 2);
     kcr_workqueue_done(q, "r");
-    cr_assert_eq(kcr_workqueue_get_timeout(q, 5 * KCR_WQ_S, &key), KCR_OK);
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 5000, &key), KCR_OK);
     kcr_workqueue_done(q, key);
     kcr_workqueue_forget(q, "r");
     cr_assert_eq(kcr_workqueue_num_requeues(q, "r"), 0);
-    kcr_workqueue_stat_values st;
-    kcr_workqueue_stats(q, &st);
+    kcr_workqueue_stats st;
+    kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.retries_total, 2);
     kcr_workqueue_free(q);
 }
 
 Test(workqueue, default_limiter_and_name)
 {
-    kcr_workqueue_opts opts = {.name = "jobs"};
+    kcr_workqueue_options opts = {.name = "jobs"};
     kcr_workqueue *q;
     cr_assert_eq(kcr_workqueue_new(&opts, &q), KCR_OK);
     cr_assert_str_eq(kcr_workqueue_name(q), "jobs");
     int64_t t0 = kcr__now_ns();
     kcr_workqueue_add_rate_limited(q, "k"); /* first failure: 5 ms */
     const char *key;
-    cr_assert_eq(kcr_workqueue_get_timeout(q, 5 * KCR_WQ_S, &key), KCR_OK);
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 5000, &key), KCR_OK);
     cr_assert_geq(ms_since(t0), 4.9, "the default limiter delays the first retry by 5 ms");
     kcr_workqueue_done(q, key);
     cr_assert_eq(kcr_workqueue_num_requeues(q, "k"), 1);
@@ -745,7 +747,7 @@ Test(workqueue, many_and_long_keys_grow_and_shrink_the_table)
     kcr_workqueue_add(q, "ns/1");
     expect_next(q, "ns/1");
     kcr_workqueue_add(q, "left/in/queue"); /* freed by kcr_workqueue_free */
-    kcr_workqueue_add_after(q, "left/waiting", KCR_WQ_S);
+    kcr_workqueue_add_after(q, "left/waiting", 1000);
     kcr_workqueue_free(q);
 }
 

@@ -109,9 +109,9 @@ static kcr_workqueue *metered_queue(struct rec *r, int64_t period)
         .longest_running = on_longest,
         .retries = on_retries,
         .user_data = r,
-        .update_period_ns = period,
+        .update_period_ms = period,
     };
-    kcr_workqueue_opts opts = {.name = "jobs", .metrics = &m};
+    kcr_workqueue_options opts = {.name = "jobs", .metrics = &m};
     kcr_workqueue *q;
     cr_assert_eq(kcr_workqueue_new(&opts, &q), KCR_OK);
     return q;
@@ -138,7 +138,7 @@ Test(metrics, names_match_prometheus)
 Test(metrics, callbacks_receive_correct_values)
 {
     struct rec r;
-    kcr_workqueue *q = metered_queue(&r, 3600 * KCR_WQ_S);
+    kcr_workqueue *q = metered_queue(&r, 3600 * 1000);
     kcr_workqueue_add(q, "a");
     kcr_workqueue_add(q, "b");
     kcr_workqueue_add(q, "a"); /* duplicate: no add counted */
@@ -174,21 +174,21 @@ Test(metrics, callbacks_receive_correct_values)
     kcr_workqueue_add_rate_limited(q, "d");
     cr_assert_eq(r.retries, 2);
 
-    kcr_workqueue_stat_values st;
-    kcr_workqueue_stats(q, &st);
+    kcr_workqueue_stats st;
+    kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.depth, r.depth);
     cr_assert_eq(st.adds_total, (uint64_t)r.adds);
     cr_assert_eq(st.retries_total, 2);
     cr_assert_eq(st.queue_duration_count, 1);
     cr_assert_eq(st.work_duration_count, 1);
-    cr_assert_geq(st.work_duration_sum_seconds, 0.029);
+    cr_assert_geq(st.work_duration_sum_ms, 29);
     cr_assert_eq(r.bad_name, 0);
     kcr_workqueue_free(q);
 }
 
 Test(metrics, snapshot_reports_processing_ages)
 {
-    kcr_workqueue_opts opts = {.track_time = true};
+    kcr_workqueue_options opts = {.track_time = true};
     kcr_workqueue *q;
     cr_assert_eq(kcr_workqueue_new(&opts, &q), KCR_OK);
     const char *k1, *k2;
@@ -197,15 +197,16 @@ Test(metrics, snapshot_reports_processing_ages)
     sleep_ms(30);
     kcr_workqueue_add(q, "two");
     kcr_workqueue_get(q, &k2);
-    kcr_workqueue_add_after(q, "three", 3600 * KCR_WQ_S);
-    kcr_workqueue_stat_values st;
-    kcr_workqueue_stats(q, &st);
+    kcr_workqueue_add_after(q, "three", 3600 * 1000);
+    kcr_workqueue_stats st;
+    kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.processing, 2);
     cr_assert_eq(st.waiting, 1);
     cr_assert_eq(st.queued, 0);
-    cr_assert_geq(st.longest_running_processor_seconds, 0.029);
-    cr_assert_geq(st.unfinished_work_seconds, st.longest_running_processor_seconds);
-    cr_assert_lt(st.unfinished_work_seconds, 2 * st.longest_running_processor_seconds + 1e-9);
+    cr_assert_geq(st.longest_running_processor_ms, 29);
+    cr_assert_geq(st.unfinished_work_ms, st.longest_running_processor_ms);
+    /* Two keys, the sum and the maximum each rounded down to ms. */
+    cr_assert_leq(st.unfinished_work_ms, 2 * st.longest_running_processor_ms + 1);
     kcr_workqueue_done(q, k1);
     kcr_workqueue_done(q, k2);
     kcr_workqueue_free(q);
@@ -219,11 +220,11 @@ Test(metrics, without_metrics_times_stay_zero)
     kcr_workqueue_add(q, "x");
     kcr_workqueue_get(q, &k);
     sleep_ms(5);
-    kcr_workqueue_stat_values st;
-    kcr_workqueue_stats(q, &st);
+    kcr_workqueue_stats st;
+    kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.processing, 1);
     cr_assert_eq(st.adds_total, 1);
-    cr_assert_eq(st.longest_running_processor_seconds, 0.0);
+    cr_assert_eq(st.longest_running_processor_ms, 0);
     cr_assert_eq(st.queue_duration_count, 0);
     kcr_workqueue_metrics_update(q); /* no callbacks: harmless */
     kcr_workqueue_done(q, k);
@@ -246,7 +247,7 @@ static void *wait_main(void *arg)
 Test(metrics, idle_getter_refreshes_gauges_periodically)
 {
     struct rec r;
-    kcr_workqueue *q = metered_queue(&r, 10 * KCR_WQ_MS);
+    kcr_workqueue *q = metered_queue(&r, 10);
     const char *key;
     kcr_workqueue_add(q, "slow");
     kcr_workqueue_get(q, &key); /* held by this thread */

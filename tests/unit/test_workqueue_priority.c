@@ -15,9 +15,9 @@
 #include "kcr/kcr.h"
 #include "workqueue/queue.h"
 
-static kcr_workqueue *new_queue(int64_t max_wait_ns)
+static kcr_workqueue *new_queue(int64_t max_wait_ms)
 {
-    kcr_workqueue_opts opts = {.name = "prio", .priority_max_wait_ns = max_wait_ns};
+    kcr_workqueue_options opts = {.name = "prio", .priority_max_wait_ms = max_wait_ms};
     kcr_workqueue *q = NULL;
     cr_assert_eq(kcr_workqueue_new(&opts, &q), KCR_OK);
     return q;
@@ -46,7 +46,7 @@ static void expect_empty(kcr_workqueue *q)
 
 static void sleep_ns(int64_t ns)
 {
-    struct timespec ts = {(time_t)(ns / KCR_WQ_S), (long)(ns % KCR_WQ_S)};
+    struct timespec ts = {(time_t)(ns / KCR_NS_PER_S), (long)(ns % KCR_NS_PER_S)};
     nanosleep(&ts, NULL);
 }
 
@@ -61,9 +61,9 @@ static void let_time_pass(int64_t ns)
 /* Waits (bounded) until `n` keys are ready. */
 static void wait_len(kcr_workqueue *q, size_t n)
 {
-    int64_t deadline = kcr__now_ns() + 5 * KCR_WQ_S;
+    int64_t deadline = kcr__now_ns() + 5 * KCR_NS_PER_S;
     while (kcr_workqueue_len(q) != n && kcr__now_ns() < deadline)
-        sleep_ns(KCR_WQ_MS);
+        sleep_ns(KCR_NS_PER_MS);
     cr_assert_eq(kcr_workqueue_len(q), n);
 }
 
@@ -130,7 +130,7 @@ Test(priority, a_normal_only_queue_never_leaves_fifo_mode)
     expect_next(q, "d");
     cr_assert_not(q->prio_on);
     cr_assert_null(q->levels);
-    cr_assert_eq(q->max_wait_ns, 10 * KCR_WQ_S, "0 means the 10 s default");
+    cr_assert_eq(q->max_wait_ns, 10 * KCR_NS_PER_S, "0 means the 10 s default");
     kcr_workqueue_free(q);
 }
 
@@ -161,8 +161,8 @@ Test(priority, a_waiting_key_keeps_the_higher_priority)
     add(q, "n", KCR_WQ_PRIORITY_LOW);    /* lower: no change */
     cr_assert_eq(kcr_workqueue_add(q, "z"), KCR_OK); /* plain add raises LOW to NORMAL */
     cr_assert_eq(kcr_workqueue_len(q), 4);
-    kcr_workqueue_stat_values st;
-    kcr_workqueue_stats(q, &st);
+    kcr_workqueue_stats st;
+    kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.adds_total, 4, "raising a priority is not another add");
     expect_next(q, "n");
     expect_next(q, "y");
@@ -207,18 +207,18 @@ Test(priority, delayed_adds_are_queued_with_their_priority)
     kcr_workqueue *q = new_queue(-1);
     add(q, "n", KCR_WQ_PRIORITY_NORMAL);
     add(q, "low", KCR_WQ_PRIORITY_LOW);
-    cr_assert_eq(kcr_workqueue_add_after_with_priority(q, "d", 20 * KCR_WQ_MS, 10), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add_after_with_priority(q, "d", 20, 10), KCR_OK);
     /* Waiting twice: the earlier deadline and the higher priority stay. */
     cr_assert_eq(
-        kcr_workqueue_add_after_with_priority(q, "e", 10 * KCR_WQ_MS, KCR_WQ_PRIORITY_LOW),
+        kcr_workqueue_add_after_with_priority(q, "e", 10, KCR_WQ_PRIORITY_LOW),
         KCR_OK);
-    cr_assert_eq(kcr_workqueue_add_after_with_priority(q, "e", 60 * KCR_WQ_S, 20), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add_after(q, "f", 10 * KCR_WQ_MS), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add_after_with_priority(q, "e", 60 * 1000, 20), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add_after(q, "f", 10), KCR_OK);
     /* Due at once: a plain add with that priority. */
     cr_assert_eq(kcr_workqueue_add_after_with_priority(q, "now", 0, 15), KCR_OK);
     wait_len(q, 6);
-    kcr_workqueue_stat_values st;
-    kcr_workqueue_stats(q, &st);
+    kcr_workqueue_stats st;
+    kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.waiting, 0, "e keeps the earlier deadline");
     expect_next(q, "e");
     expect_next(q, "now");
@@ -231,8 +231,8 @@ Test(priority, delayed_adds_are_queued_with_their_priority)
 
 Test(priority, a_key_waiting_max_wait_goes_before_younger_keys_oldest_first)
 {
-    const int64_t max_wait = 100 * KCR_WQ_MS;
-    kcr_workqueue *q = new_queue(max_wait);
+    const int64_t max_wait = 100 * KCR_NS_PER_MS;
+    kcr_workqueue *q = new_queue(max_wait / KCR_NS_PER_MS);
     add(q, "low-old", KCR_WQ_PRIORITY_LOW);
     add(q, "mid-old", -50);
     let_time_pass(max_wait);
@@ -288,7 +288,7 @@ static long serve_under_churn(struct churn *c, long limit, int64_t *low_at)
     long served = 0;
     while (served < limit) {
         const char *key;
-        cr_assert_eq(kcr_workqueue_get_timeout(c->q, 5 * KCR_WQ_S, &key), KCR_OK,
+        cr_assert_eq(kcr_workqueue_get_timeout(c->q, 5 * 1000, &key), KCR_OK,
                      "high keys never run out");
         if (strcmp(key, "low") == 0) {
             *low_at = kcr__now_ns();
@@ -305,7 +305,7 @@ static long serve_under_churn(struct churn *c, long limit, int64_t *low_at)
 static long run_churn(int64_t max_wait, long limit, int64_t *waited)
 {
     struct churn c = {0};
-    c.q = new_queue(max_wait);
+    c.q = new_queue(max_wait > 0 ? max_wait / KCR_NS_PER_MS : max_wait);
     char key[16];
     for (int i = 0; i < CHURN_KEYS; i++) {
         snprintf(key, sizeof key, "h%d", i);
@@ -315,7 +315,7 @@ static long run_churn(int64_t max_wait, long limit, int64_t *waited)
     add(c.q, "low", KCR_WQ_PRIORITY_LOW);
     pthread_t producer;
     pthread_create(&producer, NULL, high_producer, &c);
-    int64_t deadline = kcr__now_ns() + 5 * KCR_WQ_S;
+    int64_t deadline = kcr__now_ns() + 5 * KCR_NS_PER_S;
     while (atomic_load(&c.produced) == 0 && kcr__now_ns() < deadline)
         sleep_ns(100 * 1000);
     cr_assert_gt(atomic_load(&c.produced), 0, "the producer runs");
@@ -337,13 +337,13 @@ Test(priority, strict_priority_starves_a_low_key_under_churn, .timeout = 60)
 
 Test(priority, aging_serves_a_low_key_under_churn_after_max_wait, .timeout = 60)
 {
-    const int64_t max_wait = 20 * KCR_WQ_MS;
+    const int64_t max_wait = 20 * KCR_NS_PER_MS;
     int64_t waited;
     long served = run_churn(max_wait, 50000000, &waited);
     cr_log_info("low key after %ld high keys, %.1f ms", served, (double)waited / 1e6);
     cr_assert_geq(served, CHURN_KEYS, "the high keys added before it went first");
     cr_assert_geq(waited, max_wait, "it went because it aged, not because HIGH ran out");
-    cr_assert_lt(waited, max_wait + 5 * KCR_WQ_S, "served within max wait (+ slack)");
+    cr_assert_lt(waited, max_wait + 5 * KCR_NS_PER_S, "served within max wait (+ slack)");
 }
 
 Test(priority, remove_and_shutdown_drain_in_priority_order)
@@ -353,7 +353,7 @@ Test(priority, remove_and_shutdown_drain_in_priority_order)
     add(q, "gone", KCR_WQ_PRIORITY_LOW);
     add(q, "n", KCR_WQ_PRIORITY_NORMAL);
     add(q, "hi", 3);
-    cr_assert_eq(kcr_workqueue_add_after_with_priority(q, "later", 60 * KCR_WQ_S, 9), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add_after_with_priority(q, "later", 60 * 1000, 9), KCR_OK);
     cr_assert_eq(kcr_workqueue_remove(q, "gone"), KCR_OK);
     cr_assert_eq(kcr_workqueue_remove(q, "hi"), KCR_OK);
     cr_assert_eq(kcr_workqueue_remove(q, "hi"), KCR_ERR_NOT_FOUND);
@@ -394,20 +394,20 @@ Test(priority, get_timeout_and_wake_in_priority_mode)
     cr_assert(q->prio_on);
     const char *key;
     int64_t t0 = kcr__now_ns();
-    cr_assert_eq(kcr_workqueue_get_timeout(q, 20 * KCR_WQ_MS, &key), KCR_ERR_TIMEOUT);
-    cr_assert_geq(kcr__now_ns() - t0, 20 * KCR_WQ_MS);
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 20, &key), KCR_ERR_TIMEOUT);
+    cr_assert_geq(kcr__now_ns() - t0, 20 * KCR_NS_PER_MS);
 
     struct getter g = {.q = q, .result = -1};
     pthread_t t;
     pthread_create(&t, NULL, blocked_get, &g);
-    int64_t deadline = kcr__now_ns() + 5 * KCR_WQ_S;
+    int64_t deadline = kcr__now_ns() + 5 * KCR_NS_PER_S;
     for (;;) { /* until the getter is blocked (wake only affects those) */
         kcr__wq_mutex_lock(q);
         bool blocked = q->nwaiters > 0 || q->tk_active;
         pthread_mutex_unlock(&q->mu);
         if (blocked || kcr__now_ns() > deadline)
             break;
-        sleep_ns(KCR_WQ_MS);
+        sleep_ns(KCR_NS_PER_MS);
     }
     kcr_workqueue_wake(q);
     pthread_join(t, NULL);
@@ -441,7 +441,7 @@ Test(priority, depth_priority_metric)
 {
     struct depths d = {0};
     kcr_workqueue_metrics m = {.depth_priority = on_depth_priority, .user_data = &d};
-    kcr_workqueue_opts opts = {.name = "prio", .metrics = &m, .priority_max_wait_ns = -1};
+    kcr_workqueue_options opts = {.name = "prio", .metrics = &m, .priority_max_wait_ms = -1};
     kcr_workqueue *q;
     cr_assert_eq(kcr_workqueue_new(&opts, &q), KCR_OK);
     cr_assert_eq(kcr_workqueue_add(q, "a"), KCR_OK);
@@ -485,9 +485,9 @@ Test(priority, adds_after_shutdown_set_the_error_detail)
     expect_shutdown_detail(kcr_workqueue_add(q, "a"), "kcr_workqueue_add");
     expect_shutdown_detail(kcr_workqueue_add_with_priority(q, "a", 1),
                            "kcr_workqueue_add_with_priority");
-    expect_shutdown_detail(kcr_workqueue_add_after(q, "a", KCR_WQ_S), "kcr_workqueue_add_after");
+    expect_shutdown_detail(kcr_workqueue_add_after(q, "a", 1000), "kcr_workqueue_add_after");
     expect_shutdown_detail(kcr_workqueue_add_after(q, "a", 0), "kcr_workqueue_add_after");
-    expect_shutdown_detail(kcr_workqueue_add_after_with_priority(q, "a", KCR_WQ_S, 1),
+    expect_shutdown_detail(kcr_workqueue_add_after_with_priority(q, "a", 1000, 1),
                            "kcr_workqueue_add_after_with_priority");
     expect_shutdown_detail(kcr_workqueue_add_rate_limited(q, "a"),
                            "kcr_workqueue_add_rate_limited");

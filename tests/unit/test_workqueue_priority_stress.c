@@ -76,7 +76,7 @@ static void *producer(void *arg)
         atomic_fetch_add(&k->adds, 1);
         if (how < 4)
             err = kcr_workqueue_add_after_with_priority(
-                queue, k->name, (int64_t)(next_rand(&seed) % 1000) * 1000, prio);
+                queue, k->name, (int64_t)(next_rand(&seed) % 3), prio);
         else if (how < 8)
             err = kcr_workqueue_add(queue, k->name);
         else
@@ -100,7 +100,7 @@ static void *worker(void *arg)
     uint32_t seed = (uint32_t)id + 11;
     for (;;) {
         const char *name;
-        kcr_err err = (id & 1) ? kcr_workqueue_get_timeout(queue, 3 * KCR_WQ_MS, &name)
+        kcr_err err = (id & 1) ? kcr_workqueue_get_timeout(queue, 3, &name)
                                : kcr_workqueue_get(queue, &name);
         if (err == KCR_ERR_TIMEOUT)
             continue;
@@ -186,9 +186,11 @@ Test(priority_stress, lines_stay_consistent_and_no_add_is_lost, .timeout = 120)
         atomic_init(&keys[i].processed, 0);
     }
     adds_per_producer = RUNNING_ON_VALGRIND ? 10000 : SLOW_BUILD ? 40000 : 200000;
-    /* Aging on, short enough to reorder often. */
-    kcr_workqueue_opts opts = {.name = "prio-stress", .priority_max_wait_ns = 200 * 1000};
+    /* Aging on, short enough to reorder often: 200 us, below the option's
+     * 1 ms resolution, so set inside before any thread starts. */
+    kcr_workqueue_options opts = {.name = "prio-stress", .priority_max_wait_ms = 1};
     cr_assert_eq(kcr_workqueue_new(&opts, &queue), KCR_OK);
+    queue->max_wait_ns = 200 * 1000;
     atomic_store(&producing, true);
     pthread_t p[PRODUCERS], w[WORKERS], c;
     for (uintptr_t i = 0; i < WORKERS; i++)
@@ -201,10 +203,10 @@ Test(priority_stress, lines_stay_consistent_and_no_add_is_lost, .timeout = 120)
     atomic_store(&producing, false);
     pthread_join(c, NULL);
     /* Let delayed adds come due before shutdown drops the waiting ones. */
-    kcr_workqueue_stat_values st;
-    int64_t deadline = kcr__now_ns() + 30 * KCR_WQ_S;
+    kcr_workqueue_stats st;
+    int64_t deadline = kcr__now_ns() + 30 * KCR_NS_PER_S;
     do {
-        kcr_workqueue_stats(queue, &st);
+        kcr_workqueue_get_stats(queue, &st);
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     } while ((st.waiting || st.depth || st.processing) && kcr__now_ns() < deadline);
@@ -236,7 +238,7 @@ Test(priority_stress, lines_stay_consistent_and_no_add_is_lost, .timeout = 120)
     pthread_mutex_unlock(&queue->mu);
     cr_assert(consistent);
     cr_assert_eq(nlevels, 0, "every line is gone with its last key");
-    kcr_workqueue_stats(queue, &st);
+    kcr_workqueue_get_stats(queue, &st);
     cr_assert_eq(st.depth, 0);
     cr_assert_eq(st.queued, 0);
     kcr_workqueue_free(queue);

@@ -6,18 +6,43 @@
 
 #include "kcr/workqueue.h"
 
-#define MS KCR_WQ_MS
-#define S KCR_WQ_S
+/* Delays and times are in ms. */
+#define MS INT64_C(1)
+#define S INT64_C(1000)
+
+static kcr_rate_limiter *exponential(int64_t base_ms, int64_t max_ms)
+{
+    kcr_rate_limiter *rl = NULL;
+    kcr_rate_limiter_exponential_options o = {.base_delay_ms = base_ms, .max_delay_ms = max_ms};
+    cr_assert_eq(kcr_rate_limiter_exponential_new(&o, &rl), KCR_OK);
+    return rl;
+}
+
+static kcr_rate_limiter *bucket(double qps, int burst)
+{
+    kcr_rate_limiter *rl = NULL;
+    kcr_rate_limiter_bucket_options o = {.qps = qps, .burst = burst};
+    cr_assert_eq(kcr_rate_limiter_bucket_new(&o, &rl), KCR_OK);
+    return rl;
+}
+
+static kcr_rate_limiter *fast_slow(int64_t fast_ms, int64_t slow_ms, int max_fast)
+{
+    kcr_rate_limiter *rl = NULL;
+    cr_assert_eq(kcr_rate_limiter_fast_slow_new(fast_ms, slow_ms, max_fast, &rl), KCR_OK);
+    return rl;
+}
 
 Test(ratelimit, exponential_doubles_caps_and_forgets)
 {
-    kcr_rate_limiter *rl = kcr_rate_limiter_exponential(0, 0); /* 5 ms .. 1000 s */
+    kcr_rate_limiter *rl = NULL;
+    cr_assert_eq(kcr_rate_limiter_exponential_new(NULL, &rl), KCR_OK); /* 5 ms .. 1000 s */
     cr_assert_not_null(rl);
     int64_t want = 5 * MS;
     for (int i = 0; i < 40; i++) {
         int64_t d = kcr_rate_limiter_when(rl, "a");
         int64_t capped = want > 1000 * S ? 1000 * S : want;
-        cr_assert_eq(d, capped, "failure %d: %lld ns", i, (long long)d);
+        cr_assert_eq(d, capped, "failure %d: %lld ms", i, (long long)d);
         if (want <= 1000 * S)
             want *= 2;
     }
@@ -36,21 +61,29 @@ Test(ratelimit, exponential_doubles_caps_and_forgets)
 
 Test(ratelimit, exponential_never_overflows)
 {
-    kcr_rate_limiter *rl = kcr_rate_limiter_exponential(1, INT64_MAX);
+    kcr_rate_limiter *rl = exponential(1, INT64_MAX);
     int64_t last = 0;
     for (int i = 0; i < 200; i++) {
         int64_t d = kcr_rate_limiter_when(rl, "k");
         cr_assert_geq(d, last, "step %d went down", i);
         last = d;
     }
-    cr_assert_eq(last, INT64_MAX);
+    /* The cap saturates at the largest delay the queue can hold (INT64_MAX
+     * ns, about 292 years). */
+    cr_assert_eq(last, INT64_MAX / 1000000 + 1);
     kcr_rate_limiter_free(rl);
-    cr_assert_null(kcr_rate_limiter_exponential(-1, 0));
+    kcr_rate_limiter *untouched = (kcr_rate_limiter *)&last;
+    kcr_rate_limiter_exponential_options bad = {.base_delay_ms = -1};
+    cr_assert_eq(kcr_rate_limiter_exponential_new(&bad, &untouched), KCR_ERR_INVALID);
+    cr_assert_eq(untouched, (kcr_rate_limiter *)&last, "*out is set only on KCR_OK");
+    cr_assert_str_eq(kcr_last_error(), "kcr_rate_limiter_exponential_new: negative delay");
+    cr_assert_eq(kcr_rate_limiter_exponential_new(NULL, NULL), KCR_ERR_INVALID);
 }
 
 Test(ratelimit, bucket_burst_then_one_per_interval)
 {
-    kcr_rate_limiter *rl = kcr_rate_limiter_bucket(0, 0); /* 10 qps, burst 100 */
+    kcr_rate_limiter *rl = NULL;
+    cr_assert_eq(kcr_rate_limiter_bucket_new(NULL, &rl), KCR_OK); /* 10 qps, burst 100 */
     const int64_t t0 = 1000 * S;
     for (int i = 0; i < 100; i++)
         cr_assert_eq(kcr_rate_limiter_when_at(rl, "any", t0), 0, "burst call %d", i);
@@ -79,17 +112,24 @@ Test(ratelimit, bucket_burst_then_one_per_interval)
 
 Test(ratelimit, bucket_custom_rate)
 {
-    kcr_rate_limiter *rl = kcr_rate_limiter_bucket(2, 1);
+    kcr_rate_limiter *rl = bucket(2, 1);
     cr_assert_eq(kcr_rate_limiter_when_at(rl, "k", 0), 0);
     cr_assert_eq(kcr_rate_limiter_when_at(rl, "k", 0), 500 * MS);
     cr_assert_eq(kcr_rate_limiter_when_at(rl, "k", 250 * MS), 750 * MS);
     kcr_rate_limiter_free(rl);
-    cr_assert_null(kcr_rate_limiter_bucket(-1, 1));
+    /* 3 qps: 333.33 ms per token, rounded up to whole ms. */
+    rl = bucket(3, 1);
+    cr_assert_eq(kcr_rate_limiter_when_at(rl, "k", 0), 0);
+    cr_assert_eq(kcr_rate_limiter_when_at(rl, "k", 0), 334 * MS);
+    kcr_rate_limiter_free(rl);
+    kcr_rate_limiter_bucket_options bad = {.qps = -1, .burst = 1};
+    cr_assert_eq(kcr_rate_limiter_bucket_new(&bad, &rl), KCR_ERR_INVALID);
+    cr_assert_str_eq(kcr_last_error(), "kcr_rate_limiter_bucket_new: negative rate or burst");
 }
 
 Test(ratelimit, fast_slow)
 {
-    kcr_rate_limiter *rl = kcr_rate_limiter_fast_slow(5 * MS, 10 * S, 3);
+    kcr_rate_limiter *rl = fast_slow(5 * MS, 10 * S, 3);
     cr_assert_eq(kcr_rate_limiter_when(rl, "k"), 5 * MS);
     cr_assert_eq(kcr_rate_limiter_when(rl, "k"), 5 * MS);
     cr_assert_eq(kcr_rate_limiter_when(rl, "k"), 5 * MS);
@@ -101,13 +141,14 @@ Test(ratelimit, fast_slow)
     cr_assert_eq(kcr_rate_limiter_num_requeues(rl, "k"), 0);
     cr_assert_eq(kcr_rate_limiter_when(rl, "k"), 5 * MS);
     kcr_rate_limiter_free(rl);
+    cr_assert_eq(kcr_rate_limiter_fast_slow_new(1, 1, -1, &rl), KCR_ERR_INVALID);
 }
 
 Test(ratelimit, max_of_takes_the_longest_and_forwards)
 {
-    kcr_rate_limiter *parts[] = {kcr_rate_limiter_exponential(MS, S),
-                                 kcr_rate_limiter_fast_slow(3 * MS, 10 * S, 2)};
-    kcr_rate_limiter *rl = kcr_rate_limiter_max_of(parts, 2);
+    kcr_rate_limiter *parts[] = {exponential(MS, S), fast_slow(3 * MS, 10 * S, 2)};
+    kcr_rate_limiter *rl = NULL;
+    cr_assert_eq(kcr_rate_limiter_max_of_new(parts, 2, &rl), KCR_OK);
     cr_assert_not_null(rl);
     cr_assert_eq(kcr_rate_limiter_when(rl, "k"), 3 * MS);  /* max(1, 3) */
     cr_assert_eq(kcr_rate_limiter_when(rl, "k"), 3 * MS);  /* max(2, 3) */
@@ -119,14 +160,17 @@ Test(ratelimit, max_of_takes_the_longest_and_forwards)
     kcr_rate_limiter_free(rl);
 
     /* A NULL part fails the call, and the other parts are freed (ASan). */
-    kcr_rate_limiter *bad[] = {kcr_rate_limiter_bucket(1, 1), NULL};
-    cr_assert_null(kcr_rate_limiter_max_of(bad, 2));
+    kcr_rate_limiter *bad[] = {bucket(1, 1), NULL};
+    rl = NULL;
+    cr_assert_eq(kcr_rate_limiter_max_of_new(bad, 2, &rl), KCR_ERR_INVALID);
+    cr_assert_null(rl);
+    cr_assert_str_eq(kcr_last_error(), "kcr_rate_limiter_max_of_new: NULL limiter");
 }
 
 Test(ratelimit, with_max_wait_caps)
 {
-    kcr_rate_limiter *rl = kcr_rate_limiter_with_max_wait(kcr_rate_limiter_exponential(S, 1000 * S),
-                                                          3 * S);
+    kcr_rate_limiter *rl = NULL;
+    cr_assert_eq(kcr_rate_limiter_with_max_wait_new(exponential(S, 1000 * S), 3 * S, &rl), KCR_OK);
     cr_assert_eq(kcr_rate_limiter_when(rl, "k"), 1 * S);
     cr_assert_eq(kcr_rate_limiter_when(rl, "k"), 2 * S);
     cr_assert_eq(kcr_rate_limiter_when(rl, "k"), 3 * S);
@@ -135,12 +179,18 @@ Test(ratelimit, with_max_wait_caps)
     kcr_rate_limiter_forget(rl, "k");
     cr_assert_eq(kcr_rate_limiter_when(rl, "k"), 1 * S);
     kcr_rate_limiter_free(rl);
-    cr_assert_null(kcr_rate_limiter_with_max_wait(NULL, S));
+    rl = NULL;
+    cr_assert_eq(kcr_rate_limiter_with_max_wait_new(NULL, S, &rl), KCR_ERR_INVALID);
+    cr_assert_null(rl);
+    /* A negative wait frees the inner limiter too (ASan, valgrind). */
+    cr_assert_eq(kcr_rate_limiter_with_max_wait_new(bucket(1, 1), -1, &rl), KCR_ERR_INVALID);
+    cr_assert_null(rl);
 }
 
 Test(ratelimit, default_is_max_of_exponential_and_bucket)
 {
-    kcr_rate_limiter *rl = kcr_rate_limiter_default();
+    kcr_rate_limiter *rl = NULL;
+    cr_assert_eq(kcr_rate_limiter_default_new(&rl), KCR_OK);
     const int64_t t = 50 * S;
     char key[16];
     /* 100 distinct keys at one instant: exponential says 5 ms, bucket 0. */
@@ -157,25 +207,27 @@ Test(ratelimit, default_is_max_of_exponential_and_bucket)
 }
 
 struct custom {
+    int64_t last_now_ms;
     int calls;
     int forgets;
     int *freed;
 };
 
-static int64_t custom_when(void *state, const char *key, int64_t now)
+static int64_t custom_when(const char *key, int64_t now_ms, void *user_data)
 {
-    struct custom *c = state;
+    struct custom *c = user_data;
+    c->last_now_ms = now_ms;
     return ++c->calls * 7;
 }
 
-static void custom_forget(void *state, const char *key)
+static void custom_forget(const char *key, void *user_data)
 {
-    ((struct custom *)state)->forgets++;
+    ((struct custom *)user_data)->forgets++;
 }
 
-static void custom_free(void *state)
+static void custom_free(void *user_data)
 {
-    struct custom *c = state;
+    struct custom *c = user_data;
     (*c->freed)++;
 }
 
@@ -184,21 +236,32 @@ Test(ratelimit, custom_limiter_through_ops)
     int freed = 0;
     struct custom c = {.freed = &freed};
     kcr_rate_limiter_ops ops = {.when = custom_when, .forget = custom_forget, .free = custom_free};
-    kcr_rate_limiter *rl = kcr_rate_limiter_new(&ops, &c);
+    kcr_rate_limiter *rl = NULL;
+    cr_assert_eq(kcr_rate_limiter_new(&ops, &c, &rl), KCR_OK);
     cr_assert_not_null(rl);
     cr_assert_eq(kcr_rate_limiter_when(rl, "x"), 7);
-    cr_assert_eq(kcr_rate_limiter_when(rl, "x"), 14);
+    cr_assert_eq(kcr_rate_limiter_when_at(rl, "x", 123456), 14);
+    cr_assert_eq(c.last_now_ms, 123456, "when_at passes the caller's ms through");
     cr_assert_eq(kcr_rate_limiter_num_requeues(rl, "x"), 0, "no num_requeues op: 0");
     kcr_rate_limiter_forget(rl, "x");
     cr_assert_eq(c.forgets, 1);
     /* Owned by a combinator, freed with it. */
-    kcr_rate_limiter *capped = kcr_rate_limiter_with_max_wait(rl, 10);
+    kcr_rate_limiter *capped = NULL;
+    cr_assert_eq(kcr_rate_limiter_with_max_wait_new(rl, 10, &capped), KCR_OK);
     cr_assert_eq(kcr_rate_limiter_when(capped, "x"), 10);
+    cr_assert_eq(kcr_rate_limiter_when_at(capped, "x", 5000), 10);
+    cr_assert_eq(c.last_now_ms, 5000, "a combinator passes ms through unchanged");
     kcr_rate_limiter_free(capped);
     cr_assert_eq(freed, 1);
 
     kcr_rate_limiter_ops no_when = {.free = custom_free};
-    cr_assert_null(kcr_rate_limiter_new(&no_when, &c));
-    cr_assert_eq(freed, 2, "state is freed when creation fails");
+    kcr_rate_limiter *none = NULL;
+    cr_assert_eq(kcr_rate_limiter_new(&no_when, &c, &none), KCR_ERR_INVALID);
+    cr_assert_null(none);
+    cr_assert_eq(freed, 2, "user_data is freed when creation fails");
+    cr_assert_str_eq(kcr_last_error(), "kcr_rate_limiter_new: ops->when is required");
+    kcr_rate_limiter_ops ok = {.when = custom_when, .free = custom_free};
+    cr_assert_eq(kcr_rate_limiter_new(&ok, &c, NULL), KCR_ERR_INVALID);
+    cr_assert_eq(freed, 3, "user_data is freed when out is NULL");
     kcr_rate_limiter_free(NULL);
 }

@@ -74,7 +74,7 @@ static void *producer(void *arg)
         uint32_t how = next_rand(&seed) % 16;
         kcr_err err;
         if (how == 0)
-            err = kcr_workqueue_add_after(queue, k->name, (int64_t)(next_rand(&seed) % 2000) * 1000);
+            err = kcr_workqueue_add_after(queue, k->name, (int64_t)(next_rand(&seed) % 3));
         else
             err = kcr_workqueue_add(queue, k->name);
         if (err != KCR_OK)
@@ -97,7 +97,7 @@ static void *worker(void *arg)
     for (;;) {
         const char *name;
         /* Half the workers use a timeout, to mix both waiting paths. */
-        kcr_err err = (id & 1) ? kcr_workqueue_get_timeout(queue, 3 * KCR_WQ_MS, &name)
+        kcr_err err = (id & 1) ? kcr_workqueue_get_timeout(queue, 3, &name)
                                : kcr_workqueue_get(queue, &name);
         if (err == KCR_ERR_TIMEOUT)
             continue;
@@ -133,7 +133,7 @@ static void run_stress(bool light_fences, bool block)
         atomic_init(&keys[i].processed, 0);
     }
     adds_per_producer = RUNNING_ON_VALGRIND ? 20000 : ADDS_PER_BUILD;
-    kcr_workqueue_opts opts = {.name = "stress", .track_time = true};
+    kcr_workqueue_options opts = {.name = "stress", .track_time = true};
     cr_assert_eq(kcr_workqueue_new(&opts, &queue), KCR_OK);
     queue->light_fences = light_fences && kcr__wq_light_fences();
     atomic_store(&overlaps, 0);
@@ -147,9 +147,9 @@ static void run_stress(bool light_fences, bool block)
     for (int i = 0; i < PRODUCERS; i++)
         pthread_join(p[i], NULL);
     /* Let delayed adds come due before shutdown drops the waiting ones. */
-    kcr_workqueue_stat_values st;
+    kcr_workqueue_stats st;
     for (int spins = 0; spins < 10000; spins++) {
-        kcr_workqueue_stats(queue, &st);
+        kcr_workqueue_get_stats(queue, &st);
         if (st.waiting == 0)
             break;
         struct timespec ts = {0, 1000000};
@@ -178,7 +178,7 @@ static void run_stress(bool light_fences, bool block)
     cr_assert_leq(total_processed, total_adds);
     cr_assert_eq(atomic_load(&overlaps), 0, "a key was processed by two workers at once");
     cr_assert_eq(atomic_load(&errors), 0);
-    kcr_workqueue_stats(queue, &st);
+    kcr_workqueue_get_stats(queue, &st);
     cr_assert_eq(st.processing, 0);
     cr_assert_eq(st.queued, 0);
     cr_assert_eq(st.depth, 0);

@@ -93,7 +93,7 @@ func addAfter() outcome {
 	}
 	for i := 0; i < delayedKeys; i++ {
 		seed = seed*1664525 + 1013904223
-		q.AddAfter(names[i], time.Duration((seed>>8)%2000)*time.Microsecond)
+		q.AddAfter(names[i], time.Duration((seed>>8)%3)*time.Millisecond)
 	}
 	for processed.Load() < delayedKeys {
 		time.Sleep(100 * time.Microsecond)
