@@ -5,7 +5,7 @@
  * instead of keeping a heap index in every node up to date, which cost a
  * cache miss per level. No thread of its own: due items are moved to the
  * FIFO by whoever holds the lock next (get, add, len), and a blocked getter
- * sleeps until the nearest deadline (see queue.c). */
+ * sleeps until the nearest deadline (see getter.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "workqueue/duration.h"
 #include "workqueue/queue.h"
+#include "workqueue/ring.h"
 
 /* Stale entries are swept once they outnumber valid ones by this many. */
 #define STALE_SLACK 64u

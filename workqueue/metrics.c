@@ -3,6 +3,7 @@
  * tracks time (q->timing) unless noted: without metrics no clock is read. */
 #include "core/clock.h"
 #include "workqueue/queue.h"
+#include "workqueue/ring.h"
 
 static inline double seconds(int64_t ns)
 {

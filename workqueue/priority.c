@@ -7,7 +7,7 @@
  * concatenation of the lines, highest priority first, and levels[] (sorted
  * the same way) knows where each line starts and ends. So the FIFO's head is
  * still the key to hand out next, and get, shutdown and the standby logic in
- * queue.c work unchanged; a push links the item at the end of its line
+ * getter.c work unchanged; a push links the item at the end of its line
  * instead of the end of the FIFO.
  *
  * Aging: a queued item remembers when it entered its line (ready_ns). Within
@@ -20,6 +20,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "workqueue/fifo.h"
 #include "workqueue/queue.h"
 
 /* Index of the level of `prio` in levels[] (sorted by priority, highest
@@ -202,4 +203,44 @@ struct kcr__wq_item *kcr__wq_prio_next(struct kcr_workqueue *q, int64_t now)
             best = first;
     }
     return best ? best : q->head;
+}
+
+/* A dirty item added again with a higher priority takes it: a queued one
+ * moves to the end of the higher line. Out of line: NORMAL-only queues
+ * never get here. */
+void kcr__wq_raise_prio(struct kcr_workqueue *q, struct kcr__wq_item *it, int prio)
+{
+    if (!q->prio_on && !kcr__wq_prio_enable(q))
+        return;
+    bool queued = it->flags & KCR__WQ_QUEUED;
+    if (queued)
+        fifo_unlink(q, it);
+    kcr__wq_prio_clean(q, it);
+    it->prio = prio;
+    kcr__wq_prio_dirty(q, it);
+    if (queued)
+        fifo_push(q, it, 0);
+}
+
+/* make_ready of a clean item in priority mode, or with a priority other
+ * than NORMAL (which switches the queue to priority mode). Out of line, so
+ * the NORMAL path below stays as short as it was before priorities. */
+int kcr__wq_make_ready_prio(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now, int prio)
+{
+    if (!q->prio_on && !kcr__wq_prio_enable(q))
+        prio = KCR_WQ_PRIORITY_NORMAL; /* out of memory: the queue stays FIFO */
+    if (!now) /* an add made before the first add with a priority: not stamped */
+        now = atomic_load_explicit(&q->prio_since, memory_order_relaxed) - 1;
+    it->prio = prio;
+    it->flags |= KCR__WQ_DIRTY;
+    q->depth++;
+    if (q->prio_on)
+        kcr__wq_prio_dirty(q, it);
+    q->adds_total++;
+    if (q->timing)
+        kcr__wq_m_added(q, it, now);
+    if (it->flags & KCR__WQ_PROCESSING)
+        return 0;
+    fifo_push(q, it, now);
+    return 1;
 }

@@ -1,6 +1,9 @@
-/* Internal: the workqueue's state, shared by queue.c (dedup queue),
- * delaying.c (deadline heap), fence.c (the add ring's fences), metrics.c and
- * ratelimited.c.
+/* Internal: the workqueue's state, shared by queue.c (the locked core:
+ * nodes, dirty/processing states, done, remove, shutdown), lifecycle.c
+ * (new, free), ring.c (the lock-free add ring, ring.h), getter.c (get and
+ * the standby policy), fifo.h (FIFO links), priority.c (priority lines),
+ * delaying.c (deadline heap), fence.c (the add ring's fences), yield.c,
+ * metrics.c and ratelimited.c.
  *
  * One mutex guards the state. Each distinct key has one item node, found
  * through an open-addressing table (keytab) and alive while the key is dirty
@@ -24,7 +27,7 @@
  * for getters before they apply it themselves (at once on a contended CPU:
  * yield.c). While workers hold keys, one
  * more getter stands by (a timed wait) instead of taking fresh keys, and
- * adders wake nobody meanwhile (see get in queue.c and docs/workqueue.md). */
+ * adders wake nobody meanwhile (see getter.c and docs/workqueue.md). */
 #ifndef KCR_WORKQUEUE_QUEUE_H
 #define KCR_WORKQUEUE_QUEUE_H
 
@@ -237,16 +240,6 @@ kcr_err kcr__wq_fail_shutdown(const struct kcr_workqueue *q, const char *fn, con
 kcr_err kcr__wq_add_after(struct kcr_workqueue *q, const char *key, int64_t delay_ns, int prio,
                           const char *fn);
 
-/* Puts an add (ready_at 0) or add_after (ready_at: deadline) in the ring and
- * wakes a getter if one must see it now; waits a little while the ring is
- * full. False: it did not fit (long key, metrics, full): take the lock. */
-bool kcr__wq_ring_add(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
-                      int64_t added_ns, int64_t ready_at, int prio);
-
-/* Takes the mutex and applies every add claimed so far (in order, waiting
- * for a slot still being filled); the planned wake-ups go to `w`. */
-void kcr__wq_lock(struct kcr_workqueue *q, struct kcr__wq_wake *w);
-
 /* The node for key (creating it). NULL on allocation failure. */
 struct kcr__wq_item *kcr__wq_lookup_or_create(struct kcr_workqueue *q, const char *key,
                                               size_t len, uint64_t hash);
@@ -292,6 +285,17 @@ static inline int64_t kcr__wq_add_stamp(struct kcr_workqueue *q, int prio)
         return q->timing ? kcr__now_ns() : 0;
     return kcr__wq_prio_stamp(q, prio);
 }
+
+/* A dirty item added again with a higher priority takes it: a queued one
+ * moves to the end of the higher line (lock held). NORMAL-only queues never
+ * call it. */
+void kcr__wq_raise_prio(struct kcr_workqueue *q, struct kcr__wq_item *it, int prio);
+
+/* kcr__wq_make_ready of a clean item in priority mode, or with a priority
+ * other than NORMAL (which switches the queue to priority mode), so the
+ * NORMAL path stays short. Returns like kcr__wq_make_ready. */
+int kcr__wq_make_ready_prio(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now,
+                            int prio);
 
 /* Switches the queue to priority mode (lock held): the FIFO becomes the one
  * line of NORMAL. False on allocation failure (the queue stays FIFO). */

@@ -1,0 +1,114 @@
+/* Creating and freeing a queue. */
+#define _GNU_SOURCE /* PTHREAD_MUTEX_ADAPTIVE_NP */
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "workqueue/duration.h"
+#include "workqueue/queue.h"
+
+kcr_err kcr_workqueue_new(const kcr_workqueue_options *opts, kcr_workqueue **out)
+{
+    static const kcr_workqueue_options defaults;
+    if (!opts)
+        opts = &defaults;
+    kcr_rate_limiter *limiter = opts->limiter;
+    if (!out) {
+        kcr_rate_limiter_free(limiter);
+        return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_new: out is NULL");
+    }
+    /* Aligned for the adders' cache line (ring_tail). */
+    size_t size = (sizeof(kcr_workqueue) + 63) / 64 * 64;
+    kcr_workqueue *q = aligned_alloc(64, size);
+    if (q)
+        memset(q, 0, size);
+    if (!q) {
+        kcr_rate_limiter_free(limiter);
+        return kcr__fail(KCR_ERR_NOMEM, "kcr_workqueue_new: out of memory");
+    }
+    q->name = strdup(opts->name ? opts->name : "");
+    q->limiter = limiter;
+    if (!limiter) /* q->limiter stays NULL on failure: reported below */
+        (void)kcr_rate_limiter_default_new(&q->limiter);
+    q->heap_cap = 16;
+    q->heap = malloc(q->heap_cap * sizeof *q->heap);
+    /* Slots are two cache lines each: keep them on line boundaries. */
+    q->ring = aligned_alloc(64, KCR__WQ_RING_SLOTS * sizeof *q->ring);
+    q->ring_mask = KCR__WQ_RING_SLOTS - 1;
+    for (size_t i = 0; q->ring && i < KCR__WQ_RING_SLOTS; i++)
+        atomic_init(&q->ring[i].seq, i);
+    bool table = q->name && q->limiter && q->heap && q->ring &&
+                 kcr__keytab_init(&q->tab, opts->capacity_hint ? opts->capacity_hint : 64,
+                                  offsetof(struct kcr__wq_item, key),
+                                  offsetof(struct kcr__wq_item, len)) == 0;
+    if (!table) {
+        if (q->tab.slots)
+            kcr__keytab_destroy(&q->tab);
+        kcr_rate_limiter_free(q->limiter);
+        free(q->ring);
+        free(q->heap);
+        free(q->name);
+        free(q);
+        return kcr__fail(KCR_ERR_NOMEM, "kcr_workqueue_new: out of memory");
+    }
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&q->mu, &ma);
+    q->hash_seed = q->tab.seed;
+    atomic_init(&q->tk_until, INT64_MAX);
+    atomic_init(&q->next_due, INT64_MAX);
+    pthread_mutexattr_destroy(&ma);
+    kcr__cond_init_monotonic(&q->cond);
+    kcr__cond_init_monotonic(&q->tk_cond);
+    kcr__cond_init_monotonic(&q->standby_cond);
+    pthread_cond_init(&q->drain_cond, NULL);
+    if (opts->metrics) {
+        q->m = *opts->metrics;
+        q->has_cb = true;
+        q->gauges = q->m.unfinished_work || q->m.longest_running;
+        q->update_period_ns = q->m.update_period_ms > 0 ? kcr__wq_ms_to_ns(q->m.update_period_ms)
+                                                        : 500 * KCR_NS_PER_MS;
+    }
+    q->timing = q->has_cb || opts->track_time;
+    q->max_wait_ns = opts->priority_max_wait_ms ? kcr__wq_ms_to_ns(opts->priority_max_wait_ms)
+                                                : 10 * KCR_NS_PER_S;
+    q->light_fences = kcr__wq_light_fences();
+    *out = q;
+    return KCR_OK;
+}
+
+void kcr_workqueue_free(kcr_workqueue *q)
+{
+    if (!q)
+        return;
+    for (size_t i = 0; i <= q->tab.mask; i++)
+        if (q->tab.slots[i].node)
+            free(q->tab.slots[i].node);
+    while (q->free_items) {
+        struct kcr__wq_item *it = q->free_items;
+        q->free_items = it->next;
+        free(it);
+    }
+    free(q->ring);
+    kcr__ptrset_destroy(&q->handed_out);
+    kcr__keytab_destroy(&q->tab);
+    free(q->heap);
+    free(q->levels);
+    kcr_rate_limiter_free(q->limiter);
+    pthread_cond_destroy(&q->drain_cond);
+    pthread_cond_destroy(&q->tk_cond);
+    pthread_cond_destroy(&q->standby_cond);
+    pthread_cond_destroy(&q->cond);
+    pthread_mutex_destroy(&q->mu);
+    free(q->name);
+    free(q);
+}
+
+const char *kcr_workqueue_name(const kcr_workqueue *q)
+{
+    return q->name;
+}
