@@ -8,7 +8,8 @@
 
 #include "workqueue/queue.h"
 
-static inline void fifo_unlink_plain(struct kcr_workqueue *q, struct kcr__wq_item *it)
+/* Takes `it` out of the FIFO, outside priority mode. */
+static inline void kcr__wq_fifo_unlink_plain(struct kcr_workqueue *q, struct kcr__wq_item *it)
 {
     if (it->prev)
         it->prev->next = it->next;
@@ -25,15 +26,15 @@ static inline void fifo_unlink_plain(struct kcr_workqueue *q, struct kcr__wq_ite
 }
 
 /* Takes `it` out of the FIFO (and out of its line in priority mode). */
-static inline void fifo_unlink(struct kcr_workqueue *q, struct kcr__wq_item *it)
+static inline void kcr__wq_fifo_unlink(struct kcr_workqueue *q, struct kcr__wq_item *it)
 {
     if (q->prio_on)
         kcr__wq_prio_unlink(q, it);
-    fifo_unlink_plain(q, it);
+    kcr__wq_fifo_unlink_plain(q, it);
 }
 
-/* Links `it` at the FIFO's tail, as fifo_push outside priority mode. */
-static inline void fifo_push_tail(struct kcr_workqueue *q, struct kcr__wq_item *it)
+/* Links `it` at the FIFO's tail, as kcr__wq_fifo_push outside priority mode. */
+static inline void kcr__wq_fifo_push_tail(struct kcr_workqueue *q, struct kcr__wq_item *it)
 {
     it->next = NULL;
     it->prev = q->tail;
@@ -49,10 +50,10 @@ static inline void fifo_push_tail(struct kcr_workqueue *q, struct kcr__wq_item *
 }
 
 /* Queues `it` (ready since `now`, 0: unknown, for aging in priority mode). */
-static inline void fifo_push(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now)
+static inline void kcr__wq_fifo_push(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now)
 {
     if (!q->prio_on) {
-        fifo_push_tail(q, it);
+        kcr__wq_fifo_push_tail(q, it);
         return;
     }
     kcr__wq_prio_push(q, it, now); /* at the end of its priority's line */

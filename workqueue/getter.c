@@ -60,8 +60,8 @@ static int64_t min64(int64_t a, int64_t b)
  * are not slowed down). Returns true if it spun (the lock is held again). */
 static bool spin_for_work(struct kcr_workqueue *q, int *budget)
 {
-    if (*budget <= 0 || atomic_load_explicit(&q->spinning, memory_order_relaxed) >=
-                            KCR__WQ_MAX_SPINNERS)
+    if (*budget <= 0 ||
+        atomic_load_explicit(&q->spinning, memory_order_relaxed) >= KCR__WQ_MAX_SPINNERS)
         return false;
     /* On a contended CPU each yield may hand another process a time slice:
      * wait awake for a few rounds only (yield.c). */
@@ -82,7 +82,7 @@ static bool spin_for_work(struct kcr_workqueue *q, int *budget)
      * (yield.c). */
     bool yielded = false;
     while (*budget > 0) {
-        if (atomic_load_explicit(&q->avail, memory_order_relaxed) || ring_ready(q))
+        if (atomic_load_explicit(&q->avail, memory_order_relaxed) || kcr__wq_ring_ready(q))
             break;
         if (t >= atomic_load_explicit(&q->next_due, memory_order_relaxed))
             break;
@@ -143,7 +143,7 @@ static void leave_standby(struct kcr_workqueue *q, bool *on_duty, struct kcr__wq
     atomic_store(&q->standby_on, false);
     if (q->light_fences)
         kcr__wq_heavy_fence();
-    if (ring_ready_sc(q))
+    if (kcr__wq_ring_ready_sc(q))
         kcr__wq_signal(q, w, 1);
 }
 
@@ -169,7 +169,7 @@ static kcr_err get_until(kcr_workqueue *q, int64_t deadline, const char **key)
          * the same, and the drain then reads slots adders finished with long
          * ago instead of chasing the one an adder is writing now (that cache
          * line ping-pong cost more than the rest of the add and get). */
-        if (!q->head || q->prio_on || ring_half_full(q))
+        if (!q->head || q->prio_on || kcr__wq_ring_half_full(q))
             extra += kcr__wq_drain_ring(q, &w, q->queued >= KCR__WQ_BACKLOG && !q->prio_on);
         now = 0;
         if (q->heap_len || q->timing || deadline != INT64_MAX) {
@@ -255,7 +255,7 @@ static kcr_err get_until(kcr_workqueue *q, int64_t deadline, const char **key)
         atomic_fetch_add(&q->sleepers, 1);
         if (q->light_fences)
             kcr__wq_heavy_fence();
-        if (ring_ready_sc(q)) {
+        if (kcr__wq_ring_ready_sc(q)) {
             atomic_fetch_sub(&q->sleepers, 1);
             if (keeps_time)
                 atomic_store_explicit(&q->tk_until, INT64_MAX, memory_order_relaxed);
@@ -283,7 +283,7 @@ static kcr_err get_until(kcr_workqueue *q, int64_t deadline, const char **key)
         bool prio = q->prio_on;
         if (prio)
             kcr__wq_prio_unlink(q, it);
-        fifo_unlink_plain(q, it);
+        kcr__wq_fifo_unlink_plain(q, it);
         it->flags = (it->flags & ~KCR__WQ_DIRTY) | KCR__WQ_PROCESSING;
         q->depth--;
         if (prio)

@@ -214,17 +214,18 @@ void kcr__wq_raise_prio(struct kcr_workqueue *q, struct kcr__wq_item *it, int pr
         return;
     bool queued = it->flags & KCR__WQ_QUEUED;
     if (queued)
-        fifo_unlink(q, it);
+        kcr__wq_fifo_unlink(q, it);
     kcr__wq_prio_clean(q, it);
     it->prio = prio;
     kcr__wq_prio_dirty(q, it);
     if (queued)
-        fifo_push(q, it, 0);
+        kcr__wq_fifo_push(q, it, 0);
 }
 
 /* make_ready of a clean item in priority mode, or with a priority other
  * than NORMAL (which switches the queue to priority mode). Out of line, so
- * the NORMAL path below stays as short as it was before priorities. */
+ * the NORMAL path of kcr__wq_make_ready (queue.c) stays as short as it was
+ * before priorities. */
 int kcr__wq_make_ready_prio(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now, int prio)
 {
     if (!q->prio_on && !kcr__wq_prio_enable(q))
@@ -241,6 +242,6 @@ int kcr__wq_make_ready_prio(struct kcr_workqueue *q, struct kcr__wq_item *it, in
         kcr__wq_m_added(q, it, now);
     if (it->flags & KCR__WQ_PROCESSING)
         return 0;
-    fifo_push(q, it, now);
+    kcr__wq_fifo_push(q, it, now);
     return 1;
 }

@@ -144,7 +144,7 @@ int kcr__wq_make_ready(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t
         kcr__wq_m_added(q, it, now);
     if (it->flags & KCR__WQ_PROCESSING)
         return 0;
-    fifo_push_tail(q, it);
+    kcr__wq_fifo_push_tail(q, it);
     return 1;
 }
 
@@ -228,7 +228,7 @@ kcr_err kcr_workqueue_done(kcr_workqueue *q, const char *key)
     q->processing--;
     struct kcr__wq_wake w = {0};
     if (it->flags & KCR__WQ_DIRTY) {
-        fifo_push(q, it, now);
+        kcr__wq_fifo_push(q, it, now);
         kcr__wq_notify(q, 1, &w);
     } else {
         kcr__wq_release_if_idle(q, it);
@@ -260,7 +260,7 @@ kcr_err kcr_workqueue_remove(kcr_workqueue *q, const char *key)
         }
         if (it->flags & KCR__WQ_DIRTY) {
             if (it->flags & KCR__WQ_QUEUED)
-                fifo_unlink(q, it);
+                kcr__wq_fifo_unlink(q, it);
             it->flags &= ~KCR__WQ_DIRTY;
             q->depth--;
             if (q->prio_on)

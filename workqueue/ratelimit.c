@@ -370,7 +370,9 @@ kcr_err kcr_rate_limiter_max_of_new(kcr_rate_limiter *const *limiters, size_t n,
         for (size_t i = 0; limiters && i < n; i++)
             kcr_rate_limiter_free(limiters[i]);
         return kcr__fail(ok ? KCR_ERR_NOMEM : KCR_ERR_INVALID, "%s: %s", fn,
-                         ok ? "out of memory" : out ? "NULL limiter" : "out is NULL");
+                         ok    ? "out of memory"
+                         : out ? "NULL limiter"
+                               : "out is NULL");
     }
     m->n = n;
     if (n)
@@ -420,9 +422,9 @@ kcr_err kcr_rate_limiter_with_max_wait_new(kcr_rate_limiter *inner, int64_t max_
     if (!w) {
         kcr_rate_limiter_free(inner);
         return kcr__fail(ok ? KCR_ERR_NOMEM : KCR_ERR_INVALID, "%s: %s", fn,
-                         ok      ? "out of memory"
-                         : !out  ? "out is NULL"
-                                 : "NULL inner or negative wait");
+                         ok     ? "out of memory"
+                         : !out ? "out is NULL"
+                                : "NULL inner or negative wait");
     }
     w->inner = inner;
     w->max = kcr__wq_ms_to_ns(max_wait_ms);

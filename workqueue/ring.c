@@ -127,8 +127,7 @@ static bool ring_push(struct kcr_workqueue *q, const char *key, size_t len, uint
         intptr_t diff = (intptr_t)seq - (intptr_t)pos;
         if (diff == 0) {
             if (atomic_compare_exchange_weak_explicit(&q->ring_tail, &pos, pos + 1,
-                                                      memory_order_relaxed,
-                                                      memory_order_relaxed))
+                                                      memory_order_relaxed, memory_order_relaxed))
                 break;
         } else if (diff < 0) {
             return false; /* full: the drain has not caught up */
@@ -186,7 +185,7 @@ static void wake_sleeper(struct kcr_workqueue *q, bool delayed)
 {
     struct kcr__wq_wake w = {0};
     kcr__wq_mutex_lock(q);
-    if (ring_ready(q)) {
+    if (kcr__wq_ring_ready(q)) {
         if (delayed && q->tk_active)
             w.tk = true;
         else if (kcr__wq_signal(q, &w, 1) == 0 && q->tk_active)

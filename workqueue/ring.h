@@ -16,28 +16,28 @@
 
 /* True if the add `ahead` slots past the ring's head is published (any
  * thread; only the lock holder moves the head). */
-static inline bool slot_published(struct kcr_workqueue *q, size_t ahead, memory_order order)
+static inline bool kcr__wq_slot_published(struct kcr_workqueue *q, size_t ahead, memory_order order)
 {
     size_t pos = atomic_load_explicit(&q->ring_head, memory_order_relaxed) + ahead;
     return atomic_load_explicit(&q->ring[pos & q->ring_mask].seq, order) == pos + 1;
 }
 
 /* The getter's half of the Dekker handshake: a seq_cst read of the slot. */
-static inline bool ring_ready_sc(struct kcr_workqueue *q)
+static inline bool kcr__wq_ring_ready_sc(struct kcr_workqueue *q)
 {
-    return slot_published(q, 0, memory_order_seq_cst);
+    return kcr__wq_slot_published(q, 0, memory_order_seq_cst);
 }
 
 /* True if the ring has a published add at its head (a hint, any thread). */
-static inline bool ring_ready(struct kcr_workqueue *q)
+static inline bool kcr__wq_ring_ready(struct kcr_workqueue *q)
 {
-    return slot_published(q, 0, memory_order_relaxed);
+    return kcr__wq_slot_published(q, 0, memory_order_relaxed);
 }
 
 /* True if the ring holds at least half its capacity of published adds. */
-static inline bool ring_half_full(struct kcr_workqueue *q)
+static inline bool kcr__wq_ring_half_full(struct kcr_workqueue *q)
 {
-    return slot_published(q, (q->ring_mask + 1) / 2, memory_order_relaxed);
+    return kcr__wq_slot_published(q, (q->ring_mask + 1) / 2, memory_order_relaxed);
 }
 
 /* Puts an add (ready_at 0) or add_after (ready_at: deadline) in the ring and

@@ -182,20 +182,17 @@ int main(int argc, char **argv)
         snprintf(jobs[i].key, sizeof jobs[i].key, "job-%05d", i);
 
     /* Per-key backoff 5 ms .. 2 s, and at most 50 retries/s overall. */
+    kcr_rate_limiter_exponential_options backoff = {.base_delay_ms = 5, .max_delay_ms = 2000};
+    kcr_rate_limiter_bucket_options overall = {.qps = 50, .burst = 100};
     kcr_rate_limiter *parts[2] = {NULL, NULL};
     kcr_workqueue_options opts = {.name = "jobs", .capacity_hint = (size_t)njobs};
-    kcr_err err = kcr_rate_limiter_exponential_new(
-        &(kcr_rate_limiter_exponential_options){.base_delay_ms = 5, .max_delay_ms = 2000},
-        &parts[0]);
-    if (err == KCR_OK)
-        err = kcr_rate_limiter_bucket_new(&(kcr_rate_limiter_bucket_options){.qps = 50, .burst = 100},
-                                          &parts[1]);
-    if (err == KCR_OK)
-        err = kcr_rate_limiter_max_of_new(parts, 2, &opts.limiter); /* takes the parts */
-    else
+    kcr_err err = kcr_rate_limiter_exponential_new(&backoff, &parts[0]);
+    if (err == KCR_OK && (err = kcr_rate_limiter_bucket_new(&overall, &parts[1])) != KCR_OK)
         kcr_rate_limiter_free(parts[0]);
+    if (err == KCR_OK) /* max_of takes the parts, the queue takes the limiter */
+        err = kcr_rate_limiter_max_of_new(parts, 2, &opts.limiter);
     if (err == KCR_OK)
-        err = kcr_workqueue_new(&opts, &queue); /* takes the limiter */
+        err = kcr_workqueue_new(&opts, &queue);
     if (err != KCR_OK) {
         fprintf(stderr, "job-runner: %s\n", kcr_last_error());
         return 1;
