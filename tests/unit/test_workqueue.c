@@ -375,6 +375,28 @@ Test(workqueue, add_after_non_positive_adds_now)
     kcr_workqueue_free(q);
 }
 
+/* Delays are ms: the extremes saturate instead of overflowing into the
+ * past (a key due now) or a negative deadline. */
+Test(workqueue, add_after_extreme_delays_saturate)
+{
+    kcr_workqueue *q = new_queue();
+    cr_assert_eq(kcr_workqueue_add_after(q, "never", INT64_MAX), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add_after(q, "past", INT64_MIN), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add_after(q, "one-ms", 1), KCR_OK);
+    kcr_workqueue_stats st;
+    kcr_workqueue_get_stats(q, &st);
+    cr_assert_eq(st.waiting, 2, "never and one-ms wait, past was added now");
+    expect_next(q, "past");
+    const char *key;
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 5000, &key), KCR_OK);
+    cr_assert_str_eq(key, "one-ms");
+    kcr_workqueue_done(q, key);
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 1, &key), KCR_ERR_TIMEOUT, "never stays waiting");
+    kcr_workqueue_get_stats(q, &st);
+    cr_assert_eq(st.waiting, 1);
+    kcr_workqueue_free(q);
+}
+
 Test(workqueue, delayed_keys_become_ready_in_deadline_order)
 {
     kcr_workqueue *q = new_queue();
