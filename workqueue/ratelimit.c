@@ -73,7 +73,9 @@ int64_t kcr_rate_limiter_when_at(kcr_rate_limiter *rl, const char *key, int64_t 
 
 int64_t kcr_rate_limiter_when(kcr_rate_limiter *rl, const char *key)
 {
-    return kcr__wq_ns_to_ms_up(kcr__rate_limiter_when_ns(rl, key, kcr__now_ns()));
+    if (!rl->when_ns) /* a custom limiter's ms go out unchanged */
+        return rl->ops.when(key, kcr__now_ns() / KCR_NS_PER_MS, rl->user_data);
+    return kcr__wq_ns_to_ms_up(rl->when_ns(key, kcr__now_ns(), rl->user_data));
 }
 
 void kcr_rate_limiter_forget(kcr_rate_limiter *rl, const char *key)
