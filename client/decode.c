@@ -10,6 +10,7 @@
 #include "client/framer.h"
 #include "core/error.h"
 #include "core/str.h"
+#include "object/utf8.h"
 #include "object/value.h"
 
 static bool key_is(const kcr__jev *ev, const char *key)
@@ -145,6 +146,10 @@ static kcr_err list_item_done(kcr__list_decoder *d)
 /* A string member of the List (kind, apiVersion) or of its metadata. */
 static kcr_err list_string(kcr__list_decoder *d, char **dst, const kcr__jev *ev, size_t len)
 {
+    size_t ok = kcr__utf8_valid_prefix(ev->s, ev->len);
+    if (ok != ev->len)
+        return kcr__fail(KCR_ERR_PARSE, "list: string is not valid UTF-8 (byte %zu of %zu)", ok,
+                         ev->len);
     free(*dst);
     /* not strndup: yajl's strings are not NUL-terminated and may end where
      * curl's buffer ends */

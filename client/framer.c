@@ -256,6 +256,7 @@ kcr__framer *kcr__framer_new(size_t max, const char *unit, const char *stream,
         kcr__framer_free(f);
         return NULL;
     }
+    yajl_config(f->h, yajl_dont_validate_strings, 1); /* the builder validates (object/utf8.h) */
     if (multiple_values)
         yajl_config(f->h, yajl_allow_multiple_values, 1);
     return f;

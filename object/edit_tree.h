@@ -86,6 +86,4 @@ kcr_err kcr__node_parse(const char *json, size_t len, struct kcr__node **out);
  * object holding it as the member "v" of its root; *v is that value. */
 kcr_err kcr__value_parse(const char *json, size_t len, kcr_object **holder, kcr_value *v);
 
-bool kcr__valid_utf8(const unsigned char *s, size_t len);
-
 #endif

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "object/object_builder.h"
 #include "object/object_internal.h"
+#include "object/utf8.h"
 #include "object/value.h"
 
 /* ---- builder ------------------------------------------------------------ */
@@ -92,6 +93,19 @@ static kcr_err bfail(kcr__object_builder *b, kcr_err err, const char *what)
 {
     b->failed = true;
     return kcr__fail(err, "%s", what);
+}
+
+/* Strings and keys are checked here, by the one validator, not by yajl
+ * (the parsers set yajl_dont_validate_strings), so every way into an object
+ * gives the same answer. */
+static kcr_err check_utf8(kcr__object_builder *b, const char *s, size_t len, const char *what)
+{
+    size_t ok = kcr__utf8_valid_prefix(s, len);
+    if (ok == len)
+        return KCR_OK;
+    b->failed = true;
+    return kcr__fail(KCR_ERR_PARSE, "%s is not valid UTF-8 (byte %zu of the %zu-byte %s)", what,
+                     ok, len, what);
 }
 
 /* Clears (and grows) the scratch table to hold at least 2n slots. */
@@ -355,6 +369,8 @@ kcr_err kcr__object_builder_string(kcr__object_builder *b, const char *text, siz
         return err;
     if (len == 0)
         return add_value(b, KCR__REF_EMPTY_STR);
+    if ((err = check_utf8(b, text, len, "string")) != KCR_OK)
+        return err;
     uint32_t off;
     if ((err = put_string(b, text, len, &off, false)) != KCR_OK)
         return err;
@@ -495,6 +511,8 @@ kcr_err kcr__object_builder_map_key(kcr__object_builder *b, const char *key, siz
     struct frame *f = &b->frames[b->depth - 1];
     if (f->key != KEY_NONE)
         return bfail(b, KCR_ERR_PARSE, "key without a value");
+    if ((err = check_utf8(b, key, len, "key")) != KCR_OK)
+        return err;
     uint32_t id = kcr__intern(key, len, kcr__hash_bytes(key, len));
     if (id != KCR__INTERN_NONE) {
         f->key = id | KCR__KEY_INTERNED;
@@ -703,6 +721,7 @@ static kcr_err parse(const char *json, size_t len, kcr_object **out, bool requir
         kcr__object_builder_free(c.b);
         return kcr__fail(KCR_ERR_NOMEM, "out of memory parsing an object");
     }
+    yajl_config(h, yajl_dont_validate_strings, 1); /* the builder validates */
     kcr_err err = KCR_OK;
     yajl_status st = yajl_parse(h, (const unsigned char *)(json ? json : ""), len);
     size_t at = yajl_get_bytes_consumed(h);

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "object/edit_tree.h"
+#include "object/utf8.h"
 #include "object/object_builder.h"
 #include "object/object_internal.h"
 
@@ -68,8 +69,9 @@ static struct kcr__node *string_node(const char *s, kcr_err *err)
         return NULL;
     }
     size_t len = strlen(s);
-    if (!kcr__valid_utf8((const unsigned char *)s, len)) {
-        *err = kcr__fail(KCR_ERR_INVALID, "string is not valid UTF-8");
+    size_t ok = kcr__utf8_valid_prefix(s, len);
+    if (ok != len) {
+        *err = kcr__fail(KCR_ERR_INVALID, "string is not valid UTF-8 (byte %zu)", ok);
         return NULL;
     }
     struct kcr__node *n = kcr__node_str(KCR__N_STR, s, len);
