@@ -154,17 +154,19 @@ kcr_err kcr_status_parse(const char *json, size_t len, kcr_status *out)
 
 kcr_err kcr__err_for_code(int code, const char *reason)
 {
-    switch (code) {
-    case 401: return KCR_ERR_UNAUTHORIZED;
-    case 403: return KCR_ERR_FORBIDDEN;
-    case 404: return KCR_ERR_NOT_FOUND;
-    case 409: return reason && strcmp(reason, "AlreadyExists") == 0 ? KCR_ERR_EXISTS
-                                                                    : KCR_ERR_CONFLICT;
-    case 410: return KCR_ERR_GONE;
-    case 422: return KCR_ERR_INVALID_OBJECT;
-    case 429: return KCR_ERR_TOO_MANY;
-    default: return KCR_ERR_API;
-    }
+    /* A mapping, not a failure: callers set the detail (kcr__status_fail). */
+    static const struct {
+        int code;
+        kcr_err err;
+    } map[] = {{401, KCR_ERR_UNAUTHORIZED}, {403, KCR_ERR_FORBIDDEN}, {404, KCR_ERR_NOT_FOUND},
+               {409, KCR_ERR_CONFLICT},     {410, KCR_ERR_GONE},      {422, KCR_ERR_INVALID_OBJECT},
+               {429, KCR_ERR_TOO_MANY}};
+    if (code == 409 && reason && strcmp(reason, "AlreadyExists") == 0)
+        return KCR_ERR_EXISTS; /* detail: a mapping, see above */
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+        if (map[i].code == code)
+            return map[i].err;
+    return KCR_ERR_API; /* detail: a mapping, see above */
 }
 
 kcr_err kcr_status_to_err(const kcr_status *st)

@@ -335,7 +335,7 @@ kcr_err kcr__node_feed(kcr__object_builder *b, const struct kcr__node *n)
                 return err;
         return kcr__object_builder_end_map(b);
     }
-    return KCR_ERR_STATE;
+    return kcr__fail(KCR_ERR_STATE, "edit tree: node of unknown type %d", (int)n->t);
 }
 
 static kcr_err gen_node(yajl_gen g, const struct kcr__node *n)
@@ -361,7 +361,7 @@ static kcr_err gen_node(yajl_gen g, const struct kcr__node *n)
         s = yajl_gen_array_open(g);
         for (size_t i = 0; s == yajl_gen_status_ok && i < n->n; i++)
             if (gen_node(g, n->items[i]) != KCR_OK)
-                return KCR_ERR_INVALID;
+                return KCR_ERR_INVALID; /* detail: set by the inner call */
         if (s == yajl_gen_status_ok)
             s = yajl_gen_array_close(g);
         break;
@@ -370,13 +370,15 @@ static kcr_err gen_node(yajl_gen g, const struct kcr__node *n)
         for (size_t i = 0; s == yajl_gen_status_ok && i < n->n; i++) {
             s = yajl_gen_string(g, (const unsigned char *)n->keys[i], n->klens[i]);
             if (s == yajl_gen_status_ok && gen_node(g, n->items[i]) != KCR_OK)
-                return KCR_ERR_INVALID;
+                return KCR_ERR_INVALID; /* detail: set by the inner call */
         }
         if (s == yajl_gen_status_ok)
             s = yajl_gen_map_close(g);
         break;
     }
-    return s == yajl_gen_status_ok ? KCR_OK : KCR_ERR_INVALID;
+    return s == yajl_gen_status_ok
+               ? KCR_OK
+               : kcr__fail(KCR_ERR_INVALID, "serializing JSON: yajl_gen status %d", (int)s);
 }
 
 kcr_err kcr__node_to_json(const struct kcr__node *n, char **out, size_t *len)
@@ -386,7 +388,7 @@ kcr_err kcr__node_to_json(const struct kcr__node *n, char **out, size_t *len)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory serializing JSON");
     kcr_err err = gen_node(g, n);
     if (err != KCR_OK) {
-        err = kcr__fail(err, "serializing JSON failed");
+        err = kcr__refail(err, "serializing an edit tree: ");
     } else {
         const unsigned char *buf;
         size_t n_;

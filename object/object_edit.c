@@ -579,7 +579,7 @@ static kcr_err feed_ref(kcr__object_builder *b, const kcr_object *o, uint32_t re
     kcr_err err;
     switch (kcr_value_get_type(v)) {
     case KCR_VALUE_ABSENT:
-        return KCR_ERR_STATE;
+        return kcr__fail(KCR_ERR_STATE, "feeding an object: absent value");
     case KCR_VALUE_NULL:
         return kcr__object_builder_null(b);
     case KCR_VALUE_BOOL:
@@ -624,7 +624,7 @@ static kcr_err feed_ref(kcr__object_builder *b, const kcr_object *o, uint32_t re
         return kcr__object_builder_end_map(b);
     }
     }
-    return KCR_ERR_STATE;
+    return kcr__fail(KCR_ERR_STATE, "feeding an object: value of unknown type");
 }
 
 kcr_err kcr_object_strip_managed_fields(const kcr_object *in, kcr_object **out, void *user_data)
