@@ -4,10 +4,10 @@
 #include <stdint.h>
 #include <string.h>
 
-size_t kcr__utf8_valid_prefix(const char *str, size_t len)
+size_t kcr__utf8_valid_prefix_from(const char *str, size_t len, size_t from)
 {
     const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
+    size_t i = from;
     while (i < len) {
         /* Most of what Kubernetes sends is ASCII: eight bytes at a time. */
         while (i + 8 <= len) {

@@ -8,9 +8,32 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
-/* Length of the longest valid UTF-8 prefix of s: len when all of s is valid. */
-size_t kcr__utf8_valid_prefix(const char *s, size_t len);
+/* The checking of s from byte `from` on, the first byte >= 0x80 (the
+ * out-of-line part of kcr__utf8_valid_prefix). */
+size_t kcr__utf8_valid_prefix_from(const char *s, size_t len, size_t from);
+
+/* Length of the longest valid UTF-8 prefix of s: len when all of s is valid.
+ * Inline for its ASCII scan: the decoders call it for every string and key,
+ * and most of what Kubernetes sends is ASCII. */
+static inline size_t kcr__utf8_valid_prefix(const char *s, size_t len)
+{
+    const uint64_t high = UINT64_C(0x8080808080808080);
+    size_t i = 0;
+    for (; i + 16 <= len; i += 16) {
+        uint64_t a, b;
+        memcpy(&a, s + i, 8);
+        memcpy(&b, s + i + 8, 8);
+        if ((a | b) & high)
+            return kcr__utf8_valid_prefix_from(s, len, i);
+    }
+    for (; i < len; i++)
+        if ((unsigned char)s[i] >= 0x80)
+            return kcr__utf8_valid_prefix_from(s, len, i);
+    return len;
+}
 
 static inline bool kcr__utf8_valid(const char *s, size_t len)
 {
