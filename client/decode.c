@@ -144,7 +144,7 @@ static kcr_err list_item_done(kcr__list_decoder *d)
 }
 
 /* A string member of the List (kind, apiVersion) or of its metadata. */
-static kcr_err list_string(kcr__list_decoder *d, char **dst, const kcr__jev *ev, size_t len)
+static kcr_err list_string(char **dst, const kcr__jev *ev, size_t len)
 {
     size_t ok = kcr__utf8_valid_prefix(ev->s, ev->len);
     if (ok != ev->len)
@@ -173,7 +173,7 @@ static kcr_err list_top_value(kcr__list_decoder *d, const kcr__jev *ev)
         if (d->top == TOP_KIND && len > 4 && memcmp(ev->s + len - 4, "List", 4) == 0)
             len -= 4;
         kcr_err err =
-            list_string(d, d->top == TOP_KIND ? &d->item_kind : &d->item_api_version, ev, len);
+            list_string(d->top == TOP_KIND ? &d->item_kind : &d->item_api_version, ev, len);
         if (err == KCR_OK && d->n_pending && list_type_known(d))
             err = flush_pending(d);
         return err;
@@ -194,7 +194,7 @@ static kcr_err list_meta_value(kcr__list_decoder *d, const kcr__jev *ev)
         d->remaining = strtoll(num, NULL, 10);
         d->has_remaining = true;
     } else if ((d->meta == META_RV || d->meta == META_CONTINUE) && ev->type == KCR__JEV_STRING) {
-        return list_string(d, d->meta == META_RV ? &d->rv : &d->cont, ev, ev->len);
+        return list_string(d->meta == META_RV ? &d->rv : &d->cont, ev, ev->len);
     }
     return KCR_OK;
 }
