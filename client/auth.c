@@ -201,6 +201,8 @@ static char *exec_info(const kcr__exec_config *exec, const kcr_config *cfg)
     struct kcr__node *root = kcr__node_new(KCR__N_MAP);
     struct kcr__node *spec = kcr__node_new(KCR__N_MAP);
     struct kcr__node *cluster = exec->provide_cluster_info ? kcr__node_new(KCR__N_MAP) : NULL;
+    if (!root || !spec || (!cluster && exec->provide_cluster_info))
+        kcr__fail(KCR_ERR_NOMEM, "out of memory preparing the exec credential plugin's input");
     bool ok = root && spec && (cluster || !exec->provide_cluster_info) &&
               kcr__node_put_str(root, "apiVersion", exec->api_version) &&
               kcr__node_put_str(root, "kind", "ExecCredential");
@@ -213,6 +215,9 @@ static char *exec_info(const kcr__exec_config *exec, const kcr_config *cfg)
             ok = kcr__node_put_bool(cluster, "insecure-skip-tls-verify", true);
         if (ok && cfg->ca.data) {
             char *b64 = kcr__base64_encode(cfg->ca.data, cfg->ca.len);
+            if (!b64)
+                kcr__fail(KCR_ERR_NOMEM, "out of memory preparing the exec credential plugin's "
+                                         "input");
             ok = b64 && kcr__node_put_str(cluster, "certificate-authority-data", b64);
             free(b64);
         }
@@ -226,8 +231,8 @@ static char *exec_info(const kcr__exec_config *exec, const kcr_config *cfg)
         spec = NULL;
     }
     char *out = NULL;
-    if (!ok || kcr__node_to_json(root, &out, NULL) != KCR_OK)
-        kcr__fail(KCR_ERR_NOMEM, "out of memory preparing the exec credential plugin's input");
+    if (ok) /* otherwise the detail is set */
+        kcr__node_to_json(root, &out, NULL);
     kcr__node_free(cluster);
     kcr__node_free(spec);
     kcr__node_free(root);
@@ -387,7 +392,8 @@ kcr_err kcr__exec_run(const kcr__exec_config *exec, const kcr_config *cfg, kcr__
     *expiry = 0;
     char *info = exec_info(exec, cfg);
     if (!info)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory running the exec credential plugin");
+        return kcr__refail(KCR_ERR_NOMEM, "exec plugin %s: cannot write its input: ",
+                           exec->command); /* out of memory: kubeconfig strings are UTF-8 */
     char *stdout_buf = NULL, *stderr_buf = NULL;
     size_t stdout_len = 0;
     int status = 0;

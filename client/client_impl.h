@@ -79,7 +79,8 @@ kcr_err kcr__status_fail(const kcr_status *st);
 /* Builds a Status (for the fake); strings copied. */
 kcr_err kcr__status_make(kcr_status *st, int code, const char *reason, const char *message);
 
-/* The Status as JSON (for the fake and tests); malloc'd. */
+/* The Status as JSON (for the fake and tests); malloc'd. NULL, with
+ * kcr_last_error() set, when out of memory or a string is not valid UTF-8. */
 char *kcr__status_to_json(const kcr_status *st);
 
 /* Maps an HTTP code (+ reason for 409) to kcr_err. */

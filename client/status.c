@@ -237,6 +237,8 @@ static struct kcr__node *status_doc(const kcr_status *st)
 {
     struct kcr__node *doc = kcr__node_new(KCR__N_MAP);
     struct kcr__node *d = kcr__node_new(KCR__N_MAP);
+    if (!doc || !d)
+        kcr__fail(KCR_ERR_NOMEM, "out of memory writing a Status");
     bool ok = doc && d && kcr__node_put_str(doc, "kind", "Status") &&
               kcr__node_put_str(doc, "apiVersion", "v1") &&
               kcr__node_put(doc, "metadata", kcr__node_new(KCR__N_MAP)) &&
@@ -249,14 +251,20 @@ static struct kcr__node *status_doc(const kcr_status *st)
         ok = kcr__node_put_str(d, "kind", st->details.kind);
     if (ok && st->details.n_causes) {
         struct kcr__node *arr = kcr__node_new(KCR__N_ARR);
-        ok = arr != NULL;
+        if (!(ok = arr != NULL))
+            kcr__fail(KCR_ERR_NOMEM, "out of memory writing a Status");
         for (size_t i = 0; ok && i < st->details.n_causes; i++) {
             const kcr_status_cause *sc = &st->details.causes[i];
             struct kcr__node *c = kcr__node_new(KCR__N_MAP);
+            if (!c)
+                kcr__fail(KCR_ERR_NOMEM, "out of memory writing a Status");
             ok = c && kcr__node_put_str(c, "reason", sc->type ? sc->type : "") &&
                  kcr__node_put_str(c, "message", sc->message ? sc->message : "") &&
                  kcr__node_put_str(c, "field", sc->field ? sc->field : "");
-            ok = ok ? kcr__node_push(arr, c) : (kcr__node_free(c), false);
+            if (ok && !(ok = kcr__node_push(arr, c)))
+                kcr__fail(KCR_ERR_NOMEM, "out of memory writing a Status");
+            else if (!ok)
+                kcr__node_free(c);
         }
         ok = ok ? kcr__node_put(d, "causes", arr) : (kcr__node_free(arr), false);
     }
@@ -275,11 +283,9 @@ static struct kcr__node *status_doc(const kcr_status *st)
 
 char *kcr__status_to_json(const kcr_status *st)
 {
-    struct kcr__node *doc = status_doc(st);
+    struct kcr__node *doc = status_doc(st); /* NULL: the detail is set */
     char *out = NULL;
-    if (!doc)
-        kcr__fail(KCR_ERR_NOMEM, "out of memory writing a Status");
-    else
+    if (doc)
         kcr__node_to_json(doc, &out, NULL);
     kcr__node_free(doc);
     return out;

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "object/edit_tree.h"
 #include "object/object_internal.h"
+#include "object/utf8.h"
 
 void kcr__node_free(struct kcr__node *n)
 {
@@ -145,12 +146,22 @@ struct kcr__node *kcr__node_take_at(struct kcr__node *c, size_t i)
 
 bool kcr__node_put(struct kcr__node *m, const char *key, struct kcr__node *v)
 {
-    return kcr__node_set(m, key, strlen(key), v);
+    if (!kcr__node_set(m, key, strlen(key), v)) {
+        kcr__fail(KCR_ERR_NOMEM, "out of memory building JSON (member %s)", key);
+        return false;
+    }
+    return true;
 }
 
 bool kcr__node_put_str(struct kcr__node *m, const char *key, const char *s)
 {
-    return kcr__node_put(m, key, kcr__node_str(KCR__N_STR, s, strlen(s)));
+    size_t len = strlen(s), ok = kcr__utf8_valid_prefix(s, len);
+    if (ok != len) {
+        kcr__fail(KCR_ERR_INVALID, "JSON member %s: string is not valid UTF-8 (byte %zu)", key,
+                  ok);
+        return false;
+    }
+    return kcr__node_put(m, key, kcr__node_str(KCR__N_STR, s, len));
 }
 
 bool kcr__node_put_bool(struct kcr__node *m, const char *key, bool b)
@@ -383,30 +394,15 @@ static kcr_err gen_node(yajl_gen g, const struct kcr__node *n)
 
 kcr_err kcr__node_to_json(const struct kcr__node *n, char **out, size_t *len)
 {
-    yajl_gen g = yajl_gen_alloc(NULL);
+    *out = NULL;
+    yajl_gen g = kcr__gen_new();
     if (!g)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory serializing JSON");
     kcr_err err = gen_node(g, n);
-    if (err != KCR_OK) {
+    if (err != KCR_OK)
         err = kcr__refail(err, "serializing an edit tree: ");
-    } else {
-        const unsigned char *buf;
-        size_t n_;
-        yajl_gen_get_buf(g, &buf, &n_);
-        *out = malloc(n_ + 1);
-        if (!*out) {
-            err = kcr__fail(KCR_ERR_NOMEM, "out of memory serializing JSON");
-        } else {
-            memcpy(*out, buf, n_);
-            (*out)[n_] = '\0';
-            if (len)
-                *len = n_;
-        }
-    }
-    yajl_gen_free(g);
-    return err;
+    return kcr__gen_finish(g, err, out, len);
 }
-
 
 kcr_err kcr__value_parse(const char *json, size_t len, kcr_object **holder, kcr_value *v)
 {

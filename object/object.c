@@ -1039,18 +1039,20 @@ kcr_err kcr__gen_value(yajl_gen g, const kcr_object *o, uint32_t ref)
     return KCR_OK;
 }
 
-kcr_err kcr_value_to_json(kcr_value v, char **out, size_t *len)
+/* The one JSON writer's setup and output, shared by both tree walks (this
+ * file's over an immutable object, edit_tree.c's over an edit tree). No
+ * UTF-8 check here: every string in either tree was checked on its way in
+ * (object/utf8.h), by the builder, the edit API or kcr__node_put_str. */
+yajl_gen kcr__gen_new(void)
 {
-    if (!out)
-        return kcr__fail(KCR_ERR_INVALID, "kcr_value_to_json: out is NULL");
-    *out = NULL;
-    if (!v.obj || v.ref == KCR__REF_ABSENT)
-        return kcr__fail(KCR_ERR_NOT_FOUND, "kcr_value_to_json: value is absent");
     yajl_gen g = yajl_gen_alloc(NULL);
-    if (!g)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory serializing JSON");
-    yajl_gen_config(g, yajl_gen_validate_utf8, 1);
-    kcr_err err = kcr__gen_value(g, v.obj, v.ref);
+    if (g)
+        yajl_gen_config(g, yajl_gen_validate_utf8, 0);
+    return g;
+}
+
+kcr_err kcr__gen_finish(yajl_gen g, kcr_err err, char **out, size_t *len)
+{
     if (err == KCR_OK) {
         const unsigned char *buf;
         size_t n;
@@ -1067,6 +1069,19 @@ kcr_err kcr_value_to_json(kcr_value v, char **out, size_t *len)
     }
     yajl_gen_free(g);
     return err;
+}
+
+kcr_err kcr_value_to_json(kcr_value v, char **out, size_t *len)
+{
+    if (!out)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_value_to_json: out is NULL");
+    *out = NULL;
+    if (!v.obj || v.ref == KCR__REF_ABSENT)
+        return kcr__fail(KCR_ERR_NOT_FOUND, "kcr_value_to_json: value is absent");
+    yajl_gen g = kcr__gen_new();
+    if (!g)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory serializing JSON");
+    return kcr__gen_finish(g, kcr__gen_value(g, v.obj, v.ref), out, len);
 }
 
 kcr_err kcr_object_to_json(const kcr_object *obj, char **out, size_t *len)
