@@ -84,3 +84,16 @@ Test(status, to_json_round_trips)
     kcr_status_clear(&st);
     kcr_status_clear(&back);
 }
+
+/* A Status holding bad UTF-8 (a message the fake was given) is refused when
+ * written, with the member named, instead of producing JSON no parser takes. */
+Test(status, to_json_refuses_bad_utf8)
+{
+    kcr_status st = {0};
+    cr_assert_eq(kcr__status_make(&st, 500, "InternalError", "bad \xc3\x28 byte"), KCR_OK);
+    kcr__fail(KCR_ERR_IO, "an older failure");
+    cr_assert_null(kcr__status_to_json(&st));
+    cr_assert(strstr(kcr_last_error(), "message") != NULL, "%s", kcr_last_error());
+    cr_assert(strstr(kcr_last_error(), "not valid UTF-8") != NULL, "%s", kcr_last_error());
+    kcr_status_clear(&st);
+}
