@@ -1,3 +1,9 @@
+/* TO BE DELETED (issue 11 item 1). kcr__json is the second JSON model that
+ * object/ replaces; its only remaining users are client/fake.c and
+ * client/http.c, which the fake-split and http-split branches move onto
+ * object/ (kcr_object / kcr_value to read, the edit tree object/edit_tree.h
+ * or kcr_object_edit to build and patch). Remove json.c, json.h and their
+ * line in client/CMakeLists.txt once both are merged; add nothing here. */
 /* Internal: a small mutable JSON tree.
  *
  * Used where a whole (small) document must be inspected or edited: Status
@@ -84,9 +90,5 @@ kcr_err kcr__json_append(kcr__json *arr, kcr__json *v);
 
 /* RFC 7386 JSON merge patch applied to *target in place (may replace it). */
 kcr_err kcr__json_merge_patch(kcr__json **target, const kcr__json *patch);
-
-/* kcr__fail() with the current kcr_last_error() appended: "<fmt...><previous>".
- * (Passing kcr_last_error() to kcr__fail() itself would overlap buffers.) */
-kcr_err kcr__refail(kcr_err err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "object/edit_tree.h"
 #include "object/object_internal.h"
+#include "object/utf8.h"
 
 void kcr__node_free(struct kcr__node *n)
 {
@@ -71,6 +72,14 @@ static bool node_reserve(struct kcr__node *n)
     return true;
 }
 
+struct kcr__node *kcr__node_int(int64_t v)
+{
+    struct kcr__node *n = kcr__node_new(KCR__N_INT);
+    if (n)
+        n->i = v;
+    return n;
+}
+
 /* Appends (takes ownership of `v`; frees it on failure). */
 bool kcr__node_push(struct kcr__node *arr, struct kcr__node *v)
 {
@@ -133,6 +142,34 @@ struct kcr__node *kcr__node_take_at(struct kcr__node *c, size_t i)
     }
     c->n--;
     return v;
+}
+
+bool kcr__node_put(struct kcr__node *m, const char *key, struct kcr__node *v)
+{
+    if (!kcr__node_set(m, key, strlen(key), v)) {
+        kcr__fail(KCR_ERR_NOMEM, "out of memory building JSON (member %s)", key);
+        return false;
+    }
+    return true;
+}
+
+bool kcr__node_put_str(struct kcr__node *m, const char *key, const char *s)
+{
+    size_t len = strlen(s), ok = kcr__utf8_valid_prefix(s, len);
+    if (ok != len) {
+        kcr__fail(KCR_ERR_INVALID, "JSON member %s: string is not valid UTF-8 (byte %zu)", key,
+                  ok);
+        return false;
+    }
+    return kcr__node_put(m, key, kcr__node_str(KCR__N_STR, s, len));
+}
+
+bool kcr__node_put_bool(struct kcr__node *m, const char *key, bool b)
+{
+    struct kcr__node *v = kcr__node_new(KCR__N_BOOL);
+    if (v)
+        v->b = b;
+    return kcr__node_put(m, key, v);
 }
 
 void kcr__node_remove_at(struct kcr__node *c, size_t i)
@@ -309,7 +346,7 @@ kcr_err kcr__node_feed(kcr__object_builder *b, const struct kcr__node *n)
                 return err;
         return kcr__object_builder_end_map(b);
     }
-    return KCR_ERR_STATE;
+    return kcr__fail(KCR_ERR_STATE, "edit tree: node of unknown type %d", (int)n->t);
 }
 
 static kcr_err gen_node(yajl_gen g, const struct kcr__node *n)
@@ -335,7 +372,7 @@ static kcr_err gen_node(yajl_gen g, const struct kcr__node *n)
         s = yajl_gen_array_open(g);
         for (size_t i = 0; s == yajl_gen_status_ok && i < n->n; i++)
             if (gen_node(g, n->items[i]) != KCR_OK)
-                return KCR_ERR_INVALID;
+                return KCR_ERR_INVALID; /* detail: set by the inner call */
         if (s == yajl_gen_status_ok)
             s = yajl_gen_array_close(g);
         break;
@@ -344,76 +381,27 @@ static kcr_err gen_node(yajl_gen g, const struct kcr__node *n)
         for (size_t i = 0; s == yajl_gen_status_ok && i < n->n; i++) {
             s = yajl_gen_string(g, (const unsigned char *)n->keys[i], n->klens[i]);
             if (s == yajl_gen_status_ok && gen_node(g, n->items[i]) != KCR_OK)
-                return KCR_ERR_INVALID;
+                return KCR_ERR_INVALID; /* detail: set by the inner call */
         }
         if (s == yajl_gen_status_ok)
             s = yajl_gen_map_close(g);
         break;
     }
-    return s == yajl_gen_status_ok ? KCR_OK : KCR_ERR_INVALID;
+    return s == yajl_gen_status_ok
+               ? KCR_OK
+               : kcr__fail(KCR_ERR_INVALID, "serializing JSON: yajl_gen status %d", (int)s);
 }
 
 kcr_err kcr__node_to_json(const struct kcr__node *n, char **out, size_t *len)
 {
-    yajl_gen g = yajl_gen_alloc(NULL);
+    *out = NULL;
+    yajl_gen g = kcr__gen_new();
     if (!g)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory serializing JSON");
     kcr_err err = gen_node(g, n);
-    if (err != KCR_OK) {
-        err = kcr__fail(err, "serializing JSON failed");
-    } else {
-        const unsigned char *buf;
-        size_t n_;
-        yajl_gen_get_buf(g, &buf, &n_);
-        *out = malloc(n_ + 1);
-        if (!*out) {
-            err = kcr__fail(KCR_ERR_NOMEM, "out of memory serializing JSON");
-        } else {
-            memcpy(*out, buf, n_);
-            (*out)[n_] = '\0';
-            if (len)
-                *len = n_;
-        }
-    }
-    yajl_gen_free(g);
-    return err;
-}
-
-bool kcr__valid_utf8(const unsigned char *s, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = s[i];
-        size_t n;
-        uint32_t cp;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xe0) == 0xc0) {
-            n = 1;
-            cp = c & 0x1f;
-        } else if ((c & 0xf0) == 0xe0) {
-            n = 2;
-            cp = c & 0x0f;
-        } else if ((c & 0xf8) == 0xf0) {
-            n = 3;
-            cp = c & 0x07;
-        } else {
-            return false;
-        }
-        if (n >= len - i)
-            return false;
-        for (size_t k = 1; k <= n; k++) {
-            if ((s[i + k] & 0xc0) != 0x80)
-                return false;
-            cp = cp << 6 | (s[i + k] & 0x3f);
-        }
-        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-            cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return false;
-        i += n + 1;
-    }
-    return true;
+    if (err != KCR_OK)
+        err = kcr__refail(err, "serializing an edit tree: ");
+    return kcr__gen_finish(g, err, out, len);
 }
 
 kcr_err kcr__value_parse(const char *json, size_t len, kcr_object **holder, kcr_value *v)

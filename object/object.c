@@ -12,6 +12,8 @@
 #include "core/error.h"
 #include "object/object_builder.h"
 #include "object/object_internal.h"
+#include "object/utf8.h"
+#include "object/value.h"
 
 /* ---- builder ------------------------------------------------------------ */
 
@@ -91,6 +93,19 @@ static kcr_err bfail(kcr__object_builder *b, kcr_err err, const char *what)
 {
     b->failed = true;
     return kcr__fail(err, "%s", what);
+}
+
+/* Strings and keys are checked here, by the one validator, not by yajl
+ * (the parsers set yajl_dont_validate_strings), so every way into an object
+ * gives the same answer. */
+static kcr_err check_utf8(kcr__object_builder *b, const char *s, size_t len, const char *what)
+{
+    size_t ok = kcr__utf8_valid_prefix(s, len);
+    if (ok == len)
+        return KCR_OK;
+    b->failed = true;
+    return kcr__fail(KCR_ERR_PARSE, "%s is not valid UTF-8 (byte %zu of the %zu-byte %s)", what,
+                     ok, len, what);
 }
 
 /* Clears (and grows) the scratch table to hold at least 2n slots. */
@@ -354,6 +369,8 @@ kcr_err kcr__object_builder_string(kcr__object_builder *b, const char *text, siz
         return err;
     if (len == 0)
         return add_value(b, KCR__REF_EMPTY_STR);
+    if ((err = check_utf8(b, text, len, "string")) != KCR_OK)
+        return err;
     uint32_t off;
     if ((err = put_string(b, text, len, &off, false)) != KCR_OK)
         return err;
@@ -494,6 +511,8 @@ kcr_err kcr__object_builder_map_key(kcr__object_builder *b, const char *key, siz
     struct frame *f = &b->frames[b->depth - 1];
     if (f->key != KEY_NONE)
         return bfail(b, KCR_ERR_PARSE, "key without a value");
+    if ((err = check_utf8(b, key, len, "key")) != KCR_OK)
+        return err;
     uint32_t id = kcr__intern(key, len, kcr__hash_bytes(key, len));
     if (id != KCR__INTERN_NONE) {
         f->key = id | KCR__KEY_INTERNED;
@@ -702,6 +721,7 @@ static kcr_err parse(const char *json, size_t len, kcr_object **out, bool requir
         kcr__object_builder_free(c.b);
         return kcr__fail(KCR_ERR_NOMEM, "out of memory parsing an object");
     }
+    yajl_config(h, yajl_dont_validate_strings, 1); /* the builder validates */
     kcr_err err = KCR_OK;
     yajl_status st = yajl_parse(h, (const unsigned char *)(json ? json : ""), len);
     size_t at = yajl_get_bytes_consumed(h);
@@ -742,6 +762,15 @@ kcr_err kcr_object_parse_any(const char *json, size_t len, kcr_object **out)
     return parse(json, len, out, false);
 }
 
+kcr_err kcr__document_parse(const char *json, size_t len, const char *what, kcr_object **out)
+{
+    *out = NULL;
+    if (!json || (len == 0 && !*json))
+        return kcr__fail(KCR_ERR_PARSE, "%s: empty", what);
+    kcr_err err = kcr_object_parse_any(json, len, out);
+    return err == KCR_OK ? KCR_OK : kcr__refail(err, "%s: ", what);
+}
+
 /* ---- references and accessors ------------------------------------------ */
 
 kcr_object *kcr_object_ref(const kcr_object *obj)
@@ -757,6 +786,18 @@ void kcr_object_unref(const kcr_object *obj)
     kcr_object *o = (kcr_object *)obj;
     if (o && atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1)
         free(o);
+}
+
+void kcr__object_unref_wipe(const kcr_object *obj)
+{
+    kcr_object *o = (kcr_object *)obj;
+    if (o && atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1) {
+        /* volatile stores, so the wipe of memory about to be freed stays */
+        volatile unsigned char *p = o->data;
+        for (uint32_t i = 0; i < o->size; i++)
+            p[i] = 0;
+        free(o);
+    }
 }
 
 size_t kcr_object_memory_size(const kcr_object *obj)
@@ -998,18 +1039,20 @@ kcr_err kcr__gen_value(yajl_gen g, const kcr_object *o, uint32_t ref)
     return KCR_OK;
 }
 
-kcr_err kcr_value_to_json(kcr_value v, char **out, size_t *len)
+/* The one JSON writer's setup and output, shared by both tree walks (this
+ * file's over an immutable object, edit_tree.c's over an edit tree). No
+ * UTF-8 check here: every string in either tree was checked on its way in
+ * (object/utf8.h), by the builder, the edit API or kcr__node_put_str. */
+yajl_gen kcr__gen_new(void)
 {
-    if (!out)
-        return kcr__fail(KCR_ERR_INVALID, "kcr_value_to_json: out is NULL");
-    *out = NULL;
-    if (!v.obj || v.ref == KCR__REF_ABSENT)
-        return kcr__fail(KCR_ERR_NOT_FOUND, "kcr_value_to_json: value is absent");
     yajl_gen g = yajl_gen_alloc(NULL);
-    if (!g)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory serializing JSON");
-    yajl_gen_config(g, yajl_gen_validate_utf8, 1);
-    kcr_err err = kcr__gen_value(g, v.obj, v.ref);
+    if (g)
+        yajl_gen_config(g, yajl_gen_validate_utf8, 0);
+    return g;
+}
+
+kcr_err kcr__gen_finish(yajl_gen g, kcr_err err, char **out, size_t *len)
+{
     if (err == KCR_OK) {
         const unsigned char *buf;
         size_t n;
@@ -1026,6 +1069,19 @@ kcr_err kcr_value_to_json(kcr_value v, char **out, size_t *len)
     }
     yajl_gen_free(g);
     return err;
+}
+
+kcr_err kcr_value_to_json(kcr_value v, char **out, size_t *len)
+{
+    if (!out)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_value_to_json: out is NULL");
+    *out = NULL;
+    if (!v.obj || v.ref == KCR__REF_ABSENT)
+        return kcr__fail(KCR_ERR_NOT_FOUND, "kcr_value_to_json: value is absent");
+    yajl_gen g = kcr__gen_new();
+    if (!g)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory serializing JSON");
+    return kcr__gen_finish(g, kcr__gen_value(g, v.obj, v.ref), out, len);
 }
 
 kcr_err kcr_object_to_json(const kcr_object *obj, char **out, size_t *len)

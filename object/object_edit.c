@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "object/edit_tree.h"
+#include "object/utf8.h"
 #include "object/object_builder.h"
 #include "object/object_internal.h"
 
@@ -68,8 +69,9 @@ static struct kcr__node *string_node(const char *s, kcr_err *err)
         return NULL;
     }
     size_t len = strlen(s);
-    if (!kcr__valid_utf8((const unsigned char *)s, len)) {
-        *err = kcr__fail(KCR_ERR_INVALID, "string is not valid UTF-8");
+    size_t ok = kcr__utf8_valid_prefix(s, len);
+    if (ok != len) {
+        *err = kcr__fail(KCR_ERR_INVALID, "string is not valid UTF-8 (byte %zu)", ok);
         return NULL;
     }
     struct kcr__node *n = kcr__node_str(KCR__N_STR, s, len);
@@ -577,7 +579,7 @@ static kcr_err feed_ref(kcr__object_builder *b, const kcr_object *o, uint32_t re
     kcr_err err;
     switch (kcr_value_get_type(v)) {
     case KCR_VALUE_ABSENT:
-        return KCR_ERR_STATE;
+        return kcr__fail(KCR_ERR_STATE, "feeding an object: absent value");
     case KCR_VALUE_NULL:
         return kcr__object_builder_null(b);
     case KCR_VALUE_BOOL:
@@ -622,7 +624,7 @@ static kcr_err feed_ref(kcr__object_builder *b, const kcr_object *o, uint32_t re
         return kcr__object_builder_end_map(b);
     }
     }
-    return KCR_ERR_STATE;
+    return kcr__fail(KCR_ERR_STATE, "feeding an object: value of unknown type");
 }
 
 kcr_err kcr_object_strip_managed_fields(const kcr_object *in, kcr_object **out, void *user_data)

@@ -175,6 +175,13 @@ struct kcr__parse_ctx {
 };
 extern const yajl_callbacks kcr__object_yajl_callbacks;
 
+/* The JSON writer both serializers use: a generator configured once
+ * (kcr__gen_new, NULL when out of memory), and its output copied to a
+ * malloc'd NUL-terminated *out when err is KCR_OK (kcr__gen_finish frees g
+ * and returns err or KCR_ERR_NOMEM). */
+yajl_gen kcr__gen_new(void);
+kcr_err kcr__gen_finish(yajl_gen g, kcr_err err, char **out, size_t *len);
+
 /* Writes the value `ref` of `o` to a generator. */
 kcr_err kcr__gen_value(yajl_gen g, const kcr_object *o, uint32_t ref);
 

@@ -613,3 +613,49 @@ Test(watch_decoder, many_small_events_over_the_limit_together)
         kcr__watch_decoder_free(d);
     }
 }
+
+/* Bad UTF-8 anywhere in a body gets the object layer's validator's answer,
+ * whether it is in an item, a key, the List's metadata or a watch event. */
+Test(decoders, bad_utf8_is_a_clear_parse_error)
+{
+    cr_assert_eq(decode_list("{\"items\":[{\"metadata\":{\"name\":\"a\xff\"}}]}", 0), KCR_ERR_PARSE);
+    cr_assert(strstr(kcr_last_error(), "list item 0") != NULL, "%s", kcr_last_error());
+    cr_assert(strstr(kcr_last_error(), "not valid UTF-8") != NULL, "%s", kcr_last_error());
+    cr_assert_eq(decode_list("{\"items\":[{\"metadata\":{\"name\":\"a\"},\"\xed\xa0\x80\":1}]}", 0),
+                 KCR_ERR_PARSE);
+    cr_assert(strstr(kcr_last_error(), "key is not valid UTF-8") != NULL, "%s", kcr_last_error());
+    cr_assert_eq(decode_list("{\"metadata\":{\"continue\":\"\xc0\xaf\"},\"items\":[]}", 0),
+                 KCR_ERR_PARSE);
+    cr_assert(strstr(kcr_last_error(), "not valid UTF-8") != NULL, "%s", kcr_last_error());
+    cr_assert_eq(decode_watch("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"\xf8\"}}}",
+                              0),
+                 KCR_ERR_PARSE);
+    cr_assert(strstr(kcr_last_error(), "watch event 0") != NULL, "%s", kcr_last_error());
+    cr_assert(strstr(kcr_last_error(), "not valid UTF-8") != NULL, "%s", kcr_last_error());
+    /* valid multi-byte text passes through unchanged */
+    struct collected c = {0};
+    kcr__list_decoder *d = kcr__list_decoder_new(0, collect_item, &c);
+    const char *ok = "{\"items\":[{\"metadata\":{\"name\":\"caf\xc3\xa9-\xf0\x9f\x90\xb3\"}}]}";
+    cr_assert_eq(kcr__list_decoder_feed(d, ok, strlen(ok)), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr__list_decoder_finish(d, NULL), KCR_OK);
+    cr_assert_str_eq(c.names[0], "caf\xc3\xa9-\xf0\x9f\x90\xb3");
+    kcr__list_decoder_free(d);
+}
+
+/* The ERROR event's Status reaches the user when "type" follows "object". */
+Test(watch_decoder, error_event_with_type_after_object)
+{
+    const char *s = "{\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+                    "\"status\":\"Failure\",\"message\":\"etcd is sad\",\"reason\":"
+                    "\"InternalError\",\"code\":500},\"type\":\"ERROR\"}";
+    struct events e = {0};
+    kcr__watch_decoder *d = kcr__watch_decoder_new(0, collect_event, &e);
+    cr_assert_eq(kcr__watch_decoder_feed(d, s, strlen(s)), KCR_ERR_API);
+    cr_assert_eq(e.n, 1);
+    cr_assert_eq(e.error_code, 500);
+    const kcr_status *st = kcr__watch_decoder_status(d);
+    cr_assert_not_null(st);
+    cr_assert_str_eq(st->message, "etcd is sad");
+    cr_assert(strstr(kcr_last_error(), "etcd is sad") != NULL, "%s", kcr_last_error());
+    kcr__watch_decoder_free(d);
+}

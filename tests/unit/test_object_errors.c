@@ -105,8 +105,12 @@ Test(object_errors, huge_numbers)
 
 Test(object_errors, invalid_utf8)
 {
-    expect_str_error("{\"metadata\":{\"name\":\"a\xff\"}}", "invalid JSON");
-    expect_str_error("{\"metadata\":{\"name\":\"a\"},\"\xc3\x28\":1}", "invalid JSON");
+    expect_str_error("{\"metadata\":{\"name\":\"a\xff\"}}", "string is not valid UTF-8");
+    expect_str_error("{\"metadata\":{\"name\":\"a\"},\"\xc3\x28\":1}", "key is not valid UTF-8");
+    /* overlong, surrogate, above U+10FFFF: the same validator as the edit API */
+    expect_str_error("{\"metadata\":{\"name\":\"\xc0\xaf\"}}", "not valid UTF-8");
+    expect_str_error("{\"metadata\":{\"name\":\"\xed\xa0\x80\"}}", "not valid UTF-8");
+    expect_str_error("{\"metadata\":{\"name\":\"\xf4\x90\x80\x80\"}}", "not valid UTF-8");
 }
 
 Test(object_errors, embedded_nul_bytes_in_input)
