@@ -94,6 +94,9 @@ void kcr__instrument_reconcile(mgr_ctl *mc, kcr__outcome out, double seconds, bo
     case KCR__OUT_REQUEUE_AFTER:
         kcr_metric_inc(s->requeue_after);
         break;
+    case KCR__OUT_REQUEUE:
+        kcr_metric_inc(s->requeue);
+        break;
     case KCR__OUT_TERMINAL: /* an error too, as controller-runtime counts it */
         kcr_metric_inc(s->terminal);
         kcr_metric_inc(s->error);

@@ -133,7 +133,8 @@ static void run_key(mgr_worker *w, const char *key)
         kcr__ryw_commit(mc, w, key);
     kcr__instrument_reconcile(mc, run.outcome, (double)(end - start) / 1e9, timed_out);
     if (kcr__log_enabled(KCR_LOG_DEBUG)) {
-        static const char *const names[] = {"success", "requeue_after", "error", "terminal"};
+        static const char *const names[] = {"success", "requeue_after", "error", "terminal",
+                                            "requeue"};
         int64_t wall_end = kcr__wall_ns() / KCR_NS_PER_MS;
         kcr__log(KCR_LOG_DEBUG, "controller",
                  "controller \"%s\": reconciled %s (%s, reason %s) wall_ms=%lld..%lld", c->name,
