@@ -257,7 +257,9 @@ kcr_err kcr__instrument_manager(kcr_manager *m)
                      KCR_METRIC_COUNTER, ctl_l, 1, &o->ryw_timeouts);
     if (err == KCR_OK) {
         const char *full[] = {"queue_full"}, *spam[] = {"spam"};
-        err = get(o->dropped, full) && get(o->dropped, spam) ? KCR_OK : KCR_ERR_NOMEM;
+        err = get(o->dropped, full) && get(o->dropped, spam)
+                  ? KCR_OK
+                  : kcr__fail(KCR_ERR_NOMEM, "out of memory for the dropped-events series");
     }
     if (err == KCR_OK && m->opts.leader_election) {
         const char *v[] = {m->le_id};

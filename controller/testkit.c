@@ -438,7 +438,7 @@ static kcr_err seed_doc(size_t index, const char *json, size_t len, void *ud)
         kcr_object *with_ns = NULL;
         err = e ? kcr_object_edit_set_string(e, "metadata.namespace",
                                              kcr_client_namespace(tk->client))
-                : KCR_ERR_NOMEM;
+                : kcr__fail(KCR_ERR_NOMEM, "out of memory seeding an object");
         if (err == KCR_OK)
             err = kcr_object_edit_freeze(e, &with_ns);
         kcr_object_edit_free(e);

@@ -285,6 +285,44 @@ Test(testkit, requeue_is_rate_limited_and_not_an_error, .init = setup, .fini = t
     cr_assert_eq(d1, 5);
 }
 
+/* ---- the worker logs the reconcile's own error detail ---- */
+
+static char logged[2048];
+
+static void capture_log(kcr_log_level level, const char *module, const char *message, void *ud)
+{
+    (void)module, (void)ud;
+    if (level == KCR_LOG_ERROR)
+        snprintf(logged, sizeof logged, "%s", message);
+}
+
+static kcr_result fail_with_detail(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)ud;
+    /* a kcr call that fails first leaves its own detail behind */
+    kcr_object *o = NULL;
+    kcr_client_get(kcr_ctx_client(ctx), &CM, req->namespace, "absent", NULL, &o, NULL);
+    return KCR_RETRY(kcr_set_error(KCR_ERR_INVALID, "spec.size %d is not a power of two", 3));
+}
+
+Test(testkit, retry_logs_the_reconciles_own_detail, .init = setup, .fini = teardown)
+{
+    seed("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}");
+    kcr_controller *c = NULL;
+    kcr_controller_options o = {
+        .name = "detail", .primary = {.resource = CM}, .reconcile = fail_with_detail};
+    cr_assert_eq(kcr_testkit_add_controller(tk, &o, &c), KCR_OK, "%s", kcr_last_error());
+    logged[0] = '\0';
+    kcr_log_set_handler(capture_log, NULL);
+    kcr_err err = kcr_testkit_reconcile(tk, c, "default/a", NULL);
+    kcr_log_set_handler(NULL, NULL); /* the default: off */
+    cr_assert_eq(err, KCR_OK, "%s", kcr_last_error());
+    cr_assert(strstr(logged, "reconcile default/a: invalid argument: spec.size 3 is not a power "
+                             "of two"),
+              "logged: %s", logged);
+    cr_assert_null(strstr(logged, "absent"), "a stale detail: %s", logged);
+}
+
 Test(testkit, terminal_is_counted_and_not_requeued, .init = setup, .fini = teardown)
 {
     seed("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}");
