@@ -92,7 +92,6 @@ kcr_err kcr_testkit_new(const kcr_testkit_options *opts, kcr_testkit **out)
     return KCR_OK;
 }
 
-
 void kcr_testkit_free(kcr_testkit *tk)
 {
     if (!tk)

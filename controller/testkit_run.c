@@ -109,9 +109,8 @@ static tk_item *best_ready(kcr_testkit *tk, tk_ctl *t)
     tk_item *best = NULL;
     for (size_t j = 0; j < t->n; j++) {
         tk_item *it = &t->items[j];
-        if (it->due_ms <= tk->now_ms &&
-            (!best || it->priority > best->priority ||
-             (it->priority == best->priority && it->seq < best->seq)))
+        if (it->due_ms <= tk->now_ms && (!best || it->priority > best->priority ||
+                                         (it->priority == best->priority && it->seq < best->seq)))
             best = it;
     }
     return best;

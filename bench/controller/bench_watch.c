@@ -86,7 +86,8 @@ int main(int argc, char **argv)
     kcr_config *cfg = NULL;
     kcr_client *client = NULL;
     kcr_config_options co = {.kubeconfig = argv[1]};
-    if (kcr_config_load_kubeconfig(&co, &cfg) != KCR_OK || kcr_client_new(cfg, NULL, &client) != KCR_OK)
+    if (kcr_config_load_kubeconfig(&co, &cfg) != KCR_OK ||
+        kcr_client_new(cfg, NULL, &client) != KCR_OK)
         return die("client");
     kcr_config_free(cfg);
     kcr_list_meta meta = {0};

@@ -207,8 +207,9 @@ Test(manager, requeue_is_counted_in_reconcile_total, .init = setup, .fini = tear
     cr_assert(strstr(text, "controller_runtime_reconcile_total{controller=\"requeuer\","
                            "result=\"success\"} 1\n"),
               "%s", text);
-    cr_assert(strstr(text, "controller_runtime_reconcile_errors_total{controller=\"requeuer\"} 0\n"),
-              "%s", text);
+    cr_assert(
+        strstr(text, "controller_runtime_reconcile_errors_total{controller=\"requeuer\"} 0\n"),
+        "%s", text);
     promtool_check(text);
     free(text);
 }

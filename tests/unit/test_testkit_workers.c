@@ -14,10 +14,10 @@ static kcr_testkit *tk;
 
 /* What the reconciles saw, per test. */
 static struct {
-    int64_t work_ms[4];    /* advance the clock by these during each reconcile (0 ends) */
+    int64_t work_ms[4];     /* advance the clock by these during each reconcile (0 ends) */
     bool canceled_after[4]; /* kcr_ctx_canceled after each step */
     int calls;
-    int touch_shared;      /* reconciles update ConfigMap "shared" from their cache */
+    int touch_shared; /* reconciles update ConfigMap "shared" from their cache */
     int conflicts;
 } beh;
 
