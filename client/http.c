@@ -26,6 +26,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/str.h"
+#include "core/trace.h"
 #include "kcr/version.h"
 #include "object/value.h"
 
@@ -364,6 +365,7 @@ static size_t on_write(char *buf, size_t size, size_t n, void *ud)
     xfer *x = ud;
     size_t len = size * n;
     x->last_byte_ns = kcr__now_ns();
+    kcr__trace_recv(x->last_byte_ns);
     if (!x->code_known) {
         curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->code);
         x->code_known = true;

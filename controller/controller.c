@@ -62,7 +62,7 @@ static kcr_err resolve_primary(kcr_client *client, kcr_cancel *cancel, const cha
         return kcr__fail(err, "controller \"%s\": stopped while discovering %s/%s %s", ctl,
                          s->group, s->version, s->resource);
     if (err == KCR_OK && strcmp(ar.group, s->group) != 0)
-        err = KCR_ERR_NOT_FOUND;
+        err = kcr__fail(KCR_ERR_NOT_FOUND, "discovery answered group \"%s\"", ar.group);
     if (err != KCR_OK)
         return kcr__fail(err == KCR_ERR_NOMEM ? err : KCR_ERR_NOT_FOUND,
                          "controller \"%s\": the server does not know %s/%s %s (%s); set "
@@ -71,7 +71,7 @@ static kcr_err resolve_primary(kcr_client *client, kcr_cancel *cancel, const cha
     free(s->kind);
     s->kind = strdup(ar.kind);
     s->cluster_scoped = !ar.namespaced;
-    return s->kind ? KCR_OK : KCR_ERR_NOMEM;
+    return s->kind ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, "out of memory compiling a source");
 }
 
 static kcr_err compile_source(kcr_controller *c, kcr__role role, const kcr_source *in,
@@ -186,7 +186,9 @@ kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel,
         err = kcr_rate_limiter_default_new(&c->limiter);
     if (err == KCR_OK && opts->n_indexes) {
         c->indexes = calloc(opts->n_indexes, sizeof *c->indexes);
-        err = c->indexes ? KCR_OK : KCR_ERR_NOMEM;
+        err = c->indexes ? KCR_OK
+                         : kcr__fail(KCR_ERR_NOMEM, "controller \"%s\": out of memory for indexes",
+                                     c->name);
         for (size_t i = 0; err == KCR_OK && i < opts->n_indexes; i++) {
             const kcr_cache_index *ix = &opts->indexes[i];
             bool known = false;
@@ -213,7 +215,8 @@ kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel,
                     break;
                 }
             if (!(c->indexes[i].name = strdup(ix->name)))
-                err = KCR_ERR_NOMEM;
+                err = kcr__fail(KCR_ERR_NOMEM, "controller \"%s\": out of memory for indexes",
+                                c->name);
             c->n_indexes = i + 1;
         }
     }

@@ -133,11 +133,12 @@ typedef enum kcr__outcome {
     KCR__OUT_SUCCESS = 0,
     KCR__OUT_REQUEUE_AFTER = 1,
     KCR__OUT_ERROR = 2,
-    KCR__OUT_TERMINAL = 3
+    KCR__OUT_TERMINAL = 3,
+    KCR__OUT_REQUEUE = 4
 } kcr__outcome;
 
 /* Applies a result for key: counts it, logs errors, forgets or re-enqueues
- * (rate-limited retry / requeue after) through the environment. now_ns is the
+ * (rate-limited retry or requeue / requeue after) through the environment. now_ns is the
  * limiter's notion of now. Returns the outcome for metrics. */
 kcr__outcome kcr__apply_result(kcr_controller *c, const char *key, kcr_result res, int64_t now_ns);
 

@@ -93,7 +93,7 @@ kcr_err kcr_event_recorder_new(kcr_client *client, const kcr_event_recorder_opti
                          opts->spam_burst, (long long)opts->spam_refill_ms);
     kcr_event_recorder *r = calloc(1, sizeof *r);
     if (!r)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory creating an event recorder");
     if (pthread_mutex_init(&r->lock, NULL) != 0) {
         free(r);
         return kcr__fail(KCR_ERR_NOMEM, "event recorder: cannot create a mutex");
@@ -121,7 +121,7 @@ kcr_err kcr_event_recorder_new(kcr_client *client, const kcr_event_recorder_opti
     r->queue = r->synchronous ? NULL : calloc(r->cap, sizeof *r->queue);
     if (!r->controller || !r->instance || (!r->synchronous && !r->queue)) {
         destroy(r);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory creating an event recorder");
     }
     if (!r->synchronous) {
         if (pthread_create(&r->sender, NULL, sender_main, r) != 0) {

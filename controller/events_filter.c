@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "controller/events_internal.h"
+#include "core/error.h"
 
 #define SWEEP_MS (60 * 1000)
 
@@ -174,7 +175,7 @@ kcr_err kcr__event_filter_add(kcr__event_filter *f, const char *event_key, kcr_o
         maintain(f, &f->series, now_ms);
         s = malloc(sizeof *s);
         if (!s)
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory aggregating an event");
         kcr_err err = kcr__strmap_put(&f->series, event_key, s, NULL);
         if (err != KCR_OK) {
             free(s);

@@ -60,7 +60,7 @@ static kcr_err make_keys(const kcr_event *ev, const char *controller, const char
     if (!*spam_key || !*event_key) {
         free(*spam_key);
         free(*event_key);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory keying an event");
     }
     char *p = *spam_key;
     key_add(&p, controller);

@@ -68,7 +68,7 @@ kcr_err kcr__event_build(kcr_event_recorder *r, const kcr_event *ev, const char 
     kcr_time_format_micro(now_ms * 1000, when, sizeof when);
     kcr_object_edit *ed = kcr_object_edit_new(NULL);
     if (!ed)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory building an event");
     const struct {
         const char *path, *value;
     } f[] = {
@@ -152,7 +152,7 @@ static kcr_err with_series(const kcr__event_item *item, const char *when, kcr_ob
 {
     kcr_object_edit *ed = kcr_object_edit_new(item->event);
     if (!ed)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory building an event series");
     kcr_err err = kcr_object_edit_set_int(ed, "series.count", item->count);
     if (err == KCR_OK)
         err = kcr_object_edit_set_string(ed, "series.lastObservedTime", when);

@@ -94,6 +94,9 @@ void kcr__instrument_reconcile(mgr_ctl *mc, kcr__outcome out, double seconds, bo
     case KCR__OUT_REQUEUE_AFTER:
         kcr_metric_inc(s->requeue_after);
         break;
+    case KCR__OUT_REQUEUE:
+        kcr_metric_inc(s->requeue);
+        break;
     case KCR__OUT_TERMINAL: /* an error too, as controller-runtime counts it */
         kcr_metric_inc(s->terminal);
         kcr_metric_inc(s->error);
@@ -254,7 +257,9 @@ kcr_err kcr__instrument_manager(kcr_manager *m)
                      KCR_METRIC_COUNTER, ctl_l, 1, &o->ryw_timeouts);
     if (err == KCR_OK) {
         const char *full[] = {"queue_full"}, *spam[] = {"spam"};
-        err = get(o->dropped, full) && get(o->dropped, spam) ? KCR_OK : KCR_ERR_NOMEM;
+        err = get(o->dropped, full) && get(o->dropped, spam)
+                  ? KCR_OK
+                  : kcr__fail(KCR_ERR_NOMEM, "out of memory for the dropped-events series");
     }
     if (err == KCR_OK && m->opts.leader_election) {
         const char *v[] = {m->le_id};

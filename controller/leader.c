@@ -92,7 +92,7 @@ kcr_err kcr_leader_elector_new(kcr_client *client, const kcr_leader_elector_opti
         return err;
     kcr_leader_elector *e = calloc(1, sizeof *e);
     if (!e)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory creating a leader elector");
     if (pthread_mutex_init(&e->lock, NULL) != 0) {
         free(e);
         return kcr__fail(KCR_ERR_NOMEM, "leader election: cannot create a mutex");
@@ -121,7 +121,10 @@ kcr_err kcr_leader_elector_new(kcr_client *client, const kcr_leader_elector_opti
     e->holder = strdup("");
     e->identity = make_identity(opts->identity);
     if (!e->ns || !e->name || !e->holder || !e->identity) {
-        err = e->identity || opts->identity ? KCR_ERR_NOMEM : KCR_ERR_IO;
+        err = e->identity || opts->identity
+                  ? kcr__fail(KCR_ERR_NOMEM, "out of memory creating a leader elector")
+                  : kcr__fail(KCR_ERR_IO, "leader election: cannot make an identity (no "
+                                          "hostname?): set opts->identity");
         destroy(e);
         return err;
     }

@@ -21,7 +21,7 @@ static kcr_err run_request(kcr_leader_elector *e, kcr__lease_op op, const char *
     case KCR__LEASE_UPDATE:
         return kcr_client_update(e->client, &KCR__LEASES, e->ns, body, 0, &w, out, NULL);
     }
-    return KCR_ERR_INVALID;
+    return kcr__fail(KCR_ERR_INVALID, "unknown lease operation %d", (int)op);
 }
 
 void *kcr__leader_call_main(void *arg)

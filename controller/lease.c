@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
+
 static char *dup_or_empty(const char *s)
 {
     return strdup(s ? s : "");
@@ -32,7 +34,7 @@ kcr_err kcr__lease_read(const kcr_object *lease, kcr__lease_record *out)
     else
         err = kcr_value_to_json(spec, &out->spec_json, NULL);
     if (err == KCR_OK && (!out->holder || !out->acquire_time || !out->spec_json))
-        err = KCR_ERR_NOMEM;
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory reading a Lease");
     if (err != KCR_OK)
         kcr__lease_record_clear(out);
     return err;
@@ -44,7 +46,7 @@ kcr_err kcr__lease_json(const kcr_object *base, const char *ns, const char *name
     *json = NULL;
     kcr_object_edit *e = kcr_object_edit_new(base);
     if (!e)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory building a Lease");
     char renew[32];
     kcr_time_format_micro(spec->renew_us, renew, sizeof renew);
     kcr_err err = KCR_OK;

@@ -192,7 +192,7 @@ static kcr_err check_fail(char **message, const char *text)
 {
     if (message)
         *message = strdup(text);
-    return KCR_ERR_STATE;
+    return kcr__fail(KCR_ERR_STATE, "%s", text);
 }
 
 kcr_err kcr_manager_readyz_check(char **message, void *manager)
@@ -205,11 +205,12 @@ kcr_err kcr_manager_readyz_check(char **message, void *manager)
         return KCR_OK; /* a cold standby (no_warm_standby) has no caches to sync */
     char *why = kcr__mgr_caches_not_ready(m);
     if (why) {
+        kcr_err err = kcr__fail(KCR_ERR_STATE, "%s", why);
         if (message)
             *message = why;
         else
             free(why);
-        return KCR_ERR_STATE;
+        return err;
     }
     return KCR_OK;
 }

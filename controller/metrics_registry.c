@@ -406,7 +406,7 @@ kcr_err kcr__metric_family_snapshot(kcr_metric_family *f, kcr_metric ***out, siz
             memcpy(*out, f->series, f->n_series * sizeof **out);
             *n = f->n_series;
         } else {
-            err = KCR_ERR_NOMEM;
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory snapshotting %s", f->name);
         }
     }
     pthread_mutex_unlock(&f->lock);
@@ -457,7 +457,7 @@ kcr_err kcr__metrics_families(kcr_metrics *m, kcr_metric_family ***out, size_t *
         memcpy(c, m->families, count * sizeof *c);
     pthread_mutex_unlock(&m->lock);
     if (!c)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory listing metric families");
     *out = c;
     *n = count;
     return KCR_OK;
@@ -472,7 +472,7 @@ kcr_err kcr__metrics_collectors(kcr_metrics *m, kcr__metrics_collector **out, si
         memcpy(c, m->collectors, count * sizeof *c);
     pthread_mutex_unlock(&m->lock);
     if (!c)
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory listing metric collectors");
     *out = c;
     *n = count;
     return KCR_OK;

@@ -115,8 +115,9 @@ static kcr_err family(kcr__buf *b, kcr_metric_family *f)
 {
     kcr_metric **series;
     size_t n;
-    if (kcr__metric_family_snapshot(f, &series, &n) != KCR_OK)
-        return KCR_ERR_NOMEM;
+    kcr_err err = kcr__metric_family_snapshot(f, &series, &n);
+    if (err != KCR_OK)
+        return err;
     if (n) {
         kcr__buf_printf(b, "# HELP %s ", f->name);
         escaped(b, f->help, false);
@@ -139,8 +140,9 @@ static kcr_err run_collectors(kcr_metrics *m)
 {
     kcr__metrics_collector *c;
     size_t n;
-    if (kcr__metrics_collectors(m, &c, &n) != KCR_OK)
-        return KCR_ERR_NOMEM;
+    kcr_err err = kcr__metrics_collectors(m, &c, &n);
+    if (err != KCR_OK)
+        return err;
     pthread_mutex_lock(&m->collect_lock);
     for (size_t i = 0; i < n; i++)
         c[i].collect(m, c[i].user_data);

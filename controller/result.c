@@ -17,17 +17,17 @@ static void requeue(kcr_controller *c, const char *key, kcr_reason reason, int64
                  kcr_last_error());
 }
 
-/* A retry after the limiter's backoff (at least 1 ms, so it is delayed and
- * keeps its RETRY reason). */
-static void retry(kcr_controller *c, const char *key, int64_t now_ns)
+/* A requeue after the limiter's backoff (at least 1 ms, so it is delayed and
+ * keeps its reason). */
+static void rate_limited(kcr_controller *c, const char *key, kcr_reason reason, int64_t now_ns)
 {
     int64_t ms = kcr_rate_limiter_when_at(c->limiter, key, now_ns / KCR_NS_PER_MS);
-    requeue(c, key, KCR_REASON_RETRY, ms > 0 ? ms : 1);
+    requeue(c, key, reason, ms > 0 ? ms : 1);
 }
 
 kcr__outcome kcr__apply_result(kcr_controller *c, const char *key, kcr_result res, int64_t now_ns)
 {
-    bool garbage = (unsigned)res.kind > KCR_RESULT_TERMINAL ||
+    bool garbage = (unsigned)res.kind > KCR_RESULT_REQUEUE ||
                    (res.kind == KCR_RESULT_REQUEUE_AFTER && res.requeue_after_ms <= 0);
     if (garbage) {
         KCR__COUNT(c, garbage_results, 1);
@@ -37,7 +37,7 @@ kcr__outcome kcr__apply_result(kcr_controller *c, const char *key, kcr_result re
                      "controller \"%s\": reconcile of %s returned a garbage result (kind %d, "
                      "requeue_after_ms %lld): retrying with backoff (logged once; counted)",
                      c->name, key, (int)res.kind, (long long)res.requeue_after_ms);
-        retry(c, key, now_ns);
+        rate_limited(c, key, KCR_REASON_RETRY, now_ns);
         return KCR__OUT_ERROR;
     }
     switch (res.kind) {
@@ -50,11 +50,15 @@ kcr__outcome kcr__apply_result(kcr_controller *c, const char *key, kcr_result re
         kcr_rate_limiter_forget(c->limiter, key);
         requeue(c, key, KCR_REASON_REQUEUE_AFTER, res.requeue_after_ms);
         return KCR__OUT_REQUEUE_AFTER;
+    case KCR_RESULT_REQUEUE: /* the backoff is kept: repeated requeues slow down */
+        KCR__COUNT(c, requeues, 1);
+        rate_limited(c, key, KCR_REASON_REQUEUE_AFTER, now_ns);
+        return KCR__OUT_REQUEUE;
     case KCR_RESULT_RETRY:
         KCR__COUNT(c, errors, 1);
         kcr__log(KCR_LOG_ERROR, "controller", "controller \"%s\": reconcile %s: %s%s%s", c->name,
                  key, kcr_strerror(res.err), kcr_last_error()[0] ? ": " : "", kcr_last_error());
-        retry(c, key, now_ns);
+        rate_limited(c, key, KCR_REASON_RETRY, now_ns);
         return KCR__OUT_ERROR;
     case KCR_RESULT_TERMINAL:
         KCR__COUNT(c, terminal_errors, 1);

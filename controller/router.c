@@ -8,6 +8,7 @@
 #include "controller/controller_internal.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/trace.h"
 
 struct kcr_map_out {
     kcr__source *src;
@@ -117,6 +118,8 @@ void kcr__route(kcr__source *s, const char *key, kcr_change change, const kcr_ob
                 const kcr_object *obj, bool initial)
 {
     kcr_controller *c = s->ctl;
+    if (key)
+        kcr__trace_stamp(KCR__TR_HANDLER, key);
     bool resync =
         change == KCR_CHANGE_UPDATED && old_obj && obj &&
         strcmp(kcr_object_resource_version(old_obj), kcr_object_resource_version(obj)) == 0;

@@ -19,7 +19,7 @@ static int64_t tk_now(void *ud)
     return ((kcr_testkit *)ud)->now_ms;
 }
 
-static tk_item *find_item(tk_ctl *t, const char *key)
+tk_item *kcr__tk_find_item(tk_ctl *t, const char *key)
 {
     for (size_t i = 0; i < t->n; i++)
         if (strcmp(t->items[i].key, key) == 0)
@@ -33,7 +33,7 @@ static kcr_err tk_enqueue(kcr_controller *c, const char *key, int priority, int6
     kcr_testkit *tk = env;
     tk_ctl *t = c->env_ctl;
     int64_t due = tk->now_ms + (delay_ms > 0 ? delay_ms : 0);
-    tk_item *it = find_item(t, key);
+    tk_item *it = kcr__tk_find_item(t, key);
     if (it) {
         if (priority > it->priority)
             it->priority = priority;
@@ -70,6 +70,7 @@ kcr_err kcr_testkit_new(const kcr_testkit_options *opts, kcr_testkit **out)
     if (!tk)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory making a test kit");
     tk->now_ms = o.start_ms ? o.start_ms : DEFAULT_START_MS;
+    tk->simulate_workers = o.simulate_workers;
     tk->clock = (kcr_clock){tk_now, tk};
     kcr_err err = kcr_fake_new(NULL, &tk->fake);
     if (err == KCR_OK)
@@ -93,13 +94,6 @@ kcr_err kcr_testkit_new(const kcr_testkit_options *opts, kcr_testkit **out)
     return KCR_OK;
 }
 
-static void clear_history(kcr_testkit *tk)
-{
-    for (size_t i = 0; i < tk->n_hist; i++)
-        free((char *)tk->hist[i].key);
-    tk->n_hist = 0;
-}
-
 void kcr_testkit_free(kcr_testkit *tk)
 {
     if (!tk)
@@ -116,7 +110,7 @@ void kcr_testkit_free(kcr_testkit *tk)
     for (size_t i = 0; i < tk->n_caches; i++)
         kcr__tk_cache_free(tk->caches[i]);
     free(tk->caches);
-    clear_history(tk);
+    kcr_testkit_clear_history(tk);
     free(tk->hist);
     kcr_event_recorder_free(tk->recorder);
     kcr_cancel_free(tk->cancel);
@@ -149,6 +143,9 @@ void kcr_testkit_advance(kcr_testkit *tk, int64_t ms)
 {
     if (ms > 0)
         tk->now_ms += ms;
+    /* inside a reconcile: its deadline passes in virtual time */
+    if (tk->deadline_ms && tk->now_ms >= tk->deadline_ms)
+        kcr_cancel_trigger(tk->cancel);
 }
 
 kcr_err kcr_testkit_add_controller(kcr_testkit *tk, const kcr_controller_options *opts,
@@ -197,136 +194,12 @@ kcr_err kcr_testkit_add_controller(kcr_testkit *tk, const kcr_controller_options
     return err;
 }
 
-static kcr_err record(kcr_testkit *tk, kcr_controller *c, const char *key, const kcr__run *run)
-{
-    if (tk->n_hist == tk->cap_hist) {
-        size_t cap = tk->cap_hist ? tk->cap_hist * 2 : 32;
-        kcr_testkit_record *nh = realloc(tk->hist, cap * sizeof *nh);
-        if (!nh)
-            return kcr__fail(KCR_ERR_NOMEM, "out of memory recording history");
-        tk->hist = nh;
-        tk->cap_hist = cap;
-    }
-    char *k = strdup(key);
-    if (!k)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory recording history");
-    tk->hist[tk->n_hist++] = (kcr_testkit_record){
-        .controller = c->name,
-        .key = k,
-        .reason = run->reason,
-        .reasons = run->reasons,
-        .result = run->result,
-        .at_ms = tk->now_ms,
-    };
-    return KCR_OK;
-}
-
-static void remove_item(tk_ctl *t, tk_item *it)
-{
-    free(it->key);
-    *it = t->items[--t->n];
-}
-
-/* Reconciles key of c (its queue entry, if any, already removed). */
-static kcr_err run_key(kcr_testkit *tk, kcr_controller *c, const char *key, kcr_result *out)
-{
-    kcr__run run = {
-        .client = tk->client,
-        .recorder = tk->recorder,
-        .cancel = tk->cancel,
-        .limiter_now_ns = tk->now_ms * KCR_NS_PER_MS,
-    };
-    kcr__reconcile_key(c, key, &run);
-    if (out)
-        *out = run.result;
-    kcr_err err = record(tk, c, key, &run);
-    kcr_err serr = kcr_testkit_sync(tk);
-    return err != KCR_OK ? err : serr;
-}
-
-kcr_err kcr_testkit_reconcile(kcr_testkit *tk, kcr_controller *c, const char *key, kcr_result *out)
-{
-    if (!tk || !c || !key || c->env != tk)
-        return kcr__fail(KCR_ERR_INVALID, "kcr_testkit_reconcile: NULL argument or a "
-                                          "controller of another kit");
-    kcr_err err = kcr_testkit_sync(tk);
-    if (err != KCR_OK)
-        return err;
-    const char *slash = strchr(key, '/');
-    char *ns = slash ? strndup(key, (size_t)(slash - key)) : NULL;
-    char *k = NULL;
-    err = kcr__make_key(c, ns, slash ? slash + 1 : key, &k);
-    free(ns);
-    if (err != KCR_OK)
-        return err;
-    kcr_trigger t = {.reason = KCR_REASON_ENQUEUED};
-    err = kcr__reasons_add(c->pending, k, &t, tk->now_ms, 0);
-    tk_item *it = find_item(c->env_ctl, k);
-    if (it && it->due_ms <= tk->now_ms)
-        remove_item(c->env_ctl, it);
-    if (err == KCR_OK)
-        err = run_key(tk, c, k, out);
-    free(k);
-    return err;
-}
-
-/* The next ready item over every controller, or false. */
-static bool next_ready(kcr_testkit *tk, tk_ctl **tc, size_t *idx)
-{
-    bool found = false;
-    tk_item *best = NULL;
-    for (size_t i = 0; i < tk->n_ctls; i++)
-        for (size_t j = 0; j < tk->ctls[i]->n; j++) {
-            tk_item *it = &tk->ctls[i]->items[j];
-            if (it->due_ms > tk->now_ms)
-                continue;
-            if (!best || it->priority > best->priority ||
-                (it->priority == best->priority && it->seq < best->seq)) {
-                best = it;
-                *tc = tk->ctls[i];
-                *idx = j;
-                found = true;
-            }
-        }
-    return found;
-}
-
-kcr_err kcr_testkit_run_until_idle(kcr_testkit *tk, size_t max_reconciles, size_t *n)
-{
-    if (n)
-        *n = 0;
-    if (!tk)
-        return kcr__fail(KCR_ERR_INVALID, "kcr_testkit_run_until_idle: NULL kit");
-    size_t max = max_reconciles ? max_reconciles : 1000;
-    kcr_err err = kcr_testkit_sync(tk);
-    size_t done = 0;
-    tk_ctl *t;
-    size_t idx;
-    while (err == KCR_OK && next_ready(tk, &t, &idx)) {
-        if (done == max) {
-            err = kcr__fail(KCR_ERR_TIMEOUT,
-                            "still not idle after %zu reconciles (next: %s of controller \"%s\")",
-                            max, t->items[idx].key, t->c->name);
-            break;
-        }
-        char *key = t->items[idx].key;
-        t->items[idx].key = NULL;
-        remove_item(t, &t->items[idx]);
-        err = run_key(tk, t->c, key, NULL);
-        free(key);
-        done++;
-    }
-    if (n)
-        *n = done;
-    return err;
-}
-
 bool kcr_testkit_queued(kcr_testkit *tk, kcr_controller *c, const char *key, int64_t *delay_ms,
                         uint32_t *reasons)
 {
     if (!tk || !c || !key || c->env != tk)
         return false;
-    tk_item *it = find_item(c->env_ctl, key);
+    tk_item *it = kcr__tk_find_item(c->env_ctl, key);
     if (!it)
         return false;
     if (delay_ms)
@@ -345,19 +218,6 @@ bool kcr_testkit_queued(kcr_testkit *tk, kcr_controller *c, const char *key, int
 size_t kcr_testkit_queue_len(kcr_testkit *tk, kcr_controller *c)
 {
     return tk && c && c->env == tk ? ((tk_ctl *)c->env_ctl)->n : 0;
-}
-
-const kcr_testkit_record *kcr_testkit_history(kcr_testkit *tk, size_t *n)
-{
-    if (n)
-        *n = tk ? tk->n_hist : 0;
-    return tk ? tk->hist : NULL;
-}
-
-void kcr_testkit_clear_history(kcr_testkit *tk)
-{
-    if (tk)
-        clear_history(tk);
 }
 
 kcr_object *kcr_testkit_get(kcr_testkit *tk, const kcr_resource *res, const char *ns,
@@ -440,7 +300,7 @@ static kcr_err seed_doc(size_t index, const char *json, size_t len, void *ud)
         kcr_object *with_ns = NULL;
         err = e ? kcr_object_edit_set_string(e, "metadata.namespace",
                                              kcr_client_namespace(tk->client))
-                : KCR_ERR_NOMEM;
+                : kcr__fail(KCR_ERR_NOMEM, "out of memory seeding an object");
         if (err == KCR_OK)
             err = kcr_object_edit_freeze(e, &with_ns);
         kcr_object_edit_free(e);

@@ -34,8 +34,12 @@ struct kcr_testkit {
     kcr_fake *fake;
     kcr_client *client;
     kcr_event_recorder *recorder;
-    kcr_cancel *cancel; /* every reconcile's token: never triggered by the kit */
+    kcr_cancel *cancel; /* every reconcile's token, reset at its start */
     int64_t now_ms;
+    int64_t deadline_ms;   /* of the running reconcile (virtual); 0: none running or none set */
+    bool simulate_workers; /* run_until_idle runs batches of concurrent reconciles */
+    bool running;          /* a reconcile is running (no kit run may start inside) */
+    size_t batches;        /* batches run so far (kcr_testkit_record.batch) */
     kcr_clock clock;
     tk_ctl **ctls;
     size_t n_ctls;
@@ -45,6 +49,9 @@ struct kcr_testkit {
     kcr_testkit_record *hist;
     size_t n_hist, cap_hist;
 };
+
+/* testkit.c: c's queue entry for key, or NULL. */
+tk_item *kcr__tk_find_item(tk_ctl *t, const char *key);
 
 /* testkit_sync.c: the cache for a source (created and listed on first use). */
 kcr_err kcr__tk_bind_source(kcr_testkit *tk, kcr__source *src);

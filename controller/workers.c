@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/trace.h"
 
 static kcr_err mgr_enqueue(kcr_controller *c, const char *key, int priority, int64_t delay_ms,
                            void *env)
@@ -16,7 +17,9 @@ static kcr_err mgr_enqueue(kcr_controller *c, const char *key, int priority, int
     mgr_ctl *mc = c->env_ctl;
     if (delay_ms > 0)
         return kcr_workqueue_add_after_with_priority(mc->q, key, delay_ms, priority);
-    return kcr_workqueue_add_with_priority(mc->q, key, priority);
+    kcr_err err = kcr_workqueue_add_with_priority(mc->q, key, priority);
+    kcr__trace_stamp(KCR__TR_ENQUEUED, key);
+    return err;
 }
 
 static int64_t mgr_now(void *env)
@@ -105,6 +108,7 @@ static void run_key(mgr_worker *w, const char *key)
     kcr_controller *c = mc->c;
     if (c->ryw)
         kcr__ryw_wait(mc, key);
+    kcr__trace_end(key);
     int64_t start = kcr__now_ns();
     pthread_mutex_lock(&mc->lock);
     kcr_cancel_reset(w->cancel);
@@ -133,7 +137,8 @@ static void run_key(mgr_worker *w, const char *key)
         kcr__ryw_commit(mc, w, key);
     kcr__instrument_reconcile(mc, run.outcome, (double)(end - start) / 1e9, timed_out);
     if (kcr__log_enabled(KCR_LOG_DEBUG)) {
-        static const char *const names[] = {"success", "requeue_after", "error", "terminal"};
+        static const char *const names[] = {"success", "requeue_after", "error", "terminal",
+                                            "requeue"};
         int64_t wall_end = kcr__wall_ns() / KCR_NS_PER_MS;
         kcr__log(KCR_LOG_DEBUG, "controller",
                  "controller \"%s\": reconciled %s (%s, reason %s) wall_ms=%lld..%lld", c->name,
@@ -154,6 +159,7 @@ static void *worker_main(void *arg)
                 continue;
             if (err != KCR_OK)
                 break;
+            kcr__trace_stamp(KCR__TR_GOT, key);
             /* once stopping, keys still handed out are not started */
             if (!atomic_load(&mc->m->stopping) && !kcr_workqueue_shutting_down(mc->q))
                 run_key(w, key);

@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char last_error[1024];
 
@@ -43,11 +44,32 @@ const char *kcr_last_error(void)
     return last_error;
 }
 
+/* Formats into a copy first: the arguments may point into last_error. */
+static void set_detail(const char *fmt, va_list ap)
+{
+    char buf[sizeof last_error];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    memcpy(last_error, buf, sizeof buf);
+}
+
 kcr_err kcr__fail(kcr_err err, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    set_detail(fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+kcr_err kcr_set_error(kcr_err err, const char *fmt, ...)
+{
+    if (!fmt) {
+        last_error[0] = '\0';
+        return err;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    set_detail(fmt, ap);
     va_end(ap);
     return err;
 }

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/ptrq.h"
 #include "core/strmap.h"
+#include "core/trace.h"
 #include "informer/informer_internal.h"
 
 /* ---- per-handler pending notifications -----------------------------------------------------
@@ -260,6 +261,7 @@ static kcr_err process(const char *key, const kcr_delta *deltas, size_t n, bool 
 {
     (void)requeue;
     kcr_informer *inf = ud;
+    kcr__trace_stamp(KCR__TR_POP, key);
     kcr_err err = KCR_OK;
     pthread_mutex_lock(&inf->mu);
     for (size_t i = 0; i < n && err == KCR_OK; i++) {
@@ -310,22 +312,36 @@ static void check_synced(kcr_informer *inf)
 /* ---- the informer's sink: watch events go to the DeltaFIFO, lists too
  * except the first --------------------------------------------------------------------------- */
 
+/* A watch event into the DeltaFIFO, stamped when tracing (core/trace.h). */
+static kcr_err traced(kcr_err (*push)(const kcr_object *, void *), const kcr_object *obj,
+                      void *fifo)
+{
+    char *key = NULL;
+    if (!kcr__trace_on() || kcr_store_key(obj, &key) != KCR_OK)
+        return push(obj, fifo);
+    kcr__trace_begin(key);
+    kcr_err err = push(obj, fifo);
+    kcr__trace_stamp(KCR__TR_FIFO, key);
+    free(key);
+    return err;
+}
+
 static kcr_err sink_add(const kcr_object *obj, void *ud)
 {
     kcr_informer *inf = ud;
-    return inf->fifo_sink.on_add(obj, inf->fifo_sink.user_data);
+    return traced(inf->fifo_sink.on_add, obj, inf->fifo_sink.user_data);
 }
 
 static kcr_err sink_update(const kcr_object *obj, void *ud)
 {
     kcr_informer *inf = ud;
-    return inf->fifo_sink.on_update(obj, inf->fifo_sink.user_data);
+    return traced(inf->fifo_sink.on_update, obj, inf->fifo_sink.user_data);
 }
 
 static kcr_err sink_delete(const kcr_object *obj, void *ud)
 {
     kcr_informer *inf = ud;
-    return inf->fifo_sink.on_delete(obj, inf->fifo_sink.user_data);
+    return traced(inf->fifo_sink.on_delete, obj, inf->fifo_sink.user_data);
 }
 
 /* The first complete list, with an empty cache and nothing queued, has

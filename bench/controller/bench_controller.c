@@ -12,7 +12,12 @@
  *   bench_controller churn KUBECONFIG NAMESPACE UPDATES
  *       prints "ready" once every ConfigMap was reconciled once, then
  *       "p50_ms=<ms> p99_ms=<ms> updates=<n> rss_mb=<MB>" once UPDATES
- *       updated ConfigMaps were reconciled (or after 300 s: exit 1). */
+ *       updated ConfigMaps were reconciled (or after 300 s: exit 1).
+ *
+ * With KCR_TRACE=FILE in the environment, the library writes its per-stage
+ * trace to FILE at exit (core/trace.h) and churn writes FILE.sent: one line
+ * "key sent_ns reconciled_ns" (wall clock) per measured update, for
+ * ./tracereport to join. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +37,10 @@ typedef struct tally {
     size_t want;       /* distinct keys (initial) or updates (churn) */
     bool churn, churning;
     double *latencies; /* ms, `want` slots */
+    struct sent {
+        char key[80];
+        int64_t sent_ns, reconciled_ns;
+    } *sent; /* churn with KCR_TRACE: `want` slots */
     struct timespec end; /* when the initial pass reached `want` */
     size_t n_latencies;
     kcr_manager *mgr;
@@ -82,7 +91,14 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
     }
     const char *sent = kcr_object_annotation(cm, "kcr-bench/sent-ns");
     if (sent && t->churning && t->n_latencies < t->want) {
-        t->latencies[t->n_latencies++] = (double)(now - strtoll(sent, NULL, 10)) / 1e6;
+        int64_t sent_ns = strtoll(sent, NULL, 10);
+        if (t->sent) {
+            struct sent *e = &t->sent[t->n_latencies];
+            snprintf(e->key, sizeof e->key, "%s", req->key);
+            e->sent_ns = sent_ns;
+            e->reconciled_ns = now;
+        }
+        t->latencies[t->n_latencies++] = (double)(now - sent_ns) / 1e6;
         if (t->n_latencies == t->want)
             kcr_manager_stop(t->mgr);
     }
@@ -91,6 +107,22 @@ out:
     kcr_object_unref(prev);
     kcr_object_unref(cm);
     return KCR_DONE;
+}
+
+/* FILE.sent for ./tracereport (see the top comment). */
+static void write_sent(const tally *t, const char *trace)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s.sent", trace);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        return;
+    }
+    for (size_t i = 0; i < t->n_latencies; i++)
+        fprintf(f, "%s %lld %lld\n", t->sent[i].key, (long long)t->sent[i].sent_ns,
+                (long long)t->sent[i].reconciled_ns);
+    fclose(f);
 }
 
 static kcr_err count_item(kcr_object *obj, void *user_data)
@@ -142,7 +174,10 @@ int main(int argc, char **argv)
     tally t = {.mu = PTHREAD_MUTEX_INITIALIZER, .churn = strcmp(argv[1], "churn") == 0,
                .want = strtoul(argv[4], NULL, 10), .seen = kcr_store_new()};
     t.latencies = calloc(t.want ? t.want : 1, sizeof *t.latencies);
-    if (!t.want || !t.seen || !t.latencies)
+    const char *trace = getenv("KCR_TRACE");
+    if (t.churn && trace && *trace)
+        t.sent = calloc(t.want ? t.want : 1, sizeof *t.sent);
+    if (!t.want || !t.seen || !t.latencies || (trace && *trace && t.churn && !t.sent))
         return die("bad count or out of memory");
     struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
@@ -170,15 +205,18 @@ int main(int argc, char **argv)
     kcr_err err = kcr_manager_run(t.mgr);
     double secs = (double)(t.end.tv_sec - start.tv_sec) + (double)(t.end.tv_nsec - start.tv_nsec) / 1e9;
     int rc = 0;
-    if (err != KCR_OK)
+    if (err != KCR_OK) {
         rc = die("run");
-    else if (t.churn && t.n_latencies == t.want)
+    } else if (t.churn && t.n_latencies == t.want) {
+        if (t.sent)
+            write_sent(&t, trace);
         printf("p50_ms=%.3f p99_ms=%.3f updates=%zu rss_mb=%.1f\n",
                percentile(t.latencies, t.n_latencies, 0.50),
                percentile(t.latencies, t.n_latencies, 0.99), t.n_latencies, rss_mb());
-    else if (!t.churn && kcr_store_len(t.seen) == t.want)
+    } else if (!t.churn && kcr_store_len(t.seen) == t.want) {
         printf("seconds=%.3f rss_mb=%.1f reconciles=%zu\n", secs, rss_mb(), kcr_store_len(t.seen));
-    else
+    } else {
         rc = die("stopped before the work was done");
+    }
     return rc;
 }

@@ -6,24 +6,30 @@
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
 
-/* The copy we want: data of `src` (copied value to value, no JSON text),
- * controlled by `src`. NULL on failure. */
-static kcr_object *desired(const kcr_object *src, const char *name)
+/* The copy we want into *out: data of `src` (copied value to value, no JSON
+ * text), controlled by `src`. */
+static kcr_err desired(const kcr_object *src, const char *name, kcr_object **out)
 {
-    kcr_object *obj = NULL;
-    kcr_ctrlutil_owner_options owner = {.api_version = "v1", .kind = "ConfigMap"};
     kcr_object_edit *e = kcr_object_edit_new(NULL);
+    if (!e)
+        return kcr_set_error(KCR_ERR_NOMEM, "out of memory building %s", name);
+    kcr_ctrlutil_owner_options owner = {.api_version = "v1", .kind = "ConfigMap"};
     kcr_value data = kcr_object_get(src, "data");
-    if (e && kcr_object_edit_set_string(e, "apiVersion", "v1") == KCR_OK &&
-        kcr_object_edit_set_string(e, "kind", "ConfigMap") == KCR_OK &&
-        kcr_object_edit_set_string(e, "metadata.name", name) == KCR_OK &&
-        kcr_object_edit_set_string(e, "metadata.namespace", kcr_object_namespace(src)) == KCR_OK &&
-        kcr_ctrlutil_set_controller_reference_edit(src, e, &owner) == KCR_OK &&
-        (kcr_value_get_type(data) == KCR_VALUE_ABSENT ||
-         kcr_object_edit_set_value(e, "data", data) == KCR_OK))
-        kcr_object_edit_freeze(e, &obj);
+    kcr_err err = kcr_object_edit_set_string(e, "apiVersion", "v1");
+    if (err == KCR_OK)
+        err = kcr_object_edit_set_string(e, "kind", "ConfigMap");
+    if (err == KCR_OK)
+        err = kcr_object_edit_set_string(e, "metadata.name", name);
+    if (err == KCR_OK)
+        err = kcr_object_edit_set_string(e, "metadata.namespace", kcr_object_namespace(src));
+    if (err == KCR_OK)
+        err = kcr_ctrlutil_set_controller_reference_edit(src, e, &owner);
+    if (err == KCR_OK && kcr_value_get_type(data) != KCR_VALUE_ABSENT)
+        err = kcr_object_edit_set_value(e, "data", data);
+    if (err == KCR_OK)
+        err = kcr_object_edit_freeze(e, out);
     kcr_object_edit_free(e);
-    return obj;
+    return err;
 }
 
 static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
@@ -40,15 +46,16 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
                    strcmp(ref.uid, kcr_object_uid(src)) == 0 &&
                    kcr_value_equal(kcr_object_get(copy, "data"), kcr_object_get(src, "data"));
     kcr_result res = KCR_DONE;
-    kcr_object *want = in_sync ? NULL : desired(src, name);
+    kcr_object *want = NULL;
     if (!in_sync) {
         kcr_write_options wo = {.field_manager = "configmap-mirror", .force = true};
-        kcr_err err = want
-                          ? kcr_client_apply_object(kcr_ctx_client(ctx), &CM, want, &wo, NULL, NULL)
-                          : KCR_ERR_NOMEM;
+        kcr_err err = desired(src, name, &want);
+        if (err == KCR_OK)
+            err = kcr_client_apply_object(kcr_ctx_client(ctx), &CM, want, &wo, NULL, NULL);
         if (err == KCR_OK)
             kcr_ctx_eventf(ctx, src, KCR_EVENT_NORMAL, "Mirrored", "copied to %s", name);
-        res = err == KCR_OK ? KCR_DONE : KCR_RETRY(err);
+        else /* the worker logs this message with the error */
+            res = KCR_RETRY(kcr_set_error(err, "mirroring to %s: %s", name, kcr_last_error()));
     }
     kcr_object_unref(want);
     kcr_object_unref(copy);

@@ -52,7 +52,8 @@ typedef enum kcr_reason {
                                        already saw (its reason was consumed) */
     KCR_REASON_INITIAL_LIST = 1,    /* the object was in the initial list (or cache replay) */
     KCR_REASON_RESYNC = 2,          /* a periodic resync of the primary */
-    KCR_REASON_REQUEUE_AFTER = 3,   /* the previous reconcile asked for it (requeue after) */
+    KCR_REASON_REQUEUE_AFTER = 3,   /* the previous reconcile asked for it (KCR_REQUEUE_AFTER,
+                                       or KCR_REQUEUE after the rate limiter's delay) */
     KCR_REASON_RETRY = 4,           /* the previous reconcile failed (rate-limited retry) */
     KCR_REASON_ENQUEUED = 5,        /* kcr_controller_enqueue / kcr_testkit_reconcile */
     KCR_REASON_MAPPED = 6,          /* a watched object changed; a map function chose this key */
@@ -95,7 +96,8 @@ typedef struct kcr_reconcile_request {
     const char *key;       /* "namespace/name" or "name" */
     kcr_trigger trigger;   /* the most important reason (see kcr_reason) */
     uint32_t reasons;      /* KCR_REASON_BIT of every coalesced reason */
-    int retries;           /* failed reconciles of this key since its last success */
+    int retries;           /* rate-limited requeues (RETRY, REQUEUE) of this key since its
+                              backoff was last forgotten (DONE, REQUEUE_AFTER, TERMINAL) */
 } kcr_reconcile_request;
 
 /* ---- Results --------------------------------------------------------------------------------- */
@@ -104,7 +106,10 @@ typedef enum kcr_result_kind {
     KCR_RESULT_DONE = 0,          /* success: the key's backoff is forgotten */
     KCR_RESULT_REQUEUE_AFTER = 1, /* success, reconcile again after requeue_after_ms (> 0) */
     KCR_RESULT_RETRY = 2,         /* an error: retry after the rate limiter's backoff */
-    KCR_RESULT_TERMINAL = 3       /* an error that retrying cannot fix: no requeue, counted */
+    KCR_RESULT_TERMINAL = 3,      /* an error that retrying cannot fix: no requeue, counted */
+    KCR_RESULT_REQUEUE = 4        /* not an error, but not done: reconcile again after the rate
+                                     limiter's delay (which keeps growing, as for RETRY);
+                                     controller-runtime's Result{Requeue: true} */
 } kcr_result_kind;
 
 /* A reconcile's outcome. `err` (optional) says what failed for RETRY and
@@ -123,6 +128,7 @@ typedef struct kcr_result {
 #define KCR_REQUEUE_AFTER(ms) ((kcr_result){KCR_RESULT_REQUEUE_AFTER, (ms), KCR_OK})
 #define KCR_RETRY(e) ((kcr_result){KCR_RESULT_RETRY, 0, (e)})
 #define KCR_TERMINAL(e) ((kcr_result){KCR_RESULT_TERMINAL, 0, (e)})
+#define KCR_REQUEUE ((kcr_result){KCR_RESULT_REQUEUE, 0, KCR_OK})
 
 /* The reconcile callback. Runs on a worker thread (manager) or the test
  * kit's caller thread, with no kcr lock held; `ctx` and `req` are borrowed
@@ -253,6 +259,7 @@ typedef struct kcr_controller_stats {
     uint64_t reconciles;         /* reconcile calls */
     uint64_t successes;          /* DONE */
     uint64_t requeue_afters;     /* REQUEUE_AFTER */
+    uint64_t requeues;           /* REQUEUE */
     uint64_t errors;             /* RETRY (and garbage results) */
     uint64_t terminal_errors;    /* TERMINAL */
     uint64_t timeouts;           /* reconciles that ran past reconcile_timeout_ms */

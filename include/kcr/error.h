@@ -46,4 +46,21 @@ KCR_API const char *kcr_strerror(kcr_err err);
  * Thread-safe: each thread has its own. */
 KCR_API const char *kcr_last_error(void);
 
+/* Sets the calling thread's detail message (what kcr_last_error() returns)
+ * to the printf-style message and returns `err`, so that code built on kcr
+ * (a reconcile, a map function, a mutate callback) reports its own failures
+ * the way kcr does:
+ *     return KCR_RETRY(kcr_set_error(KCR_ERR_INVALID, "spec.replicas is %d", n));
+ * The manager's worker logs a failed reconcile's kcr_last_error(), so the
+ * log line shows this message. The arguments may include kcr_last_error()
+ * itself, to add context to a kcr failure:
+ *     kcr_set_error(err, "applying %s: %s", name, kcr_last_error());
+ * A NULL fmt clears the message. Messages are truncated at 1023 bytes.
+ * Thread-safe: each thread has its own message. */
+KCR_API kcr_err kcr_set_error(kcr_err err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 #endif

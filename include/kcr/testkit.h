@@ -17,9 +17,22 @@
  *   - inject errors and conflicts per verb, resource, namespace and name.
  *
  * Caches are refreshed from the fake before every reconcile, so reads in a
- * test are never stale (read-your-writes is tested on the manager). The
- * reconcile's cancel token exists but the kit never triggers it (deadlines
- * and shutdown are the manager's).
+ * test are never stale (read-your-writes is tested on the manager); with
+ * simulate_workers, before every batch of concurrent reconciles instead.
+ *
+ * Deadlines run in virtual time: a controller's reconcile_timeout_ms starts
+ * with each reconcile, and kcr_testkit_advance called during the reconcile
+ * (by the reconcile, or by a kcr_fake hook standing for a slow server) past
+ * it triggers the reconcile's cancel token (kcr_ctx_cancel) at once; the
+ * reconcile is then counted as a timeout (stats.timeouts, the record's
+ * timed_out), as the manager counts it. The kit's client does not attach the
+ * token to requests by itself: pass kcr_ctx_cancel(ctx) or check
+ * kcr_ctx_canceled(ctx), which work the same under the manager.
+ *
+ * Concurrency: with simulate_workers, run_until_idle starts up to
+ * max_concurrent_reconciles ready keys of a controller together, as its
+ * workers would (see kcr_testkit_options); kcr_testkit_check_workers checks
+ * the history against the one-key-one-worker and concurrency rules.
  *
  * Thread-safety: none; one thread uses a kit (and nothing else runs). */
 #ifndef KCR_TESTKIT_H
@@ -45,6 +58,15 @@ typedef struct kcr_testkit_options {
                                    0: 2030-01-01T00:00:00Z */
     const char *namespace;      /* the client's default namespace; NULL: "default" */
     const char *event_reporter; /* reporting controller of the recorder; NULL: "testkit" */
+    bool simulate_workers;      /* run_until_idle runs batches: the controller with the most
+                                   important ready key takes up to max_concurrent_reconciles
+                                   ready keys off its queue at once (never one key twice) and
+                                   runs each from the batch's virtual start, on the caches as
+                                   they were then (one reconcile's writes are not in the
+                                   others' caches, as with concurrent workers); the clock then
+                                   stands at the latest end and the changes are routed (a
+                                   change to a key of the batch queues it for a later one).
+                                   false: one key at a time, caches refreshed after each */
 } kcr_testkit_options;
 
 /* One reconcile the kit ran (kcr_testkit_history). Strings owned by the kit. */
@@ -54,7 +76,12 @@ typedef struct kcr_testkit_record {
     kcr_reason reason;   /* the most important reason */
     uint32_t reasons;    /* KCR_REASON_BIT of every coalesced reason */
     kcr_result result;   /* as returned */
-    int64_t at_ms;       /* virtual time it ran */
+    int64_t at_ms;       /* virtual time it started */
+    int64_t end_ms;      /* virtual time it returned (later if it advanced the clock) */
+    bool timed_out;      /* it ran to or past reconcile_timeout_ms (its token fired) */
+    size_t batch;        /* reconciles with the same batch ran concurrently (simulate_workers);
+                            each kcr_testkit_reconcile is a batch of its own */
+    int worker;          /* its worker in the batch: 0 .. max_concurrent_reconciles - 1 */
 } kcr_testkit_record;
 
 /* A new kit with an empty fake. *out is freed with kcr_testkit_free. */
@@ -97,19 +124,23 @@ KCR_API kcr_err kcr_testkit_resync(kcr_testkit *tk);
 
 /* Syncs, then reconciles `key` of controller `c` now (reason ENQUEUED plus
  * whatever was queued for it, which this consumes) and applies its result
- * as a worker would. *out (may be NULL) receives the result. */
+ * as a worker would. *out (may be NULL) receives the result. This and
+ * run_until_idle are KCR_ERR_STATE when called from a reconcile. */
 KCR_API kcr_err kcr_testkit_reconcile(kcr_testkit *tk, kcr_controller *c, const char *key,
                                       kcr_result *out);
 
 /* Syncs and reconciles every ready key (highest priority first, then in
- * add order), re-syncing after each, until nothing is ready at the current
- * virtual time. *n (may be NULL) gets how many reconciles ran.
+ * add order), re-syncing after each (after each batch with
+ * simulate_workers), until nothing is ready at the current virtual time.
+ * *n (may be NULL) gets how many reconciles ran.
  * KCR_ERR_TIMEOUT after max_reconciles (0: 1000): a controller that never
  * settles. Delayed keys (requeue-after, retries) stay queued. */
 KCR_API kcr_err kcr_testkit_run_until_idle(kcr_testkit *tk, size_t max_reconciles, size_t *n);
 
 /* Moves the virtual clock forward by ms (>= 0); keys whose delay expires
- * become ready (run them with kcr_testkit_run_until_idle). */
+ * become ready (run them with kcr_testkit_run_until_idle). May be called
+ * from a reconcile (or a fake hook during one) to make it take virtual
+ * time: past the reconcile's deadline its cancel token fires. */
 KCR_API void kcr_testkit_advance(kcr_testkit *tk, int64_t ms);
 
 /* The virtual time, ms since the epoch. */
@@ -130,6 +161,13 @@ KCR_API const kcr_testkit_record *kcr_testkit_history(kcr_testkit *tk, size_t *n
 
 /* Forgets the history. */
 KCR_API void kcr_testkit_clear_history(kcr_testkit *tk);
+
+/* Checks the history against the workers' rules: no batch has more
+ * reconciles than its controller's max_concurrent_reconciles, and no key is
+ * reconciled twice in one batch (one key, one worker). KCR_OK, or
+ * KCR_ERR_STATE with kcr_last_error() naming the controller, the key or the
+ * count, and the virtual time. */
+KCR_API kcr_err kcr_testkit_check_workers(kcr_testkit *tk);
 
 /* Events recorded (events.k8s.io/v1 in the fake) about objects named
  * `regarding_name` (NULL: any) with `reason` (NULL: any). */

@@ -16,6 +16,7 @@
 
 #include "core/clock.h"
 #include "helpers/hung_server.h"
+#include "helpers/promtool.h"
 #include "helpers/timescale.h"
 #include "kcr/kcr.h"
 
@@ -171,6 +172,46 @@ Test(manager, reconciles_and_stops_cleanly, .init = setup, .fini = teardown)
         .primary = {.resource = CM, .predicate = kcr_predicate_labels_changed()},
         .reconcile = copy_reconcile};
     cr_assert_eq(kcr_manager_add_controller(mgr, &late, NULL), KCR_ERR_STATE);
+}
+
+/* KCR_REQUEUE twice, then DONE: counted as result="requeue", not as errors. */
+static atomic_int requeue_calls;
+
+static kcr_result requeue_twice(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)ctx, (void)req, (void)ud;
+    return atomic_fetch_add(&requeue_calls, 1) < 2 ? KCR_REQUEUE : KCR_DONE;
+}
+
+Test(manager, requeue_is_counted_in_reconcile_total, .init = setup, .fini = teardown)
+{
+    atomic_store(&requeue_calls, 0);
+    create_cm("a");
+    new_manager(NULL);
+    kcr_controller *c = NULL;
+    kcr_controller_options o = {
+        .name = "requeuer", .primary = {.resource = CM}, .reconcile = requeue_twice};
+    cr_assert_eq(kcr_manager_add_controller(mgr, &o, &c), KCR_OK, "%s", kcr_last_error());
+    start();
+    kcr_controller_stats st;
+    WAIT_FOR((kcr_controller_get_stats(c, &st), st.successes == 1));
+    cr_assert_eq(stop(), KCR_OK);
+    kcr_controller_get_stats(c, &st);
+    cr_assert_eq(st.requeues, 2);
+    cr_assert_eq(st.errors, 0);
+    char *text = NULL;
+    cr_assert_eq(kcr_metrics_write_text(kcr_manager_metrics(mgr), &text, NULL), KCR_OK);
+    cr_assert(strstr(text, "controller_runtime_reconcile_total{controller=\"requeuer\","
+                           "result=\"requeue\"} 2\n"),
+              "%s", text);
+    cr_assert(strstr(text, "controller_runtime_reconcile_total{controller=\"requeuer\","
+                           "result=\"success\"} 1\n"),
+              "%s", text);
+    cr_assert(
+        strstr(text, "controller_runtime_reconcile_errors_total{controller=\"requeuer\"} 0\n"),
+        "%s", text);
+    promtool_check(text);
+    free(text);
 }
 
 Test(manager, duplicate_controller_names, .init = setup, .fini = teardown)

@@ -159,3 +159,16 @@ Test(error_details, informer_and_listers)
     kcr_client_free(c);
     kcr_fake_free(f);
 }
+
+/* kcr_set_error: code returned, message set (also from kcr_last_error()
+ * itself), NULL clears. */
+Test(error_details, set_error_is_public)
+{
+    taint();
+    cr_assert_eq(kcr_set_error(KCR_ERR_INVALID, "spec.replicas is %d", -1), KCR_ERR_INVALID);
+    cr_assert_str_eq(kcr_last_error(), "spec.replicas is -1");
+    cr_assert_eq(kcr_set_error(KCR_ERR_API, "applying %s: %s", "x", kcr_last_error()), KCR_ERR_API);
+    cr_assert_str_eq(kcr_last_error(), "applying x: spec.replicas is -1");
+    cr_assert_eq(kcr_set_error(KCR_OK, NULL), KCR_OK);
+    cr_assert_str_eq(kcr_last_error(), "");
+}

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "helpers/promtool.h"
 #include "kcr/health.h"
 #include "kcr/metrics.h"
 #include "kcr/workqueue.h"
@@ -179,31 +180,6 @@ Test(health, metrics_serves_the_exposition, .init = start_split, .fini = stop)
     /* the probes live on the other listener */
     expect("GET", port, "/healthz", 404, NULL);
     expect("GET", kcr_health_server_probe_port(srv), "/metrics", 404, NULL);
-}
-
-/* Fails (never skips) when promtool is missing. */
-static void promtool_check(const char *body)
-{
-    if (system("command -v promtool >/dev/null 2>&1") != 0)
-        cr_assert_fail("promtool not found: it comes with the Debian package `prometheus` "
-                       "(cmake/install-deps installs it; or apt-get install prometheus)");
-    char path[] = "/tmp/kcr-scrape-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    size_t len = strlen(body);
-    cr_assert_eq(write(fd, body, len), (ssize_t)len);
-    close(fd);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "promtool check metrics < %s 2>&1", path);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    char out[4096] = "";
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    int status = pclose(p);
-    unlink(path);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-              "promtool check metrics failed (status %d):\n%s\non:\n%s", status, out, body);
 }
 
 Test(health, a_real_scrape_passes_promtool, .init = start_split, .fini = stop)

@@ -252,6 +252,77 @@ Test(testkit, retry_backs_off_and_success_resets, .init = setup, .fini = teardow
     cr_assert_eq(d1, 5);
 }
 
+Test(testkit, requeue_is_rate_limited_and_not_an_error, .init = setup, .fini = teardown)
+{
+    seed("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}");
+    beh.result = KCR_REQUEUE;
+    kcr_controller *c = add(&(kcr_controller_options){0});
+    cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
+    int64_t d1 = 0, d2 = 0;
+    uint32_t reasons = 0;
+    cr_assert(kcr_testkit_queued(tk, c, "default/a", &d1, &reasons));
+    cr_assert_eq(d1, 5, "the rate limiter's first delay");
+    cr_assert(reasons & KCR_REASON_BIT(KCR_REASON_REQUEUE_AFTER));
+    kcr_testkit_advance(tk, d1);
+    cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
+    cr_assert_eq(last()->reason, KCR_REASON_REQUEUE_AFTER);
+    cr_assert_eq(beh.retries, 1, "a requeue counts in req->retries, like NumRequeues");
+    cr_assert(kcr_testkit_queued(tk, c, "default/a", &d2, NULL));
+    cr_assert_eq(d2, 10, "the backoff keeps growing");
+    kcr_controller_stats st;
+    kcr_controller_get_stats(c, &st);
+    cr_assert_eq(st.requeues, 2);
+    cr_assert_eq(st.errors, 0, "a requeue is not an error");
+    cr_assert_eq(st.successes, 0);
+    /* DONE forgets the backoff */
+    beh.result = KCR_DONE;
+    kcr_testkit_advance(tk, d2);
+    cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
+    cr_assert_eq(kcr_testkit_queue_len(tk, c), 0);
+    beh.result = KCR_REQUEUE;
+    cr_assert_eq(kcr_testkit_reconcile(tk, c, "default/a", NULL), KCR_OK);
+    cr_assert(kcr_testkit_queued(tk, c, "default/a", &d1, NULL));
+    cr_assert_eq(d1, 5);
+}
+
+/* ---- the worker logs the reconcile's own error detail ---- */
+
+static char logged[2048];
+
+static void capture_log(kcr_log_level level, const char *module, const char *message, void *ud)
+{
+    (void)module, (void)ud;
+    if (level == KCR_LOG_ERROR)
+        snprintf(logged, sizeof logged, "%s", message);
+}
+
+static kcr_result fail_with_detail(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    (void)ud;
+    /* a kcr call that fails first leaves its own detail behind */
+    kcr_object *o = NULL;
+    kcr_client_get(kcr_ctx_client(ctx), &CM, req->namespace, "absent", NULL, &o, NULL);
+    return KCR_RETRY(kcr_set_error(KCR_ERR_INVALID, "spec.size %d is not a power of two", 3));
+}
+
+Test(testkit, retry_logs_the_reconciles_own_detail, .init = setup, .fini = teardown)
+{
+    seed("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}");
+    kcr_controller *c = NULL;
+    kcr_controller_options o = {
+        .name = "detail", .primary = {.resource = CM}, .reconcile = fail_with_detail};
+    cr_assert_eq(kcr_testkit_add_controller(tk, &o, &c), KCR_OK, "%s", kcr_last_error());
+    logged[0] = '\0';
+    kcr_log_set_handler(capture_log, NULL);
+    kcr_err err = kcr_testkit_reconcile(tk, c, "default/a", NULL);
+    kcr_log_set_handler(NULL, NULL); /* the default: off */
+    cr_assert_eq(err, KCR_OK, "%s", kcr_last_error());
+    cr_assert(strstr(logged, "reconcile default/a: invalid argument: spec.size 3 is not a power "
+                             "of two"),
+              "logged: %s", logged);
+    cr_assert_null(strstr(logged, "absent"), "a stale detail: %s", logged);
+}
+
 Test(testkit, terminal_is_counted_and_not_requeued, .init = setup, .fini = teardown)
 {
     seed("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}");

@@ -9,12 +9,19 @@
 //	    once (bench-00000 upward, wrapping at N), with the annotation
 //	    kcr-bench/sent-ns set to the wall-clock time just before the request
 //	    is sent; prints "updates=<n> achieved_rate=<r>".
+//	load watch KUBECONFIG NAMESPACE UPDATES
+//	    a bare client-go watch (no informer, no queue): lists, prints "ready",
+//	    watches from the list's resourceVersion and, once UPDATES annotated
+//	    updates arrived, prints "p50_ms=<ms> p99_ms=<ms> updates=<n>", the
+//	    latency from the send to the decoded watch event (the floor under a
+//	    controller's; bench_watch is the same with kcr).
 package main
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +31,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -111,9 +119,51 @@ func churn(cs *kubernetes.Clientset, ns string, n, rate, secs int) {
 	fmt.Printf("updates=%d achieved_rate=%.1f\n", total, float64(total)/time.Since(start).Seconds())
 }
 
+func watchLatency(cs *kubernetes.Clientset, ns string, want int) {
+	ctx := context.Background()
+	list, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		die(err)
+	}
+	fmt.Println("ready")
+	timeout := int64(300)
+	w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{
+		ResourceVersion: list.ResourceVersion, TimeoutSeconds: &timeout})
+	if err != nil {
+		die(err)
+	}
+	defer w.Stop()
+	lat := make([]float64, 0, want)
+	for ev := range w.ResultChan() {
+		now := time.Now().UnixNano()
+		cm, ok := ev.Object.(*corev1.ConfigMap)
+		if ev.Type != watch.Modified || !ok {
+			continue
+		}
+		if sent, err := strconv.ParseInt(cm.Annotations["kcr-bench/sent-ns"], 10, 64); err == nil {
+			lat = append(lat, float64(now-sent)/1e6)
+			if len(lat) == want {
+				break
+			}
+		}
+	}
+	if len(lat) < want {
+		die(fmt.Errorf("the watch ended after %d of %d updates", len(lat), want))
+	}
+	sort.Float64s(lat)
+	p := func(q float64) float64 {
+		i := int(q*float64(len(lat))+0.5) - 1
+		if i < 0 {
+			i = 0
+		}
+		return lat[i]
+	}
+	fmt.Printf("p50_ms=%.3f p99_ms=%.3f updates=%d\n", p(.5), p(.99), len(lat))
+}
+
 func main() {
 	if len(os.Args) < 5 {
-		fmt.Fprintln(os.Stderr, "usage: load seed KUBECONFIG NS N | load churn KUBECONFIG NS N RATE SECONDS")
+		fmt.Fprintln(os.Stderr, "usage: load seed KUBECONFIG NS N | load churn KUBECONFIG NS N RATE SECONDS | load watch KUBECONFIG NS UPDATES")
 		os.Exit(2)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", os.Args[2])
@@ -138,8 +188,10 @@ func main() {
 		seed(cs, os.Args[3], ints[0])
 	case os.Args[1] == "churn" && len(ints) == 3:
 		churn(cs, os.Args[3], ints[0], ints[1], ints[2])
+	case os.Args[1] == "watch" && len(ints) == 1:
+		watchLatency(cs, os.Args[3], ints[0])
 	default:
-		fmt.Fprintln(os.Stderr, "usage: load seed KUBECONFIG NS N | load churn KUBECONFIG NS N RATE SECONDS")
+		fmt.Fprintln(os.Stderr, "usage: load seed KUBECONFIG NS N | load churn KUBECONFIG NS N RATE SECONDS | load watch KUBECONFIG NS UPDATES")
 		os.Exit(2)
 	}
 }
