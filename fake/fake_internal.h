@@ -2,8 +2,9 @@
  * files:
  *   fake.c       lifetime, the client back end table, error rules, hooks, counters
  *   discovery.c  the resources it serves (built-ins, kcr_fake_register, CRDs)
- *   preamble.c   request accounting and the write preamble: injected errors,
- *                body checks, delete's preconditions
+ *   preamble.c   request accounting and the ONE write preamble: injected errors,
+ *                body checks, name/namespace rules, preconditions and the
+ *                apiserver's optimistic-concurrency (conflict) rule
  *   status.c     the Status answers, worded as the apiserver words them
  *   objects.c    the object table and what the server sets on a write
  *                (resourceVersion, uid, creationTimestamp, generation)
@@ -175,7 +176,8 @@ typedef struct kcr__fake_write {
 /* The ONE write preamble shared by create, update, patch and delete:
  * request accounting and injected errors (kcr__fake_begin), dryRun and
  * subresource checks, and for create/update the body: valid JSON, a JSON
- * object. body may be NULL (patch, delete). On KCR_OK the caller owns w
+ * object, metadata an object, metadata.name/namespace/resourceVersion/uid
+ * strings. body may be NULL (patch, delete). On KCR_OK the caller owns w
  * and ends it with kcr__fake_write_end. */
 kcr_err kcr__fake_write_begin(kcr__fake_write *w, kcr_fake *f, kcr_fake_verb verb,
                               const kcr_resource *res, const char *ns, const char *name,
@@ -186,9 +188,27 @@ void kcr__fake_write_end(kcr__fake_write *w);
 /* Finds the object the write names (lock held): 404 NotFound when absent. */
 kcr_err kcr__fake_write_locate(kcr__fake_write *w);
 
-/* Delete's preconditions (lock held): uid and rv (NULL: none) must equal
- * the stored ones (409 Conflict "Precondition failed" otherwise). */
-kcr_err kcr__fake_write_preconditions(kcr__fake_write *w, const char *uid, const char *rv);
+/* Checks that an object about to be written (`next`: the update's body or
+ * the patched object) keeps the URL's name and the request's namespace
+ * (400 BadRequest otherwise, as the apiserver's checkName). */
+kcr_err kcr__fake_write_check_name(kcr__fake_write *w, const struct kcr__node *next);
+
+/* How a resourceVersion in a write is meant. */
+typedef enum kcr__fake_rv_rule {
+    /* update/patch: the object's metadata.resourceVersion; empty means an
+     * unconditional update where the resource allows one, else must equal
+     * the stored one (409 Conflict, "the object has been modified") */
+    KCR__FAKE_RV_OPTIMISTIC,
+    /* delete: DeleteOptions.preconditions.resourceVersion; NULL means none,
+     * anything else must equal the stored one (409 "Precondition failed") */
+    KCR__FAKE_RV_PRECONDITION
+} kcr__fake_rv_rule;
+
+/* The preconditions and the ONE conflict rule, as the apiserver applies them
+ * to w->cur (lock held): uid (NULL or "": none) must equal the stored uid,
+ * rv per `rule`. */
+kcr_err kcr__fake_write_preconditions(kcr__fake_write *w, const char *uid, const char *rv,
+                                      kcr__fake_rv_rule rule);
 
 /* ---- objects.c -------------------------------------------------------------------------- */
 
@@ -209,9 +229,10 @@ kcr_err kcr__fake_store_create(kcr__fake_write *w, size_t pos, const char *ns,
 
 /* Stores `next` (taken) as the new state of w->cur: server-set fields kept
  * from the stored object, nothing written for a no-op, generation bumped
- * when anything outside metadata and status changed; `deleting` marks it
- * for deletion (deletionTimestamp now); an object marked for deletion without finalizers is
- * removed. Emits MODIFIED (or DELETED). Lock held. */
+ * when anything outside metadata and status changed, or when `deleting`
+ * marks it for deletion (deletionTimestamp now, deletionGracePeriodSeconds
+ * 0); an object marked for deletion without finalizers is removed. Emits
+ * MODIFIED (or DELETED). Lock held. */
 kcr_err kcr__fake_store_update(kcr__fake_write *w, struct kcr__node *next, bool deleting,
                                kcr_object **out);
 

@@ -1,7 +1,7 @@
 /* The fake's object table and what the server sets when it writes one: the
  * resourceVersion counter (one for the whole fake, as etcd's revision),
  * uid, creationTimestamp, generation (bumped when anything outside metadata
- * and status changes), and the
+ * and status changes, and when an object is marked for deletion), and the
  * finalizer rule (an object marked for deletion goes when its last
  * finalizer does). Objects are immutable kcr_objects; a write builds the
  * next state as a kcr__node tree and freezes it once. */
@@ -292,7 +292,7 @@ kcr_err kcr__fake_store_remove(kcr__fake_write *w, kcr_object **out)
 
 /* Fields only the server sets: a write keeps the stored ones. */
 static const char *const server_owned[] = {
-    "uid",  "creationTimestamp", "deletionTimestamp", "generation",
+    "uid",  "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation",
     "name", "namespace",         "resourceVersion"};
 
 kcr_err kcr__fake_store_update(kcr__fake_write *w, struct kcr__node *next, bool deleting,
@@ -307,10 +307,12 @@ kcr_err kcr__fake_store_update(kcr__fake_write *w, struct kcr__node *next, bool 
     for (size_t i = 0; ok && i < sizeof server_owned / sizeof *server_owned; i++)
         ok = set_value(md, server_owned[i], kcr_value_member(cur_md, server_owned[i]));
     int64_t generation = kcr_object_generation(o->obj);
+    bool bump = false;
     if (ok && deleting) {
         char ts[40];
         now_rfc3339(ts, sizeof ts);
-        ok = set_str(md, "deletionTimestamp", ts);
+        ok = set_str(md, "deletionTimestamp", ts) && set_int(md, "deletionGracePeriodSeconds", 0);
+        bump = true; /* the apiserver's markAsDeleting */
     }
     if (!ok) {
         kcr__node_free(next);
@@ -322,7 +324,8 @@ kcr_err kcr__fake_store_update(kcr__fake_write *w, struct kcr__node *next, bool 
             *out = kcr_object_ref(o->obj);
         return KCR_OK;
     }
-    if (spec_changed(next, cur) && generation > 0 && !set_int(md, "generation", generation + 1)) {
+    if ((bump || spec_changed(next, cur)) && generation > 0 &&
+        !set_int(md, "generation", generation + 1)) {
         kcr__node_free(next);
         return kcr__fail(KCR_ERR_NOMEM, NOMEM);
     }

@@ -1,13 +1,19 @@
 /* What every request goes through before the fake serves it (accounting,
  * the hook, injected errors, 404 for what it does not serve), and the ONE
  * preamble of create, update, patch and delete: dryRun and subresource
- * checks, the body's shape, delete's preconditions. */
+ * checks, the body's shape, the name and namespace rules, preconditions and
+ * the apiserver's optimistic-concurrency rule. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "fake/fake_internal.h"
+
+/* The apiserver's message for a stale resourceVersion (its optimistic lock). */
+#define OPTIMISTIC_LOCK_MSG                                                                        \
+    "the object has been modified; please apply your changes to the latest version and try "       \
+    "again"
 
 static kcr__fcounter *counter_for(kcr_fake *f, kcr_fake_verb verb, const char *rkey)
 {
@@ -63,7 +69,22 @@ kcr_err kcr__fake_begin(kcr_fake *f, kcr_fake_verb verb, const kcr_resource *res
     return err;
 }
 
-/* The body of a create or update: a JSON object. */
+static const struct kcr__node *member(const struct kcr__node *m, const char *key)
+{
+    ptrdiff_t i = m && m->t == KCR__N_MAP ? kcr__node_find(m, key, strlen(key)) : -1;
+    return i >= 0 ? m->items[i] : NULL;
+}
+
+/* A string member of metadata, NULL when absent (or null). */
+static const char *meta_str(const struct kcr__node *doc, const char *key)
+{
+    const struct kcr__node *v = member(member(doc, "metadata"), key);
+    return v && v->t == KCR__N_STR ? v->s : NULL;
+}
+
+/* The body of a create or update: a JSON object whose metadata, when
+ * present, is an object with string name/namespace/resourceVersion/uid (the
+ * apiserver cannot decode anything else into ObjectMeta: 400). */
 static kcr_err parse_body(const char *json, size_t len, struct kcr__node **out, kcr_status *st)
 {
     *out = NULL;
@@ -73,6 +94,22 @@ static kcr_err parse_body(const char *json, size_t len, struct kcr__node **out, 
     if (doc->t != KCR__N_MAP) {
         kcr__node_free(doc);
         return kcr__fake_bad_request(st, "the body is not a JSON object");
+    }
+    const struct kcr__node *md = member(doc, "metadata");
+    static const char *const strings[] = {"name", "generateName", "namespace", "resourceVersion",
+                                          "uid"};
+    const char *bad = md && md->t != KCR__N_MAP && md->t != KCR__N_NULL ? "metadata" : NULL;
+    for (size_t i = 0; !bad && md && i < sizeof strings / sizeof *strings; i++) {
+        const struct kcr__node *v = member(md, strings[i]);
+        if (v && v->t != KCR__N_STR && v->t != KCR__N_NULL)
+            bad = strings[i];
+    }
+    if (bad) {
+        kcr__node_free(doc);
+        char msg[160];
+        snprintf(msg, sizeof msg, "the body's metadata%s%s has the wrong type",
+                 strcmp(bad, "metadata") != 0 ? "." : "", strcmp(bad, "metadata") != 0 ? bad : "");
+        return kcr__fake_bad_request(st, msg);
     }
     *out = doc;
     return KCR_OK;
@@ -119,7 +156,30 @@ kcr_err kcr__fake_write_locate(kcr__fake_write *w)
     return found ? KCR_OK : kcr__fake_not_found(w->st, w->res, w->name);
 }
 
-kcr_err kcr__fake_write_preconditions(kcr__fake_write *w, const char *uid, const char *rv)
+kcr_err kcr__fake_write_check_name(kcr__fake_write *w, const struct kcr__node *next)
+{
+    char msg[700];
+    const char *name = meta_str(next, "name");
+    if (name && *name && strcmp(name, w->name) != 0) {
+        snprintf(msg, sizeof msg,
+                 "the name of the object (%s) does not match the name on the URL (%s)", name,
+                 w->name);
+        return kcr__fake_bad_request(w->st, msg);
+    }
+    const char *ns = meta_str(next, "namespace");
+    const char *want = kcr__fake_scope_ns(w->f, w->res, w->ns);
+    if (*want && ns && *ns && strcmp(ns, want) != 0) {
+        snprintf(msg, sizeof msg,
+                 "the namespace of the object (%s) does not match the namespace on the request "
+                 "(%s)",
+                 ns, want);
+        return kcr__fake_bad_request(w->st, msg);
+    }
+    return KCR_OK;
+}
+
+kcr_err kcr__fake_write_preconditions(kcr__fake_write *w, const char *uid, const char *rv,
+                                      kcr__fake_rv_rule rule)
 {
     const kcr_object *cur = w->cur->obj;
     char q[300];
@@ -130,11 +190,27 @@ kcr_err kcr__fake_write_preconditions(kcr__fake_write *w, const char *uid, const
                                 "Operation cannot be fulfilled on %s \"%s\": Precondition "
                                 "failed: UID in precondition: %s, UID in object meta: %s",
                                 q, w->name, uid, have_uid);
-    if (rv && strcmp(rv, have_rv) != 0)
+    if (rule == KCR__FAKE_RV_PRECONDITION) {
+        if (rv && strcmp(rv, have_rv) != 0)
+            return kcr__fake_status(w->st, 409, "Conflict", w->res, w->name,
+                                    "Operation cannot be fulfilled on %s \"%s\": Precondition "
+                                    "failed: ResourceVersion in precondition: %s, "
+                                    "ResourceVersion in object meta: %s",
+                                    q, w->name, rv, have_rv);
+        return KCR_OK;
+    }
+    if (!rv || !*rv) {
+        /* An unconditional update: most resources allow one, custom
+         * resources do not (their strategy's AllowUnconditionalUpdate). */
+        if (kcr__fake_is_custom(w->f, w->res))
+            return kcr__fake_invalid(w->st, w->res, w->name, "FieldValueInvalid",
+                                     "metadata.resourceVersion",
+                                     "Invalid value: 0x0: must be specified for an update");
+        return KCR_OK;
+    }
+    if (strcmp(rv, have_rv) != 0)
         return kcr__fake_status(w->st, 409, "Conflict", w->res, w->name,
-                                "Operation cannot be fulfilled on %s \"%s\": Precondition "
-                                "failed: ResourceVersion in precondition: %s, "
-                                "ResourceVersion in object meta: %s",
-                                q, w->name, rv, have_rv);
+                                "Operation cannot be fulfilled on %s \"%s\": " OPTIMISTIC_LOCK_MSG,
+                                q, w->name);
     return KCR_OK;
 }

@@ -212,24 +212,23 @@ static struct kcr__node *split_status(const kcr__fake_write *w, struct kcr__node
     return next;
 }
 
-/* The common end of update and patch (lock held): the status split, the store. */
-static kcr_err write_locked(kcr__fake_write *w, struct kcr__node *written, kcr_object **out)
+/* The common end of update and patch (lock held): the name rule, the
+ * preconditions and the conflict rule, the status split, the store. */
+static kcr_err write_locked(kcr__fake_write *w, struct kcr__node *written, const char *uid,
+                            kcr_object **out)
 {
+    kcr_err err = kcr__fake_write_check_name(w, written);
+    if (err == KCR_OK)
+        err = kcr__fake_write_preconditions(w, uid, meta_str(written, "resourceVersion"),
+                                            KCR__FAKE_RV_OPTIMISTIC);
+    if (err != KCR_OK) {
+        kcr__node_free(written);
+        return err;
+    }
     struct kcr__node *next = split_status(w, written);
     if (!next)
         return kcr__fail(KCR_ERR_NOMEM, NOMEM);
     return kcr__fake_store_update(w, next, false, out);
-}
-
-static kcr_err conflict(kcr__fake_write *w)
-{
-    char q[300];
-    kcr__fake_qualified(w->res, q, sizeof q);
-    return kcr__fake_status(w->st, 409, "Conflict", w->res, w->name,
-                            "Operation cannot be fulfilled on %s \"%s\": the object has been "
-                            "modified; please apply your changes to the latest version and try "
-                            "again",
-                            q, w->name);
 }
 
 kcr_err kcr__fake_update(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
@@ -244,14 +243,16 @@ kcr_err kcr__fake_update(kcr_client *c, const kcr_resource *res, const char *ns,
     pthread_mutex_lock(&w.f->lock);
     err = kcr__fake_write_locate(&w);
     if (err == KCR_OK) {
-        const char *want = meta_str(w.body, "resourceVersion");
-        const char *have = kcr_object_resource_version(w.cur->obj);
-        if (want && *want && strcmp(want, have) != 0)
-            err = conflict(&w);
+        /* An update's metadata.uid is a precondition, as the apiserver's
+         * UpdatedObjectInfo makes it. */
+        const char *uid = meta_str(w.body, "uid");
+        char *uid_copy = uid && *uid ? strdup(uid) : NULL;
+        if (uid && *uid && !uid_copy)
+            err = kcr__fail(KCR_ERR_NOMEM, NOMEM);
         else
-            err = write_locked(&w, w.body, out);
-        if (err != KCR_ERR_CONFLICT)
-            w.body = NULL;
+            err = write_locked(&w, w.body, uid_copy, out);
+        w.body = NULL;
+        free(uid_copy);
     }
     pthread_mutex_unlock(&w.f->lock);
     kcr__fake_write_end(&w);
@@ -345,15 +346,8 @@ kcr_err kcr__fake_patch(kcr_client *c, const kcr_resource *res, const char *ns, 
     } else if (err == KCR_OK) {
         struct kcr__node *patched;
         err = apply_patch(&w, type, patch, len, &patched);
-        if (err == KCR_OK) {
-            const char *rv = meta_str(patched, "resourceVersion");
-            if (rv && strcmp(rv, kcr_object_resource_version(w.cur->obj)) != 0) {
-                kcr__node_free(patched);
-                err = conflict(&w);
-            } else {
-                err = write_locked(&w, patched, out);
-            }
-        }
+        if (err == KCR_OK) /* a patch has no uid precondition */
+            err = write_locked(&w, patched, NULL, out);
     }
     pthread_mutex_unlock(&w.f->lock);
     kcr__fake_write_end(&w);
@@ -374,7 +368,8 @@ kcr_err kcr__fake_delete(kcr_client *c, const kcr_resource *res, const char *ns,
     err = kcr__fake_write_locate(&w);
     if (err == KCR_OK)
         err = kcr__fake_write_preconditions(&w, opts->precondition_uid,
-                                            opts->precondition_resource_version);
+                                            opts->precondition_resource_version,
+                                            KCR__FAKE_RV_PRECONDITION);
     if (err == KCR_OK) {
         const kcr_object *cur = w.cur->obj;
         if (kcr_object_finalizer_count(cur) == 0) {
