@@ -161,16 +161,16 @@ kcr_err kcr_fake_add(kcr_fake *f, const kcr_resource *res, const char *json, kcr
     kcr_status st = {0};
     struct kcr__node *doc;
     kcr_err err = kcr__node_parse(json, strlen(json), &doc);
-    if (err == KCR_OK && doc->t != KCR__N_MAP) {
+    if (err != KCR_OK) {
+        err = kcr__fake_bad_request(&st, kcr_last_error());
+    } else if (doc->t != KCR__N_MAP) {
         kcr__node_free(doc);
-        err = kcr__fail(KCR_ERR_PARSE, "kcr_fake_add: the JSON is not an object");
+        err = kcr__fake_bad_request(&st, "the body is not a JSON object");
     }
     if (err == KCR_OK) {
         /* The object's own namespace: the create's request namespace. */
-        ptrdiff_t m = kcr__node_find(doc, "metadata", 8);
-        const struct kcr__node *md = m >= 0 ? doc->items[m] : NULL;
-        ptrdiff_t n = md && md->t == KCR__N_MAP ? kcr__node_find(md, "namespace", 9) : -1;
-        char *ns = n >= 0 && md->items[n]->t == KCR__N_STR ? strdup(md->items[n]->s) : NULL;
+        const char *body_ns = kcr__fake_meta_str(doc, "namespace");
+        char *ns = body_ns ? strdup(body_ns) : NULL;
         err = kcr__fake_create_doc(f, res, ns, doc, out, &st);
         free(ns);
     }

@@ -8,6 +8,7 @@
  *   status.c     the Status answers, worded as the apiserver words them
  *   objects.c    the object table and what the server sets on a write
  *                (resourceVersion, uid, creationTimestamp, generation)
+ *   tree.c       kcr__node helpers shared by the writes
  *   read.c       get and list
  *   write.c      create, update, patch, delete
  *   watch.c      watchers, event history, fan-out, bookmarks, 410 Expired
@@ -241,6 +242,28 @@ kcr_err kcr__fake_store_update(kcr__fake_write *w, struct kcr__node *next, bool 
 kcr_err kcr__fake_store_remove(kcr__fake_write *w, kcr_object **out);
 
 void kcr__fake_fobj_free(kcr__fobj *o);
+
+/* ---- tree.c: kcr__node helpers --------------------------------------------------------------- */
+
+/* m[key] when m is an object that has it, else NULL. */
+struct kcr__node *kcr__fake_member(const struct kcr__node *m, const char *key);
+/* doc.metadata[key] when it is a string, else NULL. */
+const char *kcr__fake_meta_str(const struct kcr__node *doc, const char *key);
+/* doc.metadata, made an object when absent or not one; NULL when out of memory. */
+struct kcr__node *kcr__fake_metadata_of(struct kcr__node *doc);
+/* Removes m[key]; false when it was absent. */
+bool kcr__fake_remove(struct kcr__node *m, const char *key);
+/* m[key] = a string, an integer, a copy of v (absent v: no key). False when
+ * out of memory. */
+bool kcr__fake_set_str(struct kcr__node *m, const char *key, const char *value);
+bool kcr__fake_set_int(struct kcr__node *m, const char *key, int64_t value);
+bool kcr__fake_set_value(struct kcr__node *m, const char *key, kcr_value v);
+/* Whether tree n holds the same JSON as the stored value v (numbers by their
+ * text or integer value, maps regardless of member order), compared in place. */
+bool kcr__fake_same(const struct kcr__node *n, kcr_value v);
+/* Whether anything outside metadata and status differs between the tree
+ * and the stored object: what bumps metadata.generation. */
+bool kcr__fake_spec_changed(const struct kcr__node *next, kcr_value cur);
 
 /* ---- read.c, write.c, watch.c: the client back end's verbs ------------------------------ */
 

@@ -73,99 +73,6 @@ void kcr__fake_fobj_free(kcr__fobj *o)
     free(o);
 }
 
-/* ---- tree helpers ------------------------------------------------------------------------- */
-
-/* Whether tree n holds the same JSON as value v (numbers by their text or
- * integer value, maps regardless of member order). */
-static bool same(const struct kcr__node *n, kcr_value v)
-{
-    kcr_value_type t = kcr_value_get_type(v);
-    switch (n->t) {
-    case KCR__N_NULL:
-        return t == KCR_VALUE_NULL;
-    case KCR__N_BOOL:
-        return t == KCR_VALUE_BOOL && kcr_value_bool(v) == n->b;
-    case KCR__N_INT:
-        return t == KCR_VALUE_INT && kcr_value_int(v) == n->i;
-    case KCR__N_NUM:
-    case KCR__N_STR: {
-        if (t != (n->t == KCR__N_NUM ? KCR_VALUE_FLOAT : KCR_VALUE_STRING))
-            return false;
-        size_t len;
-        const char *s = kcr_value_string(v, &len);
-        return len == n->slen && memcmp(s, n->s, len) == 0;
-    }
-    case KCR__N_ARR:
-        if (t != KCR_VALUE_ARRAY || kcr_value_len(v) != n->n)
-            return false;
-        for (size_t i = 0; i < n->n; i++)
-            if (!same(n->items[i], kcr_value_at(v, i)))
-                return false;
-        return true;
-    case KCR__N_MAP:
-        if (t != KCR_VALUE_OBJECT || kcr_value_len(v) != n->n)
-            return false;
-        for (size_t i = 0; i < n->n; i++)
-            if (!same(n->items[i], kcr_value_member(v, n->keys[i])))
-                return false;
-        return true;
-    }
-    return false;
-}
-
-/* Whether anything outside metadata and status differs: what bumps
- * metadata.generation. */
-static bool spec_changed(const struct kcr__node *next, kcr_value cur)
-{
-    size_t outside = 0;
-    for (size_t i = 0; i < next->n; i++) {
-        if (strcmp(next->keys[i], "metadata") == 0 || strcmp(next->keys[i], "status") == 0)
-            continue;
-        outside++;
-        if (!same(next->items[i], kcr_value_member(cur, next->keys[i])))
-            return true;
-    }
-    size_t cur_outside = kcr_value_len(cur);
-    cur_outside -= kcr_value_get_type(kcr_value_member(cur, "metadata")) != KCR_VALUE_ABSENT;
-    cur_outside -= kcr_value_get_type(kcr_value_member(cur, "status")) != KCR_VALUE_ABSENT;
-    return outside != cur_outside;
-}
-
-/* doc's metadata, made an object when absent or not one; NULL when out of memory. */
-static struct kcr__node *metadata_of(struct kcr__node *doc)
-{
-    ptrdiff_t i = kcr__node_find(doc, "metadata", 8);
-    if (i >= 0 && doc->items[i]->t == KCR__N_MAP)
-        return doc->items[i];
-    struct kcr__node *md = kcr__node_new(KCR__N_MAP);
-    return md && kcr__node_set(doc, "metadata", 8, md) ? md : NULL;
-}
-
-static bool set_str(struct kcr__node *m, const char *key, const char *value)
-{
-    return kcr__node_set(m, key, strlen(key), kcr__node_str(KCR__N_STR, value, strlen(value)));
-}
-
-static bool set_int(struct kcr__node *m, const char *key, int64_t value)
-{
-    struct kcr__node *n = kcr__node_new(KCR__N_INT);
-    if (n)
-        n->i = value;
-    return kcr__node_set(m, key, strlen(key), n);
-}
-
-/* m[key] = a copy of v, or no key when v is absent. */
-static bool set_value(struct kcr__node *m, const char *key, kcr_value v)
-{
-    size_t len = strlen(key);
-    if (kcr_value_get_type(v) != KCR_VALUE_ABSENT)
-        return kcr__node_set(m, key, len, kcr__node_from_value(v));
-    ptrdiff_t i = kcr__node_find(m, key, len);
-    if (i >= 0)
-        kcr__node_remove_at(m, (size_t)i);
-    return true;
-}
-
 static void rv_text(uint64_t rv, char buf[24])
 {
     snprintf(buf, 24, "%" PRIu64, rv);
@@ -198,37 +105,36 @@ kcr_err kcr__fake_store_create(kcr__fake_write *w, size_t pos, const char *ns,
                                struct kcr__node *doc, kcr_object **out)
 {
     kcr_fake *f = w->f;
-    struct kcr__node *md = metadata_of(doc);
+    struct kcr__node *md = kcr__fake_metadata_of(doc);
     char buf[64];
     bool ok = md != NULL;
     rv_text(f->rv + 1, buf);
-    ok = ok && set_str(md, "resourceVersion", buf);
+    ok = ok && kcr__fake_set_str(md, "resourceVersion", buf);
     make_uid(f, buf);
-    ok = ok && set_str(md, "uid", buf);
+    ok = ok && kcr__fake_set_str(md, "uid", buf);
     now_rfc3339(buf, sizeof buf);
-    ok = ok && set_str(md, "creationTimestamp", buf) && set_int(md, "generation", 1);
-    ptrdiff_t i = md ? kcr__node_find(md, "deletionTimestamp", 17) : -1;
-    if (i >= 0)
-        kcr__node_remove_at(md, (size_t)i);
+    ok = ok && kcr__fake_set_str(md, "creationTimestamp", buf) &&
+         kcr__fake_set_int(md, "generation", 1);
+    if (md)
+        kcr__fake_remove(md, "deletionTimestamp");
     const kcr__disc_entry *e = kcr__fake_find_resource(f, w->res);
-    if (ok && kcr__node_find(doc, "kind", 4) < 0 && e)
-        ok = set_str(doc, "kind", e->r.kind);
-    if (ok && kcr__node_find(doc, "apiVersion", 10) < 0) {
+    if (ok && !kcr__fake_member(doc, "kind") && e)
+        ok = kcr__fake_set_str(doc, "kind", e->r.kind);
+    if (ok && !kcr__fake_member(doc, "apiVersion")) {
         char av[400];
         if (w->res->group && *w->res->group)
             snprintf(av, sizeof av, "%s/%s", w->res->group, w->res->version);
         else
             snprintf(av, sizeof av, "%s", w->res->version);
-        ok = set_str(doc, "apiVersion", av);
+        ok = kcr__fake_set_str(doc, "apiVersion", av);
     }
     kcr_err err = ok ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, NOMEM);
     kcr__fobj *o = NULL;
     if (err == KCR_OK) {
         o = calloc(1, sizeof *o);
-        const struct kcr__node *name =
-            kcr__node_find(md, "name", 4) >= 0 ? md->items[kcr__node_find(md, "name", 4)] : NULL;
+        const char *name = kcr__fake_meta_str(doc, "name");
         if (!o || !(o->rkey = strdup(w->rkey)) || !(o->ns = strdup(ns)) || !name ||
-            !(o->name = strdup(name->s)))
+            !(o->name = strdup(name)))
             err = kcr__fail(KCR_ERR_NOMEM, NOMEM);
     }
     if (err == KCR_OK && (err = freeze(doc, &o->obj)) != KCR_OK)
@@ -263,12 +169,13 @@ static kcr_err remove_as(kcr__fake_write *w, struct kcr__node *final_doc, kcr_ob
 {
     kcr_fake *f = w->f;
     kcr__fobj *o = w->cur;
-    struct kcr__node *md = final_doc ? metadata_of(final_doc) : NULL;
+    struct kcr__node *md = final_doc ? kcr__fake_metadata_of(final_doc) : NULL;
     char rv[24];
     rv_text(f->rv + 1, rv);
     kcr_object *final = NULL;
-    kcr_err err = md && set_str(md, "resourceVersion", rv) ? freeze(final_doc, &final)
-                                                           : kcr__fail(KCR_ERR_NOMEM, NOMEM);
+    kcr_err err = md && kcr__fake_set_str(md, "resourceVersion", rv)
+                      ? freeze(final_doc, &final)
+                      : kcr__fail(KCR_ERR_NOMEM, NOMEM);
     kcr__node_free(final_doc);
     if (err != KCR_OK)
         return err;
@@ -302,42 +209,43 @@ kcr_err kcr__fake_store_update(kcr__fake_write *w, struct kcr__node *next, bool 
     kcr__fobj *o = w->cur;
     kcr_value cur = kcr_object_root(o->obj);
     kcr_value cur_md = kcr_value_member(cur, "metadata");
-    struct kcr__node *md = metadata_of(next);
+    struct kcr__node *md = kcr__fake_metadata_of(next);
     bool ok = md != NULL;
     for (size_t i = 0; ok && i < sizeof server_owned / sizeof *server_owned; i++)
-        ok = set_value(md, server_owned[i], kcr_value_member(cur_md, server_owned[i]));
+        ok = kcr__fake_set_value(md, server_owned[i], kcr_value_member(cur_md, server_owned[i]));
     int64_t generation = kcr_object_generation(o->obj);
     bool bump = false;
     if (ok && deleting) {
         char ts[40];
         now_rfc3339(ts, sizeof ts);
-        ok = set_str(md, "deletionTimestamp", ts) && set_int(md, "deletionGracePeriodSeconds", 0);
+        ok = kcr__fake_set_str(md, "deletionTimestamp", ts) &&
+             kcr__fake_set_int(md, "deletionGracePeriodSeconds", 0);
         bump = true; /* the apiserver's markAsDeleting */
     }
     if (!ok) {
         kcr__node_free(next);
         return kcr__fail(KCR_ERR_NOMEM, NOMEM);
     }
-    if (same(next, cur)) { /* a no-op writes nothing */
+    if (kcr__fake_same(next, cur)) { /* a no-op writes nothing */
         kcr__node_free(next);
         if (out)
             *out = kcr_object_ref(o->obj);
         return KCR_OK;
     }
-    if ((bump || spec_changed(next, cur)) && generation > 0 &&
-        !set_int(md, "generation", generation + 1)) {
+    if ((bump || kcr__fake_spec_changed(next, cur)) && generation > 0 &&
+        !kcr__fake_set_int(md, "generation", generation + 1)) {
         kcr__node_free(next);
         return kcr__fail(KCR_ERR_NOMEM, NOMEM);
     }
-    ptrdiff_t fz = kcr__node_find(md, "finalizers", 10);
-    bool finalized = fz < 0 || md->items[fz]->t != KCR__N_ARR || md->items[fz]->n == 0;
-    if (kcr__node_find(md, "deletionTimestamp", 17) >= 0 && finalized)
+    const struct kcr__node *fz = kcr__fake_member(md, "finalizers");
+    bool finalized = !fz || fz->t != KCR__N_ARR || fz->n == 0;
+    if (kcr__fake_member(md, "deletionTimestamp") && finalized)
         return remove_as(w, next, out);
     char rv[24];
     rv_text(f->rv + 1, rv);
     kcr_object *obj = NULL;
-    kcr_err err =
-        set_str(md, "resourceVersion", rv) ? freeze(next, &obj) : kcr__fail(KCR_ERR_NOMEM, NOMEM);
+    kcr_err err = kcr__fake_set_str(md, "resourceVersion", rv) ? freeze(next, &obj)
+                                                               : kcr__fail(KCR_ERR_NOMEM, NOMEM);
     kcr__node_free(next);
     if (err != KCR_OK)
         return err == KCR_ERR_NOMEM ? err : kcr__fake_bad_request(w->st, kcr_last_error());

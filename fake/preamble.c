@@ -69,19 +69,6 @@ kcr_err kcr__fake_begin(kcr_fake *f, kcr_fake_verb verb, const kcr_resource *res
     return err;
 }
 
-static const struct kcr__node *member(const struct kcr__node *m, const char *key)
-{
-    ptrdiff_t i = m && m->t == KCR__N_MAP ? kcr__node_find(m, key, strlen(key)) : -1;
-    return i >= 0 ? m->items[i] : NULL;
-}
-
-/* A string member of metadata, NULL when absent (or null). */
-static const char *meta_str(const struct kcr__node *doc, const char *key)
-{
-    const struct kcr__node *v = member(member(doc, "metadata"), key);
-    return v && v->t == KCR__N_STR ? v->s : NULL;
-}
-
 /* The body of a create or update: a JSON object whose metadata, when
  * present, is an object with string name/namespace/resourceVersion/uid (the
  * apiserver cannot decode anything else into ObjectMeta: 400). */
@@ -95,12 +82,12 @@ static kcr_err parse_body(const char *json, size_t len, struct kcr__node **out, 
         kcr__node_free(doc);
         return kcr__fake_bad_request(st, "the body is not a JSON object");
     }
-    const struct kcr__node *md = member(doc, "metadata");
+    const struct kcr__node *md = kcr__fake_member(doc, "metadata");
     static const char *const strings[] = {"name", "generateName", "namespace", "resourceVersion",
                                           "uid"};
     const char *bad = md && md->t != KCR__N_MAP && md->t != KCR__N_NULL ? "metadata" : NULL;
     for (size_t i = 0; !bad && md && i < sizeof strings / sizeof *strings; i++) {
-        const struct kcr__node *v = member(md, strings[i]);
+        const struct kcr__node *v = kcr__fake_member(md, strings[i]);
         if (v && v->t != KCR__N_STR && v->t != KCR__N_NULL)
             bad = strings[i];
     }
@@ -159,14 +146,14 @@ kcr_err kcr__fake_write_locate(kcr__fake_write *w)
 kcr_err kcr__fake_write_check_name(kcr__fake_write *w, const struct kcr__node *next)
 {
     char msg[700];
-    const char *name = meta_str(next, "name");
+    const char *name = kcr__fake_meta_str(next, "name");
     if (name && *name && strcmp(name, w->name) != 0) {
         snprintf(msg, sizeof msg,
                  "the name of the object (%s) does not match the name on the URL (%s)", name,
                  w->name);
         return kcr__fake_bad_request(w->st, msg);
     }
-    const char *ns = meta_str(next, "namespace");
+    const char *ns = kcr__fake_meta_str(next, "namespace");
     const char *want = kcr__fake_scope_ns(w->f, w->res, w->ns);
     if (*want && ns && *ns && strcmp(ns, want) != 0) {
         snprintf(msg, sizeof msg,

@@ -13,28 +13,6 @@
 
 static const char NOMEM[] = "fake: out of memory";
 
-static struct kcr__node *member(const struct kcr__node *m, const char *key)
-{
-    ptrdiff_t i = m && m->t == KCR__N_MAP ? kcr__node_find(m, key, strlen(key)) : -1;
-    return i >= 0 ? m->items[i] : NULL;
-}
-
-static const char *meta_str(const struct kcr__node *doc, const char *key)
-{
-    const struct kcr__node *v = member(member(doc, "metadata"), key);
-    return v && v->t == KCR__N_STR ? v->s : NULL;
-}
-
-/* metadata of doc, made an object when absent or not one. */
-static struct kcr__node *metadata_of(struct kcr__node *doc)
-{
-    struct kcr__node *md = member(doc, "metadata");
-    if (md && md->t == KCR__N_MAP)
-        return md;
-    md = kcr__node_new(KCR__N_MAP);
-    return md && kcr__node_set(doc, "metadata", 8, md) ? md : NULL;
-}
-
 static bool valid_name(const char *s)
 {
     size_t n = strlen(s);
@@ -56,13 +34,13 @@ static bool valid_name(const char *s)
 static kcr_err create_locked(kcr__fake_write *w, struct kcr__node *doc, kcr_object **out)
 {
     kcr_fake *f = w->f;
-    struct kcr__node *md = metadata_of(doc);
+    struct kcr__node *md = kcr__fake_metadata_of(doc);
     if (!md) {
         kcr__node_free(doc);
         return kcr__fail(KCR_ERR_NOMEM, NOMEM);
     }
-    const char *name = meta_str(doc, "name");
-    const char *gen = meta_str(doc, "generateName");
+    const char *name = kcr__fake_meta_str(doc, "name");
+    const char *gen = kcr__fake_meta_str(doc, "generateName");
     kcr_err err = KCR_OK;
     if ((!name || !*name) && gen && *gen) {
         static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
@@ -74,7 +52,7 @@ static kcr_err create_locked(kcr__fake_write *w, struct kcr__node *doc, kcr_obje
         generated[n + 5] = '\0';
         if (!kcr__node_set(md, "name", 4, kcr__node_str(KCR__N_STR, generated, n + 5)))
             err = kcr__fail(KCR_ERR_NOMEM, NOMEM);
-        name = meta_str(doc, "name");
+        name = kcr__fake_meta_str(doc, "name");
     }
     if (err == KCR_OK && (!name || !*name))
         err = kcr__fake_status(w->st, 422, "Invalid", w->res, "",
@@ -89,14 +67,12 @@ static kcr_err create_locked(kcr__fake_write *w, struct kcr__node *doc, kcr_obje
     /* The namespace: the request's, which a body's must agree with;
      * cluster-scoped objects have none. */
     const kcr__disc_entry *e = kcr__fake_find_resource(f, w->res);
-    const char *body_ns = meta_str(doc, "namespace");
+    const char *body_ns = kcr__fake_meta_str(doc, "namespace");
     const char *ns = w->ns;
     bool namespaced = e ? e->r.namespaced : (ns && *ns) || (body_ns && *body_ns);
     char *where = NULL;
     if (err == KCR_OK && !namespaced) {
-        ptrdiff_t i = kcr__node_find(md, "namespace", 9);
-        if (i >= 0)
-            kcr__node_remove_at(md, (size_t)i);
+        kcr__fake_remove(md, "namespace");
         where = strdup("");
     } else if (err == KCR_OK) {
         if (!ns || !*ns)
@@ -172,9 +148,7 @@ static bool put_status(struct kcr__node *doc, struct kcr__node *status)
 {
     if (status)
         return kcr__node_set(doc, "status", 6, status);
-    ptrdiff_t i = kcr__node_find(doc, "status", 6);
-    if (i >= 0)
-        kcr__node_remove_at(doc, (size_t)i);
+    kcr__fake_remove(doc, "status");
     return true;
 }
 
@@ -219,7 +193,7 @@ static kcr_err write_locked(kcr__fake_write *w, struct kcr__node *written, const
 {
     kcr_err err = kcr__fake_write_check_name(w, written);
     if (err == KCR_OK)
-        err = kcr__fake_write_preconditions(w, uid, meta_str(written, "resourceVersion"),
+        err = kcr__fake_write_preconditions(w, uid, kcr__fake_meta_str(written, "resourceVersion"),
                                             KCR__FAKE_RV_OPTIMISTIC);
     if (err != KCR_OK) {
         kcr__node_free(written);
@@ -245,7 +219,7 @@ kcr_err kcr__fake_update(kcr_client *c, const kcr_resource *res, const char *ns,
     if (err == KCR_OK) {
         /* An update's metadata.uid is a precondition, as the apiserver's
          * UpdatedObjectInfo makes it. */
-        const char *uid = meta_str(w.body, "uid");
+        const char *uid = kcr__fake_meta_str(w.body, "uid");
         char *uid_copy = uid && *uid ? strdup(uid) : NULL;
         if (uid && *uid && !uid_copy)
             err = kcr__fail(KCR_ERR_NOMEM, NOMEM);
@@ -308,7 +282,7 @@ static kcr_err apply_create(kcr__fake_write *w, const char *patch, size_t len, k
     kcr_err err = kcr__node_parse(patch, len, &doc);
     if (err != KCR_OK)
         return kcr__fake_bad_request(w->st, kcr_last_error());
-    struct kcr__node *md = doc->t == KCR__N_MAP ? metadata_of(doc) : NULL;
+    struct kcr__node *md = doc->t == KCR__N_MAP ? kcr__fake_metadata_of(doc) : NULL;
     if (!md || !kcr__node_set(md, "name", 4, kcr__node_str(KCR__N_STR, w->name, strlen(w->name)))) {
         kcr__node_free(doc);
         return kcr__fail(KCR_ERR_NOMEM, NOMEM);
