@@ -59,11 +59,15 @@ static kcr_err create_locked(kcr__fake_write *w, struct kcr__node *doc, kcr_obje
                                "%s is invalid: metadata.name: Required value: name or "
                                "generateName is required",
                                w->res->resource);
-    else if (err == KCR_OK && !valid_name(name))
-        err = kcr__fake_invalid(w->st, w->res, name, "FieldValueInvalid", "metadata.name",
-                                "Invalid value: a lowercase RFC 1123 subdomain must consist of "
-                                "lower case alphanumeric characters, '-' or '.', and must start "
-                                "and end with an alphanumeric character");
+    else if (err == KCR_OK && !valid_name(name)) {
+        char detail[600];
+        snprintf(detail, sizeof detail,
+                 "Invalid value: \"%.300s\": a lowercase RFC 1123 subdomain must consist of "
+                 "lower case alphanumeric characters, '-' or '.', and must start and end with an "
+                 "alphanumeric character",
+                 name);
+        err = kcr__fake_invalid(w->st, w->res, name, "FieldValueInvalid", "metadata.name", detail);
+    }
     /* The namespace: the request's, which a body's must agree with;
      * cluster-scoped objects have none. */
     const kcr__disc_entry *e = kcr__fake_find_resource(f, w->res);
@@ -187,7 +191,8 @@ static struct kcr__node *split_status(const kcr__fake_write *w, struct kcr__node
 }
 
 /* The common end of update and patch (lock held): the name rule, the
- * preconditions and the conflict rule, the status split, the store. */
+ * preconditions and the conflict rule, the status split, the store. Takes
+ * `written`; uid (NULL: none) may point into it. */
 static kcr_err write_locked(kcr__fake_write *w, struct kcr__node *written, const char *uid,
                             kcr_object **out)
 {
@@ -220,13 +225,8 @@ kcr_err kcr__fake_update(kcr_client *c, const kcr_resource *res, const char *ns,
         /* An update's metadata.uid is a precondition, as the apiserver's
          * UpdatedObjectInfo makes it. */
         const char *uid = kcr__fake_meta_str(w.body, "uid");
-        char *uid_copy = uid && *uid ? strdup(uid) : NULL;
-        if (uid && *uid && !uid_copy)
-            err = kcr__fail(KCR_ERR_NOMEM, NOMEM);
-        else
-            err = write_locked(&w, w.body, uid_copy, out);
+        err = write_locked(&w, w.body, uid && *uid ? uid : NULL, out);
         w.body = NULL;
-        free(uid_copy);
     }
     pthread_mutex_unlock(&w.f->lock);
     kcr__fake_write_end(&w);

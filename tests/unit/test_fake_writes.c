@@ -267,3 +267,22 @@ Test(fake_writes, generation_and_marking_for_deletion, .init = setup, .fini = te
     kcr_object_unref(d);
     cr_assert_eq(kcr_client_get(c, &DEPLOY, "d", "g", NULL, &d, NULL), KCR_ERR_NOT_FOUND);
 }
+
+Test(fake_writes, create_validation_is_worded_as_the_apiserver, .init = setup, .fini = teardown)
+{
+    cr_assert_eq(kcr_client_create(c, &CM, "d", "{\"metadata\":{\"name\":\"Bad_Name\"}}", 0, NULL,
+                                   NULL, &st),
+                 KCR_ERR_INVALID_OBJECT);
+    cr_assert_str_eq(st.message,
+                     "configmaps \"Bad_Name\" is invalid: metadata.name: Invalid value: "
+                     "\"Bad_Name\": a lowercase RFC 1123 subdomain must consist of lower case "
+                     "alphanumeric characters, '-' or '.', and must start and end with an "
+                     "alphanumeric character");
+    cr_assert_eq(st.details.n_causes, 1);
+    cr_assert_str_eq(st.details.causes[0].type, "FieldValueInvalid");
+    cr_assert_eq(kcr_client_create(c, &CM, "d", "{\"metadata\":{\"name\":\"a\",\"uid\":[]}}", 0,
+                                   NULL, NULL, &st),
+                 KCR_ERR_API);
+    cr_assert_eq(st.code, 400);
+    cr_assert_eq(kcr_fake_resource_version(fake), 0, "nothing was written");
+}
