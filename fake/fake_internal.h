@@ -190,8 +190,8 @@ void kcr__fake_write_end(kcr__fake_write *w);
 kcr_err kcr__fake_write_locate(kcr__fake_write *w);
 
 /* Checks that an object about to be written (`next`: the update's body or
- * the patched object) keeps the URL's name and the request's namespace
- * (400 BadRequest otherwise, as the apiserver's checkName). */
+ * the patched object) has the URL's name and no other namespace than the
+ * request's (400 BadRequest otherwise, as the apiserver's checkName). */
 kcr_err kcr__fake_write_check_name(kcr__fake_write *w, const struct kcr__node *next);
 
 /* How a resourceVersion in a write is meant. */

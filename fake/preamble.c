@@ -147,10 +147,10 @@ kcr_err kcr__fake_write_check_name(kcr__fake_write *w, const struct kcr__node *n
 {
     char msg[700];
     const char *name = kcr__fake_meta_str(next, "name");
-    if (name && *name && strcmp(name, w->name) != 0) {
+    if (!name || strcmp(name, w->name) != 0) {
         snprintf(msg, sizeof msg,
-                 "the name of the object (%s) does not match the name on the URL (%s)", name,
-                 w->name);
+                 "the name of the object (%s) does not match the name on the URL (%s)",
+                 name ? name : "", w->name);
         return kcr__fake_bad_request(w->st, msg);
     }
     const char *ns = kcr__fake_meta_str(next, "namespace");

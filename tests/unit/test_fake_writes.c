@@ -203,6 +203,11 @@ Test(fake_writes, update_uid_precondition_and_name_checks, .init = setup, .fini 
     cr_assert_eq(st.code, 400);
     cr_assert_str_eq(st.message,
                      "the name of the object (b) does not match the name on the URL (a)");
+    cr_assert_eq(
+        patch(&CM, "a", KCR_PATCH_JSON, "[{\"op\":\"remove\",\"path\":\"/metadata/name\"}]", NULL),
+        KCR_ERR_API, "nor take the name away");
+    cr_assert_str_eq(st.message,
+                     "the name of the object () does not match the name on the URL (a)");
     cr_assert_eq(update(&CM, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"e\"}}", NULL),
                  KCR_ERR_API);
     cr_assert_str_eq(st.message, "the namespace of the object (e) does not match the namespace "
