@@ -206,8 +206,8 @@ typedef enum kcr__fake_rv_rule {
 } kcr__fake_rv_rule;
 
 /* The preconditions and the ONE conflict rule, as the apiserver applies them
- * to w->cur (lock held): uid (NULL or "": none) must equal the stored uid,
- * rv per `rule`. */
+ * to w->cur (lock held): uid (NULL: none) must equal the stored uid (409
+ * "Precondition failed"), rv per `rule`. */
 kcr_err kcr__fake_write_preconditions(kcr__fake_write *w, const char *uid, const char *rv,
                                       kcr__fake_rv_rule rule);
 
