@@ -8,8 +8,9 @@
  * patch: the written object's metadata.resourceVersion must be the stored
  * one (else 409 Conflict "the object has been modified; please apply your
  * changes to the latest version and try again"), an empty one is an
- * unconditional update except for custom resources (422 "must be specified
- * for an update"); an update's metadata.uid and a delete's preconditions
+ * unconditional update except for custom resources, those of a
+ * CustomResourceDefinition created in the fake (422 "must be specified for
+ * an update"); an update's metadata.uid and a delete's preconditions
  * must match (409 "Precondition failed"); a write may not change the name
  * or the namespace (400); no-op writes write nothing; namespaces;
  * label selectors (=, ==, !=, in, notin, exists, !key) and metadata.name /
