@@ -261,8 +261,8 @@ bool kcr__fake_set_value(struct kcr__node *m, const char *key, kcr_value v);
 /* Whether tree n holds the same JSON as the stored value v (numbers by their
  * text or integer value, maps regardless of member order), compared in place. */
 bool kcr__fake_same(const struct kcr__node *n, kcr_value v);
-/* Whether anything outside metadata and status differs between the tree
- * and the stored object: what bumps metadata.generation. */
+/* Whether anything but apiVersion, kind, metadata and status differs
+ * between the tree and the stored object: what bumps metadata.generation. */
 bool kcr__fake_spec_changed(const struct kcr__node *next, kcr_value cur);
 
 /* ---- read.c, write.c, watch.c: the client back end's verbs ------------------------------ */

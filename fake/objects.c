@@ -101,6 +101,24 @@ static const char NOMEM[] = "fake: out of memory";
 
 /* ---- writes ---------------------------------------------------------------------------------- */
 
+/* Gives doc the resource's kind and apiVersion where the body left them
+ * out: the apiserver always stores (and answers with) a typed object. */
+static bool stamp_type(const kcr__fake_write *w, struct kcr__node *doc)
+{
+    const kcr__disc_entry *e = kcr__fake_find_resource(w->f, w->res);
+    if (!kcr__fake_member(doc, "kind") && e && *e->r.kind &&
+        !kcr__fake_set_str(doc, "kind", e->r.kind))
+        return false;
+    if (kcr__fake_member(doc, "apiVersion"))
+        return true;
+    char av[400];
+    if (w->res->group && *w->res->group)
+        snprintf(av, sizeof av, "%s/%s", w->res->group, w->res->version);
+    else
+        snprintf(av, sizeof av, "%s", w->res->version);
+    return kcr__fake_set_str(doc, "apiVersion", av);
+}
+
 kcr_err kcr__fake_store_create(kcr__fake_write *w, size_t pos, const char *ns,
                                struct kcr__node *doc, kcr_object **out)
 {
@@ -117,17 +135,7 @@ kcr_err kcr__fake_store_create(kcr__fake_write *w, size_t pos, const char *ns,
          kcr__fake_set_int(md, "generation", 1);
     if (md)
         kcr__fake_remove(md, "deletionTimestamp");
-    const kcr__disc_entry *e = kcr__fake_find_resource(f, w->res);
-    if (ok && !kcr__fake_member(doc, "kind") && e)
-        ok = kcr__fake_set_str(doc, "kind", e->r.kind);
-    if (ok && !kcr__fake_member(doc, "apiVersion")) {
-        char av[400];
-        if (w->res->group && *w->res->group)
-            snprintf(av, sizeof av, "%s/%s", w->res->group, w->res->version);
-        else
-            snprintf(av, sizeof av, "%s", w->res->version);
-        ok = kcr__fake_set_str(doc, "apiVersion", av);
-    }
+    ok = ok && stamp_type(w, doc);
     kcr_err err = ok ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, NOMEM);
     kcr__fobj *o = NULL;
     if (err == KCR_OK) {
@@ -213,6 +221,7 @@ kcr_err kcr__fake_store_update(kcr__fake_write *w, struct kcr__node *next, bool 
     bool ok = md != NULL;
     for (size_t i = 0; ok && i < sizeof server_owned / sizeof *server_owned; i++)
         ok = kcr__fake_set_value(md, server_owned[i], kcr_value_member(cur_md, server_owned[i]));
+    ok = ok && stamp_type(w, next);
     int64_t generation = kcr_object_generation(o->obj);
     bool bump = false;
     if (ok && deleting) {

@@ -65,23 +65,36 @@ bool kcr__fake_same(const struct kcr__node *n, kcr_value v)
     return false;
 }
 
-/* Whether anything outside metadata and status differs: what bumps
- * metadata.generation. */
+/* The members that are not the object's "spec" for generation: its type
+ * and the parts the server or other writers own. */
+static bool outside_spec(const char *key, size_t len)
+{
+    static const char *const keys[] = {"apiVersion", "kind", "metadata", "status"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        if (len == strlen(keys[i]) && memcmp(key, keys[i], len) == 0)
+            return true;
+    return false;
+}
+
 bool kcr__fake_spec_changed(const struct kcr__node *next, kcr_value cur)
 {
-    size_t outside = 0;
+    size_t in_next = 0, in_cur = 0;
     for (size_t i = 0; i < next->n; i++) {
-        if (strcmp(next->keys[i], "metadata") == 0 || strcmp(next->keys[i], "status") == 0)
+        if (outside_spec(next->keys[i], next->klens[i]))
             continue;
-        outside++;
+        in_next++;
         if (!kcr__fake_same(next->items[i],
                             kcr__value_member_n(cur, next->keys[i], next->klens[i])))
             return true;
     }
-    size_t cur_outside = kcr_value_len(cur);
-    cur_outside -= kcr_value_get_type(kcr_value_member(cur, "metadata")) != KCR_VALUE_ABSENT;
-    cur_outside -= kcr_value_get_type(kcr_value_member(cur, "status")) != KCR_VALUE_ABSENT;
-    return outside != cur_outside;
+    size_t n = kcr_value_len(cur);
+    for (size_t i = 0; i < n; i++) {
+        const char *k;
+        size_t kl;
+        kcr_value_entry(cur, i, &k, &kl);
+        in_cur += !outside_spec(k, kl);
+    }
+    return in_next != in_cur;
 }
 
 /* doc's metadata, made an object when absent or not one; NULL when out of memory. */

@@ -247,7 +247,19 @@ Test(fake_writes, generation_and_marking_for_deletion, .init = setup, .fini = te
     cr_assert_eq(generation_after_patch("{\"spec\":{\"paused\":true}}", NULL), 3);
     cr_assert_eq(kcr_fake_resource_version(fake), rv, "a no-op patch writes nothing");
 
+    /* An update body without a type: the object stays typed, and its type
+     * is no spec. */
     kcr_object *d = NULL;
+    cr_assert_eq(kcr_client_update(c, &DEPLOY, "d",
+                                   "{\"metadata\":{\"name\":\"g\",\"finalizers\":[\"x/y\"],"
+                                   "\"labels\":{\"l\":\"w\"}},\"spec\":{\"replicas\":2,"
+                                   "\"paused\":true}}",
+                                   0, NULL, &d, NULL),
+                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_str_eq(kcr_object_kind(d), "Deployment");
+    cr_assert_str_eq(kcr_object_api_version(d), "apps/v1");
+    cr_assert_eq(kcr_object_generation(d), 3, "a label change");
+    kcr_object_unref(d);
     cr_assert_eq(kcr_client_delete(c, &DEPLOY, "d", "g", NULL, &d, NULL), KCR_OK);
     cr_assert(kcr_object_is_deleting(d));
     cr_assert_eq(kcr_object_generation(d), 4);
