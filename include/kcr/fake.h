@@ -3,8 +3,16 @@
  *
  * What it does like the apiserver: one global resourceVersion counter bumped
  * by every write; metadata.uid, creationTimestamp and generation (bumped
- * only when something outside metadata and status changes); conflicts on a
- * stale metadata.resourceVersion; no-op updates write nothing; namespaces;
+ * only when something outside metadata and status changes, and when a
+ * delete marks an object with finalizers); one conflict rule for update and
+ * patch: the written object's metadata.resourceVersion must be the stored
+ * one (else 409 Conflict "the object has been modified; please apply your
+ * changes to the latest version and try again"), an empty one is an
+ * unconditional update except for custom resources, those of a
+ * CustomResourceDefinition created in the fake (422 "must be specified for
+ * an update"); an update's metadata.uid and a delete's preconditions
+ * must match (409 "Precondition failed"); a write may not change the name
+ * or the namespace (400); no-op writes write nothing; namespaces;
  * label selectors (=, ==, !=, in, notin, exists, !key) and metadata.name /
  * metadata.namespace field selectors; the status subresource (a main update
  * keeps the stored status, a status update changes only the status);

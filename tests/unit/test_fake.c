@@ -275,8 +275,8 @@ static kcr_err collect_types(kcr_object *o, void *ud)
     return KCR_OK;
 }
 
-/* The fake's LIST sends untyped items, as the apiserver does; the client's
- * LIST decoder types them from the List, paged or not, metadata-only too. */
+/* List items carry the List's type, as a client reads an apiserver's List,
+ * paged or not, metadata-only too. */
 Test(fake, list_items_are_typed_from_the_list, .init = setup, .fini = teardown)
 {
     kcr_object_unref(create(&CM, "t", "{\"metadata\":{\"name\":\"a\"}}"));

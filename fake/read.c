@@ -1,0 +1,259 @@
+/* get and list: stored objects are handed out by reference, never copied;
+ * metadata-only requests get PartialObjectMetadata views; lists are paged
+ * with opaque continue tokens and selected by label and field selectors. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base64.h"
+#include "core/error.h"
+#include "fake/fake_internal.h"
+
+kcr_object *kcr__fake_metadata_view(const kcr_object *obj)
+{
+    kcr_object_edit *e = kcr_object_edit_new(NULL);
+    kcr_object *out = NULL;
+    if (e && kcr_object_edit_set_string(e, "kind", "PartialObjectMetadata") == KCR_OK &&
+        kcr_object_edit_set_string(e, "apiVersion", "meta.k8s.io/v1") == KCR_OK &&
+        kcr_object_edit_set_value(e, "metadata", kcr_object_get(obj, "metadata")) == KCR_OK)
+        kcr_object_edit_freeze(e, &out);
+    kcr_object_edit_free(e);
+    return out;
+}
+
+static const char *obj_label(const char *key, void *ud)
+{
+    return kcr_object_label(ud, key);
+}
+
+static const char *obj_field(const char *key, void *ud)
+{
+    if (strcmp(key, "metadata.name") == 0)
+        return kcr_object_name(ud);
+    if (strcmp(key, "metadata.namespace") == 0)
+        return kcr_object_namespace(ud);
+    return NULL;
+}
+
+bool kcr__fake_selects(const kcr__selector *labels, const kcr__selector *fields,
+                       const kcr_object *obj)
+{
+    return obj && kcr__selector_matches(labels, obj_label, (void *)obj) &&
+           kcr__selector_matches(fields, obj_field, (void *)obj);
+}
+
+kcr_err kcr__fake_parse_selectors(const kcr_list_options *opts, kcr__selector **labels,
+                                  kcr__selector **fields, kcr_status *st)
+{
+    *labels = *fields = NULL;
+    if (kcr__selector_parse(opts->label_selector, labels) != KCR_OK)
+        return kcr__fake_bad_request(st, kcr_last_error());
+    if (kcr__field_selector_parse(opts->field_selector, fields) != KCR_OK) {
+        kcr__selector_free(*labels);
+        *labels = NULL;
+        return kcr__fake_bad_request(st, kcr_last_error());
+    }
+    return KCR_OK;
+}
+
+kcr_err kcr__fake_get(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                      const kcr_get_options *opts, kcr_object **out, kcr_status *st)
+{
+    kcr_fake *f = KCR__FAKE(c);
+    kcr_err err = kcr__fake_begin(f, KCR_FAKE_GET, res, ns, name, st);
+    if (err != KCR_OK)
+        return err;
+    char *rkey = kcr__fake_rkey(res);
+    if (!rkey)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    pthread_mutex_lock(&f->lock);
+    bool found;
+    size_t pos = kcr__fake_find(f, rkey, kcr__fake_scope_ns(f, res, ns), name, &found);
+    kcr_object *obj = found ? kcr_object_ref(f->objs[pos]->obj) : NULL;
+    pthread_mutex_unlock(&f->lock);
+    free(rkey);
+    if (!found)
+        err = kcr__fake_not_found(st, res, name);
+    if (obj && opts->metadata_only) {
+        kcr_object *view = kcr__fake_metadata_view(obj);
+        kcr_object_unref(obj);
+        obj = view;
+        if (!obj)
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    }
+    if (out)
+        *out = obj;
+    else
+        kcr_object_unref(obj);
+    return err;
+}
+
+/* A list item with the List's type, as a client reads it: items of a List
+ * carry the List's kind (without "List") and apiVersion. The stored object
+ * itself when it has them (the common case), else a stamped copy. */
+static kcr_err typed_item(kcr_object *obj, const char *kind, const char *api_version,
+                          kcr_object **out)
+{
+    if ((!*kind || strcmp(kcr_object_kind(obj), kind) == 0) &&
+        strcmp(kcr_object_api_version(obj), api_version) == 0) {
+        *out = kcr_object_ref(obj);
+        return KCR_OK;
+    }
+    kcr_object_edit *e = kcr_object_edit_new(obj);
+    kcr_err err = e ? kcr_object_edit_set_string(e, "apiVersion", api_version)
+                    : kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    if (err == KCR_OK && *kind)
+        err = kcr_object_edit_set_string(e, "kind", kind);
+    if (err == KCR_OK)
+        err = kcr_object_edit_freeze(e, out);
+    kcr_object_edit_free(e);
+    return err;
+}
+
+/* Hands the page's items to fn, typed as the List's items. */
+static kcr_err serve_page(const char *kind, const char *api_version, bool metadata_only,
+                          kcr_object **items, size_t n, kcr_list_item_fn fn, void *ud)
+{
+    kcr_err err = KCR_OK;
+    for (size_t i = 0; err == KCR_OK && i < n; i++) {
+        kcr_object *item = NULL;
+        if (metadata_only) {
+            item = kcr__fake_metadata_view(items[i]);
+            if (!item)
+                err = kcr__fail(KCR_ERR_NOMEM, "fake list: out of memory");
+        } else {
+            err = typed_item(items[i], kind, api_version, &item);
+        }
+        if (err == KCR_OK && fn)
+            err = fn(item, ud);
+        kcr_object_unref(item);
+    }
+    return err;
+}
+
+/* A continue token: base64 of "<namespace>\x1f<name>" of the last item sent. */
+static kcr_err parse_continue(const char *token, char **after_ns, char **after_name, kcr_status *st)
+{
+    *after_ns = *after_name = NULL;
+    if (!token || !*token)
+        return KCR_OK;
+    char *raw = NULL;
+    size_t raw_len = 0;
+    char *sep = NULL;
+    if (kcr__base64_decode(token, strlen(token), &raw, &raw_len) == KCR_OK)
+        sep = memchr(raw, '\x1f', raw_len);
+    if (!sep) {
+        free(raw);
+        return kcr__fake_bad_request(st, "invalid continue token");
+    }
+    *sep = '\0';
+    *after_ns = strdup(raw);
+    *after_name = strdup(sep + 1);
+    free(raw);
+    if (!*after_ns || !*after_name) {
+        free(*after_ns);
+        free(*after_name);
+        *after_ns = *after_name = NULL;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    }
+    return KCR_OK;
+}
+
+static kcr_err fill_meta(kcr_list_meta *meta, uint64_t rv, kcr_object **items, size_t n_items,
+                         int64_t remaining)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%" PRIu64, rv);
+    meta->resource_version = strdup(buf);
+    meta->continue_token = NULL;
+    if (remaining > 0 && n_items > 0) {
+        const kcr_object *last = items[n_items - 1];
+        size_t len = strlen(kcr_object_namespace(last)) + strlen(kcr_object_name(last)) + 2;
+        char *raw = malloc(len);
+        if (raw) {
+            snprintf(raw, len, "%s\x1f%s", kcr_object_namespace(last), kcr_object_name(last));
+            meta->continue_token = kcr__base64_encode(raw, len - 1);
+            free(raw);
+        }
+        meta->remaining_item_count = remaining;
+        meta->has_remaining_item_count = true;
+    } else {
+        meta->continue_token = strdup("");
+    }
+    if (!meta->resource_version || !meta->continue_token) {
+        kcr_list_meta_clear(meta);
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    }
+    return KCR_OK;
+}
+
+kcr_err kcr__fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
+                       const kcr_list_options *opts, kcr_list_item_fn fn, void *ud,
+                       kcr_list_meta *meta, kcr_status *st)
+{
+    kcr_fake *f = KCR__FAKE(c);
+    kcr_err err = kcr__fake_begin(f, KCR_FAKE_LIST, res, ns, NULL, st);
+    if (err != KCR_OK)
+        return err;
+    kcr__selector *labels, *fields;
+    if ((err = kcr__fake_parse_selectors(opts, &labels, &fields, st)) != KCR_OK)
+        return err;
+    char *after_ns = NULL, *after_name = NULL;
+    char *rkey = NULL;
+    kcr_object **items = NULL;
+    size_t n_items = 0;
+    int64_t remaining = 0;
+    uint64_t rv = 0;
+    char kind[256] = "", api_version[256];
+    if (res->group && *res->group)
+        snprintf(api_version, sizeof api_version, "%s/%s", res->group, res->version);
+    else
+        snprintf(api_version, sizeof api_version, "%s", res->version);
+    err = parse_continue(opts->continue_token, &after_ns, &after_name, st);
+    if (err == KCR_OK && !(rkey = kcr__fake_rkey(res)))
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    if (err == KCR_OK) {
+        pthread_mutex_lock(&f->lock);
+        const char *sns = kcr__fake_scope_ns(f, res, ns);
+        const kcr__disc_entry *de = kcr__fake_find_resource(f, res);
+        if (de)
+            snprintf(kind, sizeof kind, "%s", de->r.kind);
+        rv = f->rv;
+        bool found;
+        size_t i = kcr__fake_find(f, rkey, "", "", &found);
+        items = calloc(f->n + 1, sizeof *items);
+        for (; items && i < f->n && strcmp(f->objs[i]->rkey, rkey) == 0; i++) {
+            kcr__fobj *o = f->objs[i];
+            if (*sns && strcmp(o->ns, sns) != 0)
+                continue;
+            if (after_ns) {
+                int cmp = strcmp(o->ns, after_ns);
+                if (cmp < 0 || (cmp == 0 && strcmp(o->name, after_name) <= 0))
+                    continue;
+            }
+            if (!kcr__fake_selects(labels, fields, o->obj))
+                continue;
+            if (opts->limit > 0 && (int64_t)n_items >= opts->limit)
+                remaining++;
+            else
+                items[n_items++] = kcr_object_ref(o->obj);
+        }
+        pthread_mutex_unlock(&f->lock);
+        if (!items)
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    }
+    if (err == KCR_OK)
+        err = serve_page(kind, api_version, opts->metadata_only, items, n_items, fn, ud);
+    if (err == KCR_OK && meta)
+        err = fill_meta(meta, rv, items, n_items, remaining);
+    for (size_t i = 0; i < n_items; i++)
+        kcr_object_unref(items[i]);
+    free(items);
+    free(rkey);
+    free(after_ns);
+    free(after_name);
+    kcr__selector_free(labels);
+    kcr__selector_free(fields);
+    return err;
+}
