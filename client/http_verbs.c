@@ -12,6 +12,7 @@
 #include "client/http_discovery.h"
 #include "client/http_transport.h"
 #include "core/error.h"
+#include "object/edit_tree.h"
 
 typedef struct http_client {
     struct kcr_client base;
@@ -183,35 +184,52 @@ static kcr_err http_patch(kcr_client *c, const kcr_resource *res, const char *ns
     return err;
 }
 
-/* DeleteOptions body. */
-static char *delete_body(const kcr_delete_options *o)
+/* The DeleteOptions body, built in an edit tree and serialized from it. */
+static kcr_err delete_body(const kcr_delete_options *o, char **out)
 {
-    kcr__json *d = kcr__json_new(KCR__JSON_OBJECT);
+    *out = NULL;
+    kcr_object_edit *d = kcr_object_edit_new(NULL);
     if (!d)
-        return NULL;
-    kcr__json_set_str(d, "kind", "DeleteOptions");
-    kcr__json_set_str(d, "apiVersion", "v1");
-    if (o->propagation_policy)
-        kcr__json_set_str(d, "propagationPolicy", o->propagation_policy);
-    if (o->has_grace_period)
-        kcr__json_set(d, "gracePeriodSeconds", kcr__json_new_int(o->grace_period_seconds));
-    if (o->dry_run) {
-        kcr__json *a = kcr__json_new(KCR__JSON_ARRAY);
-        if (a)
-            kcr__json_append(a, kcr__json_new_str("All"));
-        kcr__json_set(d, "dryRun", a);
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory building a delete request");
+    kcr_err err = kcr_object_edit_set_string(d, "kind", "DeleteOptions");
+    if (err == KCR_OK)
+        err = kcr_object_edit_set_string(d, "apiVersion", "v1");
+    if (err == KCR_OK && o->propagation_policy)
+        err = kcr_object_edit_set_string(d, "propagationPolicy", o->propagation_policy);
+    if (err == KCR_OK && o->has_grace_period)
+        err = kcr_object_edit_set_int(d, "gracePeriodSeconds", o->grace_period_seconds);
+    if (err == KCR_OK && o->dry_run)
+        err = kcr_object_edit_set_json(d, "dryRun", "[\"All\"]", 0);
+    if (err == KCR_OK && o->precondition_uid)
+        err = kcr_object_edit_set_string(d, "preconditions.uid", o->precondition_uid);
+    if (err == KCR_OK && o->precondition_resource_version)
+        err = kcr_object_edit_set_string(d, "preconditions.resourceVersion",
+                                         o->precondition_resource_version);
+    if (err == KCR_OK)
+        err = kcr__node_to_json(d->root, out, NULL);
+    kcr_object_edit_free(d);
+    return err == KCR_OK ? KCR_OK : kcr__refail(err, "delete options: ");
+}
+
+/* A 2xx DELETE answers with the object (deletion pending: finalizers, or a
+ * foreground deletion) or with a Status "Success"; only the former goes to
+ * *out. The answer is parsed once and kept when it is the object. */
+static kcr_err deleted_object(const char *resp, size_t len, kcr_object **out)
+{
+    kcr_object *doc = NULL;
+    if (kcr_object_parse_any(resp, len, &doc) != KCR_OK)
+        return KCR_OK; /* not an object: nothing to return */
+    kcr_err err = KCR_OK;
+    if (kcr_value_get_type(kcr_object_get(doc, "status")) != KCR_VALUE_STRING &&
+        kcr_value_get_type(kcr_object_get(doc, "metadata.name")) == KCR_VALUE_STRING) {
+        if (*kcr_object_name(doc))
+            *out = kcr_object_ref(doc);
+        else
+            err = kcr__fail(KCR_ERR_PARSE, "response: object has no metadata.name (or it is "
+                                           "not a non-empty string)");
     }
-    if (o->precondition_uid || o->precondition_resource_version) {
-        kcr__json *p = kcr__json_child_object(d, "preconditions");
-        if (p && o->precondition_uid)
-            kcr__json_set_str(p, "uid", o->precondition_uid);
-        if (p && o->precondition_resource_version)
-            kcr__json_set_str(p, "resourceVersion", o->precondition_resource_version);
-    }
-    char *out = NULL;
-    kcr__json_dump(d, &out, NULL);
-    kcr__json_free(d);
-    return out;
+    kcr_object_unref(doc);
+    return err;
 }
 
 static kcr_err http_delete(kcr_client *c, const kcr_resource *res, const char *ns,
@@ -221,10 +239,12 @@ static kcr_err http_delete(kcr_client *c, const kcr_resource *res, const char *n
     if (out)
         *out = NULL;
     kcr__buf path = {0};
+    char *body = NULL;
     kcr_err err = resource_path(&path, res, ns, name, NULL);
-    char *body = delete_body(opts);
-    if (err == KCR_OK && (path.oom || !body))
+    if (err == KCR_OK && path.oom)
         err = kcr__fail(KCR_ERR_NOMEM, "out of memory building a delete request");
+    if (err == KCR_OK)
+        err = delete_body(opts, &body);
     char *resp = NULL;
     size_t len = 0;
     if (err == KCR_OK) {
@@ -236,15 +256,8 @@ static kcr_err http_delete(kcr_client *c, const kcr_resource *res, const char *n
                              .idempotent = true};
         err = kcr__transport_do(transport_of(c), &req, &resp, &len, st);
     }
-    if (err == KCR_OK && out && resp) {
-        /* The server answers with the object, or a Status "Success". */
-        kcr__json *doc = NULL;
-        if (kcr__json_parse(resp, len, &doc) == KCR_OK &&
-            !kcr__json_str(kcr__json_get(doc, "status")) &&
-            kcr__json_str(kcr__json_path(doc, "metadata", "name", NULL)))
-            err = decode_object(resp, len, out);
-        kcr__json_free(doc);
-    }
+    if (err == KCR_OK && out && resp)
+        err = deleted_object(resp, len, out);
     free(resp);
     free(body);
     kcr__buf_free(&path);

@@ -242,3 +242,52 @@ Test(http_verbs, field_manager_option, .fini = stop_server)
 }
 
 /* ---- writes are sent once ---- */
+
+/* ---- delete: the DeleteOptions body and the two kinds of answer ---- */
+
+static void delete_handler(int fd, const char *req)
+{
+    if (strstr(req, "/pending "))
+        json_reply(fd, 200,
+                   "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"pending\",\"namespace\":"
+                   "\"team\",\"finalizers\":[\"f\"],\"deletionTimestamp\":\"2026-01-01T00:00:00Z\"}}");
+    else if (strstr(req, "/noname "))
+        json_reply(fd, 200, "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"\"}}");
+    else if (strstr(req, "/garbage "))
+        json_reply(fd, 200, "not json");
+    else
+        json_reply(fd, 200, "{\"kind\":\"Status\",\"status\":\"Success\",\"code\":200}");
+}
+
+Test(http_verbs, delete_body_and_answers, .fini = stop_server)
+{
+    start_server(delete_handler, NULL);
+    kcr_object *o = NULL;
+    kcr_delete_options d = {.has_grace_period = true, .grace_period_seconds = 0, .dry_run = true};
+    cr_assert_eq(kcr_client_delete(client, &CM, "team", "pending", &d, &o, NULL), KCR_OK, "%s",
+                 kcr_last_error());
+    HAS("{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":0,"
+        "\"dryRun\":[\"All\"]}");
+    cr_assert_not_null(o, "a deletion pending on a finalizer answers with the object");
+    cr_assert_str_eq(kcr_object_name(o), "pending");
+    cr_assert(kcr_object_is_deleting(o));
+    kcr_object_unref(o);
+
+    o = NULL;
+    cr_assert_eq(kcr_client_delete(client, &CM, "team", "gone", NULL, &o, NULL), KCR_OK);
+    HAS("{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\"}");
+    cr_assert_null(o, "a Success Status is no object");
+    cr_assert_eq(kcr_client_delete(client, &CM, "team", "garbage", NULL, &o, NULL), KCR_OK);
+    cr_assert_null(o, "an answer that is no object is ignored");
+    cr_assert_eq(kcr_client_delete(client, &CM, "team", "noname", NULL, &o, NULL), KCR_ERR_PARSE);
+    cr_assert_null(o);
+    cr_assert(strstr(kcr_last_error(), "response: ") == kcr_last_error(), "%s", kcr_last_error());
+
+    /* options that cannot be sent: a clear error, no request */
+    int before = requests();
+    kcr_delete_options bad = {.propagation_policy = "Fore\xff"};
+    cr_assert_eq(kcr_client_delete(client, &CM, "team", "x", &bad, NULL, NULL), KCR_ERR_INVALID);
+    cr_assert(strstr(kcr_last_error(), "delete options: ") == kcr_last_error(), "%s",
+              kcr_last_error());
+    cr_assert_eq(requests(), before);
+}
