@@ -18,10 +18,11 @@
 
 #include "client/config_impl.h"
 #include "client/pem.h"
-#include "client/json.h"
 #include "core/base64.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "object/edit_tree.h"
+#include "object/value.h"
 #include "core/log.h"
 #include "kcr/time.h"
 
@@ -197,38 +198,39 @@ bool kcr__auth_unauthorized(kcr__auth *a)
 /* KUBERNETES_EXEC_INFO: the ExecCredential input the plugin may read. */
 static char *exec_info(const kcr__exec_config *exec, const kcr_config *cfg)
 {
-    kcr__json *root = kcr__json_new(KCR__JSON_OBJECT);
-    if (!root)
-        return NULL;
-    kcr_err err = kcr__json_set_str(root, "apiVersion", exec->api_version);
-    if (err == KCR_OK)
-        err = kcr__json_set_str(root, "kind", "ExecCredential");
-    kcr__json *spec = kcr__json_child_object(root, "spec");
-    if (err == KCR_OK && spec)
-        err = kcr__json_set(spec, "interactive", kcr__json_new_bool(false));
-    if (err == KCR_OK && spec && exec->provide_cluster_info) {
-        kcr__json *cluster = kcr__json_child_object(spec, "cluster");
-        if (!cluster)
-            err = kcr__fail(KCR_ERR_NOMEM,
-                            "out of memory preparing the exec credential plugin's input");
-        if (err == KCR_OK)
-            err = kcr__json_set_str(cluster, "server", cfg->server);
-        if (err == KCR_OK && cfg->tls_server_name)
-            err = kcr__json_set_str(cluster, "tls-server-name", cfg->tls_server_name);
-        if (err == KCR_OK && cfg->insecure)
-            err = kcr__json_set(cluster, "insecure-skip-tls-verify", kcr__json_new_bool(true));
-        if (err == KCR_OK && cfg->ca.data) {
+    struct kcr__node *root = kcr__node_new(KCR__N_MAP);
+    struct kcr__node *spec = kcr__node_new(KCR__N_MAP);
+    struct kcr__node *cluster = exec->provide_cluster_info ? kcr__node_new(KCR__N_MAP) : NULL;
+    bool ok = root && spec && (cluster || !exec->provide_cluster_info) &&
+              kcr__node_put_str(root, "apiVersion", exec->api_version) &&
+              kcr__node_put_str(root, "kind", "ExecCredential");
+    ok = ok && kcr__node_put_bool(spec, "interactive", false);
+    if (ok && cluster) {
+        ok = kcr__node_put_str(cluster, "server", cfg->server);
+        if (ok && cfg->tls_server_name)
+            ok = kcr__node_put_str(cluster, "tls-server-name", cfg->tls_server_name);
+        if (ok && cfg->insecure)
+            ok = kcr__node_put_bool(cluster, "insecure-skip-tls-verify", true);
+        if (ok && cfg->ca.data) {
             char *b64 = kcr__base64_encode(cfg->ca.data, cfg->ca.len);
-            err = b64 ? kcr__json_set_str(cluster, "certificate-authority-data", b64)
-                      : kcr__fail(KCR_ERR_NOMEM,
-                                  "out of memory preparing the exec credential plugin's input");
+            ok = b64 && kcr__node_put_str(cluster, "certificate-authority-data", b64);
             free(b64);
         }
+        if (ok) {
+            ok = kcr__node_put(spec, "cluster", cluster);
+            cluster = NULL; /* taken, even on failure */
+        }
+    }
+    if (ok) {
+        ok = kcr__node_put(root, "spec", spec);
+        spec = NULL;
     }
     char *out = NULL;
-    if (err == KCR_OK && spec)
-        kcr__json_dump(root, &out, NULL);
-    kcr__json_free(root);
+    if (!ok || kcr__node_to_json(root, &out, NULL) != KCR_OK)
+        kcr__fail(KCR_ERR_NOMEM, "out of memory preparing the exec credential plugin's input");
+    kcr__node_free(cluster);
+    kcr__node_free(spec);
+    kcr__node_free(root);
     return out;
 }
 
@@ -412,17 +414,19 @@ kcr_err kcr__exec_run(const kcr__exec_config *exec, const kcr_config *cfg, kcr__
             err = kcr__fail(KCR_ERR_EXEC, "exec plugin %s killed by signal %d: %s",
                             exec->command, WIFSIGNALED(status) ? WTERMSIG(status) : 0, errs);
     }
-    kcr__json *doc = NULL;
-    if (err == KCR_OK && kcr__json_parse(stdout_buf ? stdout_buf : "", stdout_len, &doc) != KCR_OK)
-        err = kcr__refail(KCR_ERR_EXEC, "exec plugin %s: output is not JSON: ", exec->command);
+    kcr_object *doc = NULL;
+    if (err == KCR_OK && kcr_object_parse_any(stdout_buf ? stdout_buf : "", stdout_len, &doc) !=
+                             KCR_OK)
+        err = kcr__refail(KCR_ERR_EXEC, "exec plugin %s: output is not a JSON object: ",
+                          exec->command);
     if (err == KCR_OK) {
-        const char *kind = kcr__json_str(kcr__json_get(doc, "kind"));
-        const char *api = kcr__json_str(kcr__json_get(doc, "apiVersion"));
-        kcr__json *st = kcr__json_get(doc, "status");
-        const char *token = kcr__json_str(kcr__json_get(st, "token"));
-        const char *cert = kcr__json_str(kcr__json_get(st, "clientCertificateData"));
-        const char *key = kcr__json_str(kcr__json_get(st, "clientKeyData"));
-        const char *exp = kcr__json_str(kcr__json_get(st, "expirationTimestamp"));
+        const char *kind = kcr__value_str(kcr_object_get(doc, "kind"));
+        const char *api = kcr__value_str(kcr_object_get(doc, "apiVersion"));
+        kcr_value st = kcr_object_get(doc, "status");
+        const char *token = kcr__value_str(kcr_value_member(st, "token"));
+        const char *cert = kcr__value_str(kcr_value_member(st, "clientCertificateData"));
+        const char *key = kcr__value_str(kcr_value_member(st, "clientKeyData"));
+        const char *exp = kcr__value_str(kcr_value_member(st, "expirationTimestamp"));
         if (!kind || strcmp(kind, "ExecCredential") != 0)
             err = kcr__fail(KCR_ERR_EXEC, "exec plugin %s: output is not an ExecCredential",
                             exec->command);
@@ -466,14 +470,7 @@ kcr_err kcr__exec_run(const kcr__exec_config *exec, const kcr_config *cfg, kcr__
             kcr__log(KCR_LOG_DEBUG, "auth", "exec plugin %s gave %s credentials", exec->command,
                      token && *token ? "token" : "certificate");
     }
-    if (doc) {
-        /* wipe secrets in the parsed document before freeing it */
-        kcr__json *st = kcr__json_get(doc, "status");
-        for (size_t i = 0; st && st->type == KCR__JSON_OBJECT && i < st->n; i++)
-            if (st->vals[i]->s)
-                memset(st->vals[i]->s, 0, st->vals[i]->len);
-        kcr__json_free(doc);
-    }
+    kcr__object_unref_wipe(doc); /* the document holds the credentials */
     if (stdout_buf)
         kcr__free_secret(stdout_buf);
     free(stderr_buf);

@@ -8,6 +8,7 @@
 #include "client/client_impl.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "object/value.h"
 
 #define BEGIN_STATUS()                                                                             \
     kcr_status local_status = {0};                                                                 \
@@ -136,24 +137,26 @@ kcr_err kcr_client_get(kcr_client *c, const kcr_resource *res, const char *ns, c
     return err;
 }
 
-/* Reads metadata.name and metadata.namespace of a JSON body (validating it). */
+/* Reads metadata.name and metadata.namespace of a JSON body (validating it:
+ * a JSON object, valid UTF-8). *name / *ns are NULL when absent. */
 static kcr_err body_meta(const char *json, size_t len, char **name, char **ns)
 {
     *name = *ns = NULL;
-    kcr__json *doc;
-    kcr_err err = kcr__json_parse(json, len, &doc);
+    kcr_object *doc;
+    kcr_err err = kcr_object_parse_any(json, len, &doc);
     if (err != KCR_OK)
         return kcr__refail(KCR_ERR_INVALID, "object body: ");
-    if (doc->type != KCR__JSON_OBJECT) {
-        kcr__json_free(doc);
-        return kcr__fail(KCR_ERR_INVALID, "object body is not a JSON object");
-    }
-    kcr__json *md = kcr__json_get(doc, "metadata");
-    const char *n = kcr__json_str(kcr__json_get(md, "name"));
-    const char *s = kcr__json_str(kcr__json_get(md, "namespace"));
+    const char *n = kcr__value_str(kcr_object_get(doc, "metadata.name"));
+    const char *s = kcr__value_str(kcr_object_get(doc, "metadata.namespace"));
     *name = n ? strdup(n) : NULL;
     *ns = s ? strdup(s) : NULL;
-    kcr__json_free(doc);
+    kcr_object_unref(doc);
+    if ((n && !*name) || (s && !*ns)) {
+        free(*name);
+        free(*ns);
+        *name = *ns = NULL;
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the object body");
+    }
     return KCR_OK;
 }
 

@@ -5,7 +5,7 @@
 
 #include <stdatomic.h>
 
-#include "client/json.h"
+#include "kcr/object.h"
 #include "kcr/client.h"
 
 typedef struct kcr__disc_query kcr__disc_query;
@@ -66,7 +66,7 @@ const char *kcr__program_name(void);
 
 /* Fills st from a parsed document if it is a Status (kind "Status" or
  * status "Failure"/"Success" with a code). KCR_ERR_PARSE otherwise. */
-kcr_err kcr__status_from_json(const kcr__json *doc, kcr_status *st);
+kcr_err kcr__status_from_value(kcr_value doc, kcr_status *st);
 
 /* Fills st from an HTTP error response: the Status in the body, or a
  * Status-like error with the HTTP code and the body's first bytes. Sets
@@ -116,10 +116,10 @@ void kcr__disc_clear(kcr__disc_table *t);
 kcr_err kcr__disc_resolve(const kcr__disc_table *t, const kcr__disc_query *q,
                           kcr_api_resource *out);
 /* Parses an APIGroupDiscoveryList (aggregated discovery) into t. */
-kcr_err kcr__disc_parse_aggregated(const kcr__json *doc, kcr__disc_table *t);
+kcr_err kcr__disc_parse_aggregated(kcr_value doc, kcr__disc_table *t);
 /* Parses a legacy APIResourceList for group/version into t. */
-kcr_err kcr__disc_parse_resource_list(const kcr__json *doc, const char *group,
-                                      const char *version, bool preferred, kcr__disc_table *t);
+kcr_err kcr__disc_parse_resource_list(kcr_value doc, const char *group, const char *version,
+                                      bool preferred, kcr__disc_table *t);
 
 /* ---- Cancellation ----------------------------------------------------------------------- */
 

@@ -1,105 +1,52 @@
-/* Streaming LIST and watch decoders: one yajl parser over the body, item
- * events forwarded to an object builder. See decode.h. */
+/* Streaming LIST and watch decoders: two small state machines over the
+ * stream framer (client/framer.h), which captures each item (each event's
+ * object) straight into an object builder. See decode.h. */
 #include "client/decode.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <yajl/yajl_parse.h>
 
 #include "client/client_impl.h"
-#include "client/json.h"
+#include "client/framer.h"
 #include "core/error.h"
 #include "core/str.h"
-#include "object/object_builder.h"
+#include "object/value.h"
 
-/* Bytes handed to yajl per call, so size limits are checked often. */
-enum { SLICE = 64 << 10 };
-
-static kcr_err yajl_failure(yajl_handle h, const char *what, const unsigned char *buf, size_t n)
+static bool key_is(const kcr__jev *ev, const char *key)
 {
-    unsigned char *msg = yajl_get_error(h, 0, buf, n);
-    kcr_err err = kcr__fail(KCR_ERR_PARSE, "%s: bad JSON: %s", what, msg ? (char *)msg : "?");
-    if (msg)
-        yajl_free_error(h, msg);
-    return err;
+    size_t n = strlen(key);
+    return ev->len == n && memcmp(ev->s, key, n) == 0;
 }
 
-static kcr_err too_large(const char *what, size_t max)
+static bool is_start(const kcr__jev *ev)
 {
-    return kcr__fail(KCR_ERR_TOO_LARGE, "%s larger than the %zu-byte limit", what, max);
-}
-
-/* Size accounting. An item's (event's) bytes are counted exactly: from the
- * offset of its opening brace in the slice where it starts (yajl reports
- * the offset inside callbacks) to that of its closing brace, plus the whole
- * slices in between; so any number of items under the limit pass, however
- * the body is chunked. Token bytes (since the last parse event, for the
- * stash and for tokens outside items) count whole slices without an event:
- * the tail of a slice after its last event is not counted, so a token is
- * caught at most one slice late. */
-static size_t slice_offset(yajl_handle h)
-{
-    return yajl_get_bytes_consumed(h);
-}
-
-
-/* yajl re-lexes a token split across yajl_parse() calls from its start each
- * time, so a long token fed in small chunks costs quadratic time. Once no
- * event has been seen for STASH_AFTER bytes, incoming bytes are stashed and
- * handed to yajl in one call when the stash has grown as large as the token
- * so far (amortized linear) or may hold the token's end (a '"'). */
-enum { STASH_AFTER = 256 << 10 };
-
-typedef struct stash {
-    char *buf;
-    size_t len, cap;
-} stash;
-
-/* True when buf was stashed and parsing should wait. */
-static bool stash_add(stash *st, size_t token_bytes, const char *buf, size_t len, kcr_err *err)
-{
-    if (token_bytes < STASH_AFTER && st->len == 0)
-        return false;
-    if (st->len + len > st->cap) {
-        size_t cap = st->cap ? st->cap : 1 << 16;
-        while (cap < st->len + len)
-            cap *= 2;
-        char *nb = realloc(st->buf, cap);
-        if (!nb) {
-            *err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
-            return true;
-        }
-        st->buf = nb;
-        st->cap = cap;
-    }
-    memcpy(st->buf + st->len, buf, len);
-    st->len += len;
-    return st->len < token_bytes && !memchr(buf, '"', len);
-}
-
-static void stash_free(stash *st)
-{
-    free(st->buf);
-    memset(st, 0, sizeof *st);
+    return ev->type == KCR__JEV_START_MAP || ev->type == KCR__JEV_START_ARRAY;
 }
 
 /* ================================ LIST ================================ */
 
-enum top_key { TOP_NONE, TOP_METADATA, TOP_ITEMS, TOP_KIND, TOP_API_VERSION, TOP_OTHER };
-enum meta_key { META_NONE, META_RV, META_CONTINUE, META_REMAINING };
+/* Where the LIST machine is in the List object. Values it does not read
+ * (other members, nested values of metadata) are skipped by the framer. */
+typedef enum list_state {
+    LIST_BEFORE,     /* nothing parsed yet */
+    LIST_TOP,        /* in the List object, before a key or its end */
+    LIST_TOP_VALUE,  /* after a List key (`top` says which), before its value */
+    LIST_META,       /* in metadata, before a key or its end */
+    LIST_META_VALUE, /* after a metadata key (`meta` says which), before its value */
+    LIST_ITEMS,      /* in items, before an item or the array's end */
+    LIST_AFTER       /* the List object has ended */
+} list_state;
+
+typedef enum list_key { TOP_METADATA, TOP_ITEMS, TOP_KIND, TOP_API_VERSION, TOP_OTHER } list_key;
+typedef enum meta_key { META_RV, META_CONTINUE, META_REMAINING, META_OTHER } meta_key;
 
 struct kcr__list_decoder {
-    yajl_handle h;
-    kcr__object_builder *b;
+    kcr__framer *f;
     kcr_list_item_fn fn;
     void *ud;
-    size_t max;
-    int depth;
-    enum top_key top;
-    enum meta_key meta;
-    bool started, in_items, in_item;
-    size_t item_bytes, token_bytes;
-    size_t item_from; /* offset in the slice being parsed where the item's bytes begin */
+    list_state state;
+    list_key top;
+    meta_key meta;
     char *rv, *cont;
     int64_t remaining;
     bool has_remaining;
@@ -114,36 +61,11 @@ struct kcr__list_decoder {
     bool item_typed; /* the item being built has a kind or apiVersion key */
     kcr_object **pending;
     size_t n_pending, cap_pending;
-    stash st;
-    kcr_err err;
 };
-
-#define LD ((kcr__list_decoder *)ctx)
 
 static bool list_type_known(const kcr__list_decoder *d)
 {
     return d->item_kind && d->item_api_version;
-}
-
-/* Feeds the List's kind/apiVersion into the item being built (before its
- * closing brace) unless it has one of its own. */
-static kcr_err stamp_building(kcr__list_decoder *d)
-{
-    if (d->item_typed || (!*d->item_kind && !*d->item_api_version))
-        return KCR_OK;
-    kcr_err err = KCR_OK;
-    if (*d->item_api_version) {
-        err = kcr__object_builder_map_key(d->b, "apiVersion", 10);
-        if (err == KCR_OK)
-            err =
-                kcr__object_builder_string(d->b, d->item_api_version, strlen(d->item_api_version));
-    }
-    if (err == KCR_OK && *d->item_kind) {
-        err = kcr__object_builder_map_key(d->b, "kind", 4);
-        if (err == KCR_OK)
-            err = kcr__object_builder_string(d->b, d->item_kind, strlen(d->item_kind));
-    }
-    return err;
 }
 
 /* A built object that waited for the List's type: a copy stamped with what
@@ -157,8 +79,10 @@ static kcr_err stamp_built(const kcr__list_decoder *d, kcr_object *obj, kcr_obje
         return KCR_OK;
     }
     kcr_object_edit *e = kcr_object_edit_new(obj);
-    kcr_err err = e ? KCR_OK : KCR_ERR_NOMEM;
-    if (err == KCR_OK && *av)
+    if (!e)
+        return kcr__fail(KCR_ERR_NOMEM, "list item: out of memory stamping its kind");
+    kcr_err err = KCR_OK;
+    if (*av)
         err = kcr_object_edit_set_string(e, "apiVersion", av);
     if (err == KCR_OK && *kind)
         err = kcr_object_edit_set_string(e, "kind", kind);
@@ -169,265 +93,191 @@ static kcr_err stamp_built(const kcr__list_decoder *d, kcr_object *obj, kcr_obje
 }
 
 /* Hands the waiting items to the callback, stamped. */
-static int flush_pending(kcr__list_decoder *d)
+static kcr_err flush_pending(kcr__list_decoder *d)
 {
-    for (size_t i = 0; i < d->n_pending && d->err == KCR_OK; i++) {
+    kcr_err err = KCR_OK;
+    for (size_t i = 0; i < d->n_pending && err == KCR_OK; i++) {
         kcr_object *obj = NULL;
-        kcr_err err = stamp_built(d, d->pending[i], &obj);
+        err = stamp_built(d, d->pending[i], &obj);
         if (err == KCR_OK && d->fn)
             err = d->fn(obj, d->ud);
         kcr_object_unref(obj);
-        if (err != KCR_OK)
-            d->err = err == KCR_ERR_NOMEM ? kcr__fail(err, "list item: out of memory") : err;
     }
     for (size_t j = 0; j < d->n_pending; j++)
         kcr_object_unref(d->pending[j]);
     d->n_pending = 0;
-    return d->err == KCR_OK;
+    return err;
 }
 
-/* Turns a builder error into the decoder's error. */
-static int list_item_event(kcr__list_decoder *d, kcr_err err)
+static kcr_err hold_pending(kcr__list_decoder *d, kcr_object *obj)
 {
-    if (err != KCR_OK) {
-        d->err = kcr__refail(err == KCR_ERR_NOMEM ? err : KCR_ERR_PARSE, "list item %zu: %s: ",
-                             d->n_items, kcr_strerror(err));
-        return 0;
-    }
-    return 1;
-}
-
-static int list_finish_item(kcr__list_decoder *d)
-{
-    kcr_object *obj = NULL;
-    kcr_err err = kcr__object_builder_finish(d->b, &obj);
-    d->in_item = false;
-    if (err != KCR_OK) {
-        d->err = kcr__refail(KCR_ERR_PARSE, "list item %zu: ", d->n_items);
-        return 0;
-    }
-    d->n_items++;
-    if (d->n_pending || (!d->item_typed && !list_type_known(d))) {
-        if (d->n_pending == d->cap_pending) {
-            size_t cap = d->cap_pending ? d->cap_pending * 2 : 64;
-            kcr_object **np = realloc(d->pending, cap * sizeof *np);
-            if (!np) {
-                kcr_object_unref(obj);
-                d->err = kcr__fail(KCR_ERR_NOMEM, "list item %zu: out of memory", d->n_items);
-                return 0;
-            }
-            d->pending = np;
-            d->cap_pending = cap;
+    if (d->n_pending == d->cap_pending) {
+        size_t cap = d->cap_pending ? d->cap_pending * 2 : 64;
+        kcr_object **np = realloc(d->pending, cap * sizeof *np);
+        if (!np) {
+            kcr_object_unref(obj);
+            return kcr__fail(KCR_ERR_NOMEM, "list item %zu: out of memory", d->n_items);
         }
-        d->pending[d->n_pending++] = obj;
-        return 1;
+        d->pending = np;
+        d->cap_pending = cap;
     }
+    d->pending[d->n_pending++] = obj;
+    return KCR_OK;
+}
+
+/* The item in the builder is complete. */
+static kcr_err list_item_done(kcr__list_decoder *d)
+{
+    kcr_err err = kcr__framer_unit_end(d->f);
+    if (err != KCR_OK)
+        return err;
+    kcr_object *obj = NULL;
+    if (kcr__object_builder_finish(kcr__framer_builder(d->f), &obj) != KCR_OK)
+        return kcr__refail(KCR_ERR_PARSE, "list item %zu: ", d->n_items);
+    d->n_items++;
+    if (d->n_pending || (!d->item_typed && !list_type_known(d)))
+        return hold_pending(d, obj);
     err = d->fn ? d->fn(obj, d->ud) : KCR_OK;
     kcr_object_unref(obj);
-    if (err != KCR_OK) {
-        d->err = err;
-        return 0;
-    }
-    return 1;
+    return err;
 }
 
-static int list_scalar(kcr__list_decoder *d, int kind, const char *s, size_t len, int bval)
+/* A string member of the List (kind, apiVersion) or of its metadata. */
+static kcr_err list_string(kcr__list_decoder *d, char **dst, const kcr__jev *ev, size_t len)
 {
-    d->token_bytes = 0;
-    if (d->in_item) {
-        kcr_err err;
-        switch (kind) {
-        case 0: err = kcr__object_builder_null(d->b); break;
-        case 1: err = kcr__object_builder_bool(d->b, bval != 0); break;
-        case 2: err = kcr__object_builder_number(d->b, s, len); break;
-        default: err = kcr__object_builder_string(d->b, s, len); break;
-        }
-        return list_item_event(d, err);
-    }
-    if (d->depth == 0) {
-        d->err = kcr__fail(KCR_ERR_PARSE, "list body is not a JSON object");
-        return 0;
-    }
-    if (d->in_items && d->depth == 2) {
-        if (kind == 0) /* "items": [null] never happens; tolerate it */
-            return 1;
-        d->err = kcr__fail(KCR_ERR_PARSE, "list item %zu is not an object", d->n_items);
-        return 0;
-    }
-    if (d->depth == 1 && (d->top == TOP_KIND || d->top == TOP_API_VERSION)) {
-        if (kind != 3)
-            return 1;
-        char **dst = d->top == TOP_KIND ? &d->item_kind : &d->item_api_version;
-        if (d->top == TOP_KIND && len > 4 && memcmp(s + len - 4, "List", 4) == 0)
+    free(*dst);
+    /* not strndup: yajl's strings are not NUL-terminated and may end where
+     * curl's buffer ends */
+    if (!(*dst = kcr__memdup_str(ev->s, len)))
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the list's metadata");
+    return KCR_OK;
+}
+
+static kcr_err list_top_value(kcr__list_decoder *d, const kcr__jev *ev)
+{
+    d->state = LIST_TOP;
+    if (d->top == TOP_METADATA && ev->type == KCR__JEV_START_MAP) {
+        d->state = LIST_META;
+    } else if (d->top == TOP_ITEMS && ev->type == KCR__JEV_START_ARRAY) {
+        d->state = LIST_ITEMS;
+    } else if (is_start(ev)) {
+        kcr__framer_skip(d->f);
+    } else if ((d->top == TOP_KIND || d->top == TOP_API_VERSION) &&
+               ev->type == KCR__JEV_STRING) {
+        size_t len = ev->len;
+        if (d->top == TOP_KIND && len > 4 && memcmp(ev->s + len - 4, "List", 4) == 0)
             len -= 4;
-        free(*dst);
-        if (!(*dst = kcr__memdup_str(s, len))) {
-            d->err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
-            return 0;
+        kcr_err err =
+            list_string(d, d->top == TOP_KIND ? &d->item_kind : &d->item_api_version, ev, len);
+        if (err == KCR_OK && d->n_pending && list_type_known(d))
+            err = flush_pending(d);
+        return err;
+    }
+    return KCR_OK;
+}
+
+static kcr_err list_meta_value(kcr__list_decoder *d, const kcr__jev *ev)
+{
+    d->state = LIST_META;
+    if (is_start(ev)) {
+        kcr__framer_skip(d->f);
+    } else if (d->meta == META_REMAINING && ev->type == KCR__JEV_NUMBER) {
+        char num[32]; /* yajl's number text is not NUL-terminated */
+        size_t n = ev->len < sizeof num - 1 ? ev->len : sizeof num - 1;
+        memcpy(num, ev->s, n);
+        num[n] = '\0';
+        d->remaining = strtoll(num, NULL, 10);
+        d->has_remaining = true;
+    } else if ((d->meta == META_RV || d->meta == META_CONTINUE) && ev->type == KCR__JEV_STRING) {
+        return list_string(d, d->meta == META_RV ? &d->rv : &d->cont, ev, ev->len);
+    }
+    return KCR_OK;
+}
+
+static kcr_err list_event(kcr__framer *f, const kcr__jev *ev, void *user_data)
+{
+    kcr__list_decoder *d = user_data;
+    switch (d->state) {
+    case LIST_BEFORE:
+        if (ev->type != KCR__JEV_START_MAP)
+            return kcr__fail(KCR_ERR_PARSE, "list body is not a JSON object");
+        d->state = LIST_TOP;
+        return KCR_OK;
+    case LIST_TOP:
+        if (ev->type == KCR__JEV_END_MAP) {
+            d->state = LIST_AFTER;
+            return KCR_OK;
         }
-        return !d->n_pending || !list_type_known(d) || flush_pending(d);
-    }
-    if (d->top == TOP_METADATA && d->depth == 2 && d->meta != META_NONE) {
-        if (d->meta == META_REMAINING && kind == 2) {
-            char num[32]; /* yajl's number text is not NUL-terminated */
-            size_t n = len < sizeof num - 1 ? len : sizeof num - 1;
-            memcpy(num, s, n);
-            num[n] = '\0';
-            d->remaining = strtoll(num, NULL, 10);
-            d->has_remaining = true;
-        } else if (kind == 3 && d->meta != META_REMAINING) {
-            char **dst = d->meta == META_RV ? &d->rv : &d->cont;
-            free(*dst);
-            /* not strndup: yajl's strings are not NUL-terminated and may end
-             * where curl's buffer ends */
-            if (!(*dst = kcr__memdup_str(s, len))) {
-                d->err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
-                return 0;
-            }
+        d->top = key_is(ev, "metadata")     ? TOP_METADATA
+                 : key_is(ev, "items")      ? TOP_ITEMS
+                 : key_is(ev, "kind")       ? TOP_KIND
+                 : key_is(ev, "apiVersion") ? TOP_API_VERSION
+                                            : TOP_OTHER;
+        d->state = LIST_TOP_VALUE;
+        return KCR_OK;
+    case LIST_TOP_VALUE: return list_top_value(d, ev);
+    case LIST_META:
+        if (ev->type == KCR__JEV_END_MAP) {
+            d->state = LIST_TOP;
+            return KCR_OK;
         }
-        d->meta = META_NONE;
-    }
-    return 1;
-}
-
-static int ld_null(void *ctx)
-{
-    return list_scalar(LD, 0, NULL, 0, 0);
-}
-static int ld_bool(void *ctx, int v)
-{
-    return list_scalar(LD, 1, NULL, 0, v);
-}
-static int ld_number(void *ctx, const char *s, size_t len)
-{
-    return list_scalar(LD, 2, s, len, 0);
-}
-static int ld_string(void *ctx, const unsigned char *s, size_t len)
-{
-    return list_scalar(LD, 3, (const char *)s, len, 0);
-}
-
-static int ld_start_map(void *ctx)
-{
-    kcr__list_decoder *d = LD;
-    d->token_bytes = 0;
-    if (d->in_item) {
-        d->depth++;
-        return list_item_event(d, kcr__object_builder_start_map(d->b));
-    }
-    if (d->depth == 0) {
-        if (d->started) {
-            d->err = kcr__fail(KCR_ERR_PARSE, "list body holds more than one JSON value");
-            return 0;
+        d->meta = key_is(ev, "resourceVersion")      ? META_RV
+                  : key_is(ev, "continue")           ? META_CONTINUE
+                  : key_is(ev, "remainingItemCount") ? META_REMAINING
+                                                     : META_OTHER;
+        d->state = LIST_META_VALUE;
+        return KCR_OK;
+    case LIST_META_VALUE: return list_meta_value(d, ev);
+    case LIST_ITEMS:
+        switch (ev->type) {
+        case KCR__JEV_START_MAP:
+            d->item_typed = false;
+            kcr__framer_unit_begin(f);
+            return kcr__framer_capture(f);
+        case KCR__JEV_CAPTURED: return list_item_done(d);
+        case KCR__JEV_END_ARRAY: d->state = LIST_TOP; return KCR_OK;
+        case KCR__JEV_NULL: return KCR_OK; /* "items": [null] never happens; tolerate it */
+        default: return kcr__fail(KCR_ERR_PARSE, "list item %zu is not an object", d->n_items);
         }
-        d->started = true;
-    } else if (d->in_items && d->depth == 2) {
-        d->in_item = true;
-        d->item_typed = false;
-        d->item_bytes = 0;
-        d->item_from = slice_offset(d->h) - 1; /* the '{' */
-        d->depth++;
-        return list_item_event(d, kcr__object_builder_start_map(d->b));
+    case LIST_AFTER: break;
     }
-    d->depth++;
-    return 1;
+    return kcr__fail(KCR_ERR_PARSE, "list body holds more than one JSON value");
 }
 
-static int ld_key(void *ctx, const unsigned char *s, size_t len)
+static void list_capture_key(kcr__framer *f, const char *key, size_t len, void *user_data)
 {
-    kcr__list_decoder *d = LD;
-    d->token_bytes = 0;
-    if (d->in_item) {
-        if (d->depth == 3 && ((len == 4 && memcmp(s, "kind", 4) == 0) ||
-                              (len == 10 && memcmp(s, "apiVersion", 10) == 0)))
-            d->item_typed = true;
-        return list_item_event(d, kcr__object_builder_map_key(d->b, (const char *)s, len));
-    }
-    if (d->depth == 1) {
-        d->top = len == 8 && memcmp(s, "metadata", 8) == 0       ? TOP_METADATA
-                 : len == 5 && memcmp(s, "items", 5) == 0        ? TOP_ITEMS
-                 : len == 4 && memcmp(s, "kind", 4) == 0         ? TOP_KIND
-                 : len == 10 && memcmp(s, "apiVersion", 10) == 0 ? TOP_API_VERSION
-                                                                 : TOP_OTHER;
-    } else if (d->depth == 2 && d->top == TOP_METADATA) {
-        d->meta = len == 15 && memcmp(s, "resourceVersion", 15) == 0      ? META_RV
-                  : len == 8 && memcmp(s, "continue", 8) == 0             ? META_CONTINUE
-                  : len == 18 && memcmp(s, "remainingItemCount", 18) == 0 ? META_REMAINING
-                                                                          : META_NONE;
-    }
-    return 1;
+    kcr__list_decoder *d = user_data;
+    if ((len == 4 && memcmp(key, "kind", 4) == 0) ||
+        (len == 10 && memcmp(key, "apiVersion", 10) == 0))
+        d->item_typed = true;
 }
 
-static int ld_end(void *ctx, bool is_map)
+/* Feeds the List's kind/apiVersion into the item being built (before its
+ * closing brace) unless it has one of its own. */
+static kcr_err list_capture_closing(kcr__framer *f, kcr__object_builder *b, void *user_data)
 {
-    kcr__list_decoder *d = LD;
-    d->token_bytes = 0;
-    d->depth--;
-    if (d->in_item) {
-        kcr_err err = KCR_OK;
-        if (d->depth == 2 && list_type_known(d) && !d->n_pending)
-            err = stamp_building(d);
+    kcr__list_decoder *d = user_data;
+    if (d->item_typed || !list_type_known(d) || d->n_pending ||
+        (!*d->item_kind && !*d->item_api_version))
+        return KCR_OK;
+    kcr_err err = KCR_OK;
+    if (*d->item_api_version) {
+        err = kcr__object_builder_map_key(b, "apiVersion", 10);
         if (err == KCR_OK)
-            err = is_map ? kcr__object_builder_end_map(d->b) : kcr__object_builder_end_array(d->b);
-        if (!list_item_event(d, err))
-            return 0;
-        if (d->depth != 2)
-            return 1;
-        if (d->item_bytes + slice_offset(d->h) - d->item_from > d->max) {
-            d->in_item = false;
-            d->err = too_large("list item", d->max);
-            return 0;
-        }
-        return list_finish_item(d);
+            err = kcr__object_builder_string(b, d->item_api_version, strlen(d->item_api_version));
     }
-    if (d->depth == 1 && d->in_items)
-        d->in_items = false;
-    return 1;
+    if (err == KCR_OK && *d->item_kind) {
+        err = kcr__object_builder_map_key(b, "kind", 4);
+        if (err == KCR_OK)
+            err = kcr__object_builder_string(b, d->item_kind, strlen(d->item_kind));
+    }
+    return err == KCR_OK ? KCR_OK : kcr__refail(err, "list item %zu: ", d->n_items);
 }
 
-static int ld_end_map(void *ctx)
-{
-    return ld_end(ctx, true);
-}
-static int ld_end_array(void *ctx)
-{
-    return ld_end(ctx, false);
-}
-
-static int ld_start_array(void *ctx)
-{
-    kcr__list_decoder *d = LD;
-    d->token_bytes = 0;
-    if (d->in_item) {
-        d->depth++;
-        return list_item_event(d, kcr__object_builder_start_array(d->b));
-    }
-    if (d->depth == 0) {
-        d->err = kcr__fail(KCR_ERR_PARSE, "list body is not a JSON object");
-        return 0;
-    }
-    if (d->in_items && d->depth == 2) {
-        d->err = kcr__fail(KCR_ERR_PARSE, "list item %zu is not an object", d->n_items);
-        return 0;
-    }
-    if (d->depth == 1 && d->top == TOP_ITEMS)
-        d->in_items = true;
-    d->depth++;
-    return 1;
-}
-
-#undef LD
-
-static const yajl_callbacks list_callbacks = {
-    .yajl_null = ld_null,
-    .yajl_boolean = ld_bool,
-    .yajl_number = ld_number,
-    .yajl_string = ld_string,
-    .yajl_start_map = ld_start_map,
-    .yajl_map_key = ld_key,
-    .yajl_end_map = ld_end_map,
-    .yajl_start_array = ld_start_array,
-    .yajl_end_array = ld_end_array,
+static const kcr__framer_ops list_ops = {
+    .event = list_event,
+    .capture_key = list_capture_key,
+    .capture_closing = list_capture_closing,
 };
 
 kcr__list_decoder *kcr__list_decoder_new(size_t max_item_bytes, kcr_list_item_fn fn, void *ud)
@@ -437,11 +287,10 @@ kcr__list_decoder *kcr__list_decoder_new(size_t max_item_bytes, kcr_list_item_fn
         return NULL;
     d->fn = fn;
     d->ud = ud;
-    d->max = max_item_bytes ? max_item_bytes : KCR__DEFAULT_MAX_ITEM_BYTES;
-    d->b = kcr__object_builder_new();
-    d->h = yajl_alloc(&list_callbacks, NULL, d);
-    if (!d->b || !d->h) {
-        kcr__list_decoder_free(d);
+    d->f = kcr__framer_new(max_item_bytes ? max_item_bytes : KCR__DEFAULT_MAX_ITEM_BYTES,
+                           "list item", "list", false, &list_ops, d);
+    if (!d->f) {
+        free(d);
         return NULL;
     }
     return d;
@@ -451,10 +300,7 @@ void kcr__list_decoder_free(kcr__list_decoder *d)
 {
     if (!d)
         return;
-    if (d->h)
-        yajl_free(d->h);
-    if (d->b)
-        kcr__object_builder_free(d->b);
+    kcr__framer_free(d->f);
     free(d->rv);
     free(d->cont);
     free(d->item_kind);
@@ -462,76 +308,25 @@ void kcr__list_decoder_free(kcr__list_decoder *d)
     for (size_t i = 0; i < d->n_pending; i++)
         kcr_object_unref(d->pending[i]);
     free(d->pending);
-    stash_free(&d->st);
     free(d);
 }
 
-static kcr_err list_parse(kcr__list_decoder *d, const char *buf, size_t len, size_t slice);
-
 kcr_err kcr__list_decoder_feed(kcr__list_decoder *d, const char *buf, size_t len)
 {
-    if (d->err != KCR_OK)
-        return d->err;
-    if (d->token_bytes + d->st.len + len > d->max || d->item_bytes + d->st.len + len > d->max) {
-        if (d->st.len || d->token_bytes >= STASH_AFTER)
-            return d->err = too_large(d->in_item ? "list item" : "JSON token in list", d->max);
-    }
-    if (stash_add(&d->st, d->token_bytes, buf, len, &d->err))
-        return d->err;
-    if (d->st.len) {
-        stash s = d->st;
-        d->st = (stash){0};
-        list_parse(d, s.buf, s.len, s.len);
-        stash_free(&s);
-        return d->err;
-    }
-    return list_parse(d, buf, len, SLICE);
-}
-
-static kcr_err list_parse(kcr__list_decoder *d, const char *buf, size_t len, size_t slice)
-{
-    while (d->err == KCR_OK && len > 0) {
-        size_t n = len < slice ? len : slice;
-        size_t token_before = d->token_bytes;
-        d->token_bytes = 1; /* parse events reset it to 0 */
-        d->item_from = 0;
-        yajl_status st = yajl_parse(d->h, (const unsigned char *)buf, n);
-        if (st == yajl_status_error && d->err == KCR_OK)
-            d->err = yajl_failure(d->h, "list", (const unsigned char *)buf, n);
-        if (d->err != KCR_OK)
-            break;
-        d->token_bytes = d->token_bytes ? token_before + n : 0;
-        if (d->in_item)
-            d->item_bytes += n - d->item_from;
-        if (d->item_bytes > d->max)
-            d->err = too_large("list item", d->max);
-        else if (d->token_bytes > d->max)
-            d->err = too_large("JSON token in list", d->max);
-        buf += n;
-        len -= n;
-    }
-    return d->err;
+    return kcr__framer_feed(d->f, buf, len);
 }
 
 kcr_err kcr__list_decoder_finish(kcr__list_decoder *d, kcr_list_meta *meta)
 {
-    if (d->err == KCR_OK && d->st.len) {
-        stash s = d->st;
-        d->st = (stash){0};
-        list_parse(d, s.buf, s.len, s.len);
-        stash_free(&s);
-    }
-    if (d->err != KCR_OK)
-        return d->err;
-    yajl_status st = yajl_complete_parse(d->h);
-    if (st == yajl_status_error && d->err == KCR_OK)
-        d->err = kcr__fail(KCR_ERR_PARSE, "list body ended early (%zu items decoded)", d->n_items);
-    if (d->err == KCR_OK && !d->started)
-        d->err = kcr__fail(KCR_ERR_PARSE, "empty list body");
-    if (d->err == KCR_OK && d->n_pending)
-        flush_pending(d);
-    if (d->err != KCR_OK)
-        return d->err;
+    kcr_err err = kcr__framer_flush(d->f);
+    if (err != KCR_OK)
+        return err;
+    if (kcr__framer_complete(d->f) != KCR_OK)
+        return kcr__fail(KCR_ERR_PARSE, "list body ended early (%zu items decoded)", d->n_items);
+    if (d->state == LIST_BEFORE)
+        return kcr__fail(KCR_ERR_PARSE, "empty list body");
+    if (d->n_pending && (err = flush_pending(d)) != KCR_OK)
+        return err;
     if (meta) {
         kcr_list_meta_clear(meta);
         meta->resource_version = strdup(d->rv ? d->rv : "");
@@ -540,7 +335,7 @@ kcr_err kcr__list_decoder_finish(kcr__list_decoder *d, kcr_list_meta *meta)
         meta->has_remaining_item_count = d->has_remaining;
         if (!meta->resource_version || !meta->continue_token) {
             kcr_list_meta_clear(meta);
-            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory returning the list's metadata");
         }
     }
     return KCR_OK;
@@ -562,296 +357,154 @@ void kcr_list_meta_clear(kcr_list_meta *meta)
 
 /* ================================ WATCH ================================ */
 
-enum { TYPE_UNKNOWN = -1 };
-enum event_key { EV_NONE, EV_TYPE, EV_OBJECT, EV_OTHER };
+/* Where the watch machine is in the stream. The event's object is captured
+ * into the builder whatever the type (which may come after it), so each
+ * event builds exactly one object. */
+typedef enum watch_state {
+    WATCH_BETWEEN, /* between events */
+    WATCH_EVENT,   /* in an event, before a key or its end */
+    WATCH_VALUE    /* after an event key (`key` says which), before its value */
+} watch_state;
+
+typedef enum event_key { EV_TYPE, EV_OBJECT, EV_OTHER } event_key;
+
+/* What the event's "type" said, so far. */
+typedef enum type_seen { TYPE_MISSING, TYPE_KNOWN, TYPE_UNRECOGNIZED } type_seen;
 
 struct kcr__watch_decoder {
-    yajl_handle h;
-    kcr__object_builder *b;
-    kcr__json_builder *jb;
+    kcr__framer *f;
     kcr_watch_event_fn fn;
     void *ud;
-    size_t max;
-    int depth;
-    enum event_key key;
-    int type;
-    bool in_object;   /* inside the "object" value (depth >= 2) */
-    bool to_builder;  /* forward object events to the object builder */
-    bool to_json;     /* ... and/or to the JSON builder */
-    bool builder_failed;
-    bool obj_seen;
-    size_t event_bytes, token_bytes;
-    size_t event_from; /* offset in the slice being parsed where the event's bytes begin */
+    watch_state state;
+    event_key key;
+    type_seen type_seen;
+    kcr_watch_event_type type;
+    kcr_object *obj; /* the event's object, once captured */
     kcr_status status;
     bool stopped;
     size_t n_events;
-    stash st;
-    kcr_err err;
 };
 
-#define WD ((kcr__watch_decoder *)ctx)
-
-static int parse_type(const char *s, size_t len)
+static type_seen parse_type(const kcr__jev *ev, kcr_watch_event_type *type)
 {
-    static const char *const names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
-    for (int i = 0; i < 5; i++)
-        if (strlen(names[i]) == len && memcmp(names[i], s, len) == 0)
-            return i;
-    return -2;
-}
-
-/* Forwards one object event to whichever builders are active. */
-static int forward(kcr__watch_decoder *d, kcr_err berr, kcr_err jerr)
-{
-    if (d->to_builder && berr != KCR_OK) {
-        if (!d->to_json) {
-            d->err = kcr__refail(berr == KCR_ERR_NOMEM ? berr : KCR_ERR_PARSE,
-                                 "watch event %zu: %s: ", d->n_events, kcr_strerror(berr));
-            return 0;
+    static const struct {
+        const char *name;
+        kcr_watch_event_type type;
+    } names[] = {{"ADDED", KCR_WATCH_ADDED},
+                 {"MODIFIED", KCR_WATCH_MODIFIED},
+                 {"DELETED", KCR_WATCH_DELETED},
+                 {"BOOKMARK", KCR_WATCH_BOOKMARK},
+                 {"ERROR", KCR_WATCH_ERROR}};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (key_is(ev, names[i].name)) {
+            *type = names[i].type;
+            return TYPE_KNOWN;
         }
-        d->builder_failed = true;
-        d->to_builder = false;
-    }
-    if (d->to_json && jerr != KCR_OK) {
-        d->err = kcr__fail(jerr, "watch event %zu: %s", d->n_events, kcr_strerror(jerr));
-        return 0;
-    }
-    return 1;
+    return TYPE_UNRECOGNIZED;
 }
 
-static int wd_dispatch(kcr__watch_decoder *d)
+/* The event is complete: checks it and hands it to the callback. */
+static kcr_err watch_dispatch(kcr__watch_decoder *d)
 {
+    kcr_watch_event ev = {.type = d->type, .resource_version = ""};
+    kcr_object *obj = d->obj;
     kcr_err err = KCR_OK;
-    kcr_watch_event ev = {.type = (kcr_watch_event_type)d->type, .resource_version = ""};
-    kcr__json *doc = kcr__json_builder_take(d->jb);
-    kcr_object *obj = NULL;
-    if (d->type == TYPE_UNKNOWN) {
-        err = kcr__fail(KCR_ERR_PARSE, "watch event %zu has no type", d->n_events);
-    } else if (d->type < 0) {
-        err = kcr__fail(KCR_ERR_PARSE, "watch event %zu has an unknown type", d->n_events);
-    } else if (!d->obj_seen) {
-        err = kcr__fail(KCR_ERR_PARSE, "watch event %zu has no object", d->n_events);
-    } else if (d->type <= KCR_WATCH_DELETED) {
-        if (d->builder_failed)
-            err = kcr__fail(KCR_ERR_PARSE, "watch event %zu: bad object", d->n_events);
-        else if ((err = kcr__object_builder_finish(d->b, &obj)) != KCR_OK)
-            err = kcr__refail(KCR_ERR_PARSE, "watch event %zu: ", d->n_events);
-        else {
-            ev.object = obj;
-            ev.resource_version = kcr_object_resource_version(obj);
-        }
-    } else if (d->type == KCR_WATCH_BOOKMARK) {
-        kcr__json *md = kcr__json_get(doc, "metadata");
-        const char *rv = kcr__json_str(kcr__json_get(md, "resourceVersion"));
-        const char *end = kcr__json_str(
-            kcr__json_get(kcr__json_get(md, "annotations"), "k8s.io/initial-events-end"));
-        ev.resource_version = rv ? rv : "";
+    if (d->type_seen == TYPE_MISSING)
+        return kcr__fail(KCR_ERR_PARSE, "watch event %zu has no type", d->n_events);
+    if (d->type_seen == TYPE_UNRECOGNIZED)
+        return kcr__fail(KCR_ERR_PARSE, "watch event %zu has an unknown type", d->n_events);
+    if (!obj)
+        return kcr__fail(KCR_ERR_PARSE, "watch event %zu has no object", d->n_events);
+    switch (d->type) {
+    case KCR_WATCH_ADDED:
+    case KCR_WATCH_MODIFIED:
+    case KCR_WATCH_DELETED:
+        if (!*kcr_object_name(obj))
+            return kcr__fail(KCR_ERR_PARSE, "watch event %zu: object without metadata.name",
+                             d->n_events);
+        ev.object = obj;
+        ev.resource_version = kcr_object_resource_version(obj);
+        break;
+    case KCR_WATCH_BOOKMARK: {
+        const char *end = kcr__value_str(
+            kcr_object_get(obj, "metadata.annotations[\"k8s.io/initial-events-end\"]"));
+        ev.resource_version = kcr_object_resource_version(obj);
         ev.initial_events_end = end && strcmp(end, "true") == 0;
-    } else {
-        if (kcr__status_from_json(doc, &d->status) != KCR_OK)
-            err = kcr__status_make(&d->status, 500, "InternalError",
-                                   "watch ERROR event without a Status object");
+        break;
+    }
+    case KCR_WATCH_ERROR:
+        if (kcr__status_from_value(kcr_object_root(obj), &d->status) != KCR_OK &&
+            (err = kcr__status_make(&d->status, 500, "InternalError",
+                                    "watch ERROR event without a Status object")) != KCR_OK)
+            return err;
         ev.status = &d->status;
+        break;
     }
-    if (err == KCR_OK) {
-        d->n_events++;
-        err = d->fn ? d->fn(&ev, d->ud) : KCR_OK;
-        if (err == KCR_OK && d->type == KCR_WATCH_ERROR) {
-            d->stopped = true;
-            err = kcr__status_fail(&d->status);
-        }
+    d->n_events++;
+    err = d->fn ? d->fn(&ev, d->ud) : KCR_OK;
+    if (err == KCR_OK && d->type == KCR_WATCH_ERROR) {
+        d->stopped = true;
+        err = kcr__status_fail(&d->status);
     }
-    kcr_object_unref(obj);
-    kcr__json_free(doc);
-    kcr__object_builder_reset(d->b);
-    kcr__json_builder_reset(d->jb);
-    d->type = TYPE_UNKNOWN;
-    d->obj_seen = d->builder_failed = d->in_object = false;
-    d->key = EV_NONE;
-    if (err != KCR_OK) {
-        d->err = err;
-        return 0;
-    }
-    return 1;
+    return err;
 }
 
-static int wd_scalar(kcr__watch_decoder *d, int kind, const char *s, size_t len, int bval)
+static kcr_err watch_event_end(kcr__watch_decoder *d)
 {
-    d->token_bytes = 0;
-    if (d->in_object) {
-        kcr_err berr = KCR_OK, jerr = KCR_OK;
-        kcr__json *v = NULL;
-        switch (kind) {
-        case 0:
-            if (d->to_builder)
-                berr = kcr__object_builder_null(d->b);
-            if (d->to_json)
-                v = kcr__json_new(KCR__JSON_NULL);
-            break;
-        case 1:
-            if (d->to_builder)
-                berr = kcr__object_builder_bool(d->b, bval != 0);
-            if (d->to_json)
-                v = kcr__json_new_bool(bval != 0);
-            break;
-        case 2:
-            if (d->to_builder)
-                berr = kcr__object_builder_number(d->b, s, len);
-            if (d->to_json && (v = kcr__json_new_string(s, len)))
-                v->type = KCR__JSON_NUMBER;
-            break;
-        default:
-            if (d->to_builder)
-                berr = kcr__object_builder_string(d->b, s, len);
-            if (d->to_json)
-                v = kcr__json_new_string(s, len);
-            break;
-        }
-        if (d->to_json)
-            jerr = kcr__json_builder_scalar(d->jb, v);
-        return forward(d, berr, jerr);
+    kcr_err err = kcr__framer_unit_end(d->f);
+    if (err == KCR_OK)
+        err = watch_dispatch(d);
+    kcr_object_unref(d->obj);
+    d->obj = NULL;
+    d->type_seen = TYPE_MISSING;
+    d->state = WATCH_BETWEEN;
+    return err;
+}
+
+static kcr_err watch_value(kcr__watch_decoder *d, const kcr__jev *ev)
+{
+    d->state = WATCH_EVENT;
+    if (d->key == EV_TYPE) {
+        if (ev->type != KCR__JEV_STRING)
+            return kcr__fail(KCR_ERR_PARSE, "watch event %zu: type is not a string",
+                             d->n_events);
+        d->type_seen = parse_type(ev, &d->type);
+    } else if (d->key == EV_OBJECT && ev->type == KCR__JEV_START_MAP) {
+        d->state = WATCH_VALUE; /* until CAPTURED */
+        return kcr__framer_capture(d->f);
+    } else if (d->key == EV_OBJECT && ev->type == KCR__JEV_CAPTURED) {
+        kcr_object_unref(d->obj); /* a repeated "object": the last one counts */
+        d->obj = NULL;
+        if (kcr__object_builder_finish_any(kcr__framer_builder(d->f), &d->obj) != KCR_OK)
+            return kcr__refail(KCR_ERR_PARSE, "watch event %zu: ", d->n_events);
+    } else if (is_start(ev)) {
+        kcr__framer_skip(d->f);
     }
-    if (d->depth == 0) {
-        d->err = kcr__fail(KCR_ERR_PARSE, "watch event %zu is not a JSON object", d->n_events);
-        return 0;
+    return KCR_OK;
+}
+
+static kcr_err watch_event(kcr__framer *f, const kcr__jev *ev, void *user_data)
+{
+    kcr__watch_decoder *d = user_data;
+    switch (d->state) {
+    case WATCH_BETWEEN:
+        if (ev->type != KCR__JEV_START_MAP)
+            return kcr__fail(KCR_ERR_PARSE, "watch event %zu is not a JSON object", d->n_events);
+        kcr__framer_unit_begin(f);
+        d->state = WATCH_EVENT;
+        return KCR_OK;
+    case WATCH_EVENT:
+        if (ev->type == KCR__JEV_END_MAP)
+            return watch_event_end(d);
+        d->key = key_is(ev, "type") ? EV_TYPE : key_is(ev, "object") ? EV_OBJECT : EV_OTHER;
+        d->state = WATCH_VALUE;
+        return KCR_OK;
+    case WATCH_VALUE: break;
     }
-    if (d->depth == 1 && d->key == EV_TYPE) {
-        if (kind != 3) {
-            d->err = kcr__fail(KCR_ERR_PARSE, "watch event %zu: type is not a string",
-                               d->n_events);
-            return 0;
-        }
-        d->type = parse_type(s, len);
-    }
-    return 1;
+    return watch_value(d, ev);
 }
 
-static int wd_null(void *ctx)
-{
-    return wd_scalar(WD, 0, NULL, 0, 0);
-}
-static int wd_bool(void *ctx, int v)
-{
-    return wd_scalar(WD, 1, NULL, 0, v);
-}
-static int wd_number(void *ctx, const char *s, size_t len)
-{
-    return wd_scalar(WD, 2, s, len, 0);
-}
-static int wd_string(void *ctx, const unsigned char *s, size_t len)
-{
-    return wd_scalar(WD, 3, (const char *)s, len, 0);
-}
-
-static int wd_start(void *ctx, bool is_map)
-{
-    kcr__watch_decoder *d = WD;
-    d->token_bytes = 0;
-    if (d->depth == 0) {
-        if (!is_map) {
-            d->err = kcr__fail(KCR_ERR_PARSE, "watch event %zu is not a JSON object", d->n_events);
-            return 0;
-        }
-        d->event_bytes = 0;
-        d->event_from = slice_offset(d->h) - 1; /* the '{' */
-        d->depth = 1;
-        return 1;
-    }
-    if (d->depth == 1 && d->key == EV_OBJECT && is_map) {
-        d->in_object = true;
-        d->obj_seen = true;
-        if (d->type == TYPE_UNKNOWN) {
-            d->to_builder = d->to_json = true;
-        } else {
-            d->to_builder = d->type >= 0 && d->type <= KCR_WATCH_DELETED;
-            d->to_json = !d->to_builder;
-        }
-    }
-    d->depth++;
-    if (!d->in_object)
-        return 1;
-    return forward(d, d->to_builder ? (is_map ? kcr__object_builder_start_map(d->b)
-                                              : kcr__object_builder_start_array(d->b))
-                                    : KCR_OK,
-                   d->to_json ? (is_map ? kcr__json_builder_start_map(d->jb)
-                                        : kcr__json_builder_start_array(d->jb))
-                              : KCR_OK);
-}
-
-static int wd_start_map(void *ctx)
-{
-    return wd_start(ctx, true);
-}
-static int wd_start_array(void *ctx)
-{
-    return wd_start(ctx, false);
-}
-
-static int wd_key(void *ctx, const unsigned char *s, size_t len)
-{
-    kcr__watch_decoder *d = WD;
-    d->token_bytes = 0;
-    if (d->in_object)
-        return forward(d,
-                       d->to_builder ? kcr__object_builder_map_key(d->b, (const char *)s, len)
-                                     : KCR_OK,
-                       d->to_json ? kcr__json_builder_map_key(d->jb, (const char *)s, len)
-                                  : KCR_OK);
-    if (d->depth == 1)
-        d->key = len == 4 && memcmp(s, "type", 4) == 0     ? EV_TYPE
-                 : len == 6 && memcmp(s, "object", 6) == 0 ? EV_OBJECT
-                                                           : EV_OTHER;
-    return 1;
-}
-
-static int wd_end(void *ctx, bool is_map)
-{
-    kcr__watch_decoder *d = WD;
-    d->token_bytes = 0;
-    d->depth--;
-    if (d->in_object) {
-        int ok = forward(d,
-                         d->to_builder ? (is_map ? kcr__object_builder_end_map(d->b)
-                                                 : kcr__object_builder_end_array(d->b))
-                                       : KCR_OK,
-                         d->to_json ? kcr__json_builder_end(d->jb) : KCR_OK);
-        if (!ok)
-            return 0;
-        if (d->depth == 1)
-            d->in_object = false;
-        return 1;
-    }
-    if (d->depth != 0)
-        return 1;
-    if (d->event_bytes + slice_offset(d->h) - d->event_from > d->max) {
-        d->err = too_large("watch event", d->max);
-        return 0;
-    }
-    return wd_dispatch(d);
-}
-
-static int wd_end_map(void *ctx)
-{
-    return wd_end(ctx, true);
-}
-static int wd_end_array(void *ctx)
-{
-    return wd_end(ctx, false);
-}
-
-#undef WD
-
-static const yajl_callbacks watch_callbacks = {
-    .yajl_null = wd_null,
-    .yajl_boolean = wd_bool,
-    .yajl_number = wd_number,
-    .yajl_string = wd_string,
-    .yajl_start_map = wd_start_map,
-    .yajl_map_key = wd_key,
-    .yajl_end_map = wd_end_map,
-    .yajl_start_array = wd_start_array,
-    .yajl_end_array = wd_end_array,
-};
+static const kcr__framer_ops watch_ops = {.event = watch_event};
 
 kcr__watch_decoder *kcr__watch_decoder_new(size_t max_item_bytes, kcr_watch_event_fn fn,
                                            void *ud)
@@ -861,16 +514,12 @@ kcr__watch_decoder *kcr__watch_decoder_new(size_t max_item_bytes, kcr_watch_even
         return NULL;
     d->fn = fn;
     d->ud = ud;
-    d->type = TYPE_UNKNOWN;
-    d->max = max_item_bytes ? max_item_bytes : KCR__DEFAULT_MAX_ITEM_BYTES;
-    d->b = kcr__object_builder_new();
-    d->jb = kcr__json_builder_new();
-    d->h = yajl_alloc(&watch_callbacks, NULL, d);
-    if (!d->b || !d->jb || !d->h) {
-        kcr__watch_decoder_free(d);
+    d->f = kcr__framer_new(max_item_bytes ? max_item_bytes : KCR__DEFAULT_MAX_ITEM_BYTES,
+                           "watch event", "watch stream", true, &watch_ops, d);
+    if (!d->f) {
+        free(d);
         return NULL;
     }
-    yajl_config(d->h, yajl_allow_multiple_values, 1);
     return d;
 }
 
@@ -878,76 +527,25 @@ void kcr__watch_decoder_free(kcr__watch_decoder *d)
 {
     if (!d)
         return;
-    if (d->h)
-        yajl_free(d->h);
-    if (d->b)
-        kcr__object_builder_free(d->b);
-    kcr__json_builder_free(d->jb);
+    kcr__framer_free(d->f);
+    kcr_object_unref(d->obj);
     kcr_status_clear(&d->status);
-    stash_free(&d->st);
     free(d);
 }
 
-static kcr_err watch_parse(kcr__watch_decoder *d, const char *buf, size_t len, size_t slice);
-
 kcr_err kcr__watch_decoder_feed(kcr__watch_decoder *d, const char *buf, size_t len)
 {
-    if (d->err != KCR_OK)
-        return d->err;
-    if ((d->token_bytes + d->st.len + len > d->max || d->event_bytes + d->st.len + len > d->max) &&
-        (d->st.len || d->token_bytes >= STASH_AFTER))
-        return d->err = too_large(d->depth ? "watch event" : "JSON token in watch stream", d->max);
-    if (stash_add(&d->st, d->token_bytes, buf, len, &d->err))
-        return d->err;
-    if (d->st.len) {
-        stash s = d->st;
-        d->st = (stash){0};
-        watch_parse(d, s.buf, s.len, s.len);
-        stash_free(&s);
-        return d->err;
-    }
-    return watch_parse(d, buf, len, SLICE);
-}
-
-static kcr_err watch_parse(kcr__watch_decoder *d, const char *buf, size_t len, size_t slice)
-{
-    while (d->err == KCR_OK && len > 0) {
-        size_t n = len < slice ? len : slice;
-        size_t token_before = d->token_bytes;
-        d->token_bytes = 1; /* parse events reset it to 0 */
-        d->event_from = 0;
-        yajl_status st = yajl_parse(d->h, (const unsigned char *)buf, n);
-        if (st == yajl_status_error && d->err == KCR_OK)
-            d->err = yajl_failure(d->h, "watch stream", (const unsigned char *)buf, n);
-        if (d->err != KCR_OK)
-            break;
-        d->token_bytes = d->token_bytes ? token_before + n : 0;
-        if (d->depth > 0)
-            d->event_bytes += n - d->event_from;
-        if (d->event_bytes > d->max)
-            d->err = too_large("watch event", d->max);
-        else if (d->token_bytes > d->max)
-            d->err = too_large("JSON token in watch stream", d->max);
-        buf += n;
-        len -= n;
-    }
-    return d->err;
+    return kcr__framer_feed(d->f, buf, len);
 }
 
 kcr_err kcr__watch_decoder_finish(kcr__watch_decoder *d)
 {
-    if (d->err == KCR_OK && d->st.len) {
-        stash s = d->st;
-        d->st = (stash){0};
-        watch_parse(d, s.buf, s.len, s.len);
-        stash_free(&s);
-    }
-    if (d->err != KCR_OK)
-        return d->err;
-    if (d->depth > 0)
-        return d->err = kcr__fail(KCR_ERR_TRANSPORT,
-                                  "watch stream ended inside event %zu (truncated)",
-                                  d->n_events);
+    kcr_err err = kcr__framer_flush(d->f);
+    if (err != KCR_OK)
+        return err;
+    if (d->state != WATCH_BETWEEN)
+        return kcr__fail(KCR_ERR_TRANSPORT, "watch stream ended inside event %zu (truncated)",
+                         d->n_events);
     /* Between events yajl holds at most whitespace (anything else at the top
      * level is rejected when it completes), so the stream ended cleanly. */
     return KCR_OK;

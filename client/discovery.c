@@ -8,6 +8,7 @@
 
 #include "client/client_impl.h"
 #include "core/error.h"
+#include "object/value.h"
 
 static void copy_field(char *dst, size_t size, const char *src)
 {
@@ -21,7 +22,7 @@ kcr_err kcr__disc_add(kcr__disc_table *t, const kcr_api_resource *r, const char 
         size_t cap = t->cap ? t->cap * 2 : 64;
         kcr__disc_entry *e = realloc(t->e, cap * sizeof *e);
         if (!e)
-            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory adding a discovered resource");
         t->e = e;
         t->cap = cap;
     }
@@ -32,13 +33,13 @@ kcr_err kcr__disc_add(kcr__disc_table *t, const kcr_api_resource *r, const char 
     if (n_short) {
         e->short_names = calloc(n_short, sizeof *e->short_names);
         if (!e->short_names)
-            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory adding a discovered resource");
         for (size_t i = 0; i < n_short; i++) {
             if (!(e->short_names[i] = strdup(shorts[i]))) {
                 for (size_t j = 0; j < i; j++)
                     free(e->short_names[j]);
                 free(e->short_names);
-                return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+                return kcr__fail(KCR_ERR_NOMEM, "out of memory adding a discovered resource");
             }
         }
         e->n_short = n_short;
@@ -58,32 +59,44 @@ void kcr__disc_clear(kcr__disc_table *t)
     memset(t, 0, sizeof *t);
 }
 
-/* Adds one resource described by JSON fields; shortNames from `shorts`. */
-static kcr_err add_from(kcr__disc_table *t, kcr_api_resource *r, const kcr__json *shorts,
+/* Adds one resource; its shortNames from the array `shorts`. */
+static kcr_err add_from(kcr__disc_table *t, kcr_api_resource *r, kcr_value shorts,
                         bool preferred)
 {
     const char *names[64];
     size_t n = 0;
-    for (size_t i = 0; shorts && shorts->type == KCR__JSON_ARRAY && i < shorts->n && n < 64; i++)
-        if (kcr__json_str(shorts->vals[i]))
-            names[n++] = kcr__json_str(shorts->vals[i]);
+    size_t len = kcr_value_get_type(shorts) == KCR_VALUE_ARRAY ? kcr_value_len(shorts) : 0;
+    for (size_t i = 0; i < len && n < 64; i++)
+        if ((names[n] = kcr__value_str(kcr_value_at(shorts, i))))
+            n++;
     return kcr__disc_add(t, r, names, n, preferred);
 }
 
-kcr_err kcr__disc_parse_aggregated(const kcr__json *doc, kcr__disc_table *t)
+static const char *member_str(kcr_value v, const char *path)
 {
-    kcr__json *items = kcr__json_get(doc, "items");
-    if (!items || items->type != KCR__JSON_ARRAY)
+    return kcr__value_str(kcr_value_get(v, path));
+}
+
+kcr_err kcr__disc_parse_aggregated(kcr_value doc, kcr__disc_table *t)
+{
+    kcr_value items = kcr_value_member(doc, "items");
+    if (kcr_value_get_type(items) != KCR_VALUE_ARRAY)
         return kcr__fail(KCR_ERR_PARSE, "aggregated discovery without items");
-    for (size_t i = 0; i < items->n; i++) {
-        const char *group = kcr__json_str(kcr__json_path(items->vals[i], "metadata", "name", NULL));
-        kcr__json *versions = kcr__json_get(items->vals[i], "versions");
-        for (size_t v = 0; versions && versions->type == KCR__JSON_ARRAY && v < versions->n; v++) {
-            const char *version = kcr__json_str(kcr__json_get(versions->vals[v], "version"));
-            kcr__json *res = kcr__json_get(versions->vals[v], "resources");
-            for (size_t k = 0; version && res && res->type == KCR__JSON_ARRAY && k < res->n; k++) {
-                kcr__json *e = res->vals[k];
-                const char *plural = kcr__json_str(kcr__json_get(e, "resource"));
+    for (size_t i = 0; i < kcr_value_len(items); i++) {
+        kcr_value item = kcr_value_at(items, i);
+        const char *group = member_str(item, "metadata.name");
+        kcr_value versions = kcr_value_member(item, "versions");
+        size_t n_versions =
+            kcr_value_get_type(versions) == KCR_VALUE_ARRAY ? kcr_value_len(versions) : 0;
+        for (size_t v = 0; v < n_versions; v++) {
+            kcr_value ver = kcr_value_at(versions, v);
+            const char *version = member_str(ver, "version");
+            kcr_value res = kcr_value_member(ver, "resources");
+            size_t n_res = version && kcr_value_get_type(res) == KCR_VALUE_ARRAY ? kcr_value_len(res)
+                                                                                 : 0;
+            for (size_t k = 0; k < n_res; k++) {
+                kcr_value e = kcr_value_at(res, k);
+                const char *plural = member_str(e, "resource");
                 if (!plural || strchr(plural, '/'))
                     continue;
                 kcr_api_resource r;
@@ -91,13 +104,11 @@ kcr_err kcr__disc_parse_aggregated(const kcr__json *doc, kcr__disc_table *t)
                 copy_field(r.group, sizeof r.group, group);
                 copy_field(r.version, sizeof r.version, version);
                 copy_field(r.resource, sizeof r.resource, plural);
-                copy_field(r.singular, sizeof r.singular,
-                           kcr__json_str(kcr__json_get(e, "singularResource")));
-                copy_field(r.kind, sizeof r.kind,
-                           kcr__json_str(kcr__json_path(e, "responseKind", "kind", NULL)));
-                const char *scope = kcr__json_str(kcr__json_get(e, "scope"));
+                copy_field(r.singular, sizeof r.singular, member_str(e, "singularResource"));
+                copy_field(r.kind, sizeof r.kind, member_str(e, "responseKind.kind"));
+                const char *scope = member_str(e, "scope");
                 r.namespaced = scope && strcmp(scope, "Namespaced") == 0;
-                kcr_err err = add_from(t, &r, kcr__json_get(e, "shortNames"), v == 0);
+                kcr_err err = add_from(t, &r, kcr_value_member(e, "shortNames"), v == 0);
                 if (err != KCR_OK)
                     return err;
             }
@@ -106,16 +117,16 @@ kcr_err kcr__disc_parse_aggregated(const kcr__json *doc, kcr__disc_table *t)
     return KCR_OK;
 }
 
-kcr_err kcr__disc_parse_resource_list(const kcr__json *doc, const char *group,
-                                      const char *version, bool preferred, kcr__disc_table *t)
+kcr_err kcr__disc_parse_resource_list(kcr_value doc, const char *group, const char *version,
+                                      bool preferred, kcr__disc_table *t)
 {
-    kcr__json *res = kcr__json_get(doc, "resources");
-    if (!res || res->type != KCR__JSON_ARRAY)
+    kcr_value res = kcr_value_member(doc, "resources");
+    if (kcr_value_get_type(res) != KCR_VALUE_ARRAY)
         return kcr__fail(KCR_ERR_PARSE, "APIResourceList for %s/%s without resources", group,
                          version);
-    for (size_t k = 0; k < res->n; k++) {
-        kcr__json *e = res->vals[k];
-        const char *plural = kcr__json_str(kcr__json_get(e, "name"));
+    for (size_t k = 0; k < kcr_value_len(res); k++) {
+        kcr_value e = kcr_value_at(res, k);
+        const char *plural = member_str(e, "name");
         if (!plural || strchr(plural, '/'))
             continue;
         kcr_api_resource r;
@@ -123,11 +134,10 @@ kcr_err kcr__disc_parse_resource_list(const kcr__json *doc, const char *group,
         copy_field(r.group, sizeof r.group, group);
         copy_field(r.version, sizeof r.version, version);
         copy_field(r.resource, sizeof r.resource, plural);
-        copy_field(r.singular, sizeof r.singular, kcr__json_str(kcr__json_get(e, "singularName")));
-        copy_field(r.kind, sizeof r.kind, kcr__json_str(kcr__json_get(e, "kind")));
-        kcr__json *ns = kcr__json_get(e, "namespaced");
-        r.namespaced = ns && ns->type == KCR__JSON_BOOL && ns->b;
-        kcr_err err = add_from(t, &r, kcr__json_get(e, "shortNames"), preferred);
+        copy_field(r.singular, sizeof r.singular, member_str(e, "singularName"));
+        copy_field(r.kind, sizeof r.kind, member_str(e, "kind"));
+        r.namespaced = kcr_value_bool(kcr_value_member(e, "namespaced"));
+        kcr_err err = add_from(t, &r, kcr_value_member(e, "shortNames"), preferred);
         if (err != KCR_OK)
             return err;
     }

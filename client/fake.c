@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "client/client_impl.h"
+#include "client/json.h"
 #include "client/decode.h"
 #include "core/base64.h"
 #include "core/clock.h"

@@ -10,12 +10,13 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "object/value.h"
 
 #define AGGREGATED_ACCEPT                                                                          \
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 
-static kcr_err get_json(kcr__transport *c, const char *path, const char *accept,
-                        kcr_cancel *cancel, kcr__json **doc, kcr_status *st)
+static kcr_err get_json(kcr__transport *c, const char *path, const char *accept, kcr_cancel *cancel,
+                        kcr_object **doc, kcr_status *st)
 {
     char *body = NULL;
     size_t len = 0;
@@ -27,52 +28,52 @@ static kcr_err get_json(kcr__transport *c, const char *path, const char *accept,
                          .idempotent = true};
     kcr_err err = kcr__transport_do(c, &req, &body, &len, st);
     if (err == KCR_OK)
-        err = kcr__json_parse(body, len, doc);
+        err = kcr__document_parse(body, len, path, doc);
     free(body);
     return err;
 }
 
-static bool is_aggregated(const kcr__json *doc)
+static bool is_aggregated(const kcr_object *doc)
 {
-    const char *kind = kcr__json_str(kcr__json_get(doc, "kind"));
+    const char *kind = kcr__value_str(kcr_object_get(doc, "kind"));
     return kind && strcmp(kind, "APIGroupDiscoveryList") == 0;
 }
 
 /* Legacy discovery: /api, /api/v1, /apis, /apis/G/V for every version. */
-static kcr_err legacy_discovery(kcr__transport *c, const kcr__json *api, kcr_cancel *cancel,
+static kcr_err legacy_discovery(kcr__transport *c, const kcr_object *api, kcr_cancel *cancel,
                                 kcr__disc_table *t, kcr_status *st)
 {
-    kcr__json *versions = kcr__json_get(api, "versions");
+    kcr_value versions = kcr_object_get(api, "versions");
     kcr_err err = KCR_OK;
-    for (size_t i = 0; err == KCR_OK && versions && i < versions->n; i++) {
-        const char *v = kcr__json_str(versions->vals[i]);
+    for (size_t i = 0; err == KCR_OK && i < kcr_value_len(versions); i++) {
+        const char *v = kcr__value_str(kcr_value_at(versions, i));
         if (!v)
             continue;
         kcr__buf path = {0};
         kcr__buf_printf(&path, "/api/%s", v);
-        kcr__json *doc = NULL;
+        kcr_object *doc = NULL;
         err = path.oom ? kcr__fail(KCR_ERR_NOMEM, "out of memory reading discovery")
                        : get_json(c, path.s, NULL, cancel, &doc, st);
         if (err == KCR_OK)
-            err = kcr__disc_parse_resource_list(doc, "", v, i == 0, t);
-        kcr__json_free(doc);
+            err = kcr__disc_parse_resource_list(kcr_object_root(doc), "", v, i == 0, t);
+        kcr_object_unref(doc);
         kcr__buf_free(&path);
     }
-    kcr__json *apis = NULL;
+    kcr_object *apis = NULL;
     if (err == KCR_OK)
         err = get_json(c, "/apis", NULL, cancel, &apis, st);
-    kcr__json *groups = kcr__json_get(apis, "groups");
-    for (size_t i = 0; err == KCR_OK && groups && i < groups->n; i++) {
-        kcr__json *g = groups->vals[i];
-        const char *name = kcr__json_str(kcr__json_get(g, "name"));
-        const char *pref = kcr__json_str(kcr__json_path(g, "preferredVersion", "version", NULL));
-        kcr__json *gv = kcr__json_get(g, "versions");
-        if (!name || !gv)
+    kcr_value groups = kcr_object_get(apis, "groups");
+    for (size_t i = 0; err == KCR_OK && i < kcr_value_len(groups); i++) {
+        kcr_value g = kcr_value_at(groups, i);
+        const char *name = kcr__value_str(kcr_value_member(g, "name"));
+        const char *pref = kcr__value_str(kcr_value_get(g, "preferredVersion.version"));
+        kcr_value gv = kcr_value_member(g, "versions");
+        if (!name || kcr_value_get_type(gv) != KCR_VALUE_ARRAY)
             continue;
         /* preferred version first, then the others */
         for (int pass = 0; pass < 2 && err == KCR_OK; pass++)
-            for (size_t j = 0; err == KCR_OK && j < gv->n; j++) {
-                const char *v = kcr__json_str(kcr__json_get(gv->vals[j], "version"));
+            for (size_t j = 0; err == KCR_OK && j < kcr_value_len(gv); j++) {
+                const char *v = kcr__value_str(kcr_value_member(kcr_value_at(gv, j), "version"));
                 bool is_pref = v && pref && strcmp(v, pref) == 0;
                 if (!v || (pass == 0) != is_pref)
                     continue;
@@ -81,7 +82,7 @@ static kcr_err legacy_discovery(kcr__transport *c, const kcr__json *api, kcr_can
                 kcr__buf_escape(&path, name);
                 kcr__buf_str(&path, "/");
                 kcr__buf_escape(&path, v);
-                kcr__json *doc = NULL;
+                kcr_object *doc = NULL;
                 err = path.oom ? kcr__fail(KCR_ERR_NOMEM, "out of memory reading discovery")
                                : get_json(c, path.s, NULL, cancel, &doc, st);
                 if (err == KCR_ERR_NOT_FOUND || err == KCR_ERR_API) {
@@ -91,27 +92,27 @@ static kcr_err legacy_discovery(kcr__transport *c, const kcr__json *api, kcr_can
                     kcr_status_clear(st);
                     err = KCR_OK;
                 } else if (err == KCR_OK) {
-                    err = kcr__disc_parse_resource_list(doc, name, v, is_pref, t);
+                    err = kcr__disc_parse_resource_list(kcr_object_root(doc), name, v, is_pref, t);
                 }
-                kcr__json_free(doc);
+                kcr_object_unref(doc);
                 kcr__buf_free(&path);
             }
     }
-    kcr__json_free(apis);
+    kcr_object_unref(apis);
     return err;
 }
 
 static kcr_err fetch_discovery(kcr__transport *c, kcr_cancel *cancel, kcr__disc_table *t,
                                kcr_status *st)
 {
-    kcr__json *api = NULL, *apis = NULL;
+    kcr_object *api = NULL, *apis = NULL;
     kcr_err err = get_json(c, "/api", AGGREGATED_ACCEPT, cancel, &api, st);
     if (err == KCR_OK && is_aggregated(api)) {
-        err = kcr__disc_parse_aggregated(api, t);
+        err = kcr__disc_parse_aggregated(kcr_object_root(api), t);
         if (err == KCR_OK)
             err = get_json(c, "/apis", AGGREGATED_ACCEPT, cancel, &apis, st);
         if (err == KCR_OK && is_aggregated(apis))
-            err = kcr__disc_parse_aggregated(apis, t);
+            err = kcr__disc_parse_aggregated(kcr_object_root(apis), t);
         else if (err == KCR_OK)
             err = kcr__fail(KCR_ERR_PARSE, "/apis did not answer aggregated discovery");
         kcr__log(KCR_LOG_DEBUG, "client", "aggregated discovery: %zu resources", t->n);
@@ -119,8 +120,8 @@ static kcr_err fetch_discovery(kcr__transport *c, kcr_cancel *cancel, kcr__disc_
         err = legacy_discovery(c, api, cancel, t, st);
         kcr__log(KCR_LOG_DEBUG, "client", "legacy discovery: %zu resources", t->n);
     }
-    kcr__json_free(api);
-    kcr__json_free(apis);
+    kcr_object_unref(api);
+    kcr_object_unref(apis);
     return err;
 }
 
@@ -137,8 +138,8 @@ void kcr__http_discovery_destroy(kcr__http_discovery *d)
 }
 
 kcr_err kcr__http_discovery_resolve(kcr__http_discovery *d, kcr__transport *t,
-                                    const kcr__disc_query *q, bool refresh,
-                                    kcr_api_resource *out, kcr_status *st)
+                                    const kcr__disc_query *q, bool refresh, kcr_api_resource *out,
+                                    kcr_status *st)
 {
     pthread_mutex_lock(&d->lock);
     kcr_err err = KCR_OK;

@@ -28,8 +28,8 @@ void kcr__http_discovery_destroy(kcr__http_discovery *d);
  * t when there is none (or when refresh asks and the last fetch is over a
  * second old), then kcr__disc_resolve(). */
 kcr_err kcr__http_discovery_resolve(kcr__http_discovery *d, kcr__transport *t,
-                                    const kcr__disc_query *q, bool refresh,
-                                    kcr_api_resource *out, kcr_status *st);
+                                    const kcr__disc_query *q, bool refresh, kcr_api_resource *out,
+                                    kcr_status *st);
 /* Forgets the table: the next resolve fetches it again. */
 void kcr__http_discovery_invalidate(kcr__http_discovery *d);
 

@@ -143,13 +143,13 @@ typedef struct xfer {
     const kcr__http_req *req;
     long code;
     bool code_known;
-    kcr__buf body;      /* buffered 2xx body (no sink) or error body */
-    size_t dropped;     /* error-body bytes beyond MAX_ERROR_BODY */
-    int retry_after;    /* seconds, -1: none */
+    kcr__buf body;   /* buffered 2xx body (no sink) or error body */
+    size_t dropped;  /* error-body bytes beyond MAX_ERROR_BODY */
+    int retry_after; /* seconds, -1: none */
     int64_t last_byte_ns;
     kcr_err sink_err;
-    bool delivered;     /* the sink saw bytes */
-    size_t body_at;     /* bytes of a non-idempotent request's body handed to libcurl */
+    bool delivered; /* the sink saw bytes */
+    size_t body_at; /* bytes of a non-idempotent request's body handed to libcurl */
 } xfer;
 
 /* The body of a write that must not be resent (it may have been applied).
@@ -388,8 +388,8 @@ static CURLcode perform(handle_pair *p, const kcr__http_req *req, xfer *x, bool 
     return result;
 }
 
-kcr_err kcr__transport_do(kcr__transport *hc, const kcr__http_req *req, char **out,
-                          size_t *out_len, kcr_status *st)
+kcr_err kcr__transport_do(kcr__transport *hc, const kcr__http_req *req, char **out, size_t *out_len,
+                          kcr_status *st)
 {
     if (out) {
         *out = NULL;
@@ -415,7 +415,8 @@ kcr_err kcr__transport_do(kcr__transport *hc, const kcr__http_req *req, char **o
             kcr__creds_clear(&creds);
             break;
         }
-        xfer x = {.hc = hc, .easy = p.easy, .req = req, .retry_after = -1, .last_byte_ns = kcr__now_ns()};
+        xfer x = {
+            .hc = hc, .easy = p.easy, .req = req, .retry_after = -1, .last_byte_ns = kcr__now_ns()};
         char errbuf[CURL_ERROR_SIZE] = "";
         struct curl_slist *lists[2] = {NULL, NULL};
         err = setup(hc, p.easy, req, url.s, &creds, lists, &x, errbuf);
@@ -483,8 +484,8 @@ kcr_err kcr__transport_do(kcr__transport *hc, const kcr__http_req *req, char **o
                 }
             }
         } else if (x.code == 401 && !auth_retried && kcr__auth_unauthorized(hc->auth)) {
-            kcr__log(KCR_LOG_INFO, "client", "401 from %s %s: refreshing credentials",
-                     req->method, req->path);
+            kcr__log(KCR_LOG_INFO, "client", "401 from %s %s: refreshing credentials", req->method,
+                     req->path);
             auth_retried = true;
             kcr__buf_free(&x.body);
             continue;
@@ -553,7 +554,6 @@ static kcr_err address(kcr__transport *hc)
                ? KCR_OK
                : kcr__fail(KCR_ERR_NOMEM, "out of memory reading the server address");
 }
-
 
 kcr_err kcr__transport_new(const kcr_config *cfg, const kcr_client_options *opts,
                            const kcr_client *owner, kcr__transport **out)

@@ -26,9 +26,9 @@ typedef struct kcr__http_req {
     /* Retried on connection errors. A non-idempotent body is sent so that
      * libcurl cannot resend it on its own either (a POST is sent once). */
     bool idempotent;
-    bool streaming;           /* no total timeout (list/watch) */
-    bool uncompressed;        /* do not offer gzip (watch streams) */
-    int idle_timeout_ms;      /* 0: none */
+    bool streaming;      /* no total timeout (list/watch) */
+    bool uncompressed;   /* do not offer gzip (watch streams) */
+    int idle_timeout_ms; /* 0: none */
     kcr_cancel *cancel;
     /* For 2xx bodies: receives bytes as they arrive instead of buffering. */
     kcr_err (*sink)(const char *buf, size_t len, void *ud);
@@ -54,7 +54,7 @@ const kcr_config *kcr__transport_config(const kcr__transport *t);
 /* Runs a request. Buffered 2xx bodies go to *out (malloc'd, NUL-terminated)
  * when out is non-NULL. Errors as in kcr/client.h; non-2xx answers fill st
  * (non-NULL) from the Status in the body. */
-kcr_err kcr__transport_do(kcr__transport *t, const kcr__http_req *req, char **out,
-                          size_t *out_len, kcr_status *st);
+kcr_err kcr__transport_do(kcr__transport *t, const kcr__http_req *req, char **out, size_t *out_len,
+                          kcr_status *st);
 
 #endif

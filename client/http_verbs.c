@@ -26,8 +26,8 @@ static kcr__transport *transport_of(kcr_client *c)
 }
 
 /* /api/V or /apis/G/V, [/namespaces/NS], /RESOURCE, [/NAME], [/SUB]. */
-static kcr_err resource_path(kcr__buf *b, const kcr_resource *res, const char *ns,
-                             const char *name, const char *subresource)
+static kcr_err resource_path(kcr__buf *b, const kcr_resource *res, const char *ns, const char *name,
+                             const char *subresource)
 {
     if (!res || !res->version || !*res->version || !res->resource || !*res->resource)
         return kcr__fail(KCR_ERR_INVALID, "a resource needs a version and a resource name");
@@ -67,8 +67,7 @@ static kcr_err decode_object(const char *body, size_t len, kcr_object **out)
 }
 
 /* Runs a request whose 2xx answer is one object, stored in *out if wanted. */
-static kcr_err object_request(kcr_client *c, kcr__http_req *req, kcr_object **out,
-                              kcr_status *st)
+static kcr_err object_request(kcr_client *c, kcr__http_req *req, kcr_object **out, kcr_status *st)
 {
     if (out)
         *out = NULL;
@@ -142,22 +141,22 @@ static kcr_err write_object(kcr_client *c, const char *method, const kcr_resourc
     return err;
 }
 
-static kcr_err http_create(kcr_client *c, const kcr_resource *res, const char *ns,
-                           const char *json, size_t len, const kcr_write_options *opts,
-                           kcr_object **out, kcr_status *st)
+static kcr_err http_create(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
+                           size_t len, const kcr_write_options *opts, kcr_object **out,
+                           kcr_status *st)
 {
     return write_object(c, "POST", res, ns, NULL, json, len, opts, out, st);
 }
 
-static kcr_err http_update(kcr_client *c, const kcr_resource *res, const char *ns,
-                           const char *name, const char *json, size_t len,
-                           const kcr_write_options *opts, kcr_object **out, kcr_status *st)
+static kcr_err http_update(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                           const char *json, size_t len, const kcr_write_options *opts,
+                           kcr_object **out, kcr_status *st)
 {
     return write_object(c, "PUT", res, ns, name, json, len, opts, out, st);
 }
 
-static kcr_err http_patch(kcr_client *c, const kcr_resource *res, const char *ns,
-                          const char *name, kcr_patch_type type, const char *patch, size_t len,
+static kcr_err http_patch(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                          kcr_patch_type type, const char *patch, size_t len,
                           const kcr_write_options *opts, kcr_object **out, kcr_status *st)
 {
     static const char *const types[] = {
@@ -232,9 +231,8 @@ static kcr_err deleted_object(const char *resp, size_t len, kcr_object **out)
     return err;
 }
 
-static kcr_err http_delete(kcr_client *c, const kcr_resource *res, const char *ns,
-                           const char *name, const kcr_delete_options *opts, kcr_object **out,
-                           kcr_status *st)
+static kcr_err http_delete(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                           const kcr_delete_options *opts, kcr_object **out, kcr_status *st)
 {
     if (out)
         *out = NULL;
@@ -278,9 +276,8 @@ static kcr_err list_query(kcr__buf *path, const kcr_list_options *o, bool watch)
         kcr__buf_query(path, "limit", num);
     }
     if (!watch)
-        kcr__buf_query(path, "continue", o->continue_token && *o->continue_token
-                                             ? o->continue_token
-                                             : NULL);
+        kcr__buf_query(path, "continue",
+                       o->continue_token && *o->continue_token ? o->continue_token : NULL);
     if (o->timeout_seconds > 0) {
         snprintf(num, sizeof num, "%d", o->timeout_seconds);
         kcr__buf_query(path, "timeoutSeconds", num);

@@ -579,14 +579,3 @@ kcr_err kcr__json_merge_patch(kcr__json **target, const kcr__json *patch)
     }
     return KCR_OK;
 }
-
-kcr_err kcr__refail(kcr_err err, const char *fmt, ...)
-{
-    char prev[1024], head[1024];
-    snprintf(prev, sizeof prev, "%s", kcr_last_error());
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(head, sizeof head, fmt, ap);
-    va_end(ap);
-    return kcr__fail(err, "%s%s", head, prev);
-}

@@ -85,8 +85,4 @@ kcr_err kcr__json_append(kcr__json *arr, kcr__json *v);
 /* RFC 7386 JSON merge patch applied to *target in place (may replace it). */
 kcr_err kcr__json_merge_patch(kcr__json **target, const kcr__json *patch);
 
-/* kcr__fail() with the current kcr_last_error() appended: "<fmt...><previous>".
- * (Passing kcr_last_error() to kcr__fail() itself would overlap buffers.) */
-kcr_err kcr__refail(kcr_err err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 #endif

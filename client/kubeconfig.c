@@ -9,7 +9,6 @@
 #include <yaml.h>
 
 #include "client/config_impl.h"
-#include "client/json.h"
 #include "client/pem.h"
 #include "core/base64.h"
 #include "core/error.h"

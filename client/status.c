@@ -5,6 +5,8 @@
 
 #include "client/client_impl.h"
 #include "core/error.h"
+#include "object/edit_tree.h"
+#include "object/value.h"
 
 enum { MAX_BODY_KEPT = 64 << 10, BODY_PREFIX_IN_MESSAGE = 200 };
 
@@ -91,59 +93,62 @@ kcr_err kcr_status_copy(kcr_status *dst, const kcr_status *src)
     return KCR_OK;
 }
 
-kcr_err kcr__status_from_json(const kcr__json *doc, kcr_status *st)
+kcr_err kcr__status_from_value(kcr_value doc, kcr_status *st)
 {
     kcr_status_clear(st);
-    const char *kind = kcr__json_str(kcr__json_get(doc, "kind"));
-    const char *status = kcr__json_str(kcr__json_get(doc, "status"));
-    kcr__json *code = kcr__json_get(doc, "code");
+    const char *kind = kcr__value_str(kcr_value_member(doc, "kind"));
+    const char *status = kcr__value_str(kcr_value_member(doc, "status"));
+    kcr_value code = kcr_value_member(doc, "code");
     bool is_status = (kind && strcmp(kind, "Status") == 0) ||
-                     (!kind && status && code && code->type == KCR__JSON_NUMBER);
-    if (!doc || doc->type != KCR__JSON_OBJECT || !is_status)
+                     (!kind && status && kcr_value_get_type(code) == KCR_VALUE_INT);
+    if (kcr_value_get_type(doc) != KCR_VALUE_OBJECT || !is_status)
         return kcr__fail(KCR_ERR_PARSE, "not a Status object");
-    st->code = (int)kcr__json_int(code, 0);
+    st->code = (int)kcr__value_int_or(code, 0);
     st->status = dup_or_empty(status);
-    st->reason = dup_or_empty(kcr__json_str(kcr__json_get(doc, "reason")));
-    st->message = dup_or_empty(kcr__json_str(kcr__json_get(doc, "message")));
-    kcr__json *d = kcr__json_get(doc, "details");
-    st->details.name = dup_or_empty(kcr__json_str(kcr__json_get(d, "name")));
-    st->details.group = dup_or_empty(kcr__json_str(kcr__json_get(d, "group")));
-    st->details.kind = dup_or_empty(kcr__json_str(kcr__json_get(d, "kind")));
-    st->details.uid = dup_or_empty(kcr__json_str(kcr__json_get(d, "uid")));
-    st->details.retry_after_seconds = (int)kcr__json_int(kcr__json_get(d, "retryAfterSeconds"), 0);
-    kcr__json *causes = kcr__json_get(d, "causes");
-    if (causes && causes->type == KCR__JSON_ARRAY && causes->n) {
-        st->details.causes = calloc(causes->n, sizeof *st->details.causes);
+    st->reason = dup_or_empty(kcr__value_str(kcr_value_member(doc, "reason")));
+    st->message = dup_or_empty(kcr__value_str(kcr_value_member(doc, "message")));
+    kcr_value d = kcr_value_member(doc, "details");
+    st->details.name = dup_or_empty(kcr__value_str(kcr_value_member(d, "name")));
+    st->details.group = dup_or_empty(kcr__value_str(kcr_value_member(d, "group")));
+    st->details.kind = dup_or_empty(kcr__value_str(kcr_value_member(d, "kind")));
+    st->details.uid = dup_or_empty(kcr__value_str(kcr_value_member(d, "uid")));
+    st->details.retry_after_seconds =
+        (int)kcr__value_int_or(kcr_value_member(d, "retryAfterSeconds"), 0);
+    kcr_value causes = kcr_value_member(d, "causes");
+    size_t n_causes = kcr_value_get_type(causes) == KCR_VALUE_ARRAY ? kcr_value_len(causes) : 0;
+    if (n_causes) {
+        st->details.causes = calloc(n_causes, sizeof *st->details.causes);
         if (!st->details.causes) {
             kcr_status_clear(st);
-            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory reading a Status");
         }
-        for (size_t i = 0; i < causes->n; i++) {
+        for (size_t i = 0; i < n_causes; i++) {
+            kcr_value cv = kcr_value_at(causes, i);
             kcr_status_cause *c = &st->details.causes[st->details.n_causes++];
-            c->type = dup_or_empty(kcr__json_str(kcr__json_get(causes->vals[i], "reason")));
-            c->message = dup_or_empty(kcr__json_str(kcr__json_get(causes->vals[i], "message")));
-            c->field = dup_or_empty(kcr__json_str(kcr__json_get(causes->vals[i], "field")));
+            c->type = dup_or_empty(kcr__value_str(kcr_value_member(cv, "reason")));
+            c->message = dup_or_empty(kcr__value_str(kcr_value_member(cv, "message")));
+            c->field = dup_or_empty(kcr__value_str(kcr_value_member(cv, "field")));
             if (!c->type || !c->message || !c->field) {
                 kcr_status_clear(st);
-                return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+                return kcr__fail(KCR_ERR_NOMEM, "out of memory reading a Status");
             }
         }
     }
     if (fill_empty(st) != KCR_OK) {
         kcr_status_clear(st);
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory reading a Status");
     }
     return KCR_OK;
 }
 
 kcr_err kcr_status_parse(const char *json, size_t len, kcr_status *out)
 {
-    kcr__json *doc;
-    kcr_err err = kcr__json_parse(json, len, &doc);
+    kcr_object *doc;
+    kcr_err err = kcr__document_parse(json, len, "Status", &doc);
     if (err != KCR_OK)
         return err;
-    err = kcr__status_from_json(doc, out);
-    kcr__json_free(doc);
+    err = kcr__status_from_value(kcr_object_root(doc), out);
+    kcr_object_unref(doc);
     return err;
 }
 
@@ -184,17 +189,17 @@ kcr_err kcr__status_fail(const kcr_status *st)
 kcr_err kcr__status_from_http(long http_code, const char *body, size_t len, kcr_status *st)
 {
     kcr_status_clear(st);
-    kcr__json *doc = NULL;
-    if (len && kcr__json_parse(body, len, &doc) == KCR_OK &&
-        kcr__status_from_json(doc, st) == KCR_OK) {
-        kcr__json_free(doc);
+    kcr_object *doc = NULL;
+    if (len && kcr_object_parse_any(body, len, &doc) == KCR_OK &&
+        kcr__status_from_value(kcr_object_root(doc), st) == KCR_OK) {
+        kcr_object_unref(doc);
         if (st->code == 0) /* a Status without a code: trust the HTTP line */
             st->code = (int)http_code;
         free(st->body);
         st->body = strndup(body, len < MAX_BODY_KEPT ? len : MAX_BODY_KEPT);
         return kcr__status_fail(st);
     }
-    kcr__json_free(doc);
+    kcr_object_unref(doc);
     kcr_status_clear(st);
     /* Not a Status: keep the code and the start of the body, printable. */
     size_t n = len < BODY_PREFIX_IN_MESSAGE ? len : BODY_PREFIX_IN_MESSAGE;
@@ -225,38 +230,55 @@ kcr_err kcr__status_make(kcr_status *st, int code, const char *reason, const cha
     return fill_empty(st);
 }
 
+/* The Status document, in the order the apiserver writes it. */
+static struct kcr__node *status_doc(const kcr_status *st)
+{
+    struct kcr__node *doc = kcr__node_new(KCR__N_MAP);
+    struct kcr__node *d = kcr__node_new(KCR__N_MAP);
+    bool ok = doc && d && kcr__node_put_str(doc, "kind", "Status") &&
+              kcr__node_put_str(doc, "apiVersion", "v1") &&
+              kcr__node_put(doc, "metadata", kcr__node_new(KCR__N_MAP)) &&
+              kcr__node_put_str(doc, "status", st->status ? st->status : "Failure") &&
+              kcr__node_put_str(doc, "message", st->message ? st->message : "") &&
+              kcr__node_put_str(doc, "reason", st->reason ? st->reason : "");
+    if (ok && st->details.name && *st->details.name)
+        ok = kcr__node_put_str(d, "name", st->details.name);
+    if (ok && st->details.kind && *st->details.kind)
+        ok = kcr__node_put_str(d, "kind", st->details.kind);
+    if (ok && st->details.n_causes) {
+        struct kcr__node *arr = kcr__node_new(KCR__N_ARR);
+        ok = arr != NULL;
+        for (size_t i = 0; ok && i < st->details.n_causes; i++) {
+            const kcr_status_cause *sc = &st->details.causes[i];
+            struct kcr__node *c = kcr__node_new(KCR__N_MAP);
+            ok = c && kcr__node_put_str(c, "reason", sc->type ? sc->type : "") &&
+                 kcr__node_put_str(c, "message", sc->message ? sc->message : "") &&
+                 kcr__node_put_str(c, "field", sc->field ? sc->field : "");
+            ok = ok ? kcr__node_push(arr, c) : (kcr__node_free(c), false);
+        }
+        ok = ok ? kcr__node_put(d, "causes", arr) : (kcr__node_free(arr), false);
+    }
+    if (ok) {
+        ok = kcr__node_put(doc, "details", d);
+        d = NULL; /* taken by kcr__node_put, even when it fails */
+    }
+    ok = ok && kcr__node_put(doc, "code", kcr__node_int(st->code));
+    if (!ok) {
+        kcr__node_free(doc);
+        kcr__node_free(d);
+        return NULL;
+    }
+    return doc;
+}
+
 char *kcr__status_to_json(const kcr_status *st)
 {
-    kcr__json *doc = kcr__json_new(KCR__JSON_OBJECT);
-    if (!doc)
-        return NULL;
-    kcr__json_set_str(doc, "kind", "Status");
-    kcr__json_set_str(doc, "apiVersion", "v1");
-    kcr__json_set(doc, "metadata", kcr__json_new(KCR__JSON_OBJECT));
-    kcr__json_set_str(doc, "status", st->status ? st->status : "Failure");
-    kcr__json_set_str(doc, "message", st->message ? st->message : "");
-    kcr__json_set_str(doc, "reason", st->reason ? st->reason : "");
-    kcr__json *d = kcr__json_child_object(doc, "details");
-    if (d && st->details.name && *st->details.name)
-        kcr__json_set_str(d, "name", st->details.name);
-    if (d && st->details.kind && *st->details.kind)
-        kcr__json_set_str(d, "kind", st->details.kind);
-    if (d && st->details.n_causes) {
-        kcr__json *arr = kcr__json_new(KCR__JSON_ARRAY);
-        for (size_t i = 0; arr && i < st->details.n_causes; i++) {
-            kcr__json *c = kcr__json_new(KCR__JSON_OBJECT);
-            if (!c)
-                break;
-            kcr__json_set_str(c, "reason", st->details.causes[i].type);
-            kcr__json_set_str(c, "message", st->details.causes[i].message);
-            kcr__json_set_str(c, "field", st->details.causes[i].field);
-            kcr__json_append(arr, c);
-        }
-        kcr__json_set(d, "causes", arr);
-    }
-    kcr__json_set(doc, "code", kcr__json_new_int(st->code));
+    struct kcr__node *doc = status_doc(st);
     char *out = NULL;
-    kcr__json_dump(doc, &out, NULL);
-    kcr__json_free(doc);
+    if (!doc)
+        kcr__fail(KCR_ERR_NOMEM, "out of memory writing a Status");
+    else
+        kcr__node_to_json(doc, &out, NULL);
+    kcr__node_free(doc);
     return out;
 }

@@ -52,6 +52,17 @@ kcr_err kcr__fail(kcr_err err, const char *fmt, ...)
     return err;
 }
 
+kcr_err kcr__refail(kcr_err err, const char *fmt, ...)
+{
+    char prev[sizeof last_error], head[sizeof last_error];
+    snprintf(prev, sizeof prev, "%s", last_error);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    return kcr__fail(err, "%s%s", head, prev);
+}
+
 void kcr__clear_error(void)
 {
     last_error[0] = '\0';

@@ -71,6 +71,14 @@ static bool node_reserve(struct kcr__node *n)
     return true;
 }
 
+struct kcr__node *kcr__node_int(int64_t v)
+{
+    struct kcr__node *n = kcr__node_new(KCR__N_INT);
+    if (n)
+        n->i = v;
+    return n;
+}
+
 /* Appends (takes ownership of `v`; frees it on failure). */
 bool kcr__node_push(struct kcr__node *arr, struct kcr__node *v)
 {
@@ -133,6 +141,24 @@ struct kcr__node *kcr__node_take_at(struct kcr__node *c, size_t i)
     }
     c->n--;
     return v;
+}
+
+bool kcr__node_put(struct kcr__node *m, const char *key, struct kcr__node *v)
+{
+    return kcr__node_set(m, key, strlen(key), v);
+}
+
+bool kcr__node_put_str(struct kcr__node *m, const char *key, const char *s)
+{
+    return kcr__node_put(m, key, kcr__node_str(KCR__N_STR, s, strlen(s)));
+}
+
+bool kcr__node_put_bool(struct kcr__node *m, const char *key, bool b)
+{
+    struct kcr__node *v = kcr__node_new(KCR__N_BOOL);
+    if (v)
+        v->b = b;
+    return kcr__node_put(m, key, v);
 }
 
 void kcr__node_remove_at(struct kcr__node *c, size_t i)

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "object/object_builder.h"
 #include "object/object_internal.h"
+#include "object/value.h"
 
 /* ---- builder ------------------------------------------------------------ */
 
@@ -742,6 +743,15 @@ kcr_err kcr_object_parse_any(const char *json, size_t len, kcr_object **out)
     return parse(json, len, out, false);
 }
 
+kcr_err kcr__document_parse(const char *json, size_t len, const char *what, kcr_object **out)
+{
+    *out = NULL;
+    if (!json || (len == 0 && !*json))
+        return kcr__fail(KCR_ERR_PARSE, "%s: empty", what);
+    kcr_err err = kcr_object_parse_any(json, len, out);
+    return err == KCR_OK ? KCR_OK : kcr__refail(err, "%s: ", what);
+}
+
 /* ---- references and accessors ------------------------------------------ */
 
 kcr_object *kcr_object_ref(const kcr_object *obj)
@@ -757,6 +767,18 @@ void kcr_object_unref(const kcr_object *obj)
     kcr_object *o = (kcr_object *)obj;
     if (o && atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1)
         free(o);
+}
+
+void kcr__object_unref_wipe(const kcr_object *obj)
+{
+    kcr_object *o = (kcr_object *)obj;
+    if (o && atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1) {
+        /* volatile stores, so the wipe of memory about to be freed stays */
+        volatile unsigned char *p = o->data;
+        for (uint32_t i = 0; i < o->size; i++)
+            p[i] = 0;
+        free(o);
+    }
 }
 
 size_t kcr_object_memory_size(const kcr_object *obj)

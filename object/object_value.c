@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "object/object_internal.h"
+#include "object/value.h"
 
 static kcr_value view(const kcr_object *o, uint32_t ref)
 {
@@ -293,4 +294,14 @@ kcr_value kcr_value_get(kcr_value v, const char *path)
     kcr_value r = absent;
     walk(v, path, &r);
     return r;
+}
+
+const char *kcr__value_str(kcr_value v)
+{
+    return kcr_value_get_type(v) == KCR_VALUE_STRING ? kcr_value_string(v, NULL) : NULL;
+}
+
+int64_t kcr__value_int_or(kcr_value v, int64_t dflt)
+{
+    return kcr_value_get_type(v) == KCR_VALUE_INT ? kcr_value_int(v) : dflt;
 }

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "client/config_impl.h"
-#include "client/json.h"
 #include "core/base64.h"
 #include "helpers/pki.h"
 #include "kcr/kcr.h"
@@ -386,7 +385,7 @@ Test(exec_plugin, failures_carry_exit_code_and_stderr, .init = make_dir, .fini =
     cr_assert(strstr(kcr_last_error(), "boom: no credentials for you") != NULL, "%s",
               kcr_last_error());
     cr_assert_eq(run_script("#!/bin/sh\necho not json\n"), KCR_ERR_EXEC);
-    cr_assert(strstr(kcr_last_error(), "not JSON") != NULL, "%s", kcr_last_error());
+    cr_assert(strstr(kcr_last_error(), "not a JSON object") != NULL, "%s", kcr_last_error());
     cr_assert_eq(run_script("#!/bin/sh\necho '{\"kind\":\"ExecCredential\",\"status\":{}}'\n"),
                  KCR_ERR_EXEC);
     cr_assert(strstr(kcr_last_error(), "neither token") != NULL, "%s", kcr_last_error());

@@ -121,7 +121,7 @@ Test(error_details, client_and_config)
     EXPECT_DETAIL(kcr_client_list(c, &CM, NULL, &bad, NULL, NULL, NULL, NULL), KCR_ERR_API,
                   "app in (x");
     EXPECT_DETAIL(kcr_client_create(c, &CM, "default", "{not json", 9, NULL, &o, NULL),
-                  KCR_ERR_INVALID, "bad JSON");
+                  KCR_ERR_INVALID, "invalid JSON");
     kcr_client_free(c);
     kcr_fake_free(f);
     kcr_config *cfg = NULL;
