@@ -63,6 +63,67 @@ Test(http_discovery, legacy_discovery_fallback, .fini = stop_server)
                  "subresources are not resources");
 }
 
+/* ---- aggregated discovery, and documents that are not discovery ---- */
+
+static void aggregated_discovery(int fd, const char *req)
+{
+    bool aggregated = strstr(req, "as=APIGroupDiscoveryList") != NULL;
+    if (strstr(req, "GET /api HTTP") && aggregated)
+        json_reply(fd, 200,
+                   "{\"kind\":\"APIGroupDiscoveryList\",\"items\":[{\"metadata\":{\"name\":\"\"},"
+                   "\"versions\":[{\"version\":\"v1\",\"resources\":[{\"resource\":\"configmaps\","
+                   "\"singularResource\":\"configmap\",\"responseKind\":{\"kind\":\"ConfigMap\"},"
+                   "\"scope\":\"Namespaced\",\"shortNames\":[\"cm\"]}]}]}]}");
+    else if (strstr(req, "GET /apis HTTP") && aggregated)
+        json_reply(fd, 200,
+                   "{\"kind\":\"APIGroupDiscoveryList\",\"items\":[{\"metadata\":{\"name\":"
+                   "\"apps\"},\"versions\":[{\"version\":\"v1\",\"resources\":[{\"resource\":"
+                   "\"deployments\",\"responseKind\":{\"kind\":\"Deployment\"},\"scope\":"
+                   "\"Namespaced\",\"shortNames\":[\"deploy\"]},{\"resource\":\"deployments/scale\","
+                   "\"responseKind\":{\"kind\":\"Scale\"},\"scope\":\"Namespaced\"}]}]}]}");
+    else
+        status_reply(fd, 404, "NotFound", "nope");
+}
+
+Test(http_discovery, aggregated, .fini = stop_server)
+{
+    start_server(aggregated_discovery, NULL);
+    int before = requests();
+    kcr_api_resource r;
+    cr_assert_eq(kcr_client_resolve(client, "deploy", &r, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_assert_str_eq(r.group, "apps");
+    cr_assert_str_eq(r.version, "v1");
+    cr_assert_str_eq(r.resource, "deployments");
+    cr_assert(r.namespaced);
+    HAS("Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+        "application/json");
+    int fetched = requests();
+    cr_assert_eq(fetched - before, 2, "aggregated discovery is two requests, not the legacy walk");
+    cr_assert_eq(kcr_client_resolve(client, "cm", &r, NULL), KCR_OK);
+    cr_assert_str_eq(r.kind, "ConfigMap");
+    cr_assert_str_eq(r.singular, "configmap");
+    cr_assert_eq(requests(), fetched, "answered from the cached table");
+    cr_assert_eq(kcr_client_resolve(client, "deployments/scale", &r, NULL), KCR_ERR_NOT_FOUND,
+                 "subresources are not resources");
+}
+
+static void not_discovery(int fd, const char *req)
+{
+    if (strstr(req, "GET /api HTTP"))
+        json_reply(fd, 200, "[\"not\", \"an object\"]");
+    else
+        json_reply(fd, 200, "{\"kind\":\"APIGroupList\"");
+}
+
+Test(http_discovery, documents_that_are_not_discovery, .fini = stop_server)
+{
+    start_server(not_discovery, NULL);
+    kcr_api_resource r;
+    cr_assert_eq(kcr_client_resolve(client, "cm", &r, NULL), KCR_ERR_PARSE);
+    cr_assert(strstr(kcr_last_error(), "/api") != NULL, "names the document: %s",
+              kcr_last_error());
+}
+
 /* ---- a server that accepts and never answers ---- */
 
 typedef struct resolve_call {
