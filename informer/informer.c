@@ -502,16 +502,6 @@ static kcr_err informer_transform(const kcr_object *in, kcr_object **out, void *
 
 /* ---- lifecycle ------------------------------------------------------------------------------------ */
 
-static kcr_err known_list_keys(void *self, kcr_string_list *out)
-{
-    return kcr_store_list_keys(self, out);
-}
-
-static kcr_object *known_get(void *self, const char *key)
-{
-    return kcr_store_get_by_key(self, key);
-}
-
 kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
                          const kcr_informer_options *opts, kcr_informer **out)
 {
@@ -536,17 +526,16 @@ kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
     inf->transform_ud = opts->transform_user_data;
     inf->on_error = opts->reflector.on_error;
     inf->error_ud = opts->reflector.error_user_data;
-    inf->store = kcr_store_new();
     kcr_err err = KCR_OK;
-    if (!inf->group || !inf->version || !inf->resource || !inf->store)
+    if (!inf->group || !inf->version || !inf->resource)
         err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    if (err == KCR_OK)
+        err = kcr_store_new(&inf->store);
     if (err == KCR_OK)
         err = kcr_store_add_index(inf->store, KCR_INDEX_NAMESPACE, kcr_index_namespace, NULL);
     if (err == KCR_OK) {
-        kcr_delta_fifo_options fo = {
-            .known = {.list_keys = known_list_keys, .get_by_key = known_get, .self = inf->store}};
-        if (!(inf->fifo = kcr_delta_fifo_new(&fo)))
-            err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
+        kcr_delta_fifo_options fo = {.known = kcr_store_known_objects(inf->store)};
+        err = kcr_delta_fifo_new(&fo, &inf->fifo);
     }
     if (err == KCR_OK) {
         kcr_reflector_options ro = opts->reflector;

@@ -823,7 +823,8 @@ static kcr_object *obj_in(const char *ns, const char *name, const char *app)
 
 Test(informer, lister_namespace_filter_without_the_namespace_index)
 {
-    kcr_store *s = kcr_store_new(); /* no KCR_INDEX_NAMESPACE */
+    kcr_store *s = NULL; /* no KCR_INDEX_NAMESPACE */
+    cr_assert_eq(kcr_store_new(&s), KCR_OK);
     const char *objs[][3] = {
         {"a", "x", "web"}, {"a", "y", "db"}, {"b", "x", "web"}, {"", "z", "web"}};
     for (size_t i = 0; i < 4; i++) {

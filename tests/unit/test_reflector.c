@@ -28,7 +28,7 @@ static void rig_up(rig *g, const kcr_reflector_options *o, int seed)
     cr_assert_eq(kcr_fake_new(NULL, &g->fake), KCR_OK);
     seed_many(g->fake, "default", seed);
     g->c = spy_new(g->fake);
-    g->fifo = kcr_delta_fifo_new(NULL);
+    cr_assert_eq(kcr_delta_fifo_new(NULL, &g->fifo), KCR_OK);
     kcr_reflector_options d = fast_opts();
     kcr_reflector_sink sink = kcr_delta_fifo_sink(g->fifo);
     cr_assert_eq(kcr_reflector_new(g->c, &CM, &sink, o ? o : &d, &g->r), KCR_OK);
