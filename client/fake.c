@@ -1096,9 +1096,9 @@ static kcr_err list_item_json(const kcr_object *obj, bool metadata_only, char **
         kcr_object_unref(view);
         return err;
     }
-    kcr_object_edit *e = kcr_object_edit_new(obj);
+    kcr_object_edit *e = NULL;
     kcr_object *bare = NULL;
-    kcr_err err = e ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    kcr_err err = kcr_object_edit_new(obj, &e);
     if (err == KCR_OK && *kcr_object_kind(obj))
         err = kcr_object_edit_delete(e, "kind");
     if (err == KCR_OK && *kcr_object_api_version(obj))

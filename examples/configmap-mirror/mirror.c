@@ -12,9 +12,10 @@ static kcr_object *desired(const kcr_object *src, const char *name)
 {
     kcr_object *obj = NULL;
     kcr_ctrlutil_owner_options owner = {.api_version = "v1", .kind = "ConfigMap"};
-    kcr_object_edit *e = kcr_object_edit_new(NULL);
+    kcr_object_edit *e = NULL;
     kcr_value data = kcr_object_get(src, "data");
-    if (e && kcr_object_edit_set_string(e, "apiVersion", "v1") == KCR_OK &&
+    if (kcr_object_edit_new(NULL, &e) == KCR_OK &&
+        kcr_object_edit_set_string(e, "apiVersion", "v1") == KCR_OK &&
         kcr_object_edit_set_string(e, "kind", "ConfigMap") == KCR_OK &&
         kcr_object_edit_set_string(e, "metadata.name", name) == KCR_OK &&
         kcr_object_edit_set_string(e, "metadata.namespace", kcr_object_namespace(src)) == KCR_OK &&

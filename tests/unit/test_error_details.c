@@ -109,7 +109,9 @@ Test(error_details, objects_time_and_status)
     EXPECT_DETAIL(kcr_object_parse(cut, strlen(cut), &o), KCR_ERR_PARSE, "JSON");
     EXPECT_DETAIL(kcr_object_parse(anon, strlen(anon), &o), KCR_ERR_PARSE, "name");
     cr_assert_eq(kcr_object_parse(good, strlen(good), &o), KCR_OK);
-    kcr_object_edit *e = kcr_object_edit_new(o);
+    EXPECT_DETAIL(kcr_object_edit_new(o, NULL), KCR_ERR_INVALID, "kcr_object_edit_new");
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(o, &e), KCR_OK);
     EXPECT_DETAIL(kcr_object_edit_set_string(e, "list[5]", "x"), KCR_ERR_NOT_FOUND, "list[5]");
     EXPECT_DETAIL(kcr_object_edit_set_json(e, "spec", "{nope", 0), KCR_ERR_PARSE, "JSON");
     EXPECT_DETAIL(kcr_object_edit_merge_patch(e, "[1]", 3), KCR_ERR_PARSE, "not an object");

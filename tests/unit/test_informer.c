@@ -128,9 +128,12 @@ Test(informer, managed_fields_stripped_unless_kept_and_user_transform_runs)
 static kcr_err drop_data(const kcr_object *in, kcr_object **out, void *ud)
 {
     (void)ud;
-    kcr_object_edit *ed = kcr_object_edit_new(in);
-    kcr_object_edit_delete(ed, "data");
-    kcr_err err = kcr_object_edit_freeze(ed, out);
+    kcr_object_edit *ed = NULL;
+    kcr_err err = kcr_object_edit_new(in, &ed);
+    if (err == KCR_OK)
+        err = kcr_object_edit_delete(ed, "data");
+    if (err == KCR_OK)
+        err = kcr_object_edit_freeze(ed, out);
     kcr_object_edit_free(ed);
     return err;
 }
