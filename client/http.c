@@ -765,8 +765,8 @@ kcr_err kcr__http_do(kcr_client *c, const kcr__http_req *req, char **out, size_t
         if (canceled) {
             err = kcr__fail(KCR_ERR_CANCELED, "%s %s: canceled", req->method, req->path);
         } else if (idle) {
-            err = kcr__fail(KCR_ERR_TIMEOUT, "%s %s: no data for %d ms", req->method, req->path,
-                            req->idle_timeout_ms);
+            err = kcr__fail(KCR_ERR_TIMEOUT, "%s %s: no data for %lld ms", req->method, req->path,
+                            (long long)req->idle_timeout_ms);
         } else if (x.sink_err != KCR_OK) {
             err = x.sink_err; /* the decoder or callback stopped it; message already set */
         } else if (rc != CURLE_OK) {
@@ -1043,8 +1043,8 @@ static kcr_err list_query(kcr__buf *path, const kcr_list_options *o, bool watch)
         kcr__buf_query(path, "continue", o->continue_token && *o->continue_token
                                              ? o->continue_token
                                              : NULL);
-    if (o->timeout_seconds > 0) {
-        snprintf(num, sizeof num, "%d", o->timeout_seconds);
+    if (o->timeout_ms > 0) {
+        snprintf(num, sizeof num, "%lld", (long long)kcr__ms_to_s_ceil(o->timeout_ms));
         kcr__buf_query(path, "timeoutSeconds", num);
     }
     if (watch && o->allow_bookmarks)
@@ -1113,7 +1113,7 @@ static kcr_err http_watch(kcr_client *c, const kcr_resource *res, const char *ns
                              .path = path.s,
                              .idempotent = true,
                              .streaming = true,
-                             .idle_timeout_ms = opts->idle_timeout_seconds * 1000,
+                             .idle_timeout_ms = opts->idle_timeout_ms,
                              .uncompressed = true,
                              .cancel = opts->cancel,
                              .accept = opts->metadata_only ? metadata_accept(false) : NULL,

@@ -263,13 +263,14 @@ typedef struct kcr_list_options {
     const char *resource_version_match; /* "NotOlderThan" / "Exact"; NULL: unset */
     int64_t limit;                      /* list: page size; 0: no paging */
     const char *continue_token;         /* list: from the previous page's meta */
-    int timeout_seconds;                /* server-side timeoutSeconds; 0: unset */
+    int64_t timeout_ms;                 /* server-side timeout, sent as timeoutSeconds rounded
+                                           up to whole seconds; 0: unset */
     bool metadata_only;                 /* PartialObjectMetadata(List) items */
     /* watch only */
     bool allow_bookmarks;               /* allowWatchBookmarks=true */
     bool send_initial_events;           /* sendInitialEvents=true (set
                                            resource_version_match "NotOlderThan") */
-    int idle_timeout_seconds;           /* no byte for this long: KCR_ERR_TIMEOUT; 0: none */
+    int64_t idle_timeout_ms;            /* no byte for this long: KCR_ERR_TIMEOUT; 0: none */
     kcr_cancel *cancel;                 /* NULL: not cancellable; borrowed */
 } kcr_list_options;
 

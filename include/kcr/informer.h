@@ -58,12 +58,13 @@ typedef struct kcr_reflector_options {
     bool consistent_list;       /* first LIST at resourceVersion "" (a consistent, paged read)
                                    instead of "0" (the watch cache, possibly stale, unpaged) */
     int64_t page_size;          /* LIST page size; 0: 500; < 0: no paging */
-    int min_watch_timeout_s;    /* watch timeoutSeconds drawn from [min, 2*min]; 0: 300 */
-    int idle_limit_s;           /* a watch silent this long is dead: reconnect.
-                                   0: its timeoutSeconds + 30; < 0: never */
-    int backoff_initial_ms;     /* first backoff; 0: 800 */
-    int backoff_max_ms;         /* backoff cap (before jitter); 0: 30000 */
-    int backoff_reset_ms;       /* no failure for this long resets the backoff; 0: 120000 */
+    int64_t min_watch_timeout_ms; /* each watch's timeout (kcr_list_options.timeout_ms) is
+                                     drawn from [min, 2*min]; 0: 300000 */
+    int64_t idle_limit_ms;      /* a watch silent this long is dead: reconnect.
+                                   0: its timeout + 30000; < 0: never */
+    int64_t backoff_initial_ms; /* first backoff; 0: 800 */
+    int64_t backoff_max_ms;     /* backoff cap (before jitter); 0: 30000 */
+    int64_t backoff_reset_ms;   /* no failure for this long resets the backoff; 0: 120000 */
     double backoff_jitter;      /* each wait is d * (1 + jitter * U[0,1)); 0: 1.0; < 0: none */
     /* Applied to every listed/watched object before it is queued (so the
      * cache only ever holds its result). NULL: none. Informers set their

@@ -581,11 +581,11 @@ Test(fake, watch_cancel_timeout_idle_and_error, .init = setup, .fini = teardown)
     kcr_cancel_free(cancel);
 
     struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
-    kcr_list_options o = {.timeout_seconds = 1};
+    kcr_list_options o = {.timeout_ms = 1000};
     t0 = kcr__now_ns();
     cr_assert_eq(kcr_client_watch(c, &CM, "t", &o, on_event, &s, NULL), KCR_OK);
     cr_assert_geq(kcr__now_ns() - t0, KCR_NS_PER_S - 10 * KCR_NS_PER_MS);
-    o = (kcr_list_options){.idle_timeout_seconds = 1};
+    o = (kcr_list_options){.idle_timeout_ms = 300};
     cr_assert_eq(kcr_client_watch(c, &CM, "t", &o, on_event, &s, NULL), KCR_ERR_TIMEOUT);
 
     struct watch_thread e = {.opts = {0}};
@@ -721,7 +721,7 @@ Test(fake, unknown_resources_are_404_like_the_apiserver, .init = setup, .fini = 
         cr_assert_eq(n, 0);
         expect_not_served(kcr_client_list(c, res, NULL, &lo, count_item, &n, NULL, &st), &st,
                           "list across namespaces");
-        lo.timeout_seconds = 1;
+        lo.timeout_ms = 1000;
         expect_not_served(kcr_client_watch(c, res, "default", &lo, ignore_event, NULL, &st), &st,
                           "watch");
         expect_not_served(kcr_client_get(c, res, "default", "t", NULL, NULL, &st), &st, "get");

@@ -311,16 +311,16 @@ Test(http, requests_are_encoded_and_authorized, .fini = stop_server)
 
     kcr_list_options lo = {.label_selector = "app in (a,b)", .field_selector = "metadata.name=x",
                            .limit = 2, .continue_token = "c+/=", .resource_version = "0",
-                           .resource_version_match = "NotOlderThan", .timeout_seconds = 9,
+                           .resource_version_match = "NotOlderThan", .timeout_ms = 8001,
                            .metadata_only = true};
     cr_assert_eq(kcr_client_list(client, &CM, NULL, &lo, NULL, NULL, NULL, NULL), KCR_OK);
     HAS("GET /api/v1/configmaps?labelSelector=app%20in%20%28a%2Cb%29&fieldSelector=metadata.name%3Dx"
         "&resourceVersion=0&resourceVersionMatch=NotOlderThan&limit=2&continue=c%2B%2F%3D"
-        "&timeoutSeconds=9 ");
+        "&timeoutSeconds=9 "); /* 8001 ms, rounded up to whole seconds */
     HAS("Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json");
 
     kcr_list_options wo = {.allow_bookmarks = true, .send_initial_events = true,
-                           .resource_version_match = "NotOlderThan", .timeout_seconds = 300};
+                           .resource_version_match = "NotOlderThan", .timeout_ms = 300000};
     cr_assert_eq(kcr_client_watch(client, &CM, "team", &wo, NULL, NULL, NULL), KCR_ERR_PARSE,
                  "a list body is not a watch stream");
     HAS("?watch=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=300&allowWatchBookmarks=true"
@@ -656,7 +656,7 @@ Test(http, cancel_mid_transfer_and_idle_timeout, .fini = stop_server, .timeout =
     kcr_cancel_free(cc.c);
 
     e = (struct evs){0};
-    o = (kcr_list_options){.idle_timeout_seconds = 1};
+    o = (kcr_list_options){.idle_timeout_ms = 1000};
     t0 = kcr__now_ns();
     cr_assert_eq(watch_with("x=silent", &o, &e, NULL), KCR_ERR_TIMEOUT);
     took = kcr__now_ns() - t0;

@@ -20,7 +20,7 @@ static kcr_reflector_options fast_opts(void)
 {
     return (kcr_reflector_options){.backoff_initial_ms = 5,
                                    .backoff_max_ms = 40,
-                                   .min_watch_timeout_s = 300};
+                                   .min_watch_timeout_ms = 300000};
 }
 
 static void rig_up(rig *g, const kcr_reflector_options *o, int seed)
@@ -114,9 +114,9 @@ Test(reflector, first_list_at_rv0_in_pages_then_watch_from_list_rv)
     snprintf(want, sizeof want, "%llu", (unsigned long long)rv);
     cr_assert_str_eq(w.rv, want);
     cr_assert(w.bookmarks);
-    cr_assert(w.timeout_seconds >= 300 && w.timeout_seconds <= 600, "timeout %d",
-              w.timeout_seconds);
-    cr_assert_eq(w.idle_timeout_seconds, w.timeout_seconds + 30, "dead-watch limit");
+    cr_assert(w.timeout_ms >= 300000 && w.timeout_ms <= 600000, "timeout %lld ms",
+              (long long)w.timeout_ms);
+    cr_assert_eq(w.idle_timeout_ms, w.timeout_ms + 30000, "dead-watch limit");
     dcount c = drain(g.fifo);
     cr_assert_eq(c.by_type[KCR_DELTA_REPLACED], 1200);
     cr_assert_eq(c.keys, 1200);
@@ -500,11 +500,11 @@ Test(reflector, dead_watch_is_detected_and_reconnected)
 {
     rig g;
     kcr_reflector_options o = fast_opts();
-    o.idle_limit_s = 1;
+    o.idle_limit_ms = 1000;
     rig_up(&g, &o, 2);
     cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
     WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
-    cr_assert_eq(spy_get(g.c, 1).idle_timeout_seconds, 1);
+    cr_assert_eq(spy_get(g.c, 1).idle_timeout_ms, 1000);
     int64_t t0 = now_ms();
     WAIT_FOR(spy_count(g.c, true) >= 2, 5000);
     cr_assert_geq(spy_count(g.c, true), 2, "the silent watch was replaced");
