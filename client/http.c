@@ -777,8 +777,8 @@ kcr_err kcr__http_do(kcr_client *c, const kcr__http_req *req, char **out, size_t
             kcr_err terr = timed_out ? KCR_ERR_TIMEOUT : KCR_ERR_TRANSPORT; /* detail: below */
             err = classify_tls(hc, rc, verify_result, detail, req);
             if (err == KCR_OK && rc == CURLE_OPERATION_TIMEDOUT && !req->streaming)
-                err = kcr__fail(terr, "%s %s: no complete answer within %d ms (%s)", req->method,
-                                req->path, hc->opts.request_timeout_ms, detail);
+                err = kcr__fail(terr, "%s %s: no complete answer within %lld ms (%s)", req->method,
+                                req->path, (long long)hc->opts.request_timeout_ms, detail);
             else if (err == KCR_OK)
                 err = kcr__fail(terr, "%s %s: %s", req->method, req->path, detail);
             if (retry) {

@@ -101,8 +101,8 @@ KCR_API void kcr_cancel_reset(kcr_cancel *c);
 typedef struct kcr_client_options {
     double qps;                 /* client-side rate limit, requests/s; 0: 50; <0: unlimited */
     int burst;                  /* token bucket size; 0: 100 */
-    int connect_timeout_ms;     /* TCP+TLS connect; 0: 10000 */
-    int request_timeout_ms;     /* each attempt of a non-streaming request (every verb, raw,
+    int64_t connect_timeout_ms; /* TCP+TLS connect; 0: 10000 */
+    int64_t request_timeout_ms; /* each attempt of a non-streaming request (every verb, raw,
                                    discovery): no complete answer within it is
                                    KCR_ERR_TIMEOUT; 0: 60000 */
     int max_retries;            /* on 429 / connection errors of idempotent verbs; 0: 5; <0: none */
