@@ -346,6 +346,9 @@ kcr_err kcr_client_delete(kcr_client *c, const kcr_resource *res, const char *ns
     if (!name || !*name)
         return kcr__fail(KCR_ERR_INVALID, "delete: no object name");
     static const kcr_delete_options dflt;
+    if (opts && opts->has_grace_period && opts->grace_period_ms < 0)
+        return kcr__fail(KCR_ERR_INVALID, "delete: negative grace period (%lld ms)",
+                         (long long)opts->grace_period_ms);
     if (opts && (err = canceled(opts->cancel, "delete")) != KCR_OK)
         return err;
     BEGIN_STATUS();

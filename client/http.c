@@ -969,7 +969,8 @@ static char *delete_body(const kcr_delete_options *o)
     if (o->propagation_policy)
         kcr__json_set_str(d, "propagationPolicy", o->propagation_policy);
     if (o->has_grace_period)
-        kcr__json_set(d, "gracePeriodSeconds", kcr__json_new_int(o->grace_period_seconds));
+        kcr__json_set(d, "gracePeriodSeconds",
+                      kcr__json_new_int(kcr__ms_to_s_ceil(o->grace_period_ms)));
     if (o->dry_run) {
         kcr__json *a = kcr__json_new(KCR__JSON_ARRAY);
         if (a)

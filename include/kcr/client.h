@@ -177,7 +177,9 @@ typedef struct kcr_delete_options {
     const char *propagation_policy;  /* "Foreground", "Background", "Orphan"; NULL: server's */
     const char *precondition_uid;    /* delete only that incarnation */
     const char *precondition_resource_version;
-    int64_t grace_period_seconds;    /* used when has_grace_period */
+    int64_t grace_period_ms;         /* used when has_grace_period: sent as gracePeriodSeconds
+                                        rounded up to whole seconds (0: delete at once);
+                                        < 0: KCR_ERR_INVALID */
     bool has_grace_period;
     bool dry_run;
     kcr_cancel *cancel;              /* NULL: not cancellable; borrowed for the call */

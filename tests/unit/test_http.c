@@ -333,6 +333,15 @@ Test(http, requests_are_encoded_and_authorized, .fini = stop_server)
     HAS("DELETE /api/v1/namespaces/team/configmaps/gone ");
     HAS("\"propagationPolicy\":\"Foreground\"");
     HAS("\"preconditions\":{\"uid\":\"u-1\",\"resourceVersion\":\"42\"}");
+    d = (kcr_delete_options){.has_grace_period = true, .grace_period_ms = 2500};
+    cr_assert_eq(kcr_client_delete(client, &CM, "team", "gone", &d, NULL, NULL), KCR_OK);
+    HAS("\"gracePeriodSeconds\":3"); /* rounded up to whole seconds */
+    d.grace_period_ms = 0;
+    cr_assert_eq(kcr_client_delete(client, &CM, "team", "gone", &d, NULL, NULL), KCR_OK);
+    HAS("\"gracePeriodSeconds\":0");
+    d.grace_period_ms = -1;
+    cr_assert_eq(kcr_client_delete(client, &CM, "team", "gone", &d, NULL, NULL), KCR_ERR_INVALID);
+    cr_assert(strstr(kcr_last_error(), "grace period"), "%s", kcr_last_error());
 
     static const char *const types[] = {"application/json-patch+json",
                                         "application/merge-patch+json",
