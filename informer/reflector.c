@@ -467,8 +467,8 @@ static kcr_err on_event(const kcr_watch_event *ev, void *ud)
 
 static next_step watch_once(kcr_reflector *r, bool streaming)
 {
-    int64_t t = r->min_watch_timeout_ms +
-                (int64_t)(next_rand(r) % (uint64_t)(r->min_watch_timeout_ms + 1));
+    int64_t t =
+        r->min_watch_timeout_ms + (int64_t)(next_rand(r) % (uint64_t)(r->min_watch_timeout_ms + 1));
     int64_t idle = r->idle_limit_ms < 0   ? 0
                    : r->idle_limit_ms > 0 ? r->idle_limit_ms
                                           : t + IDLE_MARGIN_MS;

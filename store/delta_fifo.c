@@ -141,7 +141,8 @@ static kcr_err change(kcr_delta_fifo *f, const kcr_object *obj, kcr_delta_type t
     bool skip = false;
     if (type == KCR_DELTA_DELETED && !kcr__strmap_get(&f->q.items, key)) {
         /* Deleting what nobody knows and nothing queues is a no-op. */
-        kcr_object *known = f->known.get_by_key ? f->known.get_by_key(key, f->known.user_data) : NULL;
+        kcr_object *known =
+            f->known.get_by_key ? f->known.get_by_key(key, f->known.user_data) : NULL;
         skip = known == NULL;
         kcr_object_unref(known);
     }
@@ -214,7 +215,8 @@ kcr_err kcr_delta_fifo_replace(kcr_delta_fifo *f, kcr_object *const *objs, size_
             struct entry *e = kcr__strmap_get(&listed, k) ? NULL : kcr__strmap_get(&f->q.items, k);
             if (kcr__strmap_get(&listed, k) || (e && e->n))
                 continue;
-            kcr_object *last = f->known.get_by_key ? f->known.get_by_key(k, f->known.user_data) : NULL;
+            kcr_object *last =
+                f->known.get_by_key ? f->known.get_by_key(k, f->known.user_data) : NULL;
             if (!last)
                 kcr__log(KCR_LOG_DEBUG, "store",
                          "replace: known key %s vanished; tombstone without an object", k);

@@ -174,15 +174,15 @@ typedef struct kcr_write_options {
 
 /* Options of delete, sent as DeleteOptions in the DELETE body. Zero: defaults. */
 typedef struct kcr_delete_options {
-    const char *propagation_policy;  /* "Foreground", "Background", "Orphan"; NULL: server's */
-    const char *precondition_uid;    /* delete only that incarnation */
+    const char *propagation_policy; /* "Foreground", "Background", "Orphan"; NULL: server's */
+    const char *precondition_uid;   /* delete only that incarnation */
     const char *precondition_resource_version;
-    int64_t grace_period_ms;         /* used when has_grace_period: sent as gracePeriodSeconds
-                                        rounded up to whole seconds (0: delete at once);
-                                        < 0: KCR_ERR_INVALID */
+    /* Used when has_grace_period: sent as gracePeriodSeconds rounded up to
+     * whole seconds (0: delete at once); < 0: KCR_ERR_INVALID. */
+    int64_t grace_period_ms;
     bool has_grace_period;
     bool dry_run;
-    kcr_cancel *cancel;              /* NULL: not cancellable; borrowed for the call */
+    kcr_cancel *cancel; /* NULL: not cancellable; borrowed for the call */
 } kcr_delete_options;
 
 typedef enum kcr_patch_type {

@@ -50,22 +50,22 @@ typedef void (*kcr_watch_error_fn)(kcr_err err, const kcr_status *status, const 
 
 /* Zero means default for every field. Strings are copied. */
 typedef struct kcr_reflector_options {
-    const char *namespace;      /* NULL or "": all namespaces (or a cluster-scoped resource) */
-    const char *label_selector; /* NULL: everything */
-    const char *field_selector; /* NULL: everything */
-    bool metadata_only;         /* PartialObjectMetadata objects (Accept header) */
-    kcr_list_mode list_mode;    /* KCR_LIST_MODE_DEFAULT */
-    bool consistent_list;       /* first LIST at resourceVersion "" (a consistent, paged read)
-                                   instead of "0" (the watch cache, possibly stale, unpaged) */
-    int64_t page_size;          /* LIST page size; 0: 500; < 0: no paging */
+    const char *namespace;        /* NULL or "": all namespaces (or a cluster-scoped resource) */
+    const char *label_selector;   /* NULL: everything */
+    const char *field_selector;   /* NULL: everything */
+    bool metadata_only;           /* PartialObjectMetadata objects (Accept header) */
+    kcr_list_mode list_mode;      /* KCR_LIST_MODE_DEFAULT */
+    bool consistent_list;         /* first LIST at resourceVersion "" (a consistent, paged read)
+                                     instead of "0" (the watch cache, possibly stale, unpaged) */
+    int64_t page_size;            /* LIST page size; 0: 500; < 0: no paging */
     int64_t min_watch_timeout_ms; /* each watch's timeout (kcr_list_options.timeout_ms) is
                                      drawn from [min, 2*min]; 0: 300000 */
-    int64_t idle_limit_ms;      /* a watch silent this long is dead: reconnect.
-                                   0: its timeout + 30000; < 0: never */
-    int64_t backoff_initial_ms; /* first backoff; 0: 800 */
-    int64_t backoff_max_ms;     /* backoff cap (before jitter); 0: 30000 */
-    int64_t backoff_reset_ms;   /* no failure for this long resets the backoff; 0: 120000 */
-    double backoff_jitter;      /* each wait is d * (1 + jitter * U[0,1)); 0: 1.0; < 0: none */
+    int64_t idle_limit_ms;        /* a watch silent this long is dead: reconnect.
+                                     0: its timeout + 30000; < 0: never */
+    int64_t backoff_initial_ms;   /* first backoff; 0: 800 */
+    int64_t backoff_max_ms;       /* backoff cap (before jitter); 0: 30000 */
+    int64_t backoff_reset_ms;     /* no failure for this long resets the backoff; 0: 120000 */
+    double backoff_jitter;        /* each wait is d * (1 + jitter * U[0,1)); 0: 1.0; < 0: none */
     /* Applied to every listed/watched object before it is queued (so the
      * cache only ever holds its result). NULL: none. Informers set their
      * own (see kcr_informer_options.transform); this field is ignored there. */

@@ -18,9 +18,8 @@ typedef struct rig {
 /* Short timings so nothing in these tests waits long. */
 static kcr_reflector_options fast_opts(void)
 {
-    return (kcr_reflector_options){.backoff_initial_ms = 5,
-                                   .backoff_max_ms = 40,
-                                   .min_watch_timeout_ms = 300000};
+    return (kcr_reflector_options){
+        .backoff_initial_ms = 5, .backoff_max_ms = 40, .min_watch_timeout_ms = 300000};
 }
 
 static void rig_up(rig *g, const kcr_reflector_options *o, int seed)
