@@ -48,7 +48,8 @@ typedef enum kcr_list_mode {
 typedef void (*kcr_watch_error_fn)(kcr_err err, const kcr_status *status, const char *message,
                                    void *user_data);
 
-/* Zero means default for every field. Strings are copied. */
+/* Zero means default for every field. Strings are copied. A duration above
+ * 2^40 ms (about 35 years) is refused with KCR_ERR_INVALID. */
 typedef struct kcr_reflector_options {
     const char *namespace;        /* NULL or "": all namespaces (or a cluster-scoped resource) */
     const char *label_selector;   /* NULL: everything */

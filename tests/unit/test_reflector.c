@@ -764,3 +764,29 @@ Test(reflector, consistent_list_starts_at_quorum_and_pages)
     cr_assert_eq(spy_get(g.c, 0).limit, 500);
     rig_down(&g);
 }
+
+Test(reflector, durations_beyond_35_years_are_refused)
+{
+    kcr_fake *fake;
+    cr_assert_eq(kcr_fake_new(NULL, &fake), KCR_OK);
+    kcr_client *c;
+    cr_assert_eq(kcr_fake_client(fake, NULL, &c), KCR_OK);
+    kcr_delta_fifo *f;
+    cr_assert_eq(kcr_delta_fifo_new(NULL, &f), KCR_OK);
+    kcr_reflector_sink sink = kcr_delta_fifo_sink(f);
+    kcr_reflector_options o = {.idle_limit_ms = INT64_MAX};
+    kcr_reflector *r = NULL;
+    cr_assert_eq(kcr_reflector_new(c, &CM, &sink, &o, &r), KCR_ERR_INVALID);
+    cr_assert_null(r);
+    cr_assert(strstr(kcr_last_error(), "idle_limit_ms"), "%s", kcr_last_error());
+    o = (kcr_reflector_options){.backoff_max_ms = (INT64_C(1) << 40) + 1};
+    cr_assert_eq(kcr_reflector_new(c, &CM, &sink, &o, &r), KCR_ERR_INVALID);
+    cr_assert(strstr(kcr_last_error(), "backoff_max_ms"), "%s", kcr_last_error());
+    o = (kcr_reflector_options){.min_watch_timeout_ms = INT64_C(1) << 40, .idle_limit_ms = -1};
+    cr_assert_eq(kcr_reflector_new(c, &CM, &sink, &o, &r), KCR_OK, "the largest is allowed: %s",
+                 kcr_last_error());
+    kcr_reflector_free(r);
+    kcr_delta_fifo_free(f);
+    kcr_client_free(c);
+    kcr_fake_free(fake);
+}
