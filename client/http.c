@@ -1384,6 +1384,10 @@ kcr_err kcr_client_new(const kcr_config *cfg, const kcr_client_options *opts, kc
                          "unencrypted; use https, or set kcr_client_options.allow_insecure_http "
                          "to allow it",
                          cfg->server);
+    if (opts && (opts->connect_timeout_ms > KCR__MAX_DURATION_MS ||
+                 opts->request_timeout_ms > KCR__MAX_DURATION_MS))
+        return kcr__fail(KCR_ERR_INVALID, "kcr_client_new: a timeout is above %lld ms",
+                         (long long)KCR__MAX_DURATION_MS);
     pthread_once(&curl_once, init_curl);
     if (curl_init_result != CURLE_OK)
         return kcr__fail(KCR_ERR_TRANSPORT, "libcurl initialization failed");

@@ -13,9 +13,6 @@
 
 #define HEALTHY_WATCH_NS KCR_NS_PER_S /* a watch that lasted this long was not a hot loop */
 #define IDLE_MARGIN_MS 30000
-/* Largest duration option (2^40 ms, about 35 years): twice it plus the idle
- * margin, in nanoseconds, still fits an int64_t. */
-#define MAX_DURATION_MS (INT64_C(1) << 40)
 
 struct kcr_reflector {
     kcr_client *client;
@@ -624,10 +621,10 @@ kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
                      {"backoff_max_ms", opts->backoff_max_ms},
                      {"backoff_reset_ms", opts->backoff_reset_ms}};
     for (size_t i = 0; i < sizeof durations / sizeof durations[0]; i++)
-        if (durations[i].ms > MAX_DURATION_MS)
+        if (durations[i].ms > KCR__MAX_DURATION_MS)
             return kcr__fail(KCR_ERR_INVALID, "kcr_reflector_new: %s %lld is above %lld ms",
                              durations[i].name, (long long)durations[i].ms,
-                             (long long)MAX_DURATION_MS);
+                             (long long)KCR__MAX_DURATION_MS);
     kcr_reflector *r = calloc(1, sizeof *r);
     if (!r)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");

@@ -97,7 +97,8 @@ KCR_API void kcr_cancel_reset(kcr_cancel *c);
 
 /* ---- Client ------------------------------------------------------------------------- */
 
-/* Options for an HTTP client. Zero means default for every field. */
+/* Options for an HTTP client. Zero means default for every field. A timeout
+ * above 2^40 ms (about 35 years) is refused with KCR_ERR_INVALID. */
 typedef struct kcr_client_options {
     double qps;                 /* client-side rate limit, requests/s; 0: 50; <0: unlimited */
     int burst;                  /* token bucket size; 0: 100 */
@@ -178,7 +179,8 @@ typedef struct kcr_delete_options {
     const char *precondition_uid;   /* delete only that incarnation */
     const char *precondition_resource_version;
     /* Used when has_grace_period: sent as gracePeriodSeconds rounded up to
-     * whole seconds (0: delete at once); < 0: KCR_ERR_INVALID. */
+     * whole seconds (0: delete at once); < 0 or above 2^40 (about 35
+     * years): KCR_ERR_INVALID. */
     int64_t grace_period_ms;
     bool has_grace_period;
     bool dry_run;
@@ -257,7 +259,8 @@ KCR_API kcr_err kcr_client_delete(kcr_client *c, const kcr_resource *res, const 
 
 /* ---- Streaming list and watch -------------------------------------------------------- */
 
-/* Options shared by list and watch. Zero: defaults. */
+/* Options shared by list and watch. Zero: defaults. A duration above 2^40
+ * ms (about 35 years) is refused with KCR_ERR_INVALID. */
 typedef struct kcr_list_options {
     const char *label_selector;         /* e.g. "app=web,tier in (a,b)" */
     const char *field_selector;         /* e.g. "metadata.name=x" */

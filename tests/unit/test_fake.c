@@ -859,3 +859,21 @@ Test(fake, triggered_cancel_stops_every_verb, .init = setup, .fini = teardown)
     cr_assert_str_eq(ar.kind, "ConfigMap");
     kcr_cancel_free(cancel);
 }
+
+Test(fake, durations_beyond_35_years_are_refused, .init = setup, .fini = teardown)
+{
+    const int64_t too_long = (INT64_C(1) << 40) + 1;
+    kcr_list_options lo = {.timeout_ms = too_long};
+    cr_assert_eq(kcr_client_list(c, &CM, "d", &lo, NULL, NULL, NULL, NULL), KCR_ERR_INVALID);
+    cr_assert(strstr(kcr_last_error(), "timeout_ms"), "%s", kcr_last_error());
+    lo = (kcr_list_options){.idle_timeout_ms = INT64_MAX};
+    cr_assert_eq(kcr_client_watch(c, &CM, "d", &lo, NULL, NULL, NULL), KCR_ERR_INVALID);
+    cr_assert(strstr(kcr_last_error(), "idle_timeout_ms"), "%s", kcr_last_error());
+    kcr_object_unref(create(&CM, "d", "{\"metadata\":{\"name\":\"a\"}}"));
+    kcr_delete_options d = {.has_grace_period = true, .grace_period_ms = too_long};
+    cr_assert_eq(kcr_client_delete(c, &CM, "d", "a", &d, NULL, NULL), KCR_ERR_INVALID);
+    cr_assert(strstr(kcr_last_error(), "grace period"), "%s", kcr_last_error());
+    d.grace_period_ms = 0;
+    cr_assert_eq(kcr_client_delete(c, &CM, "d", "a", &d, NULL, NULL), KCR_OK, "%s",
+                 kcr_last_error());
+}
