@@ -566,6 +566,10 @@ kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_handler *eh,
         *out = NULL;
     if (!inf || !eh)
         return kcr__fail(KCR_ERR_INVALID, "kcr_informer_add_handler: NULL argument");
+    if (eh->resync_period_ms > KCR__MAX_DURATION_MS)
+        return kcr__fail(KCR_ERR_INVALID,
+                         "kcr_informer_add_handler: resync_period_ms %lld is above %lld",
+                         (long long)eh->resync_period_ms, (long long)KCR__MAX_DURATION_MS);
     kcr_handler_reg *h = calloc(1, sizeof *h);
     if (!h)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");

@@ -39,7 +39,8 @@
 
 typedef struct kcr_fake kcr_fake;
 
-/* Zero means default for every field. */
+/* Zero means default for every field. A bookmark interval above 2^40 ms
+ * (about 35 years) is refused with KCR_ERR_INVALID. */
 typedef struct kcr_fake_options {
     size_t history_size;          /* watch events kept for resuming; 0: 1000 */
     int64_t bookmark_interval_ms; /* periodic BOOKMARK to watches that allow them; 0: none */

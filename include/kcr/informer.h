@@ -183,7 +183,8 @@ typedef struct kcr_event_handler {
     void (*on_delete)(const char *key, const kcr_object *obj, const kcr_tombstone *tombstone,
                       void *user_data);
     int64_t resync_period_ms; /* 0: no resync; else every cached object is re-sent as an
-                                 update (old == new) about this often */
+                                 update (old == new) about this often; above 2^40
+                                 (about 35 years): KCR_ERR_INVALID */
     void *user_data;
 } kcr_event_handler;
 

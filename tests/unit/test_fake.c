@@ -863,6 +863,11 @@ Test(fake, triggered_cancel_stops_every_verb, .init = setup, .fini = teardown)
 Test(fake, durations_beyond_35_years_are_refused, .init = setup, .fini = teardown)
 {
     const int64_t too_long = (INT64_C(1) << 40) + 1;
+    kcr_fake *other = (kcr_fake *)&too_long;
+    kcr_fake_options fo = {.bookmark_interval_ms = too_long};
+    cr_assert_eq(kcr_fake_new(&fo, &other), KCR_ERR_INVALID);
+    cr_assert_null(other);
+    cr_assert(strstr(kcr_last_error(), "bookmark_interval_ms"), "%s", kcr_last_error());
     kcr_list_options lo = {.timeout_ms = too_long};
     cr_assert_eq(kcr_client_list(c, &CM, "d", &lo, NULL, NULL, NULL, NULL), KCR_ERR_INVALID);
     cr_assert(strstr(kcr_last_error(), "timeout_ms"), "%s", kcr_last_error());
