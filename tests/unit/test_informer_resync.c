@@ -115,9 +115,8 @@ Test(informer_resync, a_resync_period_beyond_35_years_is_refused)
     env e;
     env_up(&e);
     stamps s = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    kcr_event_handler h = {.on_update = st_update,
-                           .resync_period_ms = (INT64_C(1) << 40) + 1,
-                           .user_data = &s};
+    kcr_event_handler h = {
+        .on_update = st_update, .resync_period_ms = (INT64_C(1) << 40) + 1, .user_data = &s};
     kcr_handler_reg *reg = (kcr_handler_reg *)&s;
     cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &reg), KCR_ERR_INVALID);
     cr_assert_null(reg);
