@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "store/queue_core.h"
@@ -294,7 +295,12 @@ kcr_err kcr_delta_fifo_pop(kcr_delta_fifo *f, kcr_delta_fifo_process_fn process,
 kcr_err kcr_delta_fifo_pop_timeout(kcr_delta_fifo *f, kcr_delta_fifo_process_fn process,
                                    void *user_data, int64_t timeout_ms)
 {
-    return pop(f, process, user_data, timeout_ms < 0 ? 0 : timeout_ms);
+    /* Above the longest duration: as good as no limit (-1), and its
+     * nanoseconds would overflow. */
+    return pop(f, process, user_data,
+               timeout_ms < 0                      ? 0
+               : timeout_ms > KCR__MAX_DURATION_MS ? -1
+                                                   : timeout_ms);
 }
 
 void kcr_delta_fifo_close(kcr_delta_fifo *f)

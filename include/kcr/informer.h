@@ -245,9 +245,10 @@ KCR_API void kcr_informer_free(kcr_informer *inf);
 KCR_API bool kcr_informer_has_synced(kcr_informer *inf);
 
 /* Waits until synced (KCR_OK), stopped (KCR_ERR_SHUTDOWN) or timeout_ms
- * passes (< 0: no limit). Instead of hanging it says why it is not synced:
- * it returns as soon as a list fails with 401, 403, 404 or a TLS
- * verification failure (KCR_ERR_TLS) during the wait
+ * passes (< 0 or above 2^40 ms, about 35 years: no limit). Instead of
+ * hanging it says why it is not synced: it returns as soon as a list fails
+ * with 401, 403, 404 or a TLS verification failure (KCR_ERR_TLS) during the
+ * wait
  * (the reflector keeps retrying with backoff: call again to keep waiting),
  * and at the timeout the last list/watch failure if any, else
  * KCR_ERR_TIMEOUT.

@@ -311,7 +311,8 @@ KCR_API kcr_err kcr_delta_fifo_resync(kcr_delta_fifo *f);
  * (contract above). KCR_ERR_SHUTDOWN once closed and empty. */
 KCR_API kcr_err kcr_delta_fifo_pop(kcr_delta_fifo *f, kcr_delta_fifo_process_fn process,
                                    void *user_data);
-/* Like pop, but gives up after timeout_ms with KCR_ERR_TIMEOUT. */
+/* Like pop, but gives up after timeout_ms with KCR_ERR_TIMEOUT (< 0: at
+ * once when nothing is queued; above 2^40 ms, about 35 years: no limit). */
 KCR_API kcr_err kcr_delta_fifo_pop_timeout(kcr_delta_fifo *f, kcr_delta_fifo_process_fn process,
                                            void *user_data, int64_t timeout_ms);
 KCR_API void kcr_delta_fifo_close(kcr_delta_fifo *f);

@@ -338,6 +338,27 @@ Test(delta_fifo, pop_timeout)
     kcr_delta_fifo_free(f);
 }
 
+static void *endless_pop(void *arg)
+{
+    struct seen s = {0};
+    /* 2^57 ms is 2^63 * 15625 ns: computed in int64_t it wraps to INT64_MIN */
+    return (void *)(intptr_t)kcr_delta_fifo_pop_timeout(arg, capture, &s, INT64_C(1) << 57);
+}
+
+Test(delta_fifo, pop_timeout_beyond_35_years_waits_without_limit, .timeout = 30)
+{
+    /* Such a timeout in nanoseconds would overflow into a deadline in the
+     * past (an immediate KCR_ERR_TIMEOUT); it must wait for the add. */
+    kcr_delta_fifo *f = new_delta_fifo(NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, endless_pop, f);
+    DO(kcr_delta_fifo_add, f, "late", "1");
+    void *r;
+    pthread_join(t, &r);
+    cr_assert_eq((kcr_err)(intptr_t)r, KCR_OK, "%s", kcr_strerror((kcr_err)(intptr_t)r));
+    kcr_delta_fifo_free(f);
+}
+
 struct prod {
     kcr_delta_fifo *f;
     int id;
