@@ -349,6 +349,10 @@ kcr_err kcr_client_delete(kcr_client *c, const kcr_resource *res, const char *ns
     if (!name || !*name)
         return kcr__fail(KCR_ERR_INVALID, "delete: no object name");
     static const kcr_delete_options dflt;
+    if (opts && opts->has_grace_period &&
+        (opts->grace_period_ms < 0 || opts->grace_period_ms > KCR__MAX_DURATION_MS))
+        return kcr__fail(KCR_ERR_INVALID, "delete: grace period %lld ms is out of range",
+                         (long long)opts->grace_period_ms);
     if (opts && (err = canceled(opts->cancel, "delete")) != KCR_OK)
         return err;
     BEGIN_STATUS();
@@ -359,12 +363,26 @@ kcr_err kcr_client_delete(kcr_client *c, const kcr_resource *res, const char *ns
     return err;
 }
 
+/* KCR_ERR_INVALID for a list/watch duration too large to compute with. */
+static kcr_err check_durations(const kcr_list_options *o, const char *verb)
+{
+    if (o && o->timeout_ms > KCR__MAX_DURATION_MS)
+        return kcr__fail(KCR_ERR_INVALID, "%s: timeout_ms %lld is above %lld", verb,
+                         (long long)o->timeout_ms, (long long)KCR__MAX_DURATION_MS);
+    if (o && o->idle_timeout_ms > KCR__MAX_DURATION_MS)
+        return kcr__fail(KCR_ERR_INVALID, "%s: idle_timeout_ms %lld is above %lld", verb,
+                         (long long)o->idle_timeout_ms, (long long)KCR__MAX_DURATION_MS);
+    return KCR_OK;
+}
+
 kcr_err kcr_client_list(kcr_client *c, const kcr_resource *res, const char *ns,
                         const kcr_list_options *opts, kcr_list_item_fn fn, void *user_data,
                         kcr_list_meta *meta, kcr_status *status)
 {
     kcr_list_meta_clear(meta);
     kcr_err err = check(c, res);
+    if (err == KCR_OK)
+        err = check_durations(opts, "list");
     if (err != KCR_OK)
         return err;
     static const kcr_list_options dflt;
@@ -385,6 +403,8 @@ kcr_err kcr_client_watch(kcr_client *c, const kcr_resource *res, const char *ns,
                          kcr_status *status)
 {
     kcr_err err = check(c, res);
+    if (err == KCR_OK)
+        err = check_durations(opts, "watch");
     if (err != KCR_OK)
         return err;
     static const kcr_list_options dflt;

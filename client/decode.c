@@ -79,11 +79,9 @@ static kcr_err stamp_built(const kcr__list_decoder *d, kcr_object *obj, kcr_obje
         *out = kcr_object_ref(obj);
         return KCR_OK;
     }
-    kcr_object_edit *e = kcr_object_edit_new(obj);
-    if (!e)
-        return kcr__fail(KCR_ERR_NOMEM, "list item: out of memory stamping its kind");
-    kcr_err err = KCR_OK;
-    if (*av)
+    kcr_object_edit *e = NULL;
+    kcr_err err = kcr_object_edit_new(obj, &e);
+    if (err == KCR_OK && *av)
         err = kcr_object_edit_set_string(e, "apiVersion", av);
     if (err == KCR_OK && *kind)
         err = kcr_object_edit_set_string(e, "kind", kind);

@@ -448,8 +448,8 @@ kcr_err kcr__transport_do(kcr__transport *hc, const kcr__http_req *req, char **o
         if (canceled) {
             err = kcr__fail(KCR_ERR_CANCELED, "%s %s: canceled", req->method, req->path);
         } else if (idle) {
-            err = kcr__fail(KCR_ERR_TIMEOUT, "%s %s: no data for %d ms", req->method, req->path,
-                            req->idle_timeout_ms);
+            err = kcr__fail(KCR_ERR_TIMEOUT, "%s %s: no data for %lld ms", req->method, req->path,
+                            (long long)req->idle_timeout_ms);
         } else if (x.sink_err != KCR_OK) {
             err = x.sink_err; /* the decoder or callback stopped it; message already set */
         } else if (rc != CURLE_OK) {
@@ -460,8 +460,8 @@ kcr_err kcr__transport_do(kcr__transport *hc, const kcr__http_req *req, char **o
             kcr_err terr = timed_out ? KCR_ERR_TIMEOUT : KCR_ERR_TRANSPORT; /* detail: below */
             err = kcr__tls_classify(hc->cfg, hc->url_base, rc, verify_result, detail, req);
             if (err == KCR_OK && rc == CURLE_OPERATION_TIMEDOUT && !req->streaming)
-                err = kcr__fail(terr, "%s %s: no complete answer within %d ms (%s)", req->method,
-                                req->path, hc->opts.request_timeout_ms, detail);
+                err = kcr__fail(terr, "%s %s: no complete answer within %lld ms (%s)", req->method,
+                                req->path, (long long)hc->opts.request_timeout_ms, detail);
             else if (err == KCR_OK)
                 err = kcr__fail(terr, "%s %s: %s", req->method, req->path, detail);
             if (retry) {
@@ -567,6 +567,10 @@ kcr_err kcr__transport_new(const kcr_config *cfg, const kcr_client_options *opts
                          "unencrypted; use https, or set kcr_client_options.allow_insecure_http "
                          "to allow it",
                          cfg->server);
+    if (opts && (opts->connect_timeout_ms > KCR__MAX_DURATION_MS ||
+                 opts->request_timeout_ms > KCR__MAX_DURATION_MS))
+        return kcr__fail(KCR_ERR_INVALID, "kcr_client_new: a timeout is above %lld ms",
+                         (long long)KCR__MAX_DURATION_MS);
     pthread_once(&curl_once, init_curl);
     if (curl_init_result != CURLE_OK)
         return kcr__fail(KCR_ERR_TRANSPORT, "libcurl initialization failed");

@@ -28,7 +28,7 @@ typedef struct kcr__http_req {
     bool idempotent;
     bool streaming;      /* no total timeout (list/watch) */
     bool uncompressed;   /* do not offer gzip (watch streams) */
-    int idle_timeout_ms; /* 0: none */
+    int64_t idle_timeout_ms; /* 0: none */
     kcr_cancel *cancel;
     /* For 2xx bodies: receives bytes as they arrive instead of buffering. */
     kcr_err (*sink)(const char *buf, size_t len, void *ud);

@@ -11,6 +11,7 @@
 #include "client/http.h"
 #include "client/http_discovery.h"
 #include "client/http_transport.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "object/edit_tree.h"
 
@@ -187,16 +188,16 @@ static kcr_err http_patch(kcr_client *c, const kcr_resource *res, const char *ns
 static kcr_err delete_body(const kcr_delete_options *o, char **out)
 {
     *out = NULL;
-    kcr_object_edit *d = kcr_object_edit_new(NULL);
-    if (!d)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory building a delete request");
-    kcr_err err = kcr_object_edit_set_string(d, "kind", "DeleteOptions");
+    kcr_object_edit *d = NULL;
+    kcr_err err = kcr_object_edit_new(NULL, &d);
+    if (err == KCR_OK)
+        err = kcr_object_edit_set_string(d, "kind", "DeleteOptions");
     if (err == KCR_OK)
         err = kcr_object_edit_set_string(d, "apiVersion", "v1");
     if (err == KCR_OK && o->propagation_policy)
         err = kcr_object_edit_set_string(d, "propagationPolicy", o->propagation_policy);
     if (err == KCR_OK && o->has_grace_period)
-        err = kcr_object_edit_set_int(d, "gracePeriodSeconds", o->grace_period_seconds);
+        err = kcr_object_edit_set_int(d, "gracePeriodSeconds", kcr__ms_to_s_ceil(o->grace_period_ms));
     if (err == KCR_OK && o->dry_run)
         err = kcr_object_edit_set_json(d, "dryRun", "[\"All\"]", 0);
     if (err == KCR_OK && o->precondition_uid)
@@ -278,8 +279,8 @@ static kcr_err list_query(kcr__buf *path, const kcr_list_options *o, bool watch)
     if (!watch)
         kcr__buf_query(path, "continue",
                        o->continue_token && *o->continue_token ? o->continue_token : NULL);
-    if (o->timeout_seconds > 0) {
-        snprintf(num, sizeof num, "%d", o->timeout_seconds);
+    if (o->timeout_ms > 0) {
+        snprintf(num, sizeof num, "%lld", (long long)kcr__ms_to_s_ceil(o->timeout_ms));
         kcr__buf_query(path, "timeoutSeconds", num);
     }
     if (watch && o->allow_bookmarks)
@@ -348,7 +349,7 @@ static kcr_err http_watch(kcr_client *c, const kcr_resource *res, const char *ns
                              .path = path.s,
                              .idempotent = true,
                              .streaming = true,
-                             .idle_timeout_ms = opts->idle_timeout_seconds * 1000,
+                             .idle_timeout_ms = opts->idle_timeout_ms,
                              .uncompressed = true,
                              .cancel = opts->cancel,
                              .accept = opts->metadata_only ? metadata_accept(false) : NULL,

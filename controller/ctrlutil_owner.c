@@ -128,11 +128,12 @@ static kcr_err set_ref_object(const kcr_object *owner, const kcr_object *obj,
     *out = NULL;
     if (!obj)
         return kcr__fail(KCR_ERR_INVALID, "owner reference: NULL object");
-    kcr_object_edit *e = kcr_object_edit_new(obj);
-    if (!e)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory setting an owner reference");
+    kcr_object_edit *e;
+    kcr_err err = kcr_object_edit_new(obj, &e);
+    if (err != KCR_OK)
+        return err;
     bool changed;
-    kcr_err err = set_ref(owner, e, opts, controller, &changed);
+    err = set_ref(owner, e, opts, controller, &changed);
     if (err == KCR_OK && !changed)
         *out = kcr_object_ref(obj);
     else if (err == KCR_OK)

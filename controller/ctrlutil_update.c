@@ -45,10 +45,11 @@ static kcr_err seed(kcr_object_edit *e, const struct target *t)
 static kcr_err mutate_copy(const struct target *t, const kcr_object *cur, kcr_object **next)
 {
     *next = NULL;
-    kcr_object_edit *e = kcr_object_edit_new(cur);
-    if (!e)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory editing an object");
-    kcr_err err = cur ? KCR_OK : seed(e, t);
+    kcr_object_edit *e;
+    kcr_err err = kcr_object_edit_new(cur, &e);
+    if (err != KCR_OK)
+        return err;
+    err = cur ? KCR_OK : seed(e, t);
     if (err == KCR_OK && (err = t->mutate(e, cur, t->user_data)) != KCR_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", kcr_last_error());

@@ -66,9 +66,9 @@ kcr_err kcr__event_build(kcr_event_recorder *r, const kcr_event *ev, const char 
     if (err != KCR_OK)
         return err;
     kcr_time_format_micro(now_ms * 1000, when, sizeof when);
-    kcr_object_edit *ed = kcr_object_edit_new(NULL);
-    if (!ed)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory building an event");
+    kcr_object_edit *ed;
+    if ((err = kcr_object_edit_new(NULL, &ed)) != KCR_OK)
+        return err;
     const struct {
         const char *path, *value;
     } f[] = {
@@ -150,10 +150,11 @@ static kcr_err create(kcr_event_recorder *r, const kcr_object *event, kcr_status
 /* The Event with its series set, for a create when the patch found none. */
 static kcr_err with_series(const kcr__event_item *item, const char *when, kcr_object **out)
 {
-    kcr_object_edit *ed = kcr_object_edit_new(item->event);
-    if (!ed)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory building an event series");
-    kcr_err err = kcr_object_edit_set_int(ed, "series.count", item->count);
+    kcr_object_edit *ed;
+    kcr_err err = kcr_object_edit_new(item->event, &ed);
+    if (err != KCR_OK)
+        return err;
+    err = kcr_object_edit_set_int(ed, "series.count", item->count);
     if (err == KCR_OK)
         err = kcr_object_edit_set_string(ed, "series.lastObservedTime", when);
     if (err == KCR_OK)

@@ -44,12 +44,12 @@ kcr_err kcr__lease_json(const kcr_object *base, const char *ns, const char *name
                         const kcr__lease_spec *spec, char **json)
 {
     *json = NULL;
-    kcr_object_edit *e = kcr_object_edit_new(base);
-    if (!e)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory building a Lease");
+    kcr_object_edit *e;
+    kcr_err err = kcr_object_edit_new(base, &e);
+    if (err != KCR_OK)
+        return err;
     char renew[32];
     kcr_time_format_micro(spec->renew_us, renew, sizeof renew);
-    kcr_err err = KCR_OK;
     if (!base) {
         err = kcr_object_edit_set_string(e, "apiVersion", "coordination.k8s.io/v1");
         if (err == KCR_OK)

@@ -296,11 +296,12 @@ static kcr_err seed_doc(size_t index, const char *json, size_t len, void *ud)
     kcr_status_clear(&st);
     char *fixed = NULL;
     if (err == KCR_OK && ar.namespaced && !kcr_object_namespace(obj)[0]) {
-        kcr_object_edit *e = kcr_object_edit_new(obj);
+        kcr_object_edit *e = NULL;
         kcr_object *with_ns = NULL;
-        err = e ? kcr_object_edit_set_string(e, "metadata.namespace",
-                                             kcr_client_namespace(tk->client))
-                : kcr__fail(KCR_ERR_NOMEM, "out of memory seeding an object");
+        err = kcr_object_edit_new(obj, &e);
+        if (err == KCR_OK)
+            err = kcr_object_edit_set_string(e, "metadata.namespace",
+                                             kcr_client_namespace(tk->client));
         if (err == KCR_OK)
             err = kcr_object_edit_freeze(e, &with_ns);
         kcr_object_edit_free(e);

@@ -47,10 +47,9 @@ static tk_cache *cache_for(kcr_testkit *tk, const kcr__source *s)
     c->label_selector = s->label_selector ? strdup(s->label_selector) : NULL;
     c->field_selector = s->field_selector ? strdup(s->field_selector) : NULL;
     c->metadata_only = s->metadata_only;
-    c->store = kcr_store_new();
     if (!c->group || !c->version || !c->resource || (s->ns && !c->ns) ||
         (s->label_selector && !c->label_selector) || (s->field_selector && !c->field_selector) ||
-        !c->store ||
+        kcr_store_new(&c->store) != KCR_OK ||
         kcr_store_add_index(c->store, KCR_INDEX_NAMESPACE, kcr_index_namespace, NULL)) {
         kcr__tk_cache_free(c);
         return NULL;
@@ -93,15 +92,16 @@ static int cmp_str(const void *a, const void *b)
 /* Lists c from the fake and applies the differences to its store, routing each. */
 static kcr_err sync_cache(kcr_testkit *tk, tk_cache *c)
 {
-    kcr_store *now = kcr_store_new();
-    if (!now)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory syncing a cache");
+    kcr_store *now;
+    kcr_err err = kcr_store_new(&now);
+    if (err != KCR_OK)
+        return err;
     kcr_resource res = {c->group, c->version, c->resource};
     kcr_list_options lo = {.label_selector = c->label_selector,
                            .field_selector = c->field_selector,
                            .metadata_only = c->metadata_only};
     kcr_status st = {0};
-    kcr_err err = kcr_client_list(tk->client, &res, c->ns, &lo, collect, now, NULL, &st);
+    err = kcr_client_list(tk->client, &res, c->ns, &lo, collect, now, NULL, &st);
     kcr_status_clear(&st);
     kcr_string_list keys = {0};
     if (err == KCR_OK)

@@ -9,6 +9,18 @@
 #define KCR_NS_PER_MS INT64_C(1000000)
 #define KCR_NS_PER_S INT64_C(1000000000)
 
+/* Largest duration a public option may hold (2^40 ms, about 35 years):
+ * twice it plus any margin, in nanoseconds, still fits an int64_t, so
+ * callers refuse bigger values (KCR_ERR_INVALID) instead of overflowing. */
+#define KCR__MAX_DURATION_MS (INT64_C(1) << 40)
+
+/* Milliseconds as whole seconds, rounded up (for fields the Kubernetes API
+ * counts in seconds, e.g. timeoutSeconds); ms <= 0 gives 0. */
+static inline int64_t kcr__ms_to_s_ceil(int64_t ms)
+{
+    return ms <= 0 ? 0 : ms / 1000 + (ms % 1000 != 0);
+}
+
 /* Nanoseconds on CLOCK_MONOTONIC. */
 int64_t kcr__now_ns(void);
 

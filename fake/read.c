@@ -12,9 +12,10 @@
 
 kcr_object *kcr__fake_metadata_view(const kcr_object *obj)
 {
-    kcr_object_edit *e = kcr_object_edit_new(NULL);
+    kcr_object_edit *e = NULL;
     kcr_object *out = NULL;
-    if (e && kcr_object_edit_set_string(e, "kind", "PartialObjectMetadata") == KCR_OK &&
+    if (kcr_object_edit_new(NULL, &e) == KCR_OK &&
+        kcr_object_edit_set_string(e, "kind", "PartialObjectMetadata") == KCR_OK &&
         kcr_object_edit_set_string(e, "apiVersion", "meta.k8s.io/v1") == KCR_OK &&
         kcr_object_edit_set_value(e, "metadata", kcr_object_get(obj, "metadata")) == KCR_OK)
         kcr_object_edit_freeze(e, &out);
@@ -100,9 +101,10 @@ static kcr_err typed_item(kcr_object *obj, const char *kind, const char *api_ver
         *out = kcr_object_ref(obj);
         return KCR_OK;
     }
-    kcr_object_edit *e = kcr_object_edit_new(obj);
-    kcr_err err = e ? kcr_object_edit_set_string(e, "apiVersion", api_version)
-                    : kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    kcr_object_edit *e = NULL;
+    kcr_err err = kcr_object_edit_new(obj, &e);
+    if (err == KCR_OK)
+        err = kcr_object_edit_set_string(e, "apiVersion", api_version);
     if (err == KCR_OK && *kind)
         err = kcr_object_edit_set_string(e, "kind", kind);
     if (err == KCR_OK)

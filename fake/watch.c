@@ -237,9 +237,10 @@ kcr_err kcr__fake_watch(kcr_client *c, const kcr_resource *res, const char *ns,
     pthread_mutex_unlock(&f->lock);
 
     int64_t start = kcr__now_ns();
-    int64_t deadline = opts->timeout_seconds > 0 ? start + opts->timeout_seconds * KCR_NS_PER_S : 0;
-    int64_t idle_ns =
-        opts->idle_timeout_seconds > 0 ? opts->idle_timeout_seconds * KCR_NS_PER_S : 0;
+    /* The server sees timeoutSeconds: the timeout rounded up to whole seconds. */
+    int64_t deadline =
+        opts->timeout_ms > 0 ? start + kcr__ms_to_s_ceil(opts->timeout_ms) * KCR_NS_PER_S : 0;
+    int64_t idle_ns = opts->idle_timeout_ms > 0 ? opts->idle_timeout_ms * KCR_NS_PER_MS : 0;
     int64_t bm_ns = f->opts.bookmark_interval_ms > 0 && w->bookmarks
                         ? f->opts.bookmark_interval_ms * KCR_NS_PER_MS
                         : 0;
@@ -266,8 +267,8 @@ kcr_err kcr__fake_watch(kcr_client *c, const kcr_resource *res, const char *ns,
             } else if (deadline && now >= deadline) {
                 break; /* timeoutSeconds: a clean end */
             } else if (idle_ns && now - last_activity >= idle_ns) {
-                err = kcr__fail(KCR_ERR_TIMEOUT, "watch: no event for %d s",
-                                opts->idle_timeout_seconds);
+                err = kcr__fail(KCR_ERR_TIMEOUT, "watch: no event for %lld ms",
+                                (long long)opts->idle_timeout_ms);
             } else if (next_bm && now >= next_bm) {
                 kcr__fqitem *b = bookmark_item(f, false);
                 if (b)

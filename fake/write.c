@@ -239,10 +239,11 @@ static kcr_err apply_patch(kcr__fake_write *w, kcr_patch_type type, const char *
                            struct kcr__node **out)
 {
     *out = NULL;
-    kcr_object_edit *e = kcr_object_edit_new(w->cur->obj);
-    if (!e)
-        return kcr__fail(KCR_ERR_NOMEM, NOMEM);
-    kcr_err err = type == KCR_PATCH_JSON ? kcr_object_edit_json_patch(e, patch, len)
+    kcr_object_edit *e = NULL;
+    kcr_err err = kcr_object_edit_new(w->cur->obj, &e);
+    if (err != KCR_OK)
+        return err;
+    err = type == KCR_PATCH_JSON ? kcr_object_edit_json_patch(e, patch, len)
                                          : kcr_object_edit_merge_patch(e, patch, len);
     if (err == KCR_OK && e->root->t != KCR__N_MAP)
         err = kcr__fail(KCR_ERR_INVALID, "the patched object is not a JSON object");

@@ -156,6 +156,8 @@ kcr_err kcr_informer_factory_wait_for_sync(kcr_informer_factory *f, int64_t time
 {
     if (!f)
         return kcr__fail(KCR_ERR_INVALID, "kcr_informer_factory_wait_for_sync: NULL factory");
+    if (timeout_ms > KCR__MAX_DURATION_MS)
+        timeout_ms = -1; /* as good as no limit, and its nanoseconds would overflow */
     int64_t deadline = timeout_ms >= 0 ? kcr__now_ns() + timeout_ms * KCR_NS_PER_MS : -1;
     /* Entries are only ever prepended, so a snapshot of the head stays valid. */
     pthread_mutex_lock(&f->mu);

@@ -518,16 +518,6 @@ static kcr_err informer_transform(const kcr_object *in, kcr_object **out, void *
 
 /* ---- lifecycle ------------------------------------------------------------------------------------ */
 
-static kcr_err known_list_keys(void *self, kcr_string_list *out)
-{
-    return kcr_store_list_keys(self, out);
-}
-
-static kcr_object *known_get(void *self, const char *key)
-{
-    return kcr_store_get_by_key(self, key);
-}
-
 kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
                          const kcr_informer_options *opts, kcr_informer **out)
 {
@@ -552,17 +542,16 @@ kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
     inf->transform_ud = opts->transform_user_data;
     inf->on_error = opts->reflector.on_error;
     inf->error_ud = opts->reflector.error_user_data;
-    inf->store = kcr_store_new();
     kcr_err err = KCR_OK;
-    if (!inf->group || !inf->version || !inf->resource || !inf->store)
+    if (!inf->group || !inf->version || !inf->resource)
         err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    if (err == KCR_OK)
+        err = kcr_store_new(&inf->store);
     if (err == KCR_OK)
         err = kcr_store_add_index(inf->store, KCR_INDEX_NAMESPACE, kcr_index_namespace, NULL);
     if (err == KCR_OK) {
-        kcr_delta_fifo_options fo = {
-            .known = {.list_keys = known_list_keys, .get_by_key = known_get, .self = inf->store}};
-        if (!(inf->fifo = kcr_delta_fifo_new(&fo)))
-            err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
+        kcr_delta_fifo_options fo = {.known = kcr_store_known_objects(inf->store)};
+        err = kcr_delta_fifo_new(&fo, &inf->fifo);
     }
     if (err == KCR_OK) {
         kcr_reflector_options ro = opts->reflector;
@@ -593,6 +582,10 @@ kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_handler *eh,
         *out = NULL;
     if (!inf || !eh)
         return kcr__fail(KCR_ERR_INVALID, "kcr_informer_add_handler: NULL argument");
+    if (eh->resync_period_ms > KCR__MAX_DURATION_MS)
+        return kcr__fail(KCR_ERR_INVALID,
+                         "kcr_informer_add_handler: resync_period_ms %lld is above %lld",
+                         (long long)eh->resync_period_ms, (long long)KCR__MAX_DURATION_MS);
     kcr_handler_reg *h = calloc(1, sizeof *h);
     if (!h)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
@@ -805,6 +798,8 @@ kcr_err kcr_informer_wait_for_sync(kcr_informer *inf, int64_t timeout_ms, kcr_st
         kcr_status_clear(status);
     if (!inf)
         return kcr__fail(KCR_ERR_INVALID, "kcr_informer_wait_for_sync: NULL informer");
+    if (timeout_ms > KCR__MAX_DURATION_MS)
+        timeout_ms = -1; /* as good as no limit, and its nanoseconds would overflow */
     int64_t deadline = timeout_ms >= 0 ? kcr__now_ns() + timeout_ms * KCR_NS_PER_MS : INT64_MAX;
     kcr_reflector_stats s0, s;
     kcr_reflector_get_stats(inf->refl, &s0);

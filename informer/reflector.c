@@ -12,7 +12,7 @@
 #include "informer/informer_internal.h"
 
 #define HEALTHY_WATCH_NS KCR_NS_PER_S /* a watch that lasted this long was not a hot loop */
-#define IDLE_MARGIN_S 30
+#define IDLE_MARGIN_MS 30000
 
 struct kcr_reflector {
     kcr_client *client;
@@ -23,7 +23,7 @@ struct kcr_reflector {
     bool metadata_only, consistent_list;
     kcr_list_mode mode;
     int64_t page_size;
-    int min_watch_timeout_s, idle_limit_s;
+    int64_t min_watch_timeout_ms, idle_limit_ms;
     int64_t bo_initial_ms, bo_max_ms, bo_reset_ms;
     double bo_jitter;
     kcr_object_transform_fn transform;
@@ -467,8 +467,11 @@ static kcr_err on_event(const kcr_watch_event *ev, void *ud)
 
 static next_step watch_once(kcr_reflector *r, bool streaming)
 {
-    int t = r->min_watch_timeout_s + (int)(next_rand(r) % (uint64_t)(r->min_watch_timeout_s + 1));
-    int idle = r->idle_limit_s < 0 ? 0 : r->idle_limit_s > 0 ? r->idle_limit_s : t + IDLE_MARGIN_S;
+    int64_t t =
+        r->min_watch_timeout_ms + (int64_t)(next_rand(r) % (uint64_t)(r->min_watch_timeout_ms + 1));
+    int64_t idle = r->idle_limit_ms < 0   ? 0
+                   : r->idle_limit_ms > 0 ? r->idle_limit_ms
+                                          : t + IDLE_MARGIN_MS;
     /* A streaming list asks for state not older than the last RV ("" at
      * first, or once that RV is gone: a consistent read). */
     char *rv = streaming && r->rv_unavailable ? strdup("") : kcr_reflector_last_sync_rv(r);
@@ -477,10 +480,10 @@ static next_step watch_once(kcr_reflector *r, bool streaming)
     kcr_list_options o = {.label_selector = r->label,
                           .field_selector = r->field,
                           .resource_version = rv,
-                          .timeout_seconds = t,
+                          .timeout_ms = t,
                           .metadata_only = r->metadata_only,
                           .allow_bookmarks = true,
-                          .idle_timeout_seconds = idle,
+                          .idle_timeout_ms = idle,
                           .cancel = r->cancel};
     if (streaming) {
         o.send_initial_events = true;
@@ -609,6 +612,19 @@ kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
     kcr_reflector_options d = {0};
     if (!opts)
         opts = &d;
+    const struct {
+        const char *name;
+        int64_t ms;
+    } durations[] = {{"min_watch_timeout_ms", opts->min_watch_timeout_ms},
+                     {"idle_limit_ms", opts->idle_limit_ms},
+                     {"backoff_initial_ms", opts->backoff_initial_ms},
+                     {"backoff_max_ms", opts->backoff_max_ms},
+                     {"backoff_reset_ms", opts->backoff_reset_ms}};
+    for (size_t i = 0; i < sizeof durations / sizeof durations[0]; i++)
+        if (durations[i].ms > KCR__MAX_DURATION_MS)
+            return kcr__fail(KCR_ERR_INVALID, "kcr_reflector_new: %s %lld is above %lld ms",
+                             durations[i].name, (long long)durations[i].ms,
+                             (long long)KCR__MAX_DURATION_MS);
     kcr_reflector *r = calloc(1, sizeof *r);
     if (!r)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
@@ -635,8 +651,8 @@ kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
     r->consistent_list = opts->consistent_list;
     r->mode = opts->list_mode == KCR_LIST_MODE_DEFAULT ? KCR_LIST_MODE_PAGED : opts->list_mode;
     r->page_size = opts->page_size == 0 ? 500 : opts->page_size;
-    r->min_watch_timeout_s = opts->min_watch_timeout_s > 0 ? opts->min_watch_timeout_s : 300;
-    r->idle_limit_s = opts->idle_limit_s;
+    r->min_watch_timeout_ms = opts->min_watch_timeout_ms > 0 ? opts->min_watch_timeout_ms : 300000;
+    r->idle_limit_ms = opts->idle_limit_ms;
     r->bo_initial_ms = opts->backoff_initial_ms > 0 ? opts->backoff_initial_ms : 800;
     r->bo_max_ms = opts->backoff_max_ms > 0 ? opts->backoff_max_ms : 30000;
     r->bo_reset_ms = opts->backoff_reset_ms > 0 ? opts->backoff_reset_ms : 120000;

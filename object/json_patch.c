@@ -448,10 +448,10 @@ kcr_err kcr_object_apply_json_patch(const kcr_object *obj, const char *patch, si
     if (err != KCR_OK)
         return err;
     /* The editor's tree is a private copy already: patch it directly. */
-    kcr_object_edit *e = kcr_object_edit_new(obj);
-    if (!e) {
+    kcr_object_edit *e;
+    if ((err = kcr_object_edit_new(obj, &e)) != KCR_OK) {
         kcr_object_unref(holder);
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory applying a JSON patch");
+        return err;
     }
     err = apply_ops(&e->root, ops);
     kcr_object_unref(holder);

@@ -15,17 +15,20 @@
 
 /* ---- editor ------------------------------------------------------------- */
 
-kcr_object_edit *kcr_object_edit_new(const kcr_object *base)
+kcr_err kcr_object_edit_new(const kcr_object *base, kcr_object_edit **out)
 {
+    if (!out)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_object_edit_new: NULL out");
     kcr_object_edit *e = calloc(1, sizeof *e);
     if (!e)
-        return NULL;
+        return kcr__fail(KCR_ERR_NOMEM, "kcr_object_edit_new: out of memory");
     e->root = base ? kcr__node_from_value(kcr_object_root(base)) : kcr__node_new(KCR__N_MAP);
     if (!e->root) {
         free(e);
-        return NULL;
+        return kcr__fail(KCR_ERR_NOMEM, "kcr_object_edit_new: out of memory copying the object");
     }
-    return e;
+    *out = e;
+    return KCR_OK;
 }
 
 void kcr_object_edit_free(kcr_object_edit *e)
@@ -492,10 +495,11 @@ kcr_err kcr_object_apply_merge_patch(const kcr_object *obj, const char *patch, s
     if (!obj || !patch || !out)
         return kcr__fail(KCR_ERR_INVALID, "NULL argument");
     *out = NULL;
-    kcr_object_edit *e = kcr_object_edit_new(obj);
-    if (!e)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory applying a merge patch");
-    kcr_err err = kcr_object_edit_merge_patch(e, patch, len);
+    kcr_object_edit *e;
+    kcr_err err = kcr_object_edit_new(obj, &e);
+    if (err != KCR_OK)
+        return err;
+    err = kcr_object_edit_merge_patch(e, patch, len);
     if (err == KCR_OK)
         err = kcr_object_edit_freeze(e, out);
     kcr_object_edit_free(e);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "store/queue_core.h"
@@ -48,15 +49,21 @@ static void entry_free(void *p)
     free(e);
 }
 
-kcr_delta_fifo *kcr_delta_fifo_new(const kcr_delta_fifo_options *opts)
+kcr_err kcr_delta_fifo_new(const kcr_delta_fifo_options *opts, kcr_delta_fifo **out)
 {
+    if (!out)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_delta_fifo_new: NULL out");
+    if (opts && !opts->known.list_keys != !opts->known.get_by_key)
+        return kcr__fail(KCR_ERR_INVALID,
+                         "kcr_delta_fifo_new: known objects need both list_keys and get_by_key");
     kcr_delta_fifo *f = calloc(1, sizeof *f);
     if (!f)
-        return NULL;
+        return kcr__fail(KCR_ERR_NOMEM, "kcr_delta_fifo_new: out of memory");
     kcr__queue_core_init(&f->q);
     if (opts)
         f->known = opts->known;
-    return f;
+    *out = f;
+    return KCR_OK;
 }
 
 void kcr_delta_fifo_free(kcr_delta_fifo *f)
@@ -135,7 +142,8 @@ static kcr_err change(kcr_delta_fifo *f, const kcr_object *obj, kcr_delta_type t
     bool skip = false;
     if (type == KCR_DELTA_DELETED && !kcr__strmap_get(&f->q.items, key)) {
         /* Deleting what nobody knows and nothing queues is a no-op. */
-        kcr_object *known = f->known.get_by_key ? f->known.get_by_key(f->known.self, key) : NULL;
+        kcr_object *known =
+            f->known.get_by_key ? f->known.get_by_key(key, f->known.user_data) : NULL;
         skip = known == NULL;
         kcr_object_unref(known);
     }
@@ -163,10 +171,11 @@ kcr_err kcr_delta_fifo_delete(kcr_delta_fifo *f, const kcr_object *obj)
 
 static kcr_err queue_tombstone(kcr_delta_fifo *f, const char *key, const kcr_object *last)
 {
-    kcr_tombstone *t = kcr_tombstone_new(key, last);
-    if (!t)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory making a tombstone");
-    kcr_err err = queue_action(f, key, KCR_DELTA_DELETED, NULL, t);
+    kcr_tombstone *t;
+    kcr_err err = kcr_tombstone_new(key, last, &t);
+    if (err != KCR_OK)
+        return err;
+    err = queue_action(f, key, KCR_DELTA_DELETED, NULL, t);
     kcr_tombstone_unref(t);
     return err;
 }
@@ -201,13 +210,14 @@ kcr_err kcr_delta_fifo_replace(kcr_delta_fifo *f, kcr_object *const *objs, size_
     /* Known keys neither listed nor queued: the same, with the cache's state. */
     if (err == KCR_OK && f->known.list_keys) {
         kcr_string_list keys = {0};
-        err = f->known.list_keys(f->known.self, &keys);
+        err = f->known.list_keys(&keys, f->known.user_data);
         for (size_t i = 0; i < keys.len && err == KCR_OK; i++) {
             const char *k = keys.items[i];
             struct entry *e = kcr__strmap_get(&listed, k) ? NULL : kcr__strmap_get(&f->q.items, k);
             if (kcr__strmap_get(&listed, k) || (e && e->n))
                 continue;
-            kcr_object *last = f->known.get_by_key ? f->known.get_by_key(f->known.self, k) : NULL;
+            kcr_object *last =
+                f->known.get_by_key ? f->known.get_by_key(k, f->known.user_data) : NULL;
             if (!last)
                 kcr__log(KCR_LOG_DEBUG, "store",
                          "replace: known key %s vanished; tombstone without an object", k);
@@ -231,12 +241,12 @@ kcr_err kcr_delta_fifo_resync(kcr_delta_fifo *f)
         return KCR_OK;
     pthread_mutex_lock(&f->q.mu);
     kcr_string_list keys = {0};
-    kcr_err err = f->known.list_keys(f->known.self, &keys);
+    kcr_err err = f->known.list_keys(&keys, f->known.user_data);
     for (size_t i = 0; i < keys.len && err == KCR_OK; i++) {
         struct entry *e = kcr__strmap_get(&f->q.items, keys.items[i]);
         if (e && e->n)
             continue; /* something is queued already: no Sync */
-        kcr_object *obj = f->known.get_by_key(f->known.self, keys.items[i]);
+        kcr_object *obj = f->known.get_by_key(keys.items[i], f->known.user_data);
         if (obj)
             err = queue_action(f, keys.items[i], KCR_DELTA_SYNC, obj, NULL);
         kcr_object_unref(obj);
@@ -285,7 +295,12 @@ kcr_err kcr_delta_fifo_pop(kcr_delta_fifo *f, kcr_delta_fifo_process_fn process,
 kcr_err kcr_delta_fifo_pop_timeout(kcr_delta_fifo *f, kcr_delta_fifo_process_fn process,
                                    void *user_data, int64_t timeout_ms)
 {
-    return pop(f, process, user_data, timeout_ms < 0 ? 0 : timeout_ms);
+    /* Above the longest duration: as good as no limit (-1), and its
+     * nanoseconds would overflow. */
+    return pop(f, process, user_data,
+               timeout_ms < 0                      ? 0
+               : timeout_ms > KCR__MAX_DURATION_MS ? -1
+                                                   : timeout_ms);
 }
 
 void kcr_delta_fifo_close(kcr_delta_fifo *f)

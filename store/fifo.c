@@ -13,12 +13,16 @@ struct kcr_fifo {
     kcr__queue_core q;
 };
 
-kcr_fifo *kcr_fifo_new(void)
+kcr_err kcr_fifo_new(kcr_fifo **out)
 {
+    if (!out)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_fifo_new: NULL out");
     kcr_fifo *f = calloc(1, sizeof *f);
-    if (f)
-        kcr__queue_core_init(&f->q);
-    return f;
+    if (!f)
+        return kcr__fail(KCR_ERR_NOMEM, "kcr_fifo_new: out of memory");
+    kcr__queue_core_init(&f->q);
+    *out = f;
+    return KCR_OK;
 }
 
 static void unref_value(void *v)

@@ -298,16 +298,19 @@ struct kcr_store {
     kcr_index_emit e_old, e_new; /* scratch, used under the write lock */
 };
 
-kcr_store *kcr_store_new(void)
+kcr_err kcr_store_new(kcr_store **out)
 {
+    if (!out)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_store_new: NULL out");
     kcr_store *s = calloc(1, sizeof *s);
     if (!s)
-        return NULL;
+        return kcr__fail(KCR_ERR_NOMEM, "kcr_store_new: out of memory");
     if (pthread_rwlock_init(&s->lock, NULL) != 0) {
         free(s);
-        return NULL;
+        return kcr__fail(KCR_ERR_NOMEM, "kcr_store_new: cannot create the store's lock");
     }
-    return s;
+    *out = s;
+    return KCR_OK;
 }
 
 static void items_release(struct objset *items)
@@ -690,18 +693,18 @@ kcr_err kcr_store_index_objects(kcr_store *s, const char *index, const kcr_objec
     return err;
 }
 
-static kcr_err known_list_keys(void *self, kcr_string_list *out)
+static kcr_err known_list_keys(kcr_string_list *out, void *user_data)
 {
-    return kcr_store_list_keys(self, out);
+    return kcr_store_list_keys(user_data, out);
 }
 
-static kcr_object *known_get(void *self, const char *key)
+static kcr_object *known_get(const char *key, void *user_data)
 {
-    return kcr_store_get_by_key(self, key);
+    return kcr_store_get_by_key(user_data, key);
 }
 
 kcr_known_objects kcr_store_known_objects(kcr_store *s)
 {
-    kcr_known_objects k = {known_list_keys, known_get, s};
+    kcr_known_objects k = {.list_keys = known_list_keys, .get_by_key = known_get, .user_data = s};
     return k;
 }

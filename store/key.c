@@ -103,18 +103,19 @@ struct kcr_tombstone {
     char key[];
 };
 
-kcr_tombstone *kcr_tombstone_new(const char *key, const kcr_object *obj)
+kcr_err kcr_tombstone_new(const char *key, const kcr_object *obj, kcr_tombstone **out)
 {
-    if (!key)
-        return NULL;
+    if (!key || !out)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_tombstone_new: NULL argument");
     size_t len = strlen(key);
     kcr_tombstone *t = malloc(sizeof *t + len + 1);
     if (!t)
-        return NULL;
+        return kcr__fail(KCR_ERR_NOMEM, "kcr_tombstone_new: out of memory");
     atomic_init(&t->refs, 1);
     t->object = kcr_object_ref(obj);
     memcpy(t->key, key, len + 1);
-    return t;
+    *out = t;
+    return KCR_OK;
 }
 
 kcr_tombstone *kcr_tombstone_ref(const kcr_tombstone *t)

@@ -172,12 +172,13 @@ int main(int argc, char **argv)
         return 2;
     }
     tally t = {.mu = PTHREAD_MUTEX_INITIALIZER, .churn = strcmp(argv[1], "churn") == 0,
-               .want = strtoul(argv[4], NULL, 10), .seen = kcr_store_new()};
+               .want = strtoul(argv[4], NULL, 10)};
     t.latencies = calloc(t.want ? t.want : 1, sizeof *t.latencies);
     const char *trace = getenv("KCR_TRACE");
     if (t.churn && trace && *trace)
         t.sent = calloc(t.want ? t.want : 1, sizeof *t.sent);
-    if (!t.want || !t.seen || !t.latencies || (trace && *trace && t.churn && !t.sent))
+    if (!t.want || kcr_store_new(&t.seen) != KCR_OK || !t.latencies ||
+        (trace && *trace && t.churn && !t.sent))
         return die("bad count or out of memory");
     struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);

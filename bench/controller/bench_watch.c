@@ -96,7 +96,7 @@ int main(int argc, char **argv)
     printf("ready\n");
     fflush(stdout);
     /* from the list's resourceVersion: no update made after "ready" is missed */
-    kcr_list_options wo = {.resource_version = meta.resource_version, .timeout_seconds = 300};
+    kcr_list_options wo = {.resource_version = meta.resource_version, .timeout_ms = 300000};
     kcr_err err = kcr_client_watch(client, &CM, argv[2], &wo, on_event, &s, NULL);
     kcr_list_meta_clear(&meta);
     if (err != KCR_OK && err != KCR_ERR_CANCELED)

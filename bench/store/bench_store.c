@@ -477,7 +477,11 @@ static int memory(const char *dir, const char *kind, bool strip)
     malloc_trim(0);
     size_t before = mallinfo2().uordblks;
     size_t n = decode_list(json, len, objs);
-    kcr_store *s = kcr_store_new();
+    kcr_store *s = NULL;
+    if (kcr_store_new(&s) != KCR_OK) {
+        fprintf(stderr, "kcr_store_new: %s\n", kcr_last_error());
+        exit(1);
+    }
     kcr_store_add_index(s, KCR_INDEX_NAMESPACE, kcr_index_namespace, NULL);
     size_t json_bytes = 0;
     for (size_t i = 0; i < n; i++) {

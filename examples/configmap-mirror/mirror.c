@@ -10,12 +10,12 @@ static const kcr_resource CM = {"", "v1", "configmaps"};
  * text), controlled by `src`. */
 static kcr_err desired(const kcr_object *src, const char *name, kcr_object **out)
 {
-    kcr_object_edit *e = kcr_object_edit_new(NULL);
-    if (!e)
-        return kcr_set_error(KCR_ERR_NOMEM, "out of memory building %s", name);
+    kcr_object_edit *e = NULL;
+    kcr_err err = kcr_object_edit_new(NULL, &e);
     kcr_ctrlutil_owner_options owner = {.api_version = "v1", .kind = "ConfigMap"};
     kcr_value data = kcr_object_get(src, "data");
-    kcr_err err = kcr_object_edit_set_string(e, "apiVersion", "v1");
+    if (err == KCR_OK)
+        err = kcr_object_edit_set_string(e, "apiVersion", "v1");
     if (err == KCR_OK)
         err = kcr_object_edit_set_string(e, "kind", "ConfigMap");
     if (err == KCR_OK)

@@ -33,10 +33,11 @@ static kcr_err new_deployment(const kcr_object *foo, const char *name, int64_t r
     static const char containers[] = "[{\"name\":\"nginx\",\"image\":\"nginx:latest\"}]";
     const kcr_ctrlutil_owner_options owner = {.api_version = FOO_API_VERSION, .kind = FOO_KIND};
     const char *foo_name = kcr_object_name(foo);
-    kcr_object_edit *e = kcr_object_edit_new(NULL);
-    if (!e)
-        return KCR_ERR_NOMEM;
-    kcr_err err = kcr_object_edit_set_string(e, "apiVersion", "apps/v1");
+    kcr_object_edit *e;
+    kcr_err err = kcr_object_edit_new(NULL, &e);
+    if (err != KCR_OK)
+        return err;
+    err = kcr_object_edit_set_string(e, "apiVersion", "apps/v1");
     if (err == KCR_OK)
         err = kcr_object_edit_set_string(e, "kind", "Deployment");
     if (err == KCR_OK)
@@ -87,10 +88,11 @@ static kcr_err scale_deployment(kcr_ctx *ctx, const kcr_object *d, int64_t repli
                                 kcr_object **out)
 {
     kcr_object *want = NULL;
-    kcr_object_edit *e = kcr_object_edit_new(d);
-    if (!e)
-        return KCR_ERR_NOMEM;
-    kcr_err err = kcr_object_edit_set_string(e, "apiVersion", "apps/v1");
+    kcr_object_edit *e;
+    kcr_err err = kcr_object_edit_new(d, &e);
+    if (err != KCR_OK)
+        return err;
+    err = kcr_object_edit_set_string(e, "apiVersion", "apps/v1");
     if (err == KCR_OK)
         err = kcr_object_edit_set_string(e, "kind", "Deployment");
     if (err == KCR_OK)
@@ -117,10 +119,11 @@ static kcr_err update_foo_status(kcr_ctx *ctx, const kcr_object *foo, const kcr_
     if (kcr_value_get_type(cur) == KCR_VALUE_INT && kcr_value_int(cur) == available)
         return KCR_OK;
     kcr_object *want = NULL;
-    kcr_object_edit *e = kcr_object_edit_new(foo);
-    if (!e)
-        return KCR_ERR_NOMEM;
-    kcr_err err = kcr_object_edit_set_string(e, "apiVersion", FOO_API_VERSION);
+    kcr_object_edit *e;
+    kcr_err err = kcr_object_edit_new(foo, &e);
+    if (err != KCR_OK)
+        return err;
+    err = kcr_object_edit_set_string(e, "apiVersion", FOO_API_VERSION);
     if (err == KCR_OK)
         err = kcr_object_edit_set_string(e, "kind", FOO_KIND);
     if (err == KCR_OK)

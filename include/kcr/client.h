@@ -97,12 +97,13 @@ KCR_API void kcr_cancel_reset(kcr_cancel *c);
 
 /* ---- Client ------------------------------------------------------------------------- */
 
-/* Options for an HTTP client. Zero means default for every field. */
+/* Options for an HTTP client. Zero means default for every field. A timeout
+ * above 2^40 ms (about 35 years) is refused with KCR_ERR_INVALID. */
 typedef struct kcr_client_options {
     double qps;                 /* client-side rate limit, requests/s; 0: 50; <0: unlimited */
     int burst;                  /* token bucket size; 0: 100 */
-    int connect_timeout_ms;     /* TCP+TLS connect; 0: 10000 */
-    int request_timeout_ms;     /* each attempt of a non-streaming request (every verb, raw,
+    int64_t connect_timeout_ms; /* TCP+TLS connect; 0: 10000 */
+    int64_t request_timeout_ms; /* each attempt of a non-streaming request (every verb, raw,
                                    discovery): no complete answer within it is
                                    KCR_ERR_TIMEOUT; 0: 60000 */
     int max_retries;            /* on 429 / connection errors of idempotent verbs; 0: 5; <0: none */
@@ -174,13 +175,16 @@ typedef struct kcr_write_options {
 
 /* Options of delete, sent as DeleteOptions in the DELETE body. Zero: defaults. */
 typedef struct kcr_delete_options {
-    const char *propagation_policy;  /* "Foreground", "Background", "Orphan"; NULL: server's */
-    const char *precondition_uid;    /* delete only that incarnation */
+    const char *propagation_policy; /* "Foreground", "Background", "Orphan"; NULL: server's */
+    const char *precondition_uid;   /* delete only that incarnation */
     const char *precondition_resource_version;
-    int64_t grace_period_seconds;    /* used when has_grace_period */
+    /* Used when has_grace_period: sent as gracePeriodSeconds rounded up to
+     * whole seconds (0: delete at once); < 0 or above 2^40 (about 35
+     * years): KCR_ERR_INVALID. */
+    int64_t grace_period_ms;
     bool has_grace_period;
     bool dry_run;
-    kcr_cancel *cancel;              /* NULL: not cancellable; borrowed for the call */
+    kcr_cancel *cancel; /* NULL: not cancellable; borrowed for the call */
 } kcr_delete_options;
 
 typedef enum kcr_patch_type {
@@ -255,7 +259,8 @@ KCR_API kcr_err kcr_client_delete(kcr_client *c, const kcr_resource *res, const 
 
 /* ---- Streaming list and watch -------------------------------------------------------- */
 
-/* Options shared by list and watch. Zero: defaults. */
+/* Options shared by list and watch. Zero: defaults. A duration above 2^40
+ * ms (about 35 years) is refused with KCR_ERR_INVALID. */
 typedef struct kcr_list_options {
     const char *label_selector;         /* e.g. "app=web,tier in (a,b)" */
     const char *field_selector;         /* e.g. "metadata.name=x" */
@@ -263,13 +268,14 @@ typedef struct kcr_list_options {
     const char *resource_version_match; /* "NotOlderThan" / "Exact"; NULL: unset */
     int64_t limit;                      /* list: page size; 0: no paging */
     const char *continue_token;         /* list: from the previous page's meta */
-    int timeout_seconds;                /* server-side timeoutSeconds; 0: unset */
+    int64_t timeout_ms;                 /* server-side timeout, sent as timeoutSeconds rounded
+                                           up to whole seconds; 0: unset */
     bool metadata_only;                 /* PartialObjectMetadata(List) items */
     /* watch only */
     bool allow_bookmarks;               /* allowWatchBookmarks=true */
     bool send_initial_events;           /* sendInitialEvents=true (set
                                            resource_version_match "NotOlderThan") */
-    int idle_timeout_seconds;           /* no byte for this long: KCR_ERR_TIMEOUT; 0: none */
+    int64_t idle_timeout_ms;            /* no byte for this long: KCR_ERR_TIMEOUT; 0: none */
     kcr_cancel *cancel;                 /* NULL: not cancellable; borrowed */
 } kcr_list_options;
 

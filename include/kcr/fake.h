@@ -47,12 +47,13 @@
 
 typedef struct kcr_fake kcr_fake;
 
-/* Zero means default for every field. */
+/* Zero means default for every field. A bookmark interval above 2^40 ms
+ * (about 35 years) is refused with KCR_ERR_INVALID. */
 typedef struct kcr_fake_options {
-    size_t history_size;      /* watch events kept for resuming; 0: 1000 */
-    int bookmark_interval_ms; /* periodic BOOKMARK to watches that allow them; 0: none */
-    size_t max_watch_queue;   /* events queued per slow watcher before it is
-                                 closed (like the apiserver does); 0: 100000 */
+    size_t history_size;          /* watch events kept for resuming; 0: 1000 */
+    int64_t bookmark_interval_ms; /* periodic BOOKMARK to watches that allow them; 0: none */
+    size_t max_watch_queue;       /* events queued per slow watcher before it is
+                                     closed (like the apiserver does); 0: 100000 */
 } kcr_fake_options;
 
 typedef enum kcr_fake_verb {

@@ -48,23 +48,25 @@ typedef enum kcr_list_mode {
 typedef void (*kcr_watch_error_fn)(kcr_err err, const kcr_status *status, const char *message,
                                    void *user_data);
 
-/* Zero means default for every field. Strings are copied. */
+/* Zero means default for every field. Strings are copied. A duration above
+ * 2^40 ms (about 35 years) is refused with KCR_ERR_INVALID. */
 typedef struct kcr_reflector_options {
-    const char *namespace;      /* NULL or "": all namespaces (or a cluster-scoped resource) */
-    const char *label_selector; /* NULL: everything */
-    const char *field_selector; /* NULL: everything */
-    bool metadata_only;         /* PartialObjectMetadata objects (Accept header) */
-    kcr_list_mode list_mode;    /* KCR_LIST_MODE_DEFAULT */
-    bool consistent_list;       /* first LIST at resourceVersion "" (a consistent, paged read)
-                                   instead of "0" (the watch cache, possibly stale, unpaged) */
-    int64_t page_size;          /* LIST page size; 0: 500; < 0: no paging */
-    int min_watch_timeout_s;    /* watch timeoutSeconds drawn from [min, 2*min]; 0: 300 */
-    int idle_limit_s;           /* a watch silent this long is dead: reconnect.
-                                   0: its timeoutSeconds + 30; < 0: never */
-    int backoff_initial_ms;     /* first backoff; 0: 800 */
-    int backoff_max_ms;         /* backoff cap (before jitter); 0: 30000 */
-    int backoff_reset_ms;       /* no failure for this long resets the backoff; 0: 120000 */
-    double backoff_jitter;      /* each wait is d * (1 + jitter * U[0,1)); 0: 1.0; < 0: none */
+    const char *namespace;        /* NULL or "": all namespaces (or a cluster-scoped resource) */
+    const char *label_selector;   /* NULL: everything */
+    const char *field_selector;   /* NULL: everything */
+    bool metadata_only;           /* PartialObjectMetadata objects (Accept header) */
+    kcr_list_mode list_mode;      /* KCR_LIST_MODE_DEFAULT */
+    bool consistent_list;         /* first LIST at resourceVersion "" (a consistent, paged read)
+                                     instead of "0" (the watch cache, possibly stale, unpaged) */
+    int64_t page_size;            /* LIST page size; 0: 500; < 0: no paging */
+    int64_t min_watch_timeout_ms; /* each watch's timeout (kcr_list_options.timeout_ms) is
+                                     drawn from [min, 2*min]; 0: 300000 */
+    int64_t idle_limit_ms;        /* a watch silent this long is dead: reconnect.
+                                     0: its timeout + 30000; < 0: never */
+    int64_t backoff_initial_ms;   /* first backoff; 0: 800 */
+    int64_t backoff_max_ms;       /* backoff cap (before jitter); 0: 30000 */
+    int64_t backoff_reset_ms;     /* no failure for this long resets the backoff; 0: 120000 */
+    double backoff_jitter;        /* each wait is d * (1 + jitter * U[0,1)); 0: 1.0; < 0: none */
     /* Applied to every listed/watched object before it is queued (so the
      * cache only ever holds its result). NULL: none. Informers set their
      * own (see kcr_informer_options.transform); this field is ignored there. */
@@ -181,7 +183,8 @@ typedef struct kcr_event_handler {
     void (*on_delete)(const char *key, const kcr_object *obj, const kcr_tombstone *tombstone,
                       void *user_data);
     int64_t resync_period_ms; /* 0: no resync; else every cached object is re-sent as an
-                                 update (old == new) about this often */
+                                 update (old == new) about this often; above 2^40
+                                 (about 35 years): KCR_ERR_INVALID */
     void *user_data;
 } kcr_event_handler;
 
@@ -242,9 +245,10 @@ KCR_API void kcr_informer_free(kcr_informer *inf);
 KCR_API bool kcr_informer_has_synced(kcr_informer *inf);
 
 /* Waits until synced (KCR_OK), stopped (KCR_ERR_SHUTDOWN) or timeout_ms
- * passes (< 0: no limit). Instead of hanging it says why it is not synced:
- * it returns as soon as a list fails with 401, 403, 404 or a TLS
- * verification failure (KCR_ERR_TLS) during the wait
+ * passes (< 0 or above 2^40 ms, about 35 years: no limit). Instead of
+ * hanging it says why it is not synced: it returns as soon as a list fails
+ * with 401, 403, 404 or a TLS verification failure (KCR_ERR_TLS) during the
+ * wait
  * (the reflector keeps retrying with backoff: call again to keep waiting),
  * and at the timeout the last list/watch failure if any, else
  * KCR_ERR_TIMEOUT.

@@ -190,9 +190,13 @@ KCR_API kcr_err kcr_object_parse_any(const char *json, size_t len, kcr_object **
 
 typedef struct kcr_object_edit kcr_object_edit;
 
-/* Starts editing a copy of `base` (borrowed; may be NULL for an empty
- * object). NULL only when out of memory. */
-KCR_API kcr_object_edit *kcr_object_edit_new(const kcr_object *base);
+/* Starts editing a copy of `base` (borrowed for the call; NULL: an empty
+ * object): *out (set only on KCR_OK) is the caller's, freed with
+ * kcr_object_edit_free. KCR_ERR_INVALID for a NULL out, KCR_ERR_NOMEM. No
+ * options: what to edit is all there is. Thread-safe (base is immutable). */
+KCR_API kcr_err kcr_object_edit_new(const kcr_object *base, kcr_object_edit **out);
+/* Frees the editor (never the objects it was made from or froze). NULL is
+ * ignored. Not concurrently with another call on the same editor. */
 KCR_API void kcr_object_edit_free(kcr_object_edit *e);
 
 KCR_API kcr_err kcr_object_edit_set_string(kcr_object_edit *e, const char *path, const char *value);

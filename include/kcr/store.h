@@ -64,11 +64,18 @@ KCR_API void kcr_object_list_free(kcr_object_list *list);
  * reference-counted like kcr_object; safe to share between threads. */
 typedef struct kcr_tombstone kcr_tombstone;
 
-/* key is copied; obj (may be NULL) gets a new reference. NULL on OOM. */
-KCR_API kcr_tombstone *kcr_tombstone_new(const char *key, const kcr_object *obj);
+/* A tombstone for `key` (copied) whose last known state is `obj` (may be
+ * NULL; gets a new reference). *out (set only on KCR_OK) holds the one
+ * reference the caller drops with kcr_tombstone_unref. KCR_ERR_INVALID for a
+ * NULL key or out, KCR_ERR_NOMEM. No options: a tombstone is plain data.
+ * Thread-safe. */
+KCR_API kcr_err kcr_tombstone_new(const char *key, const kcr_object *obj, kcr_tombstone **out);
+/* A new reference to t (returned; NULL passes through). Thread-safe. */
 KCR_API kcr_tombstone *kcr_tombstone_ref(const kcr_tombstone *t);
+/* Drops a reference; the last one frees the tombstone and its object
+ * reference. NULL is ignored. Thread-safe. */
 KCR_API void kcr_tombstone_unref(const kcr_tombstone *t);
-/* Borrowed while the caller holds a reference to the tombstone. */
+/* Borrowed while the caller holds a reference to the tombstone. Thread-safe. */
 KCR_API const char *kcr_tombstone_key(const kcr_tombstone *t);
 KCR_API const kcr_object *kcr_tombstone_object(const kcr_tombstone *t);
 
@@ -96,8 +103,11 @@ typedef void (*kcr_index_fn)(const kcr_object *obj, kcr_index_emit *emit, void *
 #define KCR_INDEX_NAMESPACE "namespace"
 KCR_API void kcr_index_namespace(const kcr_object *obj, kcr_index_emit *emit, void *user_data);
 
-/* A new empty store with no index; NULL on OOM. */
-KCR_API kcr_store *kcr_store_new(void);
+/* A new empty store with no index in *out (set only on KCR_OK; the caller
+ * frees it with kcr_store_free). No options: the key is always
+ * kcr_store_key() and indexes are added with kcr_store_add_index().
+ * KCR_ERR_INVALID for a NULL out, KCR_ERR_NOMEM. Thread-safe. */
+KCR_API kcr_err kcr_store_new(kcr_store **out);
 
 /* Drops every reference the store holds and frees it. No call may be running. */
 KCR_API void kcr_store_free(kcr_store *s);
@@ -157,17 +167,20 @@ KCR_API kcr_err kcr_store_index_objects(kcr_store *s, const char *index, const k
 
 /* ---- known objects ------------------------------------------------------------
  * What a DeltaFIFO asks about the objects its consumer already has (its
- * cache), to detect deletions on replace and to resync. Both functions are
- * called with the DeltaFIFO's lock held. */
+ * cache), to detect deletions on replace and to resync. Both functions run
+ * on the thread calling kcr_delta_fifo_replace/_resync, with the DeltaFIFO's
+ * lock held (lock order DeltaFIFO -> store): they must not call into that
+ * DeltaFIFO. `user_data` is passed to both, last. */
 typedef struct kcr_known_objects {
-    /* Fills *out with every known key. */
-    kcr_err (*list_keys)(void *self, kcr_string_list *out);
-    /* The known object with `key` as a new reference, or NULL. */
-    kcr_object *(*get_by_key)(void *self, const char *key);
-    void *self;
+    /* Fills *out with every known key (copies the caller frees). */
+    kcr_err (*list_keys)(kcr_string_list *out, void *user_data);
+    /* The known object with `key` (borrowed) as a new reference, or NULL. */
+    kcr_object *(*get_by_key)(const char *key, void *user_data);
+    void *user_data;
 } kcr_known_objects;
 
-/* A store seen as known objects (valid while the store lives). */
+/* A store seen as known objects: user_data is `s`, borrowed, so it must
+ * outlive the DeltaFIFO using it. Thread-safe (the store's read lock). */
 KCR_API kcr_known_objects kcr_store_known_objects(kcr_store *s);
 
 /* ---- FIFO ---------------------------------------------------------------------
@@ -186,7 +199,10 @@ typedef struct kcr_fifo kcr_fifo;
 typedef kcr_err (*kcr_fifo_process_fn)(const kcr_object *obj, bool is_in_initial_list,
                                        bool *requeue, void *user_data);
 
-KCR_API kcr_fifo *kcr_fifo_new(void);
+/* A new empty FIFO in *out (set only on KCR_OK; the caller frees it with
+ * kcr_fifo_free). No options: keys are always kcr_store_key().
+ * KCR_ERR_INVALID for a NULL out, KCR_ERR_NOMEM. Thread-safe. */
+KCR_API kcr_err kcr_fifo_new(kcr_fifo **out);
 /* Frees the FIFO and drops its references. No call may be running. */
 KCR_API void kcr_fifo_free(kcr_fifo *f);
 
@@ -269,8 +285,12 @@ typedef kcr_err (*kcr_delta_fifo_process_fn)(const char *key, const kcr_delta *d
                                              bool is_in_initial_list, bool *requeue,
                                              void *user_data);
 
-/* opts may be NULL (defaults). NULL on OOM. */
-KCR_API kcr_delta_fifo *kcr_delta_fifo_new(const kcr_delta_fifo_options *opts);
+/* A new empty DeltaFIFO in *out (set only on KCR_OK; the caller frees it
+ * with kcr_delta_fifo_free). opts may be NULL (defaults); it is copied, and
+ * what opts->known.user_data points to is borrowed until _free.
+ * KCR_ERR_INVALID for a NULL out or known objects with only one of their
+ * two functions, KCR_ERR_NOMEM. Thread-safe. */
+KCR_API kcr_err kcr_delta_fifo_new(const kcr_delta_fifo_options *opts, kcr_delta_fifo **out);
 /* Frees the FIFO and drops its references. No call may be running. */
 KCR_API void kcr_delta_fifo_free(kcr_delta_fifo *f);
 
@@ -291,7 +311,8 @@ KCR_API kcr_err kcr_delta_fifo_resync(kcr_delta_fifo *f);
  * (contract above). KCR_ERR_SHUTDOWN once closed and empty. */
 KCR_API kcr_err kcr_delta_fifo_pop(kcr_delta_fifo *f, kcr_delta_fifo_process_fn process,
                                    void *user_data);
-/* Like pop, but gives up after timeout_ms with KCR_ERR_TIMEOUT. */
+/* Like pop, but gives up after timeout_ms with KCR_ERR_TIMEOUT (< 0: at
+ * once when nothing is queued; above 2^40 ms, about 35 years: no limit). */
 KCR_API kcr_err kcr_delta_fifo_pop_timeout(kcr_delta_fifo *f, kcr_delta_fifo_process_fn process,
                                            void *user_data, int64_t timeout_ms);
 KCR_API void kcr_delta_fifo_close(kcr_delta_fifo *f);

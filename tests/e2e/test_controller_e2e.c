@@ -393,9 +393,11 @@ static kcr_result bump(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
     if (v < 20) {
         char next[16];
         snprintf(next, sizeof next, "%d", v + 1);
-        kcr_object_edit *e = kcr_object_edit_new(cm);
+        kcr_object_edit *e = NULL;
         kcr_object *upd = NULL;
-        kcr_err err = kcr_object_edit_set_annotation(e, "n", next);
+        kcr_err err = kcr_object_edit_new(cm, &e);
+        if (err == KCR_OK)
+            err = kcr_object_edit_set_annotation(e, "n", next);
         if (err == KCR_OK)
             err = kcr_object_edit_freeze(e, &upd);
         kcr_object_edit_free(e);

@@ -464,8 +464,7 @@ Test(e2e_client, watch_events_initial_events_and_cancel, .init = setup, .fini = 
     /* A watch from a list's RV ends cleanly at timeoutSeconds. */
     kcr_list_meta meta = {0};
     cr_assert_eq(kcr_client_list(client, &CM, ns, NULL, NULL, NULL, &meta, NULL), KCR_OK);
-    struct watch_run w2 = {.opts = {.resource_version = meta.resource_version,
-                                    .timeout_seconds = 1},
+    struct watch_run w2 = {.opts = {.resource_version = meta.resource_version, .timeout_ms = 1000},
                            .lock = PTHREAD_MUTEX_INITIALIZER};
     run_watch(&w2);
     cr_assert_eq(w2.result, KCR_OK, "%s", kcr_last_error());

@@ -163,7 +163,7 @@ Test(informer_faults, cut_connection_resumes_without_relist_or_duplicates, .time
 Test(informer_faults, stalled_stream_is_detected_and_reconnected, .timeout = 300)
 {
     kcr_informer_options o = {0};
-    o.reflector.idle_limit_s = 3;
+    o.reflector.idle_limit_ms = 3000;
     rig g;
     rig_up(&g, "inf-stall", 20, &o);
     long lists = e2e_cm_requests("list", g.ns);

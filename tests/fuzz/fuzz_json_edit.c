@@ -114,8 +114,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_round_trip(doc);
     check_status(doc);
 
-    kcr_object_edit *e = kcr_object_edit_new(doc);
-    if (!e)
+    kcr_object_edit *e = NULL;
+    if (kcr_object_edit_new(doc, &e) != KCR_OK)
         abort();
     kcr_object *same = snapshot(e); /* object -> edit tree -> object is lossless */
     if (!kcr_value_equal(kcr_object_root(doc), kcr_object_root(same)))

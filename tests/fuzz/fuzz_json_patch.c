@@ -35,8 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (kcr_object_parse(FALLBACK, sizeof FALLBACK - 1, &doc) != KCR_OK)
             abort();
 
-    kcr_object_edit *e = kcr_object_edit_new(doc);
-    if (!e)
+    kcr_object_edit *e = NULL;
+    if (kcr_object_edit_new(doc, &e) != KCR_OK)
         abort();
     kcr_err err = kcr_object_edit_json_patch(e, patch, patch_len);
     if (err != KCR_OK && kcr_last_error()[0] == '\0')

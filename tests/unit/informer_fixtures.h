@@ -56,7 +56,7 @@ typedef struct spy_call {
     char cont[8]; /* "" or "yes" */
     char label[64], field[64];
     int64_t limit;
-    int timeout_seconds, idle_timeout_seconds;
+    int64_t timeout_ms, idle_timeout_ms;
     bool bookmarks, initial_events, metadata_only;
 } spy_call;
 
@@ -118,8 +118,8 @@ static inline void spy_record(spy *s, bool watch, const kcr_list_options *o)
         snprintf(k->label, sizeof k->label, "%s", o->label_selector ? o->label_selector : "");
         snprintf(k->field, sizeof k->field, "%s", o->field_selector ? o->field_selector : "");
         k->limit = o->limit;
-        k->timeout_seconds = o->timeout_seconds;
-        k->idle_timeout_seconds = o->idle_timeout_seconds;
+        k->timeout_ms = o->timeout_ms;
+        k->idle_timeout_ms = o->idle_timeout_ms;
         k->bookmarks = o->allow_bookmarks;
         k->initial_events = o->send_initial_events;
         k->metadata_only = o->metadata_only;

@@ -2,11 +2,42 @@
 #ifndef KCR_TEST_STORE_FIXTURES_H
 #define KCR_TEST_STORE_FIXTURES_H
 
+#include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "kcr/kcr.h"
+
+/* Constructors that fail the test instead of returning an error. */
+static inline kcr_store *new_store(void)
+{
+    kcr_store *s = NULL;
+    cr_assert_eq(kcr_store_new(&s), KCR_OK, "kcr_store_new: %s", kcr_last_error());
+    return s;
+}
+
+static inline kcr_fifo *new_fifo(void)
+{
+    kcr_fifo *f = NULL;
+    cr_assert_eq(kcr_fifo_new(&f), KCR_OK, "kcr_fifo_new: %s", kcr_last_error());
+    return f;
+}
+
+static inline kcr_delta_fifo *new_delta_fifo(const kcr_delta_fifo_options *opts)
+{
+    kcr_delta_fifo *f = NULL;
+    cr_assert_eq(kcr_delta_fifo_new(opts, &f), KCR_OK, "kcr_delta_fifo_new: %s", kcr_last_error());
+    return f;
+}
+
+static inline kcr_tombstone *new_tombstone(const char *key, const kcr_object *obj)
+{
+    kcr_tombstone *t = NULL;
+    cr_assert_eq(kcr_tombstone_new(key, obj, &t), KCR_OK, "kcr_tombstone_new: %s",
+                 kcr_last_error());
+    return t;
+}
 
 /* A ConfigMap ns/name (ns may be "" for cluster-scoped) with label app=app
  * and a resourceVersion. */

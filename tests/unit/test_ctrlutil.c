@@ -529,7 +529,8 @@ Test(ctrlutil_apply, object_and_json, .init = setup, .fini = teardown)
     cr_assert_str_eq(kcr_value_string(kcr_object_get(o, "data.x"), NULL), "1");
     /* applying what was read back is refused before any request */
     uint64_t patches = kcr_fake_count(fake, KCR_FAKE_PATCH, NULL);
-    kcr_object_edit *e = kcr_object_edit_new(o);
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(o, &e), KCR_OK);
     cr_assert_eq(kcr_object_edit_set_json(e, "metadata.managedFields", "[{\"manager\":\"x\"}]", 17),
                  KCR_OK);
     kcr_object *with_mf = NULL;

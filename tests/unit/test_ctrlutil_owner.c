@@ -174,7 +174,8 @@ Test(ctrlutil_owner, namespaces_and_recreated_owners)
 Test(ctrlutil_owner, edit_variants)
 {
     kcr_object *a = obj(FOO("first", "u-1")), *b = obj(FOO("second", "u-2"));
-    kcr_object_edit *e = kcr_object_edit_new(NULL);
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(NULL, &e), KCR_OK);
     cr_assert_eq(kcr_object_edit_set_string(e, "metadata.namespace", "ns"), KCR_OK);
     /* works before the edit has a name */
     cr_assert_eq(kcr_ctrlutil_set_controller_reference_edit(a, e, NULL), KCR_OK, "%s",

@@ -59,7 +59,7 @@ static kcr_object *o_(const char *name, const char *rv)
 
 Test(delta_fifo, deltas_accumulate_per_key_in_first_change_order)
 {
-    kcr_delta_fifo *f = kcr_delta_fifo_new(NULL);
+    kcr_delta_fifo *f = new_delta_fifo(NULL);
     DO(kcr_delta_fifo_add, f, "a", "1");
     DO(kcr_delta_fifo_add, f, "b", "1");
     DO(kcr_delta_fifo_update, f, "a", "2");
@@ -81,12 +81,12 @@ Test(delta_fifo, deltas_accumulate_per_key_in_first_change_order)
 
 Test(delta_fifo, delete_of_unknown_key_is_ignored)
 {
-    kcr_delta_fifo *f = kcr_delta_fifo_new(NULL);
+    kcr_delta_fifo *f = new_delta_fifo(NULL);
     DO(kcr_delta_fifo_delete, f, "ghost", "1");
     cr_assert_eq(kcr_delta_fifo_len(f), 0);
-    kcr_store *known = kcr_store_new();
+    kcr_store *known = new_store();
     kcr_delta_fifo_options opts = {kcr_store_known_objects(known)};
-    kcr_delta_fifo *g = kcr_delta_fifo_new(&opts);
+    kcr_delta_fifo *g = new_delta_fifo(&opts);
     DO(kcr_delta_fifo_delete, g, "ghost", "1");
     cr_assert_eq(kcr_delta_fifo_len(g), 0);
     /* Known in the cache: the delete is queued. */
@@ -102,7 +102,7 @@ Test(delta_fifo, delete_of_unknown_key_is_ignored)
 
 Test(delta_fifo, two_deletes_collapse_keeping_the_real_object)
 {
-    kcr_delta_fifo *f = kcr_delta_fifo_new(NULL);
+    kcr_delta_fifo *f = new_delta_fifo(NULL);
     DO(kcr_delta_fifo_add, f, "a", "1");
     DO(kcr_delta_fifo_delete, f, "a", "2");
     DO(kcr_delta_fifo_delete, f, "a", "3");
@@ -112,7 +112,7 @@ Test(delta_fifo, two_deletes_collapse_keeping_the_real_object)
 
 Test(delta_fifo, replace_over_a_queued_delete_keeps_one_real_delete)
 {
-    kcr_delta_fifo *f = kcr_delta_fifo_new(NULL);
+    kcr_delta_fifo *f = new_delta_fifo(NULL);
     DO(kcr_delta_fifo_add, f, "a", "1");
     DO(kcr_delta_fifo_delete, f, "a", "2");
     kcr_object *b = o_("b", "1");
@@ -128,9 +128,9 @@ Test(delta_fifo, replace_over_a_queued_delete_keeps_one_real_delete)
 
 Test(delta_fifo, object_only_in_queue_gets_exactly_one_delete)
 {
-    kcr_store *known = kcr_store_new();
+    kcr_store *known = new_store();
     kcr_delta_fifo_options opts = {kcr_store_known_objects(known)};
-    kcr_delta_fifo *f = kcr_delta_fifo_new(&opts);
+    kcr_delta_fifo *f = new_delta_fifo(&opts);
     DO(kcr_delta_fifo_add, f, "queued", "7");
     cr_assert_eq(kcr_delta_fifo_replace(f, NULL, 0), KCR_OK);
     struct seen s = pop1(f);
@@ -142,9 +142,9 @@ Test(delta_fifo, object_only_in_queue_gets_exactly_one_delete)
 
 Test(delta_fifo, tombstone_of_a_queued_key_holds_its_newest_state)
 {
-    kcr_store *known = kcr_store_new();
+    kcr_store *known = new_store();
     kcr_delta_fifo_options opts = {kcr_store_known_objects(known)};
-    kcr_delta_fifo *f = kcr_delta_fifo_new(&opts);
+    kcr_delta_fifo *f = new_delta_fifo(&opts);
     DO(kcr_delta_fifo_add, f, "a", "1");
     DO(kcr_delta_fifo_update, f, "a", "2");
     cr_assert_eq(kcr_delta_fifo_replace(f, NULL, 0), KCR_OK);
@@ -158,12 +158,12 @@ Test(delta_fifo, tombstone_of_a_queued_key_holds_its_newest_state)
 
 Test(delta_fifo, replace_emits_replaced_and_tombstones_for_known_missing)
 {
-    kcr_store *known = kcr_store_new();
+    kcr_store *known = new_store();
     kcr_object *k1 = o_("kept", "1"), *k2 = o_("gone", "4");
     kcr_store_add(known, k1);
     kcr_store_add(known, k2);
     kcr_delta_fifo_options opts = {kcr_store_known_objects(known)};
-    kcr_delta_fifo *f = kcr_delta_fifo_new(&opts);
+    kcr_delta_fifo *f = new_delta_fifo(&opts);
     kcr_object *list[2] = {o_("kept", "2"), o_("fresh", "1")};
     cr_assert_eq(kcr_delta_fifo_replace(f, list, 2), KCR_OK);
     cr_assert_eq(kcr_delta_fifo_len(f), 3);
@@ -190,7 +190,7 @@ Test(delta_fifo, replace_emits_replaced_and_tombstones_for_known_missing)
 
 Test(delta_fifo, has_synced_when_a_change_comes_first)
 {
-    kcr_delta_fifo *f = kcr_delta_fifo_new(NULL);
+    kcr_delta_fifo *f = new_delta_fifo(NULL);
     cr_assert_not(kcr_delta_fifo_has_synced(f));
     DO(kcr_delta_fifo_add, f, "a", "1");
     cr_assert(kcr_delta_fifo_has_synced(f));
@@ -203,12 +203,12 @@ Test(delta_fifo, has_synced_when_a_change_comes_first)
 
 Test(delta_fifo, resync_of_missing_and_existing_objects)
 {
-    kcr_store *known = kcr_store_new();
+    kcr_store *known = new_store();
     kcr_object *a = o_("a", "1"), *b = o_("b", "1");
     kcr_store_add(known, a);
     kcr_store_add(known, b);
     kcr_delta_fifo_options opts = {kcr_store_known_objects(known)};
-    kcr_delta_fifo *f = kcr_delta_fifo_new(&opts);
+    kcr_delta_fifo *f = new_delta_fifo(&opts);
     DO(kcr_delta_fifo_update, f, "a", "2");
     cr_assert_eq(kcr_delta_fifo_resync(f), KCR_OK);
     cr_assert_eq(kcr_delta_fifo_len(f), 2);
@@ -223,7 +223,7 @@ Test(delta_fifo, resync_of_missing_and_existing_objects)
     cr_assert_eq(kcr_delta_fifo_resync(f), KCR_OK);
     cr_assert_eq(kcr_delta_fifo_len(f), 0);
     /* Without known objects resync does nothing. */
-    kcr_delta_fifo *g = kcr_delta_fifo_new(NULL);
+    kcr_delta_fifo *g = new_delta_fifo(NULL);
     cr_assert_eq(kcr_delta_fifo_resync(g), KCR_OK);
     cr_assert_eq(kcr_delta_fifo_len(g), 0);
     kcr_delta_fifo_free(g);
@@ -235,12 +235,12 @@ Test(delta_fifo, resync_of_missing_and_existing_objects)
 
 Test(delta_fifo, has_synced_counts_deletes_of_first_replace)
 {
-    kcr_store *known = kcr_store_new();
+    kcr_store *known = new_store();
     kcr_object *g1 = o_("g1", "1"), *g2 = o_("g2", "1");
     kcr_store_add(known, g1);
     kcr_store_add(known, g2);
     kcr_delta_fifo_options opts = {kcr_store_known_objects(known)};
-    kcr_delta_fifo *f = kcr_delta_fifo_new(&opts);
+    kcr_delta_fifo *f = new_delta_fifo(&opts);
     cr_assert_eq(kcr_delta_fifo_replace(f, NULL, 0), KCR_OK);
     cr_assert_not(kcr_delta_fifo_has_synced(f));
     pop1(f);
@@ -255,7 +255,7 @@ Test(delta_fifo, has_synced_counts_deletes_of_first_replace)
 
 Test(delta_fifo, pop_requeue_puts_deltas_back_at_the_end)
 {
-    kcr_delta_fifo *f = kcr_delta_fifo_new(NULL);
+    kcr_delta_fifo *f = new_delta_fifo(NULL);
     DO(kcr_delta_fifo_add, f, "a", "1");
     DO(kcr_delta_fifo_add, f, "b", "1");
     struct seen s = {.requeue = true};
@@ -284,9 +284,9 @@ static kcr_err apply(const char *key, const kcr_delta *d, size_t n, bool initial
 
 Test(delta_fifo, pop_into_the_cache_then_relist)
 {
-    kcr_store *cache = kcr_store_new();
+    kcr_store *cache = new_store();
     kcr_delta_fifo_options opts = {kcr_store_known_objects(cache)};
-    kcr_delta_fifo *f = kcr_delta_fifo_new(&opts);
+    kcr_delta_fifo *f = new_delta_fifo(&opts);
     kcr_object *l1[3] = {o_("a", "1"), o_("b", "1"), o_("c", "1")};
     kcr_delta_fifo_replace(f, l1, 3);
     while (kcr_delta_fifo_len(f))
@@ -316,7 +316,7 @@ static void *blocked_pop(void *arg)
 
 Test(delta_fifo, close_unblocks_pop, .timeout = 30)
 {
-    kcr_delta_fifo *f = kcr_delta_fifo_new(NULL);
+    kcr_delta_fifo *f = new_delta_fifo(NULL);
     pthread_t t;
     pthread_create(&t, NULL, blocked_pop, f);
     sleep_us(50 * 1000);
@@ -332,9 +332,30 @@ Test(delta_fifo, close_unblocks_pop, .timeout = 30)
 
 Test(delta_fifo, pop_timeout)
 {
-    kcr_delta_fifo *f = kcr_delta_fifo_new(NULL);
+    kcr_delta_fifo *f = new_delta_fifo(NULL);
     struct seen s;
     cr_assert_eq(kcr_delta_fifo_pop_timeout(f, capture, &s, 20), KCR_ERR_TIMEOUT);
+    kcr_delta_fifo_free(f);
+}
+
+static void *endless_pop(void *arg)
+{
+    struct seen s = {0};
+    /* 2^57 ms is 2^63 * 15625 ns: computed in int64_t it wraps to INT64_MIN */
+    return (void *)(intptr_t)kcr_delta_fifo_pop_timeout(arg, capture, &s, INT64_C(1) << 57);
+}
+
+Test(delta_fifo, pop_timeout_beyond_35_years_waits_without_limit, .timeout = 30)
+{
+    /* Such a timeout in nanoseconds would overflow into a deadline in the
+     * past (an immediate KCR_ERR_TIMEOUT); it must wait for the add. */
+    kcr_delta_fifo *f = new_delta_fifo(NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, endless_pop, f);
+    DO(kcr_delta_fifo_add, f, "late", "1");
+    void *r;
+    pthread_join(t, &r);
+    cr_assert_eq((kcr_err)(intptr_t)r, KCR_OK, "%s", kcr_strerror((kcr_err)(intptr_t)r));
     kcr_delta_fifo_free(f);
 }
 
@@ -374,9 +395,9 @@ static void *consumer(void *arg)
 
 Test(delta_fifo, concurrent_producers_and_consumer, .timeout = 120)
 {
-    kcr_store *cache = kcr_store_new();
+    kcr_store *cache = new_store();
     kcr_delta_fifo_options opts = {kcr_store_known_objects(cache)};
-    kcr_delta_fifo *f = kcr_delta_fifo_new(&opts);
+    kcr_delta_fifo *f = new_delta_fifo(&opts);
     void *ca[2] = {f, cache};
     pthread_t c, p[3];
     struct prod pp[3];

@@ -66,24 +66,39 @@ Test(error_details, store_fifo_and_delta_fifo)
     const char *ns, *name;
     size_t ns_len;
     EXPECT_DETAIL(kcr_store_split_key("a/b/c", &ns, &ns_len, &name), KCR_ERR_INVALID, "a/b/c");
-    kcr_store *s = kcr_store_new();
+    EXPECT_DETAIL(kcr_store_new(NULL), KCR_ERR_INVALID, "kcr_store_new");
+    kcr_store *s = NULL;
+    cr_assert_eq(kcr_store_new(&s), KCR_OK);
     kcr_object_list l = {0};
     EXPECT_DETAIL(kcr_store_by_index(s, "no-such-index", "x", &l), KCR_ERR_NOT_FOUND,
                   "no-such-index");
     EXPECT_DETAIL(kcr_store_add(s, NULL), KCR_ERR_INVALID, "NULL");
-    kcr_store_free(s);
 
-    kcr_fifo *f = kcr_fifo_new();
+    EXPECT_DETAIL(kcr_fifo_new(NULL), KCR_ERR_INVALID, "kcr_fifo_new");
+    kcr_fifo *f = NULL;
+    cr_assert_eq(kcr_fifo_new(&f), KCR_OK);
     kcr_fifo_close(f);
     EXPECT_DETAIL(kcr_fifo_pop(f, fifo_no_process, NULL), KCR_ERR_SHUTDOWN, "closed");
     kcr_fifo_free(f);
 
-    kcr_delta_fifo *df = kcr_delta_fifo_new(NULL);
+    kcr_delta_fifo *df = NULL;
+    EXPECT_DETAIL(kcr_delta_fifo_new(NULL, NULL), KCR_ERR_INVALID, "kcr_delta_fifo_new");
+    kcr_delta_fifo_options half = {.known = kcr_store_known_objects(s)};
+    half.known.get_by_key = NULL;
+    EXPECT_DETAIL(kcr_delta_fifo_new(&half, &df), KCR_ERR_INVALID, "get_by_key");
+    cr_assert_null(df, "*out is set only on KCR_OK");
+    cr_assert_eq(kcr_delta_fifo_new(NULL, &df), KCR_OK);
     EXPECT_DETAIL(kcr_delta_fifo_pop_timeout(df, no_process, NULL, 0), KCR_ERR_TIMEOUT,
                   "DeltaFIFO");
     kcr_delta_fifo_close(df);
     EXPECT_DETAIL(kcr_delta_fifo_pop(df, no_process, NULL), KCR_ERR_SHUTDOWN, "closed");
     kcr_delta_fifo_free(df);
+    kcr_store_free(s);
+
+    kcr_tombstone *t = NULL;
+    EXPECT_DETAIL(kcr_tombstone_new(NULL, NULL, &t), KCR_ERR_INVALID, "kcr_tombstone_new");
+    EXPECT_DETAIL(kcr_tombstone_new("ns/a", NULL, NULL), KCR_ERR_INVALID, "kcr_tombstone_new");
+    cr_assert_null(t, "*out is set only on KCR_OK");
 }
 
 Test(error_details, objects_time_and_status)
@@ -94,7 +109,9 @@ Test(error_details, objects_time_and_status)
     EXPECT_DETAIL(kcr_object_parse(cut, strlen(cut), &o), KCR_ERR_PARSE, "JSON");
     EXPECT_DETAIL(kcr_object_parse(anon, strlen(anon), &o), KCR_ERR_PARSE, "name");
     cr_assert_eq(kcr_object_parse(good, strlen(good), &o), KCR_OK);
-    kcr_object_edit *e = kcr_object_edit_new(o);
+    EXPECT_DETAIL(kcr_object_edit_new(o, NULL), KCR_ERR_INVALID, "kcr_object_edit_new");
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(o, &e), KCR_OK);
     EXPECT_DETAIL(kcr_object_edit_set_string(e, "list[5]", "x"), KCR_ERR_NOT_FOUND, "list[5]");
     EXPECT_DETAIL(kcr_object_edit_set_json(e, "spec", "{nope", 0), KCR_ERR_PARSE, "JSON");
     EXPECT_DETAIL(kcr_object_edit_merge_patch(e, "[1]", 3), KCR_ERR_PARSE, "not an object");

@@ -581,11 +581,12 @@ Test(fake, watch_cancel_timeout_idle_and_error, .init = setup, .fini = teardown)
     kcr_cancel_free(cancel);
 
     struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
-    kcr_list_options o = {.timeout_seconds = 1};
+    /* The server sees timeoutSeconds: 1 ms rounds up to a clean end after 1 s. */
+    kcr_list_options o = {.timeout_ms = 1};
     t0 = kcr__now_ns();
     cr_assert_eq(kcr_client_watch(c, &CM, "t", &o, on_event, &s, NULL), KCR_OK);
     cr_assert_geq(kcr__now_ns() - t0, KCR_NS_PER_S - 10 * KCR_NS_PER_MS);
-    o = (kcr_list_options){.idle_timeout_seconds = 1};
+    o = (kcr_list_options){.idle_timeout_ms = 300};
     cr_assert_eq(kcr_client_watch(c, &CM, "t", &o, on_event, &s, NULL), KCR_ERR_TIMEOUT);
 
     struct watch_thread e = {.opts = {0}};
@@ -721,7 +722,7 @@ Test(fake, unknown_resources_are_404_like_the_apiserver, .init = setup, .fini = 
         cr_assert_eq(n, 0);
         expect_not_served(kcr_client_list(c, res, NULL, &lo, count_item, &n, NULL, &st), &st,
                           "list across namespaces");
-        lo.timeout_seconds = 1;
+        lo.timeout_ms = 1000;
         expect_not_served(kcr_client_watch(c, res, "default", &lo, ignore_event, NULL, &st), &st,
                           "watch");
         expect_not_served(kcr_client_get(c, res, "default", "t", NULL, NULL, &st), &st, "get");
@@ -857,4 +858,27 @@ Test(fake, triggered_cancel_stops_every_verb, .init = setup, .fini = teardown)
     cr_assert_eq(kcr_client_resolve_opts(c, "cm", &ro, &ar, NULL), KCR_OK);
     cr_assert_str_eq(ar.kind, "ConfigMap");
     kcr_cancel_free(cancel);
+}
+
+Test(fake, durations_beyond_35_years_are_refused, .init = setup, .fini = teardown)
+{
+    const int64_t too_long = (INT64_C(1) << 40) + 1;
+    kcr_fake *other = (kcr_fake *)&too_long;
+    kcr_fake_options fo = {.bookmark_interval_ms = too_long};
+    cr_assert_eq(kcr_fake_new(&fo, &other), KCR_ERR_INVALID);
+    cr_assert_null(other);
+    cr_assert(strstr(kcr_last_error(), "bookmark_interval_ms"), "%s", kcr_last_error());
+    kcr_list_options lo = {.timeout_ms = too_long};
+    cr_assert_eq(kcr_client_list(c, &CM, "d", &lo, NULL, NULL, NULL, NULL), KCR_ERR_INVALID);
+    cr_assert(strstr(kcr_last_error(), "timeout_ms"), "%s", kcr_last_error());
+    lo = (kcr_list_options){.idle_timeout_ms = INT64_MAX};
+    cr_assert_eq(kcr_client_watch(c, &CM, "d", &lo, NULL, NULL, NULL), KCR_ERR_INVALID);
+    cr_assert(strstr(kcr_last_error(), "idle_timeout_ms"), "%s", kcr_last_error());
+    kcr_object_unref(create(&CM, "d", "{\"metadata\":{\"name\":\"a\"}}"));
+    kcr_delete_options d = {.has_grace_period = true, .grace_period_ms = too_long};
+    cr_assert_eq(kcr_client_delete(c, &CM, "d", "a", &d, NULL, NULL), KCR_ERR_INVALID);
+    cr_assert(strstr(kcr_last_error(), "grace period"), "%s", kcr_last_error());
+    d.grace_period_ms = 0;
+    cr_assert_eq(kcr_client_delete(c, &CM, "d", "a", &d, NULL, NULL), KCR_OK, "%s",
+                 kcr_last_error());
 }

@@ -39,7 +39,7 @@ static void add(kcr_fifo *f, const char *name, const char *rv)
 
 Test(fifo, add_update_keep_position_and_replace_object)
 {
-    kcr_fifo *f = kcr_fifo_new();
+    kcr_fifo *f = new_fifo();
     add(f, "a", "1");
     add(f, "b", "1");
     kcr_object *a2 = mk("ns", "a", "x", "2");
@@ -57,7 +57,7 @@ Test(fifo, add_update_keep_position_and_replace_object)
 
 Test(fifo, add_if_not_present)
 {
-    kcr_fifo *f = kcr_fifo_new();
+    kcr_fifo *f = new_fifo();
     add(f, "a", "1");
     kcr_object *a2 = mk("ns", "a", "x", "2");
     cr_assert_eq(kcr_fifo_add_if_not_present(f, a2), KCR_OK);
@@ -75,7 +75,7 @@ Test(fifo, add_if_not_present)
 
 Test(fifo, delete_removes_item_and_pop_skips_it)
 {
-    kcr_fifo *f = kcr_fifo_new();
+    kcr_fifo *f = new_fifo();
     add(f, "a", "1");
     add(f, "b", "1");
     kcr_object *a = mk("ns", "a", "x", "1");
@@ -93,12 +93,12 @@ Test(fifo, delete_removes_item_and_pop_skips_it)
 
 Test(fifo, replace_and_has_synced_after_initial_batch)
 {
-    kcr_fifo *f = kcr_fifo_new();
+    kcr_fifo *f = new_fifo();
     cr_assert_not(kcr_fifo_has_synced(f));
     add(f, "stale", "1");
     kcr_fifo_free(f);
 
-    f = kcr_fifo_new();
+    f = new_fifo();
     kcr_object *l[3] = {mk("ns", "x", "a", "1"), mk("ns", "y", "a", "1"), mk("ns", "x", "a", "2")};
     cr_assert_eq(kcr_fifo_replace(f, l, 3), KCR_OK);
     for (int i = 0; i < 3; i++)
@@ -120,7 +120,7 @@ Test(fifo, replace_and_has_synced_after_initial_batch)
 
 Test(fifo, has_synced_when_a_change_comes_first)
 {
-    kcr_fifo *f = kcr_fifo_new();
+    kcr_fifo *f = new_fifo();
     kcr_object *o = mk("ns", "a", "x", "1");
     kcr_fifo_delete(f, o);
     cr_assert(kcr_fifo_has_synced(f));
@@ -132,7 +132,7 @@ Test(fifo, has_synced_when_a_change_comes_first)
 
 Test(fifo, replace_swaps_queue_and_items)
 {
-    kcr_fifo *f = kcr_fifo_new();
+    kcr_fifo *f = new_fifo();
     add(f, "old", "1");
     kcr_object *n = mk("ns", "new", "x", "1");
     kcr_fifo_replace(f, &n, 1);
@@ -150,7 +150,7 @@ Test(fifo, replace_swaps_queue_and_items)
 
 Test(fifo, pop_requeue)
 {
-    kcr_fifo *f = kcr_fifo_new();
+    kcr_fifo *f = new_fifo();
     add(f, "a", "1");
     add(f, "b", "1");
     struct popped p = {.requeue_first = true};
@@ -165,7 +165,7 @@ Test(fifo, pop_requeue)
 
 Test(fifo, resync_queues_items_missing_from_queue)
 {
-    kcr_fifo *f = kcr_fifo_new();
+    kcr_fifo *f = new_fifo();
     add(f, "a", "1");
     add(f, "b", "1");
     struct popped p = {.requeue_first = true};
@@ -196,7 +196,7 @@ static void *blocked_pop(void *arg)
 
 Test(fifo, close_unblocks_pop, .timeout = 30)
 {
-    kcr_fifo *f = kcr_fifo_new();
+    kcr_fifo *f = new_fifo();
     pthread_t t;
     pthread_create(&t, NULL, blocked_pop, f);
     sleep_us(50 * 1000);
@@ -210,7 +210,7 @@ Test(fifo, close_unblocks_pop, .timeout = 30)
 
 Test(fifo, pop_wakes_on_add, .timeout = 30)
 {
-    kcr_fifo *f = kcr_fifo_new();
+    kcr_fifo *f = new_fifo();
     pthread_t t;
     pthread_create(&t, NULL, blocked_pop, f);
     sleep_us(20 * 1000);

@@ -72,6 +72,11 @@ Test(http_transport, connection_refused, .timeout = 30)
     cr_assert(strstr(kcr_last_error(), "allow_insecure_http") != NULL, "%s", kcr_last_error());
     cr_assert_null(cl);
     o.allow_insecure_http = true;
+    o.request_timeout_ms = INT64_MAX;
+    cr_assert_eq(kcr_client_new(cfg, &o, &cl), KCR_ERR_INVALID, "a timeout beyond 2^40 ms");
+    cr_assert(strstr(kcr_last_error(), "timeout") != NULL, "%s", kcr_last_error());
+    cr_assert_null(cl);
+    o.request_timeout_ms = 0;
     cr_assert_eq(kcr_client_new(cfg, &o, &cl), KCR_OK);
     cr_assert_eq(kcr_client_get(cl, &CM, "a", "b", NULL, NULL, NULL), KCR_ERR_TRANSPORT);
     cr_assert(strstr(kcr_last_error(), "127.0.0.1") != NULL || strstr(kcr_last_error(), "onnect"),
@@ -181,7 +186,7 @@ Test(http_transport, cancel_mid_transfer_and_idle_timeout, .fini = stop_server, 
     kcr_cancel_free(cc.c);
 
     e = (struct evs){0};
-    o = (kcr_list_options){.idle_timeout_seconds = 1};
+    o = (kcr_list_options){.idle_timeout_ms = 1000};
     t0 = kcr__now_ns();
     cr_assert_eq(watch_with("x=silent", &o, &e, NULL), KCR_ERR_TIMEOUT);
     took = kcr__now_ns() - t0;

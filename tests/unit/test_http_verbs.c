@@ -105,16 +105,16 @@ Test(http_verbs, requests_are_encoded_and_authorized, .fini = stop_server)
 
     kcr_list_options lo = {.label_selector = "app in (a,b)", .field_selector = "metadata.name=x",
                            .limit = 2, .continue_token = "c+/=", .resource_version = "0",
-                           .resource_version_match = "NotOlderThan", .timeout_seconds = 9,
+                           .resource_version_match = "NotOlderThan", .timeout_ms = 8001,
                            .metadata_only = true};
     cr_assert_eq(kcr_client_list(client, &CM, NULL, &lo, NULL, NULL, NULL, NULL), KCR_OK);
     HAS("GET /api/v1/configmaps?labelSelector=app%20in%20%28a%2Cb%29&fieldSelector=metadata.name%3Dx"
         "&resourceVersion=0&resourceVersionMatch=NotOlderThan&limit=2&continue=c%2B%2F%3D"
-        "&timeoutSeconds=9 ");
+        "&timeoutSeconds=9 "); /* 8001 ms, rounded up to whole seconds */
     HAS("Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json");
 
     kcr_list_options wo = {.allow_bookmarks = true, .send_initial_events = true,
-                           .resource_version_match = "NotOlderThan", .timeout_seconds = 300};
+                           .resource_version_match = "NotOlderThan", .timeout_ms = 300000};
     cr_assert_eq(kcr_client_watch(client, &CM, "team", &wo, NULL, NULL, NULL), KCR_ERR_PARSE,
                  "a list body is not a watch stream");
     HAS("?watch=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=300&allowWatchBookmarks=true"
@@ -127,6 +127,15 @@ Test(http_verbs, requests_are_encoded_and_authorized, .fini = stop_server)
     HAS("DELETE /api/v1/namespaces/team/configmaps/gone ");
     HAS("\"propagationPolicy\":\"Foreground\"");
     HAS("\"preconditions\":{\"uid\":\"u-1\",\"resourceVersion\":\"42\"}");
+    d = (kcr_delete_options){.has_grace_period = true, .grace_period_ms = 2500};
+    cr_assert_eq(kcr_client_delete(client, &CM, "team", "gone", &d, NULL, NULL), KCR_OK);
+    HAS("\"gracePeriodSeconds\":3"); /* rounded up to whole seconds */
+    d.grace_period_ms = 0;
+    cr_assert_eq(kcr_client_delete(client, &CM, "team", "gone", &d, NULL, NULL), KCR_OK);
+    HAS("\"gracePeriodSeconds\":0");
+    d.grace_period_ms = -1;
+    cr_assert_eq(kcr_client_delete(client, &CM, "team", "gone", &d, NULL, NULL), KCR_ERR_INVALID);
+    cr_assert(strstr(kcr_last_error(), "grace period"), "%s", kcr_last_error());
 
     static const char *const types[] = {"application/json-patch+json",
                                         "application/merge-patch+json",
@@ -263,7 +272,7 @@ Test(http_verbs, delete_body_and_answers, .fini = stop_server)
 {
     start_server(delete_handler, NULL);
     kcr_object *o = NULL;
-    kcr_delete_options d = {.has_grace_period = true, .grace_period_seconds = 0, .dry_run = true};
+    kcr_delete_options d = {.has_grace_period = true, .grace_period_ms = 0, .dry_run = true};
     cr_assert_eq(kcr_client_delete(client, &CM, "team", "pending", &d, &o, NULL), KCR_OK, "%s",
                  kcr_last_error());
     HAS("{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":0,"

@@ -128,9 +128,12 @@ Test(informer, managed_fields_stripped_unless_kept_and_user_transform_runs)
 static kcr_err drop_data(const kcr_object *in, kcr_object **out, void *ud)
 {
     (void)ud;
-    kcr_object_edit *ed = kcr_object_edit_new(in);
-    kcr_object_edit_delete(ed, "data");
-    kcr_err err = kcr_object_edit_freeze(ed, out);
+    kcr_object_edit *ed = NULL;
+    kcr_err err = kcr_object_edit_new(in, &ed);
+    if (err == KCR_OK)
+        err = kcr_object_edit_delete(ed, "data");
+    if (err == KCR_OK)
+        err = kcr_object_edit_freeze(ed, out);
     kcr_object_edit_free(ed);
     return err;
 }
@@ -823,7 +826,8 @@ static kcr_object *obj_in(const char *ns, const char *name, const char *app)
 
 Test(informer, lister_namespace_filter_without_the_namespace_index)
 {
-    kcr_store *s = kcr_store_new(); /* no KCR_INDEX_NAMESPACE */
+    kcr_store *s = NULL; /* no KCR_INDEX_NAMESPACE */
+    cr_assert_eq(kcr_store_new(&s), KCR_OK);
     const char *objs[][3] = {
         {"a", "x", "web"}, {"a", "y", "db"}, {"b", "x", "web"}, {"", "z", "web"}};
     for (size_t i = 0; i < 4; i++) {

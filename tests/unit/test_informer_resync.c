@@ -109,3 +109,20 @@ Test(informer_resync, no_wakeups_without_a_resync_handler_until_one_is_added)
     cr_assert_eq(st_count(&quiet), 0, "only the handler that asked gets resyncs");
     env_down(&e);
 }
+
+Test(informer_resync, a_resync_period_beyond_35_years_is_refused)
+{
+    env e;
+    env_up(&e);
+    stamps s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    kcr_event_handler h = {
+        .on_update = st_update, .resync_period_ms = (INT64_C(1) << 40) + 1, .user_data = &s};
+    kcr_handler_reg *reg = (kcr_handler_reg *)&s;
+    cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &reg), KCR_ERR_INVALID);
+    cr_assert_null(reg);
+    cr_assert(strstr(kcr_last_error(), "resync_period_ms"), "%s", kcr_last_error());
+    h.resync_period_ms = INT64_C(1) << 40;
+    cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &reg), KCR_OK, "%s", kcr_last_error());
+    cr_assert_not_null(reg);
+    env_down(&e);
+}

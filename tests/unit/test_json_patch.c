@@ -23,8 +23,8 @@ static kcr_object *doc(const char *json)
 static kcr_err patch_doc(const char *before, const char *patch, const char *after)
 {
     kcr_object *b = doc(before);
-    kcr_object_edit *e = kcr_object_edit_new(b);
-    cr_assert_not_null(e);
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(b, &e), KCR_OK);
     kcr_err err = kcr_object_edit_json_patch(e, patch, strlen(patch));
     char msg[512];
     strncpy(msg, kcr_last_error(), sizeof msg - 1);
@@ -243,7 +243,8 @@ Test(json_patch, failures_are_atomic_and_say_where)
     cr_assert_null(kcr_object_label(o, "x"), "the object is immutable");
 
     /* the same through an edit: the first op's change is rolled back */
-    kcr_object_edit *e = kcr_object_edit_new(o);
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(o, &e), KCR_OK);
     cr_assert_eq(kcr_object_edit_json_patch(e, p, strlen(p)), KCR_ERR_CONFLICT);
     cr_assert_eq(kcr_object_edit_freeze(e, &r), KCR_OK);
     cr_assert_null(kcr_object_label(r, "x"));
@@ -356,7 +357,8 @@ Test(object_edit_value, copies_a_subtree_between_objects)
 {
     kcr_object *src = parse_str(POD_JSON);
     kcr_object *dst = parse_str("{\"metadata\":{\"name\":\"copy\"},\"spec\":{\"keep\":1}}");
-    kcr_object_edit *e = kcr_object_edit_new(dst);
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(dst, &e), KCR_OK);
     cr_assert_eq(kcr_object_edit_set_value(e, "spec.template", kcr_object_get(src, "spec")), KCR_OK,
                  "%s", kcr_last_error());
     cr_assert_eq(kcr_object_edit_set_value(e, "metadata.labels", kcr_object_labels(src)), KCR_OK);
@@ -387,7 +389,8 @@ Test(object_edit_value, copies_a_subtree_between_objects)
 
 Test(object_edit_value, snapshot_reads_a_nameless_edit)
 {
-    kcr_object_edit *e = kcr_object_edit_new(NULL);
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(NULL, &e), KCR_OK);
     cr_assert_eq(kcr_object_edit_set_int(e, "spec.n", 2), KCR_OK);
     kcr_object *s = NULL;
     cr_assert_eq(kcr_object_edit_freeze(e, &s), KCR_ERR_PARSE);
@@ -459,7 +462,8 @@ Test(json_patch, length_zero_means_nul_terminated)
                  KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(kcr_value_int(kcr_object_get(r, "spec.replicas")), 9);
     kcr_object_unref(r);
-    kcr_object_edit *e = kcr_object_edit_new(o);
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(o, &e), KCR_OK);
     cr_assert_eq(kcr_object_edit_json_patch(e, "[{\"op\":\"remove\",\"path\":\"/spec\"}]", 0),
                  KCR_OK);
     cr_assert_eq(kcr_object_edit_json_patch(e, "", 0), KCR_ERR_PARSE);

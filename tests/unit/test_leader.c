@@ -448,7 +448,8 @@ static void intrude(kcr_fake_verb verb, const kcr_resource *res, const char *ns,
         !atomic_compare_exchange_strong(&in->armed, &one, 0))
         return;
     kcr_object *l = get_lease();
-    kcr_object_edit *ed = kcr_object_edit_new(l);
+    kcr_object_edit *ed = NULL;
+    cr_assert_eq(kcr_object_edit_new(l, &ed), KCR_OK);
     kcr_object_edit_set_string(ed, "spec.holderIdentity", "intruder");
     kcr_object_edit_set_int(ed, "spec.leaseDurationSeconds", 1);
     kcr_object *nl;
@@ -498,7 +499,8 @@ Test(leader, lost_race_is_a_conflict_not_a_win, .init = setup, .fini = teardown)
 static void touch_lease(const char *holder)
 {
     kcr_object *l = get_lease();
-    kcr_object_edit *ed = kcr_object_edit_new(l);
+    kcr_object_edit *ed = NULL;
+    cr_assert_eq(kcr_object_edit_new(l, &ed), KCR_OK);
     if (holder) {
         kcr_object_edit_set_string(ed, "spec.holderIdentity", holder);
         kcr_object_edit_set_int(ed, "spec.leaseDurationSeconds", 30);

@@ -24,8 +24,8 @@ Test(object_edit, set_and_delete_paths_leave_base_untouched)
 {
     kcr_object *base = parse_str(POD_JSON);
     char *before = json_of(base);
-    kcr_object_edit *e = kcr_object_edit_new(base);
-    cr_assert_not_null(e);
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(base, &e), KCR_OK);
     cr_assert_eq(kcr_object_edit_set_int(e, "spec.replicas", 5), KCR_OK);
     cr_assert_eq(kcr_object_edit_set_string(e, "spec.new.deep[\"a.b\"]", "v"), KCR_OK);
     cr_assert_eq(kcr_object_edit_set_bool(e, "spec.on", false), KCR_OK);
@@ -68,7 +68,8 @@ Test(object_edit, set_and_delete_paths_leave_base_untouched)
 Test(object_edit, metadata_helpers)
 {
     kcr_object *base = parse_str(POD_JSON);
-    kcr_object_edit *e = kcr_object_edit_new(base);
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(base, &e), KCR_OK);
     cr_assert_eq(kcr_object_edit_set_label(e, "tier", "backend"), KCR_OK);
     cr_assert_eq(kcr_object_edit_set_label(e, "app", "api"), KCR_OK);
     cr_assert_eq(kcr_object_edit_delete_label(e, "app.kubernetes.io/name"), KCR_OK);
@@ -105,7 +106,8 @@ Test(object_edit, metadata_helpers)
 
 Test(object_edit, from_scratch_and_name_required)
 {
-    kcr_object_edit *e = kcr_object_edit_new(NULL);
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(NULL, &e), KCR_OK);
     kcr_object *o = NULL;
     cr_assert_eq(kcr_object_edit_freeze(e, &o), KCR_ERR_PARSE);
     cr_assert_null(o);
@@ -174,7 +176,8 @@ Test(object_patch, rfc7386_examples)
 Test(object_patch, patch_round_trip_reaches_target)
 {
     kcr_object *from = parse_str(POD_JSON);
-    kcr_object_edit *e = kcr_object_edit_new(from);
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(from, &e), KCR_OK);
     kcr_object_edit_set_label(e, "new", "yes");
     kcr_object_edit_delete(e, "spec.ratio");
     kcr_object_edit_set_int(e, "spec.containers[0].ports[0].containerPort", 8080);

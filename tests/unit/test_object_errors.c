@@ -148,7 +148,8 @@ Test(object_errors, length_zero_means_strlen)
                  kcr_last_error());
     cr_assert_str_eq(kcr_object_name(o), "b");
     /* the editing calls that take JSON text agree */
-    kcr_object_edit *e = kcr_object_edit_new(o);
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(o, &e), KCR_OK);
     cr_assert_eq(kcr_object_edit_set_json(e, "data", "{\"k\":\"v\"}", 0), KCR_OK, "%s",
                  kcr_last_error());
     cr_assert_eq(kcr_object_edit_merge_patch(e, "{\"data\":{\"x\":\"y\"}}", 0), KCR_OK, "%s",

@@ -18,9 +18,8 @@ typedef struct rig {
 /* Short timings so nothing in these tests waits long. */
 static kcr_reflector_options fast_opts(void)
 {
-    return (kcr_reflector_options){.backoff_initial_ms = 5,
-                                   .backoff_max_ms = 40,
-                                   .min_watch_timeout_s = 300};
+    return (kcr_reflector_options){
+        .backoff_initial_ms = 5, .backoff_max_ms = 40, .min_watch_timeout_ms = 300000};
 }
 
 static void rig_up(rig *g, const kcr_reflector_options *o, int seed)
@@ -28,7 +27,7 @@ static void rig_up(rig *g, const kcr_reflector_options *o, int seed)
     cr_assert_eq(kcr_fake_new(NULL, &g->fake), KCR_OK);
     seed_many(g->fake, "default", seed);
     g->c = spy_new(g->fake);
-    g->fifo = kcr_delta_fifo_new(NULL);
+    cr_assert_eq(kcr_delta_fifo_new(NULL, &g->fifo), KCR_OK);
     kcr_reflector_options d = fast_opts();
     kcr_reflector_sink sink = kcr_delta_fifo_sink(g->fifo);
     cr_assert_eq(kcr_reflector_new(g->c, &CM, &sink, o ? o : &d, &g->r), KCR_OK);
@@ -114,9 +113,9 @@ Test(reflector, first_list_at_rv0_in_pages_then_watch_from_list_rv)
     snprintf(want, sizeof want, "%llu", (unsigned long long)rv);
     cr_assert_str_eq(w.rv, want);
     cr_assert(w.bookmarks);
-    cr_assert(w.timeout_seconds >= 300 && w.timeout_seconds <= 600, "timeout %d",
-              w.timeout_seconds);
-    cr_assert_eq(w.idle_timeout_seconds, w.timeout_seconds + 30, "dead-watch limit");
+    cr_assert(w.timeout_ms >= 300000 && w.timeout_ms <= 600000, "timeout %lld ms",
+              (long long)w.timeout_ms);
+    cr_assert_eq(w.idle_timeout_ms, w.timeout_ms + 30000, "dead-watch limit");
     dcount c = drain(g.fifo);
     cr_assert_eq(c.by_type[KCR_DELTA_REPLACED], 1200);
     cr_assert_eq(c.keys, 1200);
@@ -500,11 +499,11 @@ Test(reflector, dead_watch_is_detected_and_reconnected)
 {
     rig g;
     kcr_reflector_options o = fast_opts();
-    o.idle_limit_s = 1;
+    o.idle_limit_ms = 1000;
     rig_up(&g, &o, 2);
     cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
     WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
-    cr_assert_eq(spy_get(g.c, 1).idle_timeout_seconds, 1);
+    cr_assert_eq(spy_get(g.c, 1).idle_timeout_ms, 1000);
     int64_t t0 = now_ms();
     WAIT_FOR(spy_count(g.c, true) >= 2, 5000);
     cr_assert_geq(spy_count(g.c, true), 2, "the silent watch was replaced");
@@ -764,4 +763,30 @@ Test(reflector, consistent_list_starts_at_quorum_and_pages)
     cr_assert_str_eq(spy_get(g.c, 0).rv, "");
     cr_assert_eq(spy_get(g.c, 0).limit, 500);
     rig_down(&g);
+}
+
+Test(reflector, durations_beyond_35_years_are_refused)
+{
+    kcr_fake *fake;
+    cr_assert_eq(kcr_fake_new(NULL, &fake), KCR_OK);
+    kcr_client *c;
+    cr_assert_eq(kcr_fake_client(fake, NULL, &c), KCR_OK);
+    kcr_delta_fifo *f;
+    cr_assert_eq(kcr_delta_fifo_new(NULL, &f), KCR_OK);
+    kcr_reflector_sink sink = kcr_delta_fifo_sink(f);
+    kcr_reflector_options o = {.idle_limit_ms = INT64_MAX};
+    kcr_reflector *r = NULL;
+    cr_assert_eq(kcr_reflector_new(c, &CM, &sink, &o, &r), KCR_ERR_INVALID);
+    cr_assert_null(r);
+    cr_assert(strstr(kcr_last_error(), "idle_limit_ms"), "%s", kcr_last_error());
+    o = (kcr_reflector_options){.backoff_max_ms = (INT64_C(1) << 40) + 1};
+    cr_assert_eq(kcr_reflector_new(c, &CM, &sink, &o, &r), KCR_ERR_INVALID);
+    cr_assert(strstr(kcr_last_error(), "backoff_max_ms"), "%s", kcr_last_error());
+    o = (kcr_reflector_options){.min_watch_timeout_ms = INT64_C(1) << 40, .idle_limit_ms = -1};
+    cr_assert_eq(kcr_reflector_new(c, &CM, &sink, &o, &r), KCR_OK, "the largest is allowed: %s",
+                 kcr_last_error());
+    kcr_reflector_free(r);
+    kcr_delta_fifo_free(f);
+    kcr_client_free(c);
+    kcr_fake_free(fake);
 }

@@ -66,14 +66,14 @@ Test(keys, parts_are_terminated_copies)
 Test(keys, tombstone_carries_key_and_last_object)
 {
     kcr_object *o = mk("ns", "gone", "x", "9");
-    kcr_tombstone *t = kcr_tombstone_new("ns/gone", o);
+    kcr_tombstone *t = new_tombstone("ns/gone", o);
     kcr_object_unref(o);
     cr_assert_str_eq(kcr_tombstone_key(t), "ns/gone");
     cr_assert_str_eq(kcr_object_resource_version(kcr_tombstone_object(t)), "9");
     cr_assert_eq(kcr_tombstone_ref(t), t);
     kcr_tombstone_unref(t);
     kcr_tombstone_unref(t);
-    kcr_tombstone *empty = kcr_tombstone_new("k", NULL);
+    kcr_tombstone *empty = new_tombstone("k", NULL);
     cr_assert_null(kcr_tombstone_object(empty));
     kcr_tombstone_unref(empty);
 }
@@ -91,7 +91,7 @@ static void by_app(const kcr_object *obj, kcr_index_emit *emit, void *ud)
 
 Test(indexer, add_get_update_delete)
 {
-    kcr_store *s = kcr_store_new();
+    kcr_store *s = new_store();
     kcr_object *a = mk("ns", "a", "x", "1");
     cr_assert_eq(kcr_store_add(s, a), KCR_OK);
     cr_assert_eq(kcr_store_len(s), 1);
@@ -124,7 +124,7 @@ Test(indexer, add_get_update_delete)
 
 Test(indexer, list_and_keys_and_cluster_scope)
 {
-    kcr_store *s = kcr_store_new();
+    kcr_store *s = new_store();
     kcr_object *o[3] = {mk("ns", "a", "x", "1"), mk("ns2", "a", "x", "1"), mk("", "a", "x", "1")};
     for (int i = 0; i < 3; i++)
         kcr_store_add(s, o[i]);
@@ -148,7 +148,7 @@ Test(indexer, list_and_keys_and_cluster_scope)
 
 Test(indexer, namespace_and_multi_value_indexes)
 {
-    kcr_store *s = kcr_store_new();
+    kcr_store *s = new_store();
     cr_assert_eq(kcr_store_add_index(s, KCR_INDEX_NAMESPACE, kcr_index_namespace, NULL), KCR_OK);
     cr_assert_eq(kcr_store_add_index(s, "app", by_app, NULL), KCR_OK);
     cr_assert_eq(kcr_store_add_index(s, "app", by_app, NULL), KCR_ERR_EXISTS);
@@ -211,7 +211,7 @@ Test(indexer, namespace_and_multi_value_indexes)
 
 Test(indexer, index_added_later_reindexes)
 {
-    kcr_store *s = kcr_store_new();
+    kcr_store *s = new_store();
     for (int i = 0; i < 100; i++) {
         char name[16];
         snprintf(name, sizeof name, "o%d", i);
@@ -230,7 +230,7 @@ Test(indexer, index_added_later_reindexes)
 
 Test(indexer, replace_swaps_everything_and_rebuilds_indexes)
 {
-    kcr_store *s = kcr_store_new();
+    kcr_store *s = new_store();
     kcr_store_add_index(s, KCR_INDEX_NAMESPACE, kcr_index_namespace, NULL);
     kcr_object *old = mk("old", "a", "x", "1");
     kcr_store_add(s, old);
@@ -258,7 +258,7 @@ Test(indexer, replace_swaps_everything_and_rebuilds_indexes)
 
 Test(indexer, grows_and_shrinks_with_many_objects)
 {
-    kcr_store *s = kcr_store_new();
+    kcr_store *s = new_store();
     kcr_store_add_index(s, KCR_INDEX_NAMESPACE, kcr_index_namespace, NULL);
     kcr_object *objs[2000];
     for (int i = 0; i < 2000; i++) {
@@ -305,7 +305,7 @@ Test(indexer, references_are_released)
 {
     /* The store holds exactly one reference per object and drops it on
      * delete, replace and free; lookups hand out one the caller drops. */
-    kcr_store *s = kcr_store_new();
+    kcr_store *s = new_store();
     kcr_store_add_index(s, KCR_INDEX_NAMESPACE, kcr_index_namespace, NULL);
     kcr_object *a = mk("ns", "a", "x", "1"), *b = mk("ns", "b", "x", "1");
     cr_assert_eq(refs(a), 1);
@@ -391,7 +391,7 @@ static void *reader(void *arg)
 
 Test(indexer, concurrent_readers_and_writers, .timeout = 120)
 {
-    kcr_store *s = kcr_store_new();
+    kcr_store *s = new_store();
     kcr_store_add_index(s, KCR_INDEX_NAMESPACE, kcr_index_namespace, NULL);
     kcr_store_add_index(s, "app", by_app, NULL);
     pthread_t t[6];

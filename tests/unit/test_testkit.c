@@ -547,7 +547,8 @@ Test(testkit, client_writes_kcr_objects, .init = setup, .fini = teardown)
     cr_assert_eq(kcr_client_create_object(cl, &CM, NULL, obj, NULL, &got, NULL), KCR_OK, "%s",
                  kcr_last_error());
     cr_assert_str_eq(kcr_object_namespace(got), "ns1", "the object's namespace");
-    kcr_object_edit *e = kcr_object_edit_new(got);
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(got, &e), KCR_OK);
     kcr_object *changed = NULL;
     cr_assert_eq(kcr_object_edit_set_string(e, "data.v", "2"), KCR_OK);
     cr_assert_eq(kcr_object_edit_freeze(e, &changed), KCR_OK);

@@ -58,7 +58,8 @@ static kcr_err bump_shared(kcr_ctx *ctx)
 {
     kcr_object *shared = kcr_lister_get(kcr_ctx_cache(ctx, &CM), "default", "shared");
     cr_assert_not_null(shared);
-    kcr_object_edit *e = kcr_object_edit_new(shared);
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(shared, &e), KCR_OK);
     kcr_object *want = NULL;
     cr_assert_eq(kcr_object_edit_set_string(e, "data.n", "1"), KCR_OK);
     cr_assert_eq(kcr_object_edit_freeze(e, &want), KCR_OK);
