@@ -10,9 +10,16 @@
 #include "object/object_internal.h"
 #include "object/value.h"
 
+/* The yajl callbacks' context: the builder they feed and its error when a
+ * callback stopped the parse. */
+struct parse_ctx {
+    kcr__object_builder *b;
+    kcr_err err;
+};
+
 #define CB(call)                                                                                   \
     do {                                                                                           \
-        struct kcr__parse_ctx *c = ctx;                                                                      \
+        struct parse_ctx *c = ctx;                                                                 \
         c->err = (call);                                                                           \
         return c->err == KCR_OK;                                                                   \
     } while (0)
@@ -54,8 +61,8 @@ static int cb_end_array(void *ctx)
     CB(kcr__object_builder_end_array(c->b));
 }
 
-const yajl_callbacks kcr__object_yajl_callbacks = {
-    cb_null,     cb_bool,    NULL,           NULL,        cb_number, cb_string,
+static const yajl_callbacks callbacks = {
+    cb_null,      cb_bool,    NULL,       NULL,           cb_number,    cb_string,
     cb_start_map, cb_map_key, cb_end_map, cb_start_array, cb_end_array,
 };
 
@@ -68,10 +75,10 @@ static kcr_err parse(const char *json, size_t len, kcr_object **out, bool requir
         return kcr__fail(KCR_ERR_INVALID, "kcr_object_parse: json is NULL");
     if (len == 0) /* like the client calls: 0 means a NUL-terminated string */
         len = strlen(json);
-    struct kcr__parse_ctx c = {kcr__object_builder_new(), KCR_OK};
+    struct parse_ctx c = {kcr__object_builder_new(), KCR_OK};
     if (!c.b)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory parsing an object");
-    yajl_handle h = yajl_alloc(&kcr__object_yajl_callbacks, NULL, &c);
+    yajl_handle h = yajl_alloc(&callbacks, NULL, &c);
     if (!h) {
         kcr__object_builder_free(c.b);
         return kcr__fail(KCR_ERR_NOMEM, "out of memory parsing an object");

@@ -1,5 +1,6 @@
 /* Serialization: an immutable object (or a value in it) to JSON text, and
- * the one JSON writer's setup and output that edit_tree.c's walk shares. */
+ * the one JSON writer's setup and output that edit_tree.c's walk shares
+ * (object/serialize.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,6 +8,7 @@
 
 #include "core/error.h"
 #include "object/object_internal.h"
+#include "object/serialize.h"
 
 /* ---- serialization ------------------------------------------------------ */
 
@@ -80,10 +82,8 @@ kcr_err kcr__gen_value(yajl_gen g, const kcr_object *o, uint32_t ref)
     return KCR_OK;
 }
 
-/* The one JSON writer's setup and output, shared by both tree walks (this
- * file's over an immutable object, edit_tree.c's over an edit tree). No
- * UTF-8 check here: every string in either tree was checked on its way in
- * (object/utf8.h), by the builder, the edit API or kcr__node_put_str. */
+/* The one JSON writer's setup and output (object/serialize.h). Strings were
+ * checked on their way in, by the builder, the edit API or kcr__node_put_str. */
 yajl_gen kcr__gen_new(void)
 {
     yajl_gen g = yajl_gen_alloc(NULL);
