@@ -46,6 +46,17 @@ struct kcr_config {
 /* Deep copy; NULL on out of memory. */
 kcr_config *kcr__config_dup(const kcr_config *cfg);
 
+/* Largest certificate, key or token file read (KCR_ERR_TOO_LARGE above). */
+enum { KCR__MAX_CERT_FILE = 4 << 20 };
+
+/* strdup that passes NULL through (NULL also on out of memory). */
+char *kcr__xstrdup(const char *s);
+
+/* Deep copy of an exec plugin's settings (NULL on out of memory) and its
+ * free (wipes the env entries, which may hold secrets); NULL is ignored. */
+kcr__exec_config *kcr__exec_dup(const kcr__exec_config *e);
+void kcr__exec_free(kcr__exec_config *e);
+
 /* Reads a whole file (at most `max` bytes, else KCR_ERR_TOO_LARGE) into a
  * malloc'd NUL-terminated buffer. `what` names the file in messages. */
 kcr_err kcr__read_file(const char *path, size_t max, const char *what, kcr__blob *out);

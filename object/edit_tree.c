@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "object/edit_tree.h"
 #include "object/object_internal.h"
+#include "object/serialize.h"
 #include "object/utf8.h"
 
 void kcr__node_free(struct kcr__node *n)

@@ -1,5 +1,6 @@
 /* Internal: the in-memory layout of a kcr_object, shared by the files of the
- * object model (object.c, object_value.c, object_edit.c) and the store.
+ * object model (object_builder.c writes it; object.c, object_value.c,
+ * object_edit.c, serialize.c read it) and the store.
  *
  * An object is ONE allocation: this header followed by an arena holding the
  * JSON tree. Every value is a 32-bit "ref":
@@ -27,9 +28,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-
-#include <yajl/yajl_gen.h>
-#include <yajl/yajl_parse.h>
 
 #include "kcr/object.h"
 #include "object/intern.h"
@@ -166,24 +164,6 @@ uint32_t kcr__map_get_id(const kcr_object *o, uint32_t map, uint32_t id);
 
 /* The string of a STR ref, or "" (never NULL) when the ref is not a string. */
 const char *kcr__ref_cstr(const kcr_object *o, uint32_t ref);
-
-/* yajl callbacks whose context is a `struct kcr__parse_ctx` feeding a builder. */
-struct kcr__object_builder;
-struct kcr__parse_ctx {
-    struct kcr__object_builder *b;
-    kcr_err err; /* the builder's error when a callback stopped the parse */
-};
-extern const yajl_callbacks kcr__object_yajl_callbacks;
-
-/* The JSON writer both serializers use: a generator configured once
- * (kcr__gen_new, NULL when out of memory), and its output copied to a
- * malloc'd NUL-terminated *out when err is KCR_OK (kcr__gen_finish frees g
- * and returns err or KCR_ERR_NOMEM). */
-yajl_gen kcr__gen_new(void);
-kcr_err kcr__gen_finish(yajl_gen g, kcr_err err, char **out, size_t *len);
-
-/* Writes the value `ref` of `o` to a generator. */
-kcr_err kcr__gen_value(yajl_gen g, const kcr_object *o, uint32_t ref);
 
 /* Integer of a SMALLINT/INT64 ref; false for other refs. */
 bool kcr__ref_int(const kcr_object *o, uint32_t ref, int64_t *out);
