@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "kcr/kcr.h"
@@ -100,4 +101,54 @@ Test(log, levels_by_name_and_from_the_environment)
     kcr_log_set_handler(NULL, NULL);
     kcr_log_set_level(KCR_LOG_INFO);
     unsetenv("KCR_LOG");
+}
+
+Test(buf, grows_keeps_nuls_and_formats)
+{
+    kcr__buf b = {0};
+    for (int i = 0; i < 1000; i++)
+        cr_assert_eq(kcr__buf_printf(&b, "%03d,", i), KCR_OK);
+    cr_assert_eq(b.len, 4000);
+    cr_assert_eq(strncmp(b.s + 3996, "999,", 4), 0);
+    cr_assert_eq(b.s[b.len], '\0');
+    cr_assert_eq(kcr__buf_add(&b, "a\0b", 3), KCR_OK);
+    cr_assert_eq(b.len, 4003);
+    cr_assert_eq(memcmp(b.s + 4000, "a\0b", 3), 0);
+    char long_text[2000];
+    memset(long_text, 'x', sizeof long_text - 1);
+    long_text[sizeof long_text - 1] = '\0';
+    cr_assert_eq(kcr__buf_printf(&b, "<%s>", long_text), KCR_OK); /* past the stack scratch */
+    cr_assert_eq(b.len, 4003 + 2001);
+    cr_assert_eq(b.s[b.len - 1], '>');
+    kcr__buf_free(&b);
+    cr_assert_null(b.s);
+    cr_assert_eq(b.len, 0);
+}
+
+Test(buf, json_string_escapes_quotes_backslashes_and_controls)
+{
+    kcr__buf b = {0};
+    const char in[] = "a\"b\\c\n\x01" "d\xc3\xa9";
+    cr_assert_eq(kcr__buf_json_string(&b, in, sizeof in - 1), KCR_OK);
+    cr_assert_str_eq(b.s, "\"a\\\"b\\\\c\\u000a\\u0001d\xc3\xa9\"");
+    kcr__buf_free(&b);
+    cr_assert_eq(kcr__buf_json_string(&b, "", 0), KCR_OK);
+    cr_assert_str_eq(b.s, "\"\"");
+    kcr__buf_free(&b);
+}
+
+Test(buf, out_of_memory_is_sticky)
+{
+    kcr__buf b = {0};
+    cr_assert_eq(kcr__buf_str(&b, "ok"), KCR_OK);
+    b.oom = true; /* as after a failed realloc */
+    cr_assert_eq(kcr__buf_str(&b, "more"), KCR_ERR_NOMEM);
+    cr_assert_eq(b.len, 2);
+    kcr__buf_free(&b);
+    cr_assert_not(b.oom);
+    /* A length that cannot be allocated fails without touching memory. */
+    cr_assert_eq(kcr__buf_add(&b, "x", (size_t)-1 / 2), KCR_ERR_NOMEM);
+    cr_assert(b.oom);
+    cr_assert_eq(kcr__buf_str(&b, "y"), KCR_ERR_NOMEM);
+    kcr__buf_free(&b);
 }
