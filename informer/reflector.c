@@ -329,7 +329,8 @@ static kcr_err do_list(kcr_reflector *r)
         kcr_list_meta_clear(&meta);
         if (err == KCR_ERR_CANCELED || stopping(r)) {
             kcr_status_clear(&st);
-            err = KCR_ERR_CANCELED;
+            err = kcr__fail(KCR_ERR_CANCELED, "%s: list canceled: the reflector is stopping",
+                            r->res.resource);
             break;
         }
         objvec_clear(&l.objs);
@@ -405,7 +406,9 @@ static kcr_err on_event(const kcr_watch_event *ev, void *ud)
         if (w->initial && ev->type != KCR_WATCH_ADDED) {
             /* initial events are all ADDED: this server just watches */
             w->unsupported = true;
-            return KCR_ERR_UNSUPPORTED;
+            return kcr__fail(KCR_ERR_UNSUPPORTED,
+                             "%s: streaming list: initial event not ADDED (no streaming support)",
+                             r->res.resource);
         }
         kcr_object *obj;
         if ((err = transform(r, ev->object, &obj)) != KCR_OK) {
@@ -444,7 +447,9 @@ static kcr_err on_event(const kcr_watch_event *ev, void *ud)
         if (w->initial) {
             if (!ev->initial_events_end) {
                 w->unsupported = true;
-                return KCR_ERR_UNSUPPORTED;
+                return kcr__fail(KCR_ERR_UNSUPPORTED,
+                                 "%s: streaming list: a bookmark before initial-events-end",
+                                 r->res.resource);
             }
             w->initial = false;
             if ((err = deliver_replace(r, &w->objs, ev->resource_version, true)) != KCR_OK)
