@@ -19,6 +19,7 @@ kcr_err kcr_object_edit_new(const kcr_object *base, kcr_object_edit **out)
 {
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_object_edit_new: NULL out");
+    *out = NULL;
     kcr_object_edit *e = calloc(1, sizeof *e);
     if (!e)
         return kcr__fail(KCR_ERR_NOMEM, "kcr_object_edit_new: out of memory");

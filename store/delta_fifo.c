@@ -53,6 +53,7 @@ kcr_err kcr_delta_fifo_new(const kcr_delta_fifo_options *opts, kcr_delta_fifo **
 {
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_delta_fifo_new: NULL out");
+    *out = NULL;
     if (opts && !opts->known.list_keys != !opts->known.get_by_key)
         return kcr__fail(KCR_ERR_INVALID,
                          "kcr_delta_fifo_new: known objects need both list_keys and get_by_key");

@@ -17,6 +17,7 @@ kcr_err kcr_fifo_new(kcr_fifo **out)
 {
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_fifo_new: NULL out");
+    *out = NULL;
     kcr_fifo *f = calloc(1, sizeof *f);
     if (!f)
         return kcr__fail(KCR_ERR_NOMEM, "kcr_fifo_new: out of memory");

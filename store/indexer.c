@@ -287,6 +287,7 @@ kcr_err kcr_store_new(kcr_store **out)
 {
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_store_new: NULL out");
+    *out = NULL;
     kcr_store *s = calloc(1, sizeof *s);
     if (!s)
         return kcr__fail(KCR_ERR_NOMEM, "kcr_store_new: out of memory");
