@@ -135,11 +135,9 @@ static kcr_err change(kcr_delta_fifo *f, const kcr_object *obj, kcr_delta_type t
     if (!f || !obj)
         return kcr__fail(KCR_ERR_INVALID, "kcr_delta_fifo: NULL argument");
     char *key;
-    kcr_err err = kcr_store_key(obj, &key);
-    if (err)
+    kcr_err err = kcr__queue_core_begin_change(&f->q, obj, &key);
+    if (err != KCR_OK)
         return err;
-    pthread_mutex_lock(&f->q.mu);
-    f->q.populated = true;
     bool skip = false;
     if (type == KCR_DELTA_DELETED && !kcr__strmap_get(&f->q.items, key)) {
         /* Deleting what nobody knows and nothing queues is a no-op. */
@@ -150,8 +148,7 @@ static kcr_err change(kcr_delta_fifo *f, const kcr_object *obj, kcr_delta_type t
     }
     if (!skip)
         err = queue_action(f, key, type, obj, NULL);
-    pthread_mutex_unlock(&f->q.mu);
-    free(key);
+    kcr__queue_core_end_change(&f->q, key);
     return err;
 }
 

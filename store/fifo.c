@@ -83,14 +83,11 @@ static kcr_err put(kcr_fifo *f, const kcr_object *obj, bool if_absent)
     if (!f || !obj)
         return kcr__fail(KCR_ERR_INVALID, "kcr_fifo: NULL argument");
     char *key;
-    kcr_err err = kcr_store_key(obj, &key);
-    if (err)
+    kcr_err err = kcr__queue_core_begin_change(&f->q, obj, &key);
+    if (err != KCR_OK)
         return err;
-    pthread_mutex_lock(&f->q.mu);
-    f->q.populated = true;
     err = put_locked(f, key, obj, if_absent);
-    pthread_mutex_unlock(&f->q.mu);
-    free(key);
+    kcr__queue_core_end_change(&f->q, key);
     return err;
 }
 
@@ -114,14 +111,11 @@ kcr_err kcr_fifo_delete(kcr_fifo *f, const kcr_object *obj)
     if (!f || !obj)
         return kcr__fail(KCR_ERR_INVALID, "kcr_fifo_delete: NULL argument");
     char *key;
-    kcr_err err = kcr_store_key(obj, &key);
-    if (err)
+    kcr_err err = kcr__queue_core_begin_change(&f->q, obj, &key);
+    if (err != KCR_OK)
         return err;
-    pthread_mutex_lock(&f->q.mu);
-    f->q.populated = true;
     kcr_object_unref(kcr__strmap_remove(&f->q.items, key));
-    pthread_mutex_unlock(&f->q.mu);
-    free(key);
+    kcr__queue_core_end_change(&f->q, key);
     return KCR_OK;
 }
 

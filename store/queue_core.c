@@ -31,6 +31,22 @@ void kcr__queue_core_populate(kcr__queue_core *q, size_t n)
     }
 }
 
+kcr_err kcr__queue_core_begin_change(kcr__queue_core *q, const kcr_object *obj, char **key)
+{
+    kcr_err err = kcr_store_key(obj, key);
+    if (err != KCR_OK)
+        return err;
+    pthread_mutex_lock(&q->mu);
+    q->populated = true;
+    return KCR_OK;
+}
+
+void kcr__queue_core_end_change(kcr__queue_core *q, char *key)
+{
+    pthread_mutex_unlock(&q->mu);
+    free(key);
+}
+
 kcr_err kcr__queue_core_pop(kcr__queue_core *q, int64_t timeout_ms, const char *what, void **item,
                             bool *initial)
 {
