@@ -10,6 +10,7 @@
 #include "client/framer.h"
 #include "core/error.h"
 #include "core/str.h"
+#include "object/stamp.h"
 #include "object/utf8.h"
 #include "object/value.h"
 
@@ -79,16 +80,7 @@ static kcr_err stamp_built(const kcr__list_decoder *d, kcr_object *obj, kcr_obje
         *out = kcr_object_ref(obj);
         return KCR_OK;
     }
-    kcr_object_edit *e = NULL;
-    kcr_err err = kcr_object_edit_new(obj, &e);
-    if (err == KCR_OK && *av)
-        err = kcr_object_edit_set_string(e, "apiVersion", av);
-    if (err == KCR_OK && *kind)
-        err = kcr_object_edit_set_string(e, "kind", kind);
-    if (err == KCR_OK)
-        err = kcr_object_edit_freeze(e, out);
-    kcr_object_edit_free(e);
-    return err;
+    return kcr__object_stamp_type(obj, av, kind, out);
 }
 
 /* Hands the waiting items to the callback, stamped. */

@@ -12,6 +12,7 @@
 #include "object/utf8.h"
 #include "object/object_builder.h"
 #include "object/object_internal.h"
+#include "object/stamp.h"
 
 /* ---- editor ------------------------------------------------------------- */
 
@@ -650,5 +651,20 @@ kcr_err kcr_object_strip_managed_fields(const kcr_object *in, kcr_object **out, 
     if (err == KCR_OK)
         err = kcr__object_builder_finish_any(b, out);
     kcr__object_builder_free(b);
+    return err;
+}
+
+kcr_err kcr__object_stamp_type(const kcr_object *obj, const char *api_version, const char *kind,
+                               kcr_object **out)
+{
+    kcr_object_edit *e = NULL;
+    kcr_err err = kcr_object_edit_new(obj, &e);
+    if (err == KCR_OK && *api_version)
+        err = kcr_object_edit_set_string(e, "apiVersion", api_version);
+    if (err == KCR_OK && *kind)
+        err = kcr_object_edit_set_string(e, "kind", kind);
+    if (err == KCR_OK)
+        err = kcr_object_edit_freeze(e, out);
+    kcr_object_edit_free(e);
     return err;
 }
