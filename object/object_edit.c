@@ -331,6 +331,12 @@ kcr_err kcr_object_edit_delete_annotation(kcr_object_edit *e, const char *key)
     return delete_meta_entry(e, "annotations", key);
 }
 
+/* Whether node n is the string s[0..len). */
+static bool is_string(const struct kcr__node *n, const char *s, size_t len)
+{
+    return n->t == KCR__N_STR && n->slen == len && memcmp(n->s, s, len) == 0;
+}
+
 kcr_err kcr_object_edit_add_finalizer(kcr_object_edit *e, const char *finalizer)
 {
     if (!e || !finalizer)
@@ -338,8 +344,7 @@ kcr_err kcr_object_edit_add_finalizer(kcr_object_edit *e, const char *finalizer)
     struct kcr__node *a = meta_child(e, "finalizers", KCR__N_ARR, false);
     size_t len = strlen(finalizer);
     for (size_t i = 0; a && i < a->n; i++)
-        if (a->items[i]->t == KCR__N_STR && a->items[i]->slen == len &&
-            memcmp(a->items[i]->s, finalizer, len) == 0)
+        if (is_string(a->items[i], finalizer, len))
             return KCR_OK;
     kcr_err err = KCR_OK;
     struct kcr__node *v = string_node(finalizer, &err);
@@ -361,8 +366,7 @@ kcr_err kcr_object_edit_remove_finalizer(kcr_object_edit *e, const char *finaliz
     struct kcr__node *a = meta_child(e, "finalizers", KCR__N_ARR, false);
     size_t len = strlen(finalizer);
     for (size_t i = a ? a->n : 0; i-- > 0;)
-        if (a->items[i]->t == KCR__N_STR && a->items[i]->slen == len &&
-            memcmp(a->items[i]->s, finalizer, len) == 0)
+        if (is_string(a->items[i], finalizer, len))
             kcr__node_remove_at(a, i);
     return KCR_OK;
 }
