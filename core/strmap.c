@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/probe.h"
 
 static size_t home(uint32_t hash, size_t cap)
 {
@@ -84,8 +85,7 @@ void *kcr__strmap_remove(struct kcr__strmap *m, const char *key)
         j = (j + 1) & mask;
         if (!m->slots[j].key)
             break;
-        size_t k = home(m->slots[j].hash, m->cap);
-        if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+        if (!kcr__probe_stays(i, home(m->slots[j].hash, m->cap), j)) {
             m->slots[i] = m->slots[j];
             m->slots[j].key = NULL;
             i = j;

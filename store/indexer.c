@@ -15,6 +15,7 @@
 
 #include "core/buf.h"
 #include "core/error.h"
+#include "core/probe.h"
 #include "object/object_internal.h"
 #include "store/store_internal.h"
 
@@ -118,8 +119,7 @@ static kcr_object *set_remove(struct objset *s, const struct keyref *k)
         j = (j + 1) & mask;
         if (!s->slots[j])
             break;
-        uint32_t h = s->slots[j]->key_hash & mask;
-        if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
+        if (!kcr__probe_stays(i, s->slots[j]->key_hash & mask, j)) {
             s->slots[i] = s->slots[j];
             s->slots[j] = NULL;
             i = j;
@@ -250,8 +250,7 @@ static void ivalue_prune(struct index *ix, struct ivalue *v)
         j = (j + 1) & mask;
         if (!ix->slots[j])
             break;
-        size_t h = ix->slots[j]->hash & mask;
-        if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
+        if (!kcr__probe_stays(i, ix->slots[j]->hash & mask, j)) {
             ix->slots[i] = ix->slots[j];
             ix->slots[j] = NULL;
             i = j;

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/clock.h"
-#include "workqueue/probe.h"
+#include "core/probe.h"
 
 #define KEYTAB_MIN_CAP 16
 
