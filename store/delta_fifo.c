@@ -225,7 +225,7 @@ kcr_err kcr_delta_fifo_replace(kcr_delta_fifo *f, kcr_object *const *objs, size_
         }
         kcr_string_list_free(&keys);
     }
-    kcr__queue_core_populate(&f->q, listed.len + deletions);
+    kcr__queue_core_populate(&f->q, kcr__strmap_len(&listed) + deletions);
     pthread_mutex_unlock(&f->q.mu);
     kcr__strmap_clear(&listed, NULL);
     return err;

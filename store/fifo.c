@@ -134,7 +134,7 @@ kcr_err kcr_fifo_replace(kcr_fifo *f, kcr_object *const *objs, size_t n)
             free(key);
         }
     }
-    kcr__queue_core_populate(&f->q, f->q.items.len);
+    kcr__queue_core_populate(&f->q, kcr__strmap_len(&f->q.items));
     pthread_cond_broadcast(&f->q.cond);
     pthread_mutex_unlock(&f->q.mu);
     return err;
@@ -149,11 +149,10 @@ kcr_err kcr_fifo_resync(kcr_fifo *f)
     kcr_err err = KCR_OK;
     for (size_t i = 0; i < f->q.queue.len && err == KCR_OK; i++)
         err = kcr__strmap_put(&queued, kcr__ptrq_at(&f->q.queue, i), (void *)1, NULL);
-    for (size_t i = 0; i < f->q.items.cap && err == KCR_OK; i++) {
-        const char *key = f->q.items.slots[i].key;
-        if (key && !kcr__strmap_get(&queued, key))
+    const char *key;
+    for (size_t pos = 0; err == KCR_OK && kcr__strmap_next(&f->q.items, &pos, &key, NULL);)
+        if (!kcr__strmap_get(&queued, key))
             err = enqueue_key(f, key);
-    }
     kcr__strmap_clear(&queued, NULL);
     if (f->q.queue.len)
         pthread_cond_broadcast(&f->q.cond);

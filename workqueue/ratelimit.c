@@ -12,7 +12,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "workqueue/duration.h"
-#include "workqueue/keytab.h"
+#include "core/keytab.h"
 
 struct kcr_rate_limiter {
     /* forget, num_requeues, free: the user's or a built-in's. `when` is set

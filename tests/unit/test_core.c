@@ -1,12 +1,15 @@
 /* Error names, per-thread error detail, log handler and level filtering. */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/buf.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/strmap.h"
 #include "kcr/kcr.h"
 
 Test(error, every_code_has_a_distinct_name)
@@ -151,4 +154,45 @@ Test(buf, out_of_memory_is_sticky)
     cr_assert(b.oom);
     cr_assert_eq(kcr__buf_str(&b, "y"), KCR_ERR_NOMEM);
     kcr__buf_free(&b);
+}
+
+Test(strmap, put_get_replace_remove_iterate_through_growth_and_shrink)
+{
+    struct kcr__strmap m = {0};
+    cr_assert_null(kcr__strmap_get(&m, "absent")); /* a zeroed map is empty */
+    cr_assert_null(kcr__strmap_remove(&m, "absent"));
+    size_t pos = 0;
+    cr_assert_not(kcr__strmap_next(&m, &pos, NULL, NULL));
+    char key[32];
+    for (uintptr_t i = 1; i <= 5000; i++) {
+        snprintf(key, sizeof key, "ns-%lu/name", (unsigned long)i);
+        cr_assert_eq(kcr__strmap_put(&m, key, (void *)i, NULL), KCR_OK);
+    }
+    cr_assert_eq(kcr__strmap_len(&m), 5000);
+    void *old = NULL;
+    cr_assert_eq(kcr__strmap_put(&m, "ns-7/name", (void *)70000, &old), KCR_OK);
+    cr_assert_eq((uintptr_t)old, 7);
+    cr_assert_eq(kcr__strmap_len(&m), 5000, "a replace adds no key");
+    for (uintptr_t i = 1; i <= 5000; i += 2) { /* drop the odd ones: the table shrinks */
+        snprintf(key, sizeof key, "ns-%lu/name", (unsigned long)i);
+        cr_assert_eq((uintptr_t)kcr__strmap_remove(&m, key), i == 7 ? 70000 : i);
+    }
+    cr_assert_eq(kcr__strmap_len(&m), 2500);
+    size_t seen = 0;
+    uintptr_t sum = 0;
+    const char *k;
+    void *v;
+    for (pos = 0; kcr__strmap_next(&m, &pos, &k, &v);) {
+        seen++;
+        sum += (uintptr_t)v;
+        cr_assert_eq(kcr__strmap_get(&m, k), v, "%s", k);
+    }
+    cr_assert_eq(seen, 2500);
+    cr_assert_eq(sum, (uintptr_t)2500 * 2501, "the even values 2..5000");
+    cr_assert_null(kcr__strmap_get(&m, "ns-1/name"));
+    cr_assert_eq((uintptr_t)kcr__strmap_get(&m, "ns-2/name"), 2);
+    kcr__strmap_clear(&m, NULL);
+    cr_assert_eq(kcr__strmap_len(&m), 0);
+    cr_assert_eq(kcr__strmap_put(&m, "again", (void *)1, NULL), KCR_OK, "usable after clear");
+    kcr__strmap_clear(&m, NULL);
 }
