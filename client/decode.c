@@ -9,6 +9,7 @@
 #include "client/client_impl.h"
 #include "client/framer.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/str.h"
 #include "object/stamp.h"
 #include "object/utf8.h"
@@ -102,16 +103,13 @@ static kcr_err flush_pending(kcr__list_decoder *d)
 
 static kcr_err hold_pending(kcr__list_decoder *d, kcr_object *obj)
 {
-    if (d->n_pending == d->cap_pending) {
-        size_t cap = d->cap_pending ? d->cap_pending * 2 : 64;
-        kcr_object **np = realloc(d->pending, cap * sizeof *np);
-        if (!np) {
-            kcr_object_unref(obj);
-            return kcr__fail(KCR_ERR_NOMEM, "list item %zu: out of memory", d->n_items);
-        }
-        d->pending = np;
-        d->cap_pending = cap;
+    kcr_object **grown =
+        kcr__grow(d->pending, &d->cap_pending, d->n_pending, sizeof *d->pending, 64);
+    if (!grown) {
+        kcr_object_unref(obj);
+        return kcr__fail(KCR_ERR_NOMEM, "list item %zu: out of memory", d->n_items);
     }
+    d->pending = grown;
     d->pending[d->n_pending++] = obj;
     return KCR_OK;
 }

@@ -8,6 +8,7 @@
 
 #include "client/client_impl.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "object/value.h"
 
 static void copy_field(char *dst, size_t size, const char *src)
@@ -18,14 +19,10 @@ static void copy_field(char *dst, size_t size, const char *src)
 kcr_err kcr__disc_add(kcr__disc_table *t, const kcr_api_resource *r, const char *const *shorts,
                       size_t n_short, bool preferred)
 {
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 64;
-        kcr__disc_entry *e = realloc(t->e, cap * sizeof *e);
-        if (!e)
-            return kcr__fail(KCR_ERR_NOMEM, "out of memory adding a discovered resource");
-        t->e = e;
-        t->cap = cap;
-    }
+    kcr__disc_entry *grown = kcr__grow(t->e, &t->cap, t->n, sizeof *t->e, 64);
+    if (!grown)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory adding a discovered resource");
+    t->e = grown;
     kcr__disc_entry *e = &t->e[t->n];
     memset(e, 0, sizeof *e);
     e->r = *r;

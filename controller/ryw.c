@@ -15,6 +15,7 @@
 #include "controller/manager_internal.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/log.h"
 #include "object/selector.h"
 
@@ -84,14 +85,10 @@ static void record(mgr_worker *w, const kcr_resource *res, const kcr_object *obj
                 continue;
         }
         ryw_list *l = &w->writes;
-        if (l->n == l->cap) {
-            size_t cap = l->cap ? l->cap * 2 : 4;
-            ryw_fence *nf = realloc(l->f, cap * sizeof *nf);
-            if (!nf)
-                return; /* no fence: at worst a stale read, as without this feature */
-            l->f = nf;
-            l->cap = cap;
-        }
+        ryw_fence *grown = kcr__grow(l->f, &l->cap, l->n, sizeof *l->f, 4);
+        if (!grown)
+            return; /* no fence: at worst a stale read, as without this feature */
+        l->f = grown;
         ryw_fence f = {i, strdup(kcr_object_namespace(obj)), strdup(kcr_object_name(obj)), rv};
         if (!f.ns || !f.name) {
             free(f.ns);

@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "fake/fake_internal.h"
 #include "kcr/time.h"
 
@@ -147,14 +148,11 @@ kcr_err kcr__fake_store_create(kcr__fake_write *w, size_t pos, const char *ns,
     }
     if (err == KCR_OK && (err = freeze(doc, &o->obj)) != KCR_OK)
         err = kcr__fake_bad_request(w->st, kcr_last_error());
-    if (err == KCR_OK && f->n == f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 64;
-        kcr__fobj **no = realloc(f->objs, cap * sizeof *no);
-        if (!no)
-            err = kcr__fail(KCR_ERR_NOMEM, NOMEM);
-        else
-            f->objs = no, f->cap = cap;
-    }
+    kcr__fobj **grown = NULL;
+    if (err == KCR_OK && !(grown = kcr__grow(f->objs, &f->cap, f->n, sizeof *f->objs, 64)))
+        err = kcr__fail(KCR_ERR_NOMEM, NOMEM);
+    else if (grown)
+        f->objs = grown;
     kcr__node_free(doc);
     if (err != KCR_OK) {
         kcr__fake_fobj_free(o);

@@ -8,6 +8,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/log.h"
 #include "informer/informer_internal.h"
 
@@ -206,14 +207,10 @@ typedef struct objvec {
 
 static kcr_err objvec_push(objvec *o, kcr_object *obj)
 {
-    if (o->n == o->cap) {
-        size_t cap = o->cap ? o->cap * 2 : 256;
-        kcr_object **v = realloc(o->v, cap * sizeof *v);
-        if (!v)
-            return kcr__fail(KCR_ERR_NOMEM, "out of memory collecting a list");
-        o->v = v;
-        o->cap = cap;
-    }
+    kcr_object **grown = kcr__grow(o->v, &o->cap, o->n, sizeof *o->v, 256);
+    if (!grown)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory collecting a list");
+    o->v = grown;
     o->v[o->n++] = obj;
     return KCR_OK;
 }

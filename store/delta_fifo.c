@@ -6,6 +6,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/log.h"
 #include "store/queue_core.h"
 
@@ -89,17 +90,13 @@ static kcr_err queue_action(kcr_delta_fifo *f, const char *key, kcr_delta_type t
             return kcr__fail(KCR_ERR_NOMEM, "out of memory queueing a delta");
         memcpy(e->key, key, len + 1);
     }
-    if (e->n == e->cap) {
-        size_t cap = e->cap ? e->cap * 2 : 2;
-        kcr_delta *d = realloc(e->d, cap * sizeof *d);
-        if (!d) {
-            if (fresh)
-                free(e);
-            return kcr__fail(KCR_ERR_NOMEM, "out of memory queueing a delta");
-        }
-        e->d = d;
-        e->cap = cap;
+    kcr_delta *grown = kcr__grow(e->d, &e->cap, e->n, sizeof *e->d, 2);
+    if (!grown) {
+        if (fresh)
+            free(e);
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory queueing a delta");
     }
+    e->d = grown;
     kcr_delta nd = {type, tomb ? kcr_tombstone_object(tomb) : obj, tomb};
     if (tomb)
         kcr_tombstone_ref(tomb);

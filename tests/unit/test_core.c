@@ -8,6 +8,7 @@
 
 #include "core/buf.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/log.h"
 #include "core/strmap.h"
 #include "kcr/kcr.h"
@@ -195,4 +196,27 @@ Test(strmap, put_get_replace_remove_iterate_through_growth_and_shrink)
     cr_assert_eq(kcr__strmap_len(&m), 0);
     cr_assert_eq(kcr__strmap_put(&m, "again", (void *)1, NULL), KCR_OK, "usable after clear");
     kcr__strmap_clear(&m, NULL);
+}
+
+Test(grow, doubles_keeps_contents_and_refuses_overflow)
+{
+    size_t cap = 0;
+    int *v = NULL;
+    for (size_t n = 0; n < 1000; n++) {
+        int *g = kcr__grow(v, &cap, n, sizeof *v, 4);
+        cr_assert_not_null(g);
+        v = g;
+        cr_assert_gt(cap, n);
+        v[n] = (int)n;
+        if (n == 0)
+            cr_assert_eq(cap, 4, "the first growth makes room for `first`");
+    }
+    cr_assert_eq(cap, 1024);
+    for (size_t n = 0; n < 1000; n++)
+        cr_assert_eq(v[n], (int)n);
+    cr_assert_eq(kcr__grow(v, &cap, 10, sizeof *v, 4), v, "room already: same array");
+    size_t big = (size_t)-1 / 2;
+    cr_assert_null(kcr__grow(v, &cap, big, sizeof *v, 4), "an overflowing size is refused");
+    cr_assert_eq(cap, 1024, "and the capacity is left as it was");
+    free(v);
 }
