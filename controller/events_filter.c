@@ -98,7 +98,8 @@ static void sweep_map(kcr__event_filter *f, struct kcr__strmap *m, bool is_serie
     }
     if (evict && n == 0 && oldest && keys)
         keys[n++] = oldest;
-    /* Remove by the values found: removing an entry frees its key. */
+    /* A key stays valid until its own entry is removed (strmap.h), so the
+     * collected keys survive the removal of the others. */
     for (size_t i = 0; i < n; i++) {
         v = kcr__strmap_remove(m, keys[i]);
         if (is_series)
