@@ -44,7 +44,7 @@ static void build_patch(const kcr_object *cur, const char *finalizer, bool add, 
             char ptr[64];
             snprintf(ptr, sizeof ptr, "/metadata/finalizers/%zu", i);
             kcr__buf_str(b,
-                          first ? "{\"op\":\"test\",\"path\":\"" : ",{\"op\":\"test\",\"path\":\"");
+                         first ? "{\"op\":\"test\",\"path\":\"" : ",{\"op\":\"test\",\"path\":\"");
             kcr__buf_str(b, ptr);
             kcr__buf_str(b, "\",\"value\":");
             kcr__buf_json_string(b, finalizer, strlen(finalizer));

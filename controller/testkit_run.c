@@ -13,7 +13,8 @@
 static kcr_err record(kcr_testkit *tk, kcr_controller *c, const char *key, const kcr__run *run,
                       int64_t start_ms, int worker, bool timed_out)
 {
-    kcr_testkit_record *grown = kcr__grow(tk->hist, &tk->cap_hist, tk->n_hist, sizeof *tk->hist, 32);
+    kcr_testkit_record *grown =
+        kcr__grow(tk->hist, &tk->cap_hist, tk->n_hist, sizeof *tk->hist, 32);
     if (!grown)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory recording history");
     tk->hist = grown;

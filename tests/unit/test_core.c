@@ -132,7 +132,8 @@ Test(buf, grows_keeps_nuls_and_formats)
 Test(buf, json_string_escapes_quotes_backslashes_and_controls)
 {
     kcr__buf b = {0};
-    const char in[] = "a\"b\\c\n\x01" "d\xc3\xa9";
+    const char in[] = "a\"b\\c\n\x01"
+                      "d\xc3\xa9";
     cr_assert_eq(kcr__buf_json_string(&b, in, sizeof in - 1), KCR_OK);
     cr_assert_str_eq(b.s, "\"a\\\"b\\\\c\\u000a\\u0001d\xc3\xa9\"");
     kcr__buf_free(&b);
