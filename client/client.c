@@ -170,9 +170,9 @@ static kcr_err body_meta(const char *json, size_t len, char **name, char **ns)
 
 /* Create (name optional) and update (name required) of a JSON body: the
  * checks, the body's own name and namespace, defaults, then the back end. */
-static kcr_err write_body(kcr_client *c, const kcr_resource *res, const char *ns,
-                          const char *json, size_t len, const kcr_write_options *opts, bool update,
-                          kcr_object **out, kcr_status *status)
+static kcr_err write_body(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
+                          size_t len, const kcr_write_options *opts, bool update, kcr_object **out,
+                          kcr_status *status)
 {
     const char *verb = update ? "update" : "create";
     if (out)
@@ -207,9 +207,9 @@ static kcr_err write_body(kcr_client *c, const kcr_resource *res, const char *ns
     return err;
 }
 
-kcr_err kcr_client_create(kcr_client *c, const kcr_resource *res, const char *ns,
-                          const char *json, size_t len, const kcr_write_options *opts,
-                          kcr_object **out, kcr_status *status)
+kcr_err kcr_client_create(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
+                          size_t len, const kcr_write_options *opts, kcr_object **out,
+                          kcr_status *status)
 {
     return write_body(c, res, ns, json, len, opts, false, out, status);
 }
@@ -351,8 +351,8 @@ kcr_err kcr_client_delete(kcr_client *c, const kcr_resource *res, const char *ns
 
 /* The checks shared by list and watch: client, resource, durations, and a
  * token that fired already. */
-static kcr_err stream_check(const kcr_client *c, const kcr_resource *res,
-                            const kcr_list_options *o, const char *verb)
+static kcr_err stream_check(const kcr_client *c, const kcr_resource *res, const kcr_list_options *o,
+                            const char *verb)
 {
     kcr_err err = check(c, res);
     if (err != KCR_OK)

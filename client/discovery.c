@@ -113,11 +113,10 @@ kcr_err kcr__disc_parse_aggregated(kcr_value doc, kcr__disc_table *t)
             for (size_t k = 0; k < n_res; k++) {
                 kcr_value e = kcr_value_at(res, k);
                 const char *scope = member_str(e, "scope");
-                kcr_err err = add_entry(t, group, version, member_str(e, "resource"),
-                                        member_str(e, "singularResource"),
-                                        member_str(e, "responseKind.kind"),
-                                        scope && strcmp(scope, "Namespaced") == 0,
-                                        kcr_value_member(e, "shortNames"), v == 0);
+                kcr_err err = add_entry(
+                    t, group, version, member_str(e, "resource"), member_str(e, "singularResource"),
+                    member_str(e, "responseKind.kind"), scope && strcmp(scope, "Namespaced") == 0,
+                    kcr_value_member(e, "shortNames"), v == 0);
                 if (err != KCR_OK)
                     return err;
             }
@@ -135,10 +134,10 @@ kcr_err kcr__disc_parse_resource_list(kcr_value doc, const char *group, const ch
                          version);
     for (size_t k = 0; k < kcr_value_len(res); k++) {
         kcr_value e = kcr_value_at(res, k);
-        kcr_err err = add_entry(t, group, version, member_str(e, "name"),
-                                member_str(e, "singularName"), member_str(e, "kind"),
-                                kcr_value_bool(kcr_value_member(e, "namespaced")),
-                                kcr_value_member(e, "shortNames"), preferred);
+        kcr_err err =
+            add_entry(t, group, version, member_str(e, "name"), member_str(e, "singularName"),
+                      member_str(e, "kind"), kcr_value_bool(kcr_value_member(e, "namespaced")),
+                      kcr_value_member(e, "shortNames"), preferred);
         if (err != KCR_OK)
             return err;
     }

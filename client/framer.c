@@ -317,8 +317,8 @@ static bool stash_add(kcr__framer *f, const char *buf, size_t len)
     if (f->token_bytes < STASH_AFTER && f->stash.len == 0)
         return false;
     if (kcr__buf_add(&f->stash, buf, len) != KCR_OK) {
-        f->err = kcr__fail(KCR_ERR_NOMEM, "out of memory holding a long JSON token of %s",
-                           f->stream);
+        f->err =
+            kcr__fail(KCR_ERR_NOMEM, "out of memory holding a long JSON token of %s", f->stream);
         return true;
     }
     return f->stash.len < f->token_bytes && !memchr(buf, '"', len);
@@ -341,7 +341,8 @@ kcr_err kcr__framer_feed(kcr__framer *f, const char *buf, size_t len)
     if (f->err != KCR_OK)
         return f->err;
     size_t unit_bytes = f->in_unit ? f->unit_bytes : 0;
-    if ((f->token_bytes + f->stash.len + len > f->max || unit_bytes + f->stash.len + len > f->max) &&
+    if ((f->token_bytes + f->stash.len + len > f->max ||
+         unit_bytes + f->stash.len + len > f->max) &&
         (f->stash.len || f->token_bytes >= STASH_AFTER))
         return f->err = f->in_unit ? too_large(f->unit, f->max) : token_too_large(f);
     if (stash_add(f, buf, len))

@@ -178,7 +178,9 @@ static void emit_run(kcr_index_emit *e, const struct index *ix, const kcr_object
         ix->fn(obj, e, ix->user_data);
 }
 
-#define EMIT_EACH(e, v) for (const char *v = (e)->b.s, *v##_end = (e)->b.s + (e)->b.len; v < v##_end; v += strlen(v) + 1)
+#define EMIT_EACH(e, v)                                                                            \
+    for (const char *v = (e)->b.s, *v##_end = (e)->b.s + (e)->b.len; v < v##_end;                  \
+         v += strlen(v) + 1)
 
 static bool emitted(const kcr_index_emit *e, const char *value)
 {

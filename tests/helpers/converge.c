@@ -256,8 +256,8 @@ static bool check_once(kcr_client *c, const kcr_resource *res, const char *ns, c
         const char *key;
         for (size_t pos = 0; kcr__strmap_next(&t->mirror, &pos, &key, NULL);)
             keys.items[keys.len++] = strdup(key);
-        ok = same_as_server(&srv, kcr__strmap_len(&t->mirror), mirror_rv, t, &keys, "the handler's mirror", why,
-                            why_len);
+        ok = same_as_server(&srv, kcr__strmap_len(&t->mirror), mirror_rv, t, &keys,
+                            "the handler's mirror", why, why_len);
         if (ok && t->counts.wrong_keys) {
             snprintf(why, why_len, "%llu handler callbacks got a key that is not the object's",
                      (unsigned long long)t->counts.wrong_keys);
