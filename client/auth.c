@@ -19,6 +19,7 @@
 #include "client/config_impl.h"
 #include "client/pem.h"
 #include "core/base64.h"
+#include "core/buf.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "object/edit_tree.h"
@@ -239,23 +240,15 @@ static char *exec_info(const kcr__exec_config *exec, const kcr_config *cfg)
     return out;
 }
 
-static void append(char **buf, size_t *len, size_t keep, const char *data, size_t n, bool *over)
+/* Appends what fits under `keep` bytes; *over when something did not. */
+static void append(kcr__buf *b, size_t keep, const char *data, size_t n, bool *over)
 {
-    if (*len + n > keep) {
+    if (b->len + n > keep) {
         *over = true;
-        n = keep > *len ? keep - *len : 0;
+        n = keep > b->len ? keep - b->len : 0;
     }
-    if (n == 0)
-        return;
-    char *nb = realloc(*buf, *len + n + 1);
-    if (!nb) {
+    if (n && kcr__buf_add(b, data, n) != KCR_OK)
         *over = true;
-        return;
-    }
-    memcpy(nb + *len, data, n);
-    *len += n;
-    nb[*len] = '\0';
-    *buf = nb;
 }
 
 static void set_cloexec(int fd)
@@ -269,6 +262,7 @@ static kcr_err run_plugin(const kcr__exec_config *exec, char *info, char **out, 
 {
     *out = *err_text = NULL;
     *out_len = 0;
+    kcr__buf ob = {0}, eb = {0}; /* stdout, the start of stderr */
     size_t n_environ = 0;
     while (environ[n_environ])
         n_environ++;
@@ -332,7 +326,6 @@ static kcr_err run_plugin(const kcr__exec_config *exec, char *info, char **out, 
                         exec->install_hint ? exec->install_hint : "");
         goto done;
     }
-    size_t err_len = 0;
     bool out_over = false, err_over = false;
     int64_t deadline = kcr__now_ns() + PLUGIN_TIMEOUT_S * KCR_NS_PER_S;
     struct pollfd fds[2] = {{.fd = po[0], .events = POLLIN}, {.fd = pe[0], .events = POLLIN}};
@@ -357,9 +350,9 @@ static kcr_err run_plugin(const kcr__exec_config *exec, char *info, char **out, 
                     continue;
                 fds[i].fd = -1;
             } else if (i == 0) {
-                append(out, out_len, MAX_PLUGIN_STDOUT, buf, (size_t)r, &out_over);
+                append(&ob, MAX_PLUGIN_STDOUT, buf, (size_t)r, &out_over);
             } else {
-                append(err_text, &err_len, MAX_PLUGIN_STDERR_KEPT, buf, (size_t)r, &err_over);
+                append(&eb, MAX_PLUGIN_STDERR_KEPT, buf, (size_t)r, &err_over);
             }
         }
     }
@@ -367,10 +360,16 @@ static kcr_err run_plugin(const kcr__exec_config *exec, char *info, char **out, 
     while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
         ;
     *status = ws;
-    if (err == KCR_OK && out_over)
+    if (err == KCR_OK && ob.oom)
+        err = kcr__fail(KCR_ERR_NOMEM, "exec plugin %s: out of memory reading its output",
+                        exec->command);
+    else if (err == KCR_OK && out_over)
         err = kcr__fail(KCR_ERR_EXEC, "exec plugin %s: output larger than %d bytes", exec->command,
                         MAX_PLUGIN_STDOUT);
 done:
+    *out = ob.s; /* the caller wipes it (kcr__free_secret) */
+    *out_len = ob.len;
+    *err_text = eb.s;
     if (fa_ok)
         posix_spawn_file_actions_destroy(&fa);
     for (int i = 0; i < 2; i++) {

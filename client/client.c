@@ -116,16 +116,24 @@ static kcr_err check(const kcr_client *c, const kcr_resource *res)
     return KCR_OK;
 }
 
-kcr_err kcr_client_get(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                       const kcr_get_options *opts, kcr_object **out, kcr_status *status)
+/* The checks of a verb on one named object (and *out cleared). */
+static kcr_err check_named(const kcr_client *c, const kcr_resource *res, const char *name,
+                           kcr_object **out, const char *verb)
 {
     if (out)
         *out = NULL;
     kcr_err err = check(c, res);
+    if (err == KCR_OK && (!name || !*name))
+        err = kcr__fail(KCR_ERR_INVALID, "%s: no object name", verb);
+    return err;
+}
+
+kcr_err kcr_client_get(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                       const kcr_get_options *opts, kcr_object **out, kcr_status *status)
+{
+    kcr_err err = check_named(c, res, name, out, "get");
     if (err != KCR_OK)
         return err;
-    if (!name || !*name)
-        return kcr__fail(KCR_ERR_INVALID, "get: no object name");
     static const kcr_get_options dflt;
     if (opts && (err = canceled(opts->cancel, "get")) != KCR_OK)
         return err;
@@ -160,73 +168,57 @@ static kcr_err body_meta(const char *json, size_t len, char **name, char **ns)
     return KCR_OK;
 }
 
-kcr_err kcr_client_create(kcr_client *c, const kcr_resource *res, const char *ns,
-                          const char *json, size_t len, const kcr_write_options *opts,
-                          kcr_object **out, kcr_status *status)
+/* Create (name optional) and update (name required) of a JSON body: the
+ * checks, the body's own name and namespace, defaults, then the back end. */
+static kcr_err write_body(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
+                          size_t len, const kcr_write_options *opts, bool update, kcr_object **out,
+                          kcr_status *status)
 {
+    const char *verb = update ? "update" : "create";
     if (out)
         *out = NULL;
     kcr_err err = check(c, res);
     if (err != KCR_OK)
         return err;
     if (!json)
-        return kcr__fail(KCR_ERR_INVALID, "create: no body");
+        return kcr__fail(KCR_ERR_INVALID, "%s: no body", verb);
     if (!len)
         len = strlen(json);
     char *name, *body_ns;
     if ((err = body_meta(json, len, &name, &body_ns)) != KCR_OK)
         return err;
     kcr_write_options o = write_defaults(c, opts);
-    if ((err = canceled(o.cancel, "create")) != KCR_OK) {
-        free(name);
-        free(body_ns);
-        return err;
+    if (update && (!name || !*name))
+        err = kcr__fail(KCR_ERR_INVALID, "update: the object has no metadata.name");
+    else
+        err = canceled(o.cancel, verb);
+    if (err == KCR_OK) {
+        BEGIN_STATUS();
+        int64_t start = kcr__now_ns();
+        if (!ns)
+            ns = body_ns;
+        err = update ? c->ops->update(c, res, ns, name, json, len, &o, out, st)
+                     : c->ops->create(c, res, ns, json, len, &o, out, st);
+        observe_call(c, update ? "PUT" : "POST", update ? 200 : 201, start, err, st);
+        END_STATUS();
     }
-    BEGIN_STATUS();
-    int64_t start = kcr__now_ns();
-    err = c->ops->create(c, res, ns ? ns : body_ns, json, len, &o, out, st);
-    observe_call(c, "POST", 201, start, err, st);
-    END_STATUS();
     free(name);
     free(body_ns);
     return err;
+}
+
+kcr_err kcr_client_create(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
+                          size_t len, const kcr_write_options *opts, kcr_object **out,
+                          kcr_status *status)
+{
+    return write_body(c, res, ns, json, len, opts, false, out, status);
 }
 
 kcr_err kcr_client_update(kcr_client *c, const kcr_resource *res, const char *ns,
                           const char *json, size_t len, const kcr_write_options *opts,
                           kcr_object **out, kcr_status *status)
 {
-    if (out)
-        *out = NULL;
-    kcr_err err = check(c, res);
-    if (err != KCR_OK)
-        return err;
-    if (!json)
-        return kcr__fail(KCR_ERR_INVALID, "update: no body");
-    if (!len)
-        len = strlen(json);
-    char *name, *body_ns;
-    if ((err = body_meta(json, len, &name, &body_ns)) != KCR_OK)
-        return err;
-    if (!name || !*name) {
-        free(name);
-        free(body_ns);
-        return kcr__fail(KCR_ERR_INVALID, "update: the object has no metadata.name");
-    }
-    kcr_write_options o = write_defaults(c, opts);
-    if ((err = canceled(o.cancel, "update")) != KCR_OK) {
-        free(name);
-        free(body_ns);
-        return err;
-    }
-    BEGIN_STATUS();
-    int64_t start = kcr__now_ns();
-    err = c->ops->update(c, res, ns ? ns : body_ns, name, json, len, &o, out, st);
-    observe_call(c, "PUT", 200, start, err, st);
-    END_STATUS();
-    free(name);
-    free(body_ns);
-    return err;
+    return write_body(c, res, ns, json, len, opts, true, out, status);
 }
 
 kcr_err kcr_client_update_status(kcr_client *c, const kcr_resource *res, const char *ns,
@@ -315,13 +307,11 @@ kcr_err kcr_client_patch(kcr_client *c, const kcr_resource *res, const char *ns,
                          const char *name, kcr_patch_type type, const char *patch, size_t len,
                          const kcr_write_options *opts, kcr_object **out, kcr_status *status)
 {
-    if (out)
-        *out = NULL;
-    kcr_err err = check(c, res);
+    kcr_err err = check_named(c, res, name, out, "patch");
     if (err != KCR_OK)
         return err;
-    if (!name || !*name || !patch)
-        return kcr__fail(KCR_ERR_INVALID, "patch: an object name and a patch are required");
+    if (!patch)
+        return kcr__fail(KCR_ERR_INVALID, "patch: no patch");
     if ((unsigned)type > KCR_PATCH_APPLY)
         return kcr__fail(KCR_ERR_INVALID, "patch: unknown patch type %d", (int)type);
     if (!len)
@@ -341,13 +331,9 @@ kcr_err kcr_client_delete(kcr_client *c, const kcr_resource *res, const char *ns
                           const char *name, const kcr_delete_options *opts, kcr_object **out,
                           kcr_status *status)
 {
-    if (out)
-        *out = NULL;
-    kcr_err err = check(c, res);
+    kcr_err err = check_named(c, res, name, out, "delete");
     if (err != KCR_OK)
         return err;
-    if (!name || !*name)
-        return kcr__fail(KCR_ERR_INVALID, "delete: no object name");
     static const kcr_delete_options dflt;
     if (opts && opts->has_grace_period &&
         (opts->grace_period_ms < 0 || opts->grace_period_ms > KCR__MAX_DURATION_MS))
@@ -363,37 +349,37 @@ kcr_err kcr_client_delete(kcr_client *c, const kcr_resource *res, const char *ns
     return err;
 }
 
-/* KCR_ERR_INVALID for a list/watch duration too large to compute with. */
-static kcr_err check_durations(const kcr_list_options *o, const char *verb)
+/* The checks shared by list and watch: client, resource, durations, and a
+ * token that fired already. */
+static kcr_err stream_check(const kcr_client *c, const kcr_resource *res, const kcr_list_options *o,
+                            const char *verb)
 {
+    kcr_err err = check(c, res);
+    if (err != KCR_OK)
+        return err;
     if (o && o->timeout_ms > KCR__MAX_DURATION_MS)
         return kcr__fail(KCR_ERR_INVALID, "%s: timeout_ms %lld is above %lld", verb,
                          (long long)o->timeout_ms, (long long)KCR__MAX_DURATION_MS);
     if (o && o->idle_timeout_ms > KCR__MAX_DURATION_MS)
         return kcr__fail(KCR_ERR_INVALID, "%s: idle_timeout_ms %lld is above %lld", verb,
                          (long long)o->idle_timeout_ms, (long long)KCR__MAX_DURATION_MS);
-    return KCR_OK;
+    return o ? canceled(o->cancel, verb) : KCR_OK;
 }
+
+static const kcr_list_options list_defaults;
 
 kcr_err kcr_client_list(kcr_client *c, const kcr_resource *res, const char *ns,
                         const kcr_list_options *opts, kcr_list_item_fn fn, void *user_data,
                         kcr_list_meta *meta, kcr_status *status)
 {
     kcr_list_meta_clear(meta);
-    kcr_err err = check(c, res);
-    if (err == KCR_OK)
-        err = check_durations(opts, "list");
+    kcr_err err = stream_check(c, res, opts, "list");
     if (err != KCR_OK)
         return err;
-    static const kcr_list_options dflt;
     BEGIN_STATUS();
-    if (opts && kcr_cancel_triggered(opts->cancel))
-        err = kcr__fail(KCR_ERR_CANCELED, "list canceled before it started");
-    else {
-        int64_t start = kcr__now_ns();
-        err = c->ops->list(c, res, ns, opts ? opts : &dflt, fn, user_data, meta, st);
-        observe_call(c, "GET", 200, start, err, st);
-    }
+    int64_t start = kcr__now_ns();
+    err = c->ops->list(c, res, ns, opts ? opts : &list_defaults, fn, user_data, meta, st);
+    observe_call(c, "GET", 200, start, err, st);
     END_STATUS();
     return err;
 }
@@ -402,20 +388,13 @@ kcr_err kcr_client_watch(kcr_client *c, const kcr_resource *res, const char *ns,
                          const kcr_list_options *opts, kcr_watch_event_fn fn, void *user_data,
                          kcr_status *status)
 {
-    kcr_err err = check(c, res);
-    if (err == KCR_OK)
-        err = check_durations(opts, "watch");
+    kcr_err err = stream_check(c, res, opts, "watch");
     if (err != KCR_OK)
         return err;
-    static const kcr_list_options dflt;
     BEGIN_STATUS();
-    if (opts && kcr_cancel_triggered(opts->cancel))
-        err = kcr__fail(KCR_ERR_CANCELED, "watch canceled before it started");
-    else {
-        int64_t start = kcr__now_ns();
-        err = c->ops->watch(c, res, ns, opts ? opts : &dflt, fn, user_data, st);
-        observe_call(c, "GET", 200, start, err, st);
-    }
+    int64_t start = kcr__now_ns();
+    err = c->ops->watch(c, res, ns, opts ? opts : &list_defaults, fn, user_data, st);
+    observe_call(c, "GET", 200, start, err, st);
     END_STATUS();
     return err;
 }

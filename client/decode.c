@@ -9,7 +9,9 @@
 #include "client/client_impl.h"
 #include "client/framer.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/str.h"
+#include "object/stamp.h"
 #include "object/utf8.h"
 #include "object/value.h"
 
@@ -79,16 +81,7 @@ static kcr_err stamp_built(const kcr__list_decoder *d, kcr_object *obj, kcr_obje
         *out = kcr_object_ref(obj);
         return KCR_OK;
     }
-    kcr_object_edit *e = NULL;
-    kcr_err err = kcr_object_edit_new(obj, &e);
-    if (err == KCR_OK && *av)
-        err = kcr_object_edit_set_string(e, "apiVersion", av);
-    if (err == KCR_OK && *kind)
-        err = kcr_object_edit_set_string(e, "kind", kind);
-    if (err == KCR_OK)
-        err = kcr_object_edit_freeze(e, out);
-    kcr_object_edit_free(e);
-    return err;
+    return kcr__object_stamp_type(obj, av, kind, out);
 }
 
 /* Hands the waiting items to the callback, stamped. */
@@ -110,16 +103,13 @@ static kcr_err flush_pending(kcr__list_decoder *d)
 
 static kcr_err hold_pending(kcr__list_decoder *d, kcr_object *obj)
 {
-    if (d->n_pending == d->cap_pending) {
-        size_t cap = d->cap_pending ? d->cap_pending * 2 : 64;
-        kcr_object **np = realloc(d->pending, cap * sizeof *np);
-        if (!np) {
-            kcr_object_unref(obj);
-            return kcr__fail(KCR_ERR_NOMEM, "list item %zu: out of memory", d->n_items);
-        }
-        d->pending = np;
-        d->cap_pending = cap;
+    kcr_object **grown =
+        kcr__grow(d->pending, &d->cap_pending, d->n_pending, sizeof *d->pending, 64);
+    if (!grown) {
+        kcr_object_unref(obj);
+        return kcr__fail(KCR_ERR_NOMEM, "list item %zu: out of memory", d->n_items);
     }
+    d->pending = grown;
     d->pending[d->n_pending++] = obj;
     return KCR_OK;
 }

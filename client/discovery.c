@@ -8,6 +8,7 @@
 
 #include "client/client_impl.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "object/value.h"
 
 static void copy_field(char *dst, size_t size, const char *src)
@@ -18,14 +19,10 @@ static void copy_field(char *dst, size_t size, const char *src)
 kcr_err kcr__disc_add(kcr__disc_table *t, const kcr_api_resource *r, const char *const *shorts,
                       size_t n_short, bool preferred)
 {
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 64;
-        kcr__disc_entry *e = realloc(t->e, cap * sizeof *e);
-        if (!e)
-            return kcr__fail(KCR_ERR_NOMEM, "out of memory adding a discovered resource");
-        t->e = e;
-        t->cap = cap;
-    }
+    kcr__disc_entry *grown = kcr__grow(t->e, &t->cap, t->n, sizeof *t->e, 64);
+    if (!grown)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory adding a discovered resource");
+    t->e = grown;
     kcr__disc_entry *e = &t->e[t->n];
     memset(e, 0, sizeof *e);
     e->r = *r;
@@ -77,6 +74,25 @@ static const char *member_str(kcr_value v, const char *path)
     return kcr__value_str(kcr_value_get(v, path));
 }
 
+/* One resource of either discovery format; a subresource ("pods/log") is
+ * skipped. */
+static kcr_err add_entry(kcr__disc_table *t, const char *group, const char *version,
+                         const char *plural, const char *singular, const char *kind,
+                         bool namespaced, kcr_value short_names, bool preferred)
+{
+    if (!plural || strchr(plural, '/'))
+        return KCR_OK;
+    kcr_api_resource r;
+    memset(&r, 0, sizeof r);
+    copy_field(r.group, sizeof r.group, group);
+    copy_field(r.version, sizeof r.version, version);
+    copy_field(r.resource, sizeof r.resource, plural);
+    copy_field(r.singular, sizeof r.singular, singular);
+    copy_field(r.kind, sizeof r.kind, kind);
+    r.namespaced = namespaced;
+    return add_from(t, &r, short_names, preferred);
+}
+
 kcr_err kcr__disc_parse_aggregated(kcr_value doc, kcr__disc_table *t)
 {
     kcr_value items = kcr_value_member(doc, "items");
@@ -96,19 +112,11 @@ kcr_err kcr__disc_parse_aggregated(kcr_value doc, kcr__disc_table *t)
                                                                                  : 0;
             for (size_t k = 0; k < n_res; k++) {
                 kcr_value e = kcr_value_at(res, k);
-                const char *plural = member_str(e, "resource");
-                if (!plural || strchr(plural, '/'))
-                    continue;
-                kcr_api_resource r;
-                memset(&r, 0, sizeof r);
-                copy_field(r.group, sizeof r.group, group);
-                copy_field(r.version, sizeof r.version, version);
-                copy_field(r.resource, sizeof r.resource, plural);
-                copy_field(r.singular, sizeof r.singular, member_str(e, "singularResource"));
-                copy_field(r.kind, sizeof r.kind, member_str(e, "responseKind.kind"));
                 const char *scope = member_str(e, "scope");
-                r.namespaced = scope && strcmp(scope, "Namespaced") == 0;
-                kcr_err err = add_from(t, &r, kcr_value_member(e, "shortNames"), v == 0);
+                kcr_err err = add_entry(
+                    t, group, version, member_str(e, "resource"), member_str(e, "singularResource"),
+                    member_str(e, "responseKind.kind"), scope && strcmp(scope, "Namespaced") == 0,
+                    kcr_value_member(e, "shortNames"), v == 0);
                 if (err != KCR_OK)
                     return err;
             }
@@ -126,18 +134,10 @@ kcr_err kcr__disc_parse_resource_list(kcr_value doc, const char *group, const ch
                          version);
     for (size_t k = 0; k < kcr_value_len(res); k++) {
         kcr_value e = kcr_value_at(res, k);
-        const char *plural = member_str(e, "name");
-        if (!plural || strchr(plural, '/'))
-            continue;
-        kcr_api_resource r;
-        memset(&r, 0, sizeof r);
-        copy_field(r.group, sizeof r.group, group);
-        copy_field(r.version, sizeof r.version, version);
-        copy_field(r.resource, sizeof r.resource, plural);
-        copy_field(r.singular, sizeof r.singular, member_str(e, "singularName"));
-        copy_field(r.kind, sizeof r.kind, member_str(e, "kind"));
-        r.namespaced = kcr_value_bool(kcr_value_member(e, "namespaced"));
-        kcr_err err = add_from(t, &r, kcr_value_member(e, "shortNames"), preferred);
+        kcr_err err =
+            add_entry(t, group, version, member_str(e, "name"), member_str(e, "singularName"),
+                      member_str(e, "kind"), kcr_value_bool(kcr_value_member(e, "namespaced")),
+                      kcr_value_member(e, "shortNames"), preferred);
         if (err != KCR_OK)
             return err;
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
+#include "core/buf.h"
 #include "core/error.h"
 
 /* Bytes handed to yajl per call, so size limits are checked often. */
@@ -44,8 +45,7 @@ struct kcr__framer {
      * late. */
     bool in_unit;
     size_t unit_bytes, unit_from, token_bytes, n_units;
-    char *stash;
-    size_t stash_len, stash_cap;
+    kcr__buf stash;
     kcr_err err;
 };
 
@@ -269,7 +269,7 @@ void kcr__framer_free(kcr__framer *f)
     if (f->h)
         yajl_free(f->h);
     kcr__object_builder_free(f->b);
-    free(f->stash);
+    kcr__buf_free(&f->stash);
     free(f);
 }
 
@@ -314,34 +314,23 @@ static kcr_err parse(kcr__framer *f, const char *buf, size_t len, size_t slice)
 /* True when buf was stashed and parsing should wait. */
 static bool stash_add(kcr__framer *f, const char *buf, size_t len)
 {
-    if (f->token_bytes < STASH_AFTER && f->stash_len == 0)
+    if (f->token_bytes < STASH_AFTER && f->stash.len == 0)
         return false;
-    if (f->stash_len + len > f->stash_cap) {
-        size_t cap = f->stash_cap ? f->stash_cap : 1 << 16;
-        while (cap < f->stash_len + len)
-            cap *= 2;
-        char *nb = realloc(f->stash, cap);
-        if (!nb) {
-            f->err = kcr__fail(KCR_ERR_NOMEM, "out of memory holding a long JSON token of %s",
-                               f->stream);
-            return true;
-        }
-        f->stash = nb;
-        f->stash_cap = cap;
+    if (kcr__buf_add(&f->stash, buf, len) != KCR_OK) {
+        f->err =
+            kcr__fail(KCR_ERR_NOMEM, "out of memory holding a long JSON token of %s", f->stream);
+        return true;
     }
-    memcpy(f->stash + f->stash_len, buf, len);
-    f->stash_len += len;
-    return f->stash_len < f->token_bytes && !memchr(buf, '"', len);
+    return f->stash.len < f->token_bytes && !memchr(buf, '"', len);
 }
 
 kcr_err kcr__framer_flush(kcr__framer *f)
 {
-    if (f->err != KCR_OK || f->stash_len == 0)
+    if (f->err != KCR_OK || f->stash.len == 0)
         return f->err;
-    char *s = f->stash;
-    size_t n = f->stash_len;
-    f->stash = NULL;
-    f->stash_len = f->stash_cap = 0;
+    char *s = f->stash.s;
+    size_t n = f->stash.len;
+    f->stash = (kcr__buf){0};
     parse(f, s, n, n);
     free(s);
     return f->err;
@@ -352,12 +341,13 @@ kcr_err kcr__framer_feed(kcr__framer *f, const char *buf, size_t len)
     if (f->err != KCR_OK)
         return f->err;
     size_t unit_bytes = f->in_unit ? f->unit_bytes : 0;
-    if ((f->token_bytes + f->stash_len + len > f->max || unit_bytes + f->stash_len + len > f->max) &&
-        (f->stash_len || f->token_bytes >= STASH_AFTER))
+    if ((f->token_bytes + f->stash.len + len > f->max ||
+         unit_bytes + f->stash.len + len > f->max) &&
+        (f->stash.len || f->token_bytes >= STASH_AFTER))
         return f->err = f->in_unit ? too_large(f->unit, f->max) : token_too_large(f);
     if (stash_add(f, buf, len))
         return f->err;
-    if (f->stash_len)
+    if (f->stash.len)
         return kcr__framer_flush(f);
     return parse(f, buf, len, SLICE);
 }

@@ -11,6 +11,9 @@
 
 kcr_err kcr_cancel_new(kcr_cancel **out)
 {
+    if (!out)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_cancel_new: NULL out");
+    *out = NULL;
     kcr_cancel *c = calloc(1, sizeof *c);
     if (!c)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory making a cancel token");

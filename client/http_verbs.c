@@ -422,6 +422,8 @@ static const kcr__client_ops http_ops = {
 
 kcr_err kcr_client_new(const kcr_config *cfg, const kcr_client_options *opts, kcr_client **out)
 {
+    if (!out)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_client_new: NULL out");
     *out = NULL;
     if (!cfg)
         return kcr__fail(KCR_ERR_INVALID, "kcr_client_new: no config");

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "controller/controller_internal.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -136,7 +137,7 @@ kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel,
     if (!opts->name || !opts->name[0] || !opts->reconcile || (opts->n_owns && !opts->owns) ||
         (opts->n_watches && !opts->watches) || (opts->n_indexes && !opts->indexes) ||
         opts->max_concurrent_reconciles < 0 || opts->reconcile_timeout_ms < 0 ||
-        opts->resync_period_ms < 0) {
+        opts->resync_period_ms < 0 || opts->read_your_writes_timeout_ms < 0) {
         kcr__controller_options_release(opts);
         return kcr__fail(KCR_ERR_INVALID, "controller \"%s\": %s", opts->name ? opts->name : "",
                          !opts->name || !opts->name[0] ? "a name is required"
@@ -144,8 +145,21 @@ kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel,
                          : (opts->n_owns && !opts->owns) || (opts->n_watches && !opts->watches) ||
                                  (opts->n_indexes && !opts->indexes)
                              ? "an array is NULL but its count is not 0"
-                             : "negative concurrency, timeout or resync period");
+                             : "negative concurrency or duration");
     }
+    const struct {
+        const char *name;
+        int64_t ms;
+    } durations[] = {{"reconcile_timeout_ms", opts->reconcile_timeout_ms},
+                     {"resync_period_ms", opts->resync_period_ms},
+                     {"read_your_writes_timeout_ms", opts->read_your_writes_timeout_ms}};
+    for (size_t i = 0; i < sizeof durations / sizeof durations[0]; i++)
+        if (durations[i].ms > KCR__MAX_DURATION_MS) {
+            kcr__controller_options_release(opts);
+            return kcr__fail(KCR_ERR_INVALID, "controller \"%s\": %s %lld is above %lld ms",
+                             opts->name, durations[i].name, (long long)durations[i].ms,
+                             (long long)KCR__MAX_DURATION_MS);
+        }
     kcr_controller *c = calloc(1, sizeof *c);
     size_t n = 1 + opts->n_owns + opts->n_watches;
     if (!c || !(c->name = strdup(opts->name)) || !(c->sources = calloc(n, sizeof *c->sources)) ||

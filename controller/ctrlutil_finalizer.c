@@ -12,28 +12,28 @@
 
 /* The patch turning `cur` into the wanted state; *needed false when `cur`
  * is already there. */
-static void build_patch(const kcr_object *cur, const char *finalizer, bool add, kcr__jbuf *b,
+static void build_patch(const kcr_object *cur, const char *finalizer, bool add, kcr__buf *b,
                         bool *needed)
 {
     bool present = kcr_object_has_finalizer(cur, finalizer);
     *needed = add != present;
     if (!*needed)
         return;
-    kcr__jbuf_raw(b, "[");
+    kcr__buf_str(b, "[");
     if (add) {
         /* the whole list as we saw it (null when absent: the apiserver's
          * test treats a missing member as null) */
-        kcr__jbuf_raw(b, "{\"op\":\"test\",\"path\":\"/metadata/finalizers\",\"value\":");
-        kcr__jbuf_value(b, kcr_object_get(cur, "metadata.finalizers"));
+        kcr__buf_str(b, "{\"op\":\"test\",\"path\":\"/metadata/finalizers\",\"value\":");
+        kcr__ctrlutil_json_value(b, kcr_object_get(cur, "metadata.finalizers"));
         if (kcr_object_finalizer_count(cur) > 0) {
-            kcr__jbuf_raw(b, "},{\"op\":\"add\",\"path\":\"/metadata/finalizers/-\",\"value\":");
-            kcr__jbuf_string(b, finalizer);
+            kcr__buf_str(b, "},{\"op\":\"add\",\"path\":\"/metadata/finalizers/-\",\"value\":");
+            kcr__buf_json_string(b, finalizer, strlen(finalizer));
         } else {
-            kcr__jbuf_raw(b, "},{\"op\":\"add\",\"path\":\"/metadata/finalizers\",\"value\":[");
-            kcr__jbuf_string(b, finalizer);
-            kcr__jbuf_raw(b, "]");
+            kcr__buf_str(b, "},{\"op\":\"add\",\"path\":\"/metadata/finalizers\",\"value\":[");
+            kcr__buf_json_string(b, finalizer, strlen(finalizer));
+            kcr__buf_str(b, "]");
         }
-        kcr__jbuf_raw(b, "}");
+        kcr__buf_str(b, "}");
     } else {
         /* highest index first, so earlier indexes stay valid */
         bool first = true;
@@ -43,18 +43,18 @@ static void build_patch(const kcr_object *cur, const char *finalizer, bool add, 
                 continue;
             char ptr[64];
             snprintf(ptr, sizeof ptr, "/metadata/finalizers/%zu", i);
-            kcr__jbuf_raw(b,
-                          first ? "{\"op\":\"test\",\"path\":\"" : ",{\"op\":\"test\",\"path\":\"");
-            kcr__jbuf_raw(b, ptr);
-            kcr__jbuf_raw(b, "\",\"value\":");
-            kcr__jbuf_string(b, finalizer);
-            kcr__jbuf_raw(b, "},{\"op\":\"remove\",\"path\":\"");
-            kcr__jbuf_raw(b, ptr);
-            kcr__jbuf_raw(b, "\"}");
+            kcr__buf_str(b,
+                         first ? "{\"op\":\"test\",\"path\":\"" : ",{\"op\":\"test\",\"path\":\"");
+            kcr__buf_str(b, ptr);
+            kcr__buf_str(b, "\",\"value\":");
+            kcr__buf_json_string(b, finalizer, strlen(finalizer));
+            kcr__buf_str(b, "},{\"op\":\"remove\",\"path\":\"");
+            kcr__buf_str(b, ptr);
+            kcr__buf_str(b, "\"}");
             first = false;
         }
     }
-    kcr__jbuf_raw(b, "]");
+    kcr__buf_str(b, "]");
 }
 
 static kcr_err change_finalizer(kcr_client *c, const kcr_resource *res, const kcr_object *obj,
@@ -76,24 +76,24 @@ static kcr_err change_finalizer(kcr_client *c, const kcr_resource *res, const kc
     kcr_object *cur = kcr_object_ref(obj);
     kcr_err err;
     for (int attempt = 0;; attempt++) {
-        kcr__jbuf b = {0};
+        kcr__buf b = {0};
         bool needed;
         build_patch(cur, finalizer, add, &b, &needed);
         if (!needed) {
-            kcr__jbuf_free(&b);
+            kcr__buf_free(&b);
             if (out)
                 *out = kcr_object_ref(cur);
             err = KCR_OK;
             break;
         }
-        if (b.failed) {
-            kcr__jbuf_free(&b);
+        if (b.oom) {
+            kcr__buf_free(&b);
             err = kcr__fail(KCR_ERR_NOMEM, "out of memory building a finalizer patch");
             break;
         }
         kcr_object *patched = NULL;
         err = kcr_client_patch(c, res, ns, name, KCR_PATCH_JSON, b.s, b.len, NULL, &patched, st);
-        kcr__jbuf_free(&b);
+        kcr__buf_free(&b);
         if (err == KCR_OK) {
             if (changed)
                 *changed = true;

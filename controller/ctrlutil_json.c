@@ -1,75 +1,22 @@
-/* Text building for the controller helpers' request bodies. */
-#include <stdio.h>
+/* JSON values in the controller helpers' request bodies; retry counts. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "controller/ctrlutil_internal.h"
 
-static void append(kcr__jbuf *b, const char *s, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->s, cap);
-        if (!p) {
-            b->failed = true;
-            return;
-        }
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-void kcr__jbuf_raw(kcr__jbuf *b, const char *s)
-{
-    append(b, s, strlen(s));
-}
-
-void kcr__jbuf_string(kcr__jbuf *b, const char *s)
-{
-    append(b, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        char esc[8];
-        if (*p == '"' || *p == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)*p;
-            append(b, esc, 2);
-        } else if (*p < 0x20) {
-            snprintf(esc, sizeof esc, "\\u%04x", *p);
-            append(b, esc, 6);
-        } else {
-            append(b, (const char *)p, 1);
-        }
-    }
-    append(b, "\"", 1);
-}
-
-void kcr__jbuf_value(kcr__jbuf *b, kcr_value v)
+void kcr__ctrlutil_json_value(kcr__buf *b, kcr_value v)
 {
     if (kcr_value_get_type(v) == KCR_VALUE_ABSENT) {
-        kcr__jbuf_raw(b, "null");
+        kcr__buf_str(b, "null");
         return;
     }
     char *json = NULL;
     size_t n = 0;
     if (kcr_value_to_json(v, &json, &n) != KCR_OK) {
-        b->failed = true;
+        b->oom = true; /* the buffer's sticky failure: the body is unusable */
         return;
     }
-    append(b, json, n);
+    kcr__buf_add(b, json, n);
     free(json);
-}
-
-void kcr__jbuf_free(kcr__jbuf *b)
-{
-    free(b->s);
-    *b = (kcr__jbuf){0};
 }
 
 int kcr__ctrlutil_retries(int max_retries)

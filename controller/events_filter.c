@@ -83,35 +83,29 @@ static bool bucket_full(const kcr__event_filter *f, struct bucket *b, int64_t no
 static void sweep_map(kcr__event_filter *f, struct kcr__strmap *m, bool is_series, int64_t now_ms,
                       bool evict)
 {
-    size_t n = 0;
-    char **keys = m->len ? malloc(m->len * sizeof *keys) : NULL;
-    const char *oldest = NULL;
+    size_t n = 0, len = kcr__strmap_len(m);
+    const char **keys = len ? malloc(len * sizeof *keys) : NULL;
+    const char *oldest = NULL, *key;
     int64_t oldest_ms = INT64_MAX;
-    for (size_t i = 0; keys && i < m->cap; i++) {
-        if (!m->slots[i].key)
-            continue;
-        void *v = m->slots[i].value;
+    void *v;
+    for (size_t pos = 0; keys && kcr__strmap_next(m, &pos, &key, &v);) {
         bool drop = is_series ? series_done(v, now_ms) : bucket_full(f, v, now_ms);
         int64_t used = is_series ? ((struct series *)v)->last_ms : ((struct bucket *)v)->used_ms;
         if (drop)
-            keys[n++] = m->slots[i].key;
+            keys[n++] = key;
         else if (used < oldest_ms)
-            oldest = m->slots[i].key, oldest_ms = used;
+            oldest = key, oldest_ms = used;
     }
     if (evict && n == 0 && oldest && keys)
-        keys[n++] = (char *)oldest;
-    /* Copy the keys first: removing one frees it and moves others. */
-    for (size_t i = 0; i < n; i++)
-        keys[i] = strdup(keys[i]);
+        keys[n++] = oldest;
+    /* A key stays valid until its own entry is removed (strmap.h), so the
+     * collected keys survive the removal of the others. */
     for (size_t i = 0; i < n; i++) {
-        if (!keys[i])
-            continue;
-        void *v = kcr__strmap_remove(m, keys[i]);
+        v = kcr__strmap_remove(m, keys[i]);
         if (is_series)
             free_series(v);
         else
             free(v);
-        free(keys[i]);
     }
     free(keys);
 }
@@ -124,7 +118,7 @@ static void maintain(kcr__event_filter *f, struct kcr__strmap *growing, int64_t 
         sweep_map(f, &f->series, true, now_ms, false);
         f->swept_ms = now_ms;
     }
-    if (growing && growing->len >= KCR__EVENT_CACHE_MAX)
+    if (growing && kcr__strmap_len(growing) >= KCR__EVENT_CACHE_MAX)
         sweep_map(f, growing, growing == &f->series, now_ms, true);
 }
 

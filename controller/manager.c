@@ -61,10 +61,15 @@ static void on_stopped_leading(void *ud)
 
 kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *opts, kcr_manager **out)
 {
+    if (out)
+        *out = NULL;
     if (!client || !out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_manager_new: NULL client or out");
-    *out = NULL;
     kcr_manager_options o = opts ? *opts : (kcr_manager_options){0};
+    if (o.graceful_shutdown_timeout_ms > KCR__MAX_DURATION_MS)
+        return kcr__fail(
+            KCR_ERR_INVALID, "kcr_manager_new: graceful_shutdown_timeout_ms %lld is above %lld ms",
+            (long long)o.graceful_shutdown_timeout_ms, (long long)KCR__MAX_DURATION_MS);
     if (o.leader_election && (!o.leader_election_id || !o.leader_election_id[0]))
         return kcr__fail(
             KCR_ERR_INVALID,

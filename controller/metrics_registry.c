@@ -8,23 +8,11 @@
 
 #include "controller/metrics_impl.h"
 #include "core/error.h"
+#include "core/grow.h"
 
 enum { DEFAULT_MAX_SERIES = 10000 };
 
 static const double default_buckets[] = {.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10};
-
-/* `arr` (of elements of `size` bytes, *cap of them) grown to hold at least
- * n + 1, or NULL (arr untouched) when out of memory. */
-static void *reserve(void *arr, size_t *cap, size_t n, size_t size)
-{
-    if (n < *cap)
-        return arr;
-    size_t ncap = *cap ? *cap * 2 : 8;
-    void *p = realloc(arr, ncap * size);
-    if (p)
-        *cap = ncap;
-    return p;
-}
 
 kcr_err kcr_metrics_new(const kcr_metrics_options *opts, kcr_metrics **out)
 {
@@ -281,7 +269,7 @@ kcr_err kcr_metrics_register(kcr_metrics *m, const kcr_metric_desc *desc,
     }
     kcr_metric_family *f = NULL;
     kcr_metric_family **grown =
-        reserve(m->families, &m->cap_families, m->n_families, sizeof *m->families);
+        kcr__grow(m->families, &m->cap_families, m->n_families, sizeof *m->families, 8);
     if (grown) {
         m->families = grown;
         f = family_new(m, desc, buckets, n_buckets);
@@ -377,7 +365,7 @@ kcr_err kcr_metric_family_series(kcr_metric_family *f, const char *const *label_
                          f->name, max);
     }
     kcr_metric *s = NULL;
-    kcr_metric **grown = reserve(f->series, &f->cap_series, f->n_series, sizeof *f->series);
+    kcr_metric **grown = kcr__grow(f->series, &f->cap_series, f->n_series, sizeof *f->series, 8);
     if (grown) {
         f->series = grown;
         s = series_new(f, label_values);
@@ -422,7 +410,7 @@ kcr_err kcr_metrics_add_collector(kcr_metrics *m, void (*collect)(kcr_metrics *m
         return kcr__fail(KCR_ERR_INVALID, "kcr_metrics_add_collector: NULL argument");
     pthread_mutex_lock(&m->lock);
     kcr__metrics_collector *grown =
-        reserve(m->collectors, &m->cap_collectors, m->n_collectors, sizeof *m->collectors);
+        kcr__grow(m->collectors, &m->cap_collectors, m->n_collectors, sizeof *m->collectors, 8);
     bool ok = grown != NULL;
     if (ok) {
         m->collectors = grown;
@@ -435,7 +423,7 @@ kcr_err kcr_metrics_add_collector(kcr_metrics *m, void (*collect)(kcr_metrics *m
 kcr_err kcr__metrics_own(kcr_metrics *m, void *p, void (*free_fn)(void *p))
 {
     pthread_mutex_lock(&m->lock);
-    kcr__metrics_owned *grown = reserve(m->owned, &m->cap_owned, m->n_owned, sizeof *m->owned);
+    kcr__metrics_owned *grown = kcr__grow(m->owned, &m->cap_owned, m->n_owned, sizeof *m->owned, 8);
     bool ok = grown != NULL;
     if (ok) {
         m->owned = grown;

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "client/http.h"
+#include "core/buf.h"
 #include "controller/metrics_impl.h"
 #include "core/error.h"
 

@@ -15,6 +15,7 @@
 #include "controller/manager_internal.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/log.h"
 #include "object/selector.h"
 
@@ -84,14 +85,10 @@ static void record(mgr_worker *w, const kcr_resource *res, const kcr_object *obj
                 continue;
         }
         ryw_list *l = &w->writes;
-        if (l->n == l->cap) {
-            size_t cap = l->cap ? l->cap * 2 : 4;
-            ryw_fence *nf = realloc(l->f, cap * sizeof *nf);
-            if (!nf)
-                return; /* no fence: at worst a stale read, as without this feature */
-            l->f = nf;
-            l->cap = cap;
-        }
+        ryw_fence *grown = kcr__grow(l->f, &l->cap, l->n, sizeof *l->f, 4);
+        if (!grown)
+            return; /* no fence: at worst a stale read, as without this feature */
+        l->f = grown;
         ryw_fence f = {i, strdup(kcr_object_namespace(obj)), strdup(kcr_object_name(obj)), rv};
         if (!f.ns || !f.name) {
             free(f.ns);
@@ -127,12 +124,10 @@ static kcr_write_options write_opts(kcr_client *c, const kcr_write_options *opts
     return o;
 }
 
-static kcr_err r_create(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
-                        size_t len, const kcr_write_options *opts, kcr_object **out, kcr_status *st)
+/* The end of every write: record what it wrote, hand the object out (or drop it). */
+static kcr_err recorded(kcr_client *c, const kcr_resource *res, kcr_err err, kcr_object *obj,
+                        kcr_object **out)
 {
-    kcr_write_options o = write_opts(c, opts);
-    kcr_object *obj = NULL;
-    kcr_err err = kcr_client_create(INNER(c), res, ns, json, len, &o, &obj, st);
     if (err == KCR_OK)
         record(((ryw_client *)c)->w, res, obj);
     if (out)
@@ -140,6 +135,15 @@ static kcr_err r_create(kcr_client *c, const kcr_resource *res, const char *ns, 
     else
         kcr_object_unref(obj);
     return err;
+}
+
+static kcr_err r_create(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
+                        size_t len, const kcr_write_options *opts, kcr_object **out, kcr_status *st)
+{
+    kcr_write_options o = write_opts(c, opts);
+    kcr_object *obj = NULL;
+    kcr_err err = kcr_client_create(INNER(c), res, ns, json, len, &o, &obj, st);
+    return recorded(c, res, err, obj, out);
 }
 
 static kcr_err r_update(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
@@ -150,13 +154,7 @@ static kcr_err r_update(kcr_client *c, const kcr_resource *res, const char *ns, 
     kcr_write_options o = write_opts(c, opts);
     kcr_object *obj = NULL;
     kcr_err err = kcr_client_update(INNER(c), res, ns, json, len, &o, &obj, st);
-    if (err == KCR_OK)
-        record(((ryw_client *)c)->w, res, obj);
-    if (out)
-        *out = obj;
-    else
-        kcr_object_unref(obj);
-    return err;
+    return recorded(c, res, err, obj, out);
 }
 
 static kcr_err r_patch(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
@@ -166,13 +164,7 @@ static kcr_err r_patch(kcr_client *c, const kcr_resource *res, const char *ns, c
     kcr_write_options o = write_opts(c, opts);
     kcr_object *obj = NULL;
     kcr_err err = kcr_client_patch(INNER(c), res, ns, name, type, patch, len, &o, &obj, st);
-    if (err == KCR_OK)
-        record(((ryw_client *)c)->w, res, obj);
-    if (out)
-        *out = obj;
-    else
-        kcr_object_unref(obj);
-    return err;
+    return recorded(c, res, err, obj, out);
 }
 
 static kcr_err r_del(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/grow.h"
 
 #define DEFAULT_START_MS INT64_C(1893456000000) /* 2030-01-01T00:00:00Z */
 
@@ -43,14 +44,10 @@ static kcr_err tk_enqueue(kcr_controller *c, const char *key, int priority, int6
         }
         return KCR_OK;
     }
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 16;
-        tk_item *ni = realloc(t->items, cap * sizeof *ni);
-        if (!ni)
-            return kcr__fail(KCR_ERR_NOMEM, "out of memory queueing a key");
-        t->items = ni;
-        t->cap = cap;
-    }
+    tk_item *grown = kcr__grow(t->items, &t->cap, t->n, sizeof *t->items, 16);
+    if (!grown)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory queueing a key");
+    t->items = grown;
     char *k = strdup(key);
     if (!k)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory queueing a key");

@@ -8,18 +8,16 @@
 #include "controller/testkit_internal.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/grow.h"
 
 static kcr_err record(kcr_testkit *tk, kcr_controller *c, const char *key, const kcr__run *run,
                       int64_t start_ms, int worker, bool timed_out)
 {
-    if (tk->n_hist == tk->cap_hist) {
-        size_t cap = tk->cap_hist ? tk->cap_hist * 2 : 32;
-        kcr_testkit_record *nh = realloc(tk->hist, cap * sizeof *nh);
-        if (!nh)
-            return kcr__fail(KCR_ERR_NOMEM, "out of memory recording history");
-        tk->hist = nh;
-        tk->cap_hist = cap;
-    }
+    kcr_testkit_record *grown =
+        kcr__grow(tk->hist, &tk->cap_hist, tk->n_hist, sizeof *tk->hist, 32);
+    if (!grown)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory recording history");
+    tk->hist = grown;
     char *k = strdup(key);
     if (!k)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory recording history");

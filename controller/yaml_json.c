@@ -2,59 +2,12 @@
  * Plain scalars follow YAML 1.2's core schema (null, true/false, integers,
  * floats); quoted and block scalars are strings. */
 #include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
 #include "controller/yaml_json.h"
+#include "core/buf.h"
 #include "core/error.h"
-
-typedef struct buf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} buf;
-
-static void put(buf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void put_string(buf *b, const char *s, size_t n)
-{
-    put(b, "\"", 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        char esc[8];
-        if (ch == '"' || ch == '\\') {
-            esc[0] = '\\', esc[1] = (char)ch;
-            put(b, esc, 2);
-        } else if (ch < 0x20) {
-            snprintf(esc, sizeof esc, "\\u%04x", ch);
-            put(b, esc, 6);
-        } else {
-            put(b, (const char *)&s[i], 1);
-        }
-    }
-    put(b, "\"", 1);
-}
 
 static bool is_number(const char *s, size_t n)
 {
@@ -100,7 +53,7 @@ static bool is_word(const char *s, size_t n, const char *w)
     return strlen(w) == n && memcmp(s, w, n) == 0;
 }
 
-static kcr_err node_json(yaml_document_t *d, yaml_node_t *n, buf *b, int depth)
+static kcr_err node_json(yaml_document_t *d, yaml_node_t *n, kcr__buf *b, int depth)
 {
     if (!n)
         return kcr__fail(KCR_ERR_PARSE, "YAML: dangling node");
@@ -111,37 +64,37 @@ static kcr_err node_json(yaml_document_t *d, yaml_node_t *n, buf *b, int depth)
         const char *s = (const char *)n->data.scalar.value;
         size_t len = n->data.scalar.length;
         if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
-            put_string(b, s, len);
+            kcr__buf_json_string(b, s, len);
         } else if (len == 0 || is_word(s, len, "~") || is_word(s, len, "null") ||
                    is_word(s, len, "Null") || is_word(s, len, "NULL")) {
-            put(b, "null", 4);
+            kcr__buf_add(b, "null", 4);
         } else if (is_word(s, len, "true") || is_word(s, len, "True") || is_word(s, len, "TRUE")) {
-            put(b, "true", 4);
+            kcr__buf_add(b, "true", 4);
         } else if (is_word(s, len, "false") || is_word(s, len, "False") ||
                    is_word(s, len, "FALSE")) {
-            put(b, "false", 5);
+            kcr__buf_add(b, "false", 5);
         } else if (is_number(s, len)) {
-            put(b, s, len);
+            kcr__buf_add(b, s, len);
         } else {
-            put_string(b, s, len);
+            kcr__buf_json_string(b, s, len);
         }
         return KCR_OK;
     }
     case YAML_SEQUENCE_NODE: {
-        put(b, "[", 1);
+        kcr__buf_add(b, "[", 1);
         for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
              it++) {
             if (it != n->data.sequence.items.start)
-                put(b, ",", 1);
+                kcr__buf_add(b, ",", 1);
             kcr_err err = node_json(d, yaml_document_get_node(d, *it), b, depth + 1);
             if (err != KCR_OK)
                 return err;
         }
-        put(b, "]", 1);
+        kcr__buf_add(b, "]", 1);
         return KCR_OK;
     }
     case YAML_MAPPING_NODE: {
-        put(b, "{", 1);
+        kcr__buf_add(b, "{", 1);
         for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
              p++) {
             yaml_node_t *k = yaml_document_get_node(d, p->key);
@@ -149,14 +102,14 @@ static kcr_err node_json(yaml_document_t *d, yaml_node_t *n, buf *b, int depth)
                 return kcr__fail(KCR_ERR_PARSE, "YAML: line %zu: a mapping key must be a scalar",
                                  k ? k->start_mark.line + 1 : 0);
             if (p != n->data.mapping.pairs.start)
-                put(b, ",", 1);
-            put_string(b, (const char *)k->data.scalar.value, k->data.scalar.length);
-            put(b, ":", 1);
+                kcr__buf_add(b, ",", 1);
+            kcr__buf_json_string(b, (const char *)k->data.scalar.value, k->data.scalar.length);
+            kcr__buf_add(b, ":", 1);
             kcr_err err = node_json(d, yaml_document_get_node(d, p->value), b, depth + 1);
             if (err != KCR_OK)
                 return err;
         }
-        put(b, "}", 1);
+        kcr__buf_add(b, "}", 1);
         return KCR_OK;
     }
     default:
@@ -184,14 +137,14 @@ kcr_err kcr__yaml_each_json(const char *text, size_t len, kcr__yaml_doc_fn fn, v
             yaml_document_delete(&doc);
             break;
         }
-        buf b = {0};
+        kcr__buf b = {0};
         err = node_json(&doc, root, &b, 0);
         if (err == KCR_OK && b.oom)
             err = kcr__fail(KCR_ERR_NOMEM, "out of memory converting YAML");
         if (err == KCR_OK &&
-            !(root->type == YAML_SCALAR_NODE && b.len == 4 && !memcmp(b.p, "null", 4)))
-            err = fn(index, b.p, b.len, user_data);
-        free(b.p);
+            !(root->type == YAML_SCALAR_NODE && b.len == 4 && !memcmp(b.s, "null", 4)))
+            err = fn(index, b.s, b.len, user_data);
+        kcr__buf_free(&b);
         yaml_document_delete(&doc);
     }
     yaml_parser_delete(&parser);

@@ -1,6 +1,8 @@
-/* Internal: the 32-bit hash shared by every table in the library (interned
- * keys, object keys, indexer values, string maps). Not cryptographic; no
- * shared state, so thread-safe. */
+/* Internal: the 32-bit hash of the object model's tables (interned keys,
+ * object keys, indexer values), computed once where an object is built.
+ * String keys from outside (workqueue keys, string maps) use the key
+ * table's seeded 64-bit hash (core/keytab.h). Not cryptographic; no shared
+ * state, so thread-safe. */
 #ifndef KCR_CORE_HASH_H
 #define KCR_CORE_HASH_H
 

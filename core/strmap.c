@@ -1,109 +1,107 @@
-/* Open-addressing string map with linear probing (see strmap.h). */
+/* The string map (see strmap.h): nodes in a core/keytab table. */
 #include "core/strmap.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "core/hash.h"
 
-static size_t home(uint32_t hash, size_t cap)
-{
-    return hash & (cap - 1);
-}
+struct node {
+    void *value;
+    uint32_t len;
+    char key[];
+};
 
-static struct kcr__strmap_slot *find(const struct kcr__strmap *m, const char *key, uint32_t h)
+static struct node *find(const struct kcr__strmap *m, const char *key, size_t len, uint64_t *hash)
 {
-    if (!m->cap)
+    if (!m->tab.slots || len > UINT32_MAX)
         return NULL;
-    for (size_t i = home(h, m->cap);; i = (i + 1) & (m->cap - 1)) {
-        struct kcr__strmap_slot *s = &m->slots[i];
-        if (!s->key)
-            return NULL;
-        if (s->hash == h && strcmp(s->key, key) == 0)
-            return s;
-    }
+    *hash = kcr__keytab_hash(&m->tab, key, len);
+    return kcr__keytab_find(&m->tab, key, len, *hash);
 }
 
 void *kcr__strmap_get(const struct kcr__strmap *m, const char *key)
 {
-    struct kcr__strmap_slot *s = find(m, key, kcr__hash_bytes(key, strlen(key)));
-    return s ? s->value : NULL;
-}
-
-static void place(struct kcr__strmap_slot *slots, size_t cap, struct kcr__strmap_slot s)
-{
-    size_t i = home(s.hash, cap);
-    while (slots[i].key)
-        i = (i + 1) & (cap - 1);
-    slots[i] = s;
+    uint64_t h;
+    struct node *n = find(m, key, strlen(key), &h);
+    return n ? n->value : NULL;
 }
 
 kcr_err kcr__strmap_put(struct kcr__strmap *m, const char *key, void *value, void **old)
 {
-    uint32_t h = kcr__hash_bytes(key, strlen(key));
-    struct kcr__strmap_slot *s = find(m, key, h);
+    size_t len = strlen(key);
     if (old)
-        *old = s ? s->value : NULL;
-    if (s) {
-        s->value = value;
+        *old = NULL;
+    if (len > UINT32_MAX)
+        return kcr__fail(KCR_ERR_INVALID, "a map key of %zu bytes is too long", len);
+    if (!m->tab.slots &&
+        kcr__keytab_init(&m->tab, 0, offsetof(struct node, key), offsetof(struct node, len)) != 0)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory making a map");
+    uint64_t h = kcr__keytab_hash(&m->tab, key, len);
+    struct node *n = kcr__keytab_find(&m->tab, key, len, h);
+    if (n) {
+        if (old)
+            *old = n->value;
+        n->value = value;
         return KCR_OK;
     }
-    if ((m->len + 1) * 4 > m->cap * 3) {
-        size_t cap = m->cap ? m->cap * 2 : 16;
-        struct kcr__strmap_slot *slots = calloc(cap, sizeof *slots);
-        if (!slots)
-            return kcr__fail(KCR_ERR_NOMEM, "out of memory growing a map");
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->slots[i].key)
-                place(slots, cap, m->slots[i]);
-        free(m->slots);
-        m->slots = slots;
-        m->cap = cap;
-    }
-    char *k = strdup(key);
-    if (!k)
+    n = malloc(sizeof *n + len + 1);
+    if (!n)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory copying a key");
-    struct kcr__strmap_slot ns = {k, h, value};
-    place(m->slots, m->cap, ns);
-    m->len++;
+    n->value = value;
+    n->len = (uint32_t)len;
+    memcpy(n->key, key, len + 1);
+    if (kcr__keytab_insert(&m->tab, h, n) != 0) {
+        free(n);
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory growing a map");
+    }
     return KCR_OK;
 }
 
 void *kcr__strmap_remove(struct kcr__strmap *m, const char *key)
 {
-    struct kcr__strmap_slot *s = find(m, key, kcr__hash_bytes(key, strlen(key)));
-    if (!s)
+    uint64_t h;
+    struct node *n = find(m, key, strlen(key), &h);
+    if (!n)
         return NULL;
-    void *v = s->value;
-    free(s->key);
-    /* Backward-shift deletion keeps probe chains intact without tombstones. */
-    size_t mask = m->cap - 1, i = (size_t)(s - m->slots), j = i;
-    m->slots[i].key = NULL;
-    for (;;) {
-        j = (j + 1) & mask;
-        if (!m->slots[j].key)
-            break;
-        size_t k = home(m->slots[j].hash, m->cap);
-        if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
-            m->slots[i] = m->slots[j];
-            m->slots[j].key = NULL;
-            i = j;
-        }
-    }
-    m->len--;
+    kcr__keytab_remove(&m->tab, h, n);
+    void *v = n->value;
+    free(n);
     return v;
 }
 
 void kcr__strmap_clear(struct kcr__strmap *m, void (*free_value)(void *))
 {
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->slots[i].key) {
-            if (free_value)
-                free_value(m->slots[i].value);
-            free(m->slots[i].key);
-        }
-    free(m->slots);
-    m->slots = NULL;
-    m->cap = m->len = 0;
+    for (size_t i = 0; m->tab.slots && i <= m->tab.mask; i++) {
+        struct node *n = m->tab.slots[i].node;
+        if (!n)
+            continue;
+        if (free_value)
+            free_value(n->value);
+        free(n);
+    }
+    kcr__keytab_destroy(&m->tab);
+    memset(m, 0, sizeof *m);
+}
+
+size_t kcr__strmap_len(const struct kcr__strmap *m)
+{
+    return m->tab.count;
+}
+
+bool kcr__strmap_next(const struct kcr__strmap *m, size_t *pos, const char **key, void **value)
+{
+    for (; m->tab.slots && *pos <= m->tab.mask; (*pos)++) {
+        const struct node *n = m->tab.slots[*pos].node;
+        if (!n)
+            continue;
+        (*pos)++;
+        if (key)
+            *key = n->key;
+        if (value)
+            *value = n->value;
+        return true;
+    }
+    return false;
 }

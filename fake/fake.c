@@ -94,6 +94,8 @@ static const kcr__client_ops fake_ops = {
 
 kcr_err kcr_fake_new(const kcr_fake_options *opts, kcr_fake **out)
 {
+    if (!out)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_fake_new: NULL out");
     *out = NULL;
     if (opts && opts->bookmark_interval_ms > KCR__MAX_DURATION_MS)
         return kcr__fail(KCR_ERR_INVALID, "kcr_fake_new: bookmark_interval_ms %lld is above %lld",

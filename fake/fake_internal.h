@@ -253,10 +253,8 @@ const char *kcr__fake_meta_str(const struct kcr__node *doc, const char *key);
 struct kcr__node *kcr__fake_metadata_of(struct kcr__node *doc);
 /* Removes m[key]; false when it was absent. */
 bool kcr__fake_remove(struct kcr__node *m, const char *key);
-/* m[key] = a string, an integer, a copy of v (absent v: no key). False when
- * out of memory. */
-bool kcr__fake_set_str(struct kcr__node *m, const char *key, const char *value);
-bool kcr__fake_set_int(struct kcr__node *m, const char *key, int64_t value);
+/* m[key] = a copy of v (absent v: no key; strings and integers are set
+ * with object/edit_tree.h's kcr__node_put_*). False when out of memory. */
 bool kcr__fake_set_value(struct kcr__node *m, const char *key, kcr_value v);
 /* Whether tree n holds the same JSON as the stored value v (numbers by their
  * text or integer value, maps regardless of member order), compared in place. */

@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "fake/fake_internal.h"
 #include "kcr/time.h"
 
@@ -107,7 +108,7 @@ static bool stamp_type(const kcr__fake_write *w, struct kcr__node *doc)
 {
     const kcr__disc_entry *e = kcr__fake_find_resource(w->f, w->res);
     if (!kcr__fake_member(doc, "kind") && e && *e->r.kind &&
-        !kcr__fake_set_str(doc, "kind", e->r.kind))
+        !kcr__node_put_str(doc, "kind", e->r.kind))
         return false;
     if (kcr__fake_member(doc, "apiVersion"))
         return true;
@@ -116,7 +117,7 @@ static bool stamp_type(const kcr__fake_write *w, struct kcr__node *doc)
         snprintf(av, sizeof av, "%s/%s", w->res->group, w->res->version);
     else
         snprintf(av, sizeof av, "%s", w->res->version);
-    return kcr__fake_set_str(doc, "apiVersion", av);
+    return kcr__node_put_str(doc, "apiVersion", av);
 }
 
 kcr_err kcr__fake_store_create(kcr__fake_write *w, size_t pos, const char *ns,
@@ -127,12 +128,12 @@ kcr_err kcr__fake_store_create(kcr__fake_write *w, size_t pos, const char *ns,
     char buf[64];
     bool ok = md != NULL;
     rv_text(f->rv + 1, buf);
-    ok = ok && kcr__fake_set_str(md, "resourceVersion", buf);
+    ok = ok && kcr__node_put_str(md, "resourceVersion", buf);
     make_uid(f, buf);
-    ok = ok && kcr__fake_set_str(md, "uid", buf);
+    ok = ok && kcr__node_put_str(md, "uid", buf);
     now_rfc3339(buf, sizeof buf);
-    ok = ok && kcr__fake_set_str(md, "creationTimestamp", buf) &&
-         kcr__fake_set_int(md, "generation", 1);
+    ok = ok && kcr__node_put_str(md, "creationTimestamp", buf) &&
+         kcr__node_put_int(md, "generation", 1);
     if (md)
         kcr__fake_remove(md, "deletionTimestamp");
     ok = ok && stamp_type(w, doc);
@@ -147,14 +148,11 @@ kcr_err kcr__fake_store_create(kcr__fake_write *w, size_t pos, const char *ns,
     }
     if (err == KCR_OK && (err = freeze(doc, &o->obj)) != KCR_OK)
         err = kcr__fake_bad_request(w->st, kcr_last_error());
-    if (err == KCR_OK && f->n == f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 64;
-        kcr__fobj **no = realloc(f->objs, cap * sizeof *no);
-        if (!no)
-            err = kcr__fail(KCR_ERR_NOMEM, NOMEM);
-        else
-            f->objs = no, f->cap = cap;
-    }
+    kcr__fobj **grown = NULL;
+    if (err == KCR_OK && !(grown = kcr__grow(f->objs, &f->cap, f->n, sizeof *f->objs, 64)))
+        err = kcr__fail(KCR_ERR_NOMEM, NOMEM);
+    else if (grown)
+        f->objs = grown;
     kcr__node_free(doc);
     if (err != KCR_OK) {
         kcr__fake_fobj_free(o);
@@ -181,7 +179,7 @@ static kcr_err remove_as(kcr__fake_write *w, struct kcr__node *final_doc, kcr_ob
     char rv[24];
     rv_text(f->rv + 1, rv);
     kcr_object *final = NULL;
-    kcr_err err = md && kcr__fake_set_str(md, "resourceVersion", rv)
+    kcr_err err = md && kcr__node_put_str(md, "resourceVersion", rv)
                       ? freeze(final_doc, &final)
                       : kcr__fail(KCR_ERR_NOMEM, NOMEM);
     kcr__node_free(final_doc);
@@ -227,8 +225,8 @@ kcr_err kcr__fake_store_update(kcr__fake_write *w, struct kcr__node *next, bool 
     if (ok && deleting) {
         char ts[40];
         now_rfc3339(ts, sizeof ts);
-        ok = kcr__fake_set_str(md, "deletionTimestamp", ts) &&
-             kcr__fake_set_int(md, "deletionGracePeriodSeconds", 0);
+        ok = kcr__node_put_str(md, "deletionTimestamp", ts) &&
+             kcr__node_put_int(md, "deletionGracePeriodSeconds", 0);
         bump = true; /* the apiserver's markAsDeleting */
     }
     if (!ok) {
@@ -242,7 +240,7 @@ kcr_err kcr__fake_store_update(kcr__fake_write *w, struct kcr__node *next, bool 
         return KCR_OK;
     }
     if ((bump || kcr__fake_spec_changed(next, cur)) && generation > 0 &&
-        !kcr__fake_set_int(md, "generation", generation + 1)) {
+        !kcr__node_put_int(md, "generation", generation + 1)) {
         kcr__node_free(next);
         return kcr__fail(KCR_ERR_NOMEM, NOMEM);
     }
@@ -253,7 +251,7 @@ kcr_err kcr__fake_store_update(kcr__fake_write *w, struct kcr__node *next, bool 
     char rv[24];
     rv_text(f->rv + 1, rv);
     kcr_object *obj = NULL;
-    kcr_err err = kcr__fake_set_str(md, "resourceVersion", rv) ? freeze(next, &obj)
+    kcr_err err = kcr__node_put_str(md, "resourceVersion", rv) ? freeze(next, &obj)
                                                                : kcr__fail(KCR_ERR_NOMEM, NOMEM);
     kcr__node_free(next);
     if (err != KCR_OK)

@@ -9,6 +9,7 @@
 #include "core/base64.h"
 #include "core/error.h"
 #include "fake/fake_internal.h"
+#include "object/stamp.h"
 
 kcr_object *kcr__fake_metadata_view(const kcr_object *obj)
 {
@@ -101,16 +102,7 @@ static kcr_err typed_item(kcr_object *obj, const char *kind, const char *api_ver
         *out = kcr_object_ref(obj);
         return KCR_OK;
     }
-    kcr_object_edit *e = NULL;
-    kcr_err err = kcr_object_edit_new(obj, &e);
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_string(e, "apiVersion", api_version);
-    if (err == KCR_OK && *kind)
-        err = kcr_object_edit_set_string(e, "kind", kind);
-    if (err == KCR_OK)
-        err = kcr_object_edit_freeze(e, out);
-    kcr_object_edit_free(e);
-    return err;
+    return kcr__object_stamp_type(obj, api_version, kind, out);
 }
 
 /* Hands the page's items to fn, typed as the List's items. */

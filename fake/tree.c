@@ -107,19 +107,6 @@ struct kcr__node *kcr__fake_metadata_of(struct kcr__node *doc)
     return md && kcr__node_set(doc, "metadata", 8, md) ? md : NULL;
 }
 
-bool kcr__fake_set_str(struct kcr__node *m, const char *key, const char *value)
-{
-    return kcr__node_set(m, key, strlen(key), kcr__node_str(KCR__N_STR, value, strlen(value)));
-}
-
-bool kcr__fake_set_int(struct kcr__node *m, const char *key, int64_t value)
-{
-    struct kcr__node *n = kcr__node_new(KCR__N_INT);
-    if (n)
-        n->i = value;
-    return kcr__node_set(m, key, strlen(key), n);
-}
-
 /* m[key] = a copy of v, or no key when v is absent. */
 bool kcr__fake_set_value(struct kcr__node *m, const char *key, kcr_value v)
 {

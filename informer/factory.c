@@ -37,6 +37,8 @@ static char *dup_opt(const char *s, bool *oom)
 kcr_err kcr_informer_factory_new(kcr_client *client, const kcr_informer_options *defaults,
                                  kcr_informer_factory **out)
 {
+    if (out)
+        *out = NULL;
     if (!client || !out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_informer_factory_new: NULL argument");
     kcr_informer_factory *f = calloc(1, sizeof *f);

@@ -521,9 +521,10 @@ static kcr_err informer_transform(const kcr_object *in, kcr_object **out, void *
 kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
                          const kcr_informer_options *opts, kcr_informer **out)
 {
+    if (out)
+        *out = NULL;
     if (!client || !res || !res->version || !res->resource || !out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_informer_new: NULL argument");
-    *out = NULL;
     kcr_informer_options d = {0};
     if (!opts)
         opts = &d;
@@ -811,7 +812,7 @@ kcr_err kcr_informer_wait_for_sync(kcr_informer *inf, int64_t timeout_ms, kcr_st
             break;
         }
         if (inf->stopped) {
-            err = KCR_ERR_SHUTDOWN;
+            err = KCR_ERR_SHUTDOWN; /* detail: set after the loop */
             break;
         }
         err = kcr_reflector_last_error(inf->refl, NULL, NULL);
@@ -820,7 +821,7 @@ kcr_err kcr_informer_wait_for_sync(kcr_informer *inf, int64_t timeout_ms, kcr_st
         /* a 401/403/404 or TLS failure seen during this wait is reported at once */
         if ((fail_fast(err) && s.failures > s0.failures) || now >= deadline) {
             if (err == KCR_OK)
-                err = KCR_ERR_TIMEOUT;
+                err = KCR_ERR_TIMEOUT; /* detail: set after the loop */
             break;
         }
         int64_t wake = now + 200 * KCR_NS_PER_MS;

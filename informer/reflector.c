@@ -8,6 +8,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/log.h"
 #include "informer/informer_internal.h"
 
@@ -206,14 +207,10 @@ typedef struct objvec {
 
 static kcr_err objvec_push(objvec *o, kcr_object *obj)
 {
-    if (o->n == o->cap) {
-        size_t cap = o->cap ? o->cap * 2 : 256;
-        kcr_object **v = realloc(o->v, cap * sizeof *v);
-        if (!v)
-            return kcr__fail(KCR_ERR_NOMEM, "out of memory collecting a list");
-        o->v = v;
-        o->cap = cap;
-    }
+    kcr_object **grown = kcr__grow(o->v, &o->cap, o->n, sizeof *o->v, 256);
+    if (!grown)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory collecting a list");
+    o->v = grown;
     o->v[o->n++] = obj;
     return KCR_OK;
 }
@@ -329,7 +326,8 @@ static kcr_err do_list(kcr_reflector *r)
         kcr_list_meta_clear(&meta);
         if (err == KCR_ERR_CANCELED || stopping(r)) {
             kcr_status_clear(&st);
-            err = KCR_ERR_CANCELED;
+            err = kcr__fail(KCR_ERR_CANCELED, "%s: list canceled: the reflector is stopping",
+                            r->res.resource);
             break;
         }
         objvec_clear(&l.objs);
@@ -405,7 +403,9 @@ static kcr_err on_event(const kcr_watch_event *ev, void *ud)
         if (w->initial && ev->type != KCR_WATCH_ADDED) {
             /* initial events are all ADDED: this server just watches */
             w->unsupported = true;
-            return KCR_ERR_UNSUPPORTED;
+            return kcr__fail(KCR_ERR_UNSUPPORTED,
+                             "%s: streaming list: initial event not ADDED (no streaming support)",
+                             r->res.resource);
         }
         kcr_object *obj;
         if ((err = transform(r, ev->object, &obj)) != KCR_OK) {
@@ -444,7 +444,9 @@ static kcr_err on_event(const kcr_watch_event *ev, void *ud)
         if (w->initial) {
             if (!ev->initial_events_end) {
                 w->unsupported = true;
-                return KCR_ERR_UNSUPPORTED;
+                return kcr__fail(KCR_ERR_UNSUPPORTED,
+                                 "%s: streaming list: a bookmark before initial-events-end",
+                                 r->res.resource);
             }
             w->initial = false;
             if ((err = deliver_replace(r, &w->objs, ev->resource_version, true)) != KCR_OK)

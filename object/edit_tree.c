@@ -173,6 +173,11 @@ bool kcr__node_put_bool(struct kcr__node *m, const char *key, bool b)
     return kcr__node_put(m, key, v);
 }
 
+bool kcr__node_put_int(struct kcr__node *m, const char *key, int64_t i)
+{
+    return kcr__node_put(m, key, kcr__node_int(i));
+}
+
 void kcr__node_remove_at(struct kcr__node *c, size_t i)
 {
     kcr__node_free(kcr__node_take_at(c, i));

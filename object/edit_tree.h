@@ -56,12 +56,14 @@ bool kcr__node_equal(const struct kcr__node *a, const struct kcr__node *b);
 
 /* An INT node; NULL when out of memory. */
 struct kcr__node *kcr__node_int(int64_t v);
-/* Builders for documents the client writes (NUL-terminated keys; the value
- * is taken, the string copied): m[key] = v, m[key] = "s", m[key] = b. false,
+/* Builders for documents the client and the fake write (NUL-terminated
+ * keys; the value is taken, the string copied): m[key] = v, m[key] = "s",
+ * m[key] = b, m[key] = i. false,
  * with kcr_last_error() set, when out of memory or s is not valid UTF-8. */
 bool kcr__node_put(struct kcr__node *m, const char *key, struct kcr__node *v);
 bool kcr__node_put_str(struct kcr__node *m, const char *key, const char *s);
 bool kcr__node_put_bool(struct kcr__node *m, const char *key, bool b);
+bool kcr__node_put_int(struct kcr__node *m, const char *key, int64_t i);
 
 /* Appends v to an array (takes v); false when out of memory. */
 bool kcr__node_push(struct kcr__node *arr, struct kcr__node *v);

@@ -12,6 +12,7 @@
 #include "object/utf8.h"
 #include "object/object_builder.h"
 #include "object/object_internal.h"
+#include "object/stamp.h"
 
 /* ---- editor ------------------------------------------------------------- */
 
@@ -19,6 +20,7 @@ kcr_err kcr_object_edit_new(const kcr_object *base, kcr_object_edit **out)
 {
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_object_edit_new: NULL out");
+    *out = NULL;
     kcr_object_edit *e = calloc(1, sizeof *e);
     if (!e)
         return kcr__fail(KCR_ERR_NOMEM, "kcr_object_edit_new: out of memory");
@@ -329,6 +331,12 @@ kcr_err kcr_object_edit_delete_annotation(kcr_object_edit *e, const char *key)
     return delete_meta_entry(e, "annotations", key);
 }
 
+/* Whether node n is the string s[0..len). */
+static bool is_string(const struct kcr__node *n, const char *s, size_t len)
+{
+    return n->t == KCR__N_STR && n->slen == len && memcmp(n->s, s, len) == 0;
+}
+
 kcr_err kcr_object_edit_add_finalizer(kcr_object_edit *e, const char *finalizer)
 {
     if (!e || !finalizer)
@@ -336,8 +344,7 @@ kcr_err kcr_object_edit_add_finalizer(kcr_object_edit *e, const char *finalizer)
     struct kcr__node *a = meta_child(e, "finalizers", KCR__N_ARR, false);
     size_t len = strlen(finalizer);
     for (size_t i = 0; a && i < a->n; i++)
-        if (a->items[i]->t == KCR__N_STR && a->items[i]->slen == len &&
-            memcmp(a->items[i]->s, finalizer, len) == 0)
+        if (is_string(a->items[i], finalizer, len))
             return KCR_OK;
     kcr_err err = KCR_OK;
     struct kcr__node *v = string_node(finalizer, &err);
@@ -359,8 +366,7 @@ kcr_err kcr_object_edit_remove_finalizer(kcr_object_edit *e, const char *finaliz
     struct kcr__node *a = meta_child(e, "finalizers", KCR__N_ARR, false);
     size_t len = strlen(finalizer);
     for (size_t i = a ? a->n : 0; i-- > 0;)
-        if (a->items[i]->t == KCR__N_STR && a->items[i]->slen == len &&
-            memcmp(a->items[i]->s, finalizer, len) == 0)
+        if (is_string(a->items[i], finalizer, len))
             kcr__node_remove_at(a, i);
     return KCR_OK;
 }
@@ -649,5 +655,20 @@ kcr_err kcr_object_strip_managed_fields(const kcr_object *in, kcr_object **out, 
     if (err == KCR_OK)
         err = kcr__object_builder_finish_any(b, out);
     kcr__object_builder_free(b);
+    return err;
+}
+
+kcr_err kcr__object_stamp_type(const kcr_object *obj, const char *api_version, const char *kind,
+                               kcr_object **out)
+{
+    kcr_object_edit *e = NULL;
+    kcr_err err = kcr_object_edit_new(obj, &e);
+    if (err == KCR_OK && *api_version)
+        err = kcr_object_edit_set_string(e, "apiVersion", api_version);
+    if (err == KCR_OK && *kind)
+        err = kcr_object_edit_set_string(e, "kind", kind);
+    if (err == KCR_OK)
+        err = kcr_object_edit_freeze(e, out);
+    kcr_object_edit_free(e);
     return err;
 }

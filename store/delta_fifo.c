@@ -6,6 +6,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/log.h"
 #include "store/queue_core.h"
 
@@ -53,6 +54,7 @@ kcr_err kcr_delta_fifo_new(const kcr_delta_fifo_options *opts, kcr_delta_fifo **
 {
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_delta_fifo_new: NULL out");
+    *out = NULL;
     if (opts && !opts->known.list_keys != !opts->known.get_by_key)
         return kcr__fail(KCR_ERR_INVALID,
                          "kcr_delta_fifo_new: known objects need both list_keys and get_by_key");
@@ -88,17 +90,13 @@ static kcr_err queue_action(kcr_delta_fifo *f, const char *key, kcr_delta_type t
             return kcr__fail(KCR_ERR_NOMEM, "out of memory queueing a delta");
         memcpy(e->key, key, len + 1);
     }
-    if (e->n == e->cap) {
-        size_t cap = e->cap ? e->cap * 2 : 2;
-        kcr_delta *d = realloc(e->d, cap * sizeof *d);
-        if (!d) {
-            if (fresh)
-                free(e);
-            return kcr__fail(KCR_ERR_NOMEM, "out of memory queueing a delta");
-        }
-        e->d = d;
-        e->cap = cap;
+    kcr_delta *grown = kcr__grow(e->d, &e->cap, e->n, sizeof *e->d, 2);
+    if (!grown) {
+        if (fresh)
+            free(e);
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory queueing a delta");
     }
+    e->d = grown;
     kcr_delta nd = {type, tomb ? kcr_tombstone_object(tomb) : obj, tomb};
     if (tomb)
         kcr_tombstone_ref(tomb);
@@ -134,11 +132,9 @@ static kcr_err change(kcr_delta_fifo *f, const kcr_object *obj, kcr_delta_type t
     if (!f || !obj)
         return kcr__fail(KCR_ERR_INVALID, "kcr_delta_fifo: NULL argument");
     char *key;
-    kcr_err err = kcr_store_key(obj, &key);
-    if (err)
+    kcr_err err = kcr__queue_core_begin_change(&f->q, obj, &key);
+    if (err != KCR_OK)
         return err;
-    pthread_mutex_lock(&f->q.mu);
-    f->q.populated = true;
     bool skip = false;
     if (type == KCR_DELTA_DELETED && !kcr__strmap_get(&f->q.items, key)) {
         /* Deleting what nobody knows and nothing queues is a no-op. */
@@ -149,8 +145,7 @@ static kcr_err change(kcr_delta_fifo *f, const kcr_object *obj, kcr_delta_type t
     }
     if (!skip)
         err = queue_action(f, key, type, obj, NULL);
-    pthread_mutex_unlock(&f->q.mu);
-    free(key);
+    kcr__queue_core_end_change(&f->q, key);
     return err;
 }
 
@@ -227,7 +222,7 @@ kcr_err kcr_delta_fifo_replace(kcr_delta_fifo *f, kcr_object *const *objs, size_
         }
         kcr_string_list_free(&keys);
     }
-    kcr__queue_core_populate(&f->q, listed.len + deletions);
+    kcr__queue_core_populate(&f->q, kcr__strmap_len(&listed) + deletions);
     pthread_mutex_unlock(&f->q.mu);
     kcr__strmap_clear(&listed, NULL);
     return err;

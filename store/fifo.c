@@ -17,6 +17,7 @@ kcr_err kcr_fifo_new(kcr_fifo **out)
 {
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_fifo_new: NULL out");
+    *out = NULL;
     kcr_fifo *f = calloc(1, sizeof *f);
     if (!f)
         return kcr__fail(KCR_ERR_NOMEM, "kcr_fifo_new: out of memory");
@@ -82,14 +83,11 @@ static kcr_err put(kcr_fifo *f, const kcr_object *obj, bool if_absent)
     if (!f || !obj)
         return kcr__fail(KCR_ERR_INVALID, "kcr_fifo: NULL argument");
     char *key;
-    kcr_err err = kcr_store_key(obj, &key);
-    if (err)
+    kcr_err err = kcr__queue_core_begin_change(&f->q, obj, &key);
+    if (err != KCR_OK)
         return err;
-    pthread_mutex_lock(&f->q.mu);
-    f->q.populated = true;
     err = put_locked(f, key, obj, if_absent);
-    pthread_mutex_unlock(&f->q.mu);
-    free(key);
+    kcr__queue_core_end_change(&f->q, key);
     return err;
 }
 
@@ -113,14 +111,11 @@ kcr_err kcr_fifo_delete(kcr_fifo *f, const kcr_object *obj)
     if (!f || !obj)
         return kcr__fail(KCR_ERR_INVALID, "kcr_fifo_delete: NULL argument");
     char *key;
-    kcr_err err = kcr_store_key(obj, &key);
-    if (err)
+    kcr_err err = kcr__queue_core_begin_change(&f->q, obj, &key);
+    if (err != KCR_OK)
         return err;
-    pthread_mutex_lock(&f->q.mu);
-    f->q.populated = true;
     kcr_object_unref(kcr__strmap_remove(&f->q.items, key));
-    pthread_mutex_unlock(&f->q.mu);
-    free(key);
+    kcr__queue_core_end_change(&f->q, key);
     return KCR_OK;
 }
 
@@ -139,7 +134,7 @@ kcr_err kcr_fifo_replace(kcr_fifo *f, kcr_object *const *objs, size_t n)
             free(key);
         }
     }
-    kcr__queue_core_populate(&f->q, f->q.items.len);
+    kcr__queue_core_populate(&f->q, kcr__strmap_len(&f->q.items));
     pthread_cond_broadcast(&f->q.cond);
     pthread_mutex_unlock(&f->q.mu);
     return err;
@@ -154,11 +149,10 @@ kcr_err kcr_fifo_resync(kcr_fifo *f)
     kcr_err err = KCR_OK;
     for (size_t i = 0; i < f->q.queue.len && err == KCR_OK; i++)
         err = kcr__strmap_put(&queued, kcr__ptrq_at(&f->q.queue, i), (void *)1, NULL);
-    for (size_t i = 0; i < f->q.items.cap && err == KCR_OK; i++) {
-        const char *key = f->q.items.slots[i].key;
-        if (key && !kcr__strmap_get(&queued, key))
+    const char *key;
+    for (size_t pos = 0; err == KCR_OK && kcr__strmap_next(&f->q.items, &pos, &key, NULL);)
+        if (!kcr__strmap_get(&queued, key))
             err = enqueue_key(f, key);
-    }
     kcr__strmap_clear(&queued, NULL);
     if (f->q.queue.len)
         pthread_cond_broadcast(&f->q.cond);

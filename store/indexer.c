@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/error.h"
+#include "core/probe.h"
 #include "object/object_internal.h"
 #include "store/store_internal.h"
 
@@ -117,8 +119,7 @@ static kcr_object *set_remove(struct objset *s, const struct keyref *k)
         j = (j + 1) & mask;
         if (!s->slots[j])
             break;
-        uint32_t h = s->slots[j]->key_hash & mask;
-        if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
+        if (!kcr__probe_stays(i, s->slots[j]->key_hash & mask, j)) {
             s->slots[i] = s->slots[j];
             s->slots[j] = NULL;
             i = j;
@@ -148,32 +149,16 @@ struct index {
 };
 
 struct kcr_index_emit {
-    char *buf; /* NUL-terminated values back to back */
-    size_t len, cap;
+    kcr__buf b; /* NUL-terminated values back to back */
     size_t n;
-    bool oom;
 };
 
 void kcr_index_emit_value(kcr_index_emit *e, const char *value)
 {
     if (!e || !value)
         return;
-    size_t l = strlen(value) + 1;
-    if (e->len + l > e->cap) {
-        size_t cap = e->cap ? e->cap * 2 : 256;
-        while (cap < e->len + l)
-            cap *= 2;
-        char *b = realloc(e->buf, cap);
-        if (!b) {
-            e->oom = true;
-            return;
-        }
-        e->buf = b;
-        e->cap = cap;
-    }
-    memcpy(e->buf + e->len, value, l);
-    e->len += l;
-    e->n++;
+    if (kcr__buf_add(&e->b, value, strlen(value) + 1) == KCR_OK)
+        e->n++;
 }
 
 void kcr_index_namespace(const kcr_object *obj, kcr_index_emit *emit, void *user_data)
@@ -186,14 +171,16 @@ void kcr_index_namespace(const kcr_object *obj, kcr_index_emit *emit, void *user
 
 static void emit_run(kcr_index_emit *e, const struct index *ix, const kcr_object *obj)
 {
-    e->len = 0;
+    e->b.len = 0;
+    e->b.oom = false;
     e->n = 0;
-    e->oom = false;
     if (obj)
         ix->fn(obj, e, ix->user_data);
 }
 
-#define EMIT_EACH(e, v) for (const char *v = (e)->buf, *v##_end = (e)->buf + (e)->len; v < v##_end; v += strlen(v) + 1)
+#define EMIT_EACH(e, v)                                                                            \
+    for (const char *v = (e)->b.s, *v##_end = (e)->b.s + (e)->b.len; v < v##_end;                  \
+         v += strlen(v) + 1)
 
 static bool emitted(const kcr_index_emit *e, const char *value)
 {
@@ -265,8 +252,7 @@ static void ivalue_prune(struct index *ix, struct ivalue *v)
         j = (j + 1) & mask;
         if (!ix->slots[j])
             break;
-        size_t h = ix->slots[j]->hash & mask;
-        if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
+        if (!kcr__probe_stays(i, ix->slots[j]->hash & mask, j)) {
             ix->slots[i] = ix->slots[j];
             ix->slots[j] = NULL;
             i = j;
@@ -302,6 +288,7 @@ kcr_err kcr_store_new(kcr_store **out)
 {
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_store_new: NULL out");
+    *out = NULL;
     kcr_store *s = calloc(1, sizeof *s);
     if (!s)
         return kcr__fail(KCR_ERR_NOMEM, "kcr_store_new: out of memory");
@@ -333,15 +320,15 @@ void kcr_store_free(kcr_store *s)
         free(ix);
     }
     items_release(&s->items);
-    free(s->e_old.buf);
-    free(s->e_new.buf);
+    kcr__buf_free(&s->e_old.b);
+    kcr__buf_free(&s->e_new.b);
     pthread_rwlock_destroy(&s->lock);
     free(s);
 }
 
 static kcr_err index_insert(struct index *ix, kcr_index_emit *vals, kcr_object *obj)
 {
-    if (vals->oom)
+    if (vals->b.oom)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory computing index \"%s\"", ix->name);
     EMIT_EACH(vals, v)
     {
@@ -689,7 +676,7 @@ kcr_err kcr_store_index_objects(kcr_store *s, const char *index, const kcr_objec
     }
     pthread_rwlock_unlock(&s->lock);
     free(u.slots);
-    free(e.buf);
+    kcr__buf_free(&e.b);
     return err;
 }
 

@@ -105,6 +105,8 @@ struct kcr_tombstone {
 
 kcr_err kcr_tombstone_new(const char *key, const kcr_object *obj, kcr_tombstone **out)
 {
+    if (out)
+        *out = NULL;
     if (!key || !out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_tombstone_new: NULL argument");
     size_t len = strlen(key);

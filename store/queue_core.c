@@ -31,6 +31,22 @@ void kcr__queue_core_populate(kcr__queue_core *q, size_t n)
     }
 }
 
+kcr_err kcr__queue_core_begin_change(kcr__queue_core *q, const kcr_object *obj, char **key)
+{
+    kcr_err err = kcr_store_key(obj, key);
+    if (err != KCR_OK)
+        return err;
+    pthread_mutex_lock(&q->mu);
+    q->populated = true;
+    return KCR_OK;
+}
+
+void kcr__queue_core_end_change(kcr__queue_core *q, char *key)
+{
+    pthread_mutex_unlock(&q->mu);
+    free(key);
+}
+
 kcr_err kcr__queue_core_pop(kcr__queue_core *q, int64_t timeout_ms, const char *what, void **item,
                             bool *initial)
 {
@@ -100,7 +116,7 @@ kcr_err kcr__queue_core_list_keys(kcr__queue_core *q, const char *(*queued_key)(
                                   kcr_string_list *out)
 {
     pthread_mutex_lock(&q->mu);
-    size_t n = queued_key ? q->queue.len : q->items.len;
+    size_t n = queued_key ? q->queue.len : kcr__strmap_len(&q->items);
     kcr_err err = KCR_OK;
     out->len = 0;
     out->items = n ? malloc(n * sizeof *out->items) : NULL;
@@ -110,9 +126,9 @@ kcr_err kcr__queue_core_list_keys(kcr__queue_core *q, const char *(*queued_key)(
         for (size_t i = 0; i < n && err == KCR_OK; i++)
             err = add_copy(out, queued_key(kcr__ptrq_at(&q->queue, i)));
     } else if (out->items) {
-        for (size_t i = 0; i < q->items.cap && err == KCR_OK; i++)
-            if (q->items.slots[i].key)
-                err = add_copy(out, q->items.slots[i].key);
+        const char *key;
+        for (size_t pos = 0; err == KCR_OK && kcr__strmap_next(&q->items, &pos, &key, NULL);)
+            err = add_copy(out, key);
     }
     pthread_mutex_unlock(&q->mu);
     if (err != KCR_OK)

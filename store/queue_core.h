@@ -33,6 +33,13 @@ void kcr__queue_core_destroy(kcr__queue_core *q);
  * population to n; any call marks the queue populated. */
 void kcr__queue_core_populate(kcr__queue_core *q, size_t n);
 
+/* A change of one object (add, update, delete): computes its key into
+ * *key (malloc'd), takes q->mu and marks the queue populated. On KCR_OK the
+ * caller makes its change and calls kcr__queue_core_end_change. */
+kcr_err kcr__queue_core_begin_change(kcr__queue_core *q, const kcr_object *obj, char **key);
+/* Releases q->mu and frees the key. */
+void kcr__queue_core_end_change(kcr__queue_core *q, char *key);
+
 /* Under q->mu: waits until an item is queued, then pops it into *item;
  * *initial says whether it belongs to the initial population (or nothing
  * was populated yet). KCR_ERR_SHUTDOWN once closed and empty,

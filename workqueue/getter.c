@@ -190,15 +190,15 @@ static kcr_err get_until(kcr_workqueue *q, int64_t deadline, const char **key)
             break;
         }
         if (q->shutting_down) {
-            err = KCR_ERR_SHUTDOWN;
+            err = KCR_ERR_SHUTDOWN; /* detail: set on the way out */
             break;
         }
         if (q->wake_gen != gen) {
-            err = KCR_ERR_CANCELED;
+            err = KCR_ERR_CANCELED; /* detail: set on the way out */
             break;
         }
         if (now >= deadline) {
-            err = KCR_ERR_TIMEOUT;
+            err = KCR_ERR_TIMEOUT; /* detail: set on the way out */
             break;
         }
         if (q->head) {

@@ -20,6 +20,7 @@ kcr_err kcr_workqueue_new(const kcr_workqueue_options *opts, kcr_workqueue **out
         kcr_rate_limiter_free(limiter);
         return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_new: out is NULL");
     }
+    *out = NULL;
     /* Aligned for the adders' cache line (ring_tail). */
     size_t size = (sizeof(kcr_workqueue) + 63) / 64 * 64;
     kcr_workqueue *q = aligned_alloc(64, size);

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "workqueue/probe.h"
+#include "core/probe.h"
 
 static size_t home(const struct kcr__ptrset *s, const void *p)
 {

@@ -38,7 +38,7 @@
 
 #include "core/clock.h"
 #include "kcr/workqueue.h"
-#include "workqueue/keytab.h"
+#include "core/keytab.h"
 #include "workqueue/ptrset.h"
 
 enum {

@@ -12,7 +12,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "workqueue/duration.h"
-#include "workqueue/keytab.h"
+#include "core/keytab.h"
 
 struct kcr_rate_limiter {
     /* forget, num_requeues, free: the user's or a built-in's. `when` is set
@@ -54,6 +54,8 @@ static kcr_err limiter_new(const kcr_rate_limiter_ops *ops,
 kcr_err kcr_rate_limiter_new(const kcr_rate_limiter_ops *ops, void *user_data,
                              kcr_rate_limiter **out)
 {
+    if (out)
+        *out = NULL;
     return limiter_new(ops, NULL, user_data, "kcr_rate_limiter_new", out);
 }
 
@@ -208,6 +210,8 @@ kcr_err kcr_rate_limiter_exponential_new(const kcr_rate_limiter_exponential_opti
 {
     static const char fn[] = "kcr_rate_limiter_exponential_new";
     static const kcr_rate_limiter_exponential_options defaults;
+    if (out)
+        *out = NULL;
     if (!opts)
         opts = &defaults;
     if (opts->base_delay_ms < 0 || opts->max_delay_ms < 0)
@@ -239,6 +243,8 @@ kcr_err kcr_rate_limiter_fast_slow_new(int64_t fast_delay_ms, int64_t slow_delay
                                        int max_fast_attempts, kcr_rate_limiter **out)
 {
     static const char fn[] = "kcr_rate_limiter_fast_slow_new";
+    if (out)
+        *out = NULL;
     if (fast_delay_ms < 0 || slow_delay_ms < 0 || max_fast_attempts < 0)
         return kcr__fail(KCR_ERR_INVALID, "%s: negative argument", fn);
     if (!out)
@@ -297,6 +303,8 @@ kcr_err kcr_rate_limiter_bucket_new(const kcr_rate_limiter_bucket_options *opts,
 {
     static const char fn[] = "kcr_rate_limiter_bucket_new";
     static const kcr_rate_limiter_bucket_options defaults;
+    if (out)
+        *out = NULL;
     if (!opts)
         opts = &defaults;
     if (opts->qps < 0 || opts->burst < 0 || isnan(opts->qps))
@@ -364,6 +372,8 @@ kcr_err kcr_rate_limiter_max_of_new(kcr_rate_limiter *const *limiters, size_t n,
                                     kcr_rate_limiter **out)
 {
     static const char fn[] = "kcr_rate_limiter_max_of_new";
+    if (out)
+        *out = NULL;
     bool ok = (n == 0 || limiters) && out;
     for (size_t i = 0; ok && i < n; i++)
         ok = limiters[i] != NULL;
@@ -419,6 +429,8 @@ kcr_err kcr_rate_limiter_with_max_wait_new(kcr_rate_limiter *inner, int64_t max_
                                            kcr_rate_limiter **out)
 {
     static const char fn[] = "kcr_rate_limiter_with_max_wait_new";
+    if (out)
+        *out = NULL;
     bool ok = inner && max_wait_ms >= 0 && out;
     struct max_wait *w = ok ? malloc(sizeof *w) : NULL;
     if (!w) {
@@ -440,6 +452,7 @@ kcr_err kcr_rate_limiter_default_new(kcr_rate_limiter **out)
     static const char fn[] = "kcr_rate_limiter_default_new";
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "%s: out is NULL", fn);
+    *out = NULL;
     kcr_rate_limiter *parts[2] = {NULL, NULL};
     kcr_err err = kcr_rate_limiter_exponential_new(NULL, &parts[0]);
     if (err == KCR_OK)

@@ -202,7 +202,7 @@ kcr_err kcr__health_probe(kcr_health_server *s, kcr_health_probe probe, const ch
     FILE *out = checks ? open_memstream(&reply->body, &body_len) : NULL;
     if (!out) {
         free(checks);
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "%s: out of memory answering a probe", probe_name);
     }
     if (path_name) {
         size_t i = 0;
@@ -224,13 +224,13 @@ kcr_err kcr__health_probe(kcr_health_server *s, kcr_health_probe probe, const ch
     if (fclose(out) != 0 || !reply->body) {
         free(reply->body);
         reply->body = NULL;
-        return KCR_ERR_NOMEM;
+        return kcr__fail(KCR_ERR_NOMEM, "%s: out of memory answering a probe", probe_name);
     }
     if (!path_name && reply->status == MHD_HTTP_OK && !q.verbose) {
         /* the listing is only for failures and ?verbose */
         free(reply->body);
         if (!(reply->body = strdup("ok")))
-            return KCR_ERR_NOMEM;
+            return kcr__fail(KCR_ERR_NOMEM, "%s: out of memory answering a probe", probe_name);
     }
     return KCR_OK;
 }

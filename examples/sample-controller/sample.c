@@ -26,6 +26,22 @@ static void say(const sample_config *cfg, kcr_log_level level, const char *fmt, 
     cfg->log(level, SAMPLE_NAME, line, cfg->log_user_data);
 }
 
+/* An edit of a Deployment (base, or a new one when NULL) with its type set:
+ * what is written must say what it is, whatever the cache kept. */
+static kcr_err deployment_edit(const kcr_object *base, kcr_object_edit **out)
+{
+    kcr_err err = kcr_object_edit_new(base, out);
+    if (err == KCR_OK)
+        err = kcr_object_edit_set_string(*out, "apiVersion", "apps/v1");
+    if (err == KCR_OK)
+        err = kcr_object_edit_set_string(*out, "kind", "Deployment");
+    if (err != KCR_OK) {
+        kcr_object_edit_free(*out);
+        *out = NULL;
+    }
+    return err;
+}
+
 /* The Deployment a Foo wants (sample-controller's newDeployment). */
 static kcr_err new_deployment(const kcr_object *foo, const char *name, int64_t replicas,
                               kcr_object **out)
@@ -34,14 +50,10 @@ static kcr_err new_deployment(const kcr_object *foo, const char *name, int64_t r
     const kcr_ctrlutil_owner_options owner = {.api_version = FOO_API_VERSION, .kind = FOO_KIND};
     const char *foo_name = kcr_object_name(foo);
     kcr_object_edit *e;
-    kcr_err err = kcr_object_edit_new(NULL, &e);
+    kcr_err err = deployment_edit(NULL, &e);
     if (err != KCR_OK)
         return err;
-    err = kcr_object_edit_set_string(e, "apiVersion", "apps/v1");
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_string(e, "kind", "Deployment");
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_string(e, "metadata.name", name);
+    err = kcr_object_edit_set_string(e, "metadata.name", name);
     if (err == KCR_OK)
         err = kcr_object_edit_set_string(e, "metadata.namespace", kcr_object_namespace(foo));
     if (err == KCR_OK)
@@ -89,14 +101,10 @@ static kcr_err scale_deployment(kcr_ctx *ctx, const kcr_object *d, int64_t repli
 {
     kcr_object *want = NULL;
     kcr_object_edit *e;
-    kcr_err err = kcr_object_edit_new(d, &e);
+    kcr_err err = deployment_edit(d, &e);
     if (err != KCR_OK)
         return err;
-    err = kcr_object_edit_set_string(e, "apiVersion", "apps/v1");
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_string(e, "kind", "Deployment");
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_int(e, "spec.replicas", replicas);
+    err = kcr_object_edit_set_int(e, "spec.replicas", replicas);
     if (err == KCR_OK)
         err = kcr_object_edit_freeze(e, &want);
     kcr_object_edit_free(e);

@@ -232,7 +232,8 @@ typedef struct kcr_cache_index {
 /* A controller's declaration. Zero means default; everything is copied
  * except user_data pointers (borrowed) and the predicates and rate limiter
  * (ownership taken by kcr_manager_add_controller / kcr_testkit_add_controller,
- * also when they fail). */
+ * also when they fail). A negative duration, or one above 2^40 ms (about 35
+ * years), is refused with KCR_ERR_INVALID. */
 typedef struct kcr_controller_options {
     const char *name;               /* required, unique per manager: metrics label, logs, events */
     kcr_source primary;             /* for(): the reconciled resource (required) */
@@ -340,7 +341,9 @@ KCR_API kcr_controller *kcr_ctx_controller(kcr_ctx *ctx);
 
 /* ---- Manager ---------------------------------------------------------------------------------- */
 
-/* Zero means default for every field; strings are copied. */
+/* Zero means default for every field; strings are copied. A graceful
+ * shutdown timeout above 2^40 ms (about 35 years) is refused with
+ * KCR_ERR_INVALID. */
 typedef struct kcr_manager_options {
     const char *name;                   /* reporting controller of events, lease identity
                                            prefix in logs; NULL: "kcr-manager" */

@@ -191,7 +191,7 @@ KCR_API kcr_err kcr_object_parse_any(const char *json, size_t len, kcr_object **
 typedef struct kcr_object_edit kcr_object_edit;
 
 /* Starts editing a copy of `base` (borrowed for the call; NULL: an empty
- * object): *out (set only on KCR_OK) is the caller's, freed with
+ * object): *out (NULL on failure) is the caller's, freed with
  * kcr_object_edit_free. KCR_ERR_INVALID for a NULL out, KCR_ERR_NOMEM. No
  * options: what to edit is all there is. Thread-safe (base is immutable). */
 KCR_API kcr_err kcr_object_edit_new(const kcr_object *base, kcr_object_edit **out);

@@ -65,7 +65,7 @@ KCR_API void kcr_object_list_free(kcr_object_list *list);
 typedef struct kcr_tombstone kcr_tombstone;
 
 /* A tombstone for `key` (copied) whose last known state is `obj` (may be
- * NULL; gets a new reference). *out (set only on KCR_OK) holds the one
+ * NULL; gets a new reference). *out (NULL on failure) holds the one
  * reference the caller drops with kcr_tombstone_unref. KCR_ERR_INVALID for a
  * NULL key or out, KCR_ERR_NOMEM. No options: a tombstone is plain data.
  * Thread-safe. */
@@ -103,7 +103,7 @@ typedef void (*kcr_index_fn)(const kcr_object *obj, kcr_index_emit *emit, void *
 #define KCR_INDEX_NAMESPACE "namespace"
 KCR_API void kcr_index_namespace(const kcr_object *obj, kcr_index_emit *emit, void *user_data);
 
-/* A new empty store with no index in *out (set only on KCR_OK; the caller
+/* A new empty store with no index in *out (NULL on failure; the caller
  * frees it with kcr_store_free). No options: the key is always
  * kcr_store_key() and indexes are added with kcr_store_add_index().
  * KCR_ERR_INVALID for a NULL out, KCR_ERR_NOMEM. Thread-safe. */
@@ -199,7 +199,7 @@ typedef struct kcr_fifo kcr_fifo;
 typedef kcr_err (*kcr_fifo_process_fn)(const kcr_object *obj, bool is_in_initial_list,
                                        bool *requeue, void *user_data);
 
-/* A new empty FIFO in *out (set only on KCR_OK; the caller frees it with
+/* A new empty FIFO in *out (NULL on failure; the caller frees it with
  * kcr_fifo_free). No options: keys are always kcr_store_key().
  * KCR_ERR_INVALID for a NULL out, KCR_ERR_NOMEM. Thread-safe. */
 KCR_API kcr_err kcr_fifo_new(kcr_fifo **out);
@@ -285,7 +285,7 @@ typedef kcr_err (*kcr_delta_fifo_process_fn)(const char *key, const kcr_delta *d
                                              bool is_in_initial_list, bool *requeue,
                                              void *user_data);
 
-/* A new empty DeltaFIFO in *out (set only on KCR_OK; the caller frees it
+/* A new empty DeltaFIFO in *out (NULL on failure; the caller frees it
  * with kcr_delta_fifo_free). opts may be NULL (defaults); it is copied, and
  * what opts->known.user_data points to is borrowed until _free.
  * KCR_ERR_INVALID for a NULL out or known objects with only one of their

@@ -58,7 +58,7 @@ typedef struct kcr_rate_limiter_ops {
     void (*free)(void *user_data);
 } kcr_rate_limiter_ops;
 
-/* Every constructor below sets *out (only on KCR_OK) to a limiter the
+/* Every constructor below sets *out (NULL on failure) to a limiter the
  * caller owns: free it with kcr_rate_limiter_free, or hand it to a queue
  * (options.limiter), a controller or to max_of/with_max_wait, which take
  * ownership. On failure they return KCR_ERR_INVALID (bad argument, NULL out)

@@ -194,8 +194,9 @@ static bool same_as_server(const server_list *srv, size_t n, const char *(*rv_of
                            void *self, kcr_string_list *keys, const char *what, char *why,
                            size_t why_len)
 {
-    if (n != srv->rv.len) {
-        snprintf(why, why_len, "%s has %zu objects, the server %zu", what, n, srv->rv.len);
+    if (n != kcr__strmap_len(&srv->rv)) {
+        snprintf(why, why_len, "%s has %zu objects, the server %zu", what, n,
+                 kcr__strmap_len(&srv->rv));
         return false;
     }
     for (size_t i = 0; i < keys->len; i++) {
@@ -251,21 +252,19 @@ static bool check_once(kcr_client *c, const kcr_resource *res, const char *ns, c
     if (ok && t) {
         pthread_mutex_lock(&t->mu);
         kcr_string_list keys = {0};
-        keys.items = calloc(t->mirror.len + 1, sizeof *keys.items);
-        for (size_t i = 0; i < t->mirror.cap; i++)
-            if (t->mirror.slots[i].key)
-                keys.items[keys.len++] = strdup(t->mirror.slots[i].key);
-        ok = same_as_server(&srv, t->mirror.len, mirror_rv, t, &keys, "the handler's mirror", why,
-                            why_len);
+        keys.items = calloc(kcr__strmap_len(&t->mirror) + 1, sizeof *keys.items);
+        const char *key;
+        for (size_t pos = 0; kcr__strmap_next(&t->mirror, &pos, &key, NULL);)
+            keys.items[keys.len++] = strdup(key);
+        ok = same_as_server(&srv, kcr__strmap_len(&t->mirror), mirror_rv, t, &keys,
+                            "the handler's mirror", why, why_len);
         if (ok && t->counts.wrong_keys) {
             snprintf(why, why_len, "%llu handler callbacks got a key that is not the object's",
                      (unsigned long long)t->counts.wrong_keys);
             ok = false;
         }
-        for (size_t i = 0; ok && i < t->expected.cap; i++) {
-            const char *uid = t->expected.slots[i].key;
-            if (!uid)
-                continue;
+        const char *uid;
+        for (size_t pos = 0; ok && kcr__strmap_next(&t->expected, &pos, &uid, NULL);) {
             unsigned n = (unsigned)(uintptr_t)kcr__strmap_get(&t->deletes, uid);
             if (n != 1) {
                 snprintf(why, why_len, "object uid %s deleted on the server got %u on_delete", uid, n);

@@ -83,11 +83,10 @@ bool soak_mirrors_match(kcr_client *c, const char *ns, size_t *sources, char *wh
     if (!ok)
         snprintf(why, why_len, "LIST failed: %s: %s", kcr_strerror(err), kcr_last_error());
     size_t n = 0;
-    for (size_t i = 0; ok && i < all.cap; i++) {
-        const kcr_object *src = all.slots[i].value;
-        const char *label =
-            all.slots[i].key ? kcr_value_string(kcr_object_get(src, "metadata.labels.mirror"), NULL)
-                             : NULL;
+    void *v;
+    for (size_t pos = 0; ok && kcr__strmap_next(&all, &pos, NULL, &v);) {
+        const kcr_object *src = v;
+        const char *label = kcr_value_string(kcr_object_get(src, "metadata.labels.mirror"), NULL);
         if (!label || strcmp(label, "true") != 0)
             continue;
         n++;

@@ -108,6 +108,44 @@ Test(manager, duplicate_controller_names, .init = setup, .fini = teardown)
     cr_assert(strstr(kcr_last_error(), "\"x\""), "%s", kcr_last_error());
 }
 
+/* Durations are range-checked like every other option (2^40 ms at most,
+ * never negative); the predicate is taken even when the options fail. */
+Test(manager, durations_out_of_range_are_refused, .init = setup, .fini = teardown)
+{
+    kcr_manager *m = (kcr_manager *)&m; /* a stale pointer the failure must clear */
+    kcr_manager_options mo = {.graceful_shutdown_timeout_ms = (INT64_C(1) << 40) + 1};
+    cr_assert_eq(kcr_manager_new(client, &mo, &m), KCR_ERR_INVALID);
+    cr_assert_null(m);
+    cr_assert(strstr(kcr_last_error(), "graceful_shutdown_timeout_ms"), "%s", kcr_last_error());
+    mo.graceful_shutdown_timeout_ms = INT64_C(1) << 40;
+    cr_assert_eq(kcr_manager_new(client, &mo, &mgr), KCR_OK, "%s", kcr_last_error());
+    static const char *const fields[] = {"reconcile_timeout_ms", "resync_period_ms",
+                                         "read_your_writes_timeout_ms"};
+    for (int i = 0; i < 6; i++) {
+        int64_t bad = i < 3 ? INT64_MAX : -1;
+        kcr_controller_options o = {.name = "x",
+                                    .primary = {.resource = CM},
+                                    .reconcile = copy_reconcile,
+                                    .reconcile_timeout_ms = i % 3 == 0 ? bad : 0,
+                                    .resync_period_ms = i % 3 == 1 ? bad : 0,
+                                    .read_your_writes_timeout_ms = i % 3 == 2 ? bad : 0};
+        o.primary.predicate = kcr_predicate_generation_changed();
+        cr_assert_eq(kcr_manager_add_controller(mgr, &o, NULL), KCR_ERR_INVALID, "%s",
+                     fields[i % 3]);
+        if (bad > 0)
+            cr_assert(strstr(kcr_last_error(), fields[i % 3]), "%s", kcr_last_error());
+        else
+            cr_assert(strstr(kcr_last_error(), "negative"), "%s", kcr_last_error());
+    }
+    kcr_controller_options o = {.name = "x",
+                                .primary = {.resource = CM},
+                                .reconcile = copy_reconcile,
+                                .reconcile_timeout_ms = INT64_C(1) << 40,
+                                .resync_period_ms = INT64_C(1) << 40,
+                                .read_your_writes_timeout_ms = INT64_C(1) << 40};
+    cr_assert_eq(kcr_manager_add_controller(mgr, &o, NULL), KCR_OK, "%s", kcr_last_error());
+}
+
 /* ---- one key is never reconciled twice at once ---- */
 
 static atomic_int in_flight[4], max_same, max_any, running_any, done_count;

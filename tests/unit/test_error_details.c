@@ -86,7 +86,7 @@ Test(error_details, store_fifo_and_delta_fifo)
     kcr_delta_fifo_options half = {.known = kcr_store_known_objects(s)};
     half.known.get_by_key = NULL;
     EXPECT_DETAIL(kcr_delta_fifo_new(&half, &df), KCR_ERR_INVALID, "get_by_key");
-    cr_assert_null(df, "*out is set only on KCR_OK");
+    cr_assert_null(df, "*out is NULL on failure");
     cr_assert_eq(kcr_delta_fifo_new(NULL, &df), KCR_OK);
     EXPECT_DETAIL(kcr_delta_fifo_pop_timeout(df, no_process, NULL, 0), KCR_ERR_TIMEOUT,
                   "DeltaFIFO");
@@ -98,7 +98,7 @@ Test(error_details, store_fifo_and_delta_fifo)
     kcr_tombstone *t = NULL;
     EXPECT_DETAIL(kcr_tombstone_new(NULL, NULL, &t), KCR_ERR_INVALID, "kcr_tombstone_new");
     EXPECT_DETAIL(kcr_tombstone_new("ns/a", NULL, NULL), KCR_ERR_INVALID, "kcr_tombstone_new");
-    cr_assert_null(t, "*out is set only on KCR_OK");
+    cr_assert_null(t, "*out is NULL on failure");
 }
 
 Test(error_details, objects_time_and_status)
@@ -188,4 +188,54 @@ Test(error_details, set_error_is_public)
     cr_assert_str_eq(kcr_last_error(), "applying x: spec.replicas is -1");
     cr_assert_eq(kcr_set_error(KCR_OK, NULL), KCR_OK);
     cr_assert_str_eq(kcr_last_error(), "");
+}
+
+/* Every constructor clears *out when it fails (docs/architecture.md), so a
+ * caller's cleanup may free it; a stale value must not survive. */
+#define EXPECT_CLEARED(type, call_with_out)                                                        \
+    do {                                                                                           \
+        type *out_ = (type *)&out_;                                                                \
+        kcr_err got_ = call_with_out;                                                              \
+        cr_assert_neq(got_, KCR_OK, "%s succeeded", #call_with_out);                               \
+        cr_assert_null(out_, "%s left *out set", #call_with_out);                                  \
+    } while (0)
+
+static kcr_object *no_object(const char *key, void *user_data)
+{
+    (void)key, (void)user_data;
+    return NULL;
+}
+
+Test(error_details, constructors_clear_out_on_failure)
+{
+    kcr_delta_fifo_options known_half = {.known.get_by_key = no_object}; /* one of the pair */
+    EXPECT_CLEARED(kcr_delta_fifo, kcr_delta_fifo_new(&known_half, &out_));
+    EXPECT_CLEARED(kcr_tombstone, kcr_tombstone_new(NULL, NULL, &out_));
+    kcr_rate_limiter_exponential_options neg = {.base_delay_ms = -1};
+    EXPECT_CLEARED(kcr_rate_limiter, kcr_rate_limiter_exponential_new(&neg, &out_));
+    EXPECT_CLEARED(kcr_rate_limiter, kcr_rate_limiter_fast_slow_new(-1, 0, 0, &out_));
+    EXPECT_CLEARED(kcr_rate_limiter, kcr_rate_limiter_with_max_wait_new(NULL, 0, &out_));
+    EXPECT_CLEARED(kcr_rate_limiter, kcr_rate_limiter_new(NULL, NULL, &out_));
+    EXPECT_CLEARED(kcr_client, kcr_client_new(NULL, NULL, &out_));
+    kcr_fake_options long_bookmarks = {.bookmark_interval_ms = INT64_MAX};
+    EXPECT_CLEARED(kcr_fake, kcr_fake_new(&long_bookmarks, &out_));
+    kcr_fake *f;
+    kcr_client *c;
+    cr_assert_eq(kcr_fake_new(NULL, &f), KCR_OK);
+    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
+    kcr_delta_fifo *q;
+    cr_assert_eq(kcr_delta_fifo_new(NULL, &q), KCR_OK);
+    kcr_reflector_sink sink = kcr_delta_fifo_sink(q);
+    kcr_reflector_options slow = {.backoff_max_ms = INT64_MAX};
+    EXPECT_CLEARED(kcr_reflector, kcr_reflector_new(c, &CM, &sink, &slow, &out_));
+    EXPECT_CLEARED(kcr_informer_factory, kcr_informer_factory_new(NULL, NULL, &out_));
+    EXPECT_CLEARED(kcr_informer, kcr_informer_new(NULL, &CM, NULL, &out_));
+    EXPECT_CLEARED(kcr_manager, kcr_manager_new(NULL, NULL, &out_));
+    kcr_delta_fifo_free(q);
+    kcr_client_free(c);
+    kcr_fake_free(f);
+    /* and a NULL out is a clear error, not a crash */
+    cr_assert_eq(kcr_client_new(NULL, NULL, NULL), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_fake_new(NULL, NULL), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_cancel_new(NULL), KCR_ERR_INVALID);
 }

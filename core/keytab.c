@@ -1,11 +1,12 @@
-/* Open-addressing string-keyed table shared by the queue and the limiters. */
-#include "workqueue/keytab.h"
+/* Open-addressing string-keyed table (see keytab.h): the workqueue's items
+ * and rate limiter state, and under every core/strmap. */
+#include "core/keytab.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
-#include "workqueue/probe.h"
+#include "core/probe.h"
 
 #define KEYTAB_MIN_CAP 16
 

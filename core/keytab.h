@@ -1,9 +1,11 @@
 /* Internal: an open-addressing hash table of nodes keyed by a string stored
  * inside each node (linear probing, backward-shift deletion, no tombstones).
- * The table never allocates nodes: callers own them and embed the key.
+ * The table never allocates nodes: callers own them and embed the key (the
+ * workqueue's items and limiter state; core/strmap.h's nodes). The hash is
+ * seeded per table, so keys from outside cannot be crafted to collide.
  * Not thread-safe: callers hold their own lock. */
-#ifndef KCR_WORKQUEUE_KEYTAB_H
-#define KCR_WORKQUEUE_KEYTAB_H
+#ifndef KCR_CORE_KEYTAB_H
+#define KCR_CORE_KEYTAB_H
 
 #include <stddef.h>
 #include <stdint.h>

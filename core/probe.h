@@ -1,7 +1,9 @@
-/* Internal: the step that linear-probing tables with backward-shift
- * deletion share (keytab.c, ptrset.c). Pure arithmetic, thread-agnostic. */
-#ifndef KCR_WORKQUEUE_PROBE_H
-#define KCR_WORKQUEUE_PROBE_H
+/* Internal: the step that every linear-probing table of the library with
+ * backward-shift deletion shares (core/strmap.c, workqueue/keytab.c,
+ * workqueue/ptrset.c, store/indexer.c's object sets and index values).
+ * Pure arithmetic, thread-agnostic. */
+#ifndef KCR_CORE_PROBE_H
+#define KCR_CORE_PROBE_H
 
 #include <stdbool.h>
 #include <stddef.h>
