@@ -92,6 +92,7 @@ static void *process_main(void *arg)
         kcr_err err = kcr_delta_fifo_pop(inf->fifo, process, inf);
         if (err == KCR_ERR_SHUTDOWN || is_stopped(inf))
             break;
+        kcr__informer_deliver_inline(inf); /* outside the fifo lock */
         if (!kcr_informer_has_synced(inf))
             kcr__informer_check_synced(inf);
     }

@@ -1,7 +1,8 @@
 /* The shared informer's handlers: registration (with the replay of the
  * cache to a late handler), removal, and per handler a coalescing queue of
  * pending notifications keyed by object key, delivered by a thread of its
- * own (docs/informer.md, "Dispatch"). */
+ * own or, for inline handlers, by the informer's threads (docs/informer.md,
+ * "Dispatch"). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -79,7 +80,8 @@ static void enqueue(kcr_handler_reg *h, const char *key, kcr__notif_kind kind,
         }
         if (h->order.len > h->peak)
             h->peak = h->order.len;
-        pthread_cond_signal(&h->cond);
+        if (h->h.delivery == KCR_HANDLER_DELIVERY_THREAD)
+            pthread_cond_signal(&h->cond);
     }
     switch (kind) {
     case KCR__N_ADD:
@@ -114,39 +116,98 @@ static void enqueue(kcr_handler_reg *h, const char *key, kcr__notif_kind kind,
     pthread_mutex_unlock(&h->mu);
 }
 
+/* Delivers h's oldest pending notification. h->mu held on entry and exit,
+ * released while the callbacks run; the queue is not empty. */
+static void deliver_one(kcr_handler_reg *h)
+{
+    const kcr_event_handler *e = &h->h;
+    pend *p = kcr__ptrq_pop(&h->order);
+    kcr__strmap_remove(&h->pending, p->key);
+    pthread_mutex_unlock(&h->mu);
+    if (p->has_del && e->on_delete)
+        e->on_delete(p->key, p->del_obj, p->del_tomb, e->user_data);
+    if (p->live == LIVE_ADD && e->on_add)
+        e->on_add(p->key, p->cur, p->initial, e->user_data);
+    else if (p->live == LIVE_UPDATE && e->on_update)
+        e->on_update(p->key, p->old, p->cur, e->user_data);
+    bool initial = p->initial;
+    pend_free(p);
+    pthread_mutex_lock(&h->mu);
+    if (initial && --h->initial_pending == 0) {
+        /* wake kcr_informer_wait_for_sync-style waiters polling us */
+        pthread_mutex_unlock(&h->mu);
+        pthread_mutex_lock(&h->inf->mu);
+        pthread_cond_broadcast(&h->inf->cond);
+        pthread_mutex_unlock(&h->inf->mu);
+        pthread_mutex_lock(&h->mu);
+    }
+}
+
 static void *handler_main(void *arg)
 {
     kcr_handler_reg *h = arg;
-    const kcr_event_handler *e = &h->h;
     pthread_mutex_lock(&h->mu);
     for (;;) {
         while (!h->stop && !h->order.len)
             pthread_cond_wait(&h->cond, &h->mu);
         if (h->stop)
             break;
-        pend *p = kcr__ptrq_pop(&h->order);
-        kcr__strmap_remove(&h->pending, p->key);
-        pthread_mutex_unlock(&h->mu);
-        if (p->has_del && e->on_delete)
-            e->on_delete(p->key, p->del_obj, p->del_tomb, e->user_data);
-        if (p->live == LIVE_ADD && e->on_add)
-            e->on_add(p->key, p->cur, p->initial, e->user_data);
-        else if (p->live == LIVE_UPDATE && e->on_update)
-            e->on_update(p->key, p->old, p->cur, e->user_data);
-        bool initial = p->initial;
-        pend_free(p);
-        pthread_mutex_lock(&h->mu);
-        if (initial && --h->initial_pending == 0) {
-            /* wake kcr_informer_wait_for_sync-style waiters polling us */
-            pthread_mutex_unlock(&h->mu);
-            pthread_mutex_lock(&h->inf->mu);
-            pthread_cond_broadcast(&h->inf->cond);
-            pthread_mutex_unlock(&h->inf->mu);
-            pthread_mutex_lock(&h->mu);
-        }
+        deliver_one(h);
     }
     pthread_mutex_unlock(&h->mu);
     return NULL;
+}
+
+/* Delivers an inline handler's queue until it is empty (or the handler
+ * stops), as its drainer: h->mu held, h->draining set by the caller. Adds
+ * made meanwhile by other threads are delivered too: they find the handler
+ * draining and leave them to us, and we look at the queue under the same
+ * lock hold that ends the drain. */
+static void drain_claimed(kcr_handler_reg *h)
+{
+    while (!h->stop && h->order.len)
+        deliver_one(h);
+    h->draining = false;
+    pthread_cond_broadcast(&h->cond); /* kcr__handler_stop_join */
+}
+
+/* Claims an inline handler's queue for the calling thread if it has work
+ * and no other drainer (h->mu held). */
+static bool claim(kcr_handler_reg *h)
+{
+    if (h->draining || h->stop || !h->order.len)
+        return false;
+    h->draining = true;
+    h->drainer = pthread_self();
+    return true;
+}
+
+void kcr__informer_deliver_inline(kcr_informer *inf)
+{
+    if (!atomic_load(&inf->n_inline))
+        return;
+    for (;;) {
+        /* Claimed under inf->mu: a handler being removed is either unlinked
+         * already or waits (kcr__handler_stop_join) until we are done. One
+         * claim at a time, so a callback may remove any other handler. */
+        kcr_handler_reg *h;
+        pthread_mutex_lock(&inf->mu);
+        for (h = inf->handlers; h; h = h->next) {
+            if (h->h.delivery != KCR_HANDLER_DELIVERY_INLINE)
+                continue;
+            pthread_mutex_lock(&h->mu);
+            bool mine = claim(h);
+            if (!mine)
+                pthread_mutex_unlock(&h->mu);
+            if (mine)
+                break;
+        }
+        pthread_mutex_unlock(&inf->mu);
+        if (!h)
+            return;
+        drain_claimed(h);
+        pthread_mutex_unlock(&h->mu);
+    }
 }
 
 void kcr__handler_stop_join(kcr_handler_reg *h)
@@ -154,6 +215,8 @@ void kcr__handler_stop_join(kcr_handler_reg *h)
     pthread_mutex_lock(&h->mu);
     h->stop = true;
     pthread_cond_broadcast(&h->cond);
+    while (h->draining) /* an inline handler's running callback */
+        pthread_cond_wait(&h->cond, &h->mu);
     if (h->joined == KCR__JOIN_NONE) {
         h->joined = KCR__JOIN_RUNNING;
         pthread_mutex_unlock(&h->mu);
@@ -194,8 +257,6 @@ void kcr__informer_distribute(kcr_informer *inf, const char *key, kcr__notif_kin
             enqueue(h, key, kind, old, cur, tomb, initial);
 }
 
-/* Runs with the DeltaFIFO lock held (so a relist cannot interleave). */
-
 kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_handler *eh,
                                  kcr_handler_reg **out)
 {
@@ -207,6 +268,12 @@ kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_handler *eh,
         return kcr__fail(KCR_ERR_INVALID,
                          "kcr_informer_add_handler: resync_period_ms %lld is above %lld",
                          (long long)eh->resync_period_ms, (long long)KCR__MAX_DURATION_MS);
+    if (eh->delivery != KCR_HANDLER_DELIVERY_THREAD && eh->delivery != KCR_HANDLER_DELIVERY_INLINE)
+        return kcr__fail(KCR_ERR_INVALID,
+                         "kcr_informer_add_handler: delivery %d is not a "
+                         "kcr_handler_delivery",
+                         (int)eh->delivery);
+    bool inline_delivery = eh->delivery == KCR_HANDLER_DELIVERY_INLINE;
     kcr_handler_reg *h = calloc(1, sizeof *h);
     if (!h)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
@@ -233,10 +300,12 @@ kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_handler *eh,
         free(key);
     }
     kcr_object_list_free(&all);
-    if (err == KCR_OK && pthread_create(&h->thread, NULL, handler_main, h) != 0)
-        err = kcr__fail(KCR_ERR_NOMEM, "cannot start a handler thread");
-    if (err == KCR_OK)
-        h->joined = KCR__JOIN_NONE;
+    if (err == KCR_OK && !inline_delivery) {
+        if (pthread_create(&h->thread, NULL, handler_main, h) != 0)
+            err = kcr__fail(KCR_ERR_NOMEM, "cannot start a handler thread");
+        else
+            h->joined = KCR__JOIN_NONE;
+    }
     if (err != KCR_OK) {
         pthread_mutex_unlock(&inf->mu);
         kcr__handler_unref(h);
@@ -247,9 +316,25 @@ kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_handler *eh,
     while (*tail)
         tail = &(*tail)->next;
     *tail = h;
+    if (inline_delivery)
+        atomic_fetch_add(&inf->n_inline, 1);
     if (h->h.resync_period_ms > 0)
         pthread_cond_broadcast(&inf->cond); /* the resync timer may sleep past its deadline */
+    /* An inline handler's replay is delivered here, before we return: the
+     * processing thread may be asleep with nothing to pop. Claimed before
+     * inf->mu is released, so it comes before any later change. */
+    bool mine = false;
+    if (inline_delivery) {
+        pthread_mutex_lock(&h->mu);
+        mine = claim(h);
+        pthread_mutex_unlock(&h->mu);
+    }
     pthread_mutex_unlock(&inf->mu);
+    if (mine) {
+        pthread_mutex_lock(&h->mu);
+        drain_claimed(h);
+        pthread_mutex_unlock(&h->mu);
+    }
     if (out)
         *out = h;
     return KCR_OK;
@@ -270,11 +355,18 @@ kcr_err kcr_informer_remove_handler(kcr_informer *inf, kcr_handler_reg *reg)
                          "kcr_informer_remove_handler: no such handler on this informer (removed "
                          "already?)");
     }
-    if (pthread_equal(pthread_self(), reg->thread)) {
+    pthread_mutex_lock(&reg->mu);
+    bool own = reg->h.delivery == KCR_HANDLER_DELIVERY_INLINE
+                   ? reg->draining && pthread_equal(pthread_self(), reg->drainer)
+                   : reg->joined != KCR__JOIN_DONE && pthread_equal(pthread_self(), reg->thread);
+    pthread_mutex_unlock(&reg->mu);
+    if (own) {
         pthread_mutex_unlock(&inf->mu);
         return kcr__fail(KCR_ERR_STATE, "a handler cannot remove itself from its callback");
     }
     *p = reg->next;
+    if (reg->h.delivery == KCR_HANDLER_DELIVERY_INLINE)
+        atomic_fetch_sub(&inf->n_inline, 1);
     pthread_mutex_unlock(&inf->mu);
     kcr__handler_stop_join(reg);
     kcr__handler_unref(reg);

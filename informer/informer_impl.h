@@ -35,6 +35,10 @@ struct kcr_handler_reg {
     size_t initial_pending;     /* initial adds not yet delivered */
     size_t peak;
     bool stop;
+    /* KCR_HANDLER_DELIVERY_INLINE: no thread; one thread at a time (the
+     * drainer) delivers the queue, and kcr__handler_stop_join waits for it */
+    bool draining;
+    pthread_t drainer;
     kcr__join_state joined;
     /* The informer's list holds one reference, kcr_informer_stop one per
      * handler it is stopping: whoever drops the last frees it, so a remove
@@ -64,6 +68,7 @@ struct kcr_informer {
     pthread_mutex_t mu;
     pthread_cond_t cond;
     kcr_handler_reg *handlers;
+    atomic_int n_inline; /* handlers with KCR_HANDLER_DELIVERY_INLINE */
     bool started, stopped, synced;
     bool listed;        /* a complete initial state reached the sink */
     bool applied_first; /* the first list went straight to the cache */
@@ -82,6 +87,12 @@ typedef enum kcr__notif_kind { KCR__N_ADD, KCR__N_UPDATE, KCR__N_DELETE } kcr__n
 void kcr__informer_distribute(kcr_informer *inf, const char *key, kcr__notif_kind kind,
                               const kcr_object *old, const kcr_object *cur,
                               const kcr_tombstone *tomb, bool initial, bool sync);
+
+/* Delivers the queues of the inline handlers (KCR_HANDLER_DELIVERY_INLINE)
+ * on the calling thread, one handler at a time, skipping those another
+ * thread is delivering. No lock held: called by the processing thread after
+ * each pop and by the reflector's thread after the first list. */
+void kcr__informer_deliver_inline(kcr_informer *inf);
 
 /* Stops h's delivery and waits until its running callback has returned.
  * Idempotent; safe from several threads at once. */

@@ -86,6 +86,10 @@ static kcr_err sink_replace(kcr_object *const *objs, size_t n, const char *rv, v
     inf->listed = true;
     pthread_mutex_unlock(&inf->mu);
     kcr__informer_check_synced(inf);
+    /* the first list bypassed the fifo: the processing thread, asleep on an
+     * empty fifo, would not deliver it to the inline handlers */
+    if (applied)
+        kcr__informer_deliver_inline(inf);
     return KCR_OK;
 }
 
