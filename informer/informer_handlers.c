@@ -196,11 +196,9 @@ void kcr__informer_deliver_inline(kcr_informer *inf)
             if (h->h.delivery != KCR_HANDLER_DELIVERY_INLINE)
                 continue;
             pthread_mutex_lock(&h->mu);
-            bool mine = claim(h);
-            if (!mine)
-                pthread_mutex_unlock(&h->mu);
-            if (mine)
-                break;
+            if (claim(h))
+                break; /* keeping h->mu */
+            pthread_mutex_unlock(&h->mu);
         }
         pthread_mutex_unlock(&inf->mu);
         if (!h)
