@@ -85,6 +85,7 @@ static kcr_err compile_source(kcr_controller *c, kcr__role role, const kcr_sourc
     s->map = in->map;
     s->map_user_data = in->map_user_data;
     s->metadata_only = in->metadata_only;
+    s->own_thread = in->own_thread;
     s->cluster_scoped = in->cluster_scoped;
     if (!in->resource.version || !in->resource.version[0] || !in->resource.resource ||
         !in->resource.resource[0])

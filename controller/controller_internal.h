@@ -23,6 +23,7 @@ typedef struct kcr__source {
     bool cluster_scoped;
     char *ns, *label_selector, *field_selector; /* NULL: none */
     bool metadata_only;
+    bool own_thread; /* route on a handler thread of its own, not the informer's */
     kcr_predicate *predicate; /* owned */
     kcr_map_fn map;
     void *map_user_data;

@@ -1,6 +1,7 @@
 /* The manager's caches: every source of every controller gets the factory's
  * shared informer for its resource + namespace + selectors + metadata_only,
- * and a handler feeding kcr__route. Also readiness: which cache is not
+ * and a handler feeding kcr__route, run inline by the informer's threads
+ * (kcr_source.own_thread: a handler thread of its own). Also readiness: which cache is not
  * synced, and what the server said. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,9 @@ kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)
             .on_update = on_update,
             .on_delete = on_delete,
             .resync_period_ms = s->role == KCR__ROLE_PRIMARY ? c->resync_ms : 0,
+            /* routing only enqueues keys: no thread hand-off of its own
+             * unless the source's predicate or map function may block */
+            .delivery = s->own_thread ? KCR_HANDLER_DELIVERY_THREAD : KCR_HANDLER_DELIVERY_INLINE,
             .user_data = s,
         };
         err = kcr_informer_add_handler(mc->infs[i], &h, &mc->regs[i]);

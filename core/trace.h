@@ -27,7 +27,7 @@ typedef enum kcr__trace_stage {
     KCR__TR_DECODED = 1,  /* the event's object is built and transformed (reflector thread) */
     KCR__TR_FIFO = 2,     /* pushed into the DeltaFIFO */
     KCR__TR_POP = 3,      /* popped by the informer's processing thread */
-    KCR__TR_HANDLER = 4,  /* a handler thread delivers it (a controller's routing starts) */
+    KCR__TR_HANDLER = 4,  /* a handler gets it (a controller's routing starts, inline) */
     KCR__TR_ENQUEUED = 5, /* its key was added to a controller's workqueue */
     KCR__TR_GOT = 6,      /* a worker got the key from the workqueue */
     KCR__TR_START = 7,    /* the reconcile starts (after any read-your-writes wait) */

@@ -17,8 +17,9 @@
  *
  * Threads: reconcile runs on a controller's worker threads (at most
  * max_concurrent_reconciles at once; never two for the same key); predicates
- * and map functions run on informer handler threads (manager) or the test
- * kit's caller thread. No kcr lock is held while user code runs. */
+ * and map functions run on the informers' threads (manager; a handler thread
+ * per source with kcr_source.own_thread) or the test kit's caller thread.
+ * No kcr lock is held while user code runs. */
 #ifndef KCR_CONTROLLER_H
 #define KCR_CONTROLLER_H
 
@@ -153,7 +154,8 @@ typedef struct kcr_predicate kcr_predicate;
  * harmless, a missed one is not). old_obj is NULL except for updates;
  * new_obj is the object (for deletes its last known state, possibly NULL
  * when a missed deletion left nothing). Borrowed for the call; runs on an
- * informer handler thread with no kcr lock held. */
+ * informer's thread (see kcr_source.own_thread) with no kcr lock held, so it
+ * must return quickly. */
 typedef kcr_err (*kcr_predicate_fn)(kcr_change change, const kcr_object *old_obj,
                                     const kcr_object *new_obj, bool *pass, void *user_data);
 
@@ -198,8 +200,9 @@ KCR_API kcr_err kcr_map_emit(kcr_map_out *out, const char *ns, const char *name)
 /* Maps a changed watched object to primary keys through kcr_map_emit. `obj`
  * is borrowed for the call (for deletes the last known state, never NULL).
  * A non-KCR_OK return is logged once per source and counted; keys emitted
- * before it are still enqueued. Runs on an informer handler thread (or the
- * test kit's thread), no kcr lock held. */
+ * before it are still enqueued. Runs on the informer's thread (a handler
+ * thread of its own with kcr_source.own_thread; the test kit's thread in the
+ * test kit), no kcr lock held: it must not block unless own_thread. */
 typedef kcr_err (*kcr_map_fn)(const kcr_object *obj, kcr_map_out *out, void *user_data);
 
 /* ---- Controller declaration ------------------------------------------------------------------ */
@@ -216,6 +219,11 @@ typedef struct kcr_source {
     const char *label_selector; /* NULL: everything */
     const char *field_selector; /* NULL: everything */
     bool metadata_only;         /* cache PartialObjectMetadata only (smaller) */
+    bool own_thread;            /* false: the predicate and map function run on the shared
+                                   informer's own thread (no hand-off: lower latency), so
+                                   they must return quickly and never block; true: on a
+                                   handler thread of this source's own (a slow one delays
+                                   nothing else) */
     kcr_predicate *predicate;   /* NULL: every change; ownership taken */
     kcr_map_fn map;             /* watches[] only (required there) */
     void *map_user_data;        /* borrowed until the manager/test kit is freed */

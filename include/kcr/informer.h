@@ -6,8 +6,9 @@
  * Threads: a reflector runs one thread; an informer runs its reflector, one
  * processing thread (DeltaFIFO -> cache -> handler queues), one resync timer
  * thread (asleep until a handler's resync is due) and one thread per event
- * handler. Every callback documents the thread it runs on; none runs
- * with a kcr lock held. */
+ * handler (none for inline handlers: the informer's threads run them).
+ * Every callback documents the thread it runs on; none runs with a kcr lock
+ * held. */
 #ifndef KCR_INFORMER_H
 #define KCR_INFORMER_H
 
@@ -159,8 +160,25 @@ KCR_API void kcr_reflector_get_stats(kcr_reflector *r, kcr_reflector_stats *out)
 typedef struct kcr_informer kcr_informer;
 typedef struct kcr_handler_reg kcr_handler_reg;
 
-/* Event callbacks. Each runs on the handler's own thread, one at a time, with
- * no kcr lock held; `key` is the object's store key ("namespace/name", or
+/* Which threads run a handler's callbacks (kcr_event_handler.delivery). */
+typedef enum kcr_handler_delivery {
+    /* The handler's own thread, fed through its coalescing queue: a slow or
+     * blocking handler delays neither the cache nor the other handlers. */
+    KCR_HANDLER_DELIVERY_THREAD = 0,
+    /* The informer's threads, right after the change reached the cache: the
+     * processing thread for changes, the reflector's thread for the first
+     * list, and the thread calling kcr_informer_add_handler for the replay
+     * to a handler added late (before that call returns). One thread
+     * hand-off fewer, so lower latency on a busy machine, for handlers that
+     * return quickly: while one runs, the informer applies no further change
+     * to its cache and queues none for any handler. Such a handler must not
+     * block or wait for the informer (kcr_informer_wait_for_sync, _stop).
+     * Same ordering, coalescing and has_synced as the default. */
+    KCR_HANDLER_DELIVERY_INLINE = 1,
+} kcr_handler_delivery;
+
+/* Event callbacks. Each runs on the handler's own thread (by default; see
+ * kcr_handler_delivery), one at a time, with no kcr lock held; `key` is the object's store key ("namespace/name", or
  * "name" when cluster-scoped; kcr_store_key), and it and the objects are
  * borrowed for the call (copy the key, kcr_object_ref an object, to keep
  * one). Any of them may be NULL.
@@ -185,6 +203,8 @@ typedef struct kcr_event_handler {
     int64_t resync_period_ms; /* 0: no resync; else every cached object is re-sent as an
                                  update (old == new) about this often; above 2^40
                                  (about 35 years): KCR_ERR_INVALID */
+    kcr_handler_delivery delivery; /* 0: KCR_HANDLER_DELIVERY_THREAD; not a
+                                      kcr_handler_delivery: KCR_ERR_INVALID */
     void *user_data;
 } kcr_event_handler;
 
@@ -202,8 +222,9 @@ typedef struct kcr_informer_options {
 KCR_API kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
                                  const kcr_informer_options *opts, kcr_informer **out);
 
-/* Adds a handler (copied) and starts its thread. If the informer already has
- * objects, they are first replayed to it as on_add(key, obj, true). *out (may be
+/* Adds a handler (copied) and starts its thread (none for
+ * KCR_HANDLER_DELIVERY_INLINE). If the informer already has objects, they
+ * are first replayed to it as on_add(key, obj, true). *out (may be
  * NULL) is a handle valid until the informer is freed or the handler removed.
  * On failure no callback ever runs. */
 KCR_API kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_handler *h,
@@ -211,7 +232,8 @@ KCR_API kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_hand
 
 /* Removes a handler: waits for its running callback, drops what is pending,
  * joins its thread, frees reg. Must not be called from that handler's
- * callbacks (KCR_ERR_STATE). A reg not registered on inf (e.g. removed
+ * callbacks (KCR_ERR_STATE); an inline handler's callback may remove
+ * another handler. A reg not registered on inf (e.g. removed
  * already): KCR_ERR_NOT_FOUND, reg is not read. Fine before start, after
  * kcr_informer_stop and while another thread stops the informer.
  * Thread-safe. */

@@ -27,7 +27,7 @@ var stages = []struct{ name, from, to string }{
 	{"decode+transform", "recv", "decoded"},
 	{"DeltaFIFO push", "decoded", "fifo"},
 	{"hand-off reflector -> informer", "fifo", "pop"},
-	{"cache update + hand-off -> handler", "pop", "handler"},
+	{"cache update + queue -> routing", "pop", "handler"},
 	{"routing + workqueue add", "handler", "enqueued"},
 	{"hand-off workqueue -> worker", "enqueued", "got"},
 	{"worker: get -> reconcile start", "got", "start"},

@@ -1,0 +1,128 @@
+/* The shared informer's sink: the reflector's watch events go to the
+ * DeltaFIFO (stamped when tracing), and so do its lists except the first,
+ * which goes straight to the cache and the handlers' queues. Also the
+ * reflector's transform. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/trace.h"
+#include "informer/informer_impl.h"
+
+/* A watch event into the DeltaFIFO, stamped when tracing (core/trace.h). */
+static kcr_err traced(kcr_err (*push)(const kcr_object *, void *), const kcr_object *obj,
+                      void *fifo)
+{
+    char *key = NULL;
+    if (!kcr__trace_on() || kcr_store_key(obj, &key) != KCR_OK)
+        return push(obj, fifo);
+    kcr__trace_begin(key);
+    kcr_err err = push(obj, fifo);
+    kcr__trace_stamp(KCR__TR_FIFO, key);
+    free(key);
+    return err;
+}
+
+static kcr_err sink_add(const kcr_object *obj, void *ud)
+{
+    kcr_informer *inf = ud;
+    return traced(inf->fifo_sink.on_add, obj, inf->fifo_sink.user_data);
+}
+
+static kcr_err sink_update(const kcr_object *obj, void *ud)
+{
+    kcr_informer *inf = ud;
+    return traced(inf->fifo_sink.on_update, obj, inf->fifo_sink.user_data);
+}
+
+static kcr_err sink_delete(const kcr_object *obj, void *ud)
+{
+    kcr_informer *inf = ud;
+    return traced(inf->fifo_sink.on_delete, obj, inf->fifo_sink.user_data);
+}
+
+/* The first complete list, with an empty cache and nothing queued, has
+ * nothing to reconcile: it goes straight to the cache and the handlers'
+ * queues instead of through the DeltaFIFO, which saves the fifo's per-key
+ * bookkeeping for the whole list at the memory peak (docs/informer.md).
+ * Later lists (relists) go through the fifo, which finds the deletions. */
+static kcr_err apply_first_list(kcr_informer *inf, kcr_object *const *objs, size_t n,
+                                const char *rv, bool *applied)
+{
+    *applied = false;
+    pthread_mutex_lock(&inf->mu);
+    bool first = !inf->applied_first && kcr_store_len(inf->store) == 0;
+    pthread_mutex_unlock(&inf->mu);
+    if (!first || kcr_delta_fifo_len(inf->fifo) != 0)
+        return KCR_OK;
+    /* an empty replace marks the fifo populated (nothing known, nothing
+     * queued, so it queues nothing) */
+    kcr_err err = inf->fifo_sink.on_replace(NULL, 0, rv, inf->fifo_sink.user_data);
+    if (err != KCR_OK)
+        return err;
+    pthread_mutex_lock(&inf->mu);
+    err = kcr_store_replace(inf->store, objs, n);
+    for (size_t i = 0; err == KCR_OK && i < n; i++) {
+        char *key = NULL;
+        if ((err = kcr_store_key(objs[i], &key)) == KCR_OK)
+            kcr__informer_distribute(inf, key, KCR__N_ADD, NULL, objs[i], NULL, true, false);
+        free(key);
+    }
+    inf->applied_first = *applied = err == KCR_OK;
+    pthread_mutex_unlock(&inf->mu);
+    return err;
+}
+
+static kcr_err sink_replace(kcr_object *const *objs, size_t n, const char *rv, void *ud)
+{
+    kcr_informer *inf = ud;
+    bool applied;
+    kcr_err err = apply_first_list(inf, objs, n, rv, &applied);
+    if (err == KCR_OK && !applied)
+        err = inf->fifo_sink.on_replace(objs, n, rv, inf->fifo_sink.user_data);
+    if (err != KCR_OK)
+        return err;
+    pthread_mutex_lock(&inf->mu);
+    inf->listed = true;
+    pthread_mutex_unlock(&inf->mu);
+    kcr__informer_check_synced(inf);
+    /* the first list bypassed the fifo: the processing thread, asleep on an
+     * empty fifo, would not deliver it to the inline handlers */
+    if (applied)
+        kcr__informer_deliver_inline(inf);
+    return KCR_OK;
+}
+
+kcr_err kcr__informer_transform(const kcr_object *in, kcr_object **out, void *ud)
+{
+    kcr_informer *inf = ud;
+    kcr_object *cur = kcr_object_ref(in);
+    kcr_err err = KCR_OK;
+    if (!inf->keep_managed_fields) {
+        kcr_object *t = NULL;
+        err = kcr_object_strip_managed_fields(cur, &t, NULL);
+        kcr_object_unref(cur);
+        cur = t;
+    }
+    if (err == KCR_OK && inf->transform) {
+        kcr_object *t = NULL;
+        err = inf->transform(cur, &t, inf->transform_ud);
+        kcr_object_unref(cur);
+        cur = t;
+    }
+    if (err != KCR_OK) {
+        kcr_object_unref(cur);
+        cur = NULL;
+    }
+    *out = cur;
+    return err;
+}
+
+kcr_reflector_sink kcr__informer_sink(kcr_informer *inf)
+{
+    return (kcr_reflector_sink){.on_add = sink_add,
+                                .on_update = sink_update,
+                                .on_delete = sink_delete,
+                                .on_replace = sink_replace,
+                                .user_data = inf};
+}
