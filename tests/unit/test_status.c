@@ -1,6 +1,7 @@
 /* meta.k8s.io/v1 Status documents: decoding (kcr_status_parse, the HTTP
  * error path), the JSON the fake answers with, and bad input. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client/client_impl.h"
