@@ -1,5 +1,5 @@
 /* The informer tests' environment (test_informer.c, _dispatch, _sync,
- * _lister, _lifecycle): a fake seeded with ConfigMaps, a client and an
+ * _lister, _lifecycle, _inline): a fake seeded with ConfigMaps, a client and an
  * informer with fast backoff, and CONVERGE, which waits until the
  * informer's cache matches the fake. */
 #ifndef KCR_TEST_INFORMER_ENV_H

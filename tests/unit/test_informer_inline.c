@@ -5,44 +5,7 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 
-#include "tests/unit/informer_fixtures.h"
-
-static kcr_informer_options fast(void)
-{
-    kcr_informer_options o = {0};
-    o.reflector.backoff_initial_ms = 5;
-    o.reflector.backoff_max_ms = 40;
-    return o;
-}
-
-typedef struct env {
-    kcr_fake *fake;
-    kcr_client *c;
-    kcr_informer *inf;
-} env;
-
-static void env_up(env *e, int seed)
-{
-    cr_assert_eq(kcr_fake_new(NULL, &e->fake), KCR_OK);
-    seed_many(e->fake, "default", seed);
-    cr_assert_eq(kcr_fake_client(e->fake, NULL, &e->c), KCR_OK);
-    kcr_informer_options o = fast();
-    cr_assert_eq(kcr_informer_new(e->c, &CM, &o, &e->inf), KCR_OK);
-}
-
-static void env_down(env *e)
-{
-    kcr_informer_free(e->inf);
-    kcr_client_free(e->c);
-    kcr_fake_free(e->fake);
-}
-
-#define CONVERGE(e, t)                                                                             \
-    do {                                                                                           \
-        char why_[512] = "";                                                                       \
-        cr_assert(converge_wait((e)->c, &CM, NULL, NULL, (e)->inf, (t), 5000, why_, sizeof why_),  \
-                  "not converged: %s", why_);                                                      \
-    } while (0)
+#include "tests/unit/informer_env.h"
 
 /* Which threads delivered: the initial adds' and the live events'. */
 typedef struct probe {
@@ -102,7 +65,7 @@ static unsigned probe_live(probe *p)
 Test(informer_inline, same_events_as_a_threaded_handler_on_the_informers_threads)
 {
     env e;
-    env_up(&e, 20);
+    env_up(&e, 20, NULL);
     tracker *t = tracker_new();
     kcr_event_handler th = tracker_handler(t, 0);
     th.delivery = KCR_HANDLER_DELIVERY_INLINE;
@@ -161,7 +124,7 @@ Test(informer_inline, same_events_as_a_threaded_handler_on_the_informers_threads
 Test(informer_inline, late_handler_gets_the_replay_before_add_handler_returns)
 {
     env e;
-    env_up(&e, 30);
+    env_up(&e, 30, NULL);
     cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
     cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
     tracker *t = tracker_new();
@@ -221,7 +184,7 @@ static bool rm_done(remover_cb *r)
 Test(informer_inline, cannot_remove_itself_from_its_callback_but_can_remove_another)
 {
     env e;
-    env_up(&e, 3);
+    env_up(&e, 3, NULL);
     remover_cb r = {.inf = e.inf};
     pthread_mutex_init(&r.mu, NULL);
     kcr_event_handler h = {
@@ -265,7 +228,7 @@ Test(informer_inline, remove_while_stopping)
      * each returns, nothing is delivered after, nothing leaks */
     for (int round = 0; round < 20; round++) {
         env e;
-        env_up(&e, 5);
+        env_up(&e, 5, NULL);
         tracker *t = tracker_new();
         kcr_event_handler h = tracker_handler(t, round % 2 ? 2 : 0);
         h.delivery = KCR_HANDLER_DELIVERY_INLINE;
@@ -285,7 +248,7 @@ Test(informer_inline, remove_while_stopping)
 Test(informer_inline, a_delivery_that_is_not_one_is_refused)
 {
     env e;
-    env_up(&e, 1);
+    env_up(&e, 1, NULL);
     kcr_event_handler h = {.delivery = (kcr_handler_delivery)7};
     kcr_handler_reg *reg = (kcr_handler_reg *)&h;
     cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &reg), KCR_ERR_INVALID);
