@@ -9,3 +9,9 @@ median() {
     sort -g | awk '{ v[NR] = $1 }
         END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
+
+# slim_deps: the prefix of the libcurl and libmicrohttpd every benchmark build
+# links (cmake/slim-deps builds them on first use), for -DKCR_DEPS_PREFIX.
+slim_deps() {
+    "$(dirname "${BASH_SOURCE[0]}")/../cmake/slim-deps"
+}

@@ -1,6 +1,7 @@
-/* floor: the resident memory any controller on Debian's libcurl starts
- * from. Loads what examples/sample-controller loads for its HTTP (libcurl,
- * with its OpenSSL and the rest of the dependencies Debian builds it with),
+/* floor: the resident memory any controller on a given libcurl starts from.
+ * Loads what examples/sample-controller loads for its HTTP (libcurl with its
+ * OpenSSL and whatever else that libcurl was built with: run links it once
+ * against cmake/slim-deps' libcurl and once against Debian's),
  * makes one HTTPS GET of URL with a client certificate, and prints its peak
  * RSS (VmHWM, as bench/sample-controller/run reads it) in MB:
  *
