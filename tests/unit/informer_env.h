@@ -75,6 +75,15 @@ static inline void wait_handler_synced(kcr_handler_reg *reg)
     cr_assert(kcr_handler_has_synced(reg));
 }
 
+/* Updates cm-00001, waits until e's cache matches the fake and returns the
+ * cached cm-00001 (the caller unrefs it). */
+static inline kcr_object *env_cached_after_update(env *e)
+{
+    cr_assert_eq(patch_cm(e->c, "default", "cm-00001", "v2"), KCR_OK);
+    CONVERGE(e, NULL);
+    return kcr_lister_get(kcr_informer_store(e->inf), "default", "cm-00001");
+}
+
 /* After t's handler had the cache replayed, live events come each once: an
  * update of cm-00002 reaches it as one update, not a second add. */
 static inline void check_live_update_after_replay(env *e, tracker *t)
@@ -118,6 +127,5 @@ static inline void race_stop_and_remove(kcr_handler_delivery delivery)
         tracker_free(t);
     }
 }
-
 
 #endif

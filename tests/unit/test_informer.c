@@ -129,9 +129,7 @@ Test(informer, user_transform_before_caching)
     env e;
     env_up(&e, 2, &opts);
     env_start_synced(&e);
-    cr_assert_eq(patch_cm(e.c, "default", "cm-00001", "v2"), KCR_OK);
-    CONVERGE(&e, NULL);
-    kcr_object *o = kcr_lister_get(kcr_informer_store(e.inf), "default", "cm-00001");
+    kcr_object *o = env_cached_after_update(&e);
     cr_assert_eq(kcr_value_get_type(kcr_object_get(o, "data")), KCR_VALUE_ABSENT);
     cr_assert_eq(kcr_value_get_type(kcr_object_get(o, "metadata.managedFields")), KCR_VALUE_ABSENT);
     kcr_object_unref(o);

@@ -51,9 +51,7 @@ Test(informer, metadata_only_informer_caches_partial_objects)
     env e;
     env_up(&e, 4, &o);
     env_start_synced(&e);
-    cr_assert_eq(patch_cm(e.c, "default", "cm-00001", "v2"), KCR_OK);
-    CONVERGE(&e, NULL);
-    kcr_object *obj = kcr_lister_get(kcr_informer_store(e.inf), "default", "cm-00001");
+    kcr_object *obj = env_cached_after_update(&e);
     cr_assert_str_eq(kcr_object_kind(obj), "PartialObjectMetadata");
     cr_assert_eq(kcr_value_get_type(kcr_object_get(obj, "data")), KCR_VALUE_ABSENT);
     cr_assert_str_eq(kcr_object_label(obj, "app"), "odd");
