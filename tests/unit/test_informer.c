@@ -6,19 +6,43 @@
  * files (test_informer_*.c). */
 #include "tests/unit/informer_env.h"
 
+/* Breaks the watch for good (every re-watch fails with 503) and waits until
+ * the reflector reports the failure. */
+static void break_watch(env *e)
+{
+    kcr_fake_inject_error(e->fake, KCR_FAKE_WATCH, &CM, -1, 503, "ServiceUnavailable", "down");
+    kcr_fake_end_watches(e->fake, &CM);
+    kcr_reflector *r = kcr_informer_reflector(e->inf);
+    WAIT_FOR(kcr_reflector_last_error(r, NULL, NULL) != KCR_OK, 5000);
+    cr_assert_neq(kcr_reflector_last_error(r, NULL, NULL), KCR_OK, "the re-watch never failed");
+}
+
+/* Deletes the seeded cm-00000 .. cm-<n-1>, telling t (unless NULL) to expect
+ * each deletion. */
+static void delete_seeded(env *e, int n, tracker *t)
+{
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "cm-%05d", i);
+        if (t) {
+            kcr_object *o = NULL;
+            kcr_client_get(e->c, &CM, "default", name, NULL, &o, NULL);
+            tracker_expect_deleted(t, kcr_object_uid(o));
+            kcr_object_unref(o);
+        }
+        cr_assert_eq(kcr_client_delete(e->c, &CM, "default", name, NULL, NULL, NULL), KCR_OK);
+    }
+}
+
 Test(informer, initial_list_then_add_update_delete)
 {
     env e;
     env_up(&e, 50, NULL);
     tracker *t = tracker_new();
-    kcr_event_handler h = tracker_handler(t, 0);
-    kcr_handler_reg *reg;
-    cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &reg), KCR_OK);
-    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    kcr_handler_reg *reg = env_track(&e, t, 0, KCR_HANDLER_DELIVERY_THREAD);
+    env_start_synced(&e);
     cr_assert(kcr_informer_has_synced(e.inf));
-    WAIT_FOR(kcr_handler_has_synced(reg), 5000);
-    cr_assert(kcr_handler_has_synced(reg));
+    wait_handler_synced(reg);
     tracker_counts n = tracker_get_counts(t);
     cr_assert_eq(n.adds, 50);
     cr_assert_eq(n.initial_adds, 50);
@@ -68,8 +92,7 @@ Test(informer, managed_fields_stripped_unless_kept_and_user_transform_runs)
 {
     env e;
     env_up(&e, 3, NULL);
-    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    env_start_synced(&e);
     kcr_object *o = kcr_lister_get(kcr_informer_store(e.inf), "default", "cm-00000");
     cr_assert_not_null(o);
     cr_assert_eq(kcr_value_get_type(kcr_object_get(o, "metadata.managedFields")), KCR_VALUE_ABSENT);
@@ -79,8 +102,7 @@ Test(informer, managed_fields_stripped_unless_kept_and_user_transform_runs)
     kcr_informer_options opts = fast();
     opts.keep_managed_fields = true;
     env_up(&e, 3, &opts);
-    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    env_start_synced(&e);
     o = kcr_lister_get(kcr_informer_store(e.inf), "default", "cm-00000");
     cr_assert_eq(kcr_value_get_type(kcr_object_get(o, "metadata.managedFields")), KCR_VALUE_ARRAY);
     kcr_object_unref(o);
@@ -106,11 +128,8 @@ Test(informer, user_transform_before_caching)
     opts.transform = drop_data;
     env e;
     env_up(&e, 2, &opts);
-    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
-    cr_assert_eq(patch_cm(e.c, "default", "cm-00001", "v2"), KCR_OK);
-    CONVERGE(&e, NULL);
-    kcr_object *o = kcr_lister_get(kcr_informer_store(e.inf), "default", "cm-00001");
+    env_start_synced(&e);
+    kcr_object *o = env_cached_after_update(&e);
     cr_assert_eq(kcr_value_get_type(kcr_object_get(o, "data")), KCR_VALUE_ABSENT);
     cr_assert_eq(kcr_value_get_type(kcr_object_get(o, "metadata.managedFields")), KCR_VALUE_ABSENT);
     kcr_object_unref(o);
@@ -121,22 +140,14 @@ Test(informer, late_handler_gets_the_cache_replayed_as_adds)
 {
     env e;
     env_up(&e, 30, NULL);
-    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    env_start_synced(&e);
     tracker *t = tracker_new();
-    kcr_event_handler h = tracker_handler(t, 0);
-    kcr_handler_reg *reg;
-    cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &reg), KCR_OK);
-    WAIT_FOR(kcr_handler_has_synced(reg), 5000);
-    cr_assert(kcr_handler_has_synced(reg));
+    kcr_handler_reg *reg = env_track(&e, t, 0, KCR_HANDLER_DELIVERY_THREAD);
+    wait_handler_synced(reg);
     tracker_counts n = tracker_get_counts(t);
     cr_assert_eq(n.adds, 30);
     cr_assert_eq(n.initial_adds, 30, "replayed adds count as initial");
-    /* and then live events, each object once */
-    cr_assert_eq(patch_cm(e.c, "default", "cm-00002", "v2"), KCR_OK);
-    CONVERGE(&e, t);
-    cr_assert_eq(tracker_adds_of_key(t, "default/cm-00002"), 1);
-    cr_assert_eq(tracker_get_counts(t).updates, 1);
+    check_live_update_after_replay(&e, t);
     env_down(&e);
     tracker_free(t);
 }
@@ -149,8 +160,7 @@ Test(informer, resync_goes_only_to_handlers_that_asked)
     kcr_event_handler ha = tracker_handler(a, 100), hb = tracker_handler(b, 0);
     cr_assert_eq(kcr_informer_add_handler(e.inf, &ha, NULL), KCR_OK);
     cr_assert_eq(kcr_informer_add_handler(e.inf, &hb, NULL), KCR_OK);
-    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    env_start_synced(&e);
     WAIT_FOR(tracker_get_counts(a).resyncs >= 30, 5000);
     cr_assert_geq(tracker_get_counts(a).resyncs, 30, "three rounds of 10");
     cr_assert_eq(tracker_get_counts(b).resyncs, 0);
@@ -179,29 +189,15 @@ Test(informer, deletes_missed_while_disconnected_arrive_as_tombstones)
     env e;
     env_up(&e, 20, NULL);
     tracker *t = tracker_new();
-    kcr_event_handler h = tracker_handler(t, 0);
-    cr_assert_eq(kcr_informer_add_handler(e.inf, &h, NULL), KCR_OK);
-    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    env_track(&e, t, 0, KCR_HANDLER_DELIVERY_THREAD);
+    env_start_synced(&e);
     /* Sync comes from the list; the watch may not be registered yet, and one
      * still being set up would escape both the injection and the end below. */
     WAIT_FOR(kcr_fake_watch_count(e.fake, &CM) == 1, 5000);
     cr_assert_eq(kcr_fake_watch_count(e.fake, &CM), 1);
     /* the watch breaks and cannot come back; meanwhile objects change */
-    kcr_fake_inject_error(e.fake, KCR_FAKE_WATCH, &CM, -1, 503, "ServiceUnavailable", "down");
-    kcr_fake_end_watches(e.fake, &CM);
-    WAIT_FOR(kcr_reflector_last_error(kcr_informer_reflector(e.inf), NULL, NULL) != KCR_OK, 5000);
-    cr_assert_neq(kcr_reflector_last_error(kcr_informer_reflector(e.inf), NULL, NULL), KCR_OK,
-                  "the re-watch never failed");
-    for (int i = 0; i < 5; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "cm-%05d", i);
-        kcr_object *o = NULL;
-        kcr_client_get(e.c, &CM, "default", name, NULL, &o, NULL);
-        tracker_expect_deleted(t, kcr_object_uid(o));
-        kcr_object_unref(o);
-        cr_assert_eq(kcr_client_delete(e.c, &CM, "default", name, NULL, NULL, NULL), KCR_OK);
-    }
+    break_watch(&e);
+    delete_seeded(&e, 5, t);
     cr_assert_eq(patch_cm(e.c, "default", "cm-00010", "changed"), KCR_OK);
     kcr_object_unref(seed_cm(e.fake, "default", "born", "x", "y"));
     kcr_fake_compact(e.fake); /* the RV we had is gone: 410 on re-watch */
@@ -225,27 +221,17 @@ Test(informer, relist_into_an_emptied_cache_adds_are_not_initial)
     env e;
     env_up(&e, 5, NULL);
     tracker *t = tracker_new();
-    kcr_event_handler h = tracker_handler(t, 0);
-    kcr_handler_reg *reg;
-    cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &reg), KCR_OK);
-    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
-    WAIT_FOR(kcr_handler_has_synced(reg), 5000);
-    cr_assert(kcr_handler_has_synced(reg));
+    kcr_handler_reg *reg = env_track(&e, t, 0, KCR_HANDLER_DELIVERY_THREAD);
+    env_start_synced(&e);
+    wait_handler_synced(reg);
     WAIT_FOR(kcr_fake_watch_count(e.fake, &CM) == 1, 5000);
-    for (int i = 0; i < 5; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "cm-%05d", i);
-        cr_assert_eq(kcr_client_delete(e.c, &CM, "default", name, NULL, NULL, NULL), KCR_OK);
-    }
+    delete_seeded(&e, 5, NULL);
     WAIT_FOR(tracker_get_counts(t).deletes == 5, 5000);
     cr_assert_eq(kcr_store_len(kcr_informer_store(e.inf)), 0);
     cr_assert(kcr_informer_has_synced(e.inf));
     /* the watch breaks; new objects appear; the old RV is compacted away:
      * they come back through a relist (a Replace into an empty cache) */
-    kcr_fake_inject_error(e.fake, KCR_FAKE_WATCH, &CM, -1, 503, "ServiceUnavailable", "down");
-    kcr_fake_end_watches(e.fake, &CM);
-    WAIT_FOR(kcr_reflector_last_error(kcr_informer_reflector(e.inf), NULL, NULL) != KCR_OK, 5000);
+    break_watch(&e);
     for (int i = 0; i < 3; i++) {
         char name[32];
         snprintf(name, sizeof name, "new-%d", i);

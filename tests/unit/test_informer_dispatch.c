@@ -104,8 +104,7 @@ Test(informer, slow_handler_coalesces_by_key_and_stalls_nobody)
     kcr_handler_reg *sreg;
     cr_assert_eq(kcr_informer_add_handler(e.inf, &slow, &sreg), KCR_OK);
     cr_assert_eq(kcr_informer_add_handler(e.inf, &fasth, NULL), KCR_OK);
-    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    env_start_synced(&e);
     cr_assert_not(kcr_handler_has_synced(sreg), "the slow handler has not seen the list yet");
     WAIT_FOR(gate_waiting(&g) == 1, 5000); /* blocked in its first on_add */
     /* the slow handler is blocked in its first on_add; meanwhile: */

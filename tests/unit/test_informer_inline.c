@@ -76,10 +76,8 @@ Test(informer_inline, same_events_as_a_threaded_handler_on_the_informers_threads
     cr_assert_eq(kcr_informer_add_handler(e.inf, &th, &reg), KCR_OK);
     cr_assert_eq(kcr_informer_add_handler(e.inf, &hi, NULL), KCR_OK);
     cr_assert_eq(kcr_informer_add_handler(e.inf, &ht, NULL), KCR_OK);
-    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
-    WAIT_FOR(kcr_handler_has_synced(reg), 5000);
-    cr_assert(kcr_handler_has_synced(reg));
+    env_start_synced(&e);
+    wait_handler_synced(reg);
     tracker_counts n = tracker_get_counts(t);
     cr_assert_eq(n.adds, 20);
     cr_assert_eq(n.initial_adds, 20);
@@ -125,24 +123,16 @@ Test(informer_inline, late_handler_gets_the_replay_before_add_handler_returns)
 {
     env e;
     env_up(&e, 30, NULL);
-    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    env_start_synced(&e);
     tracker *t = tracker_new();
-    kcr_event_handler h = tracker_handler(t, 0);
-    h.delivery = KCR_HANDLER_DELIVERY_INLINE;
-    kcr_handler_reg *reg;
-    cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &reg), KCR_OK);
+    kcr_handler_reg *reg = env_track(&e, t, 0, KCR_HANDLER_DELIVERY_INLINE);
     /* no wait: delivered on this thread before the call returned */
     cr_assert(kcr_handler_has_synced(reg));
     tracker_counts n = tracker_get_counts(t);
     cr_assert_eq(n.adds, 30);
     cr_assert_eq(n.initial_adds, 30);
     cr_assert_eq(kcr_handler_pending(reg, NULL), 0);
-    /* then live events, each object once */
-    cr_assert_eq(patch_cm(e.c, "default", "cm-00002", "v2"), KCR_OK);
-    CONVERGE(&e, t);
-    cr_assert_eq(tracker_adds_of_key(t, "default/cm-00002"), 1);
-    cr_assert_eq(tracker_get_counts(t).updates, 1);
+    check_live_update_after_replay(&e, t);
     env_down(&e);
     tracker_free(t);
 }
@@ -193,8 +183,7 @@ Test(informer_inline, cannot_remove_itself_from_its_callback_but_can_remove_anot
     kcr_event_handler other = tracker_handler(t, 0);
     cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &r.self), KCR_OK);
     cr_assert_eq(kcr_informer_add_handler(e.inf, &other, &r.other), KCR_OK);
-    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    env_start_synced(&e);
     cr_assert_eq(patch_cm(e.c, "default", "cm-00001", "v2"), KCR_OK);
     WAIT_FOR(rm_done(&r), 5000);
     pthread_mutex_lock(&r.mu);
@@ -209,40 +198,11 @@ Test(informer_inline, cannot_remove_itself_from_its_callback_but_can_remove_anot
     pthread_mutex_destroy(&r.mu);
 }
 
-typedef struct remover {
-    kcr_informer *inf;
-    kcr_handler_reg *reg;
-    kcr_err err;
-} remover;
-
-static void *remove_main(void *arg)
-{
-    remover *r = arg;
-    r->err = kcr_informer_remove_handler(r->inf, r->reg);
-    return NULL;
-}
-
+/* An inline handler in the race: a delivery after stop returned would touch
+ * the tracker freed right after (valgrind) */
 Test(informer_inline, remove_while_stopping)
 {
-    /* stop and remove race for the same inline handler while it delivers:
-     * each returns, nothing is delivered after, nothing leaks */
-    for (int round = 0; round < 20; round++) {
-        env e;
-        env_up(&e, 5, NULL);
-        tracker *t = tracker_new();
-        kcr_event_handler h = tracker_handler(t, round % 2 ? 2 : 0);
-        h.delivery = KCR_HANDLER_DELIVERY_INLINE;
-        remover r = {.inf = e.inf};
-        cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &r.reg), KCR_OK);
-        cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-        pthread_t th;
-        cr_assert_eq(pthread_create(&th, NULL, remove_main, &r), 0);
-        kcr_informer_stop(e.inf);
-        pthread_join(th, NULL);
-        cr_assert_eq(r.err, KCR_OK, "round %d: %s", round, kcr_strerror(r.err));
-        env_down(&e);
-        tracker_free(t);
-    }
+    race_stop_and_remove(KCR_HANDLER_DELIVERY_INLINE);
 }
 
 Test(informer_inline, a_delivery_that_is_not_one_is_refused)

@@ -73,11 +73,8 @@ Test(informer, remove_handler_twice_is_not_found)
     env e;
     env_up(&e, 3, NULL);
     tracker *t = tracker_new();
-    kcr_event_handler h = tracker_handler(t, 0);
-    kcr_handler_reg *reg;
-    cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &reg), KCR_OK);
-    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    kcr_handler_reg *reg = env_track(&e, t, 0, KCR_HANDLER_DELIVERY_THREAD);
+    env_start_synced(&e);
     cr_assert_eq(kcr_informer_remove_handler(e.inf, reg), KCR_OK);
     /* reg is freed: the second call must not read it (valgrind checks) */
     cr_assert_eq(kcr_informer_remove_handler(e.inf, reg), KCR_ERR_NOT_FOUND);
@@ -98,8 +95,7 @@ Test(informer, remove_handler_after_stop, .timeout = 30)
     kcr_handler_reg *first, *second;
     cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &first), KCR_OK);
     cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &second), KCR_OK);
-    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    env_start_synced(&e);
     kcr_informer_stop(e.inf);
     /* new threads reuse the ended threads' descriptors: a second join of
      * those would wait for these live threads (a hang) */
@@ -115,39 +111,10 @@ Test(informer, remove_handler_after_stop, .timeout = 30)
     tracker_free(t);
 }
 
-typedef struct remover {
-    kcr_informer *inf;
-    kcr_handler_reg *reg;
-    kcr_err err;
-} remover;
-
-static void *remove_main(void *arg)
-{
-    remover *r = arg;
-    r->err = kcr_informer_remove_handler(r->inf, r->reg);
-    return NULL;
-}
-
+/* A threaded handler in the race: its thread is joined once */
 Test(informer, remove_handler_while_stopping)
 {
-    /* stop and remove race for the same handler (delivering a slow
-     * callback): each returns, the thread is joined once, nothing leaks */
-    for (int round = 0; round < 20; round++) {
-        env e;
-        env_up(&e, 5, NULL);
-        tracker *t = tracker_new();
-        kcr_event_handler h = tracker_handler(t, round % 2 ? 2 : 0);
-        remover r = {.inf = e.inf};
-        cr_assert_eq(kcr_informer_add_handler(e.inf, &h, &r.reg), KCR_OK);
-        cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-        pthread_t th;
-        cr_assert_eq(pthread_create(&th, NULL, remove_main, &r), 0);
-        kcr_informer_stop(e.inf);
-        pthread_join(th, NULL);
-        cr_assert_eq(r.err, KCR_OK, "round %d: %s", round, kcr_strerror(r.err));
-        env_down(&e);
-        tracker_free(t);
-    }
+    race_stop_and_remove(KCR_HANDLER_DELIVERY_THREAD);
 }
 
 Test(informer, factory_refuses_start_and_new_informers_after_stop)

@@ -17,8 +17,7 @@ Test(informer, listers_by_name_namespace_selector_and_index)
     env_up(&e, 10, NULL);
     seed_many(e.fake, "other", 4);
     cr_assert_eq(kcr_informer_add_index(e.inf, "app", by_app, NULL), KCR_OK);
-    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    env_start_synced(&e);
     kcr_store *s = kcr_informer_store(e.inf);
     kcr_object *o = kcr_lister_get(s, "other", "cm-00003");
     cr_assert_not_null(o);
@@ -51,11 +50,8 @@ Test(informer, metadata_only_informer_caches_partial_objects)
     o.reflector.metadata_only = true;
     env e;
     env_up(&e, 4, &o);
-    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
-    cr_assert_eq(patch_cm(e.c, "default", "cm-00001", "v2"), KCR_OK);
-    CONVERGE(&e, NULL);
-    kcr_object *obj = kcr_lister_get(kcr_informer_store(e.inf), "default", "cm-00001");
+    env_start_synced(&e);
+    kcr_object *obj = env_cached_after_update(&e);
     cr_assert_str_eq(kcr_object_kind(obj), "PartialObjectMetadata");
     cr_assert_eq(kcr_value_get_type(kcr_object_get(obj, "data")), KCR_VALUE_ABSENT);
     cr_assert_str_eq(kcr_object_label(obj, "app"), "odd");

@@ -67,10 +67,8 @@ Test(informer, streaming_list_mode_syncs_and_converges)
     env e;
     env_up(&e, 40, &o);
     tracker *t = tracker_new();
-    kcr_event_handler h = tracker_handler(t, 0);
-    cr_assert_eq(kcr_informer_add_handler(e.inf, &h, NULL), KCR_OK);
-    cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
+    env_track(&e, t, 0, KCR_HANDLER_DELIVERY_THREAD);
+    env_start_synced(&e);
     cr_assert_eq(kcr_fake_count(e.fake, KCR_FAKE_LIST, &CM), 0);
     cr_assert_eq(patch_cm(e.c, "default", "cm-00004", "z"), KCR_OK);
     CONVERGE(&e, t);

@@ -11,6 +11,7 @@
 typedef struct rig {
     kcr_fake *fake;
     kcr_client *c; /* the spy */
+    kcr_client *w; /* a plain client on the fake, for the test's own writes */
     kcr_delta_fifo *fifo;
     kcr_reflector *r;
 } rig;
@@ -22,11 +23,20 @@ static kcr_reflector_options fast_opts(void)
         .backoff_initial_ms = 5, .backoff_max_ms = 40, .min_watch_timeout_ms = 300000};
 }
 
+/* fast_opts with the initial state from a streaming list (sendInitialEvents). */
+static kcr_reflector_options streaming_opts(void)
+{
+    kcr_reflector_options o = fast_opts();
+    o.list_mode = KCR_LIST_MODE_STREAMING;
+    return o;
+}
+
 static void rig_up(rig *g, const kcr_reflector_options *o, int seed)
 {
     cr_assert_eq(kcr_fake_new(NULL, &g->fake), KCR_OK);
     seed_many(g->fake, "default", seed);
     g->c = spy_new(g->fake);
+    cr_assert_eq(kcr_fake_client(g->fake, NULL, &g->w), KCR_OK);
     cr_assert_eq(kcr_delta_fifo_new(NULL, &g->fifo), KCR_OK);
     kcr_reflector_options d = fast_opts();
     kcr_reflector_sink sink = kcr_delta_fifo_sink(g->fifo);
@@ -37,6 +47,7 @@ static void rig_down(rig *g)
 {
     kcr_reflector_free(g->r);
     kcr_delta_fifo_free(g->fifo);
+    kcr_client_free(g->w);
     kcr_client_free(g->c);
     kcr_fake_free(g->fake);
 }
@@ -80,14 +91,67 @@ static kcr_reflector_stats stats(kcr_reflector *r)
     return s;
 }
 
+/* Writes a resourceVersion as the API spells it. */
+static void rv_text(uint64_t rv, char buf[32])
+{
+    snprintf(buf, 32, "%llu", (unsigned long long)rv);
+}
+
 static bool rv_is(kcr_reflector *r, uint64_t want)
 {
     char *rv = kcr_reflector_last_sync_rv(r);
     char buf[32];
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)want);
+    rv_text(want, buf);
     bool ok = rv && strcmp(rv, buf) == 0;
     free(rv);
     return ok;
+}
+
+/* Starts the reflector and waits (5 s at most) until its watch is open. */
+static void start_watching(rig *g)
+{
+    cr_assert_eq(kcr_reflector_start(g->r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g->fake, &CM) == 1, 5000);
+}
+
+/* rig_up, then start_watching. */
+static void rig_watching(rig *g, const kcr_reflector_options *o, int seed)
+{
+    rig_up(g, o, seed);
+    start_watching(g);
+}
+
+/* Waits for the second list and the watch after it. */
+static void wait_relisted(rig *g)
+{
+    WAIT_FOR(stats(g->r).lists == 2 && kcr_fake_watch_count(g->fake, &CM) == 1, 5000);
+}
+
+/* Ends the watch with an ERROR 410 event, then wait_relisted. */
+static void expire_watch(rig *g)
+{
+    kcr_fake_watch_error(g->fake, &CM, 410, "Expired", "too old resource version: 1 (5)");
+    wait_relisted(g);
+}
+
+/* expire_watch, checking that it relisted; returns the relist's request, and
+ * in *last_rv the last synced RV before it (the caller frees it). */
+static spy_call relist_after_expiry(rig *g, char **last_rv)
+{
+    size_t calls = spy_n(g->c);
+    *last_rv = kcr_reflector_last_sync_rv(g->r);
+    expire_watch(g);
+    cr_assert_eq(stats(g->r).lists, 2, "relisted");
+    spy_call l = spy_get(g->c, calls);
+    cr_assert_not(l.watch);
+    return l;
+}
+
+/* Waits until the one open watch is the next after `watches` earlier ones. */
+static void wait_rewatch(rig *g, size_t watches)
+{
+    WAIT_FOR(spy_count(g->c, true) == watches + 1 && kcr_fake_watch_count(g->fake, &CM) == 1,
+             5000);
 }
 
 Test(reflector, first_list_at_rv0_in_pages_then_watch_from_list_rv)
@@ -95,8 +159,7 @@ Test(reflector, first_list_at_rv0_in_pages_then_watch_from_list_rv)
     rig g;
     rig_up(&g, NULL, 1200);
     uint64_t rv = kcr_fake_resource_version(g.fake);
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    start_watching(&g);
     cr_assert_eq(kcr_fake_watch_count(g.fake, &CM), 1);
     cr_assert(kcr_reflector_has_listed(g.r));
     cr_assert(rv_is(g.r, rv), "last sync RV is the list's");
@@ -110,7 +173,7 @@ Test(reflector, first_list_at_rv0_in_pages_then_watch_from_list_rv)
     cr_assert_str_eq(p2.rv, "(null)", "continued pages carry no resourceVersion");
     cr_assert(w.watch);
     char want[32];
-    snprintf(want, sizeof want, "%llu", (unsigned long long)rv);
+    rv_text(rv, want);
     cr_assert_str_eq(w.rv, want);
     cr_assert(w.bookmarks);
     cr_assert(w.timeout_ms >= 300000 && w.timeout_ms <= 600000, "timeout %lld ms",
@@ -125,15 +188,11 @@ Test(reflector, first_list_at_rv0_in_pages_then_watch_from_list_rv)
 Test(reflector, watch_events_and_bookmarks_move_the_rv)
 {
     rig g;
-    rig_up(&g, NULL, 3);
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    rig_watching(&g, NULL, 3);
     /* (not drained: the fifo has no known objects, so a delete of a popped
      * key would be ignored) */
-    kcr_client *c;
-    kcr_fake_client(g.fake, NULL, &c);
-    cr_assert_eq(patch_cm(c, "default", "cm-00001", "changed"), KCR_OK);
-    cr_assert_eq(kcr_client_delete(c, &CM, "default", "cm-00002", NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(patch_cm(g.w, "default", "cm-00001", "changed"), KCR_OK);
+    cr_assert_eq(kcr_client_delete(g.w, &CM, "default", "cm-00002", NULL, NULL, NULL), KCR_OK);
     kcr_object_unref(seed_cm(g.fake, "default", "new", "a", "b"));
     uint64_t rv = kcr_fake_resource_version(g.fake);
     WAIT_FOR(rv_is(g.r, rv), 5000);
@@ -157,53 +216,39 @@ Test(reflector, watch_events_and_bookmarks_move_the_rv)
     cr_assert(rv_is(g.r, rv2), "bookmark moved the RV");
     cr_assert_eq(drain(g.fifo).keys, 0, "a bookmark queues nothing");
     cr_assert_geq(stats(g.r).bookmarks, 1);
-    kcr_client_free(c);
     rig_down(&g);
 }
 
 Test(reflector, clean_watch_end_rewatches_from_last_rv_without_relist)
 {
     rig g;
-    rig_up(&g, NULL, 10);
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
-    kcr_client *c;
-    kcr_fake_client(g.fake, NULL, &c);
-    cr_assert_eq(patch_cm(c, "default", "cm-00001", "v2"), KCR_OK);
+    rig_watching(&g, NULL, 10);
+    cr_assert_eq(patch_cm(g.w, "default", "cm-00001", "v2"), KCR_OK);
     uint64_t rv = kcr_fake_resource_version(g.fake);
     WAIT_FOR(rv_is(g.r, rv), 5000);
     uint64_t lists = list_reqs(g.r);
     for (int i = 0; i < 3; i++) {
         size_t watches = spy_count(g.c, true);
         kcr_fake_end_watches(g.fake, &CM);
-        WAIT_FOR(spy_count(g.c, true) == watches + 1 && kcr_fake_watch_count(g.fake, &CM) == 1,
-                 5000);
+        wait_rewatch(&g, watches);
         cr_assert_eq(spy_count(g.c, true), watches + 1);
     }
     cr_assert_eq(list_reqs(g.r), lists, "no relist");
     char want[32];
-    snprintf(want, sizeof want, "%llu", (unsigned long long)rv);
+    rv_text(rv, want);
     cr_assert_str_eq(spy_get(g.c, spy_n(g.c) - 1).rv, want, "re-watch from the last RV");
     /* the re-watch missed nothing: a change made while no watch ran arrives */
     cr_assert_eq(stats(g.r).failures, 0, "clean ends are not failures");
-    kcr_client_free(c);
     rig_down(&g);
 }
 
 Test(reflector, watch_410_relists_at_last_rv_unpaged_then_watches)
 {
     rig g;
-    rig_up(&g, NULL, 300); /* one page: the server showed no paging */
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    rig_watching(&g, NULL, 300); /* one page: the server showed no paging */
     drain(g.fifo);
-    size_t calls = spy_n(g.c);
-    char *rv = kcr_reflector_last_sync_rv(g.r);
-    kcr_fake_watch_error(g.fake, &CM, 410, "Expired", "too old resource version: 1 (5)");
-    WAIT_FOR(stats(g.r).lists == 2 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
-    cr_assert_eq(stats(g.r).lists, 2, "relisted");
-    spy_call l = spy_get(g.c, calls);
-    cr_assert_not(l.watch);
+    char *rv;
+    spy_call l = relist_after_expiry(&g, &rv);
     cr_assert_str_eq(l.rv, rv, "relist at the last synced RV (served from the watch cache)");
     cr_assert_eq(l.limit, 0, "unpaged, as client-go, so the watch cache can serve it");
     cr_assert_eq(stats(g.r).failures, 1);
@@ -216,12 +261,9 @@ Test(reflector, watch_410_relists_at_last_rv_unpaged_then_watches)
 Test(reflector, relist_keeps_paging_where_the_server_paged)
 {
     rig g;
-    rig_up(&g, NULL, 600);
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    rig_watching(&g, NULL, 600);
     size_t calls = spy_n(g.c);
-    kcr_fake_watch_error(g.fake, &CM, 410, "Expired", "too old resource version: 1 (5)");
-    WAIT_FOR(stats(g.r).lists == 2 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    expire_watch(&g);
     cr_assert_eq(spy_get(g.c, calls).limit, 500, "no watch cache behind this server: page");
     cr_assert_eq(drain(g.fifo).keys, 600);
     rig_down(&g);
@@ -230,23 +272,18 @@ Test(reflector, relist_keeps_paging_where_the_server_paged)
 Test(reflector, compaction_410_event_on_rewatch_relists)
 {
     rig g;
-    rig_up(&g, NULL, 5);
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    rig_watching(&g, NULL, 5);
     /* writes, then the history is compacted and the watch ends: the
      * re-watch from the old RV gets an ERROR 410 event */
-    kcr_client *c;
-    kcr_fake_client(g.fake, NULL, &c);
     kcr_fake_inject_error(g.fake, KCR_FAKE_WATCH, &CM, -1, 503, "ServiceUnavailable", "down");
     kcr_fake_end_watches(g.fake, &CM);
-    cr_assert_eq(kcr_client_delete(c, &CM, "default", "cm-00001", NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_delete(g.w, &CM, "default", "cm-00001", NULL, NULL, NULL), KCR_OK);
     kcr_fake_compact(g.fake);
     WAIT_FOR(stats(g.r).failures >= 1, 5000);
     kcr_fake_clear_errors(g.fake);
-    WAIT_FOR(stats(g.r).lists == 2 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    wait_relisted(&g);
     cr_assert_eq(stats(g.r).lists, 2);
     cr_assert(rv_is(g.r, kcr_fake_resource_version(g.fake)));
-    kcr_client_free(c);
     rig_down(&g);
 }
 
@@ -255,8 +292,7 @@ Test(reflector, expired_continue_token_means_one_full_list)
     rig g;
     rig_up(&g, NULL, 1100);
     SPY(g.c)->fail_continue_410 = 1;
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    start_watching(&g);
     /* page 1 (ok), page 2 (410), then a full list */
     cr_assert_eq(spy_count(g.c, false), 3);
     spy_call full = spy_get(g.c, 2);
@@ -274,8 +310,7 @@ Test(reflector, too_large_rv_relists_at_quorum)
     rig g;
     rig_up(&g, NULL, 4);
     SPY(g.c)->fail_list_too_large = 1;
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    start_watching(&g);
     cr_assert_eq(spy_count(g.c, false), 2);
     cr_assert_str_eq(spy_get(g.c, 0).rv, "0");
     cr_assert_str_eq(spy_get(g.c, 1).rv, "", "quorum read at once, no backoff");
@@ -289,8 +324,7 @@ Test(reflector, list_410_retries_at_quorum)
     rig g;
     rig_up(&g, NULL, 4);
     SPY(g.c)->fail_list_410 = 1;
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    start_watching(&g);
     cr_assert_eq(spy_count(g.c, false), 2);
     cr_assert_str_eq(spy_get(g.c, 1).rv, "");
     cr_assert_eq(spy_get(g.c, 1).limit, 500, "a quorum list pages");
@@ -304,17 +338,11 @@ Test(reflector, watch_410_after_a_list_410_relists_at_the_last_rv)
     rig g;
     rig_up(&g, NULL, 4);
     SPY(g.c)->fail_list_410 = 1;
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    start_watching(&g);
     cr_assert_eq(spy_count(g.c, false), 2);
     cr_assert_str_eq(spy_get(g.c, 1).rv, "", "the list 410 was retried at quorum");
-    size_t calls = spy_n(g.c);
-    char *rv = kcr_reflector_last_sync_rv(g.r);
-    kcr_fake_watch_error(g.fake, &CM, 410, "Expired", "too old resource version: 1 (5)");
-    WAIT_FOR(stats(g.r).lists == 2 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
-    cr_assert_eq(stats(g.r).lists, 2, "relisted");
-    spy_call l = spy_get(g.c, calls);
-    cr_assert_not(l.watch);
+    char *rv;
+    spy_call l = relist_after_expiry(&g, &rv);
     cr_assert_str_eq(l.rv, rv, "relist at the last synced RV, not a quorum read");
     free(rv);
     rig_down(&g);
@@ -326,8 +354,7 @@ Test(reflector, watch_410_after_a_list_410_relists_at_the_last_rv)
 Test(reflector, streaming_list_under_compaction_does_not_loop_at_the_expired_rv)
 {
     rig g;
-    kcr_reflector_options o = fast_opts();
-    o.list_mode = KCR_LIST_MODE_STREAMING;
+    kcr_reflector_options o = streaming_opts();
     rig_up(&g, &o, 6);
     cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
     WAIT_FOR(kcr_reflector_has_listed(g.r) && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
@@ -337,8 +364,7 @@ Test(reflector, streaming_list_under_compaction_does_not_loop_at_the_expired_rv)
     SPY(g.c)->stream_expired_below = kcr_fake_resource_version(g.fake) + 1;
     pthread_mutex_unlock(&SPY(g.c)->mu);
     size_t calls = spy_n(g.c);
-    kcr_fake_watch_error(g.fake, &CM, 410, "Expired", "too old resource version");
-    WAIT_FOR(stats(g.r).lists == 2 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    expire_watch(&g);
     cr_assert_eq(stats(g.r).lists, 2, "the streaming relist at \"\" synced");
     size_t n = spy_n(g.c), at_expired = 0, at_quorum = 0;
     for (size_t i = calls; i < n; i++) {
@@ -369,6 +395,13 @@ static void bo_hook(int64_t ms, void *ud)
     pthread_mutex_unlock(&l->mu);
 }
 
+/* Records every backoff of g's reflector in l. */
+static void bo_attach(rig *g, bo_log *l)
+{
+    *l = (bo_log){.mu = PTHREAD_MUTEX_INITIALIZER};
+    kcr__reflector_set_backoff_hook(g->r, bo_hook, l);
+}
+
 static size_t bo_n(bo_log *l)
 {
     pthread_mutex_lock(&l->mu);
@@ -377,17 +410,24 @@ static size_t bo_n(bo_log *l)
     return n;
 }
 
+/* Makes every list fail with HTTP `code`, then runs the reflector until it
+ * has backed off n times (5 s at most), the waits recorded in l. */
+static void run_until_backoffs(rig *g, bo_log *l, int code, const char *reason, size_t n)
+{
+    bo_attach(g, l);
+    kcr_fake_inject_error(g->fake, KCR_FAKE_LIST, &CM, -1, code, reason, "the list fails");
+    cr_assert_eq(kcr_reflector_start(g->r), KCR_OK);
+    WAIT_FOR(bo_n(l) >= n, 5000);
+    kcr_reflector_stop(g->r);
+}
+
 Test(reflector, backoff_doubles_to_the_cap_on_5xx)
 {
     rig g;
     kcr_reflector_options o = {.backoff_initial_ms = 10, .backoff_max_ms = 80, .backoff_jitter = -1};
     rig_up(&g, &o, 1);
-    bo_log l = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    kcr__reflector_set_backoff_hook(g.r, bo_hook, &l);
-    kcr_fake_inject_error(g.fake, KCR_FAKE_LIST, &CM, -1, 500, "InternalError", "boom");
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(bo_n(&l) >= 6, 5000);
-    kcr_reflector_stop(g.r);
+    bo_log l;
+    run_until_backoffs(&g, &l, 500, "InternalError", 6);
     int64_t want[] = {10, 20, 40, 80, 80, 80};
     for (size_t i = 0; i < 6; i++)
         cr_assert_eq(l.ms[i], want[i], "backoff %zu: %lld", i, (long long)l.ms[i]);
@@ -402,12 +442,8 @@ Test(reflector, backoff_jitter_stays_within_one_to_two_times)
     rig g;
     kcr_reflector_options o = {.backoff_initial_ms = 4, .backoff_max_ms = 16};
     rig_up(&g, &o, 1);
-    bo_log l = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    kcr__reflector_set_backoff_hook(g.r, bo_hook, &l);
-    kcr_fake_inject_error(g.fake, KCR_FAKE_LIST, &CM, -1, 429, "TooManyRequests", "slow down");
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(bo_n(&l) >= 8, 5000);
-    kcr_reflector_stop(g.r);
+    bo_log l;
+    run_until_backoffs(&g, &l, 429, "TooManyRequests", 8);
     int64_t base[] = {4, 8, 16, 16, 16, 16, 16, 16};
     for (size_t i = 0; i < 8; i++)
         cr_assert(l.ms[i] >= base[i] && l.ms[i] < 2 * base[i], "wait %zu = %lld", i,
@@ -423,11 +459,10 @@ Test(reflector, backoff_resets_after_a_quiet_period)
                                .backoff_reset_ms = 150,
                                .backoff_jitter = -1};
     rig_up(&g, &o, 1);
-    bo_log l = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    kcr__reflector_set_backoff_hook(g.r, bo_hook, &l);
+    bo_log l;
+    bo_attach(&g, &l);
     kcr_fake_inject_error(g.fake, KCR_FAKE_LIST, &CM, 3, 500, "InternalError", "boom");
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    start_watching(&g);
     cr_assert_eq(bo_n(&l), 3);
     cr_assert_eq(l.ms[2], 40);
     sleep_ms(300); /* healthy for longer than the reset period */
@@ -441,9 +476,7 @@ Test(reflector, backoff_resets_after_a_quiet_period)
 Test(reflector, watch_429_backs_off_and_rewatches_without_relist)
 {
     rig g;
-    rig_up(&g, NULL, 2);
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    rig_watching(&g, NULL, 2);
     uint64_t lists = list_reqs(g.r);
     kcr_fake_inject_error(g.fake, KCR_FAKE_WATCH, &CM, 3, 429, "TooManyRequests", "later");
     kcr_fake_end_watches(g.fake, &CM);
@@ -463,17 +496,16 @@ Test(reflector, watch_429_after_a_long_healthy_watch_still_backs_off)
     kcr_reflector_options o = {
         .backoff_initial_ms = 10, .backoff_max_ms = 80, .backoff_jitter = -1};
     rig_up(&g, &o, 2);
-    bo_log l = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    kcr__reflector_set_backoff_hook(g.r, bo_hook, &l);
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    bo_log l;
+    bo_attach(&g, &l);
+    start_watching(&g);
     int64_t t0 = now_ms();
     size_t watches = spy_count(g.c, true);
     cr_assert_eq(bo_n(&l), 0);
     while (now_ms() - t0 < 1200) /* the watch must outlive the healthy limit */
         sleep_ms(50);
     kcr_fake_watch_error(g.fake, &CM, 429, "TooManyRequests", "slow down");
-    WAIT_FOR(spy_count(g.c, true) == watches + 1 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    wait_rewatch(&g, watches);
     cr_assert_eq(spy_count(g.c, true), watches + 1, "re-watched");
     cr_assert_eq(bo_n(&l), 1, "backed off once before re-watching");
     cr_assert_eq(l.ms[0], 10);
@@ -484,12 +516,10 @@ Test(reflector, watch_429_after_a_long_healthy_watch_still_backs_off)
 Test(reflector, watch_error_event_500_rewatches_without_relist)
 {
     rig g;
-    rig_up(&g, NULL, 2);
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    rig_watching(&g, NULL, 2);
     size_t watches = spy_count(g.c, true);
     kcr_fake_watch_error(g.fake, &CM, 500, "InternalError", "etcd hiccup");
-    WAIT_FOR(spy_count(g.c, true) == watches + 1 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    wait_rewatch(&g, watches);
     cr_assert_eq(spy_count(g.c, false), 1, "no relist");
     cr_assert_eq(stats(g.r).failures, 1);
     rig_down(&g);
@@ -500,9 +530,7 @@ Test(reflector, dead_watch_is_detected_and_reconnected)
     rig g;
     kcr_reflector_options o = fast_opts();
     o.idle_limit_ms = 1000;
-    rig_up(&g, &o, 2);
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    rig_watching(&g, &o, 2);
     cr_assert_eq(spy_get(g.c, 1).idle_timeout_ms, 1000);
     int64_t t0 = now_ms();
     WAIT_FOR(spy_count(g.c, true) >= 2, 5000);
@@ -538,8 +566,7 @@ Test(reflector, forbidden_list_is_reported_with_the_status)
 Test(reflector, streaming_list_uses_initial_events_and_no_list)
 {
     rig g;
-    kcr_reflector_options o = fast_opts();
-    o.list_mode = KCR_LIST_MODE_STREAMING;
+    kcr_reflector_options o = streaming_opts();
     rig_up(&g, &o, 700);
     uint64_t rv = kcr_fake_resource_version(g.fake);
     cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
@@ -557,9 +584,7 @@ Test(reflector, streaming_list_uses_initial_events_and_no_list)
     dcount d = drain(g.fifo);
     cr_assert_eq(d.by_type[KCR_DELTA_REPLACED], 700);
     /* the same stream carries later events */
-    kcr_client *c;
-    kcr_fake_client(g.fake, NULL, &c);
-    cr_assert_eq(patch_cm(c, "default", "cm-00003", "v9"), KCR_OK);
+    cr_assert_eq(patch_cm(g.w, "default", "cm-00003", "v9"), KCR_OK);
     WAIT_FOR(rv_is(g.r, kcr_fake_resource_version(g.fake)), 5000);
     cr_assert_eq(drain(g.fifo).by_type[KCR_DELTA_UPDATED], 1);
     cr_assert_eq(spy_count(g.c, true), 1);
@@ -568,21 +593,18 @@ Test(reflector, streaming_list_uses_initial_events_and_no_list)
     WAIT_FOR(spy_count(g.c, true) == 2 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
     cr_assert_not(spy_get(g.c, 1).initial_events);
     cr_assert_eq(stats(g.r).lists, 1);
-    kcr_client_free(c);
     rig_down(&g);
 }
 
 Test(reflector, streaming_list_falls_back_to_list_on_422)
 {
     rig g;
-    kcr_reflector_options o = fast_opts();
-    o.list_mode = KCR_LIST_MODE_STREAMING;
+    kcr_reflector_options o = streaming_opts();
     rig_up(&g, &o, 20);
     kcr_fake_inject_error(g.fake, KCR_FAKE_WATCH, &CM, 1, 422, "Invalid",
                           "sendInitialEvents is forbidden for watch unless the WatchList feature "
                           "gate is enabled");
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    start_watching(&g);
     cr_assert(kcr_reflector_has_listed(g.r));
     cr_assert_eq(spy_count(g.c, false), 1, "fell back to LIST");
     kcr_reflector_stats s = stats(g.r);
@@ -599,12 +621,10 @@ Test(reflector, streaming_list_falls_back_to_list_on_422)
 Test(reflector, streaming_list_falls_back_when_the_server_ignores_it)
 {
     rig g;
-    kcr_reflector_options o = fast_opts();
-    o.list_mode = KCR_LIST_MODE_STREAMING;
+    kcr_reflector_options o = streaming_opts();
     rig_up(&g, &o, 20);
     SPY(g.c)->ignore_initial_events = true; /* an old server: a plain watch from "" */
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    start_watching(&g);
     cr_assert_not(kcr_reflector_has_listed(g.r), "ADDED events alone are no initial state");
     /* its periodic bookmark lacks the initial-events-end annotation */
     kcr_fake_bookmark(g.fake, &CM);
@@ -625,17 +645,14 @@ Test(reflector, selectors_and_namespace_are_passed_and_honoured)
     o.field_selector = "metadata.name!=cm-00001";
     rig_up(&g, &o, 10);
     seed_many(g.fake, "team-a", 10);
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    start_watching(&g);
     spy_call l = spy_get(g.c, 0), w = spy_get(g.c, 1);
     cr_assert_str_eq(l.label, "app=odd");
     cr_assert_str_eq(w.field, "metadata.name!=cm-00001");
     cr_assert_eq(drain(g.fifo).by_type[KCR_DELTA_REPLACED], 4, "odd in team-a minus cm-00001");
-    kcr_client *c;
-    kcr_fake_client(g.fake, NULL, &c);
-    cr_assert_eq(patch_cm(c, "default", "cm-00003", "x2"), KCR_OK); /* other namespace */
-    cr_assert_eq(patch_cm(c, "team-a", "cm-00002", "x2"), KCR_OK);  /* even */
-    cr_assert_eq(patch_cm(c, "team-a", "cm-00003", "x2"), KCR_OK);  /* selected */
+    cr_assert_eq(patch_cm(g.w, "default", "cm-00003", "x2"), KCR_OK); /* other namespace */
+    cr_assert_eq(patch_cm(g.w, "team-a", "cm-00002", "x2"), KCR_OK);  /* even */
+    cr_assert_eq(patch_cm(g.w, "team-a", "cm-00003", "x2"), KCR_OK);  /* selected */
     /* The last write is the selected one; the reflector records an event's
      * RV after queueing it, and events arrive in order, so once its RV is
      * recorded every event the watch delivered is in the FIFO: a wrongly
@@ -643,7 +660,6 @@ Test(reflector, selectors_and_namespace_are_passed_and_honoured)
     WAIT_FOR(rv_is(g.r, kcr_fake_resource_version(g.fake)), 5000);
     cr_assert(rv_is(g.r, kcr_fake_resource_version(g.fake)), "the selected update never came");
     cr_assert_eq(drain(g.fifo).by_type[KCR_DELTA_UPDATED], 1);
-    kcr_client_free(c);
     rig_down(&g);
 }
 
@@ -677,9 +693,7 @@ Test(reflector, metadata_only_objects)
     rig g;
     kcr_reflector_options o = fast_opts();
     o.metadata_only = true;
-    rig_up(&g, &o, 5);
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    rig_watching(&g, &o, 5);
     cr_assert(spy_get(g.c, 0).metadata_only && spy_get(g.c, 1).metadata_only);
     meta_count m = {0};
     while (kcr_delta_fifo_pop_timeout(g.fifo, meta_cb, &m, 0) == KCR_OK)
@@ -726,9 +740,7 @@ Test(reflector, stop_during_backoff_and_watch_returns_within_a_second)
     cr_assert_lt(now_ms() - t0, 1000);
     rig_down(&g);
 
-    rig_up(&g, NULL, 2);
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    rig_watching(&g, NULL, 2);
     t0 = now_ms();
     kcr_reflector_stop(g.r);
     cr_assert_lt(now_ms() - t0, 1000);
@@ -740,9 +752,7 @@ Test(reflector, stop_during_backoff_and_watch_returns_within_a_second)
 Test(reflector, too_large_rv_on_watch_relists_at_quorum)
 {
     rig g;
-    rig_up(&g, NULL, 3);
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    rig_watching(&g, NULL, 3);
     size_t calls = spy_n(g.c);
     kcr_fake_watch_error(g.fake, &CM, 504, "Timeout", "Too large resource version: 900, current: 12");
     WAIT_FOR(stats(g.r).lists == 2, 5000);
@@ -756,9 +766,7 @@ Test(reflector, consistent_list_starts_at_quorum_and_pages)
     rig g;
     kcr_reflector_options o = fast_opts();
     o.consistent_list = true;
-    rig_up(&g, &o, 700);
-    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
+    rig_watching(&g, &o, 700);
     cr_assert_eq(spy_count(g.c, false), 2);
     cr_assert_str_eq(spy_get(g.c, 0).rv, "");
     cr_assert_eq(spy_get(g.c, 0).limit, 500);

@@ -193,6 +193,15 @@ Test(workqueue, shutdown_unblocks_blocked_getters)
     kcr_workqueue_free(q);
 }
 
+/* Shuts q down, joins the n threads that get from it, and frees it. */
+static void shutdown_join_free(kcr_workqueue *q, pthread_t *t, int n)
+{
+    kcr_workqueue_shutdown(q);
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    kcr_workqueue_free(q);
+}
+
 struct drainer {
     kcr_workqueue *q;
     atomic_int returned;
@@ -502,10 +511,7 @@ Test(workqueue, delayed_add_reaches_getters_while_one_keeps_time_for_a_far_deadl
     cr_assert_geq(waited, 19.0);
     cr_assert_lt(waited, 5000.0);
     kcr_workqueue_done(q, "soon");
-    kcr_workqueue_shutdown(q);
-    for (int i = 0; i < 2; i++)
-        pthread_join(t[i], NULL);
-    kcr_workqueue_free(q);
+    shutdown_join_free(q, t, 2);
 }
 
 Test(workqueue, delayed_add_after_the_timekeepers_deadline_comes_after_it)
@@ -597,10 +603,7 @@ Test(workqueue, many_getters_share_delayed_keys)
     while (atomic_load(&c.got) < 200 && ms_since(t0) < 10000)
         sleep_ms(2);
     cr_assert_eq(atomic_load(&c.got), 200);
-    kcr_workqueue_shutdown(q);
-    for (int i = 0; i < 4; i++)
-        pthread_join(t[i], NULL);
-    kcr_workqueue_free(q);
+    shutdown_join_free(q, t, 4);
 }
 
 /* While one worker holds a key, a second getter stands by instead of taking
@@ -742,26 +745,27 @@ Test(workqueue, default_limiter_and_name)
     cr_assert_eq(kcr_workqueue_new(NULL, NULL), KCR_ERR_INVALID);
 }
 
+/* Key i of many_and_long_keys_grow_and_shrink_the_table: every third long. */
+static void table_key(char *key, size_t size, int i)
+{
+    if (i % 3 == 0)
+        snprintf(key, size, "namespace-with-a-rather-long-name-%d/object-with-a-long-name-%d", i, i);
+    else
+        snprintf(key, size, "ns/%d", i);
+}
+
 Test(workqueue, many_and_long_keys_grow_and_shrink_the_table)
 {
     kcr_workqueue *q = new_queue();
     enum { N = 20000 };
     char key[200];
     for (int i = 0; i < N; i++) {
-        if (i % 3 == 0)
-            snprintf(key, sizeof key, "namespace-with-a-rather-long-name-%d/object-with-a-long-name-%d",
-                     i, i);
-        else
-            snprintf(key, sizeof key, "ns/%d", i);
+        table_key(key, sizeof key, i);
         cr_assert_eq(kcr_workqueue_add(q, key), KCR_OK);
     }
     cr_assert_eq(kcr_workqueue_len(q), N);
     for (int i = 0; i < N; i++) {
-        if (i % 3 == 0)
-            snprintf(key, sizeof key, "namespace-with-a-rather-long-name-%d/object-with-a-long-name-%d",
-                     i, i);
-        else
-            snprintf(key, sizeof key, "ns/%d", i);
+        table_key(key, sizeof key, i);
         expect_next(q, key);
     }
     cr_assert_eq(kcr_workqueue_len(q), 0);

@@ -5,56 +5,23 @@
  * up to the depth). At the end no add was lost, no key was processed by two
  * workers at once and every line is gone. Runs under TSan (tests/run) and
  * valgrind too. */
-#include <criterion/criterion.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
-#include <stdio.h>
 #include <time.h>
 
 #include "core/clock.h"
-#include "kcr/workqueue.h"
+#include "tests/unit/wq_stress.h"
 #include "workqueue/queue.h"
-
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define SLOW_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define SLOW_BUILD 1
-#endif
-#endif
-#ifndef SLOW_BUILD
-#define SLOW_BUILD 0
-#endif
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#else
-#define RUNNING_ON_VALGRIND 0
-#endif
 
 enum { KEYS = 509, PRODUCERS = 3, WORKERS = 3, REMOVABLE_EVERY = 16 };
 static const int priorities[] = {KCR_WQ_PRIORITY_LOW, -7, KCR_WQ_PRIORITY_NORMAL, 5, 40};
 #define NPRIO ((int)(sizeof priorities / sizeof priorities[0]))
-
-struct key_state {
-    char name[24];
-    atomic_int busy;         /* 1 while a worker holds it */
-    atomic_long adds;        /* bumped before each add */
-    atomic_long seen_at_get; /* `adds` read right after the last get */
-    atomic_long processed;
-};
 
 static struct key_state keys[KEYS];
 static kcr_workqueue *queue;
 static atomic_int overlaps, errors, bad_lines;
 static atomic_bool producing;
 static int adds_per_producer;
-
-static uint32_t next_rand(uint32_t *s)
-{
-    *s = *s * 1664525u + 1013904223u;
-    return *s >> 8;
-}
 
 static void *producer(void *arg)
 {
@@ -87,34 +54,14 @@ static void *producer(void *arg)
     return NULL;
 }
 
-static struct key_state *find(const char *name)
-{
-    int idx = 0;
-    sscanf(name, "key-%d", &idx);
-    return &keys[idx];
-}
-
 static void *worker(void *arg)
 {
     uintptr_t id = (uintptr_t)arg;
     uint32_t seed = (uint32_t)id + 11;
-    for (;;) {
-        const char *name;
-        kcr_err err = (id & 1) ? kcr_workqueue_get_timeout(queue, 3, &name)
-                               : kcr_workqueue_get(queue, &name);
-        if (err == KCR_ERR_TIMEOUT)
-            continue;
-        if (err == KCR_ERR_SHUTDOWN)
-            return NULL;
-        if (err != KCR_OK) {
-            atomic_fetch_add(&errors, 1);
-            return NULL;
-        }
-        struct key_state *k = find(name);
-        if (atomic_exchange(&k->busy, 1) != 0)
-            atomic_fetch_add(&overlaps, 1);
-        atomic_store(&k->seen_at_get, atomic_load(&k->adds));
-        atomic_fetch_add(&k->processed, 1);
+    const char *name;
+    while (worker_get(queue, id, &name, &errors)) {
+        struct key_state *k = key_find(keys, name);
+        key_take(k, &overlaps);
         /* Sometimes re-add while processing, with a random priority. */
         if (atomic_load(&producing) && next_rand(&seed) % 8 == 0) {
             atomic_fetch_add(&k->adds, 1);
@@ -122,10 +69,9 @@ static void *worker(void *arg)
                 KCR_OK)
                 atomic_fetch_add(&errors, 1);
         }
-        atomic_store(&k->busy, 0);
-        if (kcr_workqueue_done(queue, name) != KCR_OK)
-            atomic_fetch_add(&errors, 1);
+        key_done(queue, k, name, &errors);
     }
+    return NULL;
 }
 
 /* Checks the lines against the FIFO (lock held). */
@@ -178,13 +124,7 @@ static void *checker(void *arg)
 
 Test(priority_stress, lines_stay_consistent_and_no_add_is_lost, .timeout = 120)
 {
-    for (int i = 0; i < KEYS; i++) {
-        snprintf(keys[i].name, sizeof keys[i].name, "key-%d", i);
-        atomic_init(&keys[i].busy, 0);
-        atomic_init(&keys[i].adds, 0);
-        atomic_init(&keys[i].seen_at_get, -1);
-        atomic_init(&keys[i].processed, 0);
-    }
+    keys_reset(keys, KEYS);
     adds_per_producer = RUNNING_ON_VALGRIND ? 10000 : SLOW_BUILD ? 40000 : 200000;
     /* Aging on, short enough to reorder often: 200 us, below the option's
      * 1 ms resolution, so set inside before any thread starts. */
@@ -215,18 +155,8 @@ Test(priority_stress, lines_stay_consistent_and_no_add_is_lost, .timeout = 120)
     for (int i = 0; i < WORKERS; i++)
         pthread_join(w[i], NULL);
 
-    long total_adds = 0, total_processed = 0;
-    for (int i = 0; i < KEYS; i++) {
-        long adds = atomic_load(&keys[i].adds);
-        total_adds += adds;
-        total_processed += atomic_load(&keys[i].processed);
-        /* The last processing saw every add, except that a remove may
-         * have dropped the last adds of a removable key. */
-        if (adds > 0 && i % REMOVABLE_EVERY != 0)
-            cr_expect_eq(atomic_load(&keys[i].seen_at_get), adds,
-                         "%s: %ld adds but the last processing saw %ld", keys[i].name, adds,
-                         atomic_load(&keys[i].seen_at_get));
-    }
+    long total_adds, total_processed;
+    keys_expect_no_add_lost(keys, KEYS, REMOVABLE_EVERY, &total_adds, &total_processed);
     cr_log_info("priority stress: %ld adds, %ld processed", total_adds, total_processed);
     cr_assert_gt(total_processed, KEYS / 2);
     cr_assert_eq(atomic_load(&overlaps), 0, "a key was processed by two workers at once");

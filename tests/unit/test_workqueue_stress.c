@@ -4,44 +4,17 @@
  * fence modes (see workqueue/fence.c), and once with half the threads
  * waiting as on a contended CPU (workqueue/yield.c); also runs under TSan
  * (tests/run). */
-#include <criterion/criterion.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
-#include <stdio.h>
 #include <time.h>
 
 #include "core/clock.h"
-#include "kcr/workqueue.h"
+#include "tests/unit/wq_stress.h"
 #include "workqueue/queue.h"
-
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define SLOW_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define SLOW_BUILD 1
-#endif
-#endif
-#ifndef SLOW_BUILD
-#define SLOW_BUILD 0
-#endif
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#else
-#define RUNNING_ON_VALGRIND 0
-#endif
 
 enum { KEYS = 1031, PRODUCERS = 4, WORKERS = 4 };
 #define ADDS_PER_BUILD (SLOW_BUILD ? 60000 : 250000)
 static int adds_per_producer; /* fewer under valgrind, which runs one thread at a time */
-
-struct key_state {
-    char name[24];
-    atomic_int busy;         /* 1 while a worker holds it */
-    atomic_long adds;        /* bumped before each add */
-    atomic_long seen_at_get; /* `adds` read right after the last get */
-    atomic_long processed;
-};
 
 static struct key_state keys[KEYS];
 static kcr_workqueue *queue;
@@ -56,12 +29,6 @@ static void maybe_block(uintptr_t id)
 {
     if (some_block && (id & 2))
         kcr__wq_calm_until(INT64_MAX);
-}
-
-static uint32_t next_rand(uint32_t *s)
-{
-    *s = *s * 1664525u + 1013904223u;
-    return *s >> 8;
 }
 
 static void *producer(void *arg)
@@ -83,41 +50,19 @@ static void *producer(void *arg)
     return NULL;
 }
 
-static struct key_state *find(const char *name)
-{
-    int idx = 0;
-    sscanf(name, "key-%d", &idx);
-    return &keys[idx];
-}
-
 static void *worker(void *arg)
 {
     uintptr_t id = (uintptr_t)arg;
     maybe_block(id);
-    for (;;) {
-        const char *name;
-        /* Half the workers use a timeout, to mix both waiting paths. */
-        kcr_err err = (id & 1) ? kcr_workqueue_get_timeout(queue, 3, &name)
-                               : kcr_workqueue_get(queue, &name);
-        if (err == KCR_ERR_TIMEOUT)
-            continue;
-        if (err == KCR_ERR_SHUTDOWN)
-            return NULL;
-        if (err != KCR_OK) {
-            atomic_fetch_add(&errors, 1);
-            return NULL;
-        }
-        struct key_state *k = find(name);
-        if (atomic_exchange(&k->busy, 1) != 0)
-            atomic_fetch_add(&overlaps, 1);
-        atomic_store(&k->seen_at_get, atomic_load(&k->adds));
-        atomic_fetch_add(&k->processed, 1);
+    const char *name;
+    while (worker_get(queue, id, &name, &errors)) {
+        struct key_state *k = key_find(keys, name);
+        key_take(k, &overlaps);
         if (atomic_load(&k->processed) % 8 == 0)
             sched_yield(); /* sometimes "work" a little, so re-adds hit processing keys */
-        atomic_store(&k->busy, 0);
-        if (kcr_workqueue_done(queue, name) != KCR_OK)
-            atomic_fetch_add(&errors, 1);
+        key_done(queue, k, name, &errors);
     }
+    return NULL;
 }
 
 /* light_fences: adders publish without a hardware fence and sleeping
@@ -125,13 +70,7 @@ static void *worker(void *arg)
 static void run_stress(bool light_fences, bool block)
 {
     some_block = block;
-    for (int i = 0; i < KEYS; i++) {
-        snprintf(keys[i].name, sizeof keys[i].name, "key-%d", i);
-        atomic_init(&keys[i].busy, 0);
-        atomic_init(&keys[i].adds, 0);
-        atomic_init(&keys[i].seen_at_get, -1);
-        atomic_init(&keys[i].processed, 0);
-    }
+    keys_reset(keys, KEYS);
     adds_per_producer = RUNNING_ON_VALGRIND ? 20000 : ADDS_PER_BUILD;
     kcr_workqueue_options opts = {.name = "stress", .track_time = true};
     cr_assert_eq(kcr_workqueue_new(&opts, &queue), KCR_OK);
@@ -161,16 +100,8 @@ static void run_stress(bool light_fences, bool block)
         pthread_join(w[i], NULL);
     double secs = (double)(kcr__now_ns() - t0) / 1e9;
 
-    long total_adds = 0, total_processed = 0;
-    for (int i = 0; i < KEYS; i++) {
-        long adds = atomic_load(&keys[i].adds);
-        total_adds += adds;
-        total_processed += atomic_load(&keys[i].processed);
-        if (adds > 0)
-            cr_expect_eq(atomic_load(&keys[i].seen_at_get), adds,
-                         "%s: %ld adds but the last processing saw %ld", keys[i].name, adds,
-                         atomic_load(&keys[i].seen_at_get));
-    }
+    long total_adds, total_processed;
+    keys_expect_no_add_lost(keys, KEYS, 0, &total_adds, &total_processed);
     cr_log_info("stress (%s fences%s): %ld adds, %ld processed, %.2f s",
                 queue->light_fences ? "light" : "exchange", block ? ", half as on a busy CPU" : "",
                 total_adds, total_processed, secs);
