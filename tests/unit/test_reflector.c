@@ -419,6 +419,7 @@ static void run_until_backoffs(rig *g, bo_log *l, int code, const char *reason, 
     cr_assert_eq(kcr_reflector_start(g->r), KCR_OK);
     WAIT_FOR(bo_n(l) >= n, 5000);
     kcr_reflector_stop(g->r);
+    cr_assert_geq(bo_n(l), n, "%zu backoffs within 5 s", bo_n(l));
 }
 
 Test(reflector, backoff_doubles_to_the_cap_on_5xx)
