@@ -160,8 +160,11 @@ static void *worker_main(void *arg)
             if (err != KCR_OK)
                 break;
             kcr__trace_stamp(KCR__TR_GOT, key);
-            /* once stopping, keys still handed out are not started */
-            if (!atomic_load(&mc->m->stopping) && !kcr_workqueue_shutting_down(mc->q))
+            /* once kcr_manager_stop has been called (even before the run
+             * loop wakes to shut the queues down), keys still handed out
+             * are not started */
+            if (!kcr_cancel_triggered(mc->m->stop_cancel) && !atomic_load(&mc->m->stopping) &&
+                !kcr_workqueue_shutting_down(mc->q))
                 run_key(w, key);
             kcr_workqueue_done(mc->q, key);
         }

@@ -409,8 +409,9 @@ KCR_API kcr_err kcr_manager_add_controller(kcr_manager *m, const kcr_controller_
  * (KCR_ERR_STATE again). */
 KCR_API kcr_err kcr_manager_run(kcr_manager *m);
 
-/* Asks a running (or about to run) manager to stop gracefully. Thread-safe
- * and async-signal-safe. */
+/* Asks a running (or about to run) manager to stop gracefully: from its
+ * return on, no reconcile starts; those running drain as kcr_manager_run
+ * says. Thread-safe and async-signal-safe. */
 KCR_API void kcr_manager_stop(kcr_manager *m);
 
 /* Stops if needed and frees everything, controllers included. NULL is
