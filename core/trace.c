@@ -124,6 +124,22 @@ void kcr__trace_begin(const char *key)
     pthread_mutex_unlock(&tr.mu);
 }
 
+/* The stage a hand-off's sender stamps before `stage`, its receiver's (none:
+ * KCR__TR_N). The sender stamps after the hand-off returns, so the receiver
+ * may stamp first: the hand-off is then taken as done at the receiver's
+ * stamp and the sender's later stamp is ignored, so stages never go back. */
+static kcr__trace_stage sender_of(kcr__trace_stage stage)
+{
+    switch (stage) {
+    case KCR__TR_POP:
+        return KCR__TR_FIFO;
+    case KCR__TR_GOT:
+        return KCR__TR_ENQUEUED;
+    default:
+        return KCR__TR_N;
+    }
+}
+
 static void stamp(kcr__trace_stage stage, const char *key, bool close)
 {
     int64_t now = kcr__now_ns();
@@ -133,11 +149,12 @@ static void stamp(kcr__trace_stage stage, const char *key, bool close)
     uint32_t *s = slot_of(k);
     if (*s) {
         record *r = &tr.recs[*s - 1];
-        /* FIFO and ENQUEUED are stamped after a hand-off by the thread that fed
-         * it: the change may already be reconciled (its record closed) */
-        bool late_ok = stage == KCR__TR_FIFO || stage == KCR__TR_ENQUEUED;
-        if ((r->open || late_ok) && !r->at[stage])
+        kcr__trace_stage sender = sender_of(stage);
+        if (r->open && !r->at[stage]) {
             r->at[stage] = now;
+            if (sender != KCR__TR_N && !r->at[sender])
+                r->at[sender] = now;
+        }
         if (close)
             r->open = false;
     }

@@ -10,6 +10,9 @@
  * table is written to the file at process exit: a header line, then one line
  * per change, "key" and each stage's time as wall-clock ns since the epoch
  * (0: the change never reached that stage, e.g. coalesced with a later one).
+ * Stages are in order: when a hand-off's receiver stamps (POP, GOT) before
+ * its sender (FIFO, ENQUEUED, stamped once their push returns), the sender's
+ * stage takes the receiver's time.
  * Records are matched by the object's store key, so stages after the handler
  * are traced for primary-object changes only (an owned or mapped change
  * enqueues another key). When off, a stamp costs one atomic load.
@@ -45,9 +48,8 @@ void kcr__trace_recv(int64_t mono_ns);
  * thread's kcr__trace_recv); a record of key still open stays incomplete. */
 void kcr__trace_begin(const char *key);
 
-/* Stamps `stage` of key's open record, if any (the first stamp wins). FIFO
- * and ENQUEUED, stamped after their hand-off returns, also stamp key's last
- * record when it is already closed. */
+/* Stamps `stage` of key's open record, if any (the first stamp wins; POP
+ * and GOT also stamp FIFO and ENQUEUED when those are not stamped yet). */
 void kcr__trace_stamp(kcr__trace_stage stage, const char *key);
 
 /* Stamps KCR__TR_START and closes key's record. */
