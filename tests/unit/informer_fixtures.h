@@ -273,11 +273,13 @@ static inline kcr_client *spy_new(kcr_fake *f)
     return &s->base;
 }
 
+/* Polls `cond` every 5 ms for up to `ms`; fails the test if it never held. */
 #define WAIT_FOR(cond, ms)                                                                       \
     do {                                                                                         \
         int64_t wait_deadline_ = now_ms() + (ms);                                                \
         while (!(cond) && now_ms() < wait_deadline_)                                             \
             sleep_ms(5);                                                                         \
+        cr_assert(cond, "timed out after %d ms waiting for: %s", (int)(ms), #cond);              \
     } while (0)
 
 #endif
