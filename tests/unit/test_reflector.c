@@ -704,9 +704,10 @@ Test(reflector, metadata_only_objects)
     rig_down(&g);
 }
 
+/* 20 ms per object, counting the objects it has started on in *ud. */
 static kcr_err slow_transform(const kcr_object *in, kcr_object **out, void *ud)
 {
-    (void)ud;
+    atomic_fetch_add((atomic_int *)ud, 1);
     sleep_ms(20);
     *out = kcr_object_ref(in);
     return KCR_OK;
@@ -716,10 +717,12 @@ Test(reflector, stop_during_a_list_returns_within_a_second)
 {
     rig g;
     kcr_reflector_options o = fast_opts();
+    atomic_int transformed = 0;
     o.transform = slow_transform; /* a list that takes 4 s */
+    o.transform_user_data = &transformed;
     rig_up(&g, &o, 200);
     cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
-    sleep_ms(200);
+    WAIT_FOR(atomic_load(&transformed) >= 2, 5000); /* inside the list */
     int64_t t0 = now_ms();
     kcr_reflector_stop(g.r);
     cr_assert_lt(now_ms() - t0, 1000);
