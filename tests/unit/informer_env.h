@@ -107,9 +107,18 @@ static inline void *remove_main(void *arg)
     return NULL;
 }
 
+/* The sum of t's callbacks of every kind. */
+static inline uint64_t tracker_calls(tracker *t)
+{
+    tracker_counts n = tracker_get_counts(t);
+    return n.adds + n.updates + n.resyncs + n.deletes;
+}
+
 /* Stop and remove race for the same handler, delivered as `delivery` and,
  * in odd rounds, kept busy delivering by a 2 ms resync: each call returns
- * (a handler thread is joined once), the removal succeeds, nothing leaks. */
+ * (a handler thread is joined once), the removal succeeds, no callback
+ * comes once both returned (checked over ten resync periods), nothing
+ * leaks. */
 static inline void race_stop_and_remove(kcr_handler_delivery delivery)
 {
     for (int round = 0; round < 20; round++) {
@@ -123,6 +132,9 @@ static inline void race_stop_and_remove(kcr_handler_delivery delivery)
         kcr_informer_stop(e.inf);
         pthread_join(th, NULL);
         cr_assert_eq(r.err, KCR_OK, "round %d: %s", round, kcr_strerror(r.err));
+        uint64_t calls = tracker_calls(t);
+        sleep_ms(20);
+        cr_assert_eq(tracker_calls(t), calls, "round %d: a callback after stop and removal", round);
         env_down(&e);
         tracker_free(t);
     }
