@@ -71,7 +71,7 @@ kcr_err kcr_testkit_new(const kcr_testkit_options *opts, kcr_testkit **out)
     tk->clock = (kcr_clock){tk_now, tk};
     kcr_err err = kcr_fake_new(NULL, &tk->fake);
     if (err == KCR_OK)
-        err = kcr_fake_client(tk->fake, o.namespace, &tk->client);
+        err = kcr_fake_client(tk->fake, o.ns, &tk->client);
     if (err == KCR_OK)
         err = kcr_cancel_new(&tk->cancel);
     if (err == KCR_OK) {
