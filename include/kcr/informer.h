@@ -31,7 +31,7 @@ extern "C" {
  * DeltaFIFO, usually): a list (or the initial events of a streaming list)
  * becomes a replace, watch events become add/update/delete, bookmarks a
  * bookmark. Recovers from every
- * failure by itself (BEHAVIOUR.md § Reflector): re-watch from the last
+ * failure by itself (docs/informer.md, Reflector): re-watch from the last
  * resourceVersion, relist on 410, back off on refusals, 429 and 5xx.
  * Thread-safety: every function is thread-safe except _free (no other call
  * may run). */
