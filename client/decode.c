@@ -289,6 +289,11 @@ kcr__list_decoder *kcr__list_decoder_new(size_t max_item_bytes, kcr_list_item_fn
     return d;
 }
 
+void kcr__list_decoder_drop_managed_fields(kcr__list_decoder *d)
+{
+    kcr__framer_drop_managed_fields(d->f);
+}
+
 void kcr__list_decoder_free(kcr__list_decoder *d)
 {
     if (!d)
@@ -514,6 +519,11 @@ kcr__watch_decoder *kcr__watch_decoder_new(size_t max_item_bytes, kcr_watch_even
         return NULL;
     }
     return d;
+}
+
+void kcr__watch_decoder_drop_managed_fields(kcr__watch_decoder *d)
+{
+    kcr__framer_drop_managed_fields(d->f);
 }
 
 void kcr__watch_decoder_free(kcr__watch_decoder *d)

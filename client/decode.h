@@ -21,6 +21,8 @@ typedef struct kcr__list_decoder kcr__list_decoder;
 /* fn receives each item (borrowed). max_item_bytes 0: the default. */
 kcr__list_decoder *kcr__list_decoder_new(size_t max_item_bytes, kcr_list_item_fn fn, void *ud);
 void kcr__list_decoder_free(kcr__list_decoder *d);
+/* Items are built without metadata.managedFields (call before feeding). */
+void kcr__list_decoder_drop_managed_fields(kcr__list_decoder *d);
 
 /* Feeds the next bytes. Returns KCR_OK, a parse/size error (with a message),
  * or the error the callback returned. After an error, stop feeding. */
@@ -38,6 +40,9 @@ typedef struct kcr__watch_decoder kcr__watch_decoder;
 kcr__watch_decoder *kcr__watch_decoder_new(size_t max_item_bytes, kcr_watch_event_fn fn,
                                            void *ud);
 void kcr__watch_decoder_free(kcr__watch_decoder *d);
+/* Event objects are built without metadata.managedFields (call before
+ * feeding). */
+void kcr__watch_decoder_drop_managed_fields(kcr__watch_decoder *d);
 
 /* Feeds the next bytes. An ERROR event is delivered, then feeding stops with
  * the Status's mapped error (the Status is kept: kcr__watch_decoder_status). */

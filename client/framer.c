@@ -35,6 +35,12 @@ struct kcr__framer {
     size_t max;
     framer_mode mode;
     size_t capture_depth, skip_depth;
+    /* Dropping metadata.managedFields inside a captured object (see
+     * kcr__framer_drop_managed_fields): in_metadata while the top-level
+     * "metadata" map is open, drop_pending between the key and its value,
+     * drop_depth levels of that value open. */
+    bool drop_managed_fields, last_key_metadata, in_metadata, drop_pending;
+    size_t drop_depth;
     /* Size accounting. A unit's bytes are counted exactly: from the offset
      * of its opening brace in the slice where it starts (yajl reports the
      * offset inside callbacks) to that of its closing brace, plus the whole
@@ -77,11 +83,50 @@ static int to_machine(kcr__framer *f, const kcr__jev *ev)
     return 1;
 }
 
+static bool is_key(const kcr__jev *ev, const char *key, size_t len)
+{
+    return ev->len == len && memcmp(ev->s, key, len) == 0;
+}
+
+/* True when the event belongs to metadata.managedFields of the captured
+ * object and is dropped; tracks where the capture is in metadata. */
+static bool dropped(kcr__framer *f, const kcr__jev *ev)
+{
+    bool opens = ev->type == KCR__JEV_START_MAP || ev->type == KCR__JEV_START_ARRAY;
+    bool closes = ev->type == KCR__JEV_END_MAP || ev->type == KCR__JEV_END_ARRAY;
+    if (f->drop_depth > 0) {
+        if (opens)
+            f->drop_depth++;
+        else if (closes)
+            f->drop_depth--;
+        return true;
+    }
+    if (f->drop_pending) {
+        f->drop_pending = false;
+        f->drop_depth = opens ? 1 : 0;
+        return true;
+    }
+    if (ev->type == KCR__JEV_KEY && f->capture_depth == 1)
+        f->last_key_metadata = is_key(ev, "metadata", 8);
+    else if (ev->type == KCR__JEV_START_MAP && f->capture_depth == 1)
+        f->in_metadata = f->last_key_metadata;
+    else if (closes && f->capture_depth == 2)
+        f->in_metadata = false;
+    else if (ev->type == KCR__JEV_KEY && f->capture_depth == 2 && f->in_metadata &&
+             is_key(ev, "managedFields", 13)) {
+        f->drop_pending = true;
+        return true;
+    }
+    return false;
+}
+
 /* Feeds one event of a captured object to the builder. */
 static int to_builder(kcr__framer *f, const kcr__jev *ev)
 {
     kcr__object_builder *b = f->b;
     kcr_err err = KCR_OK;
+    if (f->drop_managed_fields && dropped(f, ev))
+        return 1;
     switch (ev->type) {
     case KCR__JEV_NULL: err = kcr__object_builder_null(b); break;
     case KCR__JEV_BOOL: err = kcr__object_builder_bool(b, ev->b); break;
@@ -199,10 +244,17 @@ kcr_err kcr__framer_capture(kcr__framer *f)
 {
     f->mode = MODE_CAPTURE;
     f->capture_depth = 1;
+    f->last_key_metadata = f->in_metadata = f->drop_pending = false;
+    f->drop_depth = 0;
     kcr_err err = kcr__object_builder_start_map(f->b);
     if (err != KCR_OK)
         return kcr__refail(err, "%s %zu: ", f->unit, f->n_units);
     return KCR_OK;
+}
+
+void kcr__framer_drop_managed_fields(kcr__framer *f)
+{
+    f->drop_managed_fields = true;
 }
 
 void kcr__framer_skip(kcr__framer *f)

@@ -308,6 +308,8 @@ static kcr_err http_list(kcr_client *c, const kcr_resource *res, const char *ns,
     kcr__list_decoder *d = NULL;
     if (err == KCR_OK && !(d = kcr__list_decoder_new(co->max_item_bytes, fn, ud)))
         err = kcr__fail(KCR_ERR_NOMEM, "out of memory building a list request");
+    if (err == KCR_OK && opts->drop_managed_fields)
+        kcr__list_decoder_drop_managed_fields(d);
     if (err == KCR_OK) {
         kcr__http_req req = {.method = "GET",
                              .path = path.s,
@@ -344,6 +346,8 @@ static kcr_err http_watch(kcr_client *c, const kcr_resource *res, const char *ns
     kcr__watch_decoder *d = NULL;
     if (err == KCR_OK && !(d = kcr__watch_decoder_new(co->max_item_bytes, fn, ud)))
         err = kcr__fail(KCR_ERR_NOMEM, "out of memory building a watch request");
+    if (err == KCR_OK && opts->drop_managed_fields)
+        kcr__watch_decoder_drop_managed_fields(d);
     if (err == KCR_OK) {
         kcr__http_req req = {.method = "GET",
                              .path = path.s,

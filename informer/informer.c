@@ -214,6 +214,8 @@ kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
         kcr_reflector_sink sink = kcr__informer_sink(inf);
         err = kcr_reflector_new(client, &inf->res, &sink, &ro, &inf->refl);
     }
+    if (err == KCR_OK && !inf->keep_managed_fields)
+        kcr__reflector_drop_managed_fields(inf->refl); /* never built, not stripped after */
     if (err != KCR_OK) {
         kcr_informer_free(inf);
         return err;

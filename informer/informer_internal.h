@@ -12,6 +12,11 @@
 typedef void (*kcr__backoff_hook_fn)(int64_t ms, void *user_data);
 void kcr__reflector_set_backoff_hook(kcr_reflector *r, kcr__backoff_hook_fn fn, void *user_data);
 
+/* Lists and watches ask the client to build objects without
+ * metadata.managedFields (kcr_list_options.drop_managed_fields); set before
+ * kcr_reflector_start(). */
+void kcr__reflector_drop_managed_fields(kcr_reflector *r);
+
 /* How often the informer's resync timer expired (a timed wait reached its
  * deadline): with no handler asking for resync it waits with no deadline. */
 uint64_t kcr__informer_resync_timeouts(kcr_informer *inf);

@@ -21,7 +21,7 @@ struct kcr_reflector {
     kcr_resource res;
     kcr_reflector_sink sink;
     char *ns, *label, *field;
-    bool metadata_only, consistent_list;
+    bool metadata_only, consistent_list, drop_managed_fields;
     kcr_list_mode mode;
     int64_t page_size;
     int64_t min_watch_timeout_ms, idle_limit_ms;
@@ -299,6 +299,7 @@ static kcr_err do_list(kcr_reflector *r)
                               .limit = full ? 0 : limit,
                               .continue_token = cont,
                               .metadata_only = r->metadata_only,
+                              .drop_managed_fields = r->drop_managed_fields,
                               .cancel = r->cancel};
         kcr_list_meta meta = {0};
         kcr_status st = {0};
@@ -484,6 +485,7 @@ static next_step watch_once(kcr_reflector *r, bool streaming)
                           .resource_version = rv,
                           .timeout_ms = t,
                           .metadata_only = r->metadata_only,
+                          .drop_managed_fields = r->drop_managed_fields,
                           .allow_bookmarks = true,
                           .idle_timeout_ms = idle,
                           .cancel = r->cancel};
@@ -670,6 +672,11 @@ kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
     kcr__cond_init_monotonic(&r->cond);
     *out = r;
     return KCR_OK;
+}
+
+void kcr__reflector_drop_managed_fields(kcr_reflector *r)
+{
+    r->drop_managed_fields = true;
 }
 
 void kcr__reflector_set_backoff_hook(kcr_reflector *r, kcr__backoff_hook_fn fn, void *user_data)

@@ -10,6 +10,14 @@
  *                                namespace index, and the compact JSON bytes
  *                                per object (STRIP=1: managedFields removed
  *                                by the transform before storing, in both)
+ *   bench_store decode DIR KIND read|strip|drop
+ *                                the client's LIST decoder over DIR/KIND.json:
+ *                                read only reads the file; strip decodes
+ *                                whole items and strips managedFields after
+ *                                (the informer's path before 2026-12-03);
+ *                                drop skips them while decoding. For
+ *                                instruction counts under callgrind
+ *                                (bench/store/run-decode).
  *
  * Parsing goes through the same path as the client's LIST decoder: one yajl
  * parser over the whole body, each item's events fed to the object builder.
@@ -24,6 +32,7 @@
 
 #include <yajl/yajl_parse.h>
 
+#include "client/decode.h"
 #include "kcr/kcr.h"
 #include "object/object_builder.h"
 
@@ -512,6 +521,41 @@ static int memory(const char *dir, const char *kind, bool strip)
     return 0;
 }
 
+static kcr_err count_stripped(kcr_object *obj, void *ud)
+{
+    kcr_object *o = NULL;
+    kcr_err err = kcr_object_strip_managed_fields(obj, &o, NULL);
+    kcr_object_unref(o);
+    ++*(size_t *)ud;
+    return err;
+}
+
+static int decode(const char *dir, const char *kind, const char *mode)
+{
+    size_t len, n = 0;
+    char *json = slurp(dir, kind, &len);
+    if (strcmp(mode, "read") != 0) {
+        kcr__list_decoder *d = kcr__list_decoder_new(0, count_stripped, &n);
+        if (!d)
+            return 1;
+        if (strcmp(mode, "drop") == 0)
+            kcr__list_decoder_drop_managed_fields(d);
+        kcr_list_meta meta = {0};
+        kcr_err err = kcr__list_decoder_feed(d, json, len);
+        if (err == KCR_OK)
+            err = kcr__list_decoder_finish(d, &meta);
+        kcr_list_meta_clear(&meta);
+        kcr__list_decoder_free(d);
+        if (err != KCR_OK || n != N_ITEMS) {
+            fprintf(stderr, "bench_store: decode %s: %zu items: %s\n", mode, n, kcr_last_error());
+            return 1;
+        }
+    }
+    printf("decoded %zu %s (%s)\n", n, kind, mode);
+    free(json);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 3 && strcmp(argv[1], "gen") == 0)
@@ -520,6 +564,9 @@ int main(int argc, char **argv)
         return parse(argv[2]);
     if (argc >= 5 && strcmp(argv[1], "memory") == 0)
         return memory(argv[2], argv[3], strcmp(argv[4], "1") == 0);
-    fprintf(stderr, "usage: bench_store gen|parse DIR | memory DIR KIND STRIP\n");
+    if (argc >= 5 && strcmp(argv[1], "decode") == 0)
+        return decode(argv[2], argv[3], argv[4]);
+    fprintf(stderr,
+            "usage: bench_store gen|parse DIR | memory DIR KIND STRIP | decode DIR KIND MODE\n");
     return 2;
 }

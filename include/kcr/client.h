@@ -275,6 +275,9 @@ typedef struct kcr_list_options {
     int64_t timeout_ms;                 /* server-side timeout, sent as timeoutSeconds rounded
                                            up to whole seconds; 0: unset */
     bool metadata_only;                 /* PartialObjectMetadata(List) items */
+    bool drop_managed_fields;           /* items are built without metadata.managedFields
+                                           (skipped while decoding; the fake, which
+                                           decodes nothing, keeps them) */
     /* watch only */
     bool allow_bookmarks;               /* allowWatchBookmarks=true */
     bool send_initial_events;           /* sendInitialEvents=true (set

@@ -216,7 +216,8 @@ typedef struct kcr_event_handler {
 typedef struct kcr_informer_options {
     kcr_reflector_options reflector; /* namespace, selectors, list mode, timings, on_error
                                         (its transform fields are ignored) */
-    bool keep_managed_fields;        /* false: metadata.managedFields is dropped before caching */
+    bool keep_managed_fields;        /* false: metadata.managedFields is dropped while decoding
+                                        (and stripped before caching) */
     kcr_object_transform_fn transform; /* applied after that; NULL: none */
     void *transform_user_data;
 } kcr_informer_options;
