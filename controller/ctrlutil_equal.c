@@ -1,6 +1,6 @@
 /* Equality as the apiserver stores it, for the write helpers' "is there
  * anything to write?" test: maps regardless of member order, arrays in
- * order, numbers by value, and resource quantities by value at the paths
+ * order, other values as JSON, and resource quantities by value at the paths
  * where the built-in types hold them ("0.5" equals the "500m" the server
  * wrote back). Without schemas, a string elsewhere is compared as text: a
  * CRD's own quantity fields are not recognised (their text is written as

@@ -15,8 +15,8 @@
 void kcr__ctrlutil_json_value(kcr__buf *b, kcr_value v);
 
 /* Whether two values (of the current and the desired object) are equal as
- * the apiserver would store them: maps regardless of order, numbers by
- * value, resource quantities by value where kcr__ctrlutil_quantity_path
+ * the apiserver would store them: maps regardless of order, arrays in
+ * order, other values as JSON, resource quantities by value where kcr__ctrlutil_quantity_path
  * says a built-in type holds one. root_key: the key a and b sit under
  * ("status"), NULL for whole objects. */
 bool kcr__ctrlutil_equal(kcr_value a, kcr_value b, const char *root_key);

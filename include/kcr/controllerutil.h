@@ -137,7 +137,7 @@ typedef kcr_err (*kcr_ctrlutil_mutate_fn)(kcr_object_edit *edit, const kcr_objec
 /* What the write helpers compare before writing: the object as read and as
  * mutated are "equal" when the apiserver would store the same thing, and
  * then nothing is sent (UNCHANGED). Maps compare regardless of member
- * order, arrays in order, numbers by value, and resource quantities by value
+ * order, arrays in order, other values as JSON, and resource quantities by value
  * ("0.5" equals the "500m" the server stored; kcr/quantity.h) where the
  * built-in types hold them: *.resources.requests/limits, ResourceQuota
  * spec.hard and status.hard/used, capacity/allocatable/allocatedResources
