@@ -1,7 +1,9 @@
 /* Equality as the apiserver stores it, for the write helpers' "is there
  * anything to write?" test: maps regardless of member order, arrays in
  * order, other values as JSON, and resource quantities by value at the paths
- * where the built-in types hold them ("0.5" equals the "500m" the server
+ * where the built-in types hold them, rounded up to milli-units in a
+ * ResourceList as the apiserver's defaulting does ("0.5" equals the "500m",
+ * and "0.9n" the "1m", the server
  * wrote back). Without schemas, a string elsewhere is compared as text: a
  * CRD's own quantity fields are not recognised (their text is written as
  * given, so a normalised one writes once more per reconcile, never wrongly
@@ -33,7 +35,7 @@ static bool is_any(const char *s, const char *const *set)
     return false;
 }
 
-bool kcr__ctrlutil_quantity_path(const char *const *keys, size_t n)
+kcr__quantity_path kcr__ctrlutil_quantity_path(const char *const *keys, size_t n)
 {
     const char *parent = from_end(keys, n, 1), *grand = from_end(keys, n, 2);
     static const char *const resource_lists[] = {"requests", "limits", NULL};
@@ -45,27 +47,30 @@ bool kcr__ctrlutil_quantity_path(const char *const *keys, size_t n)
     static const char *const spec_status[] = {"spec", "status", NULL};
     /* containers[].resources, pod-level resources, PVC spec.resources */
     if (is_any(parent, resource_lists) && strcmp(grand, "resources") == 0)
-        return true;
+        return KCR__QPATH_RESOURCE_LIST;
     /* ResourceQuota spec.hard / status.hard / status.used */
     if (is_any(parent, quota_lists) && is_any(grand, spec_status) && n == 3)
-        return true;
+        return KCR__QPATH_RESOURCE_LIST;
     /* Node status.capacity/allocatable, PV spec.capacity, PVC status.capacity */
     if (is_any(parent, node_lists) && is_any(grand, spec_status) && n == 3)
-        return true;
+        return KCR__QPATH_RESOURCE_LIST;
     /* a PodSpec's overhead, at any depth (Pods, templates) */
     if (strcmp(parent, "overhead") == 0 && n >= 3)
-        return true;
+        return KCR__QPATH_RESOURCE_LIST;
     /* LimitRange spec.limits[].max/min/default/defaultRequest/maxLimitRequestRatio */
     if (is_any(parent, limit_range) && strcmp(grand, "[]") == 0 &&
         strcmp(from_end(keys, n, 3), "limits") == 0 && strcmp(from_end(keys, n, 4), "spec") == 0 &&
         n == 5)
-        return true;
+        return KCR__QPATH_RESOURCE_LIST;
     const char *key = from_end(keys, n, 0);
+    /* single Quantity fields: stored without the milli rounding */
     if ((strcmp(key, "sizeLimit") == 0 && strcmp(parent, "emptyDir") == 0) ||
         (strcmp(key, "divisor") == 0 && strcmp(parent, "resourceFieldRef") == 0))
-        return true;
+        return KCR__QPATH_QUANTITY;
     /* CSIStorageCapacity's top-level capacity and maximumVolumeSize */
-    return n == 1 && (strcmp(key, "capacity") == 0 || strcmp(key, "maximumVolumeSize") == 0);
+    if (n == 1 && (strcmp(key, "capacity") == 0 || strcmp(key, "maximumVolumeSize") == 0))
+        return KCR__QPATH_QUANTITY;
+    return KCR__QPATH_NONE;
 }
 
 /* A string or number read as the apiserver reads a quantity from JSON. */
@@ -128,9 +133,15 @@ static bool equal_at(kcr_value a, kcr_value b, path *p)
         return arrays_equal(a, b, p);
     if (kcr_value_equal(a, b))
         return true;
+    kcr__quantity_path kind = kcr__ctrlutil_quantity_path(p->k, p->n);
     kcr_quantity qa, qb;
-    return kcr__ctrlutil_quantity_path(p->k, p->n) && as_quantity(a, &qa) &&
-           as_quantity(b, &qb) && kcr_quantity_cmp(&qa, &qb) == 0;
+    if (kind == KCR__QPATH_NONE || !as_quantity(a, &qa) || !as_quantity(b, &qb))
+        return false;
+    /* the apiserver rounds a ResourceList's values up to milli-units */
+    if (kind == KCR__QPATH_RESOURCE_LIST && (kcr_quantity_round_up(&qa, -3, &qa, NULL) != KCR_OK ||
+                                             kcr_quantity_round_up(&qb, -3, &qb, NULL) != KCR_OK))
+        return false;
+    return kcr_quantity_cmp(&qa, &qb) == 0;
 }
 
 bool kcr__ctrlutil_equal(kcr_value a, kcr_value b, const char *root_key)

@@ -21,15 +21,23 @@ void kcr__ctrlutil_json_value(kcr__buf *b, kcr_value v);
  * ("status"), NULL for whole objects. */
 bool kcr__ctrlutil_equal(kcr_value a, kcr_value b, const char *root_key);
 
-/* Whether the value at this path (keys from the object's root; "[]" for an
- * array element) holds a resource.Quantity in a built-in type:
+/* What a built-in type holds at a path. */
+typedef enum kcr__quantity_path {
+    KCR__QPATH_NONE = 0,          /* not a quantity (as far as kcr knows) */
+    KCR__QPATH_QUANTITY = 1,      /* a resource.Quantity, stored as parsed */
+    KCR__QPATH_RESOURCE_LIST = 2  /* a value of a v1.ResourceList, which the apiserver's
+                                     defaulting rounds up to milli-units */
+} kcr__quantity_path;
+
+/* What the value at this path (keys from the object's root; "[]" for an
+ * array element) is in a built-in type. ResourceLists:
  * *.resources.{requests,limits}.*, {spec,status}.{hard,used}.* (ResourceQuota),
  * {spec,status}.{capacity,allocatable,allocatedResources}.* (Node, PV, PVC),
  * *.overhead.*, spec.limits[].{max,min,default,defaultRequest,
- * maxLimitRequestRatio}.* (LimitRange), *.emptyDir.sizeLimit,
- * *.resourceFieldRef.divisor, and a top-level capacity or maximumVolumeSize
- * (CSIStorageCapacity). */
-bool kcr__ctrlutil_quantity_path(const char *const *keys, size_t n);
+ * maxLimitRequestRatio}.* (LimitRange); single quantities:
+ * *.emptyDir.sizeLimit, *.resourceFieldRef.divisor, and a top-level
+ * capacity or maximumVolumeSize (CSIStorageCapacity). */
+kcr__quantity_path kcr__ctrlutil_quantity_path(const char *const *keys, size_t n);
 
 /* max_retries as the public functions take it: 0 is the default, < 0 none. */
 int kcr__ctrlutil_retries(int max_retries);

@@ -552,6 +552,29 @@ kcr_err kcr_quantity_sub(const kcr_quantity *a, const kcr_quantity *b, kcr_quant
     return add_signed(a, b, true, out);
 }
 
+kcr_err kcr_quantity_round_up(const kcr_quantity *q, int32_t scale, kcr_quantity *out,
+                               bool *exact)
+{
+    if (!q || !out)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_quantity_round_up: NULL argument");
+    u128 m = mant_of(q);
+    if (m == 0 || q->exp >= scale) {
+        if (exact)
+            *exact = true;
+        *out = *q;
+        return KCR_OK;
+    }
+    /* the mantissa has no factor of ten: dropping any digit is inexact */
+    for (int64_t i = 0; i < (int64_t)scale - q->exp && m != 0; i++)
+        m /= 10;
+    if (m == U128_MAX)
+        return kcr__fail(KCR_ERR_TOO_LARGE, "kcr_quantity_round_up: the result is too large");
+    kcr_err err = make(m + 1, scale, q->neg != 0, (kcr_quantity_format)q->format, out);
+    if (err == KCR_OK && exact)
+        *exact = false;
+    return err;
+}
+
 kcr_err kcr_quantity_from_int64(int64_t value, int32_t scale, kcr_quantity_format format,
                                 kcr_quantity *out)
 {

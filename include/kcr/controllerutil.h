@@ -138,7 +138,8 @@ typedef kcr_err (*kcr_ctrlutil_mutate_fn)(kcr_object_edit *edit, const kcr_objec
  * mutated are "equal" when the apiserver would store the same thing, and
  * then nothing is sent (UNCHANGED). Maps compare regardless of member
  * order, arrays in order, other values as JSON, and resource quantities by value
- * ("0.5" equals the "500m" the server stored; kcr/quantity.h) where the
+ * ("0.5" equals the "500m" the server stored; kcr/quantity.h), rounded up
+ * to milli-units in a ResourceList as the apiserver does, where the
  * built-in types hold them: *.resources.requests/limits, ResourceQuota
  * spec.hard and status.hard/used, capacity/allocatable/allocatedResources
  * of Node, PV and PVC, a PodSpec's overhead, LimitRange spec.limits[]

@@ -39,8 +39,9 @@
  * that apimachinery v0.37 corrupts: a decimal SI value above the "E" suffix
  * is written with an exponent ("1000E" -> "1e21"; v0.37 writes "1", which
  * later apimachinery fixed the same way), and a binary value beyond 1024Ei
- * keeps the "Ei" suffix. The apiserver also echoes some inputs verbatim:
- * see kcr_quantity_server_text. */
+ * keeps the "Ei" suffix. The apiserver also echoes some inputs verbatim
+ * (see kcr_quantity_server_text) and rounds ResourceList values up to
+ * milli-units (see kcr_quantity_round_up). */
 #ifndef KCR_QUANTITY_H
 #define KCR_QUANTITY_H
 
@@ -106,7 +107,10 @@ KCR_API size_t kcr_quantity_to_string(const kcr_quantity *q, char *buf, size_t c
  * enough ("+1", "01", "1.", "1E3", "1e+3", "1e0" and "1025Ki" stay as
  * written), and writes the canonical text otherwise ("0.5" -> "500m").
  * Writes it with a NUL into buf (cap bytes). Errors: those of
- * kcr_quantity_parse_str, and KCR_ERR_TOO_LARGE when buf is too small. */
+ * kcr_quantity_parse_str, and KCR_ERR_TOO_LARGE when buf is too small.
+ * For a value of a ResourceList the apiserver first rounds up to milli-units:
+ * when kcr_quantity_round_up(q, -3) is not exact it stores the rounded
+ * value's canonical text instead. */
 KCR_API kcr_err kcr_quantity_server_text(const char *text, char *buf, size_t cap);
 
 /* Compares values, ignoring the format: -1, 0 or 1 as a <, ==, > b. */
@@ -126,6 +130,17 @@ KCR_API kcr_err kcr_quantity_sub(const kcr_quantity *a, const kcr_quantity *b, k
 
 /* -q, same format. */
 KCR_API kcr_quantity kcr_quantity_neg(kcr_quantity q);
+
+/* *out = q rounded away from zero to a multiple of 10^scale, same format
+ * (Go's RoundUp: "9.01" at scale -1 is "9.1", "-9.01" is "-9.1"); *exact
+ * (may be NULL) says whether q already was one. The apiserver does this at
+ * scale -3 to every value of a ResourceList (a container's requests and
+ * limits, a ResourceQuota's hard, a Node's capacity ...) before storing it:
+ * "0.9n" is stored there as "1m". out may alias q. Errors: KCR_ERR_INVALID
+ * (NULL q or out), KCR_ERR_TOO_LARGE (the rounded value leaves kcr's
+ * limits). */
+KCR_API kcr_err kcr_quantity_round_up(const kcr_quantity *q, int32_t scale, kcr_quantity *out,
+                                      bool *exact);
 
 /* Builds value * 10^scale in `format` (scale -3 for milli-units, 0 for whole
  * units). Errors: KCR_ERR_INVALID (NULL out, scale below -9, unknown

@@ -122,36 +122,61 @@ Test(ctrlutil_compare, strings_elsewhere_compare_as_text, .init = setup, .fini =
     cr_expect_eq(r, KCR_CTRLUTIL_UPDATED);
 }
 
+#define RL KCR__QPATH_RESOURCE_LIST
+#define QU KCR__QPATH_QUANTITY
+#define NO KCR__QPATH_NONE
+
 Test(ctrlutil_compare, quantity_paths)
 {
     static const struct {
         const char *keys[12];
         size_t n;
-        bool quantity;
+        kcr__quantity_path kind;
     } cases[] = {
-        {{"spec", "hard", "cpu"}, 3, true},
-        {{"status", "used", "requests.memory"}, 3, true},
-        {{"spec", "containers", "[]", "resources", "limits", "cpu"}, 6, true},
+        {{"spec", "hard", "cpu"}, 3, RL},
+        {{"status", "used", "requests.memory"}, 3, RL},
+        {{"spec", "containers", "[]", "resources", "limits", "cpu"}, 6, RL},
         {{"spec", "jobTemplate", "spec", "template", "spec", "containers", "[]", "resources",
           "requests", "memory"},
          10,
-         true},
-        {{"spec", "resources", "requests", "storage"}, 4, true},
-        {{"status", "allocatable", "pods"}, 3, true},
-        {{"spec", "limits", "[]", "defaultRequest", "cpu"}, 5, true},
-        {{"spec", "overhead", "cpu"}, 3, true},
-        {{"spec", "volumes", "[]", "emptyDir", "sizeLimit"}, 5, true},
-        {{"capacity"}, 1, true},
-        {{"data", "cpu"}, 2, false},
-        {{"spec", "hard"}, 2, false},
-        {{"spec", "x", "hard", "cpu"}, 4, false},
-        {{"spec", "limits", "cpu"}, 3, false},
-        {{"metadata", "labels", "limits"}, 3, false},
-        {{"spec", "sizeLimit"}, 2, false},
+         RL},
+        {{"spec", "resources", "requests", "storage"}, 4, RL},
+        {{"status", "allocatable", "pods"}, 3, RL},
+        {{"spec", "limits", "[]", "defaultRequest", "cpu"}, 5, RL},
+        {{"spec", "overhead", "cpu"}, 3, RL},
+        {{"spec", "volumes", "[]", "emptyDir", "sizeLimit"}, 5, QU},
+        {{"capacity"}, 1, QU},
+        {{"data", "cpu"}, 2, NO},
+        {{"spec", "hard"}, 2, NO},
+        {{"spec", "x", "hard", "cpu"}, 4, NO},
+        {{"spec", "limits", "cpu"}, 3, NO},
+        {{"metadata", "labels", "limits"}, 3, NO},
+        {{"spec", "sizeLimit"}, 2, NO},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        cr_expect_eq(kcr__ctrlutil_quantity_path(cases[i].keys, cases[i].n), cases[i].quantity,
+        cr_expect_eq(kcr__ctrlutil_quantity_path(cases[i].keys, cases[i].n), cases[i].kind,
                      "case %zu", i);
+}
+
+Test(ctrlutil_compare, resource_lists_round_up_to_milli, .init = setup, .fini = teardown)
+{
+    /* the apiserver stored "0.0001" of a ResourceList as "1m" */
+    cr_assert_eq(kcr_fake_add(fake, &RQ,
+                              "{\"apiVersion\":\"v1\",\"kind\":\"ResourceQuota\",\"metadata\":"
+                              "{\"name\":\"q\",\"namespace\":\"ns\"},\"spec\":{\"hard\":{"
+                              "\"cpu\":\"1m\",\"memory\":\"1536Mi\",\"requests.storage\":"
+                              "\"1Gi\",\"pods\":\"10\"}}}",
+                              NULL),
+                 KCR_OK);
+    struct hard h = {"0.0001", "1.5Gi", "1Gi", 10};
+    kcr_ctrlutil_op_result r;
+    cr_assert_eq(kcr_ctrlutil_create_or_update(c, &RQ, "ns", "q", set_hard, &h, 0, &r, NULL, NULL),
+                 KCR_OK);
+    cr_expect_eq(r, KCR_CTRLUTIL_UNCHANGED);
+    h.cpu = "0.0011";
+    cr_assert_eq(kcr_ctrlutil_create_or_update(c, &RQ, "ns", "q", set_hard, &h, 0, &r, NULL, NULL),
+                 KCR_OK);
+    cr_expect_eq(r, KCR_CTRLUTIL_UPDATED, "2m differs from 1m");
 }
 
 static kcr_err set_phase(kcr_object_edit *e, const kcr_object *cur, void *ud)

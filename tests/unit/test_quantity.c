@@ -355,3 +355,34 @@ Test(quantity, to_string_truncates_like_snprintf)
     cr_expect_str_eq(buf, "153");
     cr_expect_eq(kcr_quantity_to_string(&q, NULL, 0), 6);
 }
+
+Test(quantity, round_up)
+{
+    static const struct {
+        const char *in;
+        int32_t scale;
+        const char *out;
+        bool exact;
+    } cases[] = {
+        /* TestQuantityRoundUp */
+        {"9.01", -3, "9010m", true},  {"9.01", -2, "9010m", true},  {"9.01", -1, "9100m", false},
+        {"9.01", 0, "10", false},     {"9.01", 1, "10", false},     {"9.01", 2, "100", false},
+        {"-9.01", -3, "-9010m", true}, {"-9.01", -1, "-9100m", false}, {"-9.01", 0, "-10", false},
+        {"-9.01", 2, "-100", false},
+        /* what the apiserver stores in a ResourceList */
+        {"0.9n", -3, "1m", false},    {"1.1E-9", -3, "1e-3", false}, {"0", -3, "0", true},
+        {"1Gi", -3, "1Gi", true},     {"1.0005", -3, "1001m", false}, {"1e-40", -3, "1e-3", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kcr_quantity q = Q(cases[i].in), r;
+        bool exact = !cases[i].exact;
+        cr_assert_eq(kcr_quantity_round_up(&q, cases[i].scale, &r, &exact), KCR_OK);
+        expect_text(&r, cases[i].out);
+        cr_expect_eq(exact, cases[i].exact, "%s at %d", cases[i].in, cases[i].scale);
+        cr_expect_eq(r.format, q.format);
+    }
+    kcr_quantity q = Q("1.5");
+    cr_assert_eq(kcr_quantity_round_up(&q, 0, &q, NULL), KCR_OK);
+    expect_text(&q, "2");
+    cr_expect_eq(kcr_quantity_round_up(NULL, 0, &q, NULL), KCR_ERR_INVALID);
+}
