@@ -3,8 +3,9 @@
  * canonical text parses back to the same value and formats to the same text
  * (a fixed point); the apiserver's text (kcr_quantity_server_text) parses to
  * the same value; comparison is antisymmetric; (a + b) - b == a whenever
- * the sum fits; int64 conversions either fail cleanly or round away from
- * zero by less than one unit. */
+ * the sum fits; rounding up to milli-units moves away from zero by less
+ * than 1m; int64 conversions either fail cleanly or round away from zero by
+ * less than one unit. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,25 @@ static void check_one(const char *text, size_t len, kcr_quantity *q, int *ok)
             abort(); /* only a verbatim text longer than the buffer may fail */
         }
         free(copy);
+    }
+
+    /* rounding up to milli-units moves away from zero, by less than 1m */
+    kcr_quantity r, d, one_milli;
+    bool exact = false;
+    kcr_err rerr = kcr_quantity_round_up(q, -3, &r, &exact);
+    if (rerr == KCR_OK) {
+        if (kcr_quantity_from_int64(1, -3, KCR_QUANTITY_DECIMAL_SI, &one_milli) != KCR_OK)
+            abort();
+        int c = kcr_quantity_cmp(&r, q);
+        if ((exact && c != 0) || (!exact && c != kcr_quantity_sign(q)))
+            abort();
+        if (kcr_quantity_sub(&r, q, &d) == KCR_OK) {
+            kcr_quantity mag = kcr_quantity_sign(&d) < 0 ? kcr_quantity_neg(d) : d;
+            if (kcr_quantity_cmp(&mag, &one_milli) >= 0)
+                abort();
+        }
+    } else if (rerr != KCR_ERR_TOO_LARGE) {
+        abort();
     }
 
     int64_t v, milli;
