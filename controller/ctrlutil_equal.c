@@ -2,12 +2,11 @@
  * anything to write?" test: maps regardless of member order, arrays in
  * order, other values as JSON, and resource quantities by value at the paths
  * where the built-in types hold them, rounded up to milli-units in a
- * ResourceList as the apiserver's defaulting does ("0.5" equals the "500m",
- * and "0.9n" the "1m", the server
- * wrote back). Without schemas, a string elsewhere is compared as text: a
- * CRD's own quantity fields are not recognised (their text is written as
- * given, so a normalised one writes once more per reconcile, never wrongly
- * skips). */
+ * ResourceList as the apiserver's defaulting does ("0.5" equals the "500m"
+ * and "0.9n" the "1m" the server wrote back). Without schemas, a string
+ * elsewhere compares as text: a CRD's own quantity fields are not
+ * recognised (a normalised one is written once more per call, never
+ * wrongly skipped). */
 #include <stdio.h>
 #include <string.h>
 
