@@ -152,7 +152,7 @@ KCR_API kcr_err kcr_quantity_from_int64(int64_t value, int32_t scale, kcr_quanti
  * not exact (1.5 -> 2 and -1.5 -> -2 at scale 0; "1n" -> 1 at scale -3), as
  * Go's ScaledValue does for int64-sized quantities. Errors: KCR_ERR_INVALID
  * (NULL argument), KCR_ERR_TOO_LARGE when the result does not fit int64
- * (Go returns a wrapped value there); *out unchanged on failure. */
+ * (Go returns 0 or a wrapped value there); *out unchanged on failure. */
 KCR_API kcr_err kcr_quantity_scaled_value(const kcr_quantity *q, int32_t scale, int64_t *out);
 
 /* kcr_quantity_scaled_value at scale 0 (Go's Value). */
