@@ -16,6 +16,7 @@
 #include "kcr/log.h"
 #include "kcr/metrics.h"
 #include "kcr/object.h"
+#include "kcr/quantity.h"
 #include "kcr/store.h"
 #include "kcr/time.h"
 #include "kcr/version.h"
