@@ -185,11 +185,17 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     kcr_webhook_server *s = arg;
     if (s->bound)
         evconnlistener_disable(evhttp_bound_socket_get_listener(s->bound));
+    bool answered = s->pending != NULL;
     while (s->pending) {
         struct kcr__wh_job *job = s->pending;
         kcr__wh_job_answer(job, 503, "webhook server stopping\n", 24);
     }
-    event_base_loopbreak(s->base);
+    /* a moment for those answers to be written out */
+    struct timeval flush = {.tv_sec = 0, .tv_usec = 200000};
+    if (answered)
+        event_base_loopexit(s->base, &flush);
+    else
+        event_base_loopbreak(s->base);
 }
 
 static pthread_once_t evthread_once = PTHREAD_ONCE_INIT;
@@ -227,9 +233,13 @@ static kcr_err start_loop(kcr_webhook_server *s)
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     evutil_socket_t fd = evhttp_bound_socket_get_fd(s->bound);
+    int port = 0;
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-        s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                                 : ((struct sockaddr_in *)&ss)->sin_port);
+        port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                              : ((struct sockaddr_in *)&ss)->sin_port);
+    pthread_mutex_lock(&s->mu);
+    s->port = port;
+    pthread_mutex_unlock(&s->mu);
     return KCR_OK;
 }
 
@@ -262,7 +272,13 @@ kcr_err kcr_webhook_server_start(kcr_webhook_server *s)
 
 int kcr_webhook_server_port(const kcr_webhook_server *s)
 {
-    return s ? s->port : 0;
+    if (!s)
+        return 0;
+    kcr_webhook_server *m = (kcr_webhook_server *)s;
+    pthread_mutex_lock(&m->mu);
+    int port = m->port;
+    pthread_mutex_unlock(&m->mu);
+    return port;
 }
 
 void kcr_webhook_server_stop(kcr_webhook_server *s)
@@ -288,6 +304,8 @@ void kcr_webhook_server_free(kcr_webhook_server *s)
         return;
     kcr_webhook_server_stop(s);
     kcr__wh_pool_stop(s);
+    s->bound = NULL;      /* evhttp_free frees the listener before the connections,
+                             whose close hook must not re-enable it */
     if (s->http)
         evhttp_free(s->http); /* frees the connections and their SSLs */
     if (s->cert_timer)

@@ -35,10 +35,9 @@ extern "C" {
 
 typedef struct kcr_webhook_server kcr_webhook_server;
 
-/* What the apiserver is told when a handler overruns its deadline or fails
- * outright (crash-free errors only): the meaning of failurePolicy, applied
- * by the webhook itself so the answer arrives before the apiserver's
- * timeoutSeconds. */
+/* What the apiserver is told when a handler overruns its deadline: the
+ * meaning of failurePolicy, applied by the webhook itself so the answer
+ * arrives before the apiserver's timeoutSeconds (and says why). */
 typedef enum kcr_webhook_failure_policy {
     KCR_WEBHOOK_FAIL = 0,  /* deny (admission) / report a failed conversion */
     KCR_WEBHOOK_IGNORE = 1 /* allow unchanged (admission only; a conversion fails) */
@@ -88,8 +87,9 @@ KCR_API kcr_err kcr_webhook_server_start(kcr_webhook_server *s);
 /* The bound port (useful with port 0), or 0 before start. */
 KCR_API int kcr_webhook_server_port(const kcr_webhook_server *s);
 
-/* Stops accepting, answers what is in flight (handlers still running get
- * their failure policy) and joins the threads. Idempotent. */
+/* Stops accepting, answers what is in flight 503 (the apiserver then applies
+ * the webhook configuration's failurePolicy), waits for handlers still
+ * running to return and joins the threads. Idempotent. */
 KCR_API void kcr_webhook_server_stop(kcr_webhook_server *s);
 
 /* Stops if needed and frees. NULL is ignored. */
@@ -179,7 +179,7 @@ typedef struct kcr_admission_options {
     kcr_admission_fn fn;           /* required */
     void *user_data;
     int64_t timeout_ms;            /* 0: KCR_WEBHOOK_DEFAULT_HANDLER_TIMEOUT_MS */
-    kcr_webhook_failure_policy failure_policy; /* on timeout or handler error */
+    kcr_webhook_failure_policy failure_policy; /* the answer when timeout_ms passes */
 } kcr_admission_options;
 
 /* Registers an admission handler. Before start only (KCR_ERR_STATE after);

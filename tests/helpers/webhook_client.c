@@ -10,6 +10,7 @@ struct wh_client {
     char ca[4096];
     int port;
     long connects;
+    long timeout_ms;
 };
 
 static size_t on_body(char *p, size_t size, size_t n, void *ud)
@@ -50,7 +51,7 @@ static wh_resp perform(wh_client *c, const char *path, struct curl_slist *h)
     curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &r);
-    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, 20000L);
+    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, c->timeout_ms ? c->timeout_ms : 20000L);
     curl_easy_setopt(c->curl, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     CURLcode rc = curl_easy_perform(c->curl);
     if (rc != CURLE_OK)
@@ -89,4 +90,9 @@ wh_resp wh_get(wh_client *c, const char *path)
 long wh_client_connects(wh_client *c)
 {
     return c->connects;
+}
+
+void wh_client_set_timeout(wh_client *c, long ms)
+{
+    c->timeout_ms = ms;
 }

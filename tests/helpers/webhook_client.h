@@ -21,6 +21,8 @@ wh_resp wh_post(wh_client *c, const char *path, const char *body, size_t len,
                 const char *content_type);
 /* A GET, to check methods. */
 wh_resp wh_get(wh_client *c, const char *path);
+/* Gives up on a request after ms (default 20 s): a client going away. */
+void wh_client_set_timeout(wh_client *c, long ms);
 /* Connections curl opened so far (1 while keep-alive holds). */
 long wh_client_connects(wh_client *c);
 

@@ -488,6 +488,26 @@ Test(webhook, an_overrunning_handler_gets_its_failure_policy_in_time_and_blocks_
     cr_assert_eq(st.handler_timeouts, 2);
 }
 
+Test(webhook, a_client_gone_while_its_handler_runs_costs_nothing)
+{
+    /* the client gives up after 100 ms; the deadline (300 ms) answers a
+     * connection that is gone, the handler (1.5 s) finishes later still */
+    wh_client *impatient = wh_client_new(dir, kcr_webhook_server_port(srv));
+    wh_client_set_timeout(impatient, 100);
+    char *body = fixture("admission-create.json");
+    wh_resp r = wh_post(impatient, "/slow-fail", body, 0, NULL);
+    cr_assert_lt(r.code, 0, "curl timed out");
+    free(r.body);
+    wh_client_free(impatient);
+    struct timespec ts = {.tv_sec = 1, .tv_nsec = 700000000};
+    nanosleep(&ts, NULL);
+    kcr_object_unref(answer(wh_post(cli, "/validate", body, 0, NULL)));
+    free(body);
+    kcr_webhook_stats st;
+    kcr_webhook_server_stats(srv, &st);
+    cr_assert_eq(st.handler_timeouts, 1);
+}
+
 Test(webhook, conversion_direct_through_the_hub_and_failures)
 {
     char *body = fixture("conversion-to-v1alpha1.json");
