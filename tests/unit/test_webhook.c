@@ -611,6 +611,13 @@ Test(webhook, a_client_too_slow_to_send_a_request_is_closed)
     kcr_webhook_stats st;
     kcr_webhook_server_stats(srv, &st);
     cr_assert_geq(st.closed_slow, 1);
+    cr_assert_eq(st.connections, 1);
+    for (int i = 0; i < 100 && st.open_connections; i++) { /* its close hook ran */
+        struct timespec ts = {.tv_nsec = 10000000};
+        nanosleep(&ts, NULL);
+        kcr_webhook_server_stats(srv, &st);
+    }
+    cr_assert_eq(st.open_connections, 0);
 }
 
 static void wait_reloads(uint64_t reloads, uint64_t failures)
