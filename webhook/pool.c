@@ -142,6 +142,8 @@ static void *worker_main(void *arg)
         if (!s->queue_head)
             s->queue_tail = NULL;
         pthread_mutex_unlock(&s->mu);
+        if (s->observe)
+            s->observe(job->route->path, job->body, job->len, s->observe_user_data);
         if (job->route->kind == KCR__WH_ADMISSION)
             kcr__wh_admission_run(job);
         else

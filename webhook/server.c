@@ -87,6 +87,8 @@ kcr_err kcr_webhook_server_new(const kcr_webhook_server_options *opts, kcr_webho
     s->max_conns = connection_limit(opts->max_connections);
     s->n_workers = opts->workers > 0 ? opts->workers : 8;
     s->metrics = opts->metrics;
+    s->observe = opts->observe;
+    s->observe_user_data = opts->observe_user_data;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cond, NULL);
     if (!err)

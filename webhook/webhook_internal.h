@@ -76,6 +76,8 @@ struct kcr_webhook_server {
     int max_conns, n_workers;
     kcr_metrics *metrics;
     kcr_metric_family *requests_total;
+    void (*observe)(const char *path, const char *body, size_t len, void *user_data);
+    void *observe_user_data;
     struct kcr__wh_route *routes;
 
     /* loop */

@@ -70,6 +70,11 @@ typedef struct kcr_webhook_server_options {
                                   long is closed; 0: 90000 */
     kcr_metrics *metrics;      /* borrowed until _free: controller-runtime's
                                   controller_runtime_webhook_* families; NULL: none */
+    /* Sees every request body that reaches a handler's path, before it is
+     * decoded (to log or record reviews); path and body are borrowed for the
+     * call. Runs on a worker thread, concurrently with itself. NULL: none. */
+    void (*observe)(const char *path, const char *body, size_t len, void *user_data);
+    void *observe_user_data;
 } kcr_webhook_server_options;
 
 /* A server into *out (not serving until kcr_webhook_server_start), freed with

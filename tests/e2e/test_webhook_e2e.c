@@ -10,8 +10,9 @@
  * stopping the apiserver's calls.
  *
  * With KCR_WEBHOOK_RECORD=<dir>, the review bodies of objects labelled
- * kcr-fixture=<name> are written to <dir>/<name>.json: that is how
- * tests/fixtures/webhook was recorded. */
+ * kcr-fixture=<name> are written to <dir>/<name>.json (the conversion one
+ * through the server's observer): that is how tests/fixtures/webhook was
+ * recorded. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <netinet/in.h>
@@ -118,9 +119,23 @@ static kcr_err alpha_to_beta(const kcr_object *in, kcr_object_edit *out, void *u
     return rename_field(in, out, "spec.deploymentName", "spec.deploymentRef");
 }
 
-static kcr_err convert_recorded(const kcr_object *in, kcr_object_edit *out, void *ud)
+/* The server's observer: records the ConversionReview of the Foo labelled
+ * kcr-fixture=conversion on its way to v1alpha1. */
+static void observe(const char *path, const char *body, size_t len, void *ud)
 {
-    return beta_to_alpha(in, out, ud);
+    (void)ud;
+    const char *out = getenv("KCR_WEBHOOK_RECORD");
+    if (!out || strcmp(path, "/convert") != 0 || !strstr(body, "\"kcr-fixture\":\"conversion\"") ||
+        !strstr(body, "\"desiredAPIVersion\":\"" GROUP "/v1alpha1\""))
+        return;
+    char file[512];
+    snprintf(file, sizeof file, "%s/conversion-to-v1alpha1.json", out);
+    FILE *f = fopen(file, "w");
+    if (f) {
+        fwrite(body, 1, len, f);
+        fputc('\n', f);
+        fclose(f);
+    }
 }
 
 /* ---- setup ---- */
@@ -204,7 +219,7 @@ static void setup(void)
     cr_assert_eq(kcr_webhook_generate_certs(dir, NULL, &bundle), KCR_OK, "%s", kcr_last_error());
     kcr_webhook_server_options o = {.bind_address = "127.0.0.1:0", .cert_dir = dir,
                                     .cert_poll_ms = 100, .read_timeout_ms = 3000,
-                                    .max_connections = 4096};
+                                    .max_connections = 4096, .observe = observe};
     cr_assert_eq(kcr_webhook_server_new(&o, &srv), KCR_OK, "%s", kcr_last_error());
     kcr_admission_options a[] = {
         {.path = "/validate", .type = KCR_ADMISSION_VALIDATING, .fn = validate},
@@ -215,7 +230,7 @@ static void setup(void)
          .timeout_ms = 2000, .failure_policy = KCR_WEBHOOK_IGNORE}};
     for (size_t i = 0; i < 4; i++)
         cr_assert_eq(kcr_webhook_server_add_admission(srv, &a[i]), KCR_OK);
-    kcr_converter conv[] = {{GROUP "/v1beta1", GROUP "/v1alpha1", convert_recorded},
+    kcr_converter conv[] = {{GROUP "/v1beta1", GROUP "/v1alpha1", beta_to_alpha},
                             {GROUP "/v1alpha1", GROUP "/v1beta1", alpha_to_beta}};
     kcr_conversion_options c = {.path = "/convert", .converters = conv, .n_converters = 2};
     cr_assert_eq(kcr_webhook_server_add_conversion(srv, &c), KCR_OK);

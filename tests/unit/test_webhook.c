@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,14 @@ static char dir[64];
 static kcr_webhook_server *srv;
 static kcr_metrics *metrics;
 static wh_client *cli;
+static atomic_int observed;
+
+static void observe(const char *path, const char *body, size_t len, void *ud)
+{
+    (void)ud;
+    if (strcmp(path, "/validate") == 0 && len == strlen(body))
+        atomic_fetch_add(&observed, 1);
+}
 
 static char *fixture(const char *name)
 {
@@ -165,7 +174,8 @@ static void start(void)
     cr_assert_eq(kcr_metrics_new(NULL, &metrics), KCR_OK);
     kcr_webhook_server_options o = {.bind_address = "127.0.0.1:0", .cert_dir = dir,
                                     .cert_poll_ms = 50, .read_timeout_ms = 400,
-                                    .max_body_bytes = 64 * 1024, .metrics = metrics};
+                                    .max_body_bytes = 64 * 1024, .metrics = metrics,
+                                    .observe = observe};
     cr_assert_eq(kcr_webhook_server_new(&o, &srv), KCR_OK, "%s", kcr_last_error());
     kcr_admission_options a[] = {
         {.path = "/validate", .type = KCR_ADMISSION_VALIDATING, .fn = validate_foo},
@@ -674,6 +684,7 @@ Test(webhook, metrics_carry_controller_runtime_names)
     cr_assert(strstr(text, "controller_runtime_webhook_latency_seconds_count{webhook=\"/validate\"} 2"));
     cr_assert(strstr(text, "controller_runtime_webhook_requests_in_flight{webhook=\"/validate\"} 0"));
     free(text);
+    cr_assert_eq(atomic_load(&observed), 2, "the observer sees each body that reached a handler");
 }
 
 Test(webhook_options, bad_options_and_a_missing_certificate_fail_clearly)
