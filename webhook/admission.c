@@ -132,22 +132,13 @@ static bool write_answer(const char *api_version, const char *uid,
     return kcr__wh_gen_take(g, ok, out, len);
 }
 
-static void reply_text(struct kcr__wh_job *job, int status, const char *why)
-{
-    job->status = status;
-    if (asprintf(&job->reply, "%s\n", why) < 0)
-        job->reply = NULL;
-    job->reply_len = job->reply ? strlen(job->reply) : 0;
-}
-
-/* Decodes, calls the handler, answers (worker thread). Also used by the
- * unit tests through kcr__wh_admission_serve. */
+/* Decodes, calls the handler, writes the answer into the job (worker). */
 void kcr__wh_admission_run(struct kcr__wh_job *job)
 {
     const struct kcr__wh_route *route = job->route;
     struct kcr__wh_admission a;
     if (kcr__wh_admission_decode(job->body, job->len, &a) != KCR_OK) {
-        reply_text(job, 400, kcr_last_error());
+        kcr__wh_job_text(job, 400, kcr_last_error());
         kcr__wh_admission_free(&a);
         return;
     }
@@ -167,7 +158,7 @@ void kcr__wh_admission_run(struct kcr__wh_job *job)
     job->status = 200;
     if (!write_answer(a.api_version, a.req.uid, &r, r.allowed ? patch : NULL, &job->reply,
                       &job->reply_len))
-        reply_text(job, 500, "out of memory writing the answer");
+        kcr__wh_job_text(job, 500, "out of memory writing the answer");
     free(patch);
     response_free(&r);
     kcr__wh_admission_free(&a);

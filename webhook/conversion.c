@@ -117,20 +117,12 @@ static bool write_answer(const struct kcr__wh_conversion *cv, const char *api_ve
     return kcr__wh_gen_take(g, ok, out, len);
 }
 
-static void answer_text(struct kcr__wh_job *job, int status, const char *why)
-{
-    job->status = status;
-    if (asprintf(&job->reply, "%s\n", why) < 0)
-        job->reply = NULL;
-    job->reply_len = job->reply ? strlen(job->reply) : 0;
-}
-
 void kcr__wh_conversion_run(struct kcr__wh_job *job)
 {
     const struct converters *c = job->route->owned;
     struct kcr__wh_conversion cv;
     if (kcr__wh_conversion_decode(job->body, job->len, &cv) != KCR_OK) {
-        answer_text(job, 400, kcr_last_error());
+        kcr__wh_job_text(job, 400, kcr_last_error());
         kcr__wh_conversion_free(&cv);
         return;
     }
@@ -147,7 +139,7 @@ void kcr__wh_conversion_run(struct kcr__wh_job *job)
     job->status = 200;
     if (!write_answer(&cv, kcr_object_api_version(cv.review), converted,
                       *failure ? failure : NULL, &job->reply, &job->reply_len))
-        answer_text(job, 500, "out of memory writing the answer");
+        kcr__wh_job_text(job, 500, "out of memory writing the answer");
     for (size_t i = 0; converted && i < cv.n_objects; i++)
         kcr_object_unref(converted[i]);
     free(converted);

@@ -5,6 +5,7 @@
  * thread-safe). The loop answers whichever comes first, the result or the
  * deadline (the failure policy); the other is dropped. A slow handler thus
  * holds one worker, never the loop, and never the answer past its deadline. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,14 @@ void kcr__wh_job_unref(struct kcr__wh_job *job)
     free(job->body);
     free(job->reply);
     free(job);
+}
+
+void kcr__wh_job_text(struct kcr__wh_job *job, int status, const char *why)
+{
+    job->status = status;
+    if (asprintf(&job->reply, "%s\n", why) < 0)
+        job->reply = NULL;
+    job->reply_len = job->reply ? strlen(job->reply) : 0;
 }
 
 void kcr__wh_job_answer(struct kcr__wh_job *job, int status, const char *body, size_t len)

@@ -145,6 +145,9 @@ void kcr__wh_job_unref(struct kcr__wh_job *job);
  * to the request. body is copied. */
 void kcr__wh_job_answer(struct kcr__wh_job *job, int status, const char *body, size_t len);
 
+/* Worker: sets the job's result to a text/plain answer (why + newline). */
+void kcr__wh_job_text(struct kcr__wh_job *job, int status, const char *why);
+
 /* Runs a job's handler: fills job->status/reply (worker thread). */
 void kcr__wh_admission_run(struct kcr__wh_job *job);
 void kcr__wh_conversion_run(struct kcr__wh_job *job);
