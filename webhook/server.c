@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -232,6 +234,10 @@ static kcr_err start_loop(kcr_webhook_server *s)
                          s->port_wanted, strerror(errno));
     struct evconnlistener *l = evhttp_bound_socket_get_listener(s->bound);
     evconnlistener_set_error_cb(l, kcr__wh_accept_error);
+    /* accepted sockets inherit it (Linux): without it, an answer written in
+     * two TLS records waits for the client's delayed ACK (~40 ms) */
+    int one = 1;
+    setsockopt(evhttp_bound_socket_get_fd(s->bound), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     evutil_socket_t fd = evhttp_bound_socket_get_fd(s->bound);
