@@ -304,9 +304,9 @@ static void wait_webhooks_active(void)
     }
 }
 
-TestSuite(webhook_e2e, .init = setup, .fini = teardown, .timeout = 240);
+#define E2E_TEST(name) Test(webhook_e2e, name, .init = setup, .fini = teardown, .timeout = 240)
 
-Test(webhook_e2e, an_invalid_foo_is_refused_with_the_webhooks_message)
+E2E_TEST(an_invalid_foo_is_refused_with_the_webhooks_message)
 {
     wait_webhooks_active();
     char *j = foo_json(GROUP "/v1alpha1", "too-many", "\"kcr-fixture\":\"admission-create-invalid\"",
@@ -335,7 +335,7 @@ Test(webhook_e2e, an_invalid_foo_is_refused_with_the_webhooks_message)
     cr_assert(strstr(out, "spec.replicas must be between 0 and 10"), "%s", out);
 }
 
-Test(webhook_e2e, a_foo_without_replicas_is_stored_with_one_and_valid_ones_pass)
+E2E_TEST(a_foo_without_replicas_is_stored_with_one_and_valid_ones_pass)
 {
     wait_webhooks_active();
     char *j = foo_json(GROUP "/v1alpha1", "defaulted",
@@ -367,7 +367,7 @@ Test(webhook_e2e, a_foo_without_replicas_is_stored_with_one_and_valid_ones_pass)
     cr_assert_eq(kcr_client_delete(client, &FOOS, ns, "valid", NULL, NULL, NULL), KCR_OK);
 }
 
-Test(webhook_e2e, a_v1beta1_foo_is_stored_as_v1alpha1_and_read_back_unchanged)
+E2E_TEST(a_v1beta1_foo_is_stored_as_v1alpha1_and_read_back_unchanged)
 {
     wait_webhooks_active();
     char *j = foo_json(GROUP "/v1beta1", "beta", "\"kcr-fixture\":\"conversion\"",
@@ -398,7 +398,7 @@ Test(webhook_e2e, a_v1beta1_foo_is_stored_as_v1alpha1_and_read_back_unchanged)
     kcr_object_unref(created);
 }
 
-Test(webhook_e2e, a_dry_run_calls_the_webhooks_and_changes_nothing)
+E2E_TEST(a_dry_run_calls_the_webhooks_and_changes_nothing)
 {
     wait_webhooks_active();
     int before = atomic_load(&dry_runs);
@@ -439,7 +439,7 @@ static void *write_stream(void *arg)
     return NULL;
 }
 
-Test(webhook_e2e, rotating_the_certificate_during_a_stream_of_requests_fails_none)
+E2E_TEST(rotating_the_certificate_during_a_stream_of_requests_fails_none)
 {
     wait_webhooks_active();
     struct stream s = {0};
@@ -460,7 +460,7 @@ Test(webhook_e2e, rotating_the_certificate_during_a_stream_of_requests_fails_non
                  s.last_error);
 }
 
-Test(webhook_e2e, a_handler_past_its_deadline_gets_the_policy_within_the_apiservers_timeout)
+E2E_TEST(a_handler_past_its_deadline_gets_the_policy_within_the_apiservers_timeout)
 {
     wait_webhooks_active();
     char *j = foo_json(GROUP "/v1alpha1", "slow-fail", "\"slow\":\"fail\"", "\"replicas\":1");
@@ -513,7 +513,7 @@ static void *slowloris(void *arg)
     return NULL;
 }
 
-Test(webhook_e2e, a_connection_flood_and_a_slow_client_do_not_stop_the_apiservers_calls)
+E2E_TEST(a_connection_flood_and_a_slow_client_do_not_stop_the_apiservers_calls)
 {
     wait_webhooks_active();
     enum { FLOOD = 1000 };

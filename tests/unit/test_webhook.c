@@ -168,6 +168,7 @@ static kcr_err alpha_to_gamma(const kcr_object *in, kcr_object_edit *out, void *
 
 static void start(void)
 {
+    atomic_store(&observed, 0);
     snprintf(dir, sizeof dir, "/tmp/kcr-wh-XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
     cr_assert_eq(kcr_webhook_generate_certs(dir, NULL, NULL), KCR_OK, "%s", kcr_last_error());
@@ -219,7 +220,9 @@ static void stop(void)
     cr_assert_eq(system(cmd), 0);
 }
 
-TestSuite(webhook, .init = start, .fini = stop, .timeout = 60);
+/* Every test gets a fresh server (per-test init, as tests/tsan-runner
+ * supports no TestSuite). */
+#define WH_TEST(name) Test(webhook, name, .init = start, .fini = stop, .timeout = 60)
 
 /* The answer's response object. */
 static kcr_object *answer(wh_resp r)
@@ -231,7 +234,7 @@ static kcr_object *answer(wh_resp r)
     return o;
 }
 
-Test(webhook, validating_allows_and_denies_with_the_message)
+WH_TEST(validating_allows_and_denies_with_the_message)
 {
     char *body = fixture("admission-create.json");
     kcr_object *rev;
@@ -256,7 +259,7 @@ Test(webhook, validating_allows_and_denies_with_the_message)
     free(body);
 }
 
-Test(webhook, dry_run_and_warnings_reach_the_handler_and_the_answer)
+WH_TEST(dry_run_and_warnings_reach_the_handler_and_the_answer)
 {
     char *body = fixture("admission-create-dryrun.json");
     kcr_object *a = answer(wh_post(cli, "/validate", body, 0, NULL));
@@ -291,7 +294,7 @@ static kcr_object *patched(const char *body, kcr_object *a)
     return out;
 }
 
-Test(webhook, mutating_returns_a_json_patch_that_the_apiserver_can_apply)
+WH_TEST(mutating_returns_a_json_patch_that_the_apiserver_can_apply)
 {
     char *body = fixture("admission-create-noreplicas.json");
     kcr_object *a = answer(wh_post(cli, "/mutate", body, 0, NULL));
@@ -304,7 +307,7 @@ Test(webhook, mutating_returns_a_json_patch_that_the_apiserver_can_apply)
     free(body);
 }
 
-Test(webhook, a_mutating_handler_that_changes_nothing_sends_no_patch)
+WH_TEST(a_mutating_handler_that_changes_nothing_sends_no_patch)
 {
     char *body = fixture("admission-create.json");
     kcr_object *a = answer(wh_post(cli, "/mutate", body, 0, NULL));
@@ -319,7 +322,7 @@ Test(webhook, a_mutating_handler_that_changes_nothing_sends_no_patch)
     free(body);
 }
 
-Test(webhook, a_validating_handler_cannot_edit)
+WH_TEST(a_validating_handler_cannot_edit)
 {
     char *body = fixture("admission-create.json");
     kcr_object *a = answer(wh_post(cli, "/mutate-not", body, 0, NULL));
@@ -331,7 +334,7 @@ Test(webhook, a_validating_handler_cannot_edit)
     free(body);
 }
 
-Test(webhook, a_handler_error_denies_with_500_and_its_message)
+WH_TEST(a_handler_error_denies_with_500_and_its_message)
 {
     char *body = fixture("admission-create.json");
     kcr_object *a = answer(wh_post(cli, "/failing", body, 0, NULL));
@@ -343,7 +346,7 @@ Test(webhook, a_handler_error_denies_with_500_and_its_message)
     free(body);
 }
 
-Test(webhook, the_defaulter_validator_pair_at_kubebuilder_paths)
+WH_TEST(the_defaulter_validator_pair_at_kubebuilder_paths)
 {
     char *body = fixture("admission-create-noreplicas.json");
     kcr_object *a = answer(wh_post(cli, "/mutate-samplecontroller-k8s-io-v1alpha1-foo", body, 0,
@@ -386,7 +389,7 @@ static void expect_status(wh_resp r, long code, const char *why)
     free(r.body);
 }
 
-Test(webhook, bad_input_is_answered_4xx_with_the_reason)
+WH_TEST(bad_input_is_answered_4xx_with_the_reason)
 {
     expect_status(wh_post(cli, "/validate", "{not json", 0, NULL), 400, "not a JSON object");
     expect_status(wh_post(cli, "/validate", "[1,2]", 0, NULL), 400, "not a JSON object");
@@ -463,7 +466,7 @@ static void *call_slow(void *arg)
     return NULL;
 }
 
-Test(webhook, an_overrunning_handler_gets_its_failure_policy_in_time_and_blocks_no_other)
+WH_TEST(an_overrunning_handler_gets_its_failure_policy_in_time_and_blocks_no_other)
 {
     struct slow_call fail = {.path = "/slow-fail"}, ignore = {.path = "/slow-ignore"};
     pthread_t a, b;
@@ -498,7 +501,7 @@ Test(webhook, an_overrunning_handler_gets_its_failure_policy_in_time_and_blocks_
     cr_assert_eq(st.handler_timeouts, 2);
 }
 
-Test(webhook, a_client_gone_while_its_handler_runs_costs_nothing)
+WH_TEST(a_client_gone_while_its_handler_runs_costs_nothing)
 {
     /* the client gives up after 100 ms; the deadline (300 ms) answers a
      * connection that is gone, the handler (1.5 s) finishes later still */
@@ -518,7 +521,7 @@ Test(webhook, a_client_gone_while_its_handler_runs_costs_nothing)
     cr_assert_eq(st.handler_timeouts, 1);
 }
 
-Test(webhook, conversion_direct_through_the_hub_and_failures)
+WH_TEST(conversion_direct_through_the_hub_and_failures)
 {
     char *body = fixture("conversion-to-v1alpha1.json");
     kcr_object *rev;
@@ -580,7 +583,7 @@ Test(webhook, conversion_direct_through_the_hub_and_failures)
     kcr_object_unref(a);
 }
 
-Test(webhook, keep_alive_reuses_one_connection)
+WH_TEST(keep_alive_reuses_one_connection)
 {
     char *body = fixture("admission-create.json");
     for (int i = 0; i < 20; i++)
@@ -601,7 +604,7 @@ static int connect_raw(void)
     return fd;
 }
 
-Test(webhook, a_client_too_slow_to_send_a_request_is_closed)
+WH_TEST(a_client_too_slow_to_send_a_request_is_closed)
 {
     int fd = connect_raw();
     double t0 = now_s();
@@ -645,7 +648,7 @@ static void wait_reloads(uint64_t reloads, uint64_t failures)
                    (unsigned long long)st.cert_reload_failures, (unsigned long long)failures);
 }
 
-Test(webhook, certificates_reload_and_a_bad_pair_is_refused)
+WH_TEST(certificates_reload_and_a_bad_pair_is_refused)
 {
     char *body = fixture("admission-create.json");
     kcr_object_unref(answer(wh_post(cli, "/validate", body, 0, NULL)));
@@ -670,7 +673,7 @@ Test(webhook, certificates_reload_and_a_bad_pair_is_refused)
     free(body);
 }
 
-Test(webhook, metrics_carry_controller_runtime_names)
+WH_TEST(metrics_carry_controller_runtime_names)
 {
     char *body = fixture("admission-create.json");
     kcr_object_unref(answer(wh_post(cli, "/validate", body, 0, NULL)));
