@@ -223,6 +223,9 @@ static kcr_err start_loop(kcr_webhook_server *s)
     evhttp_set_bevcb(s->http, kcr__wh_conn_new, s);
     evhttp_set_gencb(s->http, on_request, s);
     evhttp_set_max_body_size(s->http, (ev_ssize_t)s->max_body);
+    /* read (and drop) an oversized body before answering 413, so the client
+     * is not reset mid-send and sees the answer; read_timeout_ms bounds it */
+    evhttp_set_flags(s->http, EVHTTP_SERVER_LINGERING_CLOSE);
     evhttp_set_max_headers_size(s->http, HEADERS_MAX);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_POST | EVHTTP_REQ_GET);
     struct timeval tv = {.tv_sec = s->idle_timeout_ms / 1000,
