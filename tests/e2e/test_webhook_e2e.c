@@ -45,29 +45,9 @@ static atomic_int dry_runs;
 
 /* ---- the webhook's handlers ---- */
 
-static void record(const kcr_admission_request *req, const kcr_object *obj)
-{
-    const char *out = getenv("KCR_WEBHOOK_RECORD");
-    const char *name = obj ? kcr_object_label(obj, "kcr-fixture") : NULL;
-    if (!out || !name)
-        return;
-    char path[512], *json;
-    snprintf(path, sizeof path, "%s/%s.json", out, name);
-    if (kcr_object_to_json(req->review, &json, NULL) != KCR_OK)
-        return;
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fprintf(f, "%s\n", json);
-        fclose(f);
-    }
-    free(json);
-}
-
 static kcr_err validate(const kcr_admission_request *req, kcr_admission_response *resp, void *ud)
 {
     (void)ud;
-    const kcr_object *o = req->object ? req->object : req->old_object;
-    record(req, o);
     if (req->dry_run)
         atomic_fetch_add(&dry_runs, 1);
     if (req->operation == KCR_ADMISSION_DELETE)
@@ -81,9 +61,6 @@ static kcr_err validate(const kcr_admission_request *req, kcr_admission_response
 static kcr_err mutate(const kcr_admission_request *req, kcr_admission_response *resp, void *ud)
 {
     (void)ud;
-    const char *fx = kcr_object_label(req->object, "kcr-fixture");
-    if (fx && strcmp(fx, "admission-create-noreplicas") == 0)
-        record(req, req->object);
     if (kcr_value_get_type(kcr_object_get(req->object, "spec.replicas")) != KCR_VALUE_ABSENT)
         return KCR_OK;
     kcr_object_edit *e;
@@ -119,23 +96,47 @@ static kcr_err alpha_to_beta(const kcr_object *in, kcr_object_edit *out, void *u
     return rename_field(in, out, "spec.deploymentName", "spec.deploymentRef");
 }
 
-/* The server's observer: records the ConversionReview of the Foo labelled
- * kcr-fixture=conversion on its way to v1alpha1. */
+/* The server's observer: with KCR_WEBHOOK_RECORD set, writes the body the
+ * apiserver sent for an object labelled kcr-fixture=NAME to NAME.json, as
+ * it came: the validating review (the mutating one for
+ * admission-create-noreplicas), and the ConversionReview to v1alpha1 of
+ * the one labelled "conversion" as conversion-to-v1alpha1.json. */
 static void observe(const char *path, const char *body, size_t len, void *ud)
 {
     (void)ud;
-    const char *out = getenv("KCR_WEBHOOK_RECORD");
-    if (!out || strcmp(path, "/convert") != 0 || !strstr(body, "\"kcr-fixture\":\"conversion\"") ||
-        !strstr(body, "\"desiredAPIVersion\":\"" GROUP "/v1alpha1\""))
+    const char *dir_out = getenv("KCR_WEBHOOK_RECORD");
+    kcr_object *rev = NULL;
+    if (!dir_out || kcr_object_parse_any(body, len, &rev) != KCR_OK)
         return;
-    char file[512];
-    snprintf(file, sizeof file, "%s/conversion-to-v1alpha1.json", out);
-    FILE *f = fopen(file, "w");
-    if (f) {
-        fwrite(body, 1, len, f);
-        fputc('\n', f);
-        fclose(f);
+    const char *name = NULL;
+    kcr_value o = kcr_object_get(rev, "request.object");
+    if (kcr_value_get_type(o) != KCR_VALUE_OBJECT)
+        o = kcr_object_get(rev, "request.oldObject");
+    if (strcmp(path, "/convert") == 0) {
+        o = kcr_object_get(rev, "request.objects[0]");
+        const char *to = kcr_value_string(kcr_object_get(rev, "request.desiredAPIVersion"), NULL);
+        const char *fx = kcr_value_string(kcr_value_get(o, "metadata.labels.kcr-fixture"), NULL);
+        if (fx && strcmp(fx, "conversion") == 0 && to && strcmp(to, GROUP "/v1alpha1") == 0)
+            name = "conversion-to-v1alpha1";
+    } else {
+        name = kcr_value_string(kcr_value_get(o, "metadata.labels.kcr-fixture"), NULL);
+        bool noreplicas = name && strcmp(name, "admission-create-noreplicas") == 0;
+        if (name && (strcmp(name, "conversion") == 0 ||
+                     noreplicas != (strcmp(path, "/mutate") == 0) ||
+                     (!noreplicas && strcmp(path, "/validate") != 0)))
+            name = NULL;
     }
+    if (name) {
+        char file[512];
+        snprintf(file, sizeof file, "%s/%s.json", dir_out, name);
+        FILE *f = fopen(file, "w");
+        if (f) {
+            fwrite(body, 1, len, f);
+            fputc('\n', f);
+            fclose(f);
+        }
+    }
+    kcr_object_unref(rev);
 }
 
 /* ---- setup ---- */

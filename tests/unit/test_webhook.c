@@ -65,6 +65,11 @@ static kcr_err validate_foo(const kcr_admission_request *req, kcr_admission_resp
     (void)ud;
     if (req->operation == KCR_ADMISSION_DELETE)
         return KCR_OK;
+    /* what the apiserver sends is all decoded */
+    if (!*req->username || kcr_value_len(kcr_value_get(req->user_info, "groups")) == 0 ||
+        strcmp(req->kind, "Foo") != 0 || strcmp(req->resource, "foos") != 0 || !*req->ns ||
+        strcmp(req->name, kcr_object_name(req->object)) != 0)
+        return kcr_admission_deny(resp, 400, "the request was not decoded in full");
     int64_t r = kcr_value_int(kcr_object_get(req->object, "spec.replicas"));
     if (r > 10)
         return kcr_admission_deny(resp, 0, "spec.replicas must be at most 10");
@@ -159,9 +164,9 @@ static kcr_err alpha_to_beta(const kcr_object *in, kcr_object_edit *out, void *u
     return rename_field(in, out, "spec.deploymentName", "spec.deploymentRef");
 }
 
-#define ALPHA "samplecontroller.k8s.io/v1alpha1"
-#define BETA "samplecontroller.k8s.io/v1beta1"
-#define GAMMA "samplecontroller.k8s.io/v1gamma1"
+#define ALPHA "webhooktest.kcr.io/v1alpha1"
+#define BETA "webhooktest.kcr.io/v1beta1"
+#define GAMMA "webhooktest.kcr.io/v1gamma1"
 
 static kcr_err gamma_to_alpha(const kcr_object *in, kcr_object_edit *out, void *ud)
 {
