@@ -180,7 +180,22 @@ static void *loop_main(void *arg)
     return NULL;
 }
 
-/* Loop: the stop request. Answers what is pending, then ends the loop. */
+/* Loop, last: closes every connection (evhttp_free) while the loop still
+ * runs, since libevent finishes freeing a connection's bufferevent from the
+ * loop; a moment later the loop ends. */
+static void close_all(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    kcr_webhook_server *s = arg;
+    s->bound = NULL; /* freed first by evhttp_free; the close hooks must not use it */
+    evhttp_free(s->http);
+    s->http = NULL;
+    struct timeval finalize = {.tv_sec = 0, .tv_usec = 50000};
+    event_base_loopexit(s->base, &finalize);
+}
+
+/* Loop: the stop request. Stops accepting, answers what is pending, gives
+ * those answers a moment to be written, then closes everything. */
 static void on_stop(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what;
@@ -192,12 +207,9 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
         struct kcr__wh_job *job = s->pending;
         kcr__wh_job_answer(job, 503, "webhook server stopping\n", 24);
     }
-    /* a moment for those answers to be written out */
-    struct timeval flush = {.tv_sec = 0, .tv_usec = 200000};
-    if (answered)
-        event_base_loopexit(s->base, &flush);
-    else
-        event_base_loopbreak(s->base);
+    struct timeval flush = {.tv_sec = 0, .tv_usec = answered ? 200000 : 0};
+    if (event_base_once(s->base, -1, EV_TIMEOUT, close_all, s, &flush) != 0)
+        close_all(-1, 0, s);
 }
 
 static pthread_once_t evthread_once = PTHREAD_ONCE_INIT;
@@ -316,7 +328,7 @@ void kcr_webhook_server_free(kcr_webhook_server *s)
     s->bound = NULL;      /* evhttp_free frees the listener before the connections,
                              whose close hook must not re-enable it */
     if (s->http)
-        evhttp_free(s->http); /* frees the connections and their SSLs */
+        evhttp_free(s->http); /* never started: no connection to finish */
     if (s->cert_timer)
         event_free(s->cert_timer);
     if (s->done_ev)

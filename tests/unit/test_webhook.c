@@ -724,6 +724,24 @@ WH_TEST(certificates_reload_and_a_bad_pair_is_refused)
     free(body);
 }
 
+WH_TEST(a_server_freed_with_connections_open_releases_them)
+{
+    /* the fixture's client keeps its connection open across the stop; LSan
+     * (ASan tree) checks that nothing of it is left */
+    char *body = fixture("admission-create.json");
+    kcr_object_unref(answer(wh_post(cli, "/validate", body, 0, NULL)));
+    free(body);
+    kcr_webhook_stats st;
+    kcr_webhook_server_stats(srv, &st);
+    cr_assert_eq(st.open_connections, 1);
+    kcr_webhook_server_stop(srv);
+    kcr_webhook_server_stats(srv, &st);
+    cr_assert_eq(st.open_connections, 0, "stop closes the kept-alive connection");
+    wh_resp r = wh_post(cli, "/validate", "{}", 0, NULL);
+    cr_assert_lt(r.code, 0, "a stopped server answers nothing (got HTTP %ld)", r.code);
+    free(r.body);
+}
+
 WH_TEST(metrics_carry_controller_runtime_names)
 {
     char *body = fixture("admission-create.json");
