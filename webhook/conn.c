@@ -123,22 +123,31 @@ struct kcr__wh_conn *kcr__wh_conn_of(struct evhttp_request *req)
     return ssl ? SSL_get_ex_data(ssl, kcr__wh_conn_index()) : NULL;
 }
 
+/* Loop: accepting resumes unless the server is closing or at its limit
+ * (then the next connection's close resumes it). */
 static void resume_accept(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what;
-    evconnlistener_enable(arg);
+    kcr_webhook_server *s = arg;
+    if (s->bound && s->open_conns < s->max_conns) {
+        s->accept_paused = false;
+        evconnlistener_enable(evhttp_bound_socket_get_listener(s->bound));
+    }
 }
 
 /* accept() failed: out of descriptors (or memory) leaves the listening
  * socket readable and the loop would spin on it, so accepting pauses for
- * 100 ms. (The callback's argument is evhttp's, hence the listener alone.) */
+ * 100 ms. (The callback's argument is evhttp's: the server is the loop
+ * thread's.) */
 void kcr__wh_accept_error(struct evconnlistener *l, void *arg)
 {
     (void)arg;
+    kcr_webhook_server *s = kcr__wh_loop_server;
     int e = EVUTIL_SOCKET_ERROR();
     kcr__log(KCR_LOG_WARN, "webhook", "accept failed: %s; pausing accepts for 100 ms",
              evutil_socket_error_to_string(e));
     evconnlistener_disable(l);
+    s->accept_paused = true;
     struct timeval tv = {.tv_sec = 0, .tv_usec = 100000};
-    event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT, resume_accept, l, &tv);
+    event_base_once(s->base, -1, EV_TIMEOUT, resume_accept, s, &tv);
 }

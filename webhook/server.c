@@ -166,9 +166,12 @@ static void on_request(struct evhttp_request *req, void *arg)
     kcr__wh_pool_submit(s, job);
 }
 
+_Thread_local kcr_webhook_server *kcr__wh_loop_server;
+
 static void *loop_main(void *arg)
 {
     kcr_webhook_server *s = arg;
+    kcr__wh_loop_server = s;
     /* OpenSSL writes to sockets with write(): a peer gone away would raise
      * SIGPIPE and kill the process. Blocked on this thread (the only one
      * writing to connections) it stays pending and write() fails EPIPE. */

@@ -130,6 +130,8 @@ void kcr__wh_conn_arm(struct kcr__wh_conn *c, int64_t ms);
 void kcr__wh_conn_disarm(struct kcr__wh_conn *c);
 /* Once: the SSL ex_data slot holding the connection. */
 int kcr__wh_conn_index(void);
+/* The server whose loop runs on this thread (set by the loop thread). */
+extern _Thread_local kcr_webhook_server *kcr__wh_loop_server;
 /* The listener's error callback: pauses accepting on EMFILE and friends. */
 void kcr__wh_accept_error(struct evconnlistener *l, void *arg);
 
