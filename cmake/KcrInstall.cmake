@@ -6,6 +6,10 @@ set(kcr_install_targets kcr kcr_static kcr_testing) # kcr::testing: tests only
 if(KCR_BUILD_HTTP)
     list(APPEND kcr_install_targets kcr_http kcr_http_static) # kcr::http, kcr::http_static
 endif()
+if(KCR_BUILD_WEBHOOK)
+    # kcr::webhook, kcr::webhook_static and the development certificate tool
+    list(APPEND kcr_install_targets kcr_webhook kcr_webhook_static kcr-webhook-certs)
+endif()
 install(TARGETS ${kcr_install_targets} EXPORT kcrTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -33,5 +37,10 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kcr-testing.pc DESTINATION ${CMAKE_INS
 if(KCR_BUILD_HTTP)
     configure_file(cmake/kcr-http.pc.in ${CMAKE_CURRENT_BINARY_DIR}/kcr-http.pc @ONLY)
     install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kcr-http.pc
+            DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()
+if(KCR_BUILD_WEBHOOK)
+    configure_file(cmake/kcr-webhook.pc.in ${CMAKE_CURRENT_BINARY_DIR}/kcr-webhook.pc @ONLY)
+    install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kcr-webhook.pc
             DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endif()

@@ -293,6 +293,18 @@ KCR_API kcr_err kcr_object_apply_merge_patch(const kcr_object *obj, const char *
 KCR_API kcr_err kcr_object_apply_json_patch(const kcr_object *obj, const char *patch, size_t len,
                                             kcr_object **out);
 
+/* Computes the RFC 6902 JSON Patch that turns `from` into `to` (both
+ * borrowed): a compact JSON array in *out (malloc'd, caller frees; *len may
+ * be NULL), "[]" when they are equal. Changed members give add / remove /
+ * replace at their own path (JSON Pointer, ~0 ~1 escaped); arrays of equal
+ * length are compared element by element, others are replaced whole.
+ * Applying the result to `from` (kcr_object_apply_json_patch) yields `to`.
+ * This is what a mutating admission webhook returns. Thread-safe. Errors:
+ * KCR_ERR_INVALID (NULL argument), KCR_ERR_NOMEM, KCR_ERR_TOO_LARGE
+ * (nesting deeper than 256 levels). */
+KCR_API kcr_err kcr_object_json_patch_diff(const kcr_object *from, const kcr_object *to,
+                                           char **out, size_t *len);
+
 /* ---- Transforms ---------------------------------------------------------- */
 
 /* A transform applied to each object before it is stored (e.g. by an

@@ -1,0 +1,59 @@
+/* bench_webhook_server CERT_DIR PORT: kcr's side of bench/webhook, a webhook
+ * server with the twin's two handlers: /mutate defaults spec.replicas to 1
+ * (kcr computes the patch), /validate denies replicas > 10. Prints "ready"
+ * once serving; stops on SIGTERM or SIGINT. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kcr/webhook.h"
+
+static kcr_err mutate(const kcr_admission_request *req, kcr_admission_response *resp, void *ud)
+{
+    (void)ud;
+    if (kcr_value_get_type(kcr_object_get(req->object, "spec.replicas")) != KCR_VALUE_ABSENT)
+        return KCR_OK;
+    kcr_object_edit *e;
+    kcr_err err = kcr_admission_edit(resp, &e);
+    return err ? err : kcr_object_edit_set_int(e, "spec.replicas", 1);
+}
+
+static kcr_err validate(const kcr_admission_request *req, kcr_admission_response *resp, void *ud)
+{
+    (void)ud;
+    if (kcr_value_int(kcr_object_get(req->object, "spec.replicas")) > 10)
+        return kcr_admission_deny(resp, 0, "spec.replicas must be at most 10");
+    return KCR_OK;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s CERT_DIR PORT\n", argv[0]);
+        return 2;
+    }
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* before any thread starts */
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%s", argv[2]);
+    kcr_webhook_server_options o = {.bind_address = addr, .cert_dir = argv[1]};
+    kcr_admission_options m = {.path = "/mutate", .type = KCR_ADMISSION_MUTATING, .fn = mutate};
+    kcr_admission_options v = {.path = "/validate", .type = KCR_ADMISSION_VALIDATING,
+                               .fn = validate};
+    kcr_webhook_server *s = NULL;
+    if (kcr_webhook_server_new(&o, &s) || kcr_webhook_server_add_admission(s, &m) ||
+        kcr_webhook_server_add_admission(s, &v) || kcr_webhook_server_start(s)) {
+        fprintf(stderr, "bench_webhook_server: %s\n", kcr_last_error());
+        kcr_webhook_server_free(s);
+        return 1;
+    }
+    printf("ready\n");
+    fflush(stdout);
+    int sig;
+    sigwait(&sigs, &sig);
+    kcr_webhook_server_free(s);
+    return 0;
+}

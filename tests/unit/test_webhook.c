@@ -1,0 +1,775 @@
+/* kcr_webhook over real TLS on loopback: admission (validating, mutating
+ * with the JSON Patch applied back, the defaulter/validator pair), conversion
+ * (direct and through the hub, failures), every 4xx of bad input, handler
+ * deadlines with both failure policies, a slow handler not blocking others,
+ * keep-alive, slow clients closed, certificate reload (good and bad pairs),
+ * metrics and readiness. Review bodies are the ones the real apiserver sent
+ * (tests/fixtures/webhook, recorded by the webhook e2e test). */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helpers/webhook_client.h"
+#include "kcr/webhook.h"
+
+#ifndef KCR_FIXTURES
+#define KCR_FIXTURES "tests/fixtures/webhook"
+#endif
+
+static char dir[64];
+static kcr_webhook_server *srv;
+static kcr_metrics *metrics;
+static wh_client *cli;
+static atomic_int observed;
+
+static void observe(const char *path, const char *body, size_t len, void *ud)
+{
+    (void)ud;
+    if (strcmp(path, "/validate") == 0 && len == strlen(body))
+        atomic_fetch_add(&observed, 1);
+}
+
+static char *fixture(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", KCR_FIXTURES, name);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "fixture %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = calloc(1, (size_t)n + 1);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    return s;
+}
+
+/* ---- handlers ---- */
+
+static kcr_err validate_foo(const kcr_admission_request *req, kcr_admission_response *resp,
+                            void *ud)
+{
+    (void)ud;
+    if (req->operation == KCR_ADMISSION_DELETE)
+        return KCR_OK;
+    /* what the apiserver sends is all decoded */
+    if (!*req->username || kcr_value_len(kcr_value_get(req->user_info, "groups")) == 0 ||
+        strcmp(req->kind, "Foo") != 0 || strcmp(req->resource, "foos") != 0 || !*req->ns ||
+        strcmp(req->name, kcr_object_name(req->object)) != 0)
+        return kcr_admission_deny(resp, 400, "the request was not decoded in full");
+    int64_t r = kcr_value_int(kcr_object_get(req->object, "spec.replicas"));
+    if (r > 10)
+        return kcr_admission_deny(resp, 0, "spec.replicas must be at most 10");
+    if (req->dry_run)
+        kcr_admission_warn(resp, "dry run seen");
+    return KCR_OK;
+}
+
+static kcr_err mutate_foo(const kcr_admission_request *req, kcr_admission_response *resp,
+                          void *ud)
+{
+    (void)ud, (void)req;
+    kcr_object_edit *e;
+    kcr_err err = kcr_admission_edit(resp, &e);
+    if (!err && kcr_value_get_type(kcr_object_get(req->object, "spec.replicas")) ==
+                    KCR_VALUE_ABSENT)
+        err = kcr_object_edit_set_int(e, "spec.replicas", 1);
+    if (!err)
+        err = kcr_object_edit_set_label(e, "defaulted/by", "kcr");
+    return err;
+}
+
+static kcr_err failing(const kcr_admission_request *req, kcr_admission_response *resp, void *ud)
+{
+    (void)req, (void)resp, (void)ud;
+    return kcr_set_error(KCR_ERR_INVALID, "the handler broke");
+}
+
+/* Sleeps until the test releases it (at most 30 s), then counts itself
+ * finished: the tests compare answers with that, not with the clock. */
+static atomic_int release_sleepers, sleepers_finished;
+
+static kcr_err sleepy(const kcr_admission_request *req, kcr_admission_response *resp, void *ud)
+{
+    (void)req, (void)resp, (void)ud;
+    for (int i = 0; i < 3000 && !atomic_load(&release_sleepers); i++) {
+        struct timespec ts = {.tv_nsec = 10000000};
+        nanosleep(&ts, NULL);
+    }
+    atomic_fetch_add(&sleepers_finished, 1);
+    return KCR_OK;
+}
+
+static kcr_err def_replicas(const kcr_admission_request *req, kcr_object_edit *obj, void *ud)
+{
+    (void)ud;
+    if (kcr_value_get_type(kcr_object_get(req->object, "spec.replicas")) == KCR_VALUE_ABSENT)
+        return kcr_object_edit_set_int(obj, "spec.replicas", 1);
+    return KCR_OK;
+}
+
+static kcr_err val_create(const kcr_admission_request *req, kcr_admission_response *resp,
+                          void *ud)
+{
+    (void)resp, (void)ud;
+    int64_t r = kcr_value_int(kcr_object_get(req->object, "spec.replicas"));
+    return r > 10 ? kcr_set_error(KCR_ERR_INVALID, "replicas %lld is over 10", (long long)r)
+                  : KCR_OK;
+}
+
+static kcr_err val_delete(const kcr_admission_request *req, kcr_admission_response *resp,
+                          void *ud)
+{
+    (void)resp, (void)ud;
+    return kcr_object_label(req->old_object, "protected")
+               ? kcr_set_error(KCR_ERR_FORBIDDEN, "%s is protected", req->name)
+               : KCR_OK;
+}
+
+/* v1beta1's spec.deploymentRef <-> v1alpha1's spec.deploymentName */
+static kcr_err rename_field(const kcr_object *in, kcr_object_edit *out, const char *from,
+                            const char *to)
+{
+    kcr_value v = kcr_object_get(in, from);
+    if (kcr_value_get_type(v) == KCR_VALUE_ABSENT)
+        return KCR_OK;
+    kcr_err err = kcr_object_edit_delete(out, from);
+    return err ? err : kcr_object_edit_set_value(out, to, v);
+}
+
+static kcr_err beta_to_alpha(const kcr_object *in, kcr_object_edit *out, void *ud)
+{
+    (void)ud;
+    if (kcr_object_label(in, "unconvertible"))
+        return kcr_set_error(KCR_ERR_INVALID, "this one cannot be converted");
+    return rename_field(in, out, "spec.deploymentRef", "spec.deploymentName");
+}
+
+static kcr_err alpha_to_beta(const kcr_object *in, kcr_object_edit *out, void *ud)
+{
+    (void)ud;
+    return rename_field(in, out, "spec.deploymentName", "spec.deploymentRef");
+}
+
+#define ALPHA "webhooktest.kcr.io/v1alpha1"
+#define BETA "webhooktest.kcr.io/v1beta1"
+#define GAMMA "webhooktest.kcr.io/v1gamma1"
+
+static kcr_err gamma_to_alpha(const kcr_object *in, kcr_object_edit *out, void *ud)
+{
+    (void)in, (void)ud;
+    return kcr_object_edit_delete(out, "spec.gammaOnly");
+}
+
+static kcr_err alpha_to_gamma(const kcr_object *in, kcr_object_edit *out, void *ud)
+{
+    (void)in, (void)ud;
+    return kcr_object_edit_set_bool(out, "spec.gammaOnly", true);
+}
+
+static void start(void)
+{
+    atomic_store(&observed, 0);
+    atomic_store(&release_sleepers, 0);
+    atomic_store(&sleepers_finished, 0);
+    snprintf(dir, sizeof dir, "/tmp/kcr-wh-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    cr_assert_eq(kcr_webhook_generate_certs(dir, NULL, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_metrics_new(NULL, &metrics), KCR_OK);
+    kcr_webhook_server_options o = {.bind_address = "127.0.0.1:0", .cert_dir = dir,
+                                    .cert_poll_ms = 50, .read_timeout_ms = 3000,
+                                    .max_body_bytes = 64 * 1024, .metrics = metrics,
+                                    .observe = observe};
+    cr_assert_eq(kcr_webhook_server_new(&o, &srv), KCR_OK, "%s", kcr_last_error());
+    kcr_admission_options a[] = {
+        {.path = "/validate", .type = KCR_ADMISSION_VALIDATING, .fn = validate_foo},
+        {.path = "/mutate", .type = KCR_ADMISSION_MUTATING, .fn = mutate_foo},
+        {.path = "/failing", .type = KCR_ADMISSION_VALIDATING, .fn = failing},
+        {.path = "/slow-fail", .type = KCR_ADMISSION_VALIDATING, .fn = sleepy, .timeout_ms = 300},
+        {.path = "/slow-ignore", .type = KCR_ADMISSION_VALIDATING, .fn = sleepy,
+         .timeout_ms = 300, .failure_policy = KCR_WEBHOOK_IGNORE},
+        {.path = "/mutate-not", .type = KCR_ADMISSION_VALIDATING, .fn = mutate_foo},
+    };
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
+        cr_assert_eq(kcr_webhook_server_add_admission(srv, &a[i]), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_webhook_server_add_admission(srv, &a[0]), KCR_ERR_EXISTS);
+    kcr_webhook_for_options f = {.group = "samplecontroller.k8s.io", .version = "v1alpha1",
+                                 .kind = "Foo", .default_fn = def_replicas,
+                                 .validate_create = val_create, .validate_update = val_create,
+                                 .validate_delete = val_delete};
+    cr_assert_eq(kcr_webhook_server_add_for(srv, &f), KCR_OK, "%s", kcr_last_error());
+    kcr_converter conv[] = {{BETA, ALPHA, beta_to_alpha}, {ALPHA, BETA, alpha_to_beta},
+                            {GAMMA, ALPHA, gamma_to_alpha}, {ALPHA, GAMMA, alpha_to_gamma}};
+    kcr_conversion_options c = {.path = "/convert", .converters = conv, .n_converters = 4,
+                                .hub = ALPHA};
+    cr_assert_eq(kcr_webhook_server_add_conversion(srv, &c), KCR_OK, "%s", kcr_last_error());
+    char *msg = NULL;
+    cr_assert_neq(kcr_webhook_server_ready_check(&msg, srv), KCR_OK);
+    cr_assert_not_null(msg);
+    free(msg);
+    cr_assert_eq(kcr_webhook_server_start(srv), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_webhook_server_ready_check(NULL, srv), KCR_OK);
+    cr_assert_gt(kcr_webhook_server_port(srv), 0);
+    cli = wh_client_new(dir, kcr_webhook_server_port(srv));
+}
+
+static void stop(void)
+{
+    atomic_store(&release_sleepers, 1); /* so the server's stop need not wait */
+    wh_client_free(cli);
+    kcr_webhook_server_free(srv);
+    kcr_metrics_free(metrics);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Every test gets a fresh server (per-test init, as tests/tsan-runner
+ * supports no TestSuite). */
+#define WH_TEST(name) Test(webhook, name, .init = start, .fini = stop, .timeout = 60)
+
+/* The answer's response object. */
+static kcr_object *answer(wh_resp r)
+{
+    cr_assert_eq(r.code, 200, "HTTP %ld: %s", r.code, r.body);
+    kcr_object *o = NULL;
+    cr_assert_eq(kcr_object_parse_any(r.body, r.len, &o), KCR_OK, "%s", r.body);
+    free(r.body);
+    return o;
+}
+
+WH_TEST(validating_allows_and_denies_with_the_message)
+{
+    char *body = fixture("admission-create.json");
+    kcr_object *rev;
+    cr_assert_eq(kcr_object_parse_any(body, 0, &rev), KCR_OK);
+    const char *uid = kcr_value_string(kcr_object_get(rev, "request.uid"), NULL);
+    kcr_object *a = answer(wh_post(cli, "/validate", body, 0, NULL));
+    cr_assert_str_eq(kcr_object_kind(a), "AdmissionReview");
+    cr_assert_str_eq(kcr_object_api_version(a), "admission.k8s.io/v1");
+    cr_assert_str_eq(kcr_value_string(kcr_object_get(a, "response.uid"), NULL), uid);
+    cr_assert(kcr_value_bool(kcr_object_get(a, "response.allowed")));
+    kcr_object_unref(a);
+    kcr_object_unref(rev);
+    free(body);
+
+    body = fixture("admission-create-invalid.json");
+    a = answer(wh_post(cli, "/validate", body, 0, NULL));
+    cr_assert_not(kcr_value_bool(kcr_object_get(a, "response.allowed")));
+    cr_assert_eq(kcr_value_int(kcr_object_get(a, "response.status.code")), 403);
+    cr_assert_str_eq(kcr_value_string(kcr_object_get(a, "response.status.message"), NULL),
+                     "spec.replicas must be at most 10");
+    kcr_object_unref(a);
+    free(body);
+}
+
+WH_TEST(dry_run_and_warnings_reach_the_handler_and_the_answer)
+{
+    char *body = fixture("admission-create-dryrun.json");
+    kcr_object *a = answer(wh_post(cli, "/validate", body, 0, NULL));
+    cr_assert(kcr_value_bool(kcr_object_get(a, "response.allowed")));
+    cr_assert_str_eq(kcr_value_string(kcr_object_get(a, "response.warnings[0]"), NULL),
+                     "dry run seen");
+    kcr_object_unref(a);
+    free(body);
+}
+
+/* Applies the answer's patch to the request's object. */
+static kcr_object *patched(const char *body, kcr_object *a)
+{
+    cr_assert_str_eq(kcr_value_string(kcr_object_get(a, "response.patchType"), NULL), "JSONPatch");
+    const char *b64 = kcr_value_string(kcr_object_get(a, "response.patch"), NULL);
+    cr_assert_not_null(b64);
+    unsigned char patch[8192];
+    int n = EVP_DecodeBlock(patch, (const unsigned char *)b64, (int)strlen(b64));
+    cr_assert_gt(n, 0);
+    while (n > 0 && patch[n - 1] == '\0') /* EVP_DecodeBlock counts the padding */
+        n--;
+    kcr_object *rev, *obj, *out;
+    cr_assert_eq(kcr_object_parse_any(body, 0, &rev), KCR_OK);
+    char *json;
+    cr_assert_eq(kcr_value_to_json(kcr_object_get(rev, "request.object"), &json, NULL), KCR_OK);
+    cr_assert_eq(kcr_object_parse_any(json, 0, &obj), KCR_OK);
+    cr_assert_eq(kcr_object_apply_json_patch(obj, (const char *)patch, (size_t)n, &out), KCR_OK,
+                 "%s: %.*s", kcr_last_error(), n, patch);
+    free(json);
+    kcr_object_unref(obj);
+    kcr_object_unref(rev);
+    return out;
+}
+
+WH_TEST(mutating_returns_a_json_patch_that_the_apiserver_can_apply)
+{
+    char *body = fixture("admission-create-noreplicas.json");
+    kcr_object *a = answer(wh_post(cli, "/mutate", body, 0, NULL));
+    cr_assert(kcr_value_bool(kcr_object_get(a, "response.allowed")));
+    kcr_object *out = patched(body, a);
+    cr_assert_eq(kcr_value_int(kcr_object_get(out, "spec.replicas")), 1);
+    cr_assert_str_eq(kcr_object_label(out, "defaulted/by"), "kcr");
+    kcr_object_unref(out);
+    kcr_object_unref(a);
+    free(body);
+}
+
+WH_TEST(a_mutating_handler_that_changes_nothing_sends_no_patch)
+{
+    char *body = fixture("admission-create.json");
+    kcr_object *a = answer(wh_post(cli, "/mutate", body, 0, NULL));
+    kcr_object_unref(a);
+    free(body);
+    /* the pair's defaulter: replicas present, nothing to do */
+    body = fixture("admission-create.json");
+    a = answer(wh_post(cli, "/mutate-samplecontroller-k8s-io-v1alpha1-foo", body, 0, NULL));
+    cr_assert(kcr_value_bool(kcr_object_get(a, "response.allowed")));
+    cr_assert_eq(kcr_value_get_type(kcr_object_get(a, "response.patch")), KCR_VALUE_ABSENT);
+    kcr_object_unref(a);
+    free(body);
+}
+
+WH_TEST(a_validating_handler_cannot_edit)
+{
+    char *body = fixture("admission-create.json");
+    kcr_object *a = answer(wh_post(cli, "/mutate-not", body, 0, NULL));
+    cr_assert_not(kcr_value_bool(kcr_object_get(a, "response.allowed")));
+    cr_assert_eq(kcr_value_int(kcr_object_get(a, "response.status.code")), 500);
+    cr_assert(strstr(kcr_value_string(kcr_object_get(a, "response.status.message"), NULL),
+                     "only a mutating webhook"));
+    kcr_object_unref(a);
+    free(body);
+}
+
+WH_TEST(a_handler_error_denies_with_500_and_its_message)
+{
+    char *body = fixture("admission-create.json");
+    kcr_object *a = answer(wh_post(cli, "/failing", body, 0, NULL));
+    cr_assert_not(kcr_value_bool(kcr_object_get(a, "response.allowed")));
+    cr_assert_eq(kcr_value_int(kcr_object_get(a, "response.status.code")), 500);
+    cr_assert_str_eq(kcr_value_string(kcr_object_get(a, "response.status.message"), NULL),
+                     "the handler broke");
+    kcr_object_unref(a);
+    free(body);
+}
+
+WH_TEST(the_defaulter_validator_pair_at_kubebuilder_paths)
+{
+    char *body = fixture("admission-create-noreplicas.json");
+    kcr_object *a = answer(wh_post(cli, "/mutate-samplecontroller-k8s-io-v1alpha1-foo", body, 0,
+                                   NULL));
+    kcr_object *out = patched(body, a);
+    cr_assert_eq(kcr_value_int(kcr_object_get(out, "spec.replicas")), 1);
+    kcr_object_unref(out);
+    kcr_object_unref(a);
+    free(body);
+
+    body = fixture("admission-create-invalid.json");
+    a = answer(wh_post(cli, "/validate-samplecontroller-k8s-io-v1alpha1-foo", body, 0, NULL));
+    cr_assert_not(kcr_value_bool(kcr_object_get(a, "response.allowed")));
+    cr_assert_eq(kcr_value_int(kcr_object_get(a, "response.status.code")), 403);
+    cr_assert_str_eq(kcr_value_string(kcr_object_get(a, "response.status.message"), NULL),
+                     "replicas 11 is over 10");
+    kcr_object_unref(a);
+    free(body);
+
+    body = fixture("admission-update.json");
+    a = answer(wh_post(cli, "/validate-samplecontroller-k8s-io-v1alpha1-foo", body, 0, NULL));
+    cr_assert(kcr_value_bool(kcr_object_get(a, "response.allowed")));
+    kcr_object_unref(a);
+    free(body);
+
+    body = fixture("admission-delete.json");
+    a = answer(wh_post(cli, "/validate-samplecontroller-k8s-io-v1alpha1-foo", body, 0, NULL));
+    cr_assert_not(kcr_value_bool(kcr_object_get(a, "response.allowed")));
+    cr_assert(strstr(kcr_value_string(kcr_object_get(a, "response.status.message"), NULL),
+                     "is protected"));
+    kcr_object_unref(a);
+    free(body);
+}
+
+static void expect_status(wh_resp r, long code, const char *why)
+{
+    cr_assert_eq(r.code, code, "HTTP %ld (want %ld): %s", r.code, code, r.body);
+    if (why)
+        cr_assert(strstr(r.body, why), "body \"%s\" lacks \"%s\"", r.body, why);
+    free(r.body);
+}
+
+WH_TEST(bad_input_is_answered_4xx_with_the_reason)
+{
+    expect_status(wh_post(cli, "/validate", "{not json", 0, NULL), 400, "not a JSON object");
+    expect_status(wh_post(cli, "/validate", "[1,2]", 0, NULL), 400, "not a JSON object");
+    expect_status(wh_post(cli, "/validate",
+                          "{\"apiVersion\":\"v1\",\"kind\":\"AdmissionReview\",\"request\":{}}", 0,
+                          NULL),
+                  400, "apiVersion");
+    expect_status(wh_post(cli, "/validate",
+                          "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"Pod\"}", 0, NULL),
+                  400, "kind \"Pod\"");
+    expect_status(wh_post(cli, "/validate",
+                          "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                          "\"request\":{\"operation\":\"CREATE\"}}",
+                          0, NULL),
+                  400, "no uid");
+    expect_status(wh_post(cli, "/validate",
+                          "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                          "\"request\":{\"uid\":\"u\",\"operation\":\"EAT\"}}",
+                          0, NULL),
+                  400, "EAT");
+    expect_status(wh_post(cli, "/validate",
+                          "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                          "\"request\":{\"uid\":\"u\",\"operation\":\"CREATE\",\"object\":5}}",
+                          0, NULL),
+                  400, "request.object");
+    expect_status(wh_post(cli, "/convert",
+                          "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\"}",
+                          0, NULL),
+                  400, "apiVersion");
+    expect_status(wh_post(cli, "/validate", "{}", 0, "text/plain"), 400, "Content-Type");
+    expect_status(wh_post(cli, "/nowhere", "{}", 0, NULL), 404, NULL);
+    expect_status(wh_get(cli, "/validate"), 405, NULL);
+    /* over max_body_bytes (64 KiB here) */
+    size_t big = 100 * 1024;
+    char *huge = malloc(big + 1);
+    memset(huge, ' ', big);
+    huge[0] = '{';
+    huge[big - 1] = '}';
+    huge[big] = '\0';
+    expect_status(wh_post(cli, "/validate", huge, big, NULL), 413, NULL);
+    free(huge);
+    /* still serving */
+    char *body = fixture("admission-create.json");
+    kcr_object_unref(answer(wh_post(cli, "/validate", body, 0, NULL)));
+    free(body);
+}
+
+static int connect_raw(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)kcr_webhook_server_port(srv))};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+struct slow_call {
+    const char *path;
+    kcr_object *answer;
+    int finished_when_answered;
+};
+
+static void *call_slow(void *arg)
+{
+    struct slow_call *c = arg;
+    wh_client *own = wh_client_new(dir, kcr_webhook_server_port(srv));
+    char *body = fixture("admission-create.json");
+    wh_resp r = wh_post(own, c->path, body, 0, NULL);
+    c->finished_when_answered = atomic_load(&sleepers_finished);
+    if (r.code == 200)
+        kcr_object_parse_any(r.body, r.len, &c->answer);
+    free(r.body);
+    free(body);
+    wh_client_free(own);
+    return NULL;
+}
+
+WH_TEST(an_overrunning_handler_gets_its_failure_policy_in_time_and_blocks_no_other)
+{
+    struct slow_call fail = {.path = "/slow-fail"}, ignore = {.path = "/slow-ignore"};
+    pthread_t a, b;
+    pthread_create(&a, NULL, call_slow, &fail);
+    pthread_create(&b, NULL, call_slow, &ignore);
+    /* meanwhile a fast handler answers while both slow ones still sleep */
+    char *body = fixture("admission-create.json");
+    kcr_object_unref(answer(wh_post(cli, "/validate", body, 0, NULL)));
+    int finished = atomic_load(&sleepers_finished);
+    free(body);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    atomic_store(&release_sleepers, 1);
+    cr_assert_eq(finished, 0, "the fast answer waited for a slow handler");
+    cr_assert_not_null(fail.answer);
+    cr_assert_not_null(ignore.answer);
+    /* answered at the 300 ms deadline, the handlers still sleeping */
+    cr_assert_eq(fail.finished_when_answered, 0);
+    cr_assert_eq(ignore.finished_when_answered, 0);
+    cr_assert_not(kcr_value_bool(kcr_object_get(fail.answer, "response.allowed")));
+    cr_assert_eq(kcr_value_int(kcr_object_get(fail.answer, "response.status.code")), 504);
+    cr_assert(strstr(kcr_value_string(kcr_object_get(fail.answer, "response.status.message"),
+                                      NULL),
+                     "did not answer within 300 ms"));
+    cr_assert(kcr_value_bool(kcr_object_get(ignore.answer, "response.allowed")));
+    cr_assert_not_null(kcr_value_string(kcr_object_get(ignore.answer, "response.warnings[0]"),
+                                        NULL));
+    kcr_object_unref(fail.answer);
+    kcr_object_unref(ignore.answer);
+    kcr_webhook_stats st;
+    kcr_webhook_server_stats(srv, &st);
+    cr_assert_eq(st.handler_timeouts, 2);
+}
+
+/* Sends one request over a TLS connection of its own and closes it at once,
+ * without reading the answer. */
+static void post_and_leave(const char *path, const char *body)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    char ca[128];
+    snprintf(ca, sizeof ca, "%s/ca.crt", dir);
+    cr_assert_eq(SSL_CTX_load_verify_locations(ctx, ca, NULL), 1);
+    SSL *ssl = SSL_new(ctx);
+    int fd = connect_raw();
+    SSL_set_fd(ssl, fd);
+    cr_assert_eq(SSL_connect(ssl), 1);
+    char req[8192];
+    int n = snprintf(req, sizeof req,
+                     "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n%s",
+                     path, strlen(body), body);
+    cr_assert_eq(SSL_write(ssl, req, n), n);
+    SSL_free(ssl);
+    close(fd);
+    SSL_CTX_free(ctx);
+}
+
+static kcr_webhook_stats wait_stats(uint64_t timeouts, int finished)
+{
+    kcr_webhook_stats st;
+    for (int i = 0; i < 2000; i++) { /* at most 20 s */
+        kcr_webhook_server_stats(srv, &st);
+        if (st.handler_timeouts >= timeouts && atomic_load(&sleepers_finished) >= finished)
+            break;
+        struct timespec ts = {.tv_nsec = 10000000};
+        nanosleep(&ts, NULL);
+    }
+    return st;
+}
+
+WH_TEST(a_client_gone_while_its_handler_runs_costs_nothing)
+{
+    /* the client leaves; the deadline answers a connection that is gone;
+     * the handler finishes after that, its result dropped */
+    char *body = fixture("admission-create.json");
+    post_and_leave("/slow-fail", body);
+    kcr_webhook_stats st = wait_stats(1, 0);
+    cr_assert_eq(st.handler_timeouts, 1);
+    cr_assert_eq(atomic_load(&sleepers_finished), 0);
+    atomic_store(&release_sleepers, 1);
+    wait_stats(1, 1);
+    cr_assert_eq(atomic_load(&sleepers_finished), 1);
+    kcr_object_unref(answer(wh_post(cli, "/validate", body, 0, NULL)));
+    free(body);
+}
+
+WH_TEST(conversion_direct_through_the_hub_and_failures)
+{
+    char *body = fixture("conversion-to-v1alpha1.json");
+    kcr_object *rev;
+    cr_assert_eq(kcr_object_parse_any(body, 0, &rev), KCR_OK);
+    kcr_object *a = answer(wh_post(cli, "/convert", body, 0, NULL));
+    cr_assert_str_eq(kcr_object_kind(a), "ConversionReview");
+    cr_assert_str_eq(kcr_value_string(kcr_object_get(a, "response.result.status"), NULL),
+                     "Success");
+    cr_assert_str_eq(kcr_value_string(kcr_object_get(a, "response.uid"), NULL),
+                     kcr_value_string(kcr_object_get(rev, "request.uid"), NULL));
+    size_t n = kcr_value_len(kcr_object_get(rev, "request.objects"));
+    cr_assert_gt(n, 0);
+    cr_assert_eq(kcr_value_len(kcr_object_get(a, "response.convertedObjects")), n);
+    kcr_value c0 = kcr_object_get(a, "response.convertedObjects[0]");
+    kcr_value in0 = kcr_object_get(rev, "request.objects[0]");
+    cr_assert_str_eq(kcr_value_string(kcr_value_get(c0, "apiVersion"), NULL), ALPHA);
+    cr_assert(kcr_value_equal(kcr_value_get(c0, "spec.deploymentName"),
+                              kcr_value_get(in0, "spec.deploymentRef")));
+    cr_assert_eq(kcr_value_get_type(kcr_value_get(c0, "spec.deploymentRef")), KCR_VALUE_ABSENT);
+    cr_assert(kcr_value_equal(kcr_value_get(c0, "metadata"), kcr_value_get(in0, "metadata")));
+    kcr_object_unref(a);
+    kcr_object_unref(rev);
+    free(body);
+
+    /* v1beta1 -> v1gamma1 has no direct converter: through the v1alpha1 hub */
+    const char *via_hub =
+        "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"ConversionReview\",\"request\":"
+        "{\"uid\":\"u1\",\"desiredAPIVersion\":\"" GAMMA "\",\"objects\":[{\"apiVersion\":\"" BETA
+        "\",\"kind\":\"Foo\",\"metadata\":{\"name\":\"x\"},\"spec\":{\"deploymentRef\":\"d\"}}]}}";
+    a = answer(wh_post(cli, "/convert", via_hub, 0, NULL));
+    cr_assert_str_eq(kcr_value_string(kcr_object_get(a, "response.result.status"), NULL),
+                     "Success");
+    kcr_value g = kcr_object_get(a, "response.convertedObjects[0]");
+    cr_assert_str_eq(kcr_value_string(kcr_value_get(g, "apiVersion"), NULL), GAMMA);
+    cr_assert_str_eq(kcr_value_string(kcr_value_get(g, "spec.deploymentName"), NULL), "d");
+    cr_assert(kcr_value_bool(kcr_value_get(g, "spec.gammaOnly")));
+    kcr_object_unref(a);
+
+    const char *broken =
+        "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"ConversionReview\",\"request\":"
+        "{\"uid\":\"u2\",\"desiredAPIVersion\":\"" ALPHA "\",\"objects\":[{\"apiVersion\":\"" BETA
+        "\",\"kind\":\"Foo\",\"metadata\":{\"name\":\"y\",\"namespace\":\"n\",\"labels\":"
+        "{\"unconvertible\":\"1\"}}}]}}";
+    a = answer(wh_post(cli, "/convert", broken, 0, NULL));
+    cr_assert_str_eq(kcr_value_string(kcr_object_get(a, "response.result.status"), NULL),
+                     "Failure");
+    cr_assert(strstr(kcr_value_string(kcr_object_get(a, "response.result.message"), NULL),
+                     "converting Foo n/y to " ALPHA ": this one cannot be converted"));
+    cr_assert_eq(kcr_value_len(kcr_object_get(a, "response.convertedObjects")), 0);
+    kcr_object_unref(a);
+
+    const char *unknown =
+        "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"ConversionReview\",\"request\":"
+        "{\"uid\":\"u3\",\"desiredAPIVersion\":\"other/v9\",\"objects\":[{\"apiVersion\":\"" BETA
+        "\",\"kind\":\"Foo\",\"metadata\":{\"name\":\"z\"}}]}}";
+    a = answer(wh_post(cli, "/convert", unknown, 0, NULL));
+    cr_assert(strstr(kcr_value_string(kcr_object_get(a, "response.result.message"), NULL),
+                     "no conversion from " BETA " to other/v9"));
+    kcr_object_unref(a);
+}
+
+WH_TEST(keep_alive_reuses_one_connection)
+{
+    char *body = fixture("admission-create.json");
+    for (int i = 0; i < 20; i++)
+        kcr_object_unref(answer(wh_post(cli, "/validate", body, 0, NULL)));
+    free(body);
+    cr_assert_eq(wh_client_connects(cli), 1);
+}
+
+WH_TEST(a_client_too_slow_to_send_a_request_is_closed)
+{
+    /* slowloris: a TLS connection sending its request headers a byte every
+     * 100 ms, never going quiet, never finishing; read_timeout_ms (3 s)
+     * closes it. Bounded at 20 s. */
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    SSL *ssl = SSL_new(ctx);
+    int fd = connect_raw();
+    SSL_set_fd(ssl, fd);
+    cr_assert_eq(SSL_connect(ssl), 1);
+    const char *head = "POST /validate HTTP/1.1\r\nHost: x\r\n";
+    const char *more = "X-Slow: yes\r\n";
+    bool closed = false;
+    for (size_t i = 0; i < 200 && !closed; i++) {
+        char c = i < strlen(head) ? head[i] : more[(i - strlen(head)) % strlen(more)];
+        closed = SSL_write(ssl, &c, 1) <= 0;
+        struct timespec ts = {.tv_nsec = 100000000};
+        nanosleep(&ts, NULL);
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        char buf[64];
+        if (!closed && poll(&p, 1, 0) == 1)
+            closed = SSL_read(ssl, buf, sizeof buf) <= 0;
+    }
+    cr_assert(closed, "the slow client was not cut off");
+    SSL_free(ssl);
+    close(fd);
+    SSL_CTX_free(ctx);
+    kcr_webhook_stats st;
+    kcr_webhook_server_stats(srv, &st);
+    cr_assert_eq(st.closed_slow, 1);
+    cr_assert_eq(st.connections, 1);
+    for (int i = 0; i < 100 && st.open_connections; i++) { /* its close hook ran */
+        struct timespec ts = {.tv_nsec = 10000000};
+        nanosleep(&ts, NULL);
+        kcr_webhook_server_stats(srv, &st);
+    }
+    cr_assert_eq(st.open_connections, 0);
+}
+
+static void wait_reloads(uint64_t reloads, uint64_t failures)
+{
+    kcr_webhook_stats st;
+    for (int i = 0; i < 200; i++) {
+        kcr_webhook_server_stats(srv, &st);
+        if (st.cert_reloads >= reloads && st.cert_reload_failures >= failures)
+            return;
+        struct timespec ts = {.tv_nsec = 20000000};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert_fail("reloads %llu (want %llu), failures %llu (want %llu)",
+                   (unsigned long long)st.cert_reloads, (unsigned long long)reloads,
+                   (unsigned long long)st.cert_reload_failures, (unsigned long long)failures);
+}
+
+WH_TEST(certificates_reload_and_a_bad_pair_is_refused)
+{
+    char *body = fixture("admission-create.json");
+    kcr_object_unref(answer(wh_post(cli, "/validate", body, 0, NULL)));
+    /* rotate: same CA, new pair; the open connection keeps working */
+    cr_assert_eq(kcr_webhook_generate_certs(dir, NULL, NULL), KCR_OK);
+    wait_reloads(1, 0);
+    kcr_object_unref(answer(wh_post(cli, "/validate", body, 0, NULL)));
+    wh_client *fresh = wh_client_new(dir, kcr_webhook_server_port(srv));
+    kcr_object_unref(answer(wh_post(fresh, "/validate", body, 0, NULL)));
+    wh_client_free(fresh);
+    /* a broken certificate file: refused, the previous pair still serves */
+    char path[128];
+    snprintf(path, sizeof path, "%s/tls.crt", dir);
+    FILE *f = fopen(path, "w");
+    fputs("-----BEGIN CERTIFICATE-----\nnonsense\n-----END CERTIFICATE-----\n", f);
+    fclose(f);
+    wait_reloads(1, 1);
+    fresh = wh_client_new(dir, kcr_webhook_server_port(srv));
+    kcr_object_unref(answer(wh_post(fresh, "/validate", body, 0, NULL)));
+    wh_client_free(fresh);
+    cr_assert_eq(kcr_webhook_server_ready_check(NULL, srv), KCR_OK);
+    free(body);
+}
+
+WH_TEST(a_server_freed_with_connections_open_releases_them)
+{
+    /* the fixture's client keeps its connection open across the stop; LSan
+     * (ASan tree) checks that nothing of it is left */
+    char *body = fixture("admission-create.json");
+    kcr_object_unref(answer(wh_post(cli, "/validate", body, 0, NULL)));
+    free(body);
+    kcr_webhook_stats st;
+    kcr_webhook_server_stats(srv, &st);
+    cr_assert_eq(st.open_connections, 1);
+    kcr_webhook_server_stop(srv);
+    kcr_webhook_server_stats(srv, &st);
+    cr_assert_eq(st.open_connections, 0, "stop closes the kept-alive connection");
+    wh_resp r = wh_post(cli, "/validate", "{}", 0, NULL);
+    cr_assert_lt(r.code, 0, "a stopped server answers nothing (got HTTP %ld)", r.code);
+    free(r.body);
+}
+
+WH_TEST(metrics_carry_controller_runtime_names)
+{
+    char *body = fixture("admission-create.json");
+    kcr_object_unref(answer(wh_post(cli, "/validate", body, 0, NULL)));
+    free(body);
+    expect_status(wh_post(cli, "/validate", "{", 0, NULL), 400, NULL);
+    char *text;
+    cr_assert_eq(kcr_metrics_write_text(metrics, &text, NULL), KCR_OK);
+    cr_assert(strstr(text, "controller_runtime_webhook_requests_total{webhook=\"/validate\",code=\"200\"} 1"),
+              "%s", text);
+    cr_assert(strstr(text, "controller_runtime_webhook_requests_total{webhook=\"/validate\",code=\"400\"} 1"));
+    cr_assert(strstr(text, "controller_runtime_webhook_latency_seconds_count{webhook=\"/validate\"} 2"));
+    cr_assert(strstr(text, "controller_runtime_webhook_requests_in_flight{webhook=\"/validate\"} 0"));
+    free(text);
+    cr_assert_eq(atomic_load(&observed), 2, "the observer sees each body that reached a handler");
+}
+
+Test(webhook_options, bad_options_and_a_missing_certificate_fail_clearly)
+{
+    kcr_webhook_server *s = NULL;
+    kcr_webhook_server_options o = {0};
+    cr_assert_eq(kcr_webhook_server_new(&o, &s), KCR_ERR_INVALID);
+    o.cert_dir = "/nonexistent-kcr";
+    o.bind_address = "localhost";
+    cr_assert_eq(kcr_webhook_server_new(&o, &s), KCR_ERR_INVALID);
+    o.bind_address = "127.0.0.1:0";
+    cr_assert_eq(kcr_webhook_server_new(&o, &s), KCR_OK);
+    cr_assert_eq(kcr_webhook_server_start(s), KCR_ERR_TLS);
+    cr_assert(strstr(kcr_last_error(), "/nonexistent-kcr/tls.crt"), "%s", kcr_last_error());
+    kcr_webhook_server_free(s);
+}

@@ -1,0 +1,153 @@
+/* Connections: each accepted socket gets a TLS bufferevent on the current
+ * certificate (so a reload applies to new connections while open ones keep
+ * theirs), a read deadline against slow clients, and a place in the count
+ * that pauses accepting at the connection limit. The connection record hangs
+ * off its SSL object (ex_data), which libevent frees with the connection:
+ * that free is the close hook. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/listener.h>
+
+#include "core/log.h"
+#include "webhook/webhook_internal.h"
+
+static int conn_index = -1;
+static pthread_once_t conn_index_once = PTHREAD_ONCE_INIT;
+
+static void conn_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
+                      void *argp)
+{
+    (void)parent, (void)ad, (void)idx, (void)argl, (void)argp;
+    struct kcr__wh_conn *c = ptr;
+    if (!c)
+        return;
+    kcr_webhook_server *s = c->s;
+    if (c->job)
+        c->job->conn = NULL;
+    event_free(c->timer);
+    free(c);
+    s->open_conns--;
+    atomic_fetch_sub(&s->n_open, 1);
+    if (s->accept_paused && s->open_conns < s->max_conns && s->bound) {
+        s->accept_paused = false;
+        evconnlistener_enable(evhttp_bound_socket_get_listener(s->bound));
+    }
+}
+
+static void make_index(void)
+{
+    conn_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, conn_free);
+}
+
+int kcr__wh_conn_index(void)
+{
+    pthread_once(&conn_index_once, make_index);
+    return conn_index;
+}
+
+/* The read deadline passed: shut the socket down; libevent sees the
+ * connection end and frees it the usual way. */
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    struct kcr__wh_conn *c = arg;
+    evutil_socket_t sock = bufferevent_getfd(c->bev);
+    atomic_fetch_add(&c->s->n_slow, 1);
+    kcr__log(KCR_LOG_DEBUG, "webhook", "closing a connection that sent no complete request in time");
+    if (sock >= 0)
+        shutdown(sock, SHUT_RDWR);
+}
+
+void kcr__wh_conn_arm(struct kcr__wh_conn *c, int64_t ms)
+{
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    evtimer_add(c->timer, &tv);
+}
+
+void kcr__wh_conn_disarm(struct kcr__wh_conn *c)
+{
+    evtimer_del(c->timer);
+}
+
+struct bufferevent *kcr__wh_conn_new(struct event_base *base, void *arg)
+{
+    kcr_webhook_server *s = arg;
+    int idx = kcr__wh_conn_index();
+    struct kcr__wh_conn *c = calloc(1, sizeof *c);
+    SSL *ssl = c ? SSL_new(s->ctx) : NULL;
+    struct bufferevent *bev = NULL;
+    if (ssl) {
+        c->s = s;
+        c->timer = evtimer_new(base, on_deadline, c);
+        if (c->timer && SSL_set_ex_data(ssl, idx, c) == 1) {
+            s->open_conns++;
+            atomic_fetch_add(&s->n_open, 1);
+            atomic_fetch_add(&s->n_conns, 1);
+            c->bev = bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                          BEV_OPT_CLOSE_ON_FREE);
+            if (!bev)
+                SSL_free(ssl); /* frees c through conn_free */
+            c = NULL;
+        }
+    }
+    if (c) {
+        if (c->timer)
+            event_free(c->timer);
+        free(c);
+        SSL_free(ssl);
+    }
+    if (!bev) {
+        kcr__log(KCR_LOG_ERROR, "webhook", "out of memory setting up a TLS connection");
+        return NULL; /* evhttp then serves it without TLS: it fails the client's handshake */
+    }
+    kcr__wh_conn_arm(SSL_get_ex_data(ssl, idx), s->read_timeout_ms);
+    if (s->open_conns >= s->max_conns && !s->accept_paused) {
+        s->accept_paused = true;
+        evconnlistener_disable(evhttp_bound_socket_get_listener(s->bound));
+        kcr__log(KCR_LOG_WARN, "webhook", "%d connections open (the limit): not accepting more",
+                 s->open_conns);
+    }
+    return bev;
+}
+
+struct kcr__wh_conn *kcr__wh_conn_of(struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
+    return ssl ? SSL_get_ex_data(ssl, kcr__wh_conn_index()) : NULL;
+}
+
+/* Loop: accepting resumes unless the server is closing or at its limit
+ * (then the next connection's close resumes it). */
+static void resume_accept(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    kcr_webhook_server *s = arg;
+    if (s->bound && s->open_conns < s->max_conns) {
+        s->accept_paused = false;
+        evconnlistener_enable(evhttp_bound_socket_get_listener(s->bound));
+    }
+}
+
+/* accept() failed: out of descriptors (or memory) leaves the listening
+ * socket readable and the loop would spin on it, so accepting pauses for
+ * 100 ms. (The callback's argument is evhttp's: the server is the loop
+ * thread's.) */
+void kcr__wh_accept_error(struct evconnlistener *l, void *arg)
+{
+    (void)arg;
+    kcr_webhook_server *s = kcr__wh_loop_server;
+    int e = EVUTIL_SOCKET_ERROR();
+    kcr__log(KCR_LOG_WARN, "webhook", "accept failed: %s; pausing accepts for 100 ms",
+             evutil_socket_error_to_string(e));
+    evconnlistener_disable(l);
+    s->accept_paused = true;
+    struct timeval tv = {.tv_sec = 0, .tv_usec = 100000};
+    event_base_once(s->base, -1, EV_TIMEOUT, resume_accept, s, &tv);
+}
