@@ -153,7 +153,12 @@ kcr_err kcr_testkit_add_controller(kcr_testkit *tk, const kcr_controller_options
     if (!tk)
         return kcr__fail(KCR_ERR_INVALID, "kcr_testkit_add_controller: NULL kit");
     kcr_controller *c = NULL;
-    kcr_err err = kcr__controller_new(tk->client, NULL, opts, &c);
+    kcr_err err = kcr__controller_new(tk->client, NULL,
+                                      "the test kit's fake serves the built-ins of Kubernetes "
+                                      "only: register it with kcr_fake_register(kcr_testkit_fake"
+                                      "(kit), ...) or seed its CustomResourceDefinition "
+                                      "(kcr_testkit_seed) before adding the controller",
+                                      opts, &c);
     if (err != KCR_OK)
         return err;
     for (size_t i = 0; i < tk->n_ctls; i++)
