@@ -55,8 +55,11 @@ static kcr_err resolve_source(kcr_client *client, kcr_cancel *cancel, const char
                               kcr__source *s)
 {
     const char *ctl = s->ctl->name;
-    char name[600]; /* RESOURCE.VERSION.GROUP ("configmaps.v1." for the core group) */
-    snprintf(name, sizeof name, "%s.%s.%s", s->resource, s->version, s->group);
+    char name[600]; /* RESOURCE.VERSION.GROUP; the core group's plurals are unqualified */
+    if (s->group[0])
+        snprintf(name, sizeof name, "%s.%s.%s", s->resource, s->version, s->group);
+    else
+        snprintf(name, sizeof name, "%s", s->resource);
     kcr_api_resource ar;
     kcr_status st = {0};
     kcr_resolve_options ro = {.cancel = cancel};

@@ -360,9 +360,9 @@ Test(testkit, garbage_results_retry_with_backoff_not_hot, .init = setup, .fini =
     cr_assert_eq(d, 10);
 }
 
-static kcr_err map_secret(const kcr_object *obj, kcr_map_out *out, void *ud)
+static kcr_err map_secret(kcr_source_ctx *ctx, const kcr_object *obj, kcr_map_out *out, void *ud)
 {
-    (void)ud;
+    (void)ctx, (void)ud;
     const char *target = kcr_object_annotation(obj, "target");
     if (!target)
         return KCR_ERR_INVALID;
@@ -615,9 +615,10 @@ Test(testkit, metadata_only_cache_with_an_index, .init = setup, .fini = teardown
     cr_assert_eq(indexed_hits, 2);
 }
 
-static kcr_err secret_to_cm(const kcr_object *obj, kcr_map_out *out, void *ud)
+static kcr_err secret_to_cm(kcr_source_ctx *ctx, const kcr_object *obj, kcr_map_out *out,
+                           void *ud)
 {
-    (void)ud;
+    (void)ctx, (void)ud;
     return kcr_map_emit(out, kcr_object_namespace(obj), kcr_object_name(obj));
 }
 
