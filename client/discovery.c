@@ -223,7 +223,8 @@ kcr_err kcr__disc_parse_resource_list(kcr_value doc, const char *group, const ch
         } else {
             size_t before = t->n;
             err = add_entry(t, group, version, name, member_str(e, "singularName"),
-                            member_str(e, "kind"), kcr_value_bool(kcr_value_member(e, "namespaced")),
+                            member_str(e, "kind"),
+                            kcr_value_bool(kcr_value_member(e, "namespaced")),
                             kcr_value_member(e, "shortNames"), preferred);
             if (err == KCR_OK && t->n > before)
                 t->e[t->n - 1].verbs = verbs_of(kcr_value_member(e, "verbs"));

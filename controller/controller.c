@@ -74,10 +74,12 @@ static kcr_err resolve_source(kcr_client *client, kcr_cancel *cancel, const char
     if (err != KCR_OK) {
         bool declared = s->declared != KCR_SCOPE_DISCOVERED &&
                         (s->role != KCR__ROLE_PRIMARY || s->kind[0]);
+        if (err == KCR_ERR_NOT_FOUND && !declared)
+            return kcr__fail(err, "controller \"%s\": %s: the server does not serve it (%s); %s",
+                             ctl, s->label, kcr_last_error(), hint);
         if (err == KCR_ERR_NOMEM || !declared)
-            return kcr__fail(err == KCR_ERR_NOMEM ? err : KCR_ERR_NOT_FOUND,
-                             "controller \"%s\": %s: the server does not serve it (%s); %s", ctl,
-                             s->label, kcr_last_error(), hint);
+            return kcr__fail(err, "controller \"%s\": %s: discovery failed: %s", ctl, s->label,
+                             kcr_last_error());
         kcr__log(KCR_LOG_WARN, "controller",
                  "controller \"%s\": %s: discovery does not know it (%s); trusting the declared "
                  "kind and scope",

@@ -20,8 +20,9 @@ struct kcr_map_out {
 static void warn_once(atomic_bool *flag, const kcr__source *s, const char *what)
 {
     if (!atomic_exchange(flag, true))
-        kcr__log(KCR_LOG_ERROR, "controller", "controller \"%s\": %s: %s: %s (logged once; counted)",
-                 s->ctl->name, s->label, what, kcr_last_error());
+        kcr__log(KCR_LOG_ERROR, "controller",
+                 "controller \"%s\": %s: %s: %s (logged once; counted)", s->ctl->name, s->label,
+                 what, kcr_last_error());
 }
 
 /* A key that cannot be routed: counted and logged once per source. */

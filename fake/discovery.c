@@ -180,5 +180,11 @@ kcr_err kcr__fake_resolve(kcr_client *c, const kcr__disc_query *q, bool refresh,
     pthread_mutex_lock(&f->lock);
     kcr_err err = kcr__disc_resolve(&f->disc, q, out);
     pthread_mutex_unlock(&f->lock);
+    if (err == KCR_ERR_NOT_FOUND)
+        return kcr__fail(err,
+                         "%s (the fake serves the built-ins of Kubernetes %s: register others "
+                         "with kcr_fake_register() or by creating their "
+                         "CustomResourceDefinition in the fake)",
+                         kcr_last_error(), kcr__fake_builtins_version());
     return err;
 }

@@ -1,7 +1,8 @@
 /* Internal: the in-memory fake API server (kcr/fake.h), shared between its
  * files:
  *   fake.c       lifetime, the client back end table, error rules, hooks, counters
- *   discovery.c  the resources it serves (built-ins, kcr_fake_register, CRDs)
+ *   discovery.c  the resources it serves (the built-ins of builtins.inc, captured
+ *                from testenv's apiserver by gen-builtins; kcr_fake_register; CRDs)
  *   preamble.c   request accounting and the ONE write preamble: injected errors,
  *                body checks, name/namespace rules, preconditions and the
  *                apiserver's optimistic-concurrency (conflict) rule

@@ -171,3 +171,30 @@ Test(manager_routing, map_functions_and_predicates_read_caches_through_their_con
     cr_assert(llabs(atomic_load(&users_map_now_ms) - now) < 60000, "the manager's (real) clock");
     cr_assert_eq(stop(), KCR_OK);
 }
+
+/* Under the manager too (here on the fake): a resource discovery does not
+ * know is named with the controller, the source and how to register it,
+ * and a declared scope discovery contradicts is refused. */
+Test(manager_routing, sources_are_checked_against_discovery, .init = setup, .fini = teardown)
+{
+    new_manager(NULL);
+    kcr_source owns = {.resource = {"example.com", "v1", "widgets"}};
+    kcr_controller_options o = {.name = "cms",
+                                .primary = {.resource = CM},
+                                .owns = &owns,
+                                .n_owns = 1,
+                                .reconcile = quick_reconcile};
+    cr_assert_eq(kcr_manager_add_controller(mgr, &o, NULL), KCR_ERR_NOT_FOUND);
+    const char *e = kcr_last_error();
+    cr_assert(strstr(e, "controller \"cms\": owns[0] example.com/v1 widgets") &&
+                  strstr(e, "kcr_fake_register()") && strstr(e, "CustomResourceDefinition"),
+              "%s", e);
+    static const kcr_resource NSS = {"", "v1", "namespaces"};
+    o = (kcr_controller_options){.name = "teams",
+                                 .primary = {.resource = NSS, .scope = KCR_SCOPE_NAMESPACED},
+                                 .reconcile = quick_reconcile};
+    cr_assert_eq(kcr_manager_add_controller(mgr, &o, NULL), KCR_ERR_INVALID);
+    cr_assert(strstr(kcr_last_error(), "controller \"teams\": primary v1 namespaces: declared "
+                                       "namespaced, but discovery says cluster-scoped"),
+              "%s", kcr_last_error());
+}
