@@ -6,16 +6,13 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "fake/builtins.h"
 #include "fake/fake_internal.h"
 
 /* The built-in resources of testenv's Kubernetes version, captured from its
- * kube-apiserver by fake/gen-builtins (ROW: see builtins.inc's header). */
-static const struct builtin {
-    const char *group, *version, *resource, *singular, *kind;
-    bool namespaced, preferred;
-    const char *shorts, *verbs, *subresources;
-} builtins[] = {
-#define ROW(g, v, r, s, k, ns, pref, sh, vb, sub) {g, v, r, s, k, ns, pref, sh, vb, sub},
+ * kube-apiserver by fake/gen-builtins. */
+static const kcr__fake_builtin builtins[] = {
+#define ROW KCR__FAKE_BUILTIN_ROW
 #include "fake/builtins.inc"
 #undef ROW
 };
@@ -75,7 +72,7 @@ kcr_err kcr__fake_register_builtins(kcr_fake *f)
 {
     kcr_err err = KCR_OK;
     for (size_t i = 0; err == KCR_OK && i < sizeof builtins / sizeof *builtins; i++) {
-        const struct builtin *b = &builtins[i];
+        const kcr__fake_builtin *b = &builtins[i];
         kcr_api_resource r;
         memset(&r, 0, sizeof r);
         snprintf(r.group, sizeof r.group, "%s", b->group);

@@ -144,15 +144,9 @@ Test(manager_routing, map_functions_and_predicates_read_caches_through_their_con
     create_labelled_cm("app1", "db");
     create_labelled_cm("app2", "db");
     create_labelled_cm("app3", "other");
-    kcr_source w = {.resource = USERS_SECRET,
-                    .map = secret_to_users,
-                    .predicate = kcr_predicate_custom(used_secret, NULL)};
+    kcr_source w;
+    kcr_controller_options o = users_options(&w, count_mapped);
     kcr_controller *c = NULL;
-    kcr_controller_options o = {.name = USERS_CONTROLLER,
-                                .primary = {.resource = CM},
-                                .watches = &w,
-                                .n_watches = 1,
-                                .reconcile = count_mapped};
     cr_assert_eq(kcr_manager_add_controller(mgr, &o, &c), KCR_OK, "%s", kcr_last_error());
     start();
     WAIT_FOR(kcr_manager_readyz_check(NULL, mgr) == KCR_OK);

@@ -8,35 +8,23 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kcr/kcr.h"
+#include "fake/builtins.h"
+#include "tests/unit/fake_fixture.h"
 
 /* The same table the fake compiles in. */
-static const struct row {
-    const char *group, *version, *resource, *singular, *kind;
-    bool namespaced, preferred;
-    const char *shorts, *verbs, *subresources;
-} rows[] = {
-#define ROW(g, v, r, s, k, ns, pref, sh, vb, sub) {g, v, r, s, k, ns, pref, sh, vb, sub},
-#include "../../fake/builtins.inc"
+static const kcr__fake_builtin rows[] = {
+#define ROW KCR__FAKE_BUILTIN_ROW
+#include "fake/builtins.inc"
 #undef ROW
 };
 #define N_ROWS (sizeof rows / sizeof *rows)
 
-static kcr_fake *fake;
-static kcr_client *c;
 static kcr_status st;
 
-static void setup(void)
-{
-    cr_assert_eq(kcr_fake_new(NULL, &fake), KCR_OK);
-    cr_assert_eq(kcr_fake_client(fake, "default", &c), KCR_OK);
-}
-
-static void teardown(void)
+static void builtins_teardown(void)
 {
     kcr_status_clear(&st);
-    kcr_client_free(c);
-    kcr_fake_free(fake);
+    teardown();
 }
 
 /* Whether the comma- (or ;-) separated list has `word` (up to a ':' for subresources). */
@@ -57,7 +45,7 @@ static bool has(const char *list, const char *word)
 }
 
 /* The verbs of subresource `sub` in a row's "name:verbs;..." list, or NULL. */
-static const char *sub_verbs(const struct row *r, const char *sub, char *buf, size_t size)
+static const char *sub_verbs(const kcr__fake_builtin *r, const char *sub, char *buf, size_t size)
 {
     char key[64];
     snprintf(key, sizeof key, "%s:", sub);
@@ -70,11 +58,11 @@ static const char *sub_verbs(const struct row *r, const char *sub, char *buf, si
 }
 
 Test(fake_builtins, every_resource_resolves_with_its_kind_and_scope, .init = setup,
-     .fini = teardown)
+     .fini = builtins_teardown)
 {
     cr_assert_gt(N_ROWS, 40, "the captured table lists the built-ins");
     for (size_t i = 0; i < N_ROWS; i++) {
-        const struct row *r = &rows[i];
+        const kcr__fake_builtin *r = &rows[i];
         char name[600];
         snprintf(name, sizeof name, "%s.%s.%s", r->resource, r->version, r->group);
         kcr_api_resource ar;
@@ -119,7 +107,7 @@ static kcr_err count_item(kcr_object *obj, void *ud)
 
 /* Create, get, list, watch, update, status update and delete of one object
  * of r, in its scope. */
-static void crud(const struct row *r)
+static void crud(const kcr__fake_builtin *r)
 {
     kcr_resource res = {r->group, r->version, r->resource};
     const char *ns = r->namespaced ? "default" : NULL;
@@ -176,11 +164,11 @@ static void crud(const struct row *r)
 }
 
 Test(fake_builtins, every_resource_with_the_verbs_serves_crud_in_its_scope, .init = setup,
-     .fini = teardown)
+     .fini = builtins_teardown)
 {
     size_t done = 0;
     for (size_t i = 0; i < N_ROWS; i++) {
-        const struct row *r = &rows[i];
+        const kcr__fake_builtin *r = &rows[i];
         if (has(r->verbs, "create") && has(r->verbs, "get") && has(r->verbs, "list") &&
             has(r->verbs, "delete") && *r->kind) {
             crud(r);
@@ -191,11 +179,11 @@ Test(fake_builtins, every_resource_with_the_verbs_serves_crud_in_its_scope, .ini
 }
 
 Test(fake_builtins, verbs_and_subresources_discovery_does_not_list, .init = setup,
-     .fini = teardown)
+     .fini = builtins_teardown)
 {
     size_t refused = 0;
     for (size_t i = 0; i < N_ROWS; i++) {
-        const struct row *r = &rows[i];
+        const kcr__fake_builtin *r = &rows[i];
         kcr_resource res = {r->group, r->version, r->resource};
         if (!has(r->verbs, "list")) {
             cr_assert_neq(kcr_client_list(c, &res, NULL, NULL, count_item, &(size_t){0}, NULL,
@@ -210,8 +198,6 @@ Test(fake_builtins, verbs_and_subresources_discovery_does_not_list, .init = setu
 
     /* configmaps have no status subresource; deployments have a scale one the
      * fake does not implement */
-    static const kcr_resource CM = {"", "v1", "configmaps"};
-    static const kcr_resource DEPLOY = {"apps", "v1", "deployments"};
     cr_assert_eq(kcr_client_create(c, &CM, NULL, "{\"metadata\":{\"name\":\"a\"}}", 0, NULL, NULL,
                                    &st),
                  KCR_OK);
@@ -236,7 +222,8 @@ Test(fake_builtins, verbs_and_subresources_discovery_does_not_list, .init = setu
               st.message);
 }
 
-Test(fake_builtins, an_unserved_resource_says_how_to_register_it, .init = setup, .fini = teardown)
+Test(fake_builtins, an_unserved_resource_says_how_to_register_it, .init = setup,
+     .fini = builtins_teardown)
 {
     static const kcr_resource WIDGETS = {"example.com", "v1", "widgets"};
     cr_assert_eq(kcr_client_get(c, &WIDGETS, "default", "w", NULL, NULL, &st), KCR_ERR_NOT_FOUND);

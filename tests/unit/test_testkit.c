@@ -9,11 +9,11 @@
 #include <string.h>
 
 #include "kcr/kcr.h"
+#include "tests/unit/testkit_fixture.h"
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
 static const kcr_resource SECRET = {"", "v1", "secrets"};
 
-static kcr_testkit *tk;
 
 /* What the reconcile under test does, set per test. */
 static struct {
@@ -88,19 +88,6 @@ static kcr_controller *add(kcr_controller_options *o)
     o->reconcile = reconcile;
     cr_assert_eq(kcr_testkit_add_controller(tk, o, &c), KCR_OK, "%s", kcr_last_error());
     return c;
-}
-
-static void seed(const char *text)
-{
-    cr_assert_eq(kcr_testkit_seed(tk, text), KCR_OK, "%s", kcr_last_error());
-}
-
-static const kcr_testkit_record *last(void)
-{
-    size_t n;
-    const kcr_testkit_record *h = kcr_testkit_history(tk, &n);
-    cr_assert_gt(n, 0);
-    return &h[n - 1];
 }
 
 static void patch_cm(const char *name, const char *merge_patch)

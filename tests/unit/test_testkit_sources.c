@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kcr/kcr.h"
+#include "tests/unit/testkit_fixture.h"
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
 #include "tests/unit/users_map.h"
@@ -17,7 +18,6 @@ static const kcr_resource CM = {"", "v1", "configmaps"};
 static const kcr_resource NS = {"", "v1", "namespaces"};
 static const kcr_resource WIDGETS = {"example.com", "v1", "widgets"};
 
-static kcr_testkit *tk;
 static int calls;
 
 static void setup(void)
@@ -36,19 +36,6 @@ static kcr_result done(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
     (void)ctx, (void)req, (void)ud;
     calls++;
     return KCR_DONE;
-}
-
-static void seed(const char *text)
-{
-    cr_assert_eq(kcr_testkit_seed(tk, text), KCR_OK, "%s", kcr_last_error());
-}
-
-static const kcr_testkit_record *last(void)
-{
-    size_t n;
-    const kcr_testkit_record *h = kcr_testkit_history(tk, &n);
-    cr_assert_gt(n, 0);
-    return &h[n - 1];
 }
 
 Test(testkit_sources, a_scope_discovery_contradicts_is_refused_naming_the_source, .init = setup,
@@ -193,15 +180,9 @@ Test(testkit_sources, map_functions_and_predicates_read_caches_through_their_con
     seed("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app1, labels: {secret: db}}\n---\n"
          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app2, labels: {secret: db}}\n---\n"
          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app3, labels: {secret: other}}\n");
-    kcr_source w = {.resource = USERS_SECRET,
-                    .map = secret_to_users,
-                    .predicate = kcr_predicate_custom(used_secret, NULL)};
+    kcr_source w;
+    kcr_controller_options o = users_options(&w, done);
     kcr_controller *c = NULL;
-    kcr_controller_options o = {.name = USERS_CONTROLLER,
-                                .primary = {.resource = CM},
-                                .watches = &w,
-                                .n_watches = 1,
-                                .reconcile = done};
     cr_assert_eq(kcr_testkit_add_controller(tk, &o, &c), KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
     cr_assert_eq(atomic_load(&users_map_calls), 0, "no Secret yet");

@@ -56,4 +56,19 @@ static kcr_err used_secret(kcr_source_ctx *ctx, const kcr_object_change *ch, boo
     return err;
 }
 
+/* The "users" controller: primary ConfigMaps, watching Secrets through the
+ * map and the predicate above; *w holds the watch (it must outlive the
+ * add-controller call). */
+static inline kcr_controller_options users_options(kcr_source *w, kcr_reconcile_fn reconcile)
+{
+    *w = (kcr_source){.resource = USERS_SECRET,
+                      .map = secret_to_users,
+                      .predicate = kcr_predicate_custom(used_secret, NULL)};
+    return (kcr_controller_options){.name = USERS_CONTROLLER,
+                                    .primary = {.resource = CM},
+                                    .watches = w,
+                                    .n_watches = 1,
+                                    .reconcile = reconcile};
+}
+
 #endif
