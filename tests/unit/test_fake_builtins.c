@@ -198,25 +198,25 @@ Test(fake_builtins, verbs_and_subresources_discovery_does_not_list, .init = setu
 
     /* configmaps have no status subresource; deployments have a scale one the
      * fake does not implement */
-    cr_assert_eq(kcr_client_create(c, &CM, NULL, "{\"metadata\":{\"name\":\"a\"}}", 0, NULL, NULL,
-                                   &st),
-                 KCR_OK);
+    cr_assert_eq(kcr_client_create(c, &CM, "default", "{\"metadata\":{\"name\":\"a\"}}", 0, NULL,
+                                   NULL, &st),
+                 KCR_OK, "%s", kcr_last_error());
     kcr_get_options go = {.subresource = "status"};
-    cr_assert_eq(kcr_client_get(c, &CM, NULL, "a", &go, NULL, &st), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_client_get(c, &CM, "default", "a", &go, NULL, &st), KCR_ERR_NOT_FOUND);
     cr_assert_str_eq(st.message, "the server could not find the requested resource");
     cr_assert(strstr(kcr_last_error(), "without a \"status\" subresource"), "%s",
               kcr_last_error());
-    cr_assert_eq(kcr_client_create(c, &DEPLOY, NULL, "{\"metadata\":{\"name\":\"d\"}}", 0, NULL,
+    cr_assert_eq(kcr_client_create(c, &DEPLOY, "default", "{\"metadata\":{\"name\":\"d\"}}", 0, NULL,
                                    NULL, &st),
                  KCR_OK);
     go.subresource = "status";
     kcr_object *d = NULL;
-    cr_assert_eq(kcr_client_get(c, &DEPLOY, NULL, "d", &go, &d, &st), KCR_OK, "%s",
+    cr_assert_eq(kcr_client_get(c, &DEPLOY, "default", "d", &go, &d, &st), KCR_OK, "%s",
                  kcr_last_error());
     cr_assert_str_eq(kcr_object_name(d), "d", "GET .../status answers the object");
     kcr_object_unref(d);
     go.subresource = "scale";
-    cr_assert_neq(kcr_client_get(c, &DEPLOY, NULL, "d", &go, NULL, &st), KCR_OK);
+    cr_assert_neq(kcr_client_get(c, &DEPLOY, "default", "d", &go, NULL, &st), KCR_OK);
     cr_assert_eq(st.code, 400);
     cr_assert(strstr(st.message, "does not implement the \"scale\" subresource"), "%s",
               st.message);
