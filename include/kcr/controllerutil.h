@@ -47,7 +47,7 @@ typedef struct kcr_ctrlutil_owner_options {
      * LIST items with the List's, see kcr_list_item_fn), except that objects
      * of a metadata-only cache are "PartialObjectMetadata" (meta.k8s.io/v1):
      * for those, and for objects built by hand, pass them here. Neither
-     * given nor on the object, or a PartialObjectMetadata owner:
+     * given nor on the object (or only PartialObjectMetadata's there):
      * KCR_ERR_INVALID. */
     const char *api_version;
     const char *kind;
@@ -66,8 +66,9 @@ typedef struct kcr_ctrlutil_owner_options {
  * Errors: KCR_ERR_EXISTS when another object is already the controller
  * (kcr_last_error() names it: kind/name and uid; `obj` is left alone);
  * KCR_ERR_INVALID when the owner lacks name, uid, apiVersion or kind (or is a
- * PartialObjectMetadata without them in opts), or the owner is namespaced and `obj` is cluster-scoped or in another namespace
- * (the garbage collector would ignore such a reference). */
+ * PartialObjectMetadata without them in opts), or the owner is namespaced
+ * and `obj` is cluster-scoped or in another namespace (the garbage
+ * collector would ignore such a reference). */
 KCR_API kcr_err kcr_ctrlutil_set_controller_reference(const kcr_object *owner,
                                                       const kcr_object *obj,
                                                       const kcr_ctrlutil_owner_options *opts,

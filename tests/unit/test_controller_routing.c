@@ -28,7 +28,8 @@ static kcr_err slow_pred(kcr_source_ctx *ctx, const kcr_object_change *change, b
     return KCR_OK;
 }
 
-static kcr_err quick_pred(kcr_source_ctx *ctx, const kcr_object_change *change, bool *pass, void *ud)
+static kcr_err quick_pred(kcr_source_ctx *ctx, const kcr_object_change *change, bool *pass,
+                          void *ud)
 {
     pthread_mutex_lock(&mu);
     quick_thread = pthread_self();

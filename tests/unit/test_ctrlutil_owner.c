@@ -1,7 +1,7 @@
 /* controllerutil.h owner references: the controller reference's fields, a
  * second controller refused with the owner's name, owners without GVK (built
- * by hand) or with a metadata-only cache's PartialObjectMetadata, namespaces, recreated owners, plain references and
- * the edit variants. */
+ * by hand) or with a metadata-only cache's PartialObjectMetadata, namespaces,
+ * recreated owners, plain references and the edit variants. */
 #include <criterion/criterion.h>
 #include <string.h>
 

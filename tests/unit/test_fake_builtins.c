@@ -206,8 +206,8 @@ Test(fake_builtins, verbs_and_subresources_discovery_does_not_list, .init = setu
     cr_assert_str_eq(st.message, "the server could not find the requested resource");
     cr_assert(strstr(kcr_last_error(), "without a \"status\" subresource"), "%s",
               kcr_last_error());
-    cr_assert_eq(kcr_client_create(c, &DEPLOY, "default", "{\"metadata\":{\"name\":\"d\"}}", 0, NULL,
-                                   NULL, &st),
+    cr_assert_eq(kcr_client_create(c, &DEPLOY, "default", "{\"metadata\":{\"name\":\"d\"}}", 0,
+                                   NULL, NULL, &st),
                  KCR_OK);
     go.subresource = "status";
     kcr_object *d = NULL;
