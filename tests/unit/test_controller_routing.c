@@ -157,9 +157,11 @@ Test(manager_routing, map_functions_and_predicates_read_caches_through_their_con
     cr_assert_eq(kcr_client_create(client, &USERS_SECRET, "default",
                                    "{\"metadata\":{\"name\":\"db\"}}", 0, NULL, NULL, NULL),
                  KCR_OK);
-    WAIT_FOR(atomic_load(&mapped_app1) == 1 && atomic_load(&mapped_app2) == 1);
+    WAIT_FOR(atomic_load(&mapped_app1) >= 1 && atomic_load(&mapped_app2) >= 1);
     kcr_controller_stats st;
     WAIT_FOR((kcr_controller_get_stats(c, &st), st.filtered == 1));
+    cr_assert_eq(atomic_load(&mapped_app1), 1);
+    cr_assert_eq(atomic_load(&mapped_app2), 1);
     cr_assert_eq(atomic_load(&mapped_other), 0);
     cr_assert_eq(atomic_load(&users_map_calls), 1, "the map ran for the used Secret only");
     int64_t now = kcr__wall_ns() / KCR_NS_PER_MS;
