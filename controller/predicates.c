@@ -187,10 +187,8 @@ bool kcr_predicate_eval(const kcr_predicate *p, kcr_source_ctx *ctx,
                         const kcr_object_change *change, bool *failed)
 {
     bool f = false;
-    kcr_object_change none = {0};
-    const kcr_object_change *c = change ? change : &none;
-    /* the old object belongs to updates only */
-    kcr_object_change fixed = *c;
+    /* a NULL change is an empty one; the old object belongs to updates only */
+    kcr_object_change fixed = change ? *change : (kcr_object_change){0};
     if (fixed.change != KCR_CHANGE_UPDATED)
         fixed.old_obj = NULL;
     bool pass = p ? eval(p, ctx, &fixed, &f) : true;

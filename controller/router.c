@@ -142,9 +142,7 @@ void kcr__route(kcr__source *s, const char *key, kcr_change change, const kcr_ob
         return; /* only the primary asks for resyncs */
     bool failed = false;
     kcr_source_ctx sctx = {.src = s};
-    kcr_object_change oc = {.change = change,
-                            .old_obj = change == KCR_CHANGE_UPDATED ? old_obj : NULL,
-                            .obj = obj};
+    kcr_object_change oc = {.change = change, .old_obj = old_obj, .obj = obj};
     bool pass = kcr_predicate_eval(s->predicate, &sctx, &oc, &failed);
     if (failed) {
         KCR__COUNT(c, predicate_errors, 1);
