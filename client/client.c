@@ -100,7 +100,7 @@ static void observe_call(const kcr_client *c, const char *method, int ok_code, i
 
 const char *kcr_client_namespace(const kcr_client *c)
 {
-    return c && c->namespace ? c->namespace : "default";
+    return c && c->ns ? c->ns : "default";
 }
 
 kcr_resource kcr_api_resource_gvr(const kcr_api_resource *r)

@@ -48,7 +48,7 @@ typedef struct kcr__client_ops {
 
 struct kcr_client {
     const kcr__client_ops *ops;
-    char *namespace;
+    char *ns;
     char *field_manager;              /* default fieldManager of writes; NULL: the program's name */
     kcr_request_observer_fn observer; /* NULL: none */
     void *observer_data;

@@ -142,7 +142,7 @@ void kcr_config_free(kcr_config *cfg)
         return;
     free(cfg->context);
     free(cfg->cluster);
-    free(cfg->namespace);
+    free(cfg->ns);
     free(cfg->server);
     free(cfg->tls_server_name);
     free(cfg->proxy_url);
@@ -170,7 +170,7 @@ kcr_config *kcr__config_dup(const kcr_config *s)
     } while (0)
     DUP(context);
     DUP(cluster);
-    DUP(namespace);
+    DUP(ns);
     DUP(server);
     DUP(tls_server_name);
     DUP(proxy_url);
@@ -198,7 +198,7 @@ const char *kcr_config_server(const kcr_config *cfg)
 
 const char *kcr_config_namespace(const kcr_config *cfg)
 {
-    return cfg->namespace && *cfg->namespace ? cfg->namespace : "default";
+    return cfg->ns && *cfg->ns ? cfg->ns : "default";
 }
 
 const char *kcr_config_context(const kcr_config *cfg)

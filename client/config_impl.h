@@ -28,7 +28,7 @@ typedef struct kcr__exec_config {
 struct kcr_config {
     char *context;
     char *cluster; /* the kubeconfig cluster's name, for messages; NULL in-cluster */
-    char *namespace;
+    char *ns;
     char *server; /* no trailing '/' */
     char *tls_server_name;
     char *proxy_url;

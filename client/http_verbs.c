@@ -438,7 +438,7 @@ kcr_err kcr_client_new(const kcr_config *cfg, const kcr_client_options *opts, kc
     hc->base.ops = &http_ops;
     kcr__http_discovery_init(&hc->disc);
     /* the namespace is borrowed from the transport's copy of the config */
-    hc->base.namespace = (char *)kcr_config_namespace(kcr__transport_config(hc->transport));
+    hc->base.ns = (char *)kcr_config_namespace(kcr__transport_config(hc->transport));
     if (opts && opts->field_manager && !(hc->base.field_manager = strdup(opts->field_manager))) {
         http_destroy(&hc->base);
         return kcr__fail(KCR_ERR_NOMEM, "out of memory making a client");

@@ -56,16 +56,16 @@ kcr_err kcr_config_load_in_cluster(const kcr_config_options *opts, kcr_config **
             size_t n = ns.len;
             while (n > 0 && strchr(" \t\r\n", ns.data[n - 1]))
                 ns.data[--n] = '\0';
-            c->namespace = strdup(ns.data);
+            c->ns = strdup(ns.data);
             kcr__blob_clear(&ns);
         }
         kcr__clear_error();
     }
     free(ca_path);
     free(ns_path);
-    if (err == KCR_OK && !c->namespace)
-        c->namespace = strdup("default");
-    if (err == KCR_OK && !c->namespace)
+    if (err == KCR_OK && !c->ns)
+        c->ns = strdup("default");
+    if (err == KCR_OK && !c->ns)
         err = kcr__fail(KCR_ERR_NOMEM, "out of memory reading the in-cluster config");
     if (err != KCR_OK) {
         kcr_config_free(c);

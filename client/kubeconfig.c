@@ -87,12 +87,12 @@ static kcr_err build_config(kcr__kubeconfig *kc, const char *context, kcr_config
         return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
     c->context = strdup(context);
     c->cluster = strdup(cl->name);
-    c->namespace = strdup(ctx->namespace && *ctx->namespace ? ctx->namespace : "default");
+    c->ns = strdup(ctx->ns && *ctx->ns ? ctx->ns : "default");
     c->server = strip_slash(cl->server);
     c->tls_server_name = kcr__xstrdup(cl->tls_server_name);
     c->proxy_url = kcr__xstrdup(cl->proxy_url);
     c->insecure = cl->insecure;
-    bool ok = c->context && c->cluster && c->namespace && c->server &&
+    bool ok = c->context && c->cluster && c->ns && c->server &&
               (c->tls_server_name || !cl->tls_server_name) && (c->proxy_url || !cl->proxy_url);
     if (!ok) {
         kcr_config_free(c);

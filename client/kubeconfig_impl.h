@@ -32,7 +32,7 @@ typedef struct kcr__kc_user {
 
 typedef struct kcr__kc_context {
     const char *name, *file;
-    const char *cluster, *user, *namespace;
+    const char *cluster, *user, *ns;
 } kcr__kc_context;
 
 typedef struct kcr__kubeconfig {

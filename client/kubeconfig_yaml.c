@@ -359,7 +359,7 @@ static kcr_err add_context(kcr__kubeconfig *kc, ydoc *d, const char *name, yaml_
     kcr_err err = where ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, "out of memory reading the kubeconfig");
     c.cluster = ystr(kc, d, b, "cluster", where, &err);
     c.user = ystr(kc, d, b, "user", where, &err);
-    c.namespace = ystr(kc, d, b, "namespace", where, &err);
+    c.ns = ystr(kc, d, b, "namespace", where, &err);
     if (err != KCR_OK)
         return err;
     kcr__kc_context *n = realloc(kc->contexts, (kc->n_contexts + 1) * sizeof *n);

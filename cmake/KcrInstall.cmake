@@ -2,7 +2,7 @@
 # and a pkg-config file (pkg-config kcr).
 include(CMakePackageConfigHelpers)
 
-set(kcr_install_targets kcr kcr_static)
+set(kcr_install_targets kcr kcr_static kcr_testing) # kcr::testing: tests only
 if(KCR_BUILD_HTTP)
     list(APPEND kcr_install_targets kcr_http kcr_http_static) # kcr::http, kcr::http_static
 endif()
@@ -28,6 +28,8 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kcrConfig.cmake
 file(RELATIVE_PATH KCR_PC_PREFIX_FROM_PCDIR "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
 configure_file(cmake/kcr.pc.in ${CMAKE_CURRENT_BINARY_DIR}/kcr.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kcr.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+configure_file(cmake/kcr-testing.pc.in ${CMAKE_CURRENT_BINARY_DIR}/kcr-testing.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kcr-testing.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 if(KCR_BUILD_HTTP)
     configure_file(cmake/kcr-http.pc.in ${CMAKE_CURRENT_BINARY_DIR}/kcr-http.pc @ONLY)
     install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kcr-http.pc

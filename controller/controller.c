@@ -136,7 +136,7 @@ static kcr_err compile_source(kcr_controller *c, kcr__role role, const kcr_sourc
     s->version = strdup(in->resource.version);
     s->resource = strdup(in->resource.resource);
     s->kind = strdup(in->kind ? in->kind : "");
-    s->ns = dup_opt(in->namespace);
+    s->ns = dup_opt(in->ns);
     s->label_selector = dup_opt(in->label_selector);
     s->field_selector = dup_opt(in->field_selector);
     char label[600];
@@ -150,7 +150,7 @@ static kcr_err compile_source(kcr_controller *c, kcr__role role, const kcr_sourc
              in->resource.resource);
     s->label = strdup(label);
     if (!s->group || !s->version || !s->resource || !s->kind || !s->label ||
-        (in->namespace && in->namespace[0] && !s->ns) ||
+        (in->ns && in->ns[0] && !s->ns) ||
         (in->label_selector && in->label_selector[0] && !s->label_selector) ||
         (in->field_selector && in->field_selector[0] && !s->field_selector))
         return kcr__fail(KCR_ERR_NOMEM, "out of memory compiling controller \"%s\"", c->name);

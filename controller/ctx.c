@@ -16,11 +16,11 @@ void kcr__request_init(kcr_reconcile_request *req, kcr_controller *c, const char
     nl = nl < KCR__NS_BUF - 1 ? nl : KCR__NS_BUF - 1; /* keys are validated: <= 63 */
     memcpy(ns_buf, key, nl);
     ns_buf[nl] = '\0';
-    req->namespace = ns_buf;
+    req->ns = ns_buf;
     req->trigger.reason = p->reason;
     req->trigger.change = p->change;
     req->trigger.kind = p->kind ? p->kind : "";
-    req->trigger.namespace = p->ns ? p->ns : "";
+    req->trigger.ns = p->ns ? p->ns : "";
     req->trigger.name = p->name ? p->name : "";
     req->reasons = p->reasons;
     req->retries = kcr_rate_limiter_num_requeues(c->limiter, key);

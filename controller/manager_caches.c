@@ -36,7 +36,7 @@ kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)
         kcr__source *s = &c->sources[i];
         kcr_informer_options io =
             m->cache_defaults ? *m->cache_defaults : (kcr_informer_options){0};
-        io.reflector.namespace = s->ns;
+        io.reflector.ns = s->ns;
         io.reflector.label_selector = s->label_selector;
         io.reflector.field_selector = s->field_selector;
         io.reflector.metadata_only = s->metadata_only;

@@ -134,7 +134,7 @@ kcr_err kcr__reasons_add(kcr__reasons *r, const char *key, const kcr_trigger *t,
             p->delayed = t->reason;
         }
     } else if (t->reason > p->reason) {
-        char *kind = dup0(t->kind), *ns = dup0(t->namespace), *name = dup0(t->name);
+        char *kind = dup0(t->kind), *ns = dup0(t->ns), *name = dup0(t->name);
         if (!kind || !ns || !name) {
             free(kind), free(ns), free(name);
             err = kcr__fail(KCR_ERR_NOMEM, "out of memory recording a reason");

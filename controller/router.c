@@ -48,7 +48,7 @@ static void enqueue(kcr__source *s, const char *key, kcr_reason reason, kcr_chan
         .reason = reason,
         .change = change,
         .kind = kind_of(s, obj),
-        .namespace = obj ? kcr_object_namespace(obj) : "",
+        .ns = obj ? kcr_object_namespace(obj) : "",
         .name = obj ? kcr_object_name(obj) : "",
     };
     KCR__COUNT(s->ctl, enqueues, 1);

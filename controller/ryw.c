@@ -224,7 +224,7 @@ static kcr_err r_raw(kcr_client *c, const char *path, const char *body, size_t b
 
 static void r_destroy(kcr_client *c)
 {
-    free(c->namespace);
+    free(c->ns);
     free(c);
 }
 
@@ -245,7 +245,7 @@ static const kcr__client_ops ryw_ops = {
 kcr_err kcr__ryw_client_new(mgr_worker *w, kcr_client **out)
 {
     ryw_client *c = calloc(1, sizeof *c);
-    if (!c || !(c->base.namespace = strdup(kcr_client_namespace(w->mc->m->client)))) {
+    if (!c || !(c->base.ns = strdup(kcr_client_namespace(w->mc->m->client)))) {
         free(c);
         return kcr__fail(KCR_ERR_NOMEM, "out of memory making a reconcile client");
     }

@@ -141,7 +141,7 @@ kcr_err kcr_fake_client(kcr_fake *f, const char *ns, kcr_client **out)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     fc->base.ops = &fake_ops;
-    fc->base.namespace = fc->ns;
+    fc->base.ns = fc->ns;
     fc->f = f;
     atomic_fetch_add(&f->refs, 1);
     *out = &fc->base;

@@ -48,7 +48,7 @@ kcr_err kcr_informer_factory_new(kcr_client *client, const kcr_informer_options 
     bool oom = false;
     if (defaults) {
         f->defaults = *defaults;
-        f->defaults.reflector.namespace = f->d_ns = dup_opt(defaults->reflector.namespace, &oom);
+        f->defaults.reflector.ns = f->d_ns = dup_opt(defaults->reflector.ns, &oom);
         f->defaults.reflector.label_selector = f->d_label =
             dup_opt(defaults->reflector.label_selector, &oom);
         f->defaults.reflector.field_selector = f->d_field =
@@ -67,7 +67,7 @@ static char *make_id(const kcr_resource *res, const kcr_informer_options *o)
 {
     const kcr_reflector_options *r = &o->reflector;
     const char *parts[] = {res->group ? res->group : "", res->version, res->resource,
-                           r->namespace ? r->namespace : "",
+                           r->ns ? r->ns : "",
                            r->label_selector ? r->label_selector : "",
                            r->field_selector ? r->field_selector : "",
                            r->metadata_only ? "meta" : "full"};

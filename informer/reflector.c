@@ -635,13 +635,13 @@ kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
     r->group = strdup(res->group ? res->group : "");
     r->version = strdup(res->version);
     r->resource = strdup(res->resource);
-    r->ns = dup_or_null(opts->namespace);
+    r->ns = dup_or_null(opts->ns);
     r->label = dup_or_null(opts->label_selector);
     r->field = dup_or_null(opts->field_selector);
     r->rv = strdup("");
     r->rv_cap = 1;
     bool oom = !r->group || !r->version || !r->resource || !r->rv ||
-               (opts->namespace && *opts->namespace && !r->ns) ||
+               (opts->ns && *opts->ns && !r->ns) ||
                (opts->label_selector && *opts->label_selector && !r->label) ||
                (opts->field_selector && *opts->field_selector && !r->field);
     if (oom || kcr_cancel_new(&r->cancel) != KCR_OK) {

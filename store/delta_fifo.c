@@ -1,4 +1,4 @@
-/* kcr_delta_fifo: client-go's DeltaFIFO (see BEHAVIOUR.md § Store).
+/* kcr_delta_fifo: client-go's DeltaFIFO (docs/store.md).
  * Invariant: a key is in `items` exactly when its entry is in `queue`. */
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* kcr_fifo: client-go's FIFO (see BEHAVIOUR.md § Store). Keys are queued once;
+/* kcr_fifo: client-go's FIFO (docs/store.md). Keys are queued once;
  * the newest object per key lives in `items`. A deleted key stays in the
  * queue and pop skips it. */
 #include <pthread.h>

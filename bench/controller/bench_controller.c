@@ -193,7 +193,7 @@ int main(int argc, char **argv)
     kcr_manager_options mo = {.name = "bench", .no_events = true};
     kcr_controller_options c = {
         .name = "bench",
-        .primary = {.resource = CM, .kind = "ConfigMap", .namespace = argv[3]},
+        .primary = {.resource = CM, .kind = "ConfigMap", .ns = argv[3]},
         .reconcile = reconcile,
         .user_data = &t,
     };

@@ -193,7 +193,7 @@ static int sync_once(const char *kubeconfig, const char *ns, const char *mode)
     double t0 = now_s();
     kcr_client *c = client_for(kubeconfig);
     kcr_informer_options o = {0};
-    o.reflector.namespace = ns;
+    o.reflector.ns = ns;
     o.reflector.list_mode = strcmp(mode, "streaming") == 0 ? KCR_LIST_MODE_STREAMING
                             : strcmp(mode, "list") == 0    ? KCR_LIST_MODE_PAGED
                                                            : KCR_LIST_MODE_DEFAULT;

@@ -64,13 +64,13 @@ int manager_cli_parse(const char *prog, int argc, char **argv, manager_cli *cli)
         else if (strcmp(a, "--leader-elect") == 0)
             cli->leader_elect = true;
         else if (strcmp(a, "-A") == 0 || strcmp(a, "--all-namespaces") == 0)
-            cli->namespace = NULL;
+            cli->ns = NULL;
         else if (strcmp(a, "--kubeconfig") == 0)
             cli->kubeconfig = v;
         else if (strcmp(a, "--context") == 0)
             cli->context = v;
         else if (strcmp(a, "--namespace") == 0 || strcmp(a, "-n") == 0)
-            cli->namespace = v;
+            cli->ns = v;
         else if (strcmp(a, "--leader-election-namespace") == 0)
             cli->lease_namespace = v;
         else if (strcmp(a, "--metrics-bind-address") == 0)

@@ -26,7 +26,7 @@
 typedef struct manager_cli {
     const char *kubeconfig;      /* NULL: $KUBECONFIG, in-cluster, ~/.kube/config */
     const char *context;         /* NULL: the kubeconfig's current context */
-    const char *namespace;       /* NULL: every namespace */
+    const char *ns;       /* NULL: every namespace */
     const char *lease_namespace; /* NULL: the client's namespace */
     const char *metrics_address; /* "0": no metrics endpoint */
     const char *probe_address;   /* "0": no /healthz, /readyz */

@@ -28,7 +28,7 @@ Test(manager_cli, no_flags_keep_the_defaults)
     cr_assert_eq(cli.level, KCR_LOG_INFO);
     cr_assert(!cli.leader_elect);
     cr_assert_null(cli.kubeconfig);
-    cr_assert_null(cli.namespace);
+    cr_assert_null(cli.ns);
 }
 
 Test(manager_cli, every_flag_in_both_spellings)
@@ -51,7 +51,7 @@ Test(manager_cli, every_flag_in_both_spellings)
     cr_assert_eq(parse(&cli, sizeof argv / sizeof argv[0], argv), 0);
     cr_assert_str_eq(cli.kubeconfig, "/k");
     cr_assert_str_eq(cli.context, "c");
-    cr_assert_str_eq(cli.namespace, "ns");
+    cr_assert_str_eq(cli.ns, "ns");
     cr_assert_eq(cli.workers, 7);
     cr_assert(cli.leader_elect);
     cr_assert_str_eq(cli.lease_namespace, "lns");
@@ -65,7 +65,7 @@ Test(manager_cli, all_namespaces_clears_a_namespace_given_before)
     manager_cli cli = defaults();
     const char *argv[] = {"prog", "--namespace=a", "-A"};
     cr_assert_eq(parse(&cli, 3, argv), 0);
-    cr_assert_null(cli.namespace);
+    cr_assert_null(cli.ns);
 }
 
 Test(manager_cli, bad_arguments_are_exit_status_2)

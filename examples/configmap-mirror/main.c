@@ -22,8 +22,8 @@ int main(int argc, char **argv)
     if (bad)
         return bad;
     if (!cli.lease_namespace)
-        cli.lease_namespace = cli.namespace;
+        cli.lease_namespace = cli.ns;
     kcr_controller_options ctl;
-    mirror_controller(&ctl, cli.namespace);
+    mirror_controller(&ctl, cli.ns);
     return manager_cli_run("configmap-mirror", &cli, &ctl);
 }

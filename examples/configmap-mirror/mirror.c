@@ -40,7 +40,7 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
         return KCR_DONE;
     char name[300];
     snprintf(name, sizeof name, "%s-mirror", req->name);
-    kcr_object *copy = kcr_lister_get(kcr_ctx_cache(ctx, &CM), req->namespace, name);
+    kcr_object *copy = kcr_lister_get(kcr_ctx_cache(ctx, &CM), req->ns, name);
     kcr_owner_ref ref;
     bool in_sync = copy && kcr_object_controller_ref(copy, &ref) &&
                    strcmp(ref.uid, kcr_object_uid(src)) == 0 &&
@@ -66,12 +66,12 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
 void mirror_controller(kcr_controller_options *opts, const char *ns)
 {
     static kcr_source owns;
-    owns = (kcr_source){.resource = CM, .namespace = ns};
+    owns = (kcr_source){.resource = CM, .ns = ns};
     *opts = (kcr_controller_options){
         .name = "configmap-mirror",
         .primary = {.resource = CM,
                     .kind = "ConfigMap",
-                    .namespace = ns,
+                    .ns = ns,
                     .predicate = kcr_predicate_label_selector("mirror=true")},
         .owns = &owns,
         .n_owns = 1,

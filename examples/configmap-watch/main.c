@@ -108,7 +108,7 @@ int main(int argc, char **argv)
     if (!ns && !all)
         ns = kcr_client_namespace(c);
     kcr_informer_options o = {0};
-    o.reflector.namespace = all ? NULL : ns;
+    o.reflector.ns = all ? NULL : ns;
     o.reflector.on_error = on_error;
     kcr_resource cm = {"", "v1", "configmaps"};
     kcr_informer *inf = NULL;

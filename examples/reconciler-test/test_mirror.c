@@ -3,6 +3,7 @@
  * controller declaration is the one main.c runs on a real manager. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <kcr/testkit.h>
 
 #include "../configmap-mirror/mirror.h"
 

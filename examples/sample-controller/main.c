@@ -26,7 +26,7 @@ int main(int argc, char **argv)
     int bad = manager_cli_parse(SAMPLE_NAME, argc, argv, &cli);
     if (bad)
         return bad;
-    sample_config sc = {.namespace = cli.namespace, .log = kcr_log_stderr, .level = cli.level};
+    sample_config sc = {.ns = cli.ns, .log = kcr_log_stderr, .level = cli.level};
     kcr_controller_options ctl;
     sample_controller(&ctl, &sc);
     return manager_cli_run(SAMPLE_NAME, &cli, &ctl);

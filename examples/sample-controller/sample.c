@@ -201,7 +201,7 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
         kcr_object_unref(foo);
         return KCR_DONE;
     }
-    kcr_object *d = kcr_lister_get(kcr_ctx_cache(ctx, &SAMPLE_DEPLOYMENTS), req->namespace, name);
+    kcr_object *d = kcr_lister_get(kcr_ctx_cache(ctx, &SAMPLE_DEPLOYMENTS), req->ns, name);
     kcr_err err = sync_deployment(ctx, cfg, req, foo, name, &d);
     if (err == KCR_OK)
         err = update_foo_status(ctx, foo, d);
@@ -219,10 +219,10 @@ void sample_controller(kcr_controller_options *opts, const sample_config *cfg)
 {
     static kcr_source owns;
     owns = (kcr_source){.resource = SAMPLE_DEPLOYMENTS, .kind = "Deployment",
-                        .namespace = cfg->namespace};
+                        .ns = cfg->ns};
     *opts = (kcr_controller_options){
         .name = SAMPLE_NAME,
-        .primary = {.resource = SAMPLE_FOOS, .kind = FOO_KIND, .namespace = cfg->namespace},
+        .primary = {.resource = SAMPLE_FOOS, .kind = FOO_KIND, .ns = cfg->ns},
         .owns = &owns,
         .n_owns = 1,
         .reconcile = reconcile,

@@ -40,7 +40,7 @@ extern const kcr_resource SAMPLE_DEPLOYMENTS;
  * (it is the reconcile's user_data) until the manager or test kit is freed;
  * read-only while reconciles run, so shared by every worker. */
 typedef struct sample_config {
-    const char *namespace; /* NULL or "": Foos and Deployments of every namespace */
+    const char *ns; /* NULL or "": Foos and Deployments of every namespace */
     kcr_log_fn log;        /* where the reconciler's own lines go; NULL: nowhere */
     void *log_user_data;
     kcr_log_level level;   /* lines above this level are dropped (0: ERROR only) */

@@ -30,6 +30,10 @@
 #include "kcr/export.h"
 #include "kcr/object.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct kcr_client kcr_client;
 
 /* ---- Status ------------------------------------------------------------------------- */
@@ -420,5 +424,9 @@ typedef struct kcr_raw_options {
 KCR_API kcr_err kcr_client_request(kcr_client *c, const char *path, const char *body,
                                    size_t body_len, const kcr_raw_options *opts, char **out,
                                    size_t *out_len, kcr_status *status);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

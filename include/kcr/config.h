@@ -14,6 +14,10 @@
 #include "kcr/error.h"
 #include "kcr/export.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct kcr_config kcr_config;
 
 /* How to find the configuration. Zero means default for every field. */
@@ -77,5 +81,9 @@ KCR_API const char *kcr_config_context(const kcr_config *cfg);
  * (insecure-skip-tls-verify). Plain http:// servers are a separate opt-in:
  * kcr_client_options.allow_insecure_http. */
 KCR_API bool kcr_config_insecure(const kcr_config *cfg);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -39,6 +39,10 @@
 #include "kcr/time.h"
 #include "kcr/workqueue.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct kcr_manager kcr_manager;
 typedef struct kcr_controller kcr_controller;
 typedef struct kcr_ctx kcr_ctx; /* one reconcile's context */
@@ -88,13 +92,13 @@ typedef struct kcr_trigger {
     kcr_reason reason;
     kcr_change change;
     const char *kind;
-    const char *namespace;
+    const char *ns;
     const char *name;
 } kcr_trigger;
 
 /* What to reconcile. Everything is borrowed for the reconcile call. */
 typedef struct kcr_reconcile_request {
-    const char *namespace; /* "" for a cluster-scoped primary */
+    const char *ns; /* "" for a cluster-scoped primary */
     const char *name;
     const char *key;       /* "namespace/name" or "name" */
     kcr_trigger trigger;   /* the most important reason (see kcr_reason) */
@@ -267,7 +271,7 @@ typedef struct kcr_source {
     kcr_resource resource;      /* required */
     const char *kind;           /* the resource's kind ("ConfigMap"); NULL: discovery's */
     kcr_scope scope;            /* the resource's scope; 0: discovery's */
-    const char *namespace;      /* NULL or "": all namespaces */
+    const char *ns;             /* NULL or "": all namespaces */
     const char *label_selector; /* NULL: everything */
     const char *field_selector; /* NULL: everything */
     bool metadata_only;         /* cache PartialObjectMetadata only (smaller) */
@@ -494,5 +498,9 @@ KCR_API kcr_err kcr_manager_readyz_check(char **message, void *manager);
  * after leadership loss or its workers were cancelled at a shutdown
  * deadline. Thread-safe. */
 KCR_API kcr_err kcr_manager_healthz_check(char **message, void *manager);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

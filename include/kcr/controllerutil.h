@@ -23,6 +23,10 @@
 #include "kcr/export.h"
 #include "kcr/object.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Retries after a lost race when max_retries is 0: up to 6 attempts in all
  * (client-go's retry.DefaultRetry makes 5, sleeping ~10 ms between them;
  * here the re-read before each retry is the pause). */
@@ -223,5 +227,9 @@ KCR_API kcr_err kcr_ctrlutil_delete_object(kcr_client *c, const kcr_resource *re
                                            const kcr_object *obj,
                                            kcr_ctrlutil_propagation propagation, kcr_object **out,
                                            kcr_status *status);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

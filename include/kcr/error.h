@@ -5,6 +5,10 @@
 
 #include "kcr/export.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum kcr_err {
     KCR_OK = 0,
     KCR_ERR_NOMEM = 1,        /* allocation failed */
@@ -62,5 +66,9 @@ KCR_API kcr_err kcr_set_error(kcr_err err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -24,6 +24,10 @@
 #include "kcr/object.h"
 #include "kcr/time.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct kcr_event_recorder kcr_event_recorder;
 
 typedef enum kcr_event_type {
@@ -90,5 +94,9 @@ KCR_API kcr_err kcr_event_recorder_recordf(kcr_event_recorder *r, const kcr_even
 KCR_API kcr_err kcr_event_recorder_flush(kcr_event_recorder *r, int64_t timeout_ms);
 
 KCR_API void kcr_event_recorder_get_stats(kcr_event_recorder *r, kcr_event_recorder_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -51,6 +51,10 @@
 #include "kcr/error.h"
 #include "kcr/export.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct kcr_fake kcr_fake;
 
 /* Zero means default for every field. A bookmark interval above 2^40 ms
@@ -145,5 +149,9 @@ KCR_API void kcr_fake_bookmark(kcr_fake *f, const kcr_resource *res);
 /* Forgets the event history: watches from any older resourceVersion then get
  * 410 Expired, as after an etcd compaction. */
 KCR_API void kcr_fake_compact(kcr_fake *f);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -18,6 +18,10 @@
 #include "kcr/export.h"
 #include "kcr/metrics.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct kcr_health_server kcr_health_server;
 
 /* A check: KCR_OK when healthy/ready; otherwise an error, with *message
@@ -75,5 +79,9 @@ typedef struct kcr_manager kcr_manager;
  * server before it. opts is copied. */
 KCR_API kcr_err kcr_manager_serve_http(kcr_manager *m, const kcr_health_server_options *opts,
                                        kcr_health_server **out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

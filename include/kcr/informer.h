@@ -22,12 +22,16 @@
 #include "kcr/object.h"
 #include "kcr/store.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- Reflector --------------------------------------------------------------------------
  * Lists then watches one resource and hands what it sees to a sink (a
  * DeltaFIFO, usually): a list (or the initial events of a streaming list)
  * becomes a replace, watch events become add/update/delete, bookmarks a
  * bookmark. Recovers from every
- * failure by itself (BEHAVIOUR.md § Reflector): re-watch from the last
+ * failure by itself (docs/informer.md, Reflector): re-watch from the last
  * resourceVersion, relist on 410, back off on refusals, 429 and 5xx.
  * Thread-safety: every function is thread-safe except _free (no other call
  * may run). */
@@ -52,7 +56,7 @@ typedef void (*kcr_watch_error_fn)(kcr_err err, const kcr_status *status, const 
 /* Zero means default for every field. Strings are copied. A duration above
  * 2^40 ms (about 35 years) is refused with KCR_ERR_INVALID. */
 typedef struct kcr_reflector_options {
-    const char *namespace;        /* NULL or "": all namespaces (or a cluster-scoped resource) */
+    const char *ns;        /* NULL or "": all namespaces (or a cluster-scoped resource) */
     const char *label_selector;   /* NULL: everything */
     const char *field_selector;   /* NULL: everything */
     bool metadata_only;           /* PartialObjectMetadata objects (Accept header) */
@@ -344,5 +348,9 @@ KCR_API void kcr_informer_factory_stop(kcr_informer_factory *f);
 
 /* Stops and frees every informer and the factory. NULL is ignored. */
 KCR_API void kcr_informer_factory_free(kcr_informer_factory *f);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,4 +1,7 @@
-/* The whole public API of kcr. */
+/* The whole public API of libkcr. The fake API server (kcr/fake.h) and the
+ * reconciler test kit (kcr/testkit.h) are libkcr_testing's, and the
+ * metrics/health endpoint (kcr/health.h) is libkcr_http's: include those
+ * where you use them. */
 #ifndef KCR_KCR_H
 #define KCR_KCR_H
 
@@ -8,14 +11,12 @@
 #include "kcr/controllerutil.h"
 #include "kcr/events.h"
 #include "kcr/error.h"
-#include "kcr/fake.h"
 #include "kcr/informer.h"
 #include "kcr/leader.h"
 #include "kcr/log.h"
 #include "kcr/metrics.h"
 #include "kcr/object.h"
 #include "kcr/store.h"
-#include "kcr/testkit.h"
 #include "kcr/time.h"
 #include "kcr/version.h"
 #include "kcr/workqueue.h"

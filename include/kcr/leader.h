@@ -25,6 +25,10 @@
 #include "kcr/export.h"
 #include "kcr/time.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct kcr_leader_elector kcr_leader_elector;
 
 /* Zero means default for every field; strings are copied. Validated by
@@ -85,5 +89,9 @@ KCR_API const char *kcr_leader_elector_identity(const kcr_leader_elector *e);
 KCR_API char *kcr_leader_elector_holder(kcr_leader_elector *e);
 
 KCR_API void kcr_leader_elector_get_stats(kcr_leader_elector *e, kcr_leader_elector_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

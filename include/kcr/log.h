@@ -8,6 +8,10 @@
 #include "kcr/error.h"
 #include "kcr/export.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum kcr_log_level {
     KCR_LOG_ERROR = 0,
     KCR_LOG_WARN = 1,
@@ -48,5 +52,9 @@ KCR_API kcr_err kcr_log_level_parse(const char *name, kcr_log_level *out);
  * logged too (module "curl"), with Authorization headers redacted.
  * Call it early in main(), before other threads log. */
 KCR_API bool kcr_log_from_env(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

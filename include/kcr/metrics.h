@@ -21,6 +21,10 @@
 #include "kcr/export.h"
 #include "kcr/workqueue.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct kcr_metrics kcr_metrics;
 typedef struct kcr_metric_family kcr_metric_family;
 typedef struct kcr_metric kcr_metric; /* one series */
@@ -107,5 +111,9 @@ KCR_API kcr_err kcr_metrics_workqueue_hooks(kcr_metrics *m, const char *queue_na
  * kcr_client_set_request_observer(client, *fn, *user_data). */
 KCR_API kcr_err kcr_metrics_client_observer(kcr_metrics *m, kcr_request_observer_fn *fn,
                                             void **user_data);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -15,6 +15,10 @@
 #include "kcr/error.h"
 #include "kcr/export.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct kcr_object kcr_object;
 
 /* Parses one JSON object (a Kubernetes object with metadata.name) of `len`
@@ -45,7 +49,6 @@ KCR_API int64_t kcr_object_generation(const kcr_object *obj);
 /* Serializes to compact JSON. On success *out is a NUL-terminated malloc'd
  * string the caller frees, *len its length (len may be NULL). */
 KCR_API kcr_err kcr_object_to_json(const kcr_object *obj, char **out, size_t *len);
-
 
 /* ---- Typed value views --------------------------------------------------
  * A kcr_value is a borrowed view of one JSON value inside an object: valid
@@ -303,5 +306,9 @@ typedef kcr_err (*kcr_object_transform_fn)(const kcr_object *in, kcr_object **ou
  * bytes). user_data unused. */
 KCR_API kcr_err kcr_object_strip_managed_fields(const kcr_object *in, kcr_object **out,
                                                 void *user_data);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -13,6 +13,10 @@
 #include "kcr/export.h"
 #include "kcr/object.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- keys ------------------------------------------------------------------ */
 
 /* The store key of an object: "namespace/name", or "name" for cluster-scoped
@@ -324,5 +328,9 @@ KCR_API bool kcr_delta_fifo_has_synced(kcr_delta_fifo *f);
 KCR_API size_t kcr_delta_fifo_len(kcr_delta_fifo *f);
 /* Queued keys in queue order (copies). */
 KCR_API kcr_err kcr_delta_fifo_list_keys(kcr_delta_fifo *f, kcr_string_list *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -50,13 +50,17 @@
 #include "kcr/object.h"
 #include "kcr/time.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct kcr_testkit kcr_testkit;
 
 /* Zero means default for every field. */
 typedef struct kcr_testkit_options {
     int64_t start_ms;           /* the virtual clock's start (ms since the epoch);
                                    0: 2030-01-01T00:00:00Z */
-    const char *namespace;      /* the client's default namespace; NULL: "default" */
+    const char *ns;      /* the client's default namespace; NULL: "default" */
     const char *event_reporter; /* reporting controller of the recorder; NULL: "testkit" */
     bool simulate_workers;      /* run_until_idle runs batches: the controller with the most
                                    important ready key takes up to max_concurrent_reconciles
@@ -186,5 +190,9 @@ KCR_API kcr_err kcr_testkit_inject_error(kcr_testkit *tk, kcr_fake_verb verb,
                                          const kcr_resource *res, const char *ns,
                                          const char *name, int times, int code,
                                          const char *reason, const char *message);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

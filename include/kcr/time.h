@@ -10,6 +10,10 @@
 #include "kcr/error.h"
 #include "kcr/export.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Parses an RFC 3339 timestamp ("2024-02-29T12:34:56Z", fractions and
  * "+01:00"-style offsets allowed) into Unix seconds, fractions dropped.
  * KCR_ERR_PARSE (kcr_last_error() says why) for anything else,
@@ -38,5 +42,9 @@ typedef struct kcr_clock {
 /* clock's time in ms since the Unix epoch; the real (CLOCK_REALTIME) time
  * when `clock` or its now_ms is NULL. Thread-safe. */
 KCR_API int64_t kcr_clock_now_ms(const kcr_clock *clock);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -33,6 +33,10 @@
 #include "kcr/error.h"
 #include "kcr/export.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ------------------------------------------------------------------------ */
 /* Rate limiters                                                              */
 
@@ -357,5 +361,9 @@ KCR_API void kcr_workqueue_metrics_update(kcr_workqueue *q);
 /* The queue's name (never NULL, owned by the queue), valid until
  * kcr_workqueue_free. Thread-safe. */
 KCR_API const char *kcr_workqueue_name(const kcr_workqueue *q);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

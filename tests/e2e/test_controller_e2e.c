@@ -426,7 +426,7 @@ Test(controller_e2e, read_your_writes_on_the_real_apiserver, .init = setup, .fin
     kcr_manager *m = NULL;
     cr_assert_eq(kcr_manager_new(client, &(kcr_manager_options){.no_events = true}, &m), KCR_OK);
     kcr_controller *c = NULL;
-    kcr_controller_options o = {.name = "bump", .primary = {.resource = E2E_CM, .namespace = ns},
+    kcr_controller_options o = {.name = "bump", .primary = {.resource = E2E_CM, .ns = ns},
                                 .no_read_your_writes = getenv("KCR_TEST_NO_RYW") != NULL,
                                 .reconcile = bump};
     cr_assert_eq(kcr_manager_add_controller(m, &o, &c), KCR_OK, "%s", kcr_last_error());

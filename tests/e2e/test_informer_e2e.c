@@ -20,7 +20,7 @@
 static kcr_informer *ns_informer(kcr_client *c, const char *ns, kcr_list_mode mode, bool meta)
 {
     kcr_informer_options o = {0};
-    o.reflector.namespace = ns;
+    o.reflector.ns = ns;
     o.reflector.list_mode = mode;
     o.reflector.metadata_only = meta;
     kcr_informer *inf = NULL;
@@ -148,7 +148,7 @@ Test(informer_e2e, start_stop_cycles_leak_nothing_and_stop_fast, .timeout = 180)
     for (int i = 0; i < 6; i++) {
         kcr_informer_factory *f;
         kcr_informer_options o = {0};
-        o.reflector.namespace = ns;
+        o.reflector.ns = ns;
         o.reflector.list_mode = i % 2 ? KCR_LIST_MODE_STREAMING : KCR_LIST_MODE_PAGED;
         cr_assert_eq(kcr_informer_factory_new(c, &o, &f), KCR_OK);
         kcr_informer *inf;

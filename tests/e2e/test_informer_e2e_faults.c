@@ -54,7 +54,7 @@ static void rig_up(rig *g, const char *prefix, int n, kcr_informer_options *o)
     cr_assert_eq(e2e_namespace(g->direct, prefix, g->ns, sizeof g->ns), KCR_OK, "%s",
                  kcr_last_error());
     cr_assert_eq(e2e_create_cms(g->direct, g->ns, "cm", n, 200), KCR_OK, "%s", kcr_last_error());
-    o->reflector.namespace = g->ns;
+    o->reflector.ns = g->ns;
     o->reflector.on_error = on_err;
     o->reflector.error_user_data = &g->e;
     if (!o->reflector.backoff_max_ms)
@@ -128,7 +128,7 @@ Test(informer_faults, two_thousand_configmaps_listed_in_pages, .timeout = 300)
     /* the default first list at RV "0": the watch cache answers in one piece */
     kcr_client *c = e2e_client("KCR_TESTENV_PROXY_KUBECONFIG");
     kcr_informer_options d = {0};
-    d.reflector.namespace = g.ns;
+    d.reflector.ns = g.ns;
     kcr_informer *inf;
     cr_assert_eq(kcr_informer_new(c, &E2E_CM, &d, &inf), KCR_OK);
     cr_assert_eq(kcr_informer_start(inf), KCR_OK);

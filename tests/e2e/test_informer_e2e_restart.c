@@ -18,7 +18,7 @@ Test(informer_restart, apiserver_restart_mid_watch_recovers_and_converges, .time
     cr_assert_eq(e2e_namespace(c, "inf-restart", ns, sizeof ns), KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(e2e_create_cms(c, ns, "cm", 30, 200), KCR_OK);
     kcr_informer_options o = {0};
-    o.reflector.namespace = ns;
+    o.reflector.ns = ns;
     o.reflector.backoff_max_ms = 2000;
     kcr_informer *inf;
     cr_assert_eq(kcr_informer_new(c, &E2E_CM, &o, &inf), KCR_OK);
@@ -91,7 +91,7 @@ Test(informer_restart, rv_expired_while_disconnected_relists_with_tombstones, .t
     cr_assert_eq(e2e_create_cms(direct, ns, "cm", 40, 200), KCR_OK);
     int gone = 0;
     kcr_informer_options o = {0};
-    o.reflector.namespace = ns;
+    o.reflector.ns = ns;
     o.reflector.backoff_max_ms = 2000;
     o.reflector.on_error = count_gone;
     o.reflector.error_user_data = &gone;

@@ -267,7 +267,7 @@ static void setup(soak *s, uint64_t seed)
     if (soak_churn_populate(s->churn) != KCR_OK)
         fail("creating the ConfigMaps: %s", kcr_last_error());
     kcr_informer_options o = {0};
-    o.reflector.namespace = s->ns;
+    o.reflector.ns = s->ns;
     o.reflector.idle_limit_ms = IDLE_LIMIT_S * 1000;
     o.reflector.backoff_max_ms = 2000;
     o.reflector.on_error = on_error;

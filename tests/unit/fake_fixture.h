@@ -13,6 +13,7 @@
 
 #include "core/clock.h"
 #include "kcr/kcr.h"
+#include "kcr/fake.h"
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
 static const kcr_resource DEPLOY = {"apps", "v1", "deployments"};

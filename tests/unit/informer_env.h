@@ -11,6 +11,7 @@
 
 #include "informer/informer_internal.h"
 #include "tests/unit/informer_fixtures.h"
+#include "kcr/fake.h"
 
 static inline kcr_informer_options fast(void)
 {

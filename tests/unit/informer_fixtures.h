@@ -12,6 +12,7 @@
 #include "client/client_impl.h"
 #include "helpers/converge.h"
 #include "kcr/kcr.h"
+#include "kcr/fake.h"
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
 static const kcr_resource SECRETS = {"", "v1", "secrets"};

@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "helpers/timescale.h"
 #include "kcr/kcr.h"
+#include "kcr/fake.h"
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
 
@@ -103,7 +104,7 @@ static inline kcr_result copy_reconcile(kcr_ctx *ctx, const kcr_reconcile_reques
     snprintf(name, sizeof name, "%s-copy", req->name);
     snprintf(body, sizeof body, "{\"metadata\":{\"name\":\"%s\"},\"data\":{\"v\":\"1\"}}", name);
     kcr_write_options wo = {.field_manager = "t"};
-    kcr_err err = kcr_client_patch(kcr_ctx_client(ctx), &CM, req->namespace, name, KCR_PATCH_APPLY,
+    kcr_err err = kcr_client_patch(kcr_ctx_client(ctx), &CM, req->ns, name, KCR_PATCH_APPLY,
                                    body, 0, &wo, NULL, NULL);
     if (err != KCR_OK)
         return KCR_RETRY(err);

@@ -1,6 +1,7 @@
 /* Leader election: two managers on one fake API, one reconciles then hands
  * over; losing leadership cancels in-flight reconciles and run returns. */
 #include "tests/unit/manager_fixture.h"
+#include "kcr/fake.h"
 
 /* ---- leader election: two managers, one fake API ---- */
 

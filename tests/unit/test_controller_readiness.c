@@ -1,6 +1,7 @@
 /* Readiness: /readyz names the resource and the server's reason while an
  * informer cannot list (403, or a resource the server does not serve). */
 #include "tests/unit/manager_fixture.h"
+#include "kcr/fake.h"
 
 Test(manager, readiness_reports_the_servers_reason, .init = setup, .fini = teardown)
 {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kcr/kcr.h"
+#include "kcr/fake.h"
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
 static const kcr_resource WIDGETS = {"kcr.dev", "v1", "widgets"};

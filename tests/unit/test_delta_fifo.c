@@ -1,4 +1,4 @@
-/* DeltaFIFO: BEHAVIOUR.md § Store, DeltaFIFO. */
+/* DeltaFIFO: client-go's semantics, docs/store.md "FIFO and DeltaFIFO". */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdlib.h>

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "kcr/kcr.h"
+#include "kcr/fake.h"
 
 #define OLD_DETAIL "an older failure nobody should see now"
 

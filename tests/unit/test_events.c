@@ -16,6 +16,7 @@
 #include "helpers/hung_server.h"
 #include "helpers/timescale.h"
 #include "kcr/kcr.h"
+#include "kcr/fake.h"
 
 static const kcr_resource EVENTS = {"events.k8s.io", "v1", "events"};
 static const kcr_resource CM = {"", "v1", "configmaps"};

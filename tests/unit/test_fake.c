@@ -5,6 +5,7 @@
  * own files (test_fake_list.c, test_fake_watch.c, test_fake_discovery.c);
  * the write rules are in test_fake_writes.c. */
 #include "tests/unit/fake_fixture.h"
+#include "kcr/fake.h"
 
 Test(fake, create_get_update_delete, .init = setup, .fini = teardown)
 {

@@ -1,6 +1,7 @@
 /* The fake's discovery: built-in resources and CRDs, and 404 for a resource
  * it does not serve, answered like the apiserver. */
 #include "tests/unit/fake_fixture.h"
+#include "kcr/fake.h"
 
 Test(fake, discovery_and_crds, .init = setup, .fini = teardown)
 {

@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "tests/unit/fake_fixture.h"
+#include "kcr/fake.h"
 
 Test(fake, watch_resume_and_expiry, .init = setup, .fini = teardown)
 {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kcr/kcr.h"
+#include "kcr/fake.h"
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
 static const kcr_resource DEPLOY = {"apps", "v1", "deployments"};

@@ -1,4 +1,4 @@
-/* FIFO: BEHAVIOUR.md § Store, FIFO. */
+/* FIFO: client-go's semantics, docs/store.md "FIFO and DeltaFIFO". */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdlib.h>

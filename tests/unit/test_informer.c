@@ -5,6 +5,7 @@
  * emptied cache. Dispatch, sync, listers and lifecycle have their own
  * files (test_informer_*.c). */
 #include "tests/unit/informer_env.h"
+#include "kcr/fake.h"
 
 /* Breaks the watch for good (every re-watch fails with 503) and waits until
  * the reflector reports the failure. */

@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include "tests/unit/informer_env.h"
+#include "kcr/fake.h"
 
 Test(informer, factory_shares_informers_and_starts_waits_stops_all)
 {
@@ -22,7 +23,7 @@ Test(informer, factory_shares_informers_and_starts_waits_stops_all)
     cr_assert_eq(kcr_informer_factory_informer(fac, &CM, NULL, &i2), KCR_OK);
     cr_assert(i1 == i2, "one informer per resource");
     kcr_informer_options nb = fast();
-    nb.reflector.namespace = "b";
+    nb.reflector.ns = "b";
     cr_assert_eq(kcr_informer_factory_informer(fac, &CM, &nb, &i3), KCR_OK);
     cr_assert(i3 != i1, "another namespace is another informer");
     cr_assert_eq(kcr_informer_factory_start(fac), KCR_OK);
@@ -136,7 +137,7 @@ Test(informer, factory_refuses_start_and_new_informers_after_stop)
     cr_assert_eq(err, KCR_ERR_STATE, "%s", kcr_strerror(err));
     cr_assert(strstr(kcr_last_error(), "stopped") != NULL, "%s", kcr_last_error());
     kcr_informer_options other = fast();
-    other.reflector.namespace = "default";
+    other.reflector.ns = "default";
     err = kcr_informer_factory_informer(fac, &CM, &other, &i2);
     cr_assert_eq(err, KCR_ERR_STATE, "%s", kcr_strerror(err));
     cr_assert_null(i2);

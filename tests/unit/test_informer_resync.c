@@ -7,6 +7,7 @@
 
 #include "informer/informer_internal.h"
 #include "tests/unit/informer_fixtures.h"
+#include "kcr/fake.h"
 
 #define ROUNDS 5
 

@@ -2,6 +2,7 @@
  * out with the last error and calls the error handler; streaming-list mode
  * and an empty list both sync. */
 #include "tests/unit/informer_env.h"
+#include "kcr/fake.h"
 
 Test(informer, wait_for_sync_reports_a_403_with_the_server_message)
 {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kcr/kcr.h"
+#include "kcr/fake.h"
 #include "unit/object_fixtures.h"
 
 static kcr_object *doc(const char *json)

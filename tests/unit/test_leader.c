@@ -20,6 +20,7 @@
 #include "core/clock.h"
 #include "helpers/hung_server.h"
 #include "kcr/kcr.h"
+#include "kcr/fake.h"
 #include "helpers/timescale.h"
 
 static const kcr_resource LEASES = {"coordination.k8s.io", "v1", "leases"};

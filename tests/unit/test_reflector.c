@@ -7,6 +7,7 @@
 
 #include "informer/informer_internal.h"
 #include "tests/unit/informer_fixtures.h"
+#include "kcr/fake.h"
 
 typedef struct rig {
     kcr_fake *fake;
@@ -641,7 +642,7 @@ Test(reflector, selectors_and_namespace_are_passed_and_honoured)
 {
     rig g;
     kcr_reflector_options o = fast_opts();
-    o.namespace = "team-a";
+    o.ns = "team-a";
     o.label_selector = "app=odd";
     o.field_selector = "metadata.name!=cm-00001";
     rig_up(&g, &o, 10);

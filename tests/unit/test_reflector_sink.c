@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "tests/unit/informer_fixtures.h"
+#include "kcr/fake.h"
 
 #define MAX_EVENTS 64
 

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "kcr/kcr.h"
+#include "kcr/fake.h"
+#include "kcr/testkit.h"
 #include "tests/unit/testkit_fixture.h"
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
@@ -62,7 +64,7 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
             req->name, req->name, kcr_object_uid(p), v ? v : "");
         char name[300];
         snprintf(name, sizeof name, "%s-copy", req->name);
-        kcr_object *have = kcr_lister_get(kcr_ctx_cache(ctx, &CM), req->namespace, name);
+        kcr_object *have = kcr_lister_get(kcr_ctx_cache(ctx, &CM), req->ns, name);
         bool same =
             have && kcr_value_equal(kcr_object_get(have, "data"), kcr_object_get(p, "data"));
         kcr_object_unref(have);
@@ -70,7 +72,7 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
         if (same)
             return KCR_DONE;
         kcr_write_options wo = {.field_manager = "t", .force = true};
-        beh.last_write = kcr_client_patch(kcr_ctx_client(ctx), &CM, req->namespace, name,
+        beh.last_write = kcr_client_patch(kcr_ctx_client(ctx), &CM, req->ns, name,
                                           KCR_PATCH_APPLY, body, 0, &wo, NULL, NULL);
         return beh.last_write == KCR_OK ? KCR_DONE : KCR_RETRY(beh.last_write);
     }
@@ -288,7 +290,7 @@ static kcr_result fail_with_detail(kcr_ctx *ctx, const kcr_reconcile_request *re
     (void)ud;
     /* a kcr call that fails first leaves its own detail behind */
     kcr_object *o = NULL;
-    kcr_client_get(kcr_ctx_client(ctx), &CM, req->namespace, "absent", NULL, &o, NULL);
+    kcr_client_get(kcr_ctx_client(ctx), &CM, req->ns, "absent", NULL, &o, NULL);
     return KCR_RETRY(kcr_set_error(KCR_ERR_INVALID, "spec.size %d is not a power of two", 3));
 }
 
@@ -621,7 +623,7 @@ Test(testkit, selectors_and_namespace_per_source, .init = setup, .fini = teardow
          "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"s2\"}}");
     kcr_source w = {.resource = SECRET, .field_selector = "metadata.name=s2", .map = secret_to_cm};
     kcr_controller *c = add(&(kcr_controller_options){
-        .primary = {.resource = CM, .namespace = "default", .label_selector = "app=web"},
+        .primary = {.resource = CM, .ns = "default", .label_selector = "app=web"},
         .watches = &w,
         .n_watches = 1});
     cr_assert_eq(kcr_testkit_queue_len(tk, c), 2);
@@ -644,7 +646,7 @@ static kcr_result status_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *re
 {
     (void)ud;
     kcr_ctrlutil_op_result r;
-    kcr_err err = kcr_ctrlutil_update_status(kcr_ctx_client(ctx), &DEPLOY, req->namespace,
+    kcr_err err = kcr_ctrlutil_update_status(kcr_ctx_client(ctx), &DEPLOY, req->ns,
                                              req->name, observe_generation, NULL, 0, &r, NULL,
                                              NULL);
     return err == KCR_OK ? KCR_DONE : KCR_RETRY(err);

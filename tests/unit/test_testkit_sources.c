@@ -210,7 +210,7 @@ static kcr_result stamp_once(kcr_ctx *ctx, const kcr_reconcile_request *req, voi
     kcr_object_unref(p);
     if (!p || stamped)
         return KCR_DONE;
-    kcr_err err = kcr_client_patch(kcr_ctx_client(ctx), &CM, req->namespace, req->name,
+    kcr_err err = kcr_client_patch(kcr_ctx_client(ctx), &CM, req->ns, req->name,
                                    KCR_PATCH_MERGE,
                                    "{\"metadata\":{\"annotations\":{\"stamped\":\"yes\"}}}", 0,
                                    NULL, NULL, NULL);

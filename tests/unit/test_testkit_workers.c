@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "kcr/kcr.h"
+#include "kcr/fake.h"
+#include "kcr/testkit.h"
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
 
@@ -175,7 +177,7 @@ static kcr_result three_gets(kcr_ctx *ctx, const kcr_reconcile_request *req, voi
         if (kcr_ctx_canceled(ctx))
             return KCR_RETRY(kcr_set_error(KCR_ERR_CANCELED, "stopped before get %d", i));
         kcr_object *o = NULL;
-        kcr_client_get(kcr_ctx_client(ctx), &CM, req->namespace, req->name, NULL, &o, NULL);
+        kcr_client_get(kcr_ctx_client(ctx), &CM, req->ns, req->name, NULL, &o, NULL);
         kcr_object_unref(o);
         beh.calls++;
     }
@@ -271,7 +273,7 @@ static kcr_result touch_self(kcr_ctx *ctx, const kcr_reconcile_request *req, voi
     bool first = n && strcmp(n, "0") == 0;
     kcr_object_unref(o);
     if (first)
-        cr_assert_eq(kcr_client_patch(kcr_ctx_client(ctx), &CM, req->namespace, req->name,
+        cr_assert_eq(kcr_client_patch(kcr_ctx_client(ctx), &CM, req->ns, req->name,
                                       KCR_PATCH_MERGE, patch, 0, NULL, NULL, NULL),
                      KCR_OK, "%s", kcr_last_error());
     return KCR_DONE;

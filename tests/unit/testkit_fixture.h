@@ -5,7 +5,9 @@
 
 #include <criterion/criterion.h>
 
+#include "kcr/fake.h"
 #include "kcr/kcr.h"
+#include "kcr/testkit.h"
 
 static kcr_testkit *tk;
 

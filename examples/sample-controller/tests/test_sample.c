@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <kcr/fake.h>
+#include <kcr/testkit.h>
 
 #include "../sample.h"
 
@@ -427,7 +429,7 @@ Test(sample, namespace_limits_what_is_watched, .fini = teardown)
                                       "metadata: {name: b, namespace: team-b}\n"
                                       "spec: {deploymentName: b, replicas: 1}\n"),
                  KCR_OK);
-    static const sample_config only_a = {.namespace = "team-a"};
+    static const sample_config only_a = {.ns = "team-a"};
     kcr_controller_options opts;
     sample_controller(&opts, &only_a);
     cr_assert_eq(kcr_testkit_add_controller(tk, &opts, &ctl), KCR_OK, "%s", kcr_last_error());

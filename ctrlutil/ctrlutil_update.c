@@ -1,0 +1,168 @@
+/* Read, mutate, write, and on a conflict read again: status updates and
+ * create-or-update. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctrlutil/ctrlutil_internal.h"
+#include "core/error.h"
+#include "core/log.h"
+
+struct target {
+    kcr_client *c;
+    const kcr_resource *res;
+    const char *ns; /* never NULL */
+    const char *name;
+    kcr_ctrlutil_mutate_fn mutate;
+    void *user_data;
+};
+
+static kcr_err check_args(const struct target *t)
+{
+    if (!t->c || !t->res || !t->res->version || !t->res->resource || !t->name || !t->mutate)
+        return kcr__fail(KCR_ERR_INVALID, "controller helper: NULL argument");
+    if (!*t->name)
+        return kcr__fail(KCR_ERR_INVALID, "controller helper: empty name");
+    return KCR_OK;
+}
+
+/* A new object's starting point: apiVersion from the resource, name, namespace. */
+static kcr_err seed(kcr_object_edit *e, const struct target *t)
+{
+    char av[512];
+    const char *group = t->res->group ? t->res->group : "";
+    snprintf(av, sizeof av, "%s%s%s", group, *group ? "/" : "", t->res->version);
+    kcr_err err = kcr_object_edit_set_string(e, "apiVersion", av);
+    if (err == KCR_OK)
+        err = kcr_object_edit_set_string(e, "metadata.name", t->name);
+    if (err == KCR_OK && *t->ns)
+        err = kcr_object_edit_set_string(e, "metadata.namespace", t->ns);
+    return err;
+}
+
+/* Runs the callback on a copy of `cur` (or on a new object when NULL);
+ * *next is the result. */
+static kcr_err mutate_copy(const struct target *t, const kcr_object *cur, kcr_object **next)
+{
+    *next = NULL;
+    kcr_object_edit *e;
+    kcr_err err = kcr_object_edit_new(cur, &e);
+    if (err != KCR_OK)
+        return err;
+    err = cur ? KCR_OK : seed(e, t);
+    if (err == KCR_OK && (err = t->mutate(e, cur, t->user_data)) != KCR_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", kcr_last_error());
+        err = kcr__fail(err, "the mutate callback failed (%s)%s%s", kcr_strerror(err),
+                        why[0] ? ": " : "", why);
+    }
+    if (err == KCR_OK)
+        err = kcr_object_edit_freeze(e, next);
+    kcr_object_edit_free(e);
+    if (err == KCR_OK && (strcmp(kcr_object_name(*next), t->name) != 0 ||
+                          strcmp(kcr_object_namespace(*next), t->ns) != 0)) {
+        err = kcr__fail(KCR_ERR_INVALID,
+                        "the mutate callback must not change metadata.name or metadata.namespace "
+                        "(%s%s%s became %s%s%s)",
+                        t->ns, *t->ns ? "/" : "", t->name, kcr_object_namespace(*next),
+                        *kcr_object_namespace(*next) ? "/" : "", kcr_object_name(*next));
+        kcr_object_unref(*next);
+        *next = NULL;
+    }
+    return err;
+}
+
+enum write_kind { WRITE_STATUS, WRITE_OBJECT };
+
+static kcr_err run(const struct target *t, enum write_kind kind, int max_retries,
+                   kcr_ctrlutil_op_result *result, kcr_object **out, kcr_status *st)
+{
+    if (result)
+        *result = KCR_CTRLUTIL_UNCHANGED;
+    if (out)
+        *out = NULL;
+    if (st)
+        kcr_status_clear(st);
+    kcr_err err = check_args(t);
+    if (err != KCR_OK)
+        return err;
+    int retries = kcr__ctrlutil_retries(max_retries);
+    for (int attempt = 0;; attempt++) {
+        kcr_object *cur = NULL, *next = NULL, *written = NULL;
+        err = kcr_client_get(t->c, t->res, t->ns, t->name, NULL, &cur, st);
+        bool create = err == KCR_ERR_NOT_FOUND && kind == WRITE_OBJECT;
+        if (err != KCR_OK && !create)
+            return err;
+        if (create) { /* an expected 404: not the caller's error */
+            if (st)
+                kcr_status_clear(st);
+            kcr__clear_error();
+        }
+        if ((err = mutate_copy(t, create ? NULL : cur, &next)) != KCR_OK) {
+            kcr_object_unref(cur);
+            return err;
+        }
+        /* a status write can only change the status: compare just that */
+        bool same =
+            kind == WRITE_STATUS
+                ? kcr_value_equal(kcr_object_get(cur, "status"), kcr_object_get(next, "status"))
+                : kcr_value_equal(kcr_object_root(cur), kcr_object_root(next));
+        if (!create && same) {
+            kcr_object_unref(next);
+            if (out)
+                *out = cur;
+            else
+                kcr_object_unref(cur);
+            return KCR_OK;
+        }
+        kcr_object_unref(cur);
+        char *json = NULL;
+        size_t len = 0;
+        err = kcr_object_to_json(next, &json, &len);
+        kcr_object_unref(next);
+        if (err != KCR_OK)
+            return err;
+        if (create)
+            err = kcr_client_create(t->c, t->res, t->ns, json, len, NULL, &written, st);
+        else if (kind == WRITE_STATUS)
+            err = kcr_client_update_status(t->c, t->res, t->ns, json, len, &written, st);
+        else
+            err = kcr_client_update(t->c, t->res, t->ns, json, len, NULL, &written, st);
+        free(json);
+        if (err == KCR_OK) {
+            if (result)
+                *result = create ? KCR_CTRLUTIL_CREATED : KCR_CTRLUTIL_UPDATED;
+            if (out)
+                *out = written;
+            else
+                kcr_object_unref(written);
+            return KCR_OK;
+        }
+        /* a stale resourceVersion, or a create that lost a race */
+        bool lost = err == KCR_ERR_CONFLICT || (create && err == KCR_ERR_EXISTS);
+        if (!lost || attempt >= retries)
+            return err;
+        kcr__log(KCR_LOG_DEBUG, "ctrlutil", "%s %s%s%s: %s, retrying",
+                 kind == WRITE_STATUS ? "status update of" : "create-or-update of", t->ns,
+                 *t->ns ? "/" : "", t->name, kcr_strerror(err));
+    }
+}
+
+kcr_err kcr_ctrlutil_update_status(kcr_client *c, const kcr_resource *res, const char *ns,
+                                   const char *name, kcr_ctrlutil_mutate_fn mutate, void *user_data,
+                                   int max_retries, kcr_ctrlutil_op_result *result,
+                                   kcr_object **out, kcr_status *status)
+{
+    struct target t = {c, res, ns ? ns : "", name, mutate, user_data};
+    return run(&t, WRITE_STATUS, max_retries, result, out, status);
+}
+
+kcr_err kcr_ctrlutil_create_or_update(kcr_client *c, const kcr_resource *res, const char *ns,
+                                      const char *name, kcr_ctrlutil_mutate_fn mutate,
+                                      void *user_data, int max_retries,
+                                      kcr_ctrlutil_op_result *result, kcr_object **out,
+                                      kcr_status *status)
+{
+    struct target t = {c, res, ns ? ns : "", name, mutate, user_data};
+    return run(&t, WRITE_OBJECT, max_retries, result, out, status);
+}
