@@ -88,11 +88,33 @@ kcr_err kcr__err_for_code(int code, const char *reason);
 
 /* ---- Discovery ----------------------------------------------------------------------- */
 
+/* The verbs discovery lists for a resource or subresource, as bits. */
+enum {
+    KCR__VERB_GET = 1u << 0,
+    KCR__VERB_LIST = 1u << 1,
+    KCR__VERB_WATCH = 1u << 2,
+    KCR__VERB_CREATE = 1u << 3,
+    KCR__VERB_UPDATE = 1u << 4,
+    KCR__VERB_PATCH = 1u << 5,
+    KCR__VERB_DELETE = 1u << 6,
+    KCR__VERB_DELETECOLLECTION = 1u << 7,
+    KCR__VERB_ALL = (1u << 8) - 1
+};
+
+/* A subresource ("status", "scale", "log") and its verbs. */
+typedef struct kcr__disc_sub {
+    char *name;
+    unsigned verbs;
+} kcr__disc_sub;
+
 typedef struct kcr__disc_entry {
     kcr_api_resource r;
     char **short_names; /* n_short, malloc'd */
     size_t n_short;
     bool preferred;     /* the group's preferred version */
+    unsigned verbs;     /* KCR__VERB_* bits; KCR__VERB_ALL when discovery did not say */
+    kcr__disc_sub *subs; /* n_subs, malloc'd */
+    size_t n_subs;
 } kcr__disc_entry;
 
 /* Entries in priority order (core first, then groups as the server orders
@@ -113,6 +135,12 @@ struct kcr__disc_query {
 kcr_err kcr__disc_add(kcr__disc_table *t, const kcr_api_resource *r, const char *const *shorts,
                       size_t n_short, bool preferred);
 void kcr__disc_clear(kcr__disc_table *t);
+/* The bits of the verbs named in `csv` ("get,list,watch"); unknown ones are ignored. */
+unsigned kcr__disc_verbs(const char *csv);
+/* Adds a subresource with its verbs (bits) to e. */
+kcr_err kcr__disc_add_sub(kcr__disc_entry *e, const char *name, unsigned verbs);
+/* e's subresource `name`, or NULL. */
+const kcr__disc_sub *kcr__disc_find_sub(const kcr__disc_entry *e, const char *name);
 /* KCR_ERR_NOT_FOUND (with a message) when nothing matches. */
 kcr_err kcr__disc_resolve(const kcr__disc_table *t, const kcr__disc_query *q,
                           kcr_api_resource *out);

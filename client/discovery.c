@@ -27,6 +27,7 @@ kcr_err kcr__disc_add(kcr__disc_table *t, const kcr_api_resource *r, const char 
     memset(e, 0, sizeof *e);
     e->r = *r;
     e->preferred = preferred;
+    e->verbs = KCR__VERB_ALL;
     if (n_short) {
         e->short_names = calloc(n_short, sizeof *e->short_names);
         if (!e->short_names)
@@ -51,9 +52,63 @@ void kcr__disc_clear(kcr__disc_table *t)
         for (size_t j = 0; j < t->e[i].n_short; j++)
             free(t->e[i].short_names[j]);
         free(t->e[i].short_names);
+        for (size_t j = 0; j < t->e[i].n_subs; j++)
+            free(t->e[i].subs[j].name);
+        free(t->e[i].subs);
     }
     free(t->e);
     memset(t, 0, sizeof *t);
+}
+
+unsigned kcr__disc_verbs(const char *csv)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } names[] = {{"get", KCR__VERB_GET},       {"list", KCR__VERB_LIST},
+                 {"watch", KCR__VERB_WATCH},   {"create", KCR__VERB_CREATE},
+                 {"update", KCR__VERB_UPDATE}, {"patch", KCR__VERB_PATCH},
+                 {"delete", KCR__VERB_DELETE}, {"deletecollection", KCR__VERB_DELETECOLLECTION}};
+    unsigned bits = 0;
+    for (const char *p = csv ? csv : ""; *p;) {
+        size_t n = strcspn(p, ",");
+        for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+            if (strlen(names[i].name) == n && memcmp(names[i].name, p, n) == 0)
+                bits |= names[i].bit;
+        p += n + (p[n] == ',');
+    }
+    return bits;
+}
+
+kcr_err kcr__disc_add_sub(kcr__disc_entry *e, const char *name, unsigned verbs)
+{
+    kcr__disc_sub *subs = realloc(e->subs, (e->n_subs + 1) * sizeof *subs);
+    if (!subs)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory adding a subresource");
+    e->subs = subs;
+    if (!(subs[e->n_subs].name = strdup(name)))
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory adding a subresource");
+    subs[e->n_subs++].verbs = verbs;
+    return KCR_OK;
+}
+
+const kcr__disc_sub *kcr__disc_find_sub(const kcr__disc_entry *e, const char *name)
+{
+    for (size_t i = 0; i < e->n_subs; i++)
+        if (strcmp(e->subs[i].name, name) == 0)
+            return &e->subs[i];
+    return NULL;
+}
+
+/* The bits of a JSON array of verb names. */
+static unsigned verbs_of(kcr_value arr)
+{
+    if (kcr_value_get_type(arr) != KCR_VALUE_ARRAY)
+        return KCR__VERB_ALL;
+    unsigned bits = 0;
+    for (size_t i = 0; i < kcr_value_len(arr); i++)
+        bits |= kcr__disc_verbs(kcr__value_str(kcr_value_at(arr, i)));
+    return bits;
 }
 
 /* Adds one resource; its shortNames from the array `shorts`. */
@@ -93,6 +148,22 @@ static kcr_err add_entry(kcr__disc_table *t, const char *group, const char *vers
     return add_from(t, &r, short_names, preferred);
 }
 
+/* An aggregated discovery entry's verbs and subresources into e. */
+static kcr_err add_verbs_and_subs(kcr__disc_entry *e, kcr_value entry)
+{
+    e->verbs = verbs_of(kcr_value_member(entry, "verbs"));
+    kcr_value subs = kcr_value_member(entry, "subresources");
+    size_t n = kcr_value_get_type(subs) == KCR_VALUE_ARRAY ? kcr_value_len(subs) : 0;
+    kcr_err err = KCR_OK;
+    for (size_t i = 0; err == KCR_OK && i < n; i++) {
+        kcr_value sub = kcr_value_at(subs, i);
+        const char *name = member_str(sub, "subresource");
+        if (name)
+            err = kcr__disc_add_sub(e, name, verbs_of(kcr_value_member(sub, "verbs")));
+    }
+    return err;
+}
+
 kcr_err kcr__disc_parse_aggregated(kcr_value doc, kcr__disc_table *t)
 {
     kcr_value items = kcr_value_member(doc, "items");
@@ -113,10 +184,13 @@ kcr_err kcr__disc_parse_aggregated(kcr_value doc, kcr__disc_table *t)
             for (size_t k = 0; k < n_res; k++) {
                 kcr_value e = kcr_value_at(res, k);
                 const char *scope = member_str(e, "scope");
+                size_t n_before = t->n;
                 kcr_err err = add_entry(
                     t, group, version, member_str(e, "resource"), member_str(e, "singularResource"),
                     member_str(e, "responseKind.kind"), scope && strcmp(scope, "Namespaced") == 0,
                     kcr_value_member(e, "shortNames"), v == 0);
+                if (err == KCR_OK && t->n > n_before)
+                    err = add_verbs_and_subs(&t->e[t->n - 1], e);
                 if (err != KCR_OK)
                     return err;
             }
@@ -132,12 +206,29 @@ kcr_err kcr__disc_parse_resource_list(kcr_value doc, const char *group, const ch
     if (kcr_value_get_type(res) != KCR_VALUE_ARRAY)
         return kcr__fail(KCR_ERR_PARSE, "APIResourceList for %s/%s without resources", group,
                          version);
+    size_t first = t->n;
     for (size_t k = 0; k < kcr_value_len(res); k++) {
         kcr_value e = kcr_value_at(res, k);
-        kcr_err err =
-            add_entry(t, group, version, member_str(e, "name"), member_str(e, "singularName"),
-                      member_str(e, "kind"), kcr_value_bool(kcr_value_member(e, "namespaced")),
-                      kcr_value_member(e, "shortNames"), preferred);
+        const char *name = member_str(e, "name");
+        const char *slash = name ? strchr(name, '/') : NULL;
+        kcr_err err = KCR_OK;
+        if (slash) { /* "pods/status": a subresource of this list's "pods" */
+            for (size_t i = first; i < t->n; i++)
+                if (strlen(t->e[i].r.resource) == (size_t)(slash - name) &&
+                    memcmp(t->e[i].r.resource, name, (size_t)(slash - name)) == 0) {
+                    err = kcr__disc_add_sub(&t->e[i], slash + 1,
+                                            verbs_of(kcr_value_member(e, "verbs")));
+                    break;
+                }
+        } else {
+            size_t before = t->n;
+            err = add_entry(t, group, version, name, member_str(e, "singularName"),
+                            member_str(e, "kind"),
+                            kcr_value_bool(kcr_value_member(e, "namespaced")),
+                            kcr_value_member(e, "shortNames"), preferred);
+            if (err == KCR_OK && t->n > before)
+                t->e[t->n - 1].verbs = verbs_of(kcr_value_member(e, "verbs"));
+        }
         if (err != KCR_OK)
             return err;
     }

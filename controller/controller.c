@@ -37,18 +37,25 @@ static char *dup_opt(const char *s)
 
 static void source_free(kcr__source *s)
 {
-    free(s->group), free(s->version), free(s->resource), free(s->kind);
+    free(s->group), free(s->version), free(s->resource), free(s->kind), free(s->label);
     free(s->ns), free(s->label_selector), free(s->field_selector);
     kcr_predicate_free(s->predicate);
 }
 
-/* Resolves the primary's kind and scope by discovery unless given. */
-static kcr_err resolve_primary(kcr_client *client, kcr_cancel *cancel, const char *ctl,
-                               kcr__source *s)
+static const char *scope_name(bool cluster_scoped)
 {
-    if (s->kind[0])
-        return KCR_OK;
-    char name[600];
+    return cluster_scoped ? "cluster-scoped" : "namespaced";
+}
+
+/* Asks discovery for a source's kind and scope and checks what the source
+ * declared against it. A resource discovery does not know is an error
+ * unless the source declared enough to run without it (its scope, and the
+ * primary its kind too). */
+static kcr_err resolve_source(kcr_client *client, kcr_cancel *cancel, const char *hint,
+                              kcr__source *s)
+{
+    const char *ctl = s->ctl->name;
+    char name[600]; /* RESOURCE.VERSION.GROUP; the core group's plurals are unqualified */
     if (s->group[0])
         snprintf(name, sizeof name, "%s.%s.%s", s->resource, s->version, s->group);
     else
@@ -60,15 +67,35 @@ static kcr_err resolve_primary(kcr_client *client, kcr_cancel *cancel, const cha
                          : kcr__fail(KCR_ERR_INVALID, "no client to resolve kinds with");
     kcr_status_clear(&st);
     if (err == KCR_ERR_CANCELED)
-        return kcr__fail(err, "controller \"%s\": stopped while discovering %s/%s %s", ctl,
-                         s->group, s->version, s->resource);
-    if (err == KCR_OK && strcmp(ar.group, s->group) != 0)
-        err = kcr__fail(KCR_ERR_NOT_FOUND, "discovery answered group \"%s\"", ar.group);
-    if (err != KCR_OK)
-        return kcr__fail(err == KCR_ERR_NOMEM ? err : KCR_ERR_NOT_FOUND,
-                         "controller \"%s\": the server does not know %s/%s %s (%s); set "
-                         "primary.kind and primary.cluster_scoped to skip discovery",
-                         ctl, s->group, s->version, s->resource, kcr_last_error());
+        return kcr__fail(err, "controller \"%s\": stopped while discovering %s", ctl, s->label);
+    if (err == KCR_OK && (strcmp(ar.group, s->group) != 0 || strcmp(ar.version, s->version) != 0))
+        err = kcr__fail(KCR_ERR_NOT_FOUND, "discovery answered %s/%s %s", ar.group, ar.version,
+                        ar.resource);
+    if (err != KCR_OK) {
+        bool declared = s->declared != KCR_SCOPE_DISCOVERED &&
+                        (s->role != KCR__ROLE_PRIMARY || s->kind[0]);
+        if (err == KCR_ERR_NOT_FOUND && !declared)
+            return kcr__fail(err, "controller \"%s\": %s: the server does not serve it (%s); %s",
+                             ctl, s->label, kcr_last_error(), hint);
+        if (err == KCR_ERR_NOMEM || !declared)
+            return kcr__fail(err, "controller \"%s\": %s: discovery failed: %s", ctl, s->label,
+                             kcr_last_error());
+        kcr__log(KCR_LOG_WARN, "controller",
+                 "controller \"%s\": %s: discovery does not know it (%s); trusting the declared "
+                 "kind and scope",
+                 ctl, s->label, kcr_last_error());
+        return KCR_OK;
+    }
+    if (s->kind[0] && strcmp(s->kind, ar.kind) != 0)
+        return kcr__fail(KCR_ERR_INVALID,
+                         "controller \"%s\": %s: declared kind \"%s\", but discovery says "
+                         "\"%s\"",
+                         ctl, s->label, s->kind, ar.kind);
+    if (s->declared != KCR_SCOPE_DISCOVERED && s->cluster_scoped != !ar.namespaced)
+        return kcr__fail(KCR_ERR_INVALID,
+                         "controller \"%s\": %s: declared %s, but discovery says %s (leave "
+                         "scope unset to take discovery's)",
+                         ctl, s->label, scope_name(s->cluster_scoped), scope_name(!ar.namespaced));
     free(s->kind);
     s->kind = strdup(ar.kind);
     s->cluster_scoped = !ar.namespaced;
@@ -86,7 +113,11 @@ static kcr_err compile_source(kcr_controller *c, kcr__role role, const kcr_sourc
     s->map_user_data = in->map_user_data;
     s->metadata_only = in->metadata_only;
     s->own_thread = in->own_thread;
-    s->cluster_scoped = in->cluster_scoped;
+    s->declared = in->scope;
+    s->cluster_scoped = in->scope == KCR_SCOPE_CLUSTER;
+    if ((unsigned)in->scope > KCR_SCOPE_CLUSTER)
+        return kcr__fail(KCR_ERR_INVALID, "controller \"%s\": %s[%zu]: scope %d is not a kcr_scope",
+                         c->name, role_names[role], idx, (int)in->scope);
     if (!in->resource.version || !in->resource.version[0] || !in->resource.resource ||
         !in->resource.resource[0])
         return kcr__fail(KCR_ERR_INVALID,
@@ -108,7 +139,17 @@ static kcr_err compile_source(kcr_controller *c, kcr__role role, const kcr_sourc
     s->ns = dup_opt(in->ns);
     s->label_selector = dup_opt(in->label_selector);
     s->field_selector = dup_opt(in->field_selector);
-    if (!s->group || !s->version || !s->resource || !s->kind ||
+    char label[600];
+    if (role == KCR__ROLE_PRIMARY)
+        snprintf(label, sizeof label, "primary");
+    else
+        snprintf(label, sizeof label, "%s[%zu]", role_names[role], idx);
+    snprintf(label + strlen(label), sizeof label - strlen(label), " %s%s%s %s",
+             in->resource.group && *in->resource.group ? in->resource.group : "",
+             in->resource.group && *in->resource.group ? "/" : "", in->resource.version,
+             in->resource.resource);
+    s->label = strdup(label);
+    if (!s->group || !s->version || !s->resource || !s->kind || !s->label ||
         (in->ns && in->ns[0] && !s->ns) ||
         (in->label_selector && in->label_selector[0] && !s->label_selector) ||
         (in->field_selector && in->field_selector[0] && !s->field_selector))
@@ -126,7 +167,7 @@ void kcr__controller_options_release(const kcr_controller_options *opts)
     kcr_rate_limiter_free(opts->rate_limiter);
 }
 
-kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel,
+kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel, const char *register_hint,
                             const kcr_controller_options *opts, kcr_controller **out)
 {
     if (!opts || !out) {
@@ -184,6 +225,7 @@ kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel,
         opts->read_your_writes_timeout_ms > 0 ? opts->read_your_writes_timeout_ms : 5000;
     c->reconcile = opts->reconcile;
     c->user_data = opts->user_data;
+    c->client = client;
     kcr_err err = compile_source(c, KCR__ROLE_PRIMARY, &opts->primary, &c->sources[0], 0);
     for (size_t i = 0; i < opts->n_owns; i++) {
         kcr_err e = compile_source(c, KCR__ROLE_OWNS, &opts->owns[i], &c->sources[1 + i], i);
@@ -195,8 +237,8 @@ kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel,
         err = err ? err : e;
     }
     /* the predicates now belong to c->sources; the limiter to c */
-    if (err == KCR_OK)
-        err = resolve_primary(client, cancel, c->name, &c->sources[0]);
+    for (size_t i = 0; err == KCR_OK && i < c->n_sources; i++)
+        err = resolve_source(client, cancel, register_hint, &c->sources[i]);
     if (err == KCR_OK && !c->limiter)
         err = kcr_rate_limiter_default_new(&c->limiter);
     if (err == KCR_OK && opts->n_indexes) {

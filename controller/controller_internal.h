@@ -19,8 +19,10 @@ typedef enum kcr__role {
 typedef struct kcr__source {
     kcr__role role;
     kcr_controller *ctl;
-    char *group, *version, *resource, *kind; /* kind: "" when unknown and not needed */
-    bool cluster_scoped;
+    char *group, *version, *resource, *kind; /* kind: "" when discovery could not say */
+    char *label;         /* "owns[0] apps/v1 deployments": names the source in messages */
+    kcr_scope declared;  /* as the kcr_source declared it */
+    bool cluster_scoped; /* discovery's scope (or the declared one, when discovery could not say) */
     char *ns, *label_selector, *field_selector; /* NULL: none */
     bool metadata_only;
     bool own_thread; /* route on a handler thread of its own, not the informer's */
@@ -68,6 +70,7 @@ struct kcr_controller {
     int64_t ryw_timeout_ms;
     kcr_reconcile_fn reconcile;
     void *user_data;
+    kcr_client *client; /* the environment's (borrowed): kcr_source_ctx_client */
 
     const kcr__env_ops *env_ops;
     void *env;
@@ -80,9 +83,12 @@ struct kcr_controller {
 };
 
 /* Compiles and validates opts (ownership of predicates and the limiter is
- * taken in every case). `client` resolves kinds by discovery, its requests
- * cancelled by `cancel` (may be NULL). */
-kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel,
+ * taken in every case). `client` (borrowed until the controller is freed)
+ * resolves every source's kind and scope by discovery, its requests
+ * cancelled by `cancel` (may be NULL); `register_hint` ends the error for a
+ * resource discovery does not know (how to make it known in this
+ * environment). */
+kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel, const char *register_hint,
                             const kcr_controller_options *opts, kcr_controller **out);
 void kcr__controller_free(kcr_controller *c);
 /* Frees what opts hands over (predicates, rate limiter), for failures
@@ -95,6 +101,11 @@ void kcr__controller_count(kcr_controller *c, size_t offset, int64_t delta);
     kcr__controller_count((c), offsetof(kcr_controller_stats, field), (d))
 
 /* ---- router.c: one change of a watched object -> keys, reasons, priority ---- */
+
+/* What predicates and map functions get (kcr/controller.h). */
+struct kcr_source_ctx {
+    kcr__source *src;
+};
 
 /* Routes a change seen by `src` (any thread): predicates, keys (own key,
  * controlling owner, or map function), reason and priority, then enqueues

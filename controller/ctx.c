@@ -1,4 +1,6 @@
-/* The reconcile context: what a reconcile may use besides its request. */
+/* The contexts user code gets: a reconcile's (kcr_ctx: what it may use
+ * besides its request) and a predicate's or map function's
+ * (kcr_source_ctx: the controller's caches and client). */
 #include <string.h>
 
 #include "controller/controller_internal.h"
@@ -29,18 +31,24 @@ kcr_client *kcr_ctx_client(kcr_ctx *ctx)
     return ctx->client;
 }
 
-kcr_store *kcr_ctx_cache(kcr_ctx *ctx, const kcr_resource *res)
+/* The cache of the first of c's sources serving res (version NULL: any). */
+static kcr_store *cache_of(const kcr_controller *c, const kcr_resource *res)
 {
     if (!res || !res->resource)
         return NULL;
     const char *g = res->group ? res->group : "";
-    for (size_t i = 0; i < ctx->ctl->n_sources; i++) {
-        const kcr__source *s = &ctx->ctl->sources[i];
+    for (size_t i = 0; i < c->n_sources; i++) {
+        const kcr__source *s = &c->sources[i];
         if (strcmp(s->resource, res->resource) == 0 && strcmp(s->group, g) == 0 &&
             (!res->version || strcmp(s->version, res->version) == 0))
             return s->cache;
     }
     return NULL;
+}
+
+kcr_store *kcr_ctx_cache(kcr_ctx *ctx, const kcr_resource *res)
+{
+    return cache_of(ctx->ctl, res);
 }
 
 kcr_object *kcr_ctx_get_primary(kcr_ctx *ctx)
@@ -71,4 +79,25 @@ int64_t kcr_ctx_now_ms(kcr_ctx *ctx)
 kcr_controller *kcr_ctx_controller(kcr_ctx *ctx)
 {
     return ctx->ctl;
+}
+
+kcr_controller *kcr_source_ctx_controller(kcr_source_ctx *ctx)
+{
+    return ctx ? ctx->src->ctl : NULL;
+}
+
+kcr_store *kcr_source_ctx_cache(kcr_source_ctx *ctx, const kcr_resource *res)
+{
+    return ctx ? cache_of(ctx->src->ctl, res) : NULL;
+}
+
+kcr_client *kcr_source_ctx_client(kcr_source_ctx *ctx)
+{
+    return ctx ? ctx->src->ctl->client : NULL;
+}
+
+int64_t kcr_source_ctx_now_ms(kcr_source_ctx *ctx)
+{
+    kcr_controller *c = ctx ? ctx->src->ctl : NULL;
+    return c && c->env_ops ? c->env_ops->now_ms(c->env) : 0;
 }

@@ -159,7 +159,11 @@ kcr_err kcr_manager_add_controller(kcr_manager *m, const kcr_controller_options 
                          opts && opts->name ? opts->name : "");
     }
     kcr_controller *c = NULL;
-    kcr_err err = kcr__controller_new(m->client, m->stop_cancel, opts, &c);
+    kcr_err err = kcr__controller_new(m->client, m->stop_cancel,
+                                      "install its CustomResourceDefinition (or check the "
+                                      "group, version and plural), or declare the source's scope "
+                                      "(and the primary's kind) to start before it is served",
+                                      opts, &c);
     if (err != KCR_OK)
         return err;
     pthread_mutex_lock(&m->lock);

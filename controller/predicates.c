@@ -143,10 +143,11 @@ static const char *label_of(const char *key, void *ud)
     return kcr_object_label(ud, key);
 }
 
-static bool eval(const kcr_predicate *p, kcr_change ch, const kcr_object *o, const kcr_object *n,
+static bool eval(const kcr_predicate *p, kcr_source_ctx *ctx, const kcr_object_change *c,
                  bool *failed)
 {
-    bool update = ch == KCR_CHANGE_UPDATED && o && n;
+    const kcr_object *o = c->old_obj, *n = c->obj;
+    bool update = c->change == KCR_CHANGE_UPDATED && o && n;
     switch (p->kind) {
     case P_GENERATION:
         return !update || kcr_object_generation(o) != kcr_object_generation(n);
@@ -166,27 +167,31 @@ static bool eval(const kcr_predicate *p, kcr_change ch, const kcr_object *o, con
     }
     case P_CUSTOM: {
         bool pass = true;
-        if (p->fn(ch, ch == KCR_CHANGE_UPDATED ? o : NULL, n, &pass, p->user_data) != KCR_OK) {
+        if (p->fn(ctx, c, &pass, p->user_data) != KCR_OK) {
             *failed = true;
             return true;
         }
         return pass;
     }
     case P_AND:
-        return eval(p->a, ch, o, n, failed) && eval(p->b, ch, o, n, failed);
+        return eval(p->a, ctx, c, failed) && eval(p->b, ctx, c, failed);
     case P_OR:
-        return eval(p->a, ch, o, n, failed) || eval(p->b, ch, o, n, failed);
+        return eval(p->a, ctx, c, failed) || eval(p->b, ctx, c, failed);
     case P_NOT:
-        return !eval(p->a, ch, o, n, failed);
+        return !eval(p->a, ctx, c, failed);
     }
     return true;
 }
 
-bool kcr_predicate_eval(const kcr_predicate *p, kcr_change change, const kcr_object *old_obj,
-                        const kcr_object *new_obj, bool *failed)
+bool kcr_predicate_eval(const kcr_predicate *p, kcr_source_ctx *ctx,
+                        const kcr_object_change *change, bool *failed)
 {
     bool f = false;
-    bool pass = p ? eval(p, change, old_obj, new_obj, &f) : true;
+    /* a NULL change is an empty one; the old object belongs to updates only */
+    kcr_object_change fixed = change ? *change : (kcr_object_change){0};
+    if (fixed.change != KCR_CHANGE_UPDATED)
+        fixed.old_obj = NULL;
+    bool pass = p ? eval(p, ctx, &fixed, &f) : true;
     if (failed)
         *failed = f;
     return f ? true : pass;

@@ -20,8 +20,16 @@ struct kcr_map_out {
 static void warn_once(atomic_bool *flag, const kcr__source *s, const char *what)
 {
     if (!atomic_exchange(flag, true))
-        kcr__log(KCR_LOG_ERROR, "controller", "controller \"%s\": %s %s: %s (logged once; counted)",
-                 s->ctl->name, s->resource, what, kcr_last_error());
+        kcr__log(KCR_LOG_ERROR, "controller",
+                 "controller \"%s\": %s: %s: %s (logged once; counted)", s->ctl->name, s->label,
+                 what, kcr_last_error());
+}
+
+/* A key that cannot be routed: counted and logged once per source. */
+static void refuse_key(kcr__source *s, const char *what)
+{
+    KCR__COUNT(s->ctl, invalid_keys, 1);
+    warn_once(&s->warned_key, s, what);
 }
 
 static const char *kind_of(const kcr__source *s, const kcr_object *obj)
@@ -59,8 +67,7 @@ kcr_err kcr_map_emit(kcr_map_out *out, const char *ns, const char *name)
     char *key = NULL;
     kcr_err err = kcr__make_key(s->ctl, ns, name, &key);
     if (err != KCR_OK) {
-        KCR__COUNT(s->ctl, invalid_keys, 1);
-        warn_once(&s->warned_key, s, "map function emitted an invalid key");
+        refuse_key(s, "map function emitted an invalid key");
         return err;
     }
     enqueue(s, key, KCR_REASON_MAPPED, 0, out->from, out->low);
@@ -88,8 +95,7 @@ static void route_owner(kcr__source *s, const kcr_object *obj, kcr_change change
     char *key = NULL;
     if (kcr__make_key(s->ctl, p->cluster_scoped ? "" : kcr_object_namespace(obj), ref.name, &key) !=
         KCR_OK) {
-        KCR__COUNT(s->ctl, invalid_keys, 1);
-        warn_once(&s->warned_key, s, "owner reference names an invalid key");
+        refuse_key(s, "owner reference names an invalid key");
         return;
     }
     enqueue(s, key, KCR_REASON_OWNED, change, obj, low);
@@ -101,8 +107,17 @@ static void route_primary(kcr__source *s, const char *key, const kcr_object *obj
 {
     char *made = NULL;
     if (!key && kcr_store_key(obj, &made) != KCR_OK) {
-        KCR__COUNT(s->ctl, invalid_keys, 1);
-        warn_once(&s->warned_key, s, "object without a key");
+        refuse_key(s, "object without a key");
+        return;
+    }
+    /* the key's shape must be the primary's scope: a namespaced object's
+     * key under a cluster-scoped primary (or the reverse) names nothing */
+    if ((strchr(key ? key : made, '/') != NULL) == s->cluster_scoped) {
+        kcr__fail(KCR_ERR_INVALID, "key \"%s\" %s, but the primary resource is %s",
+                  key ? key : made, s->cluster_scoped ? "has a namespace" : "has no namespace",
+                  s->cluster_scoped ? "cluster-scoped" : "namespaced");
+        free(made);
+        refuse_key(s, "object's key does not fit the primary's scope");
         return;
     }
     kcr_reason r = initial                        ? KCR_REASON_INITIAL_LIST
@@ -126,7 +141,9 @@ void kcr__route(kcr__source *s, const char *key, kcr_change change, const kcr_ob
     if (resync && s->role != KCR__ROLE_PRIMARY)
         return; /* only the primary asks for resyncs */
     bool failed = false;
-    bool pass = kcr_predicate_eval(s->predicate, change, old_obj, obj, &failed);
+    kcr_source_ctx sctx = {.src = s};
+    kcr_object_change oc = {.change = change, .old_obj = old_obj, .obj = obj};
+    bool pass = kcr_predicate_eval(s->predicate, &sctx, &oc, &failed);
     if (failed) {
         KCR__COUNT(c, predicate_errors, 1);
         kcr__fail(KCR_ERR_API, "custom predicate failed (the change passes)");
@@ -138,8 +155,8 @@ void kcr__route(kcr__source *s, const char *key, kcr_change change, const kcr_ob
     }
     if (!obj) {
         /* a missed deletion without a last known state: nothing to route on */
-        kcr__log(KCR_LOG_DEBUG, "controller", "controller \"%s\": %s deletion without state",
-                 c->name, s->resource);
+        kcr__log(KCR_LOG_DEBUG, "controller", "controller \"%s\": %s: deletion without state",
+                 c->name, s->label);
         return;
     }
     switch (s->role) {
@@ -159,7 +176,7 @@ void kcr__route(kcr__source *s, const char *key, kcr_change change, const kcr_ob
         break;
     case KCR__ROLE_WATCHES: {
         kcr_map_out out = {.src = s, .from = obj, .low = initial};
-        kcr_err err = s->map(obj, &out, s->map_user_data);
+        kcr_err err = s->map(&sctx, obj, &out, s->map_user_data);
         if (err != KCR_OK) {
             KCR__COUNT(c, map_errors, 1);
             kcr__fail(err, "it returned %s", kcr_strerror(err));

@@ -17,9 +17,14 @@ static kcr_err owner_ref_of(const kcr_object *owner, const kcr_ctrlutil_owner_op
     const char *name = kcr_object_name(owner), *uid = kcr_object_uid(owner);
     if (!*av || !*kind)
         return kcr__fail(KCR_ERR_INVALID,
-                         "owner %s has no %s (objects listed into a cache may lack it): pass "
-                         "it in kcr_ctrlutil_owner_options",
+                         "owner %s has no %s (an object built by hand?): pass it in "
+                         "kcr_ctrlutil_owner_options",
                          name, !*av ? "apiVersion" : "kind");
+    if (strcmp(kind, "PartialObjectMetadata") == 0)
+        return kcr__fail(KCR_ERR_INVALID,
+                         "owner %s is a PartialObjectMetadata (from a metadata-only cache): pass "
+                         "its real apiVersion and kind in kcr_ctrlutil_owner_options",
+                         name);
     if (!*name || !*uid)
         return kcr__fail(KCR_ERR_INVALID,
                          "owner %s/%s has no %s: use an object read from the server", kind, name,

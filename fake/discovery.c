@@ -6,54 +6,65 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "fake/builtins.h"
 #include "fake/fake_internal.h"
 
-static const struct builtin {
-    const char *group, *version, *resource, *singular, *kind, *shorts;
-    bool namespaced;
-} builtins[] = {
-    {"", "v1", "configmaps", "configmap", "ConfigMap", "cm", true},
-    {"", "v1", "secrets", "secret", "Secret", NULL, true},
-    {"", "v1", "pods", "pod", "Pod", "po", true},
-    {"", "v1", "services", "service", "Service", "svc", true},
-    {"", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", "sa", true},
-    {"", "v1", "endpoints", "endpoints", "Endpoints", "ep", true},
-    {"", "v1", "events", "event", "Event", "ev", true},
-    {"", "v1", "persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim", "pvc",
-     true},
-    {"", "v1", "namespaces", "namespace", "Namespace", "ns", false},
-    {"", "v1", "nodes", "node", "Node", "no", false},
-    {"", "v1", "persistentvolumes", "persistentvolume", "PersistentVolume", "pv", false},
-    {"apps", "v1", "deployments", "deployment", "Deployment", "deploy", true},
-    {"apps", "v1", "replicasets", "replicaset", "ReplicaSet", "rs", true},
-    {"apps", "v1", "statefulsets", "statefulset", "StatefulSet", "sts", true},
-    {"apps", "v1", "daemonsets", "daemonset", "DaemonSet", "ds", true},
-    {"batch", "v1", "jobs", "job", "Job", NULL, true},
-    {"batch", "v1", "cronjobs", "cronjob", "CronJob", "cj", true},
-    {"coordination.k8s.io", "v1", "leases", "lease", "Lease", NULL, true},
-    {"events.k8s.io", "v1", "events", "event", "Event", "ev", true},
-    {"apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
-     "CustomResourceDefinition", "crd,crds", false},
+/* The built-in resources of testenv's Kubernetes version, captured from its
+ * kube-apiserver by fake/gen-builtins. */
+static const kcr__fake_builtin builtins[] = {
+#define ROW KCR__FAKE_BUILTIN_ROW
+#include "fake/builtins.inc"
+#undef ROW
 };
 
 static const char CRD_RKEY[] = "apiextensions.k8s.io/customresourcedefinitions";
 
-kcr_err kcr_fake_register(kcr_fake *f, const kcr_api_resource *r, const char *short_names)
+const char *kcr__fake_builtins_version(void)
 {
-    if (!f || !r || !r->version[0] || !r->resource[0])
-        return kcr__fail(KCR_ERR_INVALID, "register: a resource with version and plural required");
+    return KCR__FAKE_BUILTINS_VERSION;
+}
+
+/* Adds r with its comma-separated short names (NULL: none), verbs (bits) and
+ * subresources ("status:get,patch,update;scale:get"); lock held. */
+static kcr_err add_resource(kcr_fake *f, const kcr_api_resource *r, const char *short_names,
+                            bool preferred, unsigned verbs, const char *subresources)
+{
     char *copy = strdup(short_names ? short_names : "");
-    if (!copy)
+    char *subs = strdup(subresources ? subresources : "");
+    if (!copy || !subs) {
+        free(copy), free(subs);
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    }
     const char *names[32];
     size_t n = 0;
     for (char *save = NULL, *t = strtok_r(copy, ",", &save); t && n < 32;
          t = strtok_r(NULL, ",", &save))
         names[n++] = t;
+    kcr_err err = kcr__disc_add(&f->disc, r, names, n, preferred);
+    kcr__disc_entry *e = err == KCR_OK ? &f->disc.e[f->disc.n - 1] : NULL;
+    if (e)
+        e->verbs = verbs;
+    for (char *save = NULL, *t = strtok_r(subs, ";", &save); err == KCR_OK && t;
+         t = strtok_r(NULL, ";", &save)) {
+        char *colon = strchr(t, ':');
+        if (colon)
+            *colon = '\0';
+        err = kcr__disc_add_sub(e, t, colon ? kcr__disc_verbs(colon + 1) : KCR__VERB_ALL);
+    }
+    free(copy), free(subs);
+    return err;
+}
+
+/* A registered resource or a CRD's: every verb, with status and scale. */
+static const char CUSTOM_SUBS[] = "status:get,patch,update;scale:get,patch,update";
+
+kcr_err kcr_fake_register(kcr_fake *f, const kcr_api_resource *r, const char *short_names)
+{
+    if (!f || !r || !r->version[0] || !r->resource[0])
+        return kcr__fail(KCR_ERR_INVALID, "register: a resource with version and plural required");
     pthread_mutex_lock(&f->lock);
-    kcr_err err = kcr__disc_add(&f->disc, r, names, n, true);
+    kcr_err err = add_resource(f, r, short_names, true, KCR__VERB_ALL, CUSTOM_SUBS);
     pthread_mutex_unlock(&f->lock);
-    free(copy);
     return err;
 }
 
@@ -61,7 +72,7 @@ kcr_err kcr__fake_register_builtins(kcr_fake *f)
 {
     kcr_err err = KCR_OK;
     for (size_t i = 0; err == KCR_OK && i < sizeof builtins / sizeof *builtins; i++) {
-        const struct builtin *b = &builtins[i];
+        const kcr__fake_builtin *b = &builtins[i];
         kcr_api_resource r;
         memset(&r, 0, sizeof r);
         snprintf(r.group, sizeof r.group, "%s", b->group);
@@ -70,7 +81,8 @@ kcr_err kcr__fake_register_builtins(kcr_fake *f)
         snprintf(r.singular, sizeof r.singular, "%s", b->singular);
         snprintf(r.kind, sizeof r.kind, "%s", b->kind);
         r.namespaced = b->namespaced;
-        err = kcr_fake_register(f, &r, b->shorts);
+        err = add_resource(f, &r, b->shorts, b->preferred, kcr__disc_verbs(b->verbs),
+                           b->subresources);
     }
     return err;
 }
@@ -85,15 +97,15 @@ const kcr__disc_entry *kcr__fake_find_resource(kcr_fake *f, const kcr_resource *
     return NULL;
 }
 
-bool kcr__fake_served(kcr_fake *f, const kcr_resource *res)
+const kcr__disc_entry *kcr__fake_served(kcr_fake *f, const kcr_resource *res)
 {
     const char *g = res->group ? res->group : "";
     for (size_t i = 0; i < f->disc.n; i++)
         if (strcmp(f->disc.e[i].r.group, g) == 0 &&
             strcmp(f->disc.e[i].r.version, res->version) == 0 &&
             strcmp(f->disc.e[i].r.resource, res->resource) == 0)
-            return true;
-    return false;
+            return &f->disc.e[i];
+    return NULL;
 }
 
 bool kcr__fake_is_custom(kcr_fake *f, const kcr_resource *res)
@@ -142,7 +154,15 @@ void kcr__fake_register_crd(kcr_fake *f, const kcr_object *crd)
         snprintf(r.kind, sizeof r.kind, "%s", kind);
         snprintf(r.singular, sizeof r.singular, "%s", singular ? singular : "");
         r.namespaced = !scope || strcmp(scope, "Namespaced") == 0;
-        kcr__disc_add(&f->disc, &r, sn, n_short, i == 0);
+        if (kcr__disc_add(&f->disc, &r, sn, n_short, i == 0) != KCR_OK)
+            continue;
+        /* the subresources the version declares, as the apiserver serves them */
+        kcr_value subs = kcr_value_get(kcr_value_at(versions, i), "subresources");
+        static const char *const names[] = {"status", "scale"};
+        for (size_t k = 0; k < 2; k++)
+            if (kcr_value_get_type(kcr_value_get(subs, names[k])) == KCR_VALUE_OBJECT)
+                kcr__disc_add_sub(&f->disc.e[f->disc.n - 1], names[k],
+                                  KCR__VERB_GET | KCR__VERB_PATCH | KCR__VERB_UPDATE);
     }
 }
 
@@ -157,5 +177,11 @@ kcr_err kcr__fake_resolve(kcr_client *c, const kcr__disc_query *q, bool refresh,
     pthread_mutex_lock(&f->lock);
     kcr_err err = kcr__disc_resolve(&f->disc, q, out);
     pthread_mutex_unlock(&f->lock);
+    if (err == KCR_ERR_NOT_FOUND)
+        return kcr__fail(err,
+                         "%s (the fake serves the built-ins of Kubernetes %s: register others "
+                         "with kcr_fake_register() or by creating their "
+                         "CustomResourceDefinition in the fake)",
+                         kcr_last_error(), kcr__fake_builtins_version());
     return err;
 }

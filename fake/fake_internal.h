@@ -1,7 +1,8 @@
 /* Internal: the in-memory fake API server (kcr/fake.h), shared between its
  * files:
  *   fake.c       lifetime, the client back end table, error rules, hooks, counters
- *   discovery.c  the resources it serves (built-ins, kcr_fake_register, CRDs)
+ *   discovery.c  the resources it serves (the built-ins of builtins.inc, captured
+ *                from testenv's apiserver by gen-builtins; kcr_fake_register; CRDs)
  *   preamble.c   request accounting and the ONE write preamble: injected errors,
  *                body checks, name/namespace rules, preconditions and the
  *                apiserver's optimistic-concurrency (conflict) rule
@@ -124,8 +125,11 @@ uint64_t kcr__fake_rand(kcr_fake *f);
 kcr_err kcr__fake_register_builtins(kcr_fake *f);
 /* The discovery entry of res (any version), or NULL; lock held. */
 const kcr__disc_entry *kcr__fake_find_resource(kcr_fake *f, const kcr_resource *res);
-/* Whether discovery serves res at its version; lock held. */
-bool kcr__fake_served(kcr_fake *f, const kcr_resource *res);
+/* The discovery entry of res at its version, or NULL when the fake does
+ * not serve it; lock held. */
+const kcr__disc_entry *kcr__fake_served(kcr_fake *f, const kcr_resource *res);
+/* The Kubernetes version the built-in table was captured from ("v1.37.2"). */
+const char *kcr__fake_builtins_version(void);
 /* Whether res is defined by a CustomResourceDefinition stored in the fake;
  * lock held. */
 bool kcr__fake_is_custom(kcr_fake *f, const kcr_resource *res);
@@ -148,16 +152,26 @@ kcr_err kcr__fake_not_found(kcr_status *st, const kcr_resource *res, const char 
 /* 422 Invalid "<res> \"<name>\" is invalid: <field>: <detail>" with one cause. */
 kcr_err kcr__fake_invalid(kcr_status *st, const kcr_resource *res, const char *name,
                           const char *cause_type, const char *field, const char *detail);
-/* What the apiserver answers for a path it has no handler for. */
-kcr_err kcr__fake_not_served(kcr_status *st);
+/* What the apiserver answers for a path it has no handler for (404); the
+ * error message (kcr_last_error) also names res (and the subresource, NULL:
+ * none) and says how to register a resource. */
+kcr_err kcr__fake_not_served(kcr_status *st, const kcr_resource *res, const char *subresource);
+/* 405 MethodNotAllowed: discovery does not list the verb for res. */
+kcr_err kcr__fake_not_allowed(kcr_status *st, const kcr_resource *res, const char *subresource,
+                              kcr_fake_verb verb);
+/* 400 for a subresource the server has and the fake does not implement. */
+kcr_err kcr__fake_unsupported_sub(kcr_status *st, const kcr_resource *res, const char *subresource);
 
 /* ---- preamble.c ------------------------------------------------------------------------- */
 
 /* Every request: counts it, runs the hook, applies the first matching
- * injected error, then answers 404 for a resource the fake does not serve.
- * Takes and releases the lock. */
+ * injected error, then answers 404 for a resource (or subresource, NULL:
+ * none) the fake does not serve and 405 for a verb discovery does not list
+ * for it. *has_status (may be NULL) tells whether the resource has the
+ * status subresource. Takes and releases the lock. */
 kcr_err kcr__fake_begin(kcr_fake *f, kcr_fake_verb verb, const kcr_resource *res, const char *ns,
-                        const char *name, kcr_status *st);
+                        const char *name, const char *subresource, bool *has_status,
+                        kcr_status *st);
 
 /* A write in progress: what the preamble established for the verb. */
 typedef struct kcr__fake_write {
@@ -167,6 +181,7 @@ typedef struct kcr__fake_write {
     const char *ns;         /* the request's namespace (may be NULL or "") */
     const char *name;       /* the URL's name; NULL for create */
     bool status_only;       /* the status subresource */
+    bool has_status;        /* the resource has one (else a main write writes the status) */
     struct kcr__node *body; /* create/update: the parsed body, a JSON object */
     kcr_status *st;
     /* Set by kcr__fake_write_locate (lock held): */

@@ -32,8 +32,42 @@ static kcr__fcounter *counter_for(kcr_fake *f, kcr_fake_verb verb, const char *r
     return c;
 }
 
+static unsigned verb_bit(kcr_fake_verb verb)
+{
+    switch (verb) {
+    case KCR_FAKE_GET: return KCR__VERB_GET;
+    case KCR_FAKE_LIST: return KCR__VERB_LIST;
+    case KCR_FAKE_WATCH: return KCR__VERB_WATCH;
+    case KCR_FAKE_CREATE: return KCR__VERB_CREATE;
+    case KCR_FAKE_UPDATE: return KCR__VERB_UPDATE;
+    case KCR_FAKE_PATCH: return KCR__VERB_PATCH;
+    case KCR_FAKE_DELETE: return KCR__VERB_DELETE;
+    default: return KCR__VERB_ALL;
+    }
+}
+
+/* 404 for what discovery does not list, 405 for a verb it does not allow; lock held. */
+static kcr_err check_served(kcr_fake *f, kcr_fake_verb verb, const kcr_resource *res,
+                            const char *subresource, bool *has_status, kcr_status *st)
+{
+    const kcr__disc_entry *e = kcr__fake_served(f, res);
+    if (!e)
+        return kcr__fake_not_served(st, res, NULL);
+    if (has_status)
+        *has_status = kcr__disc_find_sub(e, "status") != NULL;
+    unsigned verbs = e->verbs;
+    if (subresource) {
+        const kcr__disc_sub *sub = kcr__disc_find_sub(e, subresource);
+        if (!sub)
+            return kcr__fake_not_served(st, res, subresource);
+        verbs = sub->verbs;
+    }
+    return verbs & verb_bit(verb) ? KCR_OK : kcr__fake_not_allowed(st, res, subresource, verb);
+}
+
 kcr_err kcr__fake_begin(kcr_fake *f, kcr_fake_verb verb, const kcr_resource *res, const char *ns,
-                        const char *name, kcr_status *st)
+                        const char *name, const char *subresource, bool *has_status,
+                        kcr_status *st)
 {
     char *rkey = kcr__fake_rkey(res);
     if (!rkey)
@@ -62,8 +96,8 @@ kcr_err kcr__fake_begin(kcr_fake *f, kcr_fake_verb verb, const kcr_resource *res
         err = kcr__status_fail(st);
         break;
     }
-    if (err == KCR_OK && !kcr__fake_served(f, res))
-        err = kcr__fake_not_served(st);
+    if (err == KCR_OK)
+        err = check_served(f, verb, res, subresource, has_status, st);
     pthread_mutex_unlock(&f->lock);
     free(rkey);
     return err;
@@ -108,16 +142,14 @@ kcr_err kcr__fake_write_begin(kcr__fake_write *w, kcr_fake *f, kcr_fake_verb ver
                               kcr_status *st)
 {
     *w = (kcr__fake_write){.f = f, .res = res, .ns = ns, .name = name, .st = st};
-    kcr_err err = kcr__fake_begin(f, verb, res, ns, name, st);
+    kcr_err err = kcr__fake_begin(f, verb, res, ns, name, subresource, &w->has_status, st);
     if (err != KCR_OK)
         return err;
     if (dry_run)
         return kcr__fake_bad_request(st, "the fake does not support dryRun");
     w->status_only = subresource && strcmp(subresource, "status") == 0;
-    if (subresource && (!w->status_only || verb == KCR_FAKE_CREATE || verb == KCR_FAKE_DELETE))
-        return kcr__fake_bad_request(st, verb == KCR_FAKE_CREATE
-                                             ? "the fake does not create subresources"
-                                             : "the fake supports only the status subresource");
+    if (subresource && !w->status_only)
+        return kcr__fake_unsupported_sub(st, res, subresource);
     if (body && (err = parse_body(body, len, &w->body, st)) != KCR_OK)
         return err;
     if (!(w->rkey = kcr__fake_rkey(res))) {

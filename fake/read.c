@@ -63,9 +63,12 @@ kcr_err kcr__fake_get(kcr_client *c, const kcr_resource *res, const char *ns, co
                       const kcr_get_options *opts, kcr_object **out, kcr_status *st)
 {
     kcr_fake *f = KCR__FAKE(c);
-    kcr_err err = kcr__fake_begin(f, KCR_FAKE_GET, res, ns, name, st);
+    kcr_err err = kcr__fake_begin(f, KCR_FAKE_GET, res, ns, name, opts->subresource, NULL, st);
     if (err != KCR_OK)
         return err;
+    /* GET .../status answers the whole object, as the apiserver does */
+    if (opts->subresource && strcmp(opts->subresource, "status") != 0)
+        return kcr__fake_unsupported_sub(st, res, opts->subresource);
     char *rkey = kcr__fake_rkey(res);
     if (!rkey)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
@@ -187,7 +190,7 @@ kcr_err kcr__fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
                        kcr_list_meta *meta, kcr_status *st)
 {
     kcr_fake *f = KCR__FAKE(c);
-    kcr_err err = kcr__fake_begin(f, KCR_FAKE_LIST, res, ns, NULL, st);
+    kcr_err err = kcr__fake_begin(f, KCR_FAKE_LIST, res, ns, NULL, NULL, NULL, st);
     if (err != KCR_OK)
         return err;
     kcr__selector *labels, *fields;

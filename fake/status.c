@@ -67,8 +67,52 @@ kcr_err kcr__fake_invalid(kcr_status *st, const kcr_resource *res, const char *n
     return err;
 }
 
-kcr_err kcr__fake_not_served(kcr_status *st)
+/* "widgets.example.com/v1" or "v1" */
+static void group_version(const kcr_resource *res, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s%s%s", res->group && *res->group ? res->group : "",
+             res->group && *res->group ? "/" : "", res->version);
+}
+
+kcr_err kcr__fake_not_served(kcr_status *st, const kcr_resource *res, const char *subresource)
 {
     kcr__status_make(st, 404, "NotFound", "the server could not find the requested resource");
-    return kcr__status_fail(st);
+    kcr_err err = kcr__status_fail(st);
+    char gv[400];
+    group_version(res, gv, sizeof gv);
+    if (subresource)
+        return kcr__fail(err,
+                         "%s (the fake serves %s %s, without a \"%s\" subresource, as "
+                         "discovery lists it)",
+                         kcr_last_error(), gv, res->resource, subresource);
+    return kcr__fail(err,
+                     "%s (the fake does not serve %s %s: register it with kcr_fake_register() "
+                     "or create its CustomResourceDefinition in the fake, e.g. with "
+                     "kcr_testkit_seed())",
+                     kcr_last_error(), gv, res->resource);
+}
+
+kcr_err kcr__fake_not_allowed(kcr_status *st, const kcr_resource *res, const char *subresource,
+                              kcr_fake_verb verb)
+{
+    static const char *const verbs[] = {"any",    "get",   "list",  "watch",
+                                        "create", "update", "patch", "delete"};
+    char gv[400];
+    group_version(res, gv, sizeof gv);
+    kcr_err err = kcr__fake_status(st, 405, "MethodNotAllowed", res, NULL,
+                                   "the server does not allow this method on the requested "
+                                   "resource");
+    return kcr__fail(err, "%s (discovery lists no \"%s\" for %s %s%s%s)", kcr_last_error(),
+                     (unsigned)verb < 8 ? verbs[verb] : "?", gv, res->resource,
+                     subresource ? "/" : "", subresource ? subresource : "");
+}
+
+kcr_err kcr__fake_unsupported_sub(kcr_status *st, const kcr_resource *res, const char *subresource)
+{
+    char q[300];
+    kcr__fake_qualified(res, q, sizeof q);
+    return kcr__fake_status(st, 400, "BadRequest", res, NULL,
+                            "the fake does not implement the \"%s\" subresource of %s (the "
+                            "apiserver serves it; the fake serves only \"status\")",
+                            subresource, q);
 }

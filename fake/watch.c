@@ -174,7 +174,7 @@ kcr_err kcr__fake_watch(kcr_client *c, const kcr_resource *res, const char *ns,
                         kcr_status *st)
 {
     kcr_fake *f = KCR__FAKE(c);
-    kcr_err err = kcr__fake_begin(f, KCR_FAKE_WATCH, res, ns, NULL, st);
+    kcr_err err = kcr__fake_begin(f, KCR_FAKE_WATCH, res, ns, NULL, NULL, NULL, st);
     if (err != KCR_OK)
         return err;
     const char *rvs = opts->resource_version;

@@ -165,9 +165,12 @@ static struct kcr__node *take_status(struct kcr__node *doc)
 
 /* What a write to the main resource or to the status subresource stores:
  * the main resource keeps the stored status; the status subresource changes
- * only the status. Takes `written`; NULL when out of memory. */
+ * only the status; a resource without a status subresource stores the write
+ * as is. Takes `written`; NULL when out of memory. */
 static struct kcr__node *split_status(const kcr__fake_write *w, struct kcr__node *written)
 {
+    if (!w->has_status)
+        return written; /* no status subresource: the status is an ordinary field */
     kcr_value stored_status = kcr_object_get(w->cur->obj, "status");
     if (!w->status_only) {
         struct kcr__node *s = kcr_value_get_type(stored_status) != KCR_VALUE_ABSENT

@@ -153,7 +153,13 @@ kcr_err kcr_testkit_add_controller(kcr_testkit *tk, const kcr_controller_options
     if (!tk)
         return kcr__fail(KCR_ERR_INVALID, "kcr_testkit_add_controller: NULL kit");
     kcr_controller *c = NULL;
-    kcr_err err = kcr__controller_new(tk->client, NULL, opts, &c);
+    kcr_err err = kcr__controller_new(tk->client, NULL,
+                                      "the test kit's fake serves Kubernetes' built-in "
+                                      "resources and those made known to it: register it with "
+                                      "kcr_fake_register(kcr_testkit_fake(kit), ...) or seed its "
+                                      "CustomResourceDefinition (kcr_testkit_seed) before adding "
+                                      "the controller",
+                                      opts, &c);
     if (err != KCR_OK)
         return err;
     for (size_t i = 0; i < tk->n_ctls; i++)
@@ -184,10 +190,11 @@ kcr_err kcr_testkit_add_controller(kcr_testkit *tk, const kcr_controller_options
         if (err == KCR_ERR_EXISTS) /* another controller shares the cache and the index */
             err = KCR_OK;
     }
-    if (err == KCR_OK)
+    if (err == KCR_OK) {
+        if (out) /* added: a failing first sync is reported, the controller stays */
+            *out = c;
         err = kcr_testkit_sync(tk);
-    if (err == KCR_OK && out)
-        *out = c;
+    }
     return err;
 }
 

@@ -103,6 +103,10 @@ static kcr_err sync_cache(kcr_testkit *tk, tk_cache *c)
     kcr_status st = {0};
     err = kcr_client_list(tk->client, &res, c->ns, &lo, collect, now, NULL, &st);
     kcr_status_clear(&st);
+    if (err != KCR_OK && c->n_srcs)
+        err = kcr__refail(err, "test kit: listing for controller \"%s\" %s%s: ",
+                          c->srcs[0]->ctl->name, c->srcs[0]->label,
+                          c->n_srcs > 1 ? " (and the other sources sharing its cache)" : "");
     kcr_string_list keys = {0};
     if (err == KCR_OK)
         err = kcr_store_list_keys(now, &keys);

@@ -18,7 +18,8 @@
  * Threads: reconcile runs on a controller's worker threads (at most
  * max_concurrent_reconciles at once; never two for the same key); predicates
  * and map functions run on the informers' threads (manager; a handler thread
- * per source with kcr_source.own_thread) or the test kit's caller thread.
+ * per source with kcr_source.own_thread) or the test kit's caller thread,
+ * with a kcr_source_ctx giving them the controller's caches and client.
  * No kcr lock is held while user code runs. */
 #ifndef KCR_CONTROLLER_H
 #define KCR_CONTROLLER_H
@@ -45,6 +46,7 @@ extern "C" {
 typedef struct kcr_manager kcr_manager;
 typedef struct kcr_controller kcr_controller;
 typedef struct kcr_ctx kcr_ctx; /* one reconcile's context */
+typedef struct kcr_source_ctx kcr_source_ctx; /* a predicate's or map function's context */
 
 /* ---- Why a reconcile runs ------------------------------------------------------------------
  * Every enqueue carries a reason. While a key waits, its reasons coalesce:
@@ -142,6 +144,34 @@ typedef struct kcr_result {
 typedef kcr_result (*kcr_reconcile_fn)(kcr_ctx *ctx, const kcr_reconcile_request *req,
                                        void *user_data);
 
+/* ---- Source context ----------------------------------------------------------------------------
+ * What a custom predicate and a map function get besides the change: the
+ * controller's caches and client, the same under the manager and in the
+ * test kit, so a map function that lists from a cache is written once.
+ * Valid only during the call it was passed to, on that call's thread: an
+ * informer's thread (the manager, own_thread false), the source's handler
+ * thread (own_thread true) or the test kit's caller thread. */
+
+/* The controller whose source this is. */
+KCR_API kcr_controller *kcr_source_ctx_controller(kcr_source_ctx *ctx);
+
+/* The cache of a resource the controller watches (the first of its sources
+ * with that group/version/resource, version NULL: any; NULL when none).
+ * Borrowed; read it with kcr_lister_* / kcr_store_* (thread-safe), never
+ * write to it. It holds what its informer has delivered so far, which may
+ * lag the change being routed (another resource's cache may not even be
+ * synced yet under the manager: the informers start independently). */
+KCR_API kcr_store *kcr_source_ctx_cache(kcr_source_ctx *ctx, const kcr_resource *res);
+
+/* The manager's (or test kit's) client, borrowed. Its requests block: make
+ * them only from a source with own_thread (an informer's thread must not
+ * wait on the network). */
+KCR_API kcr_client *kcr_source_ctx_client(kcr_source_ctx *ctx);
+
+/* The time now, ms since the epoch, on the manager's clock (the test kit's
+ * virtual clock). */
+KCR_API int64_t kcr_source_ctx_now_ms(kcr_source_ctx *ctx);
+
 /* ---- Predicates -------------------------------------------------------------------------------
  * A predicate decides whether a change of a watched object is routed to the
  * controller. Like controller-runtime's, the "changed" predicates filter
@@ -153,16 +183,23 @@ typedef kcr_result (*kcr_reconcile_fn)(kcr_ctx *ctx, const kcr_reconcile_request
  * Thread-safe: evaluated concurrently from informer threads. */
 typedef struct kcr_predicate kcr_predicate;
 
+/* One change of a watched object, as a predicate sees it. Borrowed for the call. */
+typedef struct kcr_object_change {
+    kcr_change change;
+    const kcr_object *old_obj; /* the previous state for updates; NULL otherwise */
+    const kcr_object *obj;     /* the object; for deletes its last known state, NULL when a
+                                  missed deletion left nothing */
+} kcr_object_change;
+
 /* A custom predicate: set *pass and return KCR_OK; any other return is a
  * failing predicate: logged once per predicate, counted
  * (stats.predicate_errors) and the change PASSES (a spurious reconcile is
- * harmless, a missed one is not). old_obj is NULL except for updates;
- * new_obj is the object (for deletes its last known state, possibly NULL
- * when a missed deletion left nothing). Borrowed for the call; runs on an
- * informer's thread (see kcr_source.own_thread) with no kcr lock held, so it
- * must return quickly. */
-typedef kcr_err (*kcr_predicate_fn)(kcr_change change, const kcr_object *old_obj,
-                                    const kcr_object *new_obj, bool *pass, void *user_data);
+ * harmless, a missed one is not). `ctx` (see kcr_source_ctx; NULL from
+ * kcr_predicate_eval without one) and `change` are borrowed for the call;
+ * runs on an informer's thread (see kcr_source.own_thread) with no kcr lock
+ * held, so it must return quickly. */
+typedef kcr_err (*kcr_predicate_fn)(kcr_source_ctx *ctx, const kcr_object_change *change,
+                                    bool *pass, void *user_data);
 
 /* Updates pass when metadata.generation changed (spec changes, not status). */
 KCR_API kcr_predicate *kcr_predicate_generation_changed(void);
@@ -185,10 +222,11 @@ KCR_API kcr_predicate *kcr_predicate_or(kcr_predicate *a, kcr_predicate *b);
 KCR_API kcr_predicate *kcr_predicate_not(kcr_predicate *p);
 /* Frees a predicate (and its operands). NULL is ignored. */
 KCR_API void kcr_predicate_free(kcr_predicate *p);
-/* Evaluates p (NULL passes everything) as the controller does; *failed (may
- * be NULL) is set when a custom predicate failed. For tests. Thread-safe. */
-KCR_API bool kcr_predicate_eval(const kcr_predicate *p, kcr_change change, const kcr_object *old_obj,
-                                const kcr_object *new_obj, bool *failed);
+/* Evaluates p (NULL passes everything) on `change` as the controller does,
+ * custom predicates getting `ctx` (may be NULL); *failed (may be NULL) is
+ * set when a custom predicate failed. For tests. Thread-safe. */
+KCR_API bool kcr_predicate_eval(const kcr_predicate *p, kcr_source_ctx *ctx,
+                                const kcr_object_change *change, bool *failed);
 
 /* ---- Map functions ---------------------------------------------------------------------------- */
 
@@ -202,25 +240,39 @@ typedef struct kcr_map_out kcr_map_out;
  * logged once per source and counted (stats.invalid_keys); KCR_ERR_INVALID. */
 KCR_API kcr_err kcr_map_emit(kcr_map_out *out, const char *ns, const char *name);
 
-/* Maps a changed watched object to primary keys through kcr_map_emit. `obj`
- * is borrowed for the call (for deletes the last known state, never NULL).
+/* Maps a changed watched object to primary keys through kcr_map_emit. `ctx`
+ * (the controller's caches and client, see kcr_source_ctx) and `obj` are
+ * borrowed for the call (obj: for deletes the last known state, never NULL).
  * A non-KCR_OK return is logged once per source and counted; keys emitted
  * before it are still enqueued. Runs on the informer's thread (a handler
  * thread of its own with kcr_source.own_thread; the test kit's thread in the
  * test kit), no kcr lock held: it must not block unless own_thread. */
-typedef kcr_err (*kcr_map_fn)(const kcr_object *obj, kcr_map_out *out, void *user_data);
+typedef kcr_err (*kcr_map_fn)(kcr_source_ctx *ctx, const kcr_object *obj, kcr_map_out *out,
+                              void *user_data);
 
 /* ---- Controller declaration ------------------------------------------------------------------ */
 
-/* One watched resource. Zero means default; strings are copied. */
+/* A resource's scope, as a source declares it. */
+typedef enum kcr_scope {
+    KCR_SCOPE_DISCOVERED = 0, /* not declared: discovery says */
+    KCR_SCOPE_NAMESPACED = 1,
+    KCR_SCOPE_CLUSTER = 2
+} kcr_scope;
+
+/* One watched resource. Zero means default; strings are copied.
+ * Adding the controller asks discovery for every source's kind and scope
+ * (the primary's kind matches owner references, its scope validates every
+ * key). A declared kind or scope that discovery contradicts is refused
+ * (KCR_ERR_INVALID naming the source); a resource discovery does not know
+ * is KCR_ERR_NOT_FOUND naming the controller, the source and the resource,
+ * unless the source declares its scope (and, for the primary, its kind):
+ * then the declaration is trusted and a warning logged, so a controller
+ * can start before its CustomResourceDefinition is installed. */
 typedef struct kcr_source {
     kcr_resource resource;      /* required */
-    const char *kind;           /* the resource's kind ("ConfigMap"). Primary: NULL asks
-                                   discovery for kind and scope (owner references are matched
-                                   by kind, keys validated by scope). Others: only names the
-                                   source in reasons (NULL: the object's kind) */
-    bool cluster_scoped;        /* primary with `kind` given: the resource is cluster-scoped */
-    const char *ns;      /* NULL or "": all namespaces */
+    const char *kind;           /* the resource's kind ("ConfigMap"); NULL: discovery's */
+    kcr_scope scope;            /* the resource's scope; 0: discovery's */
+    const char *ns;             /* NULL or "": all namespaces */
     const char *label_selector; /* NULL: everything */
     const char *field_selector; /* NULL: everything */
     bool metadata_only;         /* cache PartialObjectMetadata only (smaller) */
@@ -395,8 +447,9 @@ KCR_API kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *o
 /* Adds a controller declared by `opts` (see kcr_controller_options for
  * what is copied and taken). Before kcr_manager_run only (KCR_ERR_STATE
  * after). KCR_ERR_EXISTS for a duplicate name; KCR_ERR_INVALID naming the
- * missing or bad field; KCR_ERR_NOT_FOUND when discovery does not know a
- * resource whose kind is needed; KCR_ERR_CANCELED when kcr_manager_stop
+ * missing or bad field, or a source whose declared kind or scope discovery
+ * contradicts; KCR_ERR_NOT_FOUND when discovery does not know a source's
+ * resource (see kcr_source); KCR_ERR_CANCELED when kcr_manager_stop
  * was called before or during that discovery (stop cancels its requests,
  * so a hung server cannot hold this call). *out (may be NULL) is borrowed until
  * kcr_manager_free. */

@@ -48,8 +48,12 @@ KCR_API const char *kcr_ctrlutil_op_result_string(kcr_ctrlutil_op_result r);
 /* Zero means default for every field; strings are borrowed for the call. */
 typedef struct kcr_ctrlutil_owner_options {
     /* The owner's apiVersion and kind; NULL: taken from the owner object.
-     * Objects from a LIST (an informer's cache) may lack them: pass them
-     * here. Neither given nor on the object: KCR_ERR_INVALID. */
+     * Objects from the server and from caches carry them (the client stamps
+     * LIST items with the List's, see kcr_list_item_fn), except that objects
+     * of a metadata-only cache are "PartialObjectMetadata" (meta.k8s.io/v1):
+     * for those, and for objects built by hand, pass them here. Neither
+     * given nor on the object (or only PartialObjectMetadata's there):
+     * KCR_ERR_INVALID. */
     const char *api_version;
     const char *kind;
     /* Controller references only: leave blockOwnerDeletion out (default:
@@ -66,9 +70,10 @@ typedef struct kcr_ctrlutil_owner_options {
  * same object as `obj` when nothing changed). opts may be NULL.
  * Errors: KCR_ERR_EXISTS when another object is already the controller
  * (kcr_last_error() names it: kind/name and uid; `obj` is left alone);
- * KCR_ERR_INVALID when the owner lacks name, uid, apiVersion or kind, or the
- * owner is namespaced and `obj` is cluster-scoped or in another namespace
- * (the garbage collector would ignore such a reference). */
+ * KCR_ERR_INVALID when the owner lacks name, uid, apiVersion or kind (or is a
+ * PartialObjectMetadata without them in opts), or the owner is namespaced
+ * and `obj` is cluster-scoped or in another namespace (the garbage
+ * collector would ignore such a reference). */
 KCR_API kcr_err kcr_ctrlutil_set_controller_reference(const kcr_object *owner,
                                                       const kcr_object *obj,
                                                       const kcr_ctrlutil_owner_options *opts,

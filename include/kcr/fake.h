@@ -23,11 +23,17 @@
  * bounded event history (older: an ERROR event with Status 410 Expired "too
  * old resource version"), label-selector transitions (ADDED/DELETED when an
  * object starts/stops matching), bookmarks, sendInitialEvents with the
- * initial-events-end bookmark; metadata-only requests; discovery over a
- * registry of common built-in resources plus those registered or defined by
- * CRDs created in the fake; any other resource (or version) is answered
+ * initial-events-end bookmark; metadata-only requests; discovery over
+ * every built-in resource of testenv's Kubernetes version (captured from
+ * its kube-apiserver into fake/builtins.inc: kind, scope, short names,
+ * verbs, subresources) plus those registered or defined by CRDs created in
+ * the fake; any other resource (or version, or subresource) is answered
  * like the apiserver answers a path it has no handler for: 404 NotFound
- * "the server could not find the requested resource", for every verb.
+ * "the server could not find the requested resource", for every verb
+ * (kcr_last_error() adds which resource and how to register it); a verb
+ * discovery does not list for a resource is 405 MethodNotAllowed. Of the
+ * subresources only status is implemented: others the server has (scale,
+ * log, ...) are a 400 saying so.
  *
  * What it does not: validation beyond object names, admission, defaulting,
  * garbage collection / propagationPolicy, namespace lifecycle, RBAC.
@@ -82,8 +88,10 @@ KCR_API void kcr_fake_free(kcr_fake *f);
  * namespace is `ns` (NULL: "default"). */
 KCR_API kcr_err kcr_fake_client(kcr_fake *f, const char *ns, kcr_client **out);
 
-/* Makes a resource known to discovery (copied). short_names: comma-separated
- * or NULL. Creating a CustomResourceDefinition in the fake does this too. */
+/* Makes a resource known to discovery (copied), with every verb and the
+ * status and scale subresources. short_names: comma-separated or NULL.
+ * Creating a CustomResourceDefinition in the fake does this too (with the
+ * subresources its versions declare). */
 KCR_API kcr_err kcr_fake_register(kcr_fake *f, const kcr_api_resource *r,
                                   const char *short_names);
 

@@ -100,10 +100,15 @@ KCR_API kcr_fake *kcr_testkit_fake(kcr_testkit *tk);
 KCR_API kcr_client *kcr_testkit_client(kcr_testkit *tk);
 KCR_API const kcr_clock *kcr_testkit_clock(kcr_testkit *tk);
 
-/* Adds a controller (same contract as kcr_manager_add_controller). The
- * caches it needs are listed from the fake at once (an INITIAL_LIST reason
- * for every primary already there). *out (may be NULL) is borrowed until
- * _free. */
+/* Adds a controller (same contract as kcr_manager_add_controller: every
+ * source's kind and scope come from the fake's discovery, a resource the
+ * fake does not serve is KCR_ERR_NOT_FOUND naming the controller, the
+ * source and how to register it). The caches it needs are listed from the
+ * fake at once (an INITIAL_LIST reason for every primary already there); a
+ * failing list (e.g. an injected error, or a source declared with kind and
+ * scope whose resource is not served yet) returns that error, naming the
+ * controller and the source, with the controller added and *out set, as a
+ * later kcr_testkit_sync would. *out (may be NULL) is borrowed until _free. */
 KCR_API kcr_err kcr_testkit_add_controller(kcr_testkit *tk, const kcr_controller_options *opts,
                                            kcr_controller **out);
 

@@ -35,9 +35,11 @@ char *e2e_env(const char *key)
     size_t klen = strlen(key);
     char *val = NULL;
     while (!val && fgets(line, sizeof line, f)) {
-        if (strncmp(line, key, klen) != 0 || line[klen] != '=')
+        /* "export KEY=VALUE" (testenv/start, testenv/adopt) or "KEY=VALUE" */
+        char *kv = strncmp(line, "export ", 7) == 0 ? line + 7 : line;
+        if (strncmp(kv, key, klen) != 0 || kv[klen] != '=')
             continue;
-        char *v = line + klen + 1;
+        char *v = kv + klen + 1;
         v[strcspn(v, "\n")] = '\0';
         size_t n = strlen(v);
         if (n >= 2 && (v[0] == '\'' || v[0] == '"') && v[n - 1] == v[0]) {

@@ -331,7 +331,10 @@ Test(controller_e2e, readyz_names_an_unknown_resource, .init = setup, .fini = te
                  KCR_OK);
     kcr_controller_options o = {
         .name = "things",
-        .primary = {.resource = {"nope.example.com", "v1", "things"}, .kind = "Thing"},
+        /* kind and scope declared: it may start before the resource is served */
+        .primary = {.resource = {"nope.example.com", "v1", "things"},
+                    .kind = "Thing",
+                    .scope = KCR_SCOPE_NAMESPACED},
         .reconcile = noop};
     cr_assert_eq(kcr_manager_add_controller(m, &o, NULL), KCR_OK, "%s", kcr_last_error());
     pthread_t t;

@@ -35,9 +35,12 @@ static void teardown(void)
     kcr_object_unref(a4_ann), kcr_object_unref(a5_fin), kcr_object_unref(a6_same_rv);
 }
 
+/* A change as the router hands it to predicates. */
+#define CHANGE(kind, old_obj, obj) (&(kcr_object_change){(kind), (old_obj), (obj)})
+
 static bool upd(kcr_predicate *p, const kcr_object *o, const kcr_object *n)
 {
-    return kcr_predicate_eval(p, KCR_CHANGE_UPDATED, o, n, NULL);
+    return kcr_predicate_eval(p, NULL, CHANGE(KCR_CHANGE_UPDATED, o, n), NULL);
 }
 
 Test(predicates, changed_predicates_filter_updates_only, .init = setup, .fini = teardown)
@@ -45,8 +48,9 @@ Test(predicates, changed_predicates_filter_updates_only, .init = setup, .fini = 
     kcr_predicate *gen = kcr_predicate_generation_changed();
     cr_assert(upd(gen, a1, a2_gen));
     cr_assert_not(upd(gen, a1, a3_labels));
-    cr_assert(kcr_predicate_eval(gen, KCR_CHANGE_ADDED, NULL, a1, NULL), "adds pass");
-    cr_assert(kcr_predicate_eval(gen, KCR_CHANGE_DELETED, NULL, a1, NULL), "deletes pass");
+    cr_assert(kcr_predicate_eval(gen, NULL, CHANGE(KCR_CHANGE_ADDED, NULL, a1), NULL), "adds pass");
+    cr_assert(kcr_predicate_eval(gen, NULL, CHANGE(KCR_CHANGE_DELETED, NULL, a1), NULL),
+              "deletes pass");
     kcr_predicate_free(gen);
 
     kcr_predicate *rv = kcr_predicate_resource_version_changed();
@@ -75,28 +79,27 @@ Test(predicates, label_selector_filters_every_change, .init = setup, .fini = tea
 {
     kcr_predicate *sel = kcr_predicate_label_selector("app in (web,api)");
     cr_assert_not_null(sel);
-    cr_assert(kcr_predicate_eval(sel, KCR_CHANGE_ADDED, NULL, a1, NULL));
-    cr_assert_not(kcr_predicate_eval(sel, KCR_CHANGE_ADDED, NULL, a3_labels, NULL));
+    cr_assert(kcr_predicate_eval(sel, NULL, CHANGE(KCR_CHANGE_ADDED, NULL, a1), NULL));
+    cr_assert_not(kcr_predicate_eval(sel, NULL, CHANGE(KCR_CHANGE_ADDED, NULL, a3_labels), NULL));
     cr_assert_not(upd(sel, a1, a3_labels), "the new object decides");
-    cr_assert(kcr_predicate_eval(sel, KCR_CHANGE_DELETED, NULL, a1, NULL));
+    cr_assert(kcr_predicate_eval(sel, NULL, CHANGE(KCR_CHANGE_DELETED, NULL, a1), NULL));
     kcr_predicate_free(sel);
     cr_assert_null(kcr_predicate_label_selector("app in (web"));
     cr_assert_neq(strlen(kcr_last_error()), 0);
 }
 
-static kcr_err only_name_a(kcr_change ch, const kcr_object *o, const kcr_object *n, bool *pass,
-                           void *ud)
+static kcr_err only_name_a(kcr_source_ctx *ctx, const kcr_object_change *c, bool *pass, void *ud)
 {
-    (void)ch, (void)o;
+    cr_assert_null(ctx, "kcr_predicate_eval without a context passes none");
+    cr_assert_null(c->old_obj, "an add has no old object");
     *(int *)ud += 1;
-    *pass = n && strcmp(kcr_object_name(n), "a") == 0;
+    *pass = c->obj && strcmp(kcr_object_name(c->obj), "a") == 0;
     return KCR_OK;
 }
 
-static kcr_err failing(kcr_change ch, const kcr_object *o, const kcr_object *n, bool *pass,
-                       void *ud)
+static kcr_err failing(kcr_source_ctx *ctx, const kcr_object_change *c, bool *pass, void *ud)
 {
-    (void)ch, (void)o, (void)n, (void)ud;
+    (void)ctx, (void)c, (void)ud;
     *pass = false;
     return KCR_ERR_INVALID;
 }
@@ -116,18 +119,19 @@ Test(predicates, composition_and_failures, .init = setup, .fini = teardown)
     kcr_predicate_free(p);
 
     kcr_predicate *c = kcr_predicate_custom(only_name_a, &calls);
-    cr_assert(kcr_predicate_eval(c, KCR_CHANGE_ADDED, NULL, a1, NULL));
+    cr_assert(kcr_predicate_eval(c, NULL, CHANGE(KCR_CHANGE_ADDED, a2_gen, a1), NULL),
+              "an old object given with an add is not passed on");
     cr_assert_eq(calls, 1);
     kcr_predicate_free(c);
 
     bool failed = false;
     kcr_predicate *f = kcr_predicate_not(kcr_predicate_custom(failing, NULL));
-    cr_assert(kcr_predicate_eval(f, KCR_CHANGE_ADDED, NULL, a1, &failed),
+    cr_assert(kcr_predicate_eval(f, NULL, CHANGE(KCR_CHANGE_ADDED, NULL, a1), &failed),
               "a failing predicate lets the change pass, even under not()");
     cr_assert(failed);
     kcr_predicate_free(f);
 
-    cr_assert(kcr_predicate_eval(NULL, KCR_CHANGE_UPDATED, a1, a6_same_rv, NULL),
+    cr_assert(kcr_predicate_eval(NULL, NULL, CHANGE(KCR_CHANGE_UPDATED, a1, a6_same_rv), NULL),
               "NULL passes all");
     cr_assert_null(kcr_predicate_and(kcr_predicate_generation_changed(), NULL),
                    "a NULL operand (a failed constructor) fails the combinator");

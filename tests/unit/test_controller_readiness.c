@@ -27,12 +27,15 @@ Test(manager, readiness_reports_the_servers_reason, .init = setup, .fini = teard
 
 Test(manager, readiness_names_a_resource_the_server_does_not_have, .init = setup, .fini = teardown)
 {
-    /* the fake answers 404 for a resource it does not serve, as the apiserver does */
+    /* the fake answers 404 for a resource it does not serve, as the apiserver does;
+     * declaring kind and scope lets the controller start before it is served */
     kcr_informer_options fast = {.reflector = {.backoff_initial_ms = 5, .backoff_max_ms = 20}};
     new_manager(&(kcr_manager_options){.cache_defaults = &fast});
     kcr_controller_options o = {
         .name = "things",
-        .primary = {.resource = {"nope.example.com", "v1", "things"}, .kind = "Thing"},
+        .primary = {.resource = {"nope.example.com", "v1", "things"},
+                    .kind = "Thing",
+                    .scope = KCR_SCOPE_NAMESPACED},
         .reconcile = copy_reconcile};
     cr_assert_eq(kcr_manager_add_controller(mgr, &o, NULL), KCR_OK, "%s", kcr_last_error());
     start();

@@ -1,7 +1,7 @@
 /* controllerutil.h owner references: the controller reference's fields, a
- * second controller refused with the owner's name, owners without GVK (as
- * listed into a cache), namespaces, recreated owners, plain references and
- * the edit variants. */
+ * second controller refused with the owner's name, owners without GVK (built
+ * by hand) or with a metadata-only cache's PartialObjectMetadata, namespaces,
+ * recreated owners, plain references and the edit variants. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -85,9 +85,9 @@ Test(ctrlutil_owner, a_second_controller_is_refused_by_name)
     kcr_object_unref(a);
 }
 
-Test(ctrlutil_owner, owner_gvk_from_options_when_the_cache_lacks_it)
+Test(ctrlutil_owner, owner_gvk_from_options_when_the_object_lacks_it)
 {
-    /* a LIST item: no apiVersion/kind */
+    /* built by hand: no apiVersion/kind (LIST items get the List's) */
     kcr_object *owner =
         obj("{\"metadata\":{\"name\":\"foo\",\"namespace\":\"ns\",\"uid\":\"u-1\"}}");
     kcr_object *cm = obj(CM_JSON), *r = NULL;
@@ -119,6 +119,17 @@ Test(ctrlutil_owner, owner_gvk_from_options_when_the_cache_lacks_it)
     cr_assert_eq(kcr_ctrlutil_set_controller_reference(fresh, cm, NULL, &r), KCR_ERR_INVALID);
     cr_assert(strstr(kcr_last_error(), "metadata.uid"), "%s", kcr_last_error());
     kcr_object_unref(fresh);
+    /* from a metadata-only cache: the kind is PartialObjectMetadata, not the owner's */
+    kcr_object *partial =
+        obj("{\"apiVersion\":\"meta.k8s.io/v1\",\"kind\":\"PartialObjectMetadata\",\"metadata\":"
+            "{\"name\":\"foo\",\"namespace\":\"ns\",\"uid\":\"u-1\"}}");
+    cr_assert_eq(kcr_ctrlutil_set_controller_reference(partial, cm, NULL, &r), KCR_ERR_INVALID);
+    cr_assert(strstr(kcr_last_error(), "PartialObjectMetadata"), "%s", kcr_last_error());
+    o = (kcr_ctrlutil_owner_options){.api_version = "kcr.dev/v1", .kind = "Foo"};
+    cr_assert_eq(kcr_ctrlutil_set_controller_reference(partial, cm, &o, &r), KCR_OK, "%s",
+                 kcr_last_error());
+    kcr_object_unref(r);
+    kcr_object_unref(partial);
     kcr_object_unref(typed);
     kcr_object_unref(cm);
     kcr_object_unref(owner);

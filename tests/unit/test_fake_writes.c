@@ -85,14 +85,14 @@ Test(fake_writes, update_and_patch_share_one_conflict_rule, .init = setup, .fini
 
     expect_stale(update(&CM, "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"}}", NULL),
                  "update");
-    expect_stale(update(&CM, "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"}}", "status"),
-                 "status update");
+    /* ConfigMaps have no status subresource: 404 as on the apiserver */
+    cr_assert_eq(update(&CM, "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"}}",
+                        "status"),
+                 KCR_ERR_NOT_FOUND);
+    cr_assert_eq(st.code, 404);
     expect_stale(patch(&CM, "a", KCR_PATCH_MERGE,
                        "{\"metadata\":{\"resourceVersion\":\"1\"},\"data\":{\"k\":\"x\"}}", NULL),
                  "merge patch");
-    expect_stale(patch(&CM, "a", KCR_PATCH_STRATEGIC, "{\"metadata\":{\"resourceVersion\":\"1\"}}",
-                       "status"),
-                 "status patch");
     expect_stale(patch(&CM, "a", KCR_PATCH_JSON,
                        "[{\"op\":\"replace\",\"path\":\"/metadata/resourceVersion\","
                        "\"value\":\"1\"}]",
@@ -144,6 +144,13 @@ Test(fake_writes, update_and_patch_share_one_conflict_rule, .init = setup, .fini
     cr_assert_str_eq(st.message, "Operation cannot be fulfilled on deployments.apps \"w\": the "
                                  "object has been modified; please apply your changes to the "
                                  "latest version and try again");
+    /* the status subresource follows the same rule */
+    cr_assert_eq(update(&DEPLOY, "{\"metadata\":{\"name\":\"w\",\"resourceVersion\":\"1\"}}",
+                        "status"),
+                 KCR_ERR_CONFLICT, "status update");
+    cr_assert_eq(patch(&DEPLOY, "w", KCR_PATCH_STRATEGIC,
+                       "{\"metadata\":{\"resourceVersion\":\"1\"}}", "status"),
+                 KCR_ERR_CONFLICT, "status patch");
 }
 
 /* A custom resource's strategy refuses unconditional updates: 422 Invalid

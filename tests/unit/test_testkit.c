@@ -11,11 +11,11 @@
 #include "kcr/kcr.h"
 #include "kcr/fake.h"
 #include "kcr/testkit.h"
+#include "tests/unit/testkit_fixture.h"
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
 static const kcr_resource SECRET = {"", "v1", "secrets"};
 
-static kcr_testkit *tk;
 
 /* What the reconcile under test does, set per test. */
 static struct {
@@ -90,19 +90,6 @@ static kcr_controller *add(kcr_controller_options *o)
     o->reconcile = reconcile;
     cr_assert_eq(kcr_testkit_add_controller(tk, o, &c), KCR_OK, "%s", kcr_last_error());
     return c;
-}
-
-static void seed(const char *text)
-{
-    cr_assert_eq(kcr_testkit_seed(tk, text), KCR_OK, "%s", kcr_last_error());
-}
-
-static const kcr_testkit_record *last(void)
-{
-    size_t n;
-    const kcr_testkit_record *h = kcr_testkit_history(tk, &n);
-    cr_assert_gt(n, 0);
-    return &h[n - 1];
 }
 
 static void patch_cm(const char *name, const char *merge_patch)
@@ -362,9 +349,9 @@ Test(testkit, garbage_results_retry_with_backoff_not_hot, .init = setup, .fini =
     cr_assert_eq(d, 10);
 }
 
-static kcr_err map_secret(const kcr_object *obj, kcr_map_out *out, void *ud)
+static kcr_err map_secret(kcr_source_ctx *ctx, const kcr_object *obj, kcr_map_out *out, void *ud)
 {
-    (void)ud;
+    (void)ctx, (void)ud;
     const char *target = kcr_object_annotation(obj, "target");
     if (!target)
         return KCR_ERR_INVALID;
@@ -617,9 +604,10 @@ Test(testkit, metadata_only_cache_with_an_index, .init = setup, .fini = teardown
     cr_assert_eq(indexed_hits, 2);
 }
 
-static kcr_err secret_to_cm(const kcr_object *obj, kcr_map_out *out, void *ud)
+static kcr_err secret_to_cm(kcr_source_ctx *ctx, const kcr_object *obj, kcr_map_out *out,
+                           void *ud)
 {
-    (void)ud;
+    (void)ctx, (void)ud;
     return kcr_map_emit(out, kcr_object_namespace(obj), kcr_object_name(obj));
 }
 
