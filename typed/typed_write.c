@@ -156,10 +156,3 @@ kcr_err kcr_typed_append_int(const kcr_typed_at *at, const char *key, int64_t v)
     int n = snprintf(text, sizeof text, "%lld", (long long)v);
     return err ? err : kcr_object_edit_append_json(at->edit, path, text, (size_t)n, NULL);
 }
-
-kcr_err kcr_typed_map_set_string(const kcr_typed_at *at, const char *key, const char *mkey,
-                                 const char *v)
-{
-    kcr_typed_at e = kcr_typed_at_entry(at, key, mkey);
-    return kcr_typed_set_string(&e, NULL, v);
-}

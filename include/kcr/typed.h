@@ -107,9 +107,6 @@ KCR_API kcr_err kcr_typed_delete(const kcr_typed_at *at, const char *key);
  * absent). */
 KCR_API kcr_err kcr_typed_append_string(const kcr_typed_at *at, const char *key, const char *v);
 KCR_API kcr_err kcr_typed_append_int(const kcr_typed_at *at, const char *key, int64_t v);
-/* Sets entry `mkey` of the map at.key to a string (the map is created). */
-KCR_API kcr_err kcr_typed_map_set_string(const kcr_typed_at *at, const char *key,
-                                         const char *mkey, const char *v);
 /* The view of entry `mkey` of the map at.key. */
 KCR_API kcr_typed_at kcr_typed_at_entry(const kcr_typed_at *at, const char *key,
                                         const char *mkey);
