@@ -231,7 +231,7 @@ static void field_edit(out *o, const gen_type *t, const gen_field *f)
 static void root_kind(out *o, const gen_pkg *pkg, const gen_type *t)
 {
     char *U = gen_upper(t->name);
-    const char *P = pkg->upper, *T = t->cname;
+    const char *P = t->upper, *T = t->cname;
     char *api_version = *t->group ? gen_printf("%s/%s", t->group, t->version)
                                   : gen_strdup(t->version);
     kcr__buf_printf(&o->h,

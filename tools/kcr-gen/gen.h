@@ -58,6 +58,7 @@ typedef struct gen_type {
     gen_pkg *pkg;
     char *name;   /* CamelCase, unique within the package */
     char *cname;  /* prefix_Name */
+    char *upper;  /* PREFIX: the package's, or PREFIX_V1 in a CRD of several versions */
     char *origin; /* component name or JSON path, for the comment */
     gen_field *fields;
     size_t n_fields;

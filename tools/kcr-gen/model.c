@@ -42,24 +42,14 @@ gen_pkg *gen_pkg_new(gen_ctx *ctx, const char *id, const char *prefix)
     return p;
 }
 
-static gen_type *find_type(const gen_pkg *pkg, const char *name)
+static bool name_taken(const gen_pkg *pkg, const char *cname)
 {
     for (size_t i = 0; i < pkg->n_types; i++)
-        if (strcmp(pkg->types[i]->name, name) == 0)
-            return pkg->types[i];
-    return NULL;
-}
-
-static bool name_taken(const gen_pkg *pkg, const char *name)
-{
-    if (find_type(pkg, name))
-        return true;
-    for (size_t i = 0; i < pkg->n_enums; i++) {
-        /* enums are named Type_Field: compare the C name's tail */
-        const char *tail = pkg->enums[i]->cname + strlen(pkg->prefix) + 1;
-        if (strcmp(tail, name) == 0)
+        if (strcmp(pkg->types[i]->cname, cname) == 0)
             return true;
-    }
+    for (size_t i = 0; i < pkg->n_enums; i++)
+        if (strcmp(pkg->enums[i]->cname, cname) == 0)
+            return true;
     return false;
 }
 
@@ -71,11 +61,14 @@ static gen_type *type_new(gen_pkg *pkg, const char *name, const char *origin)
         gen_die("out of memory");
     t->pkg = pkg;
     t->name = gen_strdup(name);
-    for (int k = 2; name_taken(pkg, t->name); k++) {
-        free(t->name);
-        t->name = gen_printf("%s%d", name, k);
-    }
     t->cname = gen_printf("%s_%s", pkg->prefix, t->name);
+    for (int k = 2; name_taken(pkg, t->cname); k++) {
+        free(t->name);
+        free(t->cname);
+        t->name = gen_printf("%s%d", name, k);
+        t->cname = gen_printf("%s_%s", pkg->prefix, t->name);
+    }
+    t->upper = gen_strdup(pkg->upper);
     t->origin = gen_strdup(origin);
     GROW(pkg->types, pkg->n_types);
     pkg->types[pkg->n_types++] = t;
@@ -154,10 +147,17 @@ static gen_enum *enum_new(gen_pkg *pkg, const char *type_name, const char *field
     gen_enum *e = calloc(1, sizeof *e);
     if (!e)
         gen_die("out of memory");
-    char *camel = gen_camel(field);
-    e->cname = gen_printf("%s_%s_%s", pkg->prefix, type_name, camel);
-    char *tu = gen_upper(type_name), *fu = gen_upper(field);
-    e->upper = gen_printf("%s_%s_%s", pkg->upper, tu, fu);
+    /* Type_Field; an array's element: the element's type name alone. */
+    char *fc = gen_camel(field);
+    char *camel = *field ? gen_printf("_%s", fc) : gen_strdup("");
+    free(fc);
+    e->cname = gen_printf("%s_%s%s", pkg->prefix, type_name, camel);
+    for (int k = 2; name_taken(pkg, e->cname); k++) {
+        free(e->cname);
+        e->cname = gen_printf("%s_%s%s%d", pkg->prefix, type_name, camel, k);
+    }
+    char *tu = gen_upper(type_name), *fu = *field ? gen_upper(field) : NULL;
+    e->upper = fu ? gen_printf("%s_%s_%s", pkg->upper, tu, fu) : gen_printf("%s_%s", pkg->upper, tu);
     free(tu);
     free(fu);
     free(camel);
@@ -234,7 +234,7 @@ static gen_tref resolve(gen_ctx *ctx, gen_type *owner, const char *field, kcr_va
         type = "object";
     if (!type)
         return r;
-    char *camel = gen_camel(field);
+    char *camel = *field ? gen_camel(field) : gen_strdup("");
     if (strcmp(type, "string") == 0) {
         r.kind = GEN_STRING;
         if (string_enum(kcr_value_member(s, "enum"))) {
@@ -250,7 +250,8 @@ static gen_tref resolve(gen_ctx *ctx, gen_type *owner, const char *field, kcr_va
         r.kind = GEN_NUMBER;
     } else if (strcmp(type, "array") == 0) {
         char *iname = item_name(owner->name, camel);
-        gen_type tmp = {.pkg = owner->pkg, .name = iname, .origin = owner->origin};
+        char *iorigin = gen_printf("%s.%s[]", owner->origin, field);
+        gen_type tmp = {.pkg = owner->pkg, .name = iname, .origin = iorigin};
         gen_tref el = resolve(ctx, &tmp, "", kcr_value_member(s, "items"));
         if (el.kind != GEN_RAW && el.kind != GEN_ARRAY && el.kind != GEN_MAP) {
             r.kind = GEN_ARRAY;
@@ -260,9 +261,10 @@ static gen_tref resolve(gen_ctx *ctx, gen_type *owner, const char *field, kcr_va
             *r.elem = el;
         }
         free(iname);
+        free(iorigin);
     } else if (strcmp(type, "object") == 0 && kcr_value_len(props) > 0) {
         char *name = gen_printf("%s%s", owner->name, camel);
-        char *origin = gen_printf("%s.%s", owner->origin, field);
+        char *origin = *field ? gen_printf("%s.%s", owner->origin, field) : gen_strdup(owner->origin);
         r.kind = GEN_OBJECT;
         r.obj = type_new(owner->pkg, name, origin);
         fill_fields(ctx, r.obj, s);
@@ -272,7 +274,8 @@ static gen_tref resolve(gen_ctx *ctx, gen_type *owner, const char *field, kcr_va
         kcr_value ap = kcr_value_member(s, "additionalProperties");
         if (kcr_value_get_type(ap) == KCR_VALUE_OBJECT) {
             char *vname = gen_printf("%s%sValue", owner->name, camel);
-            gen_type tmp = {.pkg = owner->pkg, .name = vname, .origin = owner->origin};
+            char *vorigin = gen_printf("%s.%s{}", owner->origin, field);
+            gen_type tmp = {.pkg = owner->pkg, .name = vname, .origin = vorigin};
             gen_tref el = resolve(ctx, &tmp, "", ap);
             if (el.kind == GEN_OBJECT || is_scalar(el.kind)) {
                 r.kind = GEN_MAP;
@@ -282,6 +285,7 @@ static gen_tref resolve(gen_ctx *ctx, gen_type *owner, const char *field, kcr_va
                 *r.elem = el;
             }
             free(vname);
+            free(vorigin);
         }
     }
     free(camel);
@@ -400,9 +404,16 @@ void gen_add_crd(gen_ctx *ctx, gen_pkg *pkg, const kcr_object *crd)
         if (!version || kcr_value_get_type(schema) != KCR_VALUE_OBJECT)
             gen_die("%s: version %zu has no name or no schema.openAPIV3Schema",
                     kcr_object_name(crd), i);
-        /* One version: Foo; several: Foo_v1alpha1, Foo_v1 (each its own types). */
-        char *name = n == 1 ? gen_strdup(kind) : gen_printf("%s_%s", kind, version);
-        gen_type *t = type_new(pkg, name, name);
+        /* One version: prefix_Foo; several: prefix_v1alpha1_Foo, prefix_v1_Foo
+         * (each version its own types). */
+        char *base = pkg->prefix, *base_upper = pkg->upper;
+        if (n > 1) {
+            pkg->prefix = gen_printf("%s_%s", base, version);
+            char *vu = gen_upper(version);
+            pkg->upper = gen_printf("%s_%s", base_upper, vu);
+            free(vu);
+        }
+        gen_type *t = type_new(pkg, kind, kind);
         t->root = true;
         t->group = gen_strdup(group);
         t->version = gen_strdup(version);
@@ -416,9 +427,14 @@ void gen_add_crd(gen_ctx *ctx, gen_pkg *pkg, const kcr_object *crd)
             f++;
         if (f == t->n_fields) {
             GROW(t->fields, t->n_fields);
-            t->fields[t->n_fields++] = (gen_field){gen_strdup("metadata"), gen_strdup("metadata")};
+            t->fields[t->n_fields++] = (gen_field){.json = gen_strdup("metadata"), .cname = gen_strdup("metadata")};
         }
         t->fields[f].t = (gen_tref){.kind = GEN_OBJECT, .obj = object_meta};
-        free(name);
+        if (n > 1) {
+            free(pkg->prefix);
+            free(pkg->upper);
+            pkg->prefix = base;
+            pkg->upper = base_upper;
+        }
     }
 }
