@@ -16,13 +16,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" { /* also around kcr's older headers, until each has its own */
+#endif
+
 #include "kcr/error.h"
 #include "kcr/export.h"
 #include "kcr/object.h"
-
-#ifdef __cplusplus
-extern "C" {
-#endif
 
 /* What a generated getter found. Only KCR_FIELD_SET fills *out; compare
  * with KCR_FIELD_SET (a plain truth test would also accept WRONG_TYPE). A
