@@ -158,7 +158,8 @@ kcr_err kcr__err_for_code(int code, const char *reason)
     static const struct {
         int code;
         kcr_err err;
-    } map[] = {{401, KCR_ERR_UNAUTHORIZED}, {403, KCR_ERR_FORBIDDEN}, {404, KCR_ERR_NOT_FOUND},
+    } map[] = {{400, KCR_ERR_BAD_REQUEST},
+               {401, KCR_ERR_UNAUTHORIZED}, {403, KCR_ERR_FORBIDDEN}, {404, KCR_ERR_NOT_FOUND},
                {409, KCR_ERR_CONFLICT},     {410, KCR_ERR_GONE},      {422, KCR_ERR_INVALID_OBJECT},
                {429, KCR_ERR_TOO_MANY}};
     if (code == 409 && reason && strcmp(reason, "AlreadyExists") == 0)

@@ -1,5 +1,6 @@
-/* Read, mutate, write, and on a conflict read again: status updates and
- * create-or-update. */
+/* Read (from a cache when given one), mutate, compare as the server stores
+ * (ctrlutil_equal.c), write, and on a conflict read the server again: status
+ * updates and create-or-update. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,9 +75,41 @@ static kcr_err mutate_copy(const struct target *t, const kcr_object *cur, kcr_ob
 
 enum write_kind { WRITE_STATUS, WRITE_OBJECT };
 
-static kcr_err run(const struct target *t, enum write_kind kind, int max_retries,
-                   kcr_ctrlutil_op_result *result, kcr_object **out, kcr_status *st)
+/* The current object: from the cache when it has it (with apiVersion and
+ * kind, which a write body needs), else from the server. A cache miss reads
+ * the server too, so a create never trusts a cache that has not caught up. */
+static kcr_err read_current(const struct target *t, kcr_store *cache, kcr_object **cur,
+                            kcr_status *st)
 {
+    if (cache) {
+        char key[600];
+        int n = snprintf(key, sizeof key, "%s%s%s", t->ns, *t->ns ? "/" : "", t->name);
+        kcr_object *hit = n > 0 && (size_t)n < sizeof key ? kcr_store_get_by_key(cache, key) : NULL;
+        if (hit && *kcr_object_api_version(hit) && *kcr_object_kind(hit)) {
+            *cur = hit;
+            return KCR_OK;
+        }
+        kcr_object_unref(hit);
+    }
+    return kcr_client_get(t->c, t->res, t->ns, t->name, NULL, cur, st);
+}
+
+/* Nothing to write: the server would store what it has. A status write can
+ * only change the status, so only that is compared. */
+static bool nothing_to_write(enum write_kind kind, const kcr_object *cur, const kcr_object *next)
+{
+    if (kind == WRITE_STATUS)
+        return kcr__ctrlutil_equal(kcr_object_get(cur, "status"), kcr_object_get(next, "status"),
+                                   "status");
+    return kcr__ctrlutil_equal(kcr_object_root(cur), kcr_object_root(next), NULL);
+}
+
+static kcr_err run(const struct target *t, enum write_kind kind,
+                   const kcr_ctrlutil_write_options *o)
+{
+    kcr_ctrlutil_op_result *result = o->result;
+    kcr_object **out = o->out;
+    kcr_status *st = o->status;
     if (result)
         *result = KCR_CTRLUTIL_UNCHANGED;
     if (out)
@@ -86,10 +119,11 @@ static kcr_err run(const struct target *t, enum write_kind kind, int max_retries
     kcr_err err = check_args(t);
     if (err != KCR_OK)
         return err;
-    int retries = kcr__ctrlutil_retries(max_retries);
+    int retries = kcr__ctrlutil_retries(o->max_retries);
     for (int attempt = 0;; attempt++) {
         kcr_object *cur = NULL, *next = NULL, *written = NULL;
-        err = kcr_client_get(t->c, t->res, t->ns, t->name, NULL, &cur, st);
+        /* after a lost race the cache is known stale: read the server */
+        err = read_current(t, attempt == 0 ? o->cache : NULL, &cur, st);
         bool create = err == KCR_ERR_NOT_FOUND && kind == WRITE_OBJECT;
         if (err != KCR_OK && !create)
             return err;
@@ -102,12 +136,7 @@ static kcr_err run(const struct target *t, enum write_kind kind, int max_retries
             kcr_object_unref(cur);
             return err;
         }
-        /* a status write can only change the status: compare just that */
-        bool same =
-            kind == WRITE_STATUS
-                ? kcr_value_equal(kcr_object_get(cur, "status"), kcr_object_get(next, "status"))
-                : kcr_value_equal(kcr_object_root(cur), kcr_object_root(next));
-        if (!create && same) {
+        if (!create && nothing_to_write(kind, cur, next)) {
             kcr_object_unref(next);
             if (out)
                 *out = cur;
@@ -115,13 +144,14 @@ static kcr_err run(const struct target *t, enum write_kind kind, int max_retries
                 kcr_object_unref(cur);
             return KCR_OK;
         }
-        kcr_object_unref(cur);
         char *json = NULL;
         size_t len = 0;
         err = kcr_object_to_json(next, &json, &len);
         kcr_object_unref(next);
-        if (err != KCR_OK)
+        if (err != KCR_OK) {
+            kcr_object_unref(cur);
             return err;
+        }
         if (create)
             err = kcr_client_create(t->c, t->res, t->ns, json, len, NULL, &written, st);
         else if (kind == WRITE_STATUS)
@@ -130,14 +160,21 @@ static kcr_err run(const struct target *t, enum write_kind kind, int max_retries
             err = kcr_client_update(t->c, t->res, t->ns, json, len, NULL, &written, st);
         free(json);
         if (err == KCR_OK) {
+            /* the server keeps the resourceVersion of a write it did not
+             * apply (it stored what it had): that is no update */
+            bool applied = create || strcmp(kcr_object_resource_version(written),
+                                            kcr_object_resource_version(cur)) != 0;
+            kcr_object_unref(cur);
             if (result)
-                *result = create ? KCR_CTRLUTIL_CREATED : KCR_CTRLUTIL_UPDATED;
+                *result = create ? KCR_CTRLUTIL_CREATED
+                                 : applied ? KCR_CTRLUTIL_UPDATED : KCR_CTRLUTIL_UNCHANGED;
             if (out)
                 *out = written;
             else
                 kcr_object_unref(written);
             return KCR_OK;
         }
+        kcr_object_unref(cur);
         /* a stale resourceVersion, or a create that lost a race */
         bool lost = err == KCR_ERR_CONFLICT || (create && err == KCR_ERR_EXISTS);
         if (!lost || attempt >= retries)
@@ -148,13 +185,35 @@ static kcr_err run(const struct target *t, enum write_kind kind, int max_retries
     }
 }
 
+static kcr_err run_with(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                        const kcr_ctrlutil_write_options *opts, enum write_kind kind)
+{
+    if (!opts)
+        return kcr__fail(KCR_ERR_INVALID, "controller helper: NULL options (mutate is required)");
+    struct target t = {c, res, ns ? ns : "", name, opts->mutate, opts->user_data};
+    return run(&t, kind, opts);
+}
+
+kcr_err kcr_ctrlutil_update_status_with(kcr_client *c, const kcr_resource *res, const char *ns,
+                                        const char *name, const kcr_ctrlutil_write_options *opts)
+{
+    return run_with(c, res, ns, name, opts, WRITE_STATUS);
+}
+
+kcr_err kcr_ctrlutil_create_or_update_with(kcr_client *c, const kcr_resource *res,
+                                           const char *ns, const char *name,
+                                           const kcr_ctrlutil_write_options *opts)
+{
+    return run_with(c, res, ns, name, opts, WRITE_OBJECT);
+}
+
 kcr_err kcr_ctrlutil_update_status(kcr_client *c, const kcr_resource *res, const char *ns,
                                    const char *name, kcr_ctrlutil_mutate_fn mutate, void *user_data,
                                    int max_retries, kcr_ctrlutil_op_result *result,
                                    kcr_object **out, kcr_status *status)
 {
-    struct target t = {c, res, ns ? ns : "", name, mutate, user_data};
-    return run(&t, WRITE_STATUS, max_retries, result, out, status);
+    kcr_ctrlutil_write_options o = {mutate, user_data, NULL, max_retries, result, out, status};
+    return run_with(c, res, ns, name, &o, WRITE_STATUS);
 }
 
 kcr_err kcr_ctrlutil_create_or_update(kcr_client *c, const kcr_resource *res, const char *ns,
@@ -163,6 +222,6 @@ kcr_err kcr_ctrlutil_create_or_update(kcr_client *c, const kcr_resource *res, co
                                       kcr_ctrlutil_op_result *result, kcr_object **out,
                                       kcr_status *status)
 {
-    struct target t = {c, res, ns ? ns : "", name, mutate, user_data};
-    return run(&t, WRITE_OBJECT, max_retries, result, out, status);
+    kcr_ctrlutil_write_options o = {mutate, user_data, NULL, max_retries, result, out, status};
+    return run_with(c, res, ns, name, &o, WRITE_OBJECT);
 }

@@ -35,8 +35,24 @@ const char *kcr_strerror(kcr_err err)
     case KCR_ERR_INVALID_OBJECT: return "invalid object";
     case KCR_ERR_LEADERSHIP_LOST: return "leadership lost";
     case KCR_ERR_TLS: return "TLS verification failed";
+    case KCR_ERR_BAD_REQUEST: return "bad request";
     }
     return "unknown error";
+}
+
+bool kcr_err_is_permanent(kcr_err err)
+{
+    switch (err) {
+    case KCR_ERR_BAD_REQUEST:
+    case KCR_ERR_INVALID_OBJECT:
+    case KCR_ERR_INVALID:
+    case KCR_ERR_PARSE:
+    case KCR_ERR_TOO_LARGE:
+    case KCR_ERR_UNSUPPORTED:
+        return true;
+    default:
+        return false;
+    }
 }
 
 const char *kcr_last_error(void)

@@ -508,7 +508,7 @@ static next_step watch_once(kcr_reflector *r, bool streaming)
         record_failure(r, "watch (sink)", w.sink_err, NULL);
         next = NEXT_BACKOFF_RELIST;
     } else if (was_initial && (w.unsupported || err == KCR_OK || err == KCR_ERR_INVALID_OBJECT ||
-                               (err == KCR_ERR_API && st.code == 400))) {
+                               err == KCR_ERR_BAD_REQUEST)) {
         kcr__log(KCR_LOG_INFO, "reflector",
                  "%s: the server does not support streaming lists (%s); using LIST",
                  r->res.resource,

@@ -8,9 +8,10 @@
  * requests on it at once. kcr_client_free() must not race with requests.
  *
  * Errors: every request returns a kcr_err. When the server answered with an
- * error, the code is mapped (404 NOT_FOUND, 409 AlreadyExists EXISTS / other
- * 409 CONFLICT, 410 GONE, 401 UNAUTHORIZED, 403 FORBIDDEN, 422 INVALID_OBJECT,
- * 429 TOO_MANY, anything else API) and, when the caller passes a kcr_status,
+ * error, the code is mapped (400 BAD_REQUEST, 404 NOT_FOUND, 409 AlreadyExists
+ * EXISTS / other 409 CONFLICT, 410 GONE, 401 UNAUTHORIZED, 403 FORBIDDEN,
+ * 422 INVALID_OBJECT, 429 TOO_MANY, anything else API; kcr_err_is_permanent
+ * says which of them a retry cannot fix) and, when the caller passes a kcr_status,
  * the server's whole Status is copied into it. kcr_last_error() always reads
  * "<code> <reason>: <message>" for API errors.
  *

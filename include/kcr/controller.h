@@ -114,7 +114,8 @@ typedef enum kcr_result_kind {
 } kcr_result_kind;
 
 /* A reconcile's outcome. `err` (optional) says what failed for RETRY and
- * TERMINAL; the worker logs it with kcr_last_error() of the worker thread
+ * TERMINAL (kcr_err_is_permanent(err) says which fits a failed call:
+ * TERMINAL for a refused request, 400 or 422, RETRY otherwise); the worker logs it with kcr_last_error() of the worker thread
  * as the reconcile left it. A kind outside the enum or a REQUEUE_AFTER with
  * requeue_after_ms <= 0 is a garbage result: logged once per controller,
  * counted (stats.garbage_results, reconcile_errors_total) and handled as

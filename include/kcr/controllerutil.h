@@ -22,6 +22,7 @@
 #include "kcr/error.h"
 #include "kcr/export.h"
 #include "kcr/object.h"
+#include "kcr/store.h"
 
 /* Retries after a lost race when max_retries is 0: up to 6 attempts in all
  * (client-go's retry.DefaultRetry makes 5, sleeping ~10 ms between them;
@@ -133,13 +134,50 @@ KCR_API kcr_err kcr_ctrlutil_remove_finalizer(kcr_client *c, const kcr_resource 
 typedef kcr_err (*kcr_ctrlutil_mutate_fn)(kcr_object_edit *edit, const kcr_object *current,
                                           void *user_data);
 
+/* What the write helpers compare before writing: the object as read and as
+ * mutated are "equal" when the apiserver would store the same thing, and
+ * then nothing is sent (UNCHANGED). Maps compare regardless of member
+ * order, arrays in order, numbers by value, and resource quantities by value
+ * ("0.5" equals the "500m" the server stored; kcr/quantity.h) where the
+ * built-in types hold them: *.resources.requests/limits, ResourceQuota
+ * spec.hard and status.hard/used, capacity/allocatable/allocatedResources
+ * of Node, PV and PVC, a PodSpec's overhead, LimitRange spec.limits[]
+ * max/min/default/defaultRequest/maxLimitRequestRatio, emptyDir.sizeLimit,
+ * resourceFieldRef.divisor, CSIStorageCapacity capacity and
+ * maximumVolumeSize. Without a schema any other string compares as text (a
+ * CRD's own quantity written in a form the server changes writes again on
+ * every call, but a real change is never skipped). Fields the callback does
+ * not touch keep the server's values: it edits a copy of the current
+ * object. A write the server did not apply (it answered with the
+ * resourceVersion it had) is reported UNCHANGED, not UPDATED. */
+
+/* Options of the *_with write helpers. Zero means default for every field
+ * but `mutate`. Pointers are borrowed for the call. */
+typedef struct kcr_ctrlutil_write_options {
+    kcr_ctrlutil_mutate_fn mutate; /* required: sets the desired state */
+    void *user_data;               /* passed to mutate */
+    /* A cache of the resource (kcr_ctx_cache(ctx, res) in a reconcile): the
+     * current object is taken from it when it has it, so an unchanged
+     * object costs no request. NULL, or a cache without the object: read
+     * from the server (a GET); after a conflict the server is read again. */
+    kcr_store *cache;
+    int max_retries;                /* 0: KCR_CTRLUTIL_DEFAULT_RETRIES, < 0: none */
+    kcr_ctrlutil_op_result *result; /* may be NULL: what was done */
+    kcr_object **out;               /* may be NULL: a new reference to the object written,
+                                       or as read when nothing was written */
+    kcr_status *status;             /* may be NULL: the server's Status on an API error */
+} kcr_ctrlutil_write_options;
+
 /* Reads res ns/name, lets `mutate` change its status, and writes the status
  * subresource with the read resourceVersion (PUT .../status); on 409
  * Conflict it reads again and re-applies `mutate`, at most max_retries times
  * (0: KCR_CTRLUTIL_DEFAULT_RETRIES, < 0: none). Only the status is written
  * (the server ignores other changes). When the mutated status equals the
- * one read nothing is sent: *result UNCHANGED, else UPDATED. *result and *out
- * (a new reference to the object written or read) may be NULL. Errors: the
+ * one read (compared as described above) nothing is sent: *result
+ * UNCHANGED, else UPDATED (UNCHANGED again when the server kept the
+ * resourceVersion). Always reads the server (use
+ * kcr_ctrlutil_update_status_with to read a cache). *result and *out (a new
+ * reference to the object written or read) may be NULL. Errors: the
  * server's (KCR_ERR_NOT_FOUND, KCR_ERR_CONFLICT when retries ran out ...),
  * the callback's, KCR_ERR_INVALID when mutate changed metadata.name or
  * metadata.namespace. */
@@ -149,20 +187,43 @@ KCR_API kcr_err kcr_ctrlutil_update_status(kcr_client *c, const kcr_resource *re
                                            kcr_ctrlutil_op_result *result, kcr_object **out,
                                            kcr_status *status);
 
-/* controller-runtime's CreateOrUpdate, with retries: reads res ns/name; when
- * missing, runs `mutate` on a new object (current NULL) and creates it
- * (CREATED); else runs `mutate` on a copy and updates it with the read
- * resourceVersion unless nothing changed (UPDATED / UNCHANGED). A 409 (a
- * conflict, or a create that lost a race) reads again and retries, at most
- * max_retries times. The status is not written by a main-resource update
- * (use kcr_ctrlutil_update_status). `mutate` sets the desired fields (kind
- * may be left out: the apiserver takes it from the resource). Other
- * arguments and errors as kcr_ctrlutil_update_status. */
+/* controller-runtime's CreateOrUpdate, with retries: reads res ns/name
+ * from the server (a GET on every call; kcr_ctrlutil_create_or_update_with
+ * reads a cache); when missing, runs `mutate` on a new object (current
+ * NULL) and creates it (CREATED); else runs `mutate` on a copy and updates
+ * it with the read resourceVersion unless nothing changed as the server
+ * compares (UNCHANGED; see above), UPDATED when the server applied the
+ * update. A 409 (a conflict, or a create that lost a race) reads again and
+ * retries, at most max_retries times. The status is not written by a
+ * main-resource update (use kcr_ctrlutil_update_status). `mutate` sets the
+ * desired fields (kind may be left out: the apiserver takes it from the
+ * resource). Other arguments and errors as kcr_ctrlutil_update_status. */
 KCR_API kcr_err kcr_ctrlutil_create_or_update(kcr_client *c, const kcr_resource *res,
                                               const char *ns, const char *name,
                                               kcr_ctrlutil_mutate_fn mutate, void *user_data,
                                               int max_retries, kcr_ctrlutil_op_result *result,
                                               kcr_object **out, kcr_status *status);
+
+/* kcr_ctrlutil_update_status with options (mutate, cache, retries, outputs
+ * in opts; required). With opts->cache the current object comes from the
+ * cache when it has it. Errors as kcr_ctrlutil_update_status, and
+ * KCR_ERR_INVALID for NULL opts or mutate. */
+KCR_API kcr_err kcr_ctrlutil_update_status_with(kcr_client *c, const kcr_resource *res,
+                                                const char *ns, const char *name,
+                                                const kcr_ctrlutil_write_options *opts);
+
+/* kcr_ctrlutil_create_or_update with options. With opts->cache the current
+ * object comes from the cache when it has it (apiVersion and kind set), so
+ * a reconcile whose object is already as desired sends no request at all;
+ * a cache miss reads the server before creating. Errors as
+ * kcr_ctrlutil_create_or_update, and KCR_ERR_INVALID for NULL opts or
+ * mutate. In a reconcile:
+ *     kcr_ctrlutil_write_options o = {.mutate = desired_quota, .user_data = team,
+ *                                     .cache = kcr_ctx_cache(ctx, &QUOTAS), .result = &r};
+ *     err = kcr_ctrlutil_create_or_update_with(kcr_ctx_client(ctx), &QUOTAS, ns, "quota", &o); */
+KCR_API kcr_err kcr_ctrlutil_create_or_update_with(kcr_client *c, const kcr_resource *res,
+                                                   const char *ns, const char *name,
+                                                   const kcr_ctrlutil_write_options *opts);
 
 /* ---- Server-side apply ------------------------------------------------------------- */
 

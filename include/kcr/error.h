@@ -3,6 +3,8 @@
 #ifndef KCR_ERROR_H
 #define KCR_ERROR_H
 
+#include <stdbool.h>
+
 #include "kcr/export.h"
 
 typedef enum kcr_err {
@@ -31,14 +33,41 @@ typedef enum kcr_err {
     KCR_ERR_CANCELED = 21,    /* the operation was stopped by its owner */
     KCR_ERR_INVALID_OBJECT = 22, /* HTTP 422 Invalid: the server rejected the object */
     KCR_ERR_LEADERSHIP_LOST = 23, /* this process stopped being the leader (leader election) */
-    KCR_ERR_TLS = 24          /* the server failed TLS verification (unknown CA, wrong host
+    KCR_ERR_TLS = 24,         /* the server failed TLS verification (unknown CA, wrong host
                                  name, expired certificate, no TLS at all): permanent until
                                  the configuration or the server changes */
+    KCR_ERR_BAD_REQUEST = 25  /* HTTP 400 BadRequest: the server could not decode or accept
+                                 the request (a field of the wrong type, a quantity or
+                                 selector that does not parse, a malformed patch) */
 } kcr_err;
 
 /* Short static description of an error code; never NULL, never free it.
  * Thread-safe. */
 KCR_API const char *kcr_strerror(kcr_err err);
+
+/* Whether `err` means the request itself was refused, so sending it again
+ * unchanged cannot succeed: a reconcile returns KCR_TERMINAL for these and
+ * KCR_RETRY for the rest, without reading HTTP codes.
+ *   permanent: KCR_ERR_BAD_REQUEST (400), KCR_ERR_INVALID_OBJECT (422: the
+ *     object fails validation, or a JSON Patch test failed), KCR_ERR_INVALID
+ *     (a bad argument), KCR_ERR_PARSE (a malformed document the caller
+ *     built), KCR_ERR_TOO_LARGE, KCR_ERR_UNSUPPORTED;
+ *   transient, everything else, notably: KCR_ERR_CONFLICT and KCR_ERR_EXISTS
+ *     (409: read again and redo), KCR_ERR_FORBIDDEN (403: RBAC not granted
+ *     yet, a quota exceeded, a namespace terminating or an admission
+ *     webhook's denial can all clear without the object changing),
+ *     KCR_ERR_NOT_FOUND (404: on a create, the namespace may appear; on a
+ *     read or delete, callers usually treat it as done), KCR_ERR_UNAUTHORIZED
+ *     (credentials rotate), KCR_ERR_GONE, KCR_ERR_TOO_MANY (429), KCR_ERR_API
+ *     (5xx and other codes), KCR_ERR_TRANSPORT, KCR_ERR_TLS, KCR_ERR_TIMEOUT,
+ *     KCR_ERR_NOMEM, KCR_ERR_IO, KCR_ERR_EXEC;
+ *   neither (false): KCR_OK, KCR_ERR_SHUTDOWN, KCR_ERR_CANCELED,
+ *     KCR_ERR_LEADERSHIP_LOST (the caller is stopping).
+ * The client maps the server's Status the same way on every back end (HTTP
+ * and the fake): 400 BAD_REQUEST, 401 UNAUTHORIZED, 403 FORBIDDEN,
+ * 404 NOT_FOUND, 409 AlreadyExists EXISTS, other 409 CONFLICT, 410 GONE,
+ * 422 INVALID_OBJECT, 429 TOO_MANY, anything else API. Thread-safe. */
+KCR_API bool kcr_err_is_permanent(kcr_err err);
 
 /* Detailed message of the last failure on the calling thread (for example the
  * line and column of a JSON error, or the server's Status message), or "" if

@@ -14,6 +14,7 @@
 #include "kcr/log.h"
 #include "kcr/metrics.h"
 #include "kcr/object.h"
+#include "kcr/quantity.h"
 #include "kcr/store.h"
 #include "kcr/testkit.h"
 #include "kcr/time.h"

@@ -135,7 +135,7 @@ Test(error_details, client_and_config)
     EXPECT_DETAIL(kcr_client_get(c, NULL, "default", "x", NULL, &o, NULL), KCR_ERR_INVALID,
                   "required");
     kcr_list_options bad = {.label_selector = "app in (x"};
-    EXPECT_DETAIL(kcr_client_list(c, &CM, NULL, &bad, NULL, NULL, NULL, NULL), KCR_ERR_API,
+    EXPECT_DETAIL(kcr_client_list(c, &CM, NULL, &bad, NULL, NULL, NULL, NULL), KCR_ERR_BAD_REQUEST,
                   "app in (x");
     EXPECT_DETAIL(kcr_client_create(c, &CM, "default", "{not json", 9, NULL, &o, NULL),
                   KCR_ERR_INVALID, "invalid JSON");

@@ -101,7 +101,7 @@ Test(fake, conflicts_exists_and_invalid, .init = setup, .fini = teardown)
     cr_assert_eq(kcr_client_create(c, &CM, "other", "{\"metadata\":{\"name\":\"x\",\"namespace\":"
                                                    "\"d\"}}",
                                    0, NULL, NULL, &st),
-                 KCR_ERR_API);
+                 KCR_ERR_BAD_REQUEST);
     cr_assert_eq(st.code, 400);
     kcr_object *g = NULL;
     cr_assert_eq(kcr_client_create(c, &CM, "d", "{\"metadata\":{\"generateName\":\"gen-\"}}", 0,

@@ -41,7 +41,8 @@ Test(fake, label_selectors, .init = setup, .fini = teardown)
     cr_assert_str_eq(n.v[1], "a/web");
     kcr_list_options bad = {.label_selector = "app in (x"};
     kcr_status st = {0};
-    cr_assert_eq(kcr_client_list(c, &CM, NULL, &bad, collect, &n, NULL, &st), KCR_ERR_API);
+    cr_assert_eq(kcr_client_list(c, &CM, NULL, &bad, collect, &n, NULL, &st),
+                 KCR_ERR_BAD_REQUEST);
     cr_assert_eq(st.code, 400);
     kcr_status_clear(&st);
     kcr_list_options f = {.field_selector = "metadata.name=plain"};
@@ -78,7 +79,8 @@ Test(fake, paging, .init = setup, .fini = teardown)
     cr_assert_eq(all.n, 5);
     cr_assert_str_eq(all.v[4], "p/cm-4");
     o.continue_token = "!!not-a-token";
-    cr_assert_eq(kcr_client_list(c, &CM, "p", &o, collect, &all, &meta, NULL), KCR_ERR_API);
+    cr_assert_eq(kcr_client_list(c, &CM, "p", &o, collect, &all, &meta, NULL),
+                 KCR_ERR_BAD_REQUEST);
 }
 
 struct types {

@@ -199,23 +199,24 @@ Test(fake_writes, update_uid_precondition_and_name_checks, .init = setup, .fini 
     cr_assert_str_eq(st.message, want);
 
     cr_assert_eq(patch(&CM, "a", KCR_PATCH_MERGE, "{\"metadata\":{\"name\":\"b\"}}", NULL),
-                 KCR_ERR_API, "a patch may not rename");
+                 KCR_ERR_BAD_REQUEST, "a patch may not rename");
     cr_assert_eq(st.code, 400);
     cr_assert_str_eq(st.message,
                      "the name of the object (b) does not match the name on the URL (a)");
     cr_assert_eq(
         patch(&CM, "a", KCR_PATCH_JSON, "[{\"op\":\"remove\",\"path\":\"/metadata/name\"}]", NULL),
-        KCR_ERR_API, "nor take the name away");
+        KCR_ERR_BAD_REQUEST, "nor take the name away");
     cr_assert_str_eq(st.message,
                      "the name of the object () does not match the name on the URL (a)");
     cr_assert_eq(update(&CM, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"e\"}}", NULL),
-                 KCR_ERR_API);
+                 KCR_ERR_BAD_REQUEST);
     cr_assert_str_eq(st.message, "the namespace of the object (e) does not match the namespace "
                                  "on the request (d)");
     cr_assert_eq(update(&CM, "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":2}}", NULL),
-                 KCR_ERR_API, "a resourceVersion must be a string");
+                 KCR_ERR_BAD_REQUEST, "a resourceVersion must be a string");
     cr_assert_eq(st.code, 400);
-    cr_assert_eq(update(&CM, "{\"metadata\":{\"name\":\"a\",\"uid\":5}}", NULL), KCR_ERR_API);
+    cr_assert_eq(update(&CM, "{\"metadata\":{\"name\":\"a\",\"uid\":5}}", NULL),
+                 KCR_ERR_BAD_REQUEST);
     cr_assert_eq(kcr_fake_resource_version(fake), 2, "only the first update wrote");
     kcr_object_unref(a);
 }
@@ -299,7 +300,7 @@ Test(fake_writes, create_validation_is_worded_as_the_apiserver, .init = setup, .
     cr_assert_str_eq(st.details.causes[0].type, "FieldValueInvalid");
     cr_assert_eq(kcr_client_create(c, &CM, "d", "{\"metadata\":{\"name\":\"a\",\"uid\":[]}}", 0,
                                    NULL, NULL, &st),
-                 KCR_ERR_API);
+                 KCR_ERR_BAD_REQUEST);
     cr_assert_eq(st.code, 400);
     cr_assert_eq(kcr_fake_resource_version(fake), 0, "nothing was written");
 }

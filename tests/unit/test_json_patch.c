@@ -447,7 +447,7 @@ Test(json_patch, the_fake_applies_it_like_the_apiserver)
 
     /* not an array: 400 BadRequest, as the apiserver's patch decoder */
     cr_assert_eq(kcr_client_patch(c, &CM, "d", "p", KCR_PATCH_JSON, "{}", 0, NULL, NULL, &st),
-                 KCR_ERR_API);
+                 KCR_ERR_BAD_REQUEST);
     cr_assert_eq(st.code, 400);
     kcr_status_clear(&st);
     kcr_client_free(c);
