@@ -82,6 +82,31 @@ kcr_field kcr_typed_int_or_string(kcr_value v, kcr_int_or_string *out)
     return KCR_FIELD_SET;
 }
 
+kcr_field kcr_typed_quantity(kcr_value v, kcr_quantity *out)
+{
+    kcr_value_type t = kcr_value_get_type(v);
+    if (t == KCR_VALUE_ABSENT || t == KCR_VALUE_NULL)
+        return KCR_FIELD_ABSENT;
+    size_t len = 0;
+    const char *text = kcr_value_string(v, &len); /* numbers keep their text */
+    if (t == KCR_VALUE_INT) {
+        kcr_quantity q;
+        if (kcr_quantity_from_int64(kcr_value_int(v), 0, KCR_QUANTITY_DECIMAL_SI, &q) != KCR_OK)
+            return KCR_FIELD_WRONG_TYPE;
+        if (out)
+            *out = q;
+        return KCR_FIELD_SET;
+    }
+    if (!text || (t != KCR_VALUE_STRING && t != KCR_VALUE_FLOAT))
+        return KCR_FIELD_WRONG_TYPE;
+    kcr_quantity q;
+    if (kcr_quantity_parse_json(text, len, &q) != KCR_OK)
+        return KCR_FIELD_WRONG_TYPE;
+    if (out)
+        *out = q;
+    return KCR_FIELD_SET;
+}
+
 kcr_field kcr_typed_enum(kcr_value v, const char *const *names, size_t n, size_t *out)
 {
     size_t len;

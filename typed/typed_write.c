@@ -118,6 +118,20 @@ kcr_err kcr_typed_set_int_or_string(const kcr_typed_at *at, const char *key, kcr
                        : kcr_typed_set_int(at, key, v.int_value);
 }
 
+kcr_err kcr_typed_set_quantity(const kcr_typed_at *at, const char *key, kcr_quantity q)
+{
+    char text[KCR_QUANTITY_TEXT_MAX];
+    kcr_quantity_to_string(&q, text, sizeof text);
+    return kcr_typed_set_string(at, key, text);
+}
+
+kcr_err kcr_typed_set_quantity_text(const kcr_typed_at *at, const char *key, const char *text)
+{
+    kcr_quantity q;
+    kcr_err err = kcr_quantity_parse_str(text, &q);
+    return err ? err : kcr_typed_set_quantity(at, key, q);
+}
+
 kcr_err kcr_typed_set_value(const kcr_typed_at *at, const char *key, kcr_value v)
 {
     char path[KCR_TYPED_PATH_MAX];

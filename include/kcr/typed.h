@@ -23,6 +23,7 @@ extern "C" { /* also around kcr's older headers, until each has its own */
 #include "kcr/error.h"
 #include "kcr/export.h"
 #include "kcr/object.h"
+#include "kcr/quantity.h"
 
 /* What a generated getter found. Only KCR_FIELD_SET fills *out; compare
  * with KCR_FIELD_SET (a plain truth test would also accept WRONG_TYPE). A
@@ -54,6 +55,9 @@ KCR_API kcr_field kcr_typed_int32(kcr_value v, int32_t *out);
 KCR_API kcr_field kcr_typed_bool(kcr_value v, bool *out);
 KCR_API kcr_field kcr_typed_number(kcr_value v, double *out);
 KCR_API kcr_field kcr_typed_int_or_string(kcr_value v, kcr_int_or_string *out);
+/* A resource quantity, from a string or a number (kcr_quantity_parse_json);
+ * text that is not a quantity is KCR_FIELD_WRONG_TYPE. */
+KCR_API kcr_field kcr_typed_quantity(kcr_value v, kcr_quantity *out);
 /* Index of string v in names[0..n) (KCR_FIELD_SET), n when it is a string
  * outside the list (still SET: servers add values), else ABSENT/WRONG_TYPE. */
 KCR_API kcr_field kcr_typed_enum(kcr_value v, const char *const *names, size_t n, size_t *out);
@@ -99,6 +103,12 @@ KCR_API kcr_err kcr_typed_set_bool(const kcr_typed_at *at, const char *key, bool
 KCR_API kcr_err kcr_typed_set_number(const kcr_typed_at *at, const char *key, double v);
 KCR_API kcr_err kcr_typed_set_int_or_string(const kcr_typed_at *at, const char *key,
                                             kcr_int_or_string v);
+/* Writes q's canonical text (kcr_quantity_to_string: "500m", "1536Mi"). */
+KCR_API kcr_err kcr_typed_set_quantity(const kcr_typed_at *at, const char *key, kcr_quantity q);
+/* Parses text as a quantity (KCR_ERR_PARSE when it is not one, nothing
+ * written) and writes its canonical text. */
+KCR_API kcr_err kcr_typed_set_quantity_text(const kcr_typed_at *at, const char *key,
+                                            const char *text);
 /* Copies value v (of any object, borrowed for the call) to at.key. */
 KCR_API kcr_err kcr_typed_set_value(const kcr_typed_at *at, const char *key, kcr_value v);
 /* Removes at.key; KCR_OK when it was absent. */

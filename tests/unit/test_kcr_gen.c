@@ -20,7 +20,7 @@ static const char WIDGET[] =
     "{\"apiVersion\":\"test.kcr.dev/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w\","
     "\"namespace\":\"ns\",\"labels\":{\"app\":\"x\"}},"
     "\"spec\":{\"size\":3,\"mode\":\"in-place\",\"name\":\"abc\",\"ratio\":0.25,\"paused\":true,"
-    "\"port\":\"http\",\"cpu\":\"500m\",\"tags\":[\"a\",\"b\"],"
+    "\"port\":\"http\",\"cpu\":0.5,\"tags\":[\"a\",\"b\"],"
     "\"template\":{\"labels\":{\"k\":\"v\",\"k2\":\"v2\"}},"
     "\"containers\":[{\"name\":\"c0\",\"image\":\"i0\",\"namespace\":\"n\",\"class\":\"gold\","
     "\"default\":true,\"new\":7},{\"name\":\"c1\"}],"
@@ -50,17 +50,18 @@ Test(kcr_gen, reads_scalars_with_presence)
     cr_assert_eq(test_v1_WidgetSpec_port(spec, &port), KCR_FIELD_SET);
     cr_assert(port.is_string);
     cr_assert_str_eq(port.string_value, "http");
-    const char *cpu = NULL;
+    kcr_quantity cpu, want;
     cr_assert_eq(test_v1_WidgetSpec_cpu(spec, &cpu), KCR_FIELD_SET);
-    cr_assert_str_eq(cpu, "500m");
-    /* Zero copies: the string is the object's own bytes. */
-    cr_assert_eq(cpu, kcr_value_string(kcr_object_get(o, "spec.cpu"), NULL));
+    cr_assert_eq(kcr_quantity_parse_str("0.5", &want), KCR_OK);
+    cr_assert_eq(kcr_quantity_cmp(&cpu, &want), 0, "controller-gen's quantity pattern");
     const char *note = "untouched";
     cr_assert_eq(test_v1_WidgetSpec_note(spec, &note), KCR_FIELD_ABSENT, "null reads as absent");
     cr_assert_str_eq(note, "untouched");
     const char *name = NULL;
     cr_assert_eq(test_v1_WidgetSpec_name(spec, &name), KCR_FIELD_SET);
     cr_assert_str_eq(name, "abc");
+    /* Zero copies: the string is the object's own bytes. */
+    cr_assert_eq(name, kcr_value_string(kcr_object_get(o, "spec.name"), NULL));
     /* metadata through the installed meta/v1 types */
     const char *ns = NULL, *label = NULL;
     kcr_meta_v1_ObjectMeta meta = test_v1_Widget_metadata(test_v1_Widget_of(o));
@@ -187,6 +188,8 @@ Test(kcr_gen, builds_through_edit_views)
     cr_assert_eq(test_v1_WidgetSpecEdit_set_ratio(spec, 1.5), KCR_OK);
     cr_assert_eq(test_v1_WidgetSpecEdit_set_port(spec, (kcr_int_or_string){.int_value = 8080}),
                  KCR_OK);
+    cr_assert_eq(test_v1_WidgetSpecEdit_set_cpu_text(spec, "1.5Gi"), KCR_OK);
+    cr_assert_eq(test_v1_WidgetSpecEdit_set_cpu_text(spec, "1.5 Gi"), KCR_ERR_PARSE);
     cr_assert_eq(test_v1_WidgetSpecEdit_append_tags(spec, "x"), KCR_OK);
     cr_assert_eq(test_v1_WidgetSpecEdit_append_tags(spec, "y"), KCR_OK);
     for (int i = 0; i < 2; i++) {
@@ -218,7 +221,8 @@ Test(kcr_gen, builds_through_edit_views)
     cr_assert_str_eq(json,
                      "{\"apiVersion\":\"test.kcr.dev/v1\",\"kind\":\"Widget\",\"metadata\":"
                      "{\"name\":\"w\",\"labels\":{\"app.kubernetes.io/name\":\"w\"}},\"spec\":"
-                     "{\"size\":2,\"mode\":\"Slow\",\"ratio\":1.5,\"port\":8080,\"tags\":[\"x\","
+                     "{\"size\":2,\"mode\":\"Slow\",\"ratio\":1.5,\"port\":8080,\"cpu\":\"1536Mi\","
+                     "\"tags\":[\"x\","
                      "\"y\"],\"containers\":[{\"name\":\"c0\",\"image\":\"nginx\"},{\"name\":"
                      "\"c1\"}],\"template\":{\"labels\":{\"a.b/c\":\"d\\\"e\"}},\"limits\":"
                      "{\"mem.ory\":{\"max\":9}}},\"status\":{\"conditions\":[{\"status\":"

@@ -34,9 +34,12 @@ static kcr_object *new_deployment(const char *name, int32_t replicas, const char
     cr_assert_eq(kcr_core_v1_ContainerEdit_set_image(c, "nginx:latest"), KCR_OK);
     kcr_core_v1_ContainerPortEdit port = kcr_core_v1_ContainerEdit_append_ports(c);
     cr_assert_eq(kcr_core_v1_ContainerPortEdit_set_container_port(port, 80), KCR_OK);
-    cr_assert_eq(kcr_core_v1_ResourceRequirementsEdit_set_limits(
-                     kcr_core_v1_ContainerEdit_resources(c), "cpu", "500m"),
-                 KCR_OK);
+    cr_assert_eq(kcr_core_v1_ResourceRequirementsEdit_set_limits_text(
+                     kcr_core_v1_ContainerEdit_resources(c), "cpu", "0.5"),
+                 KCR_OK, "written canonical, as the apiserver stores it");
+    cr_assert_eq(kcr_core_v1_ResourceRequirementsEdit_set_limits_text(
+                     kcr_core_v1_ContainerEdit_resources(c), "memory", "lots"),
+                 KCR_ERR_PARSE);
     kcr_object *o = NULL;
     cr_assert_eq(kcr_object_edit_freeze(e, &o), KCR_OK, "%s", kcr_last_error());
     kcr_object_edit_free(e);
@@ -63,13 +66,18 @@ Test(typed_builtin, deployment_round_trip)
     cr_assert_eq(kcr_core_v1_PodSpec_containers_len(pod), 1);
     for (size_t i = 0; i < kcr_core_v1_PodSpec_containers_len(pod); i++) {
         kcr_core_v1_Container c = kcr_core_v1_PodSpec_containers_at(pod, i);
-        const char *image = NULL, *cpu = NULL;
+        const char *image = NULL;
+        kcr_quantity cpu, half;
+        char text[KCR_QUANTITY_TEXT_MAX];
         cr_assert_eq(kcr_core_v1_Container_image(c, &image), KCR_FIELD_SET);
         cr_assert_str_eq(image, "nginx:latest");
         cr_assert_eq(kcr_core_v1_ResourceRequirements_limits_get(
                          kcr_core_v1_Container_resources(c), "cpu", &cpu),
                      KCR_FIELD_SET);
-        cr_assert_str_eq(cpu, "500m");
+        kcr_quantity_to_string(&cpu, text, sizeof text);
+        cr_assert_str_eq(text, "500m");
+        cr_assert_eq(kcr_quantity_parse_str("500m", &half), KCR_OK);
+        cr_assert_eq(kcr_quantity_cmp(&cpu, &half), 0);
         int32_t port = 0;
         cr_assert_eq(kcr_core_v1_ContainerPort_container_port(
                          kcr_core_v1_Container_ports_at(c, 0), &port),

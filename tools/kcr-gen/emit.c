@@ -54,9 +54,10 @@ static scalar scalar_of(const gen_tref *t)
 {
     switch (t->kind) {
     case GEN_STRING:
-    case GEN_QUANTITY:
         return (scalar){"const char *", "kcr_typed_string", "kcr_typed_set_string",
                         "kcr_typed_append_string"};
+    case GEN_QUANTITY:
+        return (scalar){"kcr_quantity", "kcr_typed_quantity", "kcr_typed_set_quantity", NULL};
     case GEN_INT32:
         return (scalar){"int32_t", "kcr_typed_int32", "kcr_typed_set_int", "kcr_typed_append_int"};
     case GEN_INT64:
@@ -208,6 +209,11 @@ static void field_edit(out *o, const gen_type *t, const gen_field *f)
                              scalar_of(el).ctype, sp(el)),
                gen_printf("    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, %s, key);\n%s", k, body));
             free(body);
+            if (el->kind == GEN_QUANTITY)
+                fn(o, gen_printf("kcr_err %s_set_%s_text(%s b, const char *key, const char *v)", E,
+                                 c, E),
+                   gen_printf("    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, %s, key);\n"
+                              "    return kcr_typed_set_quantity_text(&e_, NULL, v);\n", k));
         }
         fn(o, gen_printf("kcr_err %s_delete_%s_key(%s b, const char *key)", E, c, E),
            gen_printf("    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, %s, key);\n"
@@ -217,6 +223,9 @@ static void field_edit(out *o, const gen_type *t, const gen_field *f)
         fn(o, gen_printf("kcr_err %s_set_%s(%s b, %s%sv)", E, c, E, scalar_of(&f->t).ctype,
                          sp(&f->t)),
            set_body(&f->t, "&b.at", k, NULL));
+        if (f->t.kind == GEN_QUANTITY)
+            fn(o, gen_printf("kcr_err %s_set_%s_text(%s b, const char *v)", E, c, E),
+               gen_printf("    return kcr_typed_set_quantity_text(&b.at, %s, v);\n", k));
     }
     if (f->t.kind == GEN_OBJECT || f->t.kind == GEN_ARRAY || f->t.kind == GEN_MAP)
         fn(o, gen_printf("kcr_err %s_set_%s_value(%s b, kcr_value v)", E, c, E),

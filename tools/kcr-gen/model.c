@@ -296,7 +296,7 @@ static gen_tref resolve(gen_ctx *ctx, gen_type *owner, const char *field, kcr_va
  * them twice (e.g. "items" and "itemsLen"). */
 static const char *const DERIVED[] = {"%s",        "%s_len",       "%s_at",      "%s_get",
                                       "set_%s",    "append_%s",    "delete_%s",  "%s_entry",
-                                      "set_%s_value", "delete_%s_key"};
+                                      "set_%s_value", "delete_%s_key", "set_%s_text"};
 static const char *const RESERVED[] = {"of", "edit", "new", "validate", "default", "names"};
 
 static bool derived_clash(const gen_type *t, const char *c)

@@ -381,14 +381,14 @@ size_t kcr_core_v1_LimitRangeItem_default__len(kcr_core_v1_LimitRangeItem x)
     return kcr_typed_len(kcr_typed_member(x.v, "default"));
 }
 
-kcr_field kcr_core_v1_LimitRangeItem_default__at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, const char **out)
+kcr_field kcr_core_v1_LimitRangeItem_default__at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_entry(kcr_typed_member(x.v, "default"), i, key), out);
+    return kcr_typed_quantity(kcr_typed_entry(kcr_typed_member(x.v, "default"), i, key), out);
 }
 
-kcr_field kcr_core_v1_LimitRangeItem_default__get(kcr_core_v1_LimitRangeItem x, const char *key, const char **out)
+kcr_field kcr_core_v1_LimitRangeItem_default__get(kcr_core_v1_LimitRangeItem x, const char *key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(kcr_typed_member(x.v, "default"), key), out);
+    return kcr_typed_quantity(kcr_typed_member(kcr_typed_member(x.v, "default"), key), out);
 }
 
 size_t kcr_core_v1_LimitRangeItem_default_request_len(kcr_core_v1_LimitRangeItem x)
@@ -396,14 +396,14 @@ size_t kcr_core_v1_LimitRangeItem_default_request_len(kcr_core_v1_LimitRangeItem
     return kcr_typed_len(kcr_typed_member(x.v, "defaultRequest"));
 }
 
-kcr_field kcr_core_v1_LimitRangeItem_default_request_at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, const char **out)
+kcr_field kcr_core_v1_LimitRangeItem_default_request_at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_entry(kcr_typed_member(x.v, "defaultRequest"), i, key), out);
+    return kcr_typed_quantity(kcr_typed_entry(kcr_typed_member(x.v, "defaultRequest"), i, key), out);
 }
 
-kcr_field kcr_core_v1_LimitRangeItem_default_request_get(kcr_core_v1_LimitRangeItem x, const char *key, const char **out)
+kcr_field kcr_core_v1_LimitRangeItem_default_request_get(kcr_core_v1_LimitRangeItem x, const char *key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(kcr_typed_member(x.v, "defaultRequest"), key), out);
+    return kcr_typed_quantity(kcr_typed_member(kcr_typed_member(x.v, "defaultRequest"), key), out);
 }
 
 size_t kcr_core_v1_LimitRangeItem_max_len(kcr_core_v1_LimitRangeItem x)
@@ -411,14 +411,14 @@ size_t kcr_core_v1_LimitRangeItem_max_len(kcr_core_v1_LimitRangeItem x)
     return kcr_typed_len(kcr_typed_member(x.v, "max"));
 }
 
-kcr_field kcr_core_v1_LimitRangeItem_max_at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, const char **out)
+kcr_field kcr_core_v1_LimitRangeItem_max_at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_entry(kcr_typed_member(x.v, "max"), i, key), out);
+    return kcr_typed_quantity(kcr_typed_entry(kcr_typed_member(x.v, "max"), i, key), out);
 }
 
-kcr_field kcr_core_v1_LimitRangeItem_max_get(kcr_core_v1_LimitRangeItem x, const char *key, const char **out)
+kcr_field kcr_core_v1_LimitRangeItem_max_get(kcr_core_v1_LimitRangeItem x, const char *key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(kcr_typed_member(x.v, "max"), key), out);
+    return kcr_typed_quantity(kcr_typed_member(kcr_typed_member(x.v, "max"), key), out);
 }
 
 size_t kcr_core_v1_LimitRangeItem_max_limit_request_ratio_len(kcr_core_v1_LimitRangeItem x)
@@ -426,14 +426,14 @@ size_t kcr_core_v1_LimitRangeItem_max_limit_request_ratio_len(kcr_core_v1_LimitR
     return kcr_typed_len(kcr_typed_member(x.v, "maxLimitRequestRatio"));
 }
 
-kcr_field kcr_core_v1_LimitRangeItem_max_limit_request_ratio_at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, const char **out)
+kcr_field kcr_core_v1_LimitRangeItem_max_limit_request_ratio_at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_entry(kcr_typed_member(x.v, "maxLimitRequestRatio"), i, key), out);
+    return kcr_typed_quantity(kcr_typed_entry(kcr_typed_member(x.v, "maxLimitRequestRatio"), i, key), out);
 }
 
-kcr_field kcr_core_v1_LimitRangeItem_max_limit_request_ratio_get(kcr_core_v1_LimitRangeItem x, const char *key, const char **out)
+kcr_field kcr_core_v1_LimitRangeItem_max_limit_request_ratio_get(kcr_core_v1_LimitRangeItem x, const char *key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(kcr_typed_member(x.v, "maxLimitRequestRatio"), key), out);
+    return kcr_typed_quantity(kcr_typed_member(kcr_typed_member(x.v, "maxLimitRequestRatio"), key), out);
 }
 
 size_t kcr_core_v1_LimitRangeItem_min_len(kcr_core_v1_LimitRangeItem x)
@@ -441,14 +441,14 @@ size_t kcr_core_v1_LimitRangeItem_min_len(kcr_core_v1_LimitRangeItem x)
     return kcr_typed_len(kcr_typed_member(x.v, "min"));
 }
 
-kcr_field kcr_core_v1_LimitRangeItem_min_at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, const char **out)
+kcr_field kcr_core_v1_LimitRangeItem_min_at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_entry(kcr_typed_member(x.v, "min"), i, key), out);
+    return kcr_typed_quantity(kcr_typed_entry(kcr_typed_member(x.v, "min"), i, key), out);
 }
 
-kcr_field kcr_core_v1_LimitRangeItem_min_get(kcr_core_v1_LimitRangeItem x, const char *key, const char **out)
+kcr_field kcr_core_v1_LimitRangeItem_min_get(kcr_core_v1_LimitRangeItem x, const char *key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(kcr_typed_member(x.v, "min"), key), out);
+    return kcr_typed_quantity(kcr_typed_member(kcr_typed_member(x.v, "min"), key), out);
 }
 
 kcr_field kcr_core_v1_LimitRangeItem_type(kcr_core_v1_LimitRangeItem x, const char **out)
@@ -456,10 +456,16 @@ kcr_field kcr_core_v1_LimitRangeItem_type(kcr_core_v1_LimitRangeItem x, const ch
     return kcr_typed_string(kcr_typed_member(x.v, "type"), out);
 }
 
-kcr_err kcr_core_v1_LimitRangeItemEdit_set_default_(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v)
+kcr_err kcr_core_v1_LimitRangeItemEdit_set_default_(kcr_core_v1_LimitRangeItemEdit b, const char *key, kcr_quantity v)
 {
     kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "default", key);
-    return kcr_typed_set_string(&e_, NULL, v);
+    return kcr_typed_set_quantity(&e_, NULL, v);
+}
+
+kcr_err kcr_core_v1_LimitRangeItemEdit_set_default__text(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v)
+{
+    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "default", key);
+    return kcr_typed_set_quantity_text(&e_, NULL, v);
 }
 
 kcr_err kcr_core_v1_LimitRangeItemEdit_delete_default__key(kcr_core_v1_LimitRangeItemEdit b, const char *key)
@@ -478,10 +484,16 @@ kcr_err kcr_core_v1_LimitRangeItemEdit_delete_default_(kcr_core_v1_LimitRangeIte
     return kcr_typed_delete(&b.at, "default");
 }
 
-kcr_err kcr_core_v1_LimitRangeItemEdit_set_default_request(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v)
+kcr_err kcr_core_v1_LimitRangeItemEdit_set_default_request(kcr_core_v1_LimitRangeItemEdit b, const char *key, kcr_quantity v)
 {
     kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "defaultRequest", key);
-    return kcr_typed_set_string(&e_, NULL, v);
+    return kcr_typed_set_quantity(&e_, NULL, v);
+}
+
+kcr_err kcr_core_v1_LimitRangeItemEdit_set_default_request_text(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v)
+{
+    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "defaultRequest", key);
+    return kcr_typed_set_quantity_text(&e_, NULL, v);
 }
 
 kcr_err kcr_core_v1_LimitRangeItemEdit_delete_default_request_key(kcr_core_v1_LimitRangeItemEdit b, const char *key)
@@ -500,10 +512,16 @@ kcr_err kcr_core_v1_LimitRangeItemEdit_delete_default_request(kcr_core_v1_LimitR
     return kcr_typed_delete(&b.at, "defaultRequest");
 }
 
-kcr_err kcr_core_v1_LimitRangeItemEdit_set_max(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v)
+kcr_err kcr_core_v1_LimitRangeItemEdit_set_max(kcr_core_v1_LimitRangeItemEdit b, const char *key, kcr_quantity v)
 {
     kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "max", key);
-    return kcr_typed_set_string(&e_, NULL, v);
+    return kcr_typed_set_quantity(&e_, NULL, v);
+}
+
+kcr_err kcr_core_v1_LimitRangeItemEdit_set_max_text(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v)
+{
+    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "max", key);
+    return kcr_typed_set_quantity_text(&e_, NULL, v);
 }
 
 kcr_err kcr_core_v1_LimitRangeItemEdit_delete_max_key(kcr_core_v1_LimitRangeItemEdit b, const char *key)
@@ -522,10 +540,16 @@ kcr_err kcr_core_v1_LimitRangeItemEdit_delete_max(kcr_core_v1_LimitRangeItemEdit
     return kcr_typed_delete(&b.at, "max");
 }
 
-kcr_err kcr_core_v1_LimitRangeItemEdit_set_max_limit_request_ratio(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v)
+kcr_err kcr_core_v1_LimitRangeItemEdit_set_max_limit_request_ratio(kcr_core_v1_LimitRangeItemEdit b, const char *key, kcr_quantity v)
 {
     kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "maxLimitRequestRatio", key);
-    return kcr_typed_set_string(&e_, NULL, v);
+    return kcr_typed_set_quantity(&e_, NULL, v);
+}
+
+kcr_err kcr_core_v1_LimitRangeItemEdit_set_max_limit_request_ratio_text(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v)
+{
+    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "maxLimitRequestRatio", key);
+    return kcr_typed_set_quantity_text(&e_, NULL, v);
 }
 
 kcr_err kcr_core_v1_LimitRangeItemEdit_delete_max_limit_request_ratio_key(kcr_core_v1_LimitRangeItemEdit b, const char *key)
@@ -544,10 +568,16 @@ kcr_err kcr_core_v1_LimitRangeItemEdit_delete_max_limit_request_ratio(kcr_core_v
     return kcr_typed_delete(&b.at, "maxLimitRequestRatio");
 }
 
-kcr_err kcr_core_v1_LimitRangeItemEdit_set_min(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v)
+kcr_err kcr_core_v1_LimitRangeItemEdit_set_min(kcr_core_v1_LimitRangeItemEdit b, const char *key, kcr_quantity v)
 {
     kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "min", key);
-    return kcr_typed_set_string(&e_, NULL, v);
+    return kcr_typed_set_quantity(&e_, NULL, v);
+}
+
+kcr_err kcr_core_v1_LimitRangeItemEdit_set_min_text(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v)
+{
+    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "min", key);
+    return kcr_typed_set_quantity_text(&e_, NULL, v);
 }
 
 kcr_err kcr_core_v1_LimitRangeItemEdit_delete_min_key(kcr_core_v1_LimitRangeItemEdit b, const char *key)
@@ -1174,14 +1204,14 @@ size_t kcr_core_v1_PodSpec_overhead_len(kcr_core_v1_PodSpec x)
     return kcr_typed_len(kcr_typed_member(x.v, "overhead"));
 }
 
-kcr_field kcr_core_v1_PodSpec_overhead_at(kcr_core_v1_PodSpec x, size_t i, const char **key, const char **out)
+kcr_field kcr_core_v1_PodSpec_overhead_at(kcr_core_v1_PodSpec x, size_t i, const char **key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_entry(kcr_typed_member(x.v, "overhead"), i, key), out);
+    return kcr_typed_quantity(kcr_typed_entry(kcr_typed_member(x.v, "overhead"), i, key), out);
 }
 
-kcr_field kcr_core_v1_PodSpec_overhead_get(kcr_core_v1_PodSpec x, const char *key, const char **out)
+kcr_field kcr_core_v1_PodSpec_overhead_get(kcr_core_v1_PodSpec x, const char *key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(kcr_typed_member(x.v, "overhead"), key), out);
+    return kcr_typed_quantity(kcr_typed_member(kcr_typed_member(x.v, "overhead"), key), out);
 }
 
 kcr_field kcr_core_v1_PodSpec_preemption_policy(kcr_core_v1_PodSpec x, const char **out)
@@ -1670,10 +1700,16 @@ kcr_err kcr_core_v1_PodSpecEdit_delete_os(kcr_core_v1_PodSpecEdit b)
     return kcr_typed_delete(&b.at, "os");
 }
 
-kcr_err kcr_core_v1_PodSpecEdit_set_overhead(kcr_core_v1_PodSpecEdit b, const char *key, const char *v)
+kcr_err kcr_core_v1_PodSpecEdit_set_overhead(kcr_core_v1_PodSpecEdit b, const char *key, kcr_quantity v)
 {
     kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "overhead", key);
-    return kcr_typed_set_string(&e_, NULL, v);
+    return kcr_typed_set_quantity(&e_, NULL, v);
+}
+
+kcr_err kcr_core_v1_PodSpecEdit_set_overhead_text(kcr_core_v1_PodSpecEdit b, const char *key, const char *v)
+{
+    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "overhead", key);
+    return kcr_typed_set_quantity_text(&e_, NULL, v);
 }
 
 kcr_err kcr_core_v1_PodSpecEdit_delete_overhead_key(kcr_core_v1_PodSpecEdit b, const char *key)
@@ -3593,9 +3629,9 @@ kcr_field kcr_core_v1_ResourceFieldSelector_container_name(kcr_core_v1_ResourceF
     return kcr_typed_string(kcr_typed_member(x.v, "containerName"), out);
 }
 
-kcr_field kcr_core_v1_ResourceFieldSelector_divisor(kcr_core_v1_ResourceFieldSelector x, const char **out)
+kcr_field kcr_core_v1_ResourceFieldSelector_divisor(kcr_core_v1_ResourceFieldSelector x, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(x.v, "divisor"), out);
+    return kcr_typed_quantity(kcr_typed_member(x.v, "divisor"), out);
 }
 
 kcr_field kcr_core_v1_ResourceFieldSelector_resource(kcr_core_v1_ResourceFieldSelector x, const char **out)
@@ -3613,9 +3649,14 @@ kcr_err kcr_core_v1_ResourceFieldSelectorEdit_delete_container_name(kcr_core_v1_
     return kcr_typed_delete(&b.at, "containerName");
 }
 
-kcr_err kcr_core_v1_ResourceFieldSelectorEdit_set_divisor(kcr_core_v1_ResourceFieldSelectorEdit b, const char *v)
+kcr_err kcr_core_v1_ResourceFieldSelectorEdit_set_divisor(kcr_core_v1_ResourceFieldSelectorEdit b, kcr_quantity v)
 {
-    return kcr_typed_set_string(&b.at, "divisor", v);
+    return kcr_typed_set_quantity(&b.at, "divisor", v);
+}
+
+kcr_err kcr_core_v1_ResourceFieldSelectorEdit_set_divisor_text(kcr_core_v1_ResourceFieldSelectorEdit b, const char *v)
+{
+    return kcr_typed_set_quantity_text(&b.at, "divisor", v);
 }
 
 kcr_err kcr_core_v1_ResourceFieldSelectorEdit_delete_divisor(kcr_core_v1_ResourceFieldSelectorEdit b)
@@ -4525,14 +4566,14 @@ size_t kcr_core_v1_ResourceRequirements_limits_len(kcr_core_v1_ResourceRequireme
     return kcr_typed_len(kcr_typed_member(x.v, "limits"));
 }
 
-kcr_field kcr_core_v1_ResourceRequirements_limits_at(kcr_core_v1_ResourceRequirements x, size_t i, const char **key, const char **out)
+kcr_field kcr_core_v1_ResourceRequirements_limits_at(kcr_core_v1_ResourceRequirements x, size_t i, const char **key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_entry(kcr_typed_member(x.v, "limits"), i, key), out);
+    return kcr_typed_quantity(kcr_typed_entry(kcr_typed_member(x.v, "limits"), i, key), out);
 }
 
-kcr_field kcr_core_v1_ResourceRequirements_limits_get(kcr_core_v1_ResourceRequirements x, const char *key, const char **out)
+kcr_field kcr_core_v1_ResourceRequirements_limits_get(kcr_core_v1_ResourceRequirements x, const char *key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(kcr_typed_member(x.v, "limits"), key), out);
+    return kcr_typed_quantity(kcr_typed_member(kcr_typed_member(x.v, "limits"), key), out);
 }
 
 size_t kcr_core_v1_ResourceRequirements_requests_len(kcr_core_v1_ResourceRequirements x)
@@ -4540,14 +4581,14 @@ size_t kcr_core_v1_ResourceRequirements_requests_len(kcr_core_v1_ResourceRequire
     return kcr_typed_len(kcr_typed_member(x.v, "requests"));
 }
 
-kcr_field kcr_core_v1_ResourceRequirements_requests_at(kcr_core_v1_ResourceRequirements x, size_t i, const char **key, const char **out)
+kcr_field kcr_core_v1_ResourceRequirements_requests_at(kcr_core_v1_ResourceRequirements x, size_t i, const char **key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_entry(kcr_typed_member(x.v, "requests"), i, key), out);
+    return kcr_typed_quantity(kcr_typed_entry(kcr_typed_member(x.v, "requests"), i, key), out);
 }
 
-kcr_field kcr_core_v1_ResourceRequirements_requests_get(kcr_core_v1_ResourceRequirements x, const char *key, const char **out)
+kcr_field kcr_core_v1_ResourceRequirements_requests_get(kcr_core_v1_ResourceRequirements x, const char *key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(kcr_typed_member(x.v, "requests"), key), out);
+    return kcr_typed_quantity(kcr_typed_member(kcr_typed_member(x.v, "requests"), key), out);
 }
 
 kcr_core_v1_ResourceClaimEdit kcr_core_v1_ResourceRequirementsEdit_append_claims(kcr_core_v1_ResourceRequirementsEdit b)
@@ -4575,10 +4616,16 @@ kcr_err kcr_core_v1_ResourceRequirementsEdit_delete_claims(kcr_core_v1_ResourceR
     return kcr_typed_delete(&b.at, "claims");
 }
 
-kcr_err kcr_core_v1_ResourceRequirementsEdit_set_limits(kcr_core_v1_ResourceRequirementsEdit b, const char *key, const char *v)
+kcr_err kcr_core_v1_ResourceRequirementsEdit_set_limits(kcr_core_v1_ResourceRequirementsEdit b, const char *key, kcr_quantity v)
 {
     kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "limits", key);
-    return kcr_typed_set_string(&e_, NULL, v);
+    return kcr_typed_set_quantity(&e_, NULL, v);
+}
+
+kcr_err kcr_core_v1_ResourceRequirementsEdit_set_limits_text(kcr_core_v1_ResourceRequirementsEdit b, const char *key, const char *v)
+{
+    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "limits", key);
+    return kcr_typed_set_quantity_text(&e_, NULL, v);
 }
 
 kcr_err kcr_core_v1_ResourceRequirementsEdit_delete_limits_key(kcr_core_v1_ResourceRequirementsEdit b, const char *key)
@@ -4597,10 +4644,16 @@ kcr_err kcr_core_v1_ResourceRequirementsEdit_delete_limits(kcr_core_v1_ResourceR
     return kcr_typed_delete(&b.at, "limits");
 }
 
-kcr_err kcr_core_v1_ResourceRequirementsEdit_set_requests(kcr_core_v1_ResourceRequirementsEdit b, const char *key, const char *v)
+kcr_err kcr_core_v1_ResourceRequirementsEdit_set_requests(kcr_core_v1_ResourceRequirementsEdit b, const char *key, kcr_quantity v)
 {
     kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "requests", key);
-    return kcr_typed_set_string(&e_, NULL, v);
+    return kcr_typed_set_quantity(&e_, NULL, v);
+}
+
+kcr_err kcr_core_v1_ResourceRequirementsEdit_set_requests_text(kcr_core_v1_ResourceRequirementsEdit b, const char *key, const char *v)
+{
+    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "requests", key);
+    return kcr_typed_set_quantity_text(&e_, NULL, v);
 }
 
 kcr_err kcr_core_v1_ResourceRequirementsEdit_delete_requests_key(kcr_core_v1_ResourceRequirementsEdit b, const char *key)
@@ -8316,9 +8369,9 @@ kcr_field kcr_core_v1_EmptyDirVolumeSource_mode(kcr_core_v1_EmptyDirVolumeSource
     return kcr_typed_int32(kcr_typed_member(x.v, "mode"), out);
 }
 
-kcr_field kcr_core_v1_EmptyDirVolumeSource_size_limit(kcr_core_v1_EmptyDirVolumeSource x, const char **out)
+kcr_field kcr_core_v1_EmptyDirVolumeSource_size_limit(kcr_core_v1_EmptyDirVolumeSource x, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(x.v, "sizeLimit"), out);
+    return kcr_typed_quantity(kcr_typed_member(x.v, "sizeLimit"), out);
 }
 
 kcr_err kcr_core_v1_EmptyDirVolumeSourceEdit_set_medium(kcr_core_v1_EmptyDirVolumeSourceEdit b, const char *v)
@@ -8341,9 +8394,14 @@ kcr_err kcr_core_v1_EmptyDirVolumeSourceEdit_delete_mode(kcr_core_v1_EmptyDirVol
     return kcr_typed_delete(&b.at, "mode");
 }
 
-kcr_err kcr_core_v1_EmptyDirVolumeSourceEdit_set_size_limit(kcr_core_v1_EmptyDirVolumeSourceEdit b, const char *v)
+kcr_err kcr_core_v1_EmptyDirVolumeSourceEdit_set_size_limit(kcr_core_v1_EmptyDirVolumeSourceEdit b, kcr_quantity v)
 {
-    return kcr_typed_set_string(&b.at, "sizeLimit", v);
+    return kcr_typed_set_quantity(&b.at, "sizeLimit", v);
+}
+
+kcr_err kcr_core_v1_EmptyDirVolumeSourceEdit_set_size_limit_text(kcr_core_v1_EmptyDirVolumeSourceEdit b, const char *v)
+{
+    return kcr_typed_set_quantity_text(&b.at, "sizeLimit", v);
 }
 
 kcr_err kcr_core_v1_EmptyDirVolumeSourceEdit_delete_size_limit(kcr_core_v1_EmptyDirVolumeSourceEdit b)
@@ -8714,14 +8772,14 @@ size_t kcr_core_v1_VolumeResourceRequirements_limits_len(kcr_core_v1_VolumeResou
     return kcr_typed_len(kcr_typed_member(x.v, "limits"));
 }
 
-kcr_field kcr_core_v1_VolumeResourceRequirements_limits_at(kcr_core_v1_VolumeResourceRequirements x, size_t i, const char **key, const char **out)
+kcr_field kcr_core_v1_VolumeResourceRequirements_limits_at(kcr_core_v1_VolumeResourceRequirements x, size_t i, const char **key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_entry(kcr_typed_member(x.v, "limits"), i, key), out);
+    return kcr_typed_quantity(kcr_typed_entry(kcr_typed_member(x.v, "limits"), i, key), out);
 }
 
-kcr_field kcr_core_v1_VolumeResourceRequirements_limits_get(kcr_core_v1_VolumeResourceRequirements x, const char *key, const char **out)
+kcr_field kcr_core_v1_VolumeResourceRequirements_limits_get(kcr_core_v1_VolumeResourceRequirements x, const char *key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(kcr_typed_member(x.v, "limits"), key), out);
+    return kcr_typed_quantity(kcr_typed_member(kcr_typed_member(x.v, "limits"), key), out);
 }
 
 size_t kcr_core_v1_VolumeResourceRequirements_requests_len(kcr_core_v1_VolumeResourceRequirements x)
@@ -8729,20 +8787,26 @@ size_t kcr_core_v1_VolumeResourceRequirements_requests_len(kcr_core_v1_VolumeRes
     return kcr_typed_len(kcr_typed_member(x.v, "requests"));
 }
 
-kcr_field kcr_core_v1_VolumeResourceRequirements_requests_at(kcr_core_v1_VolumeResourceRequirements x, size_t i, const char **key, const char **out)
+kcr_field kcr_core_v1_VolumeResourceRequirements_requests_at(kcr_core_v1_VolumeResourceRequirements x, size_t i, const char **key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_entry(kcr_typed_member(x.v, "requests"), i, key), out);
+    return kcr_typed_quantity(kcr_typed_entry(kcr_typed_member(x.v, "requests"), i, key), out);
 }
 
-kcr_field kcr_core_v1_VolumeResourceRequirements_requests_get(kcr_core_v1_VolumeResourceRequirements x, const char *key, const char **out)
+kcr_field kcr_core_v1_VolumeResourceRequirements_requests_get(kcr_core_v1_VolumeResourceRequirements x, const char *key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(kcr_typed_member(x.v, "requests"), key), out);
+    return kcr_typed_quantity(kcr_typed_member(kcr_typed_member(x.v, "requests"), key), out);
 }
 
-kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_set_limits(kcr_core_v1_VolumeResourceRequirementsEdit b, const char *key, const char *v)
+kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_set_limits(kcr_core_v1_VolumeResourceRequirementsEdit b, const char *key, kcr_quantity v)
 {
     kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "limits", key);
-    return kcr_typed_set_string(&e_, NULL, v);
+    return kcr_typed_set_quantity(&e_, NULL, v);
+}
+
+kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_set_limits_text(kcr_core_v1_VolumeResourceRequirementsEdit b, const char *key, const char *v)
+{
+    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "limits", key);
+    return kcr_typed_set_quantity_text(&e_, NULL, v);
 }
 
 kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_delete_limits_key(kcr_core_v1_VolumeResourceRequirementsEdit b, const char *key)
@@ -8761,10 +8825,16 @@ kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_delete_limits(kcr_core_v1_Vol
     return kcr_typed_delete(&b.at, "limits");
 }
 
-kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_set_requests(kcr_core_v1_VolumeResourceRequirementsEdit b, const char *key, const char *v)
+kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_set_requests(kcr_core_v1_VolumeResourceRequirementsEdit b, const char *key, kcr_quantity v)
 {
     kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "requests", key);
-    return kcr_typed_set_string(&e_, NULL, v);
+    return kcr_typed_set_quantity(&e_, NULL, v);
+}
+
+kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_set_requests_text(kcr_core_v1_VolumeResourceRequirementsEdit b, const char *key, const char *v)
+{
+    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "requests", key);
+    return kcr_typed_set_quantity_text(&e_, NULL, v);
 }
 
 kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_delete_requests_key(kcr_core_v1_VolumeResourceRequirementsEdit b, const char *key)
@@ -10875,14 +10945,14 @@ size_t kcr_core_v1_PodStatus_allocated_resources_len(kcr_core_v1_PodStatus x)
     return kcr_typed_len(kcr_typed_member(x.v, "allocatedResources"));
 }
 
-kcr_field kcr_core_v1_PodStatus_allocated_resources_at(kcr_core_v1_PodStatus x, size_t i, const char **key, const char **out)
+kcr_field kcr_core_v1_PodStatus_allocated_resources_at(kcr_core_v1_PodStatus x, size_t i, const char **key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_entry(kcr_typed_member(x.v, "allocatedResources"), i, key), out);
+    return kcr_typed_quantity(kcr_typed_entry(kcr_typed_member(x.v, "allocatedResources"), i, key), out);
 }
 
-kcr_field kcr_core_v1_PodStatus_allocated_resources_get(kcr_core_v1_PodStatus x, const char *key, const char **out)
+kcr_field kcr_core_v1_PodStatus_allocated_resources_get(kcr_core_v1_PodStatus x, const char *key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(kcr_typed_member(x.v, "allocatedResources"), key), out);
+    return kcr_typed_quantity(kcr_typed_member(kcr_typed_member(x.v, "allocatedResources"), key), out);
 }
 
 size_t kcr_core_v1_PodStatus_conditions_len(kcr_core_v1_PodStatus x)
@@ -11057,10 +11127,16 @@ kcr_core_v1_PodVolumeHealth kcr_core_v1_PodStatus_volume_health_at(kcr_core_v1_P
     return r_;
 }
 
-kcr_err kcr_core_v1_PodStatusEdit_set_allocated_resources(kcr_core_v1_PodStatusEdit b, const char *key, const char *v)
+kcr_err kcr_core_v1_PodStatusEdit_set_allocated_resources(kcr_core_v1_PodStatusEdit b, const char *key, kcr_quantity v)
 {
     kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "allocatedResources", key);
-    return kcr_typed_set_string(&e_, NULL, v);
+    return kcr_typed_set_quantity(&e_, NULL, v);
+}
+
+kcr_err kcr_core_v1_PodStatusEdit_set_allocated_resources_text(kcr_core_v1_PodStatusEdit b, const char *key, const char *v)
+{
+    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "allocatedResources", key);
+    return kcr_typed_set_quantity_text(&e_, NULL, v);
 }
 
 kcr_err kcr_core_v1_PodStatusEdit_delete_allocated_resources_key(kcr_core_v1_PodStatusEdit b, const char *key)
@@ -11548,14 +11624,14 @@ size_t kcr_core_v1_ContainerStatus_allocated_resources_len(kcr_core_v1_Container
     return kcr_typed_len(kcr_typed_member(x.v, "allocatedResources"));
 }
 
-kcr_field kcr_core_v1_ContainerStatus_allocated_resources_at(kcr_core_v1_ContainerStatus x, size_t i, const char **key, const char **out)
+kcr_field kcr_core_v1_ContainerStatus_allocated_resources_at(kcr_core_v1_ContainerStatus x, size_t i, const char **key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_entry(kcr_typed_member(x.v, "allocatedResources"), i, key), out);
+    return kcr_typed_quantity(kcr_typed_entry(kcr_typed_member(x.v, "allocatedResources"), i, key), out);
 }
 
-kcr_field kcr_core_v1_ContainerStatus_allocated_resources_get(kcr_core_v1_ContainerStatus x, const char *key, const char **out)
+kcr_field kcr_core_v1_ContainerStatus_allocated_resources_get(kcr_core_v1_ContainerStatus x, const char *key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(kcr_typed_member(x.v, "allocatedResources"), key), out);
+    return kcr_typed_quantity(kcr_typed_member(kcr_typed_member(x.v, "allocatedResources"), key), out);
 }
 
 size_t kcr_core_v1_ContainerStatus_allocated_resources_status_len(kcr_core_v1_ContainerStatus x)
@@ -11650,10 +11726,16 @@ kcr_core_v1_VolumeMountStatus kcr_core_v1_ContainerStatus_volume_mounts_at(kcr_c
     return r_;
 }
 
-kcr_err kcr_core_v1_ContainerStatusEdit_set_allocated_resources(kcr_core_v1_ContainerStatusEdit b, const char *key, const char *v)
+kcr_err kcr_core_v1_ContainerStatusEdit_set_allocated_resources(kcr_core_v1_ContainerStatusEdit b, const char *key, kcr_quantity v)
 {
     kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "allocatedResources", key);
-    return kcr_typed_set_string(&e_, NULL, v);
+    return kcr_typed_set_quantity(&e_, NULL, v);
+}
+
+kcr_err kcr_core_v1_ContainerStatusEdit_set_allocated_resources_text(kcr_core_v1_ContainerStatusEdit b, const char *key, const char *v)
+{
+    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "allocatedResources", key);
+    return kcr_typed_set_quantity_text(&e_, NULL, v);
 }
 
 kcr_err kcr_core_v1_ContainerStatusEdit_delete_allocated_resources_key(kcr_core_v1_ContainerStatusEdit b, const char *key)
@@ -12622,9 +12704,9 @@ kcr_field kcr_core_v1_NodeAllocatableMappedResources_name(kcr_core_v1_NodeAlloca
     return kcr_typed_string(kcr_typed_member(x.v, "name"), out);
 }
 
-kcr_field kcr_core_v1_NodeAllocatableMappedResources_quantity(kcr_core_v1_NodeAllocatableMappedResources x, const char **out)
+kcr_field kcr_core_v1_NodeAllocatableMappedResources_quantity(kcr_core_v1_NodeAllocatableMappedResources x, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(x.v, "quantity"), out);
+    return kcr_typed_quantity(kcr_typed_member(x.v, "quantity"), out);
 }
 
 kcr_err kcr_core_v1_NodeAllocatableMappedResourcesEdit_set_name(kcr_core_v1_NodeAllocatableMappedResourcesEdit b, const char *v)
@@ -12637,9 +12719,14 @@ kcr_err kcr_core_v1_NodeAllocatableMappedResourcesEdit_delete_name(kcr_core_v1_N
     return kcr_typed_delete(&b.at, "name");
 }
 
-kcr_err kcr_core_v1_NodeAllocatableMappedResourcesEdit_set_quantity(kcr_core_v1_NodeAllocatableMappedResourcesEdit b, const char *v)
+kcr_err kcr_core_v1_NodeAllocatableMappedResourcesEdit_set_quantity(kcr_core_v1_NodeAllocatableMappedResourcesEdit b, kcr_quantity v)
 {
-    return kcr_typed_set_string(&b.at, "quantity", v);
+    return kcr_typed_set_quantity(&b.at, "quantity", v);
+}
+
+kcr_err kcr_core_v1_NodeAllocatableMappedResourcesEdit_set_quantity_text(kcr_core_v1_NodeAllocatableMappedResourcesEdit b, const char *v)
+{
+    return kcr_typed_set_quantity_text(&b.at, "quantity", v);
 }
 
 kcr_err kcr_core_v1_NodeAllocatableMappedResourcesEdit_delete_quantity(kcr_core_v1_NodeAllocatableMappedResourcesEdit b)
@@ -12652,14 +12739,14 @@ kcr_field kcr_core_v1_NodeAllocatableOverheadResources_name(kcr_core_v1_NodeAllo
     return kcr_typed_string(kcr_typed_member(x.v, "name"), out);
 }
 
-kcr_field kcr_core_v1_NodeAllocatableOverheadResources_per_container(kcr_core_v1_NodeAllocatableOverheadResources x, const char **out)
+kcr_field kcr_core_v1_NodeAllocatableOverheadResources_per_container(kcr_core_v1_NodeAllocatableOverheadResources x, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(x.v, "perContainer"), out);
+    return kcr_typed_quantity(kcr_typed_member(x.v, "perContainer"), out);
 }
 
-kcr_field kcr_core_v1_NodeAllocatableOverheadResources_per_pod(kcr_core_v1_NodeAllocatableOverheadResources x, const char **out)
+kcr_field kcr_core_v1_NodeAllocatableOverheadResources_per_pod(kcr_core_v1_NodeAllocatableOverheadResources x, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(x.v, "perPod"), out);
+    return kcr_typed_quantity(kcr_typed_member(x.v, "perPod"), out);
 }
 
 kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_set_name(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b, const char *v)
@@ -12672,9 +12759,14 @@ kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_delete_name(kcr_core_v1
     return kcr_typed_delete(&b.at, "name");
 }
 
-kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_set_per_container(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b, const char *v)
+kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_set_per_container(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b, kcr_quantity v)
 {
-    return kcr_typed_set_string(&b.at, "perContainer", v);
+    return kcr_typed_set_quantity(&b.at, "perContainer", v);
+}
+
+kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_set_per_container_text(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b, const char *v)
+{
+    return kcr_typed_set_quantity_text(&b.at, "perContainer", v);
 }
 
 kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_delete_per_container(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b)
@@ -12682,9 +12774,14 @@ kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_delete_per_container(kc
     return kcr_typed_delete(&b.at, "perContainer");
 }
 
-kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_set_per_pod(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b, const char *v)
+kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_set_per_pod(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b, kcr_quantity v)
 {
-    return kcr_typed_set_string(&b.at, "perPod", v);
+    return kcr_typed_set_quantity(&b.at, "perPod", v);
+}
+
+kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_set_per_pod_text(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b, const char *v)
+{
+    return kcr_typed_set_quantity_text(&b.at, "perPod", v);
 }
 
 kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_delete_per_pod(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b)
@@ -12993,14 +13090,14 @@ size_t kcr_core_v1_ResourceQuotaSpec_hard_len(kcr_core_v1_ResourceQuotaSpec x)
     return kcr_typed_len(kcr_typed_member(x.v, "hard"));
 }
 
-kcr_field kcr_core_v1_ResourceQuotaSpec_hard_at(kcr_core_v1_ResourceQuotaSpec x, size_t i, const char **key, const char **out)
+kcr_field kcr_core_v1_ResourceQuotaSpec_hard_at(kcr_core_v1_ResourceQuotaSpec x, size_t i, const char **key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_entry(kcr_typed_member(x.v, "hard"), i, key), out);
+    return kcr_typed_quantity(kcr_typed_entry(kcr_typed_member(x.v, "hard"), i, key), out);
 }
 
-kcr_field kcr_core_v1_ResourceQuotaSpec_hard_get(kcr_core_v1_ResourceQuotaSpec x, const char *key, const char **out)
+kcr_field kcr_core_v1_ResourceQuotaSpec_hard_get(kcr_core_v1_ResourceQuotaSpec x, const char *key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(kcr_typed_member(x.v, "hard"), key), out);
+    return kcr_typed_quantity(kcr_typed_member(kcr_typed_member(x.v, "hard"), key), out);
 }
 
 kcr_core_v1_ScopeSelector kcr_core_v1_ResourceQuotaSpec_scope_selector(kcr_core_v1_ResourceQuotaSpec x)
@@ -13020,10 +13117,16 @@ kcr_field kcr_core_v1_ResourceQuotaSpec_scopes_at(kcr_core_v1_ResourceQuotaSpec 
     return kcr_typed_string(kcr_typed_item(kcr_typed_member(x.v, "scopes"), i), out);
 }
 
-kcr_err kcr_core_v1_ResourceQuotaSpecEdit_set_hard(kcr_core_v1_ResourceQuotaSpecEdit b, const char *key, const char *v)
+kcr_err kcr_core_v1_ResourceQuotaSpecEdit_set_hard(kcr_core_v1_ResourceQuotaSpecEdit b, const char *key, kcr_quantity v)
 {
     kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "hard", key);
-    return kcr_typed_set_string(&e_, NULL, v);
+    return kcr_typed_set_quantity(&e_, NULL, v);
+}
+
+kcr_err kcr_core_v1_ResourceQuotaSpecEdit_set_hard_text(kcr_core_v1_ResourceQuotaSpecEdit b, const char *key, const char *v)
+{
+    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "hard", key);
+    return kcr_typed_set_quantity_text(&e_, NULL, v);
 }
 
 kcr_err kcr_core_v1_ResourceQuotaSpecEdit_delete_hard_key(kcr_core_v1_ResourceQuotaSpecEdit b, const char *key)
@@ -13171,14 +13274,14 @@ size_t kcr_core_v1_ResourceQuotaStatus_hard_len(kcr_core_v1_ResourceQuotaStatus 
     return kcr_typed_len(kcr_typed_member(x.v, "hard"));
 }
 
-kcr_field kcr_core_v1_ResourceQuotaStatus_hard_at(kcr_core_v1_ResourceQuotaStatus x, size_t i, const char **key, const char **out)
+kcr_field kcr_core_v1_ResourceQuotaStatus_hard_at(kcr_core_v1_ResourceQuotaStatus x, size_t i, const char **key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_entry(kcr_typed_member(x.v, "hard"), i, key), out);
+    return kcr_typed_quantity(kcr_typed_entry(kcr_typed_member(x.v, "hard"), i, key), out);
 }
 
-kcr_field kcr_core_v1_ResourceQuotaStatus_hard_get(kcr_core_v1_ResourceQuotaStatus x, const char *key, const char **out)
+kcr_field kcr_core_v1_ResourceQuotaStatus_hard_get(kcr_core_v1_ResourceQuotaStatus x, const char *key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(kcr_typed_member(x.v, "hard"), key), out);
+    return kcr_typed_quantity(kcr_typed_member(kcr_typed_member(x.v, "hard"), key), out);
 }
 
 size_t kcr_core_v1_ResourceQuotaStatus_used_len(kcr_core_v1_ResourceQuotaStatus x)
@@ -13186,20 +13289,26 @@ size_t kcr_core_v1_ResourceQuotaStatus_used_len(kcr_core_v1_ResourceQuotaStatus 
     return kcr_typed_len(kcr_typed_member(x.v, "used"));
 }
 
-kcr_field kcr_core_v1_ResourceQuotaStatus_used_at(kcr_core_v1_ResourceQuotaStatus x, size_t i, const char **key, const char **out)
+kcr_field kcr_core_v1_ResourceQuotaStatus_used_at(kcr_core_v1_ResourceQuotaStatus x, size_t i, const char **key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_entry(kcr_typed_member(x.v, "used"), i, key), out);
+    return kcr_typed_quantity(kcr_typed_entry(kcr_typed_member(x.v, "used"), i, key), out);
 }
 
-kcr_field kcr_core_v1_ResourceQuotaStatus_used_get(kcr_core_v1_ResourceQuotaStatus x, const char *key, const char **out)
+kcr_field kcr_core_v1_ResourceQuotaStatus_used_get(kcr_core_v1_ResourceQuotaStatus x, const char *key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(kcr_typed_member(x.v, "used"), key), out);
+    return kcr_typed_quantity(kcr_typed_member(kcr_typed_member(x.v, "used"), key), out);
 }
 
-kcr_err kcr_core_v1_ResourceQuotaStatusEdit_set_hard(kcr_core_v1_ResourceQuotaStatusEdit b, const char *key, const char *v)
+kcr_err kcr_core_v1_ResourceQuotaStatusEdit_set_hard(kcr_core_v1_ResourceQuotaStatusEdit b, const char *key, kcr_quantity v)
 {
     kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "hard", key);
-    return kcr_typed_set_string(&e_, NULL, v);
+    return kcr_typed_set_quantity(&e_, NULL, v);
+}
+
+kcr_err kcr_core_v1_ResourceQuotaStatusEdit_set_hard_text(kcr_core_v1_ResourceQuotaStatusEdit b, const char *key, const char *v)
+{
+    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "hard", key);
+    return kcr_typed_set_quantity_text(&e_, NULL, v);
 }
 
 kcr_err kcr_core_v1_ResourceQuotaStatusEdit_delete_hard_key(kcr_core_v1_ResourceQuotaStatusEdit b, const char *key)
@@ -13218,10 +13327,16 @@ kcr_err kcr_core_v1_ResourceQuotaStatusEdit_delete_hard(kcr_core_v1_ResourceQuot
     return kcr_typed_delete(&b.at, "hard");
 }
 
-kcr_err kcr_core_v1_ResourceQuotaStatusEdit_set_used(kcr_core_v1_ResourceQuotaStatusEdit b, const char *key, const char *v)
+kcr_err kcr_core_v1_ResourceQuotaStatusEdit_set_used(kcr_core_v1_ResourceQuotaStatusEdit b, const char *key, kcr_quantity v)
 {
     kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "used", key);
-    return kcr_typed_set_string(&e_, NULL, v);
+    return kcr_typed_set_quantity(&e_, NULL, v);
+}
+
+kcr_err kcr_core_v1_ResourceQuotaStatusEdit_set_used_text(kcr_core_v1_ResourceQuotaStatusEdit b, const char *key, const char *v)
+{
+    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "used", key);
+    return kcr_typed_set_quantity_text(&e_, NULL, v);
 }
 
 kcr_err kcr_core_v1_ResourceQuotaStatusEdit_delete_used_key(kcr_core_v1_ResourceQuotaStatusEdit b, const char *key)
@@ -14823,14 +14938,14 @@ size_t kcr_core_v1_PersistentVolumeClaimStatus_allocated_resources_len(kcr_core_
     return kcr_typed_len(kcr_typed_member(x.v, "allocatedResources"));
 }
 
-kcr_field kcr_core_v1_PersistentVolumeClaimStatus_allocated_resources_at(kcr_core_v1_PersistentVolumeClaimStatus x, size_t i, const char **key, const char **out)
+kcr_field kcr_core_v1_PersistentVolumeClaimStatus_allocated_resources_at(kcr_core_v1_PersistentVolumeClaimStatus x, size_t i, const char **key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_entry(kcr_typed_member(x.v, "allocatedResources"), i, key), out);
+    return kcr_typed_quantity(kcr_typed_entry(kcr_typed_member(x.v, "allocatedResources"), i, key), out);
 }
 
-kcr_field kcr_core_v1_PersistentVolumeClaimStatus_allocated_resources_get(kcr_core_v1_PersistentVolumeClaimStatus x, const char *key, const char **out)
+kcr_field kcr_core_v1_PersistentVolumeClaimStatus_allocated_resources_get(kcr_core_v1_PersistentVolumeClaimStatus x, const char *key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(kcr_typed_member(x.v, "allocatedResources"), key), out);
+    return kcr_typed_quantity(kcr_typed_member(kcr_typed_member(x.v, "allocatedResources"), key), out);
 }
 
 size_t kcr_core_v1_PersistentVolumeClaimStatus_capacity_len(kcr_core_v1_PersistentVolumeClaimStatus x)
@@ -14838,14 +14953,14 @@ size_t kcr_core_v1_PersistentVolumeClaimStatus_capacity_len(kcr_core_v1_Persiste
     return kcr_typed_len(kcr_typed_member(x.v, "capacity"));
 }
 
-kcr_field kcr_core_v1_PersistentVolumeClaimStatus_capacity_at(kcr_core_v1_PersistentVolumeClaimStatus x, size_t i, const char **key, const char **out)
+kcr_field kcr_core_v1_PersistentVolumeClaimStatus_capacity_at(kcr_core_v1_PersistentVolumeClaimStatus x, size_t i, const char **key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_entry(kcr_typed_member(x.v, "capacity"), i, key), out);
+    return kcr_typed_quantity(kcr_typed_entry(kcr_typed_member(x.v, "capacity"), i, key), out);
 }
 
-kcr_field kcr_core_v1_PersistentVolumeClaimStatus_capacity_get(kcr_core_v1_PersistentVolumeClaimStatus x, const char *key, const char **out)
+kcr_field kcr_core_v1_PersistentVolumeClaimStatus_capacity_get(kcr_core_v1_PersistentVolumeClaimStatus x, const char *key, kcr_quantity *out)
 {
-    return kcr_typed_string(kcr_typed_member(kcr_typed_member(x.v, "capacity"), key), out);
+    return kcr_typed_quantity(kcr_typed_member(kcr_typed_member(x.v, "capacity"), key), out);
 }
 
 size_t kcr_core_v1_PersistentVolumeClaimStatus_conditions_len(kcr_core_v1_PersistentVolumeClaimStatus x)
@@ -14921,10 +15036,16 @@ kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_delete_allocated_resource_st
     return kcr_typed_delete(&b.at, "allocatedResourceStatuses");
 }
 
-kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_allocated_resources(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key, const char *v)
+kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_allocated_resources(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key, kcr_quantity v)
 {
     kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "allocatedResources", key);
-    return kcr_typed_set_string(&e_, NULL, v);
+    return kcr_typed_set_quantity(&e_, NULL, v);
+}
+
+kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_allocated_resources_text(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key, const char *v)
+{
+    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "allocatedResources", key);
+    return kcr_typed_set_quantity_text(&e_, NULL, v);
 }
 
 kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_delete_allocated_resources_key(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key)
@@ -14943,10 +15064,16 @@ kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_delete_allocated_resources(k
     return kcr_typed_delete(&b.at, "allocatedResources");
 }
 
-kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_capacity(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key, const char *v)
+kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_capacity(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key, kcr_quantity v)
 {
     kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "capacity", key);
-    return kcr_typed_set_string(&e_, NULL, v);
+    return kcr_typed_set_quantity(&e_, NULL, v);
+}
+
+kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_capacity_text(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key, const char *v)
+{
+    kcr_typed_at e_ = kcr_typed_at_entry(&b.at, "capacity", key);
+    return kcr_typed_set_quantity_text(&e_, NULL, v);
 }
 
 kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_delete_capacity_key(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key)

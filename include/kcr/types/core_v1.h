@@ -422,38 +422,43 @@ KCR_API kcr_err kcr_core_v1_LimitRangeSpecEdit_delete_limits(kcr_core_v1_LimitRa
 
 /* ---- LimitRangeItem (io.k8s.api.core.v1.LimitRangeItem) ---- */
 KCR_API size_t kcr_core_v1_LimitRangeItem_default__len(kcr_core_v1_LimitRangeItem x);
-KCR_API kcr_field kcr_core_v1_LimitRangeItem_default__at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_LimitRangeItem_default__get(kcr_core_v1_LimitRangeItem x, const char *key, const char **out);
+KCR_API kcr_field kcr_core_v1_LimitRangeItem_default__at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_LimitRangeItem_default__get(kcr_core_v1_LimitRangeItem x, const char *key, kcr_quantity *out);
 KCR_API size_t kcr_core_v1_LimitRangeItem_default_request_len(kcr_core_v1_LimitRangeItem x);
-KCR_API kcr_field kcr_core_v1_LimitRangeItem_default_request_at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_LimitRangeItem_default_request_get(kcr_core_v1_LimitRangeItem x, const char *key, const char **out);
+KCR_API kcr_field kcr_core_v1_LimitRangeItem_default_request_at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_LimitRangeItem_default_request_get(kcr_core_v1_LimitRangeItem x, const char *key, kcr_quantity *out);
 KCR_API size_t kcr_core_v1_LimitRangeItem_max_len(kcr_core_v1_LimitRangeItem x);
-KCR_API kcr_field kcr_core_v1_LimitRangeItem_max_at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_LimitRangeItem_max_get(kcr_core_v1_LimitRangeItem x, const char *key, const char **out);
+KCR_API kcr_field kcr_core_v1_LimitRangeItem_max_at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_LimitRangeItem_max_get(kcr_core_v1_LimitRangeItem x, const char *key, kcr_quantity *out);
 KCR_API size_t kcr_core_v1_LimitRangeItem_max_limit_request_ratio_len(kcr_core_v1_LimitRangeItem x);
-KCR_API kcr_field kcr_core_v1_LimitRangeItem_max_limit_request_ratio_at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_LimitRangeItem_max_limit_request_ratio_get(kcr_core_v1_LimitRangeItem x, const char *key, const char **out);
+KCR_API kcr_field kcr_core_v1_LimitRangeItem_max_limit_request_ratio_at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_LimitRangeItem_max_limit_request_ratio_get(kcr_core_v1_LimitRangeItem x, const char *key, kcr_quantity *out);
 KCR_API size_t kcr_core_v1_LimitRangeItem_min_len(kcr_core_v1_LimitRangeItem x);
-KCR_API kcr_field kcr_core_v1_LimitRangeItem_min_at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_LimitRangeItem_min_get(kcr_core_v1_LimitRangeItem x, const char *key, const char **out);
+KCR_API kcr_field kcr_core_v1_LimitRangeItem_min_at(kcr_core_v1_LimitRangeItem x, size_t i, const char **key, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_LimitRangeItem_min_get(kcr_core_v1_LimitRangeItem x, const char *key, kcr_quantity *out);
 KCR_API kcr_field kcr_core_v1_LimitRangeItem_type(kcr_core_v1_LimitRangeItem x, const char **out);
-KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_default_(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v);
+KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_default_(kcr_core_v1_LimitRangeItemEdit b, const char *key, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_default__text(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_delete_default__key(kcr_core_v1_LimitRangeItemEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_default__value(kcr_core_v1_LimitRangeItemEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_delete_default_(kcr_core_v1_LimitRangeItemEdit b);
-KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_default_request(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v);
+KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_default_request(kcr_core_v1_LimitRangeItemEdit b, const char *key, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_default_request_text(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_delete_default_request_key(kcr_core_v1_LimitRangeItemEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_default_request_value(kcr_core_v1_LimitRangeItemEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_delete_default_request(kcr_core_v1_LimitRangeItemEdit b);
-KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_max(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v);
+KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_max(kcr_core_v1_LimitRangeItemEdit b, const char *key, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_max_text(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_delete_max_key(kcr_core_v1_LimitRangeItemEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_max_value(kcr_core_v1_LimitRangeItemEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_delete_max(kcr_core_v1_LimitRangeItemEdit b);
-KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_max_limit_request_ratio(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v);
+KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_max_limit_request_ratio(kcr_core_v1_LimitRangeItemEdit b, const char *key, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_max_limit_request_ratio_text(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_delete_max_limit_request_ratio_key(kcr_core_v1_LimitRangeItemEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_max_limit_request_ratio_value(kcr_core_v1_LimitRangeItemEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_delete_max_limit_request_ratio(kcr_core_v1_LimitRangeItemEdit b);
-KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_min(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v);
+KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_min(kcr_core_v1_LimitRangeItemEdit b, const char *key, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_min_text(kcr_core_v1_LimitRangeItemEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_delete_min_key(kcr_core_v1_LimitRangeItemEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_set_min_value(kcr_core_v1_LimitRangeItemEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_LimitRangeItemEdit_delete_min(kcr_core_v1_LimitRangeItemEdit b);
@@ -594,8 +599,8 @@ KCR_API kcr_field kcr_core_v1_PodSpec_node_selector_at(kcr_core_v1_PodSpec x, si
 KCR_API kcr_field kcr_core_v1_PodSpec_node_selector_get(kcr_core_v1_PodSpec x, const char *key, const char **out);
 KCR_API kcr_core_v1_PodOS kcr_core_v1_PodSpec_os(kcr_core_v1_PodSpec x);
 KCR_API size_t kcr_core_v1_PodSpec_overhead_len(kcr_core_v1_PodSpec x);
-KCR_API kcr_field kcr_core_v1_PodSpec_overhead_at(kcr_core_v1_PodSpec x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_PodSpec_overhead_get(kcr_core_v1_PodSpec x, const char *key, const char **out);
+KCR_API kcr_field kcr_core_v1_PodSpec_overhead_at(kcr_core_v1_PodSpec x, size_t i, const char **key, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_PodSpec_overhead_get(kcr_core_v1_PodSpec x, const char *key, kcr_quantity *out);
 KCR_API kcr_field kcr_core_v1_PodSpec_preemption_policy(kcr_core_v1_PodSpec x, const char **out);
 KCR_API kcr_field kcr_core_v1_PodSpec_priority(kcr_core_v1_PodSpec x, int32_t *out);
 KCR_API kcr_field kcr_core_v1_PodSpec_priority_class_name(kcr_core_v1_PodSpec x, const char **out);
@@ -682,7 +687,8 @@ KCR_API kcr_err kcr_core_v1_PodSpecEdit_delete_node_selector(kcr_core_v1_PodSpec
 KCR_API kcr_core_v1_PodOSEdit kcr_core_v1_PodSpecEdit_os(kcr_core_v1_PodSpecEdit b);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_os_value(kcr_core_v1_PodSpecEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_delete_os(kcr_core_v1_PodSpecEdit b);
-KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_overhead(kcr_core_v1_PodSpecEdit b, const char *key, const char *v);
+KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_overhead(kcr_core_v1_PodSpecEdit b, const char *key, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_overhead_text(kcr_core_v1_PodSpecEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_delete_overhead_key(kcr_core_v1_PodSpecEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_overhead_value(kcr_core_v1_PodSpecEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_delete_overhead(kcr_core_v1_PodSpecEdit b);
@@ -1056,11 +1062,12 @@ KCR_API kcr_err kcr_core_v1_FileKeySelectorEdit_delete_volume_name(kcr_core_v1_F
 
 /* ---- ResourceFieldSelector (io.k8s.api.core.v1.ResourceFieldSelector) ---- */
 KCR_API kcr_field kcr_core_v1_ResourceFieldSelector_container_name(kcr_core_v1_ResourceFieldSelector x, const char **out);
-KCR_API kcr_field kcr_core_v1_ResourceFieldSelector_divisor(kcr_core_v1_ResourceFieldSelector x, const char **out);
+KCR_API kcr_field kcr_core_v1_ResourceFieldSelector_divisor(kcr_core_v1_ResourceFieldSelector x, kcr_quantity *out);
 KCR_API kcr_field kcr_core_v1_ResourceFieldSelector_resource(kcr_core_v1_ResourceFieldSelector x, const char **out);
 KCR_API kcr_err kcr_core_v1_ResourceFieldSelectorEdit_set_container_name(kcr_core_v1_ResourceFieldSelectorEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_ResourceFieldSelectorEdit_delete_container_name(kcr_core_v1_ResourceFieldSelectorEdit b);
-KCR_API kcr_err kcr_core_v1_ResourceFieldSelectorEdit_set_divisor(kcr_core_v1_ResourceFieldSelectorEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_ResourceFieldSelectorEdit_set_divisor(kcr_core_v1_ResourceFieldSelectorEdit b, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_ResourceFieldSelectorEdit_set_divisor_text(kcr_core_v1_ResourceFieldSelectorEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_ResourceFieldSelectorEdit_delete_divisor(kcr_core_v1_ResourceFieldSelectorEdit b);
 KCR_API kcr_err kcr_core_v1_ResourceFieldSelectorEdit_set_resource(kcr_core_v1_ResourceFieldSelectorEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_ResourceFieldSelectorEdit_delete_resource(kcr_core_v1_ResourceFieldSelectorEdit b);
@@ -1263,20 +1270,22 @@ KCR_API kcr_err kcr_core_v1_ContainerResizePolicyEdit_delete_restart_policy(kcr_
 KCR_API size_t kcr_core_v1_ResourceRequirements_claims_len(kcr_core_v1_ResourceRequirements x);
 KCR_API kcr_core_v1_ResourceClaim kcr_core_v1_ResourceRequirements_claims_at(kcr_core_v1_ResourceRequirements x, size_t i);
 KCR_API size_t kcr_core_v1_ResourceRequirements_limits_len(kcr_core_v1_ResourceRequirements x);
-KCR_API kcr_field kcr_core_v1_ResourceRequirements_limits_at(kcr_core_v1_ResourceRequirements x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_ResourceRequirements_limits_get(kcr_core_v1_ResourceRequirements x, const char *key, const char **out);
+KCR_API kcr_field kcr_core_v1_ResourceRequirements_limits_at(kcr_core_v1_ResourceRequirements x, size_t i, const char **key, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_ResourceRequirements_limits_get(kcr_core_v1_ResourceRequirements x, const char *key, kcr_quantity *out);
 KCR_API size_t kcr_core_v1_ResourceRequirements_requests_len(kcr_core_v1_ResourceRequirements x);
-KCR_API kcr_field kcr_core_v1_ResourceRequirements_requests_at(kcr_core_v1_ResourceRequirements x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_ResourceRequirements_requests_get(kcr_core_v1_ResourceRequirements x, const char *key, const char **out);
+KCR_API kcr_field kcr_core_v1_ResourceRequirements_requests_at(kcr_core_v1_ResourceRequirements x, size_t i, const char **key, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_ResourceRequirements_requests_get(kcr_core_v1_ResourceRequirements x, const char *key, kcr_quantity *out);
 KCR_API kcr_core_v1_ResourceClaimEdit kcr_core_v1_ResourceRequirementsEdit_append_claims(kcr_core_v1_ResourceRequirementsEdit b);
 KCR_API kcr_core_v1_ResourceClaimEdit kcr_core_v1_ResourceRequirementsEdit_claims_at(kcr_core_v1_ResourceRequirementsEdit b, size_t i);
 KCR_API kcr_err kcr_core_v1_ResourceRequirementsEdit_set_claims_value(kcr_core_v1_ResourceRequirementsEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_ResourceRequirementsEdit_delete_claims(kcr_core_v1_ResourceRequirementsEdit b);
-KCR_API kcr_err kcr_core_v1_ResourceRequirementsEdit_set_limits(kcr_core_v1_ResourceRequirementsEdit b, const char *key, const char *v);
+KCR_API kcr_err kcr_core_v1_ResourceRequirementsEdit_set_limits(kcr_core_v1_ResourceRequirementsEdit b, const char *key, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_ResourceRequirementsEdit_set_limits_text(kcr_core_v1_ResourceRequirementsEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_ResourceRequirementsEdit_delete_limits_key(kcr_core_v1_ResourceRequirementsEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_ResourceRequirementsEdit_set_limits_value(kcr_core_v1_ResourceRequirementsEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_ResourceRequirementsEdit_delete_limits(kcr_core_v1_ResourceRequirementsEdit b);
-KCR_API kcr_err kcr_core_v1_ResourceRequirementsEdit_set_requests(kcr_core_v1_ResourceRequirementsEdit b, const char *key, const char *v);
+KCR_API kcr_err kcr_core_v1_ResourceRequirementsEdit_set_requests(kcr_core_v1_ResourceRequirementsEdit b, const char *key, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_ResourceRequirementsEdit_set_requests_text(kcr_core_v1_ResourceRequirementsEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_ResourceRequirementsEdit_delete_requests_key(kcr_core_v1_ResourceRequirementsEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_ResourceRequirementsEdit_set_requests_value(kcr_core_v1_ResourceRequirementsEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_ResourceRequirementsEdit_delete_requests(kcr_core_v1_ResourceRequirementsEdit b);
@@ -2038,12 +2047,13 @@ KCR_API kcr_err kcr_core_v1_DownwardAPIVolumeFileEdit_delete_user(kcr_core_v1_Do
 /* ---- EmptyDirVolumeSource (io.k8s.api.core.v1.EmptyDirVolumeSource) ---- */
 KCR_API kcr_field kcr_core_v1_EmptyDirVolumeSource_medium(kcr_core_v1_EmptyDirVolumeSource x, const char **out);
 KCR_API kcr_field kcr_core_v1_EmptyDirVolumeSource_mode(kcr_core_v1_EmptyDirVolumeSource x, int32_t *out);
-KCR_API kcr_field kcr_core_v1_EmptyDirVolumeSource_size_limit(kcr_core_v1_EmptyDirVolumeSource x, const char **out);
+KCR_API kcr_field kcr_core_v1_EmptyDirVolumeSource_size_limit(kcr_core_v1_EmptyDirVolumeSource x, kcr_quantity *out);
 KCR_API kcr_err kcr_core_v1_EmptyDirVolumeSourceEdit_set_medium(kcr_core_v1_EmptyDirVolumeSourceEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_EmptyDirVolumeSourceEdit_delete_medium(kcr_core_v1_EmptyDirVolumeSourceEdit b);
 KCR_API kcr_err kcr_core_v1_EmptyDirVolumeSourceEdit_set_mode(kcr_core_v1_EmptyDirVolumeSourceEdit b, int32_t v);
 KCR_API kcr_err kcr_core_v1_EmptyDirVolumeSourceEdit_delete_mode(kcr_core_v1_EmptyDirVolumeSourceEdit b);
-KCR_API kcr_err kcr_core_v1_EmptyDirVolumeSourceEdit_set_size_limit(kcr_core_v1_EmptyDirVolumeSourceEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_EmptyDirVolumeSourceEdit_set_size_limit(kcr_core_v1_EmptyDirVolumeSourceEdit b, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_EmptyDirVolumeSourceEdit_set_size_limit_text(kcr_core_v1_EmptyDirVolumeSourceEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_EmptyDirVolumeSourceEdit_delete_size_limit(kcr_core_v1_EmptyDirVolumeSourceEdit b);
 
 /* ---- EphemeralVolumeSource (io.k8s.api.core.v1.EphemeralVolumeSource) ---- */
@@ -2124,16 +2134,18 @@ KCR_API kcr_err kcr_core_v1_TypedObjectReferenceEdit_delete_namespace(kcr_core_v
 
 /* ---- VolumeResourceRequirements (io.k8s.api.core.v1.VolumeResourceRequirements) ---- */
 KCR_API size_t kcr_core_v1_VolumeResourceRequirements_limits_len(kcr_core_v1_VolumeResourceRequirements x);
-KCR_API kcr_field kcr_core_v1_VolumeResourceRequirements_limits_at(kcr_core_v1_VolumeResourceRequirements x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_VolumeResourceRequirements_limits_get(kcr_core_v1_VolumeResourceRequirements x, const char *key, const char **out);
+KCR_API kcr_field kcr_core_v1_VolumeResourceRequirements_limits_at(kcr_core_v1_VolumeResourceRequirements x, size_t i, const char **key, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_VolumeResourceRequirements_limits_get(kcr_core_v1_VolumeResourceRequirements x, const char *key, kcr_quantity *out);
 KCR_API size_t kcr_core_v1_VolumeResourceRequirements_requests_len(kcr_core_v1_VolumeResourceRequirements x);
-KCR_API kcr_field kcr_core_v1_VolumeResourceRequirements_requests_at(kcr_core_v1_VolumeResourceRequirements x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_VolumeResourceRequirements_requests_get(kcr_core_v1_VolumeResourceRequirements x, const char *key, const char **out);
-KCR_API kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_set_limits(kcr_core_v1_VolumeResourceRequirementsEdit b, const char *key, const char *v);
+KCR_API kcr_field kcr_core_v1_VolumeResourceRequirements_requests_at(kcr_core_v1_VolumeResourceRequirements x, size_t i, const char **key, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_VolumeResourceRequirements_requests_get(kcr_core_v1_VolumeResourceRequirements x, const char *key, kcr_quantity *out);
+KCR_API kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_set_limits(kcr_core_v1_VolumeResourceRequirementsEdit b, const char *key, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_set_limits_text(kcr_core_v1_VolumeResourceRequirementsEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_delete_limits_key(kcr_core_v1_VolumeResourceRequirementsEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_set_limits_value(kcr_core_v1_VolumeResourceRequirementsEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_delete_limits(kcr_core_v1_VolumeResourceRequirementsEdit b);
-KCR_API kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_set_requests(kcr_core_v1_VolumeResourceRequirementsEdit b, const char *key, const char *v);
+KCR_API kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_set_requests(kcr_core_v1_VolumeResourceRequirementsEdit b, const char *key, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_set_requests_text(kcr_core_v1_VolumeResourceRequirementsEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_delete_requests_key(kcr_core_v1_VolumeResourceRequirementsEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_set_requests_value(kcr_core_v1_VolumeResourceRequirementsEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_VolumeResourceRequirementsEdit_delete_requests(kcr_core_v1_VolumeResourceRequirementsEdit b);
@@ -2594,8 +2606,8 @@ KCR_API kcr_err kcr_core_v1_VsphereVirtualDiskVolumeSourceEdit_delete_volume_pat
 
 /* ---- PodStatus (io.k8s.api.core.v1.PodStatus) ---- */
 KCR_API size_t kcr_core_v1_PodStatus_allocated_resources_len(kcr_core_v1_PodStatus x);
-KCR_API kcr_field kcr_core_v1_PodStatus_allocated_resources_at(kcr_core_v1_PodStatus x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_PodStatus_allocated_resources_get(kcr_core_v1_PodStatus x, const char *key, const char **out);
+KCR_API kcr_field kcr_core_v1_PodStatus_allocated_resources_at(kcr_core_v1_PodStatus x, size_t i, const char **key, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_PodStatus_allocated_resources_get(kcr_core_v1_PodStatus x, const char *key, kcr_quantity *out);
 KCR_API size_t kcr_core_v1_PodStatus_conditions_len(kcr_core_v1_PodStatus x);
 KCR_API kcr_core_v1_PodCondition kcr_core_v1_PodStatus_conditions_at(kcr_core_v1_PodStatus x, size_t i);
 KCR_API size_t kcr_core_v1_PodStatus_container_statuses_len(kcr_core_v1_PodStatus x);
@@ -2626,7 +2638,8 @@ KCR_API kcr_core_v1_ResourceRequirements kcr_core_v1_PodStatus_resources(kcr_cor
 KCR_API kcr_field kcr_core_v1_PodStatus_start_time(kcr_core_v1_PodStatus x, const char **out);
 KCR_API size_t kcr_core_v1_PodStatus_volume_health_len(kcr_core_v1_PodStatus x);
 KCR_API kcr_core_v1_PodVolumeHealth kcr_core_v1_PodStatus_volume_health_at(kcr_core_v1_PodStatus x, size_t i);
-KCR_API kcr_err kcr_core_v1_PodStatusEdit_set_allocated_resources(kcr_core_v1_PodStatusEdit b, const char *key, const char *v);
+KCR_API kcr_err kcr_core_v1_PodStatusEdit_set_allocated_resources(kcr_core_v1_PodStatusEdit b, const char *key, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_PodStatusEdit_set_allocated_resources_text(kcr_core_v1_PodStatusEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_PodStatusEdit_delete_allocated_resources_key(kcr_core_v1_PodStatusEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_PodStatusEdit_set_allocated_resources_value(kcr_core_v1_PodStatusEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_PodStatusEdit_delete_allocated_resources(kcr_core_v1_PodStatusEdit b);
@@ -2718,8 +2731,8 @@ KCR_API kcr_err kcr_core_v1_PodConditionEdit_delete_type(kcr_core_v1_PodConditio
 
 /* ---- ContainerStatus (io.k8s.api.core.v1.ContainerStatus) ---- */
 KCR_API size_t kcr_core_v1_ContainerStatus_allocated_resources_len(kcr_core_v1_ContainerStatus x);
-KCR_API kcr_field kcr_core_v1_ContainerStatus_allocated_resources_at(kcr_core_v1_ContainerStatus x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_ContainerStatus_allocated_resources_get(kcr_core_v1_ContainerStatus x, const char *key, const char **out);
+KCR_API kcr_field kcr_core_v1_ContainerStatus_allocated_resources_at(kcr_core_v1_ContainerStatus x, size_t i, const char **key, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_ContainerStatus_allocated_resources_get(kcr_core_v1_ContainerStatus x, const char *key, kcr_quantity *out);
 KCR_API size_t kcr_core_v1_ContainerStatus_allocated_resources_status_len(kcr_core_v1_ContainerStatus x);
 KCR_API kcr_core_v1_ResourceStatus kcr_core_v1_ContainerStatus_allocated_resources_status_at(kcr_core_v1_ContainerStatus x, size_t i);
 KCR_API kcr_field kcr_core_v1_ContainerStatus_container_id(kcr_core_v1_ContainerStatus x, const char **out);
@@ -2736,7 +2749,8 @@ KCR_API kcr_field kcr_core_v1_ContainerStatus_stop_signal(kcr_core_v1_ContainerS
 KCR_API kcr_core_v1_ContainerUser kcr_core_v1_ContainerStatus_user(kcr_core_v1_ContainerStatus x);
 KCR_API size_t kcr_core_v1_ContainerStatus_volume_mounts_len(kcr_core_v1_ContainerStatus x);
 KCR_API kcr_core_v1_VolumeMountStatus kcr_core_v1_ContainerStatus_volume_mounts_at(kcr_core_v1_ContainerStatus x, size_t i);
-KCR_API kcr_err kcr_core_v1_ContainerStatusEdit_set_allocated_resources(kcr_core_v1_ContainerStatusEdit b, const char *key, const char *v);
+KCR_API kcr_err kcr_core_v1_ContainerStatusEdit_set_allocated_resources(kcr_core_v1_ContainerStatusEdit b, const char *key, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_ContainerStatusEdit_set_allocated_resources_text(kcr_core_v1_ContainerStatusEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_ContainerStatusEdit_delete_allocated_resources_key(kcr_core_v1_ContainerStatusEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_ContainerStatusEdit_set_allocated_resources_value(kcr_core_v1_ContainerStatusEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_ContainerStatusEdit_delete_allocated_resources(kcr_core_v1_ContainerStatusEdit b);
@@ -2948,21 +2962,24 @@ KCR_API kcr_err kcr_core_v1_NodeAllocatableResourceClaimStatusEdit_delete_resour
 
 /* ---- NodeAllocatableMappedResources (io.k8s.api.core.v1.NodeAllocatableMappedResources) ---- */
 KCR_API kcr_field kcr_core_v1_NodeAllocatableMappedResources_name(kcr_core_v1_NodeAllocatableMappedResources x, const char **out);
-KCR_API kcr_field kcr_core_v1_NodeAllocatableMappedResources_quantity(kcr_core_v1_NodeAllocatableMappedResources x, const char **out);
+KCR_API kcr_field kcr_core_v1_NodeAllocatableMappedResources_quantity(kcr_core_v1_NodeAllocatableMappedResources x, kcr_quantity *out);
 KCR_API kcr_err kcr_core_v1_NodeAllocatableMappedResourcesEdit_set_name(kcr_core_v1_NodeAllocatableMappedResourcesEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_NodeAllocatableMappedResourcesEdit_delete_name(kcr_core_v1_NodeAllocatableMappedResourcesEdit b);
-KCR_API kcr_err kcr_core_v1_NodeAllocatableMappedResourcesEdit_set_quantity(kcr_core_v1_NodeAllocatableMappedResourcesEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_NodeAllocatableMappedResourcesEdit_set_quantity(kcr_core_v1_NodeAllocatableMappedResourcesEdit b, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_NodeAllocatableMappedResourcesEdit_set_quantity_text(kcr_core_v1_NodeAllocatableMappedResourcesEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_NodeAllocatableMappedResourcesEdit_delete_quantity(kcr_core_v1_NodeAllocatableMappedResourcesEdit b);
 
 /* ---- NodeAllocatableOverheadResources (io.k8s.api.core.v1.NodeAllocatableOverheadResources) ---- */
 KCR_API kcr_field kcr_core_v1_NodeAllocatableOverheadResources_name(kcr_core_v1_NodeAllocatableOverheadResources x, const char **out);
-KCR_API kcr_field kcr_core_v1_NodeAllocatableOverheadResources_per_container(kcr_core_v1_NodeAllocatableOverheadResources x, const char **out);
-KCR_API kcr_field kcr_core_v1_NodeAllocatableOverheadResources_per_pod(kcr_core_v1_NodeAllocatableOverheadResources x, const char **out);
+KCR_API kcr_field kcr_core_v1_NodeAllocatableOverheadResources_per_container(kcr_core_v1_NodeAllocatableOverheadResources x, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_NodeAllocatableOverheadResources_per_pod(kcr_core_v1_NodeAllocatableOverheadResources x, kcr_quantity *out);
 KCR_API kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_set_name(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_delete_name(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b);
-KCR_API kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_set_per_container(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_set_per_container(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_set_per_container_text(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_delete_per_container(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b);
-KCR_API kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_set_per_pod(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_set_per_pod(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_set_per_pod_text(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_NodeAllocatableOverheadResourcesEdit_delete_per_pod(kcr_core_v1_NodeAllocatableOverheadResourcesEdit b);
 
 /* ---- PodIP (io.k8s.api.core.v1.PodIP) ---- */
@@ -3039,12 +3056,13 @@ KCR_API kcr_err kcr_core_v1_ResourceQuotaEdit_delete_status(kcr_core_v1_Resource
 
 /* ---- ResourceQuotaSpec (io.k8s.api.core.v1.ResourceQuotaSpec) ---- */
 KCR_API size_t kcr_core_v1_ResourceQuotaSpec_hard_len(kcr_core_v1_ResourceQuotaSpec x);
-KCR_API kcr_field kcr_core_v1_ResourceQuotaSpec_hard_at(kcr_core_v1_ResourceQuotaSpec x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_ResourceQuotaSpec_hard_get(kcr_core_v1_ResourceQuotaSpec x, const char *key, const char **out);
+KCR_API kcr_field kcr_core_v1_ResourceQuotaSpec_hard_at(kcr_core_v1_ResourceQuotaSpec x, size_t i, const char **key, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_ResourceQuotaSpec_hard_get(kcr_core_v1_ResourceQuotaSpec x, const char *key, kcr_quantity *out);
 KCR_API kcr_core_v1_ScopeSelector kcr_core_v1_ResourceQuotaSpec_scope_selector(kcr_core_v1_ResourceQuotaSpec x);
 KCR_API size_t kcr_core_v1_ResourceQuotaSpec_scopes_len(kcr_core_v1_ResourceQuotaSpec x);
 KCR_API kcr_field kcr_core_v1_ResourceQuotaSpec_scopes_at(kcr_core_v1_ResourceQuotaSpec x, size_t i, const char **out);
-KCR_API kcr_err kcr_core_v1_ResourceQuotaSpecEdit_set_hard(kcr_core_v1_ResourceQuotaSpecEdit b, const char *key, const char *v);
+KCR_API kcr_err kcr_core_v1_ResourceQuotaSpecEdit_set_hard(kcr_core_v1_ResourceQuotaSpecEdit b, const char *key, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_ResourceQuotaSpecEdit_set_hard_text(kcr_core_v1_ResourceQuotaSpecEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_ResourceQuotaSpecEdit_delete_hard_key(kcr_core_v1_ResourceQuotaSpecEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_ResourceQuotaSpecEdit_set_hard_value(kcr_core_v1_ResourceQuotaSpecEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_ResourceQuotaSpecEdit_delete_hard(kcr_core_v1_ResourceQuotaSpecEdit b);
@@ -3078,16 +3096,18 @@ KCR_API kcr_err kcr_core_v1_ScopedResourceSelectorRequirementEdit_delete_values(
 
 /* ---- ResourceQuotaStatus (io.k8s.api.core.v1.ResourceQuotaStatus) ---- */
 KCR_API size_t kcr_core_v1_ResourceQuotaStatus_hard_len(kcr_core_v1_ResourceQuotaStatus x);
-KCR_API kcr_field kcr_core_v1_ResourceQuotaStatus_hard_at(kcr_core_v1_ResourceQuotaStatus x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_ResourceQuotaStatus_hard_get(kcr_core_v1_ResourceQuotaStatus x, const char *key, const char **out);
+KCR_API kcr_field kcr_core_v1_ResourceQuotaStatus_hard_at(kcr_core_v1_ResourceQuotaStatus x, size_t i, const char **key, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_ResourceQuotaStatus_hard_get(kcr_core_v1_ResourceQuotaStatus x, const char *key, kcr_quantity *out);
 KCR_API size_t kcr_core_v1_ResourceQuotaStatus_used_len(kcr_core_v1_ResourceQuotaStatus x);
-KCR_API kcr_field kcr_core_v1_ResourceQuotaStatus_used_at(kcr_core_v1_ResourceQuotaStatus x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_ResourceQuotaStatus_used_get(kcr_core_v1_ResourceQuotaStatus x, const char *key, const char **out);
-KCR_API kcr_err kcr_core_v1_ResourceQuotaStatusEdit_set_hard(kcr_core_v1_ResourceQuotaStatusEdit b, const char *key, const char *v);
+KCR_API kcr_field kcr_core_v1_ResourceQuotaStatus_used_at(kcr_core_v1_ResourceQuotaStatus x, size_t i, const char **key, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_ResourceQuotaStatus_used_get(kcr_core_v1_ResourceQuotaStatus x, const char *key, kcr_quantity *out);
+KCR_API kcr_err kcr_core_v1_ResourceQuotaStatusEdit_set_hard(kcr_core_v1_ResourceQuotaStatusEdit b, const char *key, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_ResourceQuotaStatusEdit_set_hard_text(kcr_core_v1_ResourceQuotaStatusEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_ResourceQuotaStatusEdit_delete_hard_key(kcr_core_v1_ResourceQuotaStatusEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_ResourceQuotaStatusEdit_set_hard_value(kcr_core_v1_ResourceQuotaStatusEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_ResourceQuotaStatusEdit_delete_hard(kcr_core_v1_ResourceQuotaStatusEdit b);
-KCR_API kcr_err kcr_core_v1_ResourceQuotaStatusEdit_set_used(kcr_core_v1_ResourceQuotaStatusEdit b, const char *key, const char *v);
+KCR_API kcr_err kcr_core_v1_ResourceQuotaStatusEdit_set_used(kcr_core_v1_ResourceQuotaStatusEdit b, const char *key, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_ResourceQuotaStatusEdit_set_used_text(kcr_core_v1_ResourceQuotaStatusEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_ResourceQuotaStatusEdit_delete_used_key(kcr_core_v1_ResourceQuotaStatusEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_ResourceQuotaStatusEdit_set_used_value(kcr_core_v1_ResourceQuotaStatusEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_ResourceQuotaStatusEdit_delete_used(kcr_core_v1_ResourceQuotaStatusEdit b);
@@ -3444,11 +3464,11 @@ KCR_API size_t kcr_core_v1_PersistentVolumeClaimStatus_allocated_resource_status
 KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_allocated_resource_statuses_at(kcr_core_v1_PersistentVolumeClaimStatus x, size_t i, const char **key, const char **out);
 KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_allocated_resource_statuses_get(kcr_core_v1_PersistentVolumeClaimStatus x, const char *key, const char **out);
 KCR_API size_t kcr_core_v1_PersistentVolumeClaimStatus_allocated_resources_len(kcr_core_v1_PersistentVolumeClaimStatus x);
-KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_allocated_resources_at(kcr_core_v1_PersistentVolumeClaimStatus x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_allocated_resources_get(kcr_core_v1_PersistentVolumeClaimStatus x, const char *key, const char **out);
+KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_allocated_resources_at(kcr_core_v1_PersistentVolumeClaimStatus x, size_t i, const char **key, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_allocated_resources_get(kcr_core_v1_PersistentVolumeClaimStatus x, const char *key, kcr_quantity *out);
 KCR_API size_t kcr_core_v1_PersistentVolumeClaimStatus_capacity_len(kcr_core_v1_PersistentVolumeClaimStatus x);
-KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_capacity_at(kcr_core_v1_PersistentVolumeClaimStatus x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_capacity_get(kcr_core_v1_PersistentVolumeClaimStatus x, const char *key, const char **out);
+KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_capacity_at(kcr_core_v1_PersistentVolumeClaimStatus x, size_t i, const char **key, kcr_quantity *out);
+KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_capacity_get(kcr_core_v1_PersistentVolumeClaimStatus x, const char *key, kcr_quantity *out);
 KCR_API size_t kcr_core_v1_PersistentVolumeClaimStatus_conditions_len(kcr_core_v1_PersistentVolumeClaimStatus x);
 KCR_API kcr_core_v1_PersistentVolumeClaimCondition kcr_core_v1_PersistentVolumeClaimStatus_conditions_at(kcr_core_v1_PersistentVolumeClaimStatus x, size_t i);
 KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_current_volume_attributes_class_name(kcr_core_v1_PersistentVolumeClaimStatus x, const char **out);
@@ -3462,11 +3482,13 @@ KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_allocated_resour
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_delete_allocated_resource_statuses_key(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_allocated_resource_statuses_value(kcr_core_v1_PersistentVolumeClaimStatusEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_delete_allocated_resource_statuses(kcr_core_v1_PersistentVolumeClaimStatusEdit b);
-KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_allocated_resources(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key, const char *v);
+KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_allocated_resources(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_allocated_resources_text(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_delete_allocated_resources_key(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_allocated_resources_value(kcr_core_v1_PersistentVolumeClaimStatusEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_delete_allocated_resources(kcr_core_v1_PersistentVolumeClaimStatusEdit b);
-KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_capacity(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key, const char *v);
+KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_capacity(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key, kcr_quantity v);
+KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_capacity_text(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_delete_capacity_key(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_capacity_value(kcr_core_v1_PersistentVolumeClaimStatusEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_delete_capacity(kcr_core_v1_PersistentVolumeClaimStatusEdit b);
