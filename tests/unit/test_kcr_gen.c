@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "foo_types.h" /* the sample controller's, committed */
 #include "test_types.h"
 #include "typed/typed_regex.h"
 
@@ -348,4 +349,42 @@ Test(kcr_gen, pattern_subset)
     cr_assert_eq(kcr__typed_regex_match("^[a-z]+$", "aBc"), 0);
     cr_assert_eq(kcr__typed_regex_match("b", "abc"), 1, "searched, not anchored");
     cr_assert_eq(kcr__typed_regex_match("(?<=a)b", "ab"), -1);
+}
+
+/* The sample controller's Foo (examples/sample-controller/foo_types.h, a
+ * golden file): its reconcile's reads and its status write. */
+Test(kcr_gen, sample_foo)
+{
+    kcr_object *foo = parse("{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":"
+                            "\"Foo\",\"metadata\":{\"name\":\"f\",\"namespace\":\"ns\"},"
+                            "\"spec\":{\"deploymentName\":\"web\",\"replicas\":2}}");
+    sample_FooSpec spec = sample_Foo_spec(sample_Foo_of(foo));
+    const char *name = NULL;
+    int64_t replicas = 1;
+    cr_assert_eq(sample_FooSpec_deployment_name(spec, &name), KCR_FIELD_SET);
+    cr_assert_str_eq(name, "web");
+    cr_assert_eq(sample_FooSpec_replicas(spec, &replicas), KCR_FIELD_SET);
+    cr_assert_eq(replicas, 2);
+    int64_t available = -1;
+    cr_assert_eq(sample_FooStatus_available_replicas(sample_Foo_status(sample_Foo_of(foo)),
+                                                     &available),
+                 KCR_FIELD_ABSENT);
+    cr_assert_eq(available, -1);
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(sample_Foo_new(foo, &e), KCR_OK);
+    cr_assert_eq(sample_FooStatusEdit_set_available_replicas(
+                     sample_FooEdit_status(sample_Foo_edit(e)), 2),
+                 KCR_OK);
+    cr_assert_eq(sample_FooSpecEdit_set_replicas(sample_FooEdit_spec(sample_Foo_edit(e)), 11),
+                 KCR_OK);
+    kcr_object *want = NULL;
+    cr_assert_eq(kcr_object_edit_freeze(e, &want), KCR_OK);
+    kcr_object_edit_free(e);
+    cr_assert_eq(kcr_value_int(kcr_object_get(want, "status.availableReplicas")), 2);
+    cr_assert_eq(sample_Foo_validate(want, NULL), KCR_ERR_INVALID);
+    cr_assert_str_eq(kcr_last_error(), "Foo.samplecontroller.k8s.io \"f\" is invalid: "
+                                       "spec.replicas: Invalid value: 11: spec.replicas in body "
+                                       "should be less than or equal to 10");
+    kcr_object_unref(want);
+    kcr_object_unref(foo);
 }
