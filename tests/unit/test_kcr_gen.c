@@ -3,6 +3,7 @@
  * enums, int-or-string, maps, raw fields, defaults and validation with the
  * apiserver's field paths. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,7 +44,7 @@ Test(kcr_gen, reads_scalars_with_presence)
     cr_assert_str_eq(test_v1_WidgetSpec_Mode_name(mode), "in-place");
     double ratio = 0;
     cr_assert_eq(test_v1_WidgetSpec_ratio(spec, &ratio), KCR_FIELD_SET);
-    cr_assert_float_eq(ratio, 0.25, 1e-12);
+    cr_assert(ratio == 0.25);
     bool paused = false;
     cr_assert_eq(test_v1_WidgetSpec_paused(spec, &paused), KCR_FIELD_SET);
     cr_assert(paused);
@@ -387,4 +388,28 @@ Test(kcr_gen, sample_foo)
                                        "should be less than or equal to 10");
     kcr_object_unref(want);
     kcr_object_unref(foo);
+}
+
+static void *validate_bad(void *arg)
+{
+    kcr_violations v = {0};
+    kcr_err err = test_v1_Widget_validate(arg, &v);
+    size_t n = v.n;
+    kcr_violations_free(&v);
+    return (void *)(uintptr_t)(err == KCR_ERR_INVALID && n == 2);
+}
+
+/* The embedded schema is parsed once, by whichever thread validates first. */
+Test(kcr_gen, validate_from_threads_at_first_use)
+{
+    kcr_object *o = parse("{\"metadata\":{\"name\":\"x\"},\"spec\":{}}");
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, validate_bad, o), 0);
+    for (int i = 0; i < 4; i++) {
+        void *ok = NULL;
+        pthread_join(t[i], &ok);
+        cr_expect(ok != NULL, "thread %d", i);
+    }
+    kcr_object_unref(o);
 }

@@ -88,8 +88,7 @@ struct gen_pkg {
 typedef struct gen_ctx {
     gen_pkg **pkgs;
     size_t n_pkgs;
-    const kcr_object *openapi; /* merged view: documents searched in order */
-    const kcr_object **docs;
+    kcr_object **docs; /* every document read, searched in order */
     size_t n_docs;
 } gen_ctx;
 
@@ -112,6 +111,8 @@ void gen_add_crd(gen_ctx *ctx, gen_pkg *pkg, const kcr_object *crd);
 /* Adds the component `name` (e.g. io.k8s.api.core.v1.Pod) and everything it
  * reaches, each in the package of its group and version. */
 gen_type *gen_add_component(gen_ctx *ctx, const char *name);
+/* Frees the model and the documents. */
+void gen_ctx_free(gen_ctx *ctx);
 /* The component `name` of the loaded OpenAPI documents (ABSENT: none). */
 kcr_value gen_component(const gen_ctx *ctx, const char *name, const kcr_object **doc);
 

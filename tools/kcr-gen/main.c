@@ -194,6 +194,7 @@ int main(int argc, char **argv)
             free(h);
             free(c);
         }
+        gen_ctx_free(&ctx);
         return 0;
     }
     if (!prefix || !header || !source)
@@ -222,5 +223,6 @@ int main(int argc, char **argv)
     gen_emit(&ctx, pkg, include_as, api, hf, cf);
     finish(hf, header);
     finish(cf, source);
+    gen_ctx_free(&ctx);
     return 0;
 }

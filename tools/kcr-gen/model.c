@@ -197,6 +197,7 @@ static bool string_enum(kcr_value en)
 }
 
 static void fill_fields(gen_ctx *ctx, gen_type *t, kcr_value schema);
+static void tref_free(gen_tref *t);
 
 static gen_type *component_type(gen_ctx *ctx, const char *name);
 
@@ -259,6 +260,8 @@ static gen_tref resolve(gen_ctx *ctx, gen_type *owner, const char *field, kcr_va
             if (!r.elem)
                 gen_die("out of memory");
             *r.elem = el;
+        } else {
+            tref_free(&el); /* kept as a raw value */
         }
         free(iname);
         free(iorigin);
@@ -283,6 +286,8 @@ static gen_tref resolve(gen_ctx *ctx, gen_type *owner, const char *field, kcr_va
                 if (!r.elem)
                     gen_die("out of memory");
                 *r.elem = el;
+            } else {
+                tref_free(&el);
             }
             free(vname);
             free(vorigin);
@@ -437,4 +442,62 @@ void gen_add_crd(gen_ctx *ctx, gen_pkg *pkg, const kcr_object *crd)
             pkg->upper = base_upper;
         }
     }
+}
+
+static void tref_free(gen_tref *t)
+{
+    if (t->elem)
+        tref_free(t->elem);
+    free(t->elem);
+}
+
+void gen_ctx_free(gen_ctx *ctx)
+{
+    for (size_t p = 0; p < ctx->n_pkgs; p++) {
+        gen_pkg *pkg = ctx->pkgs[p];
+        for (size_t i = 0; i < pkg->n_types; i++) {
+            gen_type *t = pkg->types[i];
+            for (size_t f = 0; f < t->n_fields; f++) {
+                free(t->fields[f].json);
+                free(t->fields[f].cname);
+                tref_free(&t->fields[f].t);
+            }
+            free(t->fields);
+            free(t->name);
+            free(t->cname);
+            free(t->upper);
+            free(t->origin);
+            free(t->group);
+            free(t->version);
+            free(t->kind);
+            free(t->plural);
+            free(t->schema_type);
+            free(t);
+        }
+        for (size_t i = 0; i < pkg->n_enums; i++) {
+            gen_enum *e = pkg->enums[i];
+            for (size_t v = 0; v < e->n; v++) {
+                free(e->values[v]);
+                free(e->consts[v]);
+            }
+            free(e->values);
+            free(e->consts);
+            free(e->cname);
+            free(e->upper);
+            free(e);
+        }
+        free(pkg->types);
+        free(pkg->enums);
+        free(pkg->id);
+        free(pkg->prefix);
+        free(pkg->upper);
+        free(pkg->include_as);
+        free(pkg->crd_name);
+        free(pkg);
+    }
+    free(ctx->pkgs);
+    for (size_t d = 0; d < ctx->n_docs; d++)
+        kcr_object_unref(ctx->docs[d]);
+    free(ctx->docs);
+    *ctx = (gen_ctx){0};
 }
