@@ -18,6 +18,7 @@
 #include "kcr/store.h"
 #include "kcr/testkit.h"
 #include "kcr/time.h"
+#include "kcr/typed.h" /* generated types: kcr/types/<group>_<version>.h */
 #include "kcr/version.h"
 #include "kcr/workqueue.h"
 
