@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gen.h"
+#include "typed/typed_regex.h"
 
 #define GROW(arr, n) \
     do { \
@@ -203,9 +204,27 @@ static gen_type *component_type(gen_ctx *ctx, const char *name);
 
 /* The type of schema `s`, met at field `field` of type `owner` (names the
  * inline types and enums it creates). */
+/* Warns about a pattern validate cannot check (docs/types.md: the subset). */
+static void check_pattern(const gen_type *owner, const char *field, kcr_value s)
+{
+    const char *pattern = str(s, "pattern");
+    if (!pattern)
+        return;
+    size_t cap = strlen(pattern) * 12 + 1;
+    char *ere = malloc(cap);
+    if (!ere)
+        gen_die("out of memory");
+    if (!kcr__typed_regex_translate(pattern, ere, cap))
+        fprintf(stderr, "kcr-gen: warning: %s.%s: pattern '%s' is outside the subset kcr "
+                        "checks (POSIX ERE, docs/types.md); validate will not check it\n",
+                owner->origin, field, pattern);
+    free(ere);
+}
+
 static gen_tref resolve(gen_ctx *ctx, gen_type *owner, const char *field, kcr_value s)
 {
     gen_tref r = {.kind = GEN_RAW};
+    check_pattern(owner, field, s);
     const char *ref = ref_of(s);
     if (ref) {
         if (strcmp(ref, QUANTITY) == 0)
