@@ -136,8 +136,11 @@ kcr_value kcr_typed_item(kcr_value v, size_t i)
 
 kcr_value kcr_typed_entry(kcr_value v, size_t i, const char **key)
 {
-    *key = NULL;
-    if (kcr_value_get_type(v) != KCR_VALUE_OBJECT)
-        return (kcr_value){0};
-    return kcr_value_entry(v, i, key, NULL);
+    const char *k = NULL;
+    kcr_value r = {0};
+    if (kcr_value_get_type(v) == KCR_VALUE_OBJECT)
+        r = kcr_value_entry(v, i, &k, NULL);
+    if (key)
+        *key = k;
+    return r;
 }

@@ -65,7 +65,7 @@ KCR_API kcr_field kcr_typed_enum(kcr_value v, const char *const *names, size_t n
 KCR_API size_t kcr_typed_len(kcr_value v);
 /* Element i of an array value; ABSENT when out of range or not an array. */
 KCR_API kcr_value kcr_typed_item(kcr_value v, size_t i);
-/* Entry i of an object value; *key (may not be NULL) gets its borrowed key,
+/* Entry i of an object value; *key (key may be NULL) gets its borrowed key,
  * NULL when out of range. */
 KCR_API kcr_value kcr_typed_entry(kcr_value v, size_t i, const char **key);
 

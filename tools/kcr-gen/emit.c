@@ -38,11 +38,6 @@ static char *cstr(const char *s)
     return b.s ? b.s : gen_strdup("");
 }
 
-const char *gen_pkg_include(const gen_pkg *pkg)
-{
-    return pkg->include_as;
-}
-
 typedef struct scalar {
     const char *ctype; /* C type of the value */
     const char *read;  /* kcr_typed_ reader */
@@ -363,7 +358,7 @@ void gen_emit(const gen_ctx *ctx, const gen_pkg *pkg, const char *include_as, co
                     guard, guard);
     for (size_t i = 0; i < ctx->n_pkgs; i++)
         if (ctx->pkgs[i] != pkg && uses(pkg, ctx->pkgs[i]))
-            kcr__buf_printf(&o.h, "#include \"%s\"\n", gen_pkg_include(ctx->pkgs[i]));
+            kcr__buf_printf(&o.h, "#include \"%s\"\n", ctx->pkgs[i]->include_as);
     if (*api)
         kcr__buf_str(&o.h, "#include \"kcr/export.h\"\n");
     kcr__buf_str(&o.h, "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"

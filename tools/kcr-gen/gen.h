@@ -43,7 +43,6 @@ typedef struct gen_enum {
     char **values; /* the strings */
     char **consts; /* their constant suffixes */
     size_t n;
-    struct gen_pkg *pkg;
 } gen_enum;
 
 typedef struct gen_field {
@@ -65,8 +64,7 @@ typedef struct gen_type {
     /* Root kinds (x-kubernetes-group-version-kind, or a CRD version). */
     bool root;
     char *group, *version, *kind, *plural;
-    char *schema_type; /* component name for kcr_schema_validate (NULL: CRD root) */
-    bool done;         /* fields resolved */
+    char *schema_type; /* the component validate names: its name, or the CRD version */
 } gen_type;
 
 /* One output pair (.h/.c): a package of types with one C prefix. */
@@ -80,7 +78,6 @@ struct gen_pkg {
     size_t n_enums;
     const kcr_object *crd;        /* CRD mode: the CustomResourceDefinition */
     char *include_as;             /* the header users include */
-    bool external;                /* installed with kcr: included, not written */
     bool defaults;                /* emit _default (CRDs) */
     char *crd_name;               /* CRD: Kind.group, for messages */
 };
@@ -121,8 +118,6 @@ kcr_value gen_component(const gen_ctx *ctx, const char *name, const kcr_object *
  * `api` is the export macro put before each declaration ("" for none). */
 void gen_emit(const gen_ctx *ctx, const gen_pkg *pkg, const char *include_as, const char *api,
               FILE *h, FILE *c);
-/* The header a package is included as: "kcr/types/<id>.h" for built-ins. */
-const char *gen_pkg_include(const gen_pkg *pkg);
 
 /* ---- schema_json.c ---- */
 /* pkg's schemas as one document, {"components":{"schemas":{...}}}, keeping

@@ -216,7 +216,6 @@ int main(int argc, char **argv)
     pkg->include_as = gen_strdup(include_as);
     for (size_t p = 0; p < ctx.n_pkgs; p++)
         if (ctx.pkgs[p] != pkg) {
-            ctx.pkgs[p]->external = true;
             ctx.pkgs[p]->include_as = gen_printf("%s%s.h", include_prefix, ctx.pkgs[p]->id);
         }
     FILE *hf = create(header), *cf = create(source);

@@ -162,7 +162,6 @@ static gen_enum *enum_new(gen_pkg *pkg, const char *type_name, const char *field
     free(tu);
     free(fu);
     free(camel);
-    e->pkg = pkg;
     for (size_t i = 0; i < kcr_value_len(en); i++) {
         const char *v = kcr_value_string(kcr_value_at(en, i), NULL);
         GROW(e->values, e->n);
@@ -345,7 +344,6 @@ static bool derived_clash(const gen_type *t, const char *c)
 
 static void fill_fields(gen_ctx *ctx, gen_type *t, kcr_value schema)
 {
-    t->done = true;
     kcr_value props = kcr_value_member(schema, "properties");
     for (size_t i = 0; i < kcr_value_len(props); i++) {
         const char *json;
@@ -419,7 +417,6 @@ void gen_add_crd(gen_ctx *ctx, gen_pkg *pkg, const kcr_object *crd)
             object_meta = meta->types[i];
     if (!object_meta) {
         object_meta = type_new(meta, "ObjectMeta", "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta");
-        object_meta->done = true;
     }
     for (size_t i = 0; i < n; i++) {
         kcr_value v = kcr_value_at(versions, i);
