@@ -342,12 +342,9 @@ static void walk_value(walk *w, kcr_value s, kcr_value v, int depth)
     kcr_value_type t = kcr_value_get_type(v);
     const char *want = str_member(s, "type");
     bool ios = kcr_value_bool(kcr_value_member(s, "x-kubernetes-int-or-string"));
-    if (t == KCR_VALUE_NULL) {
-        if (!w->edit && (want || ios) && !kcr_value_bool(kcr_value_member(s, "nullable")))
-            add(w, "Invalid value: \"null\": %s in body must be of type %s: \"null\"",
-                w->len ? w->path : "<root>", ios ? "int-or-string" : want);
-        return;
-    }
+    if (t == KCR_VALUE_NULL)
+        return; /* allowed when nullable; else pruned by the apiserver (then
+                   defaulted, or Required when the parent requires it) */
     if (!type_ok(want, t, ios)) {
         if (!w->edit)
             add(w, "Invalid value: \"%s\": %s in body must be of type %s: \"%s\"", type_name(t),

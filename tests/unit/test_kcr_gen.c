@@ -305,8 +305,6 @@ Test(kcr_gen, validate_reports_every_violation_with_its_path)
         {"spec.name", "Too long: may not be more than 8 bytes"},
         {"spec.name", "Invalid value: \"Bad_Name_Too_Long\": spec.name in body should match "
                       "'^[a-z][-a-z0-9]*$'"},
-        {"spec.ratio", "Invalid value: \"null\": spec.ratio in body must be of type number: "
-                       "\"null\""},
         {"spec.port", "Invalid value: \"boolean\": spec.port in body must be of type "
                       "int-or-string: \"boolean\""},
         {"spec.tags", "Too many: 4: must have at most 3 items"},
