@@ -243,7 +243,8 @@ static void check_scalar(walk *w, kcr_value s, kcr_value v)
         quoted(v, q, sizeof q);
         kcr_value minl = kcr_value_member(s, "minLength"), maxl = kcr_value_member(s, "maxLength");
         if (kcr_value_get_type(maxl) == KCR_VALUE_INT && (int64_t)n > kcr_value_int(maxl))
-            add(w, "Too long: may not be more than %lld bytes", (long long)kcr_value_int(maxl));
+            add(w, "Too long: may not be more than %lld byte%s", (long long)kcr_value_int(maxl),
+                kcr_value_int(maxl) == 1 ? "" : "s");
         if (kcr_value_get_type(minl) == KCR_VALUE_INT && (int64_t)n < kcr_value_int(minl))
             add(w, "Invalid value: %s: %s in body should be at least %lld chars long", q, field,
                 (long long)kcr_value_int(minl));
@@ -306,8 +307,8 @@ static void walk_object(walk *w, kcr_value s, kcr_value v, int depth)
     kcr_value maxp = kcr_value_member(s, "maxProperties");
     if (!w->edit && kcr_value_get_type(maxp) == KCR_VALUE_INT &&
         (int64_t)kcr_value_len(v) > kcr_value_int(maxp))
-        add(w, "Too many: %zu: must have at most %lld items", kcr_value_len(v),
-            (long long)kcr_value_int(maxp));
+        add(w, "Too many: %zu: must have at most %lld item%s", kcr_value_len(v),
+            (long long)kcr_value_int(maxp), kcr_value_int(maxp) == 1 ? "" : "s");
 }
 
 static void walk_array(walk *w, kcr_value s, kcr_value v, int depth)
@@ -315,7 +316,8 @@ static void walk_array(walk *w, kcr_value s, kcr_value v, int depth)
     size_t n = kcr_value_len(v);
     kcr_value maxi = kcr_value_member(s, "maxItems"), mini = kcr_value_member(s, "minItems");
     if (!w->edit && kcr_value_get_type(maxi) == KCR_VALUE_INT && (int64_t)n > kcr_value_int(maxi))
-        add(w, "Too many: %zu: must have at most %lld items", n, (long long)kcr_value_int(maxi));
+        add(w, "Too many: %zu: must have at most %lld item%s", n, (long long)kcr_value_int(maxi),
+            kcr_value_int(maxi) == 1 ? "" : "s");
     if (!w->edit && kcr_value_get_type(mini) == KCR_VALUE_INT && (int64_t)n < kcr_value_int(mini))
         add(w, "Invalid value: %zu: %s in body should have at least %lld items", n, w->path,
             (long long)kcr_value_int(mini));
