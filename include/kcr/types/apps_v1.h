@@ -15,7 +15,13 @@
 extern "C" {
 #endif
 
-/* Read views (a borrowed kcr_value) and edit views (an edit and a path). */
+/* Read views (T: a kcr_value borrowed from an object, valid while the caller
+ * holds it; thread-safe) and edit views (TEdit: an edit and a path, used by
+ * the edit's thread). Getters return KCR_FIELD_SET (then *out is filled),
+ * KCR_FIELD_ABSENT (missing or null) or KCR_FIELD_WRONG_TYPE; strings are
+ * borrowed from the object. Setters copy and return a kcr_err. _len/_at
+ * iterate lists and maps, _get looks a map key up, append_ adds to a list,
+ * set_X_value copies a value of another object. See docs/types.md. */
 typedef struct kcr_apps_v1_DaemonSet { kcr_value v; } kcr_apps_v1_DaemonSet; /* io.k8s.api.apps.v1.DaemonSet */
 typedef struct kcr_apps_v1_DaemonSetEdit { kcr_typed_at at; } kcr_apps_v1_DaemonSetEdit;
 typedef struct kcr_apps_v1_DaemonSetSpec { kcr_value v; } kcr_apps_v1_DaemonSetSpec; /* io.k8s.api.apps.v1.DaemonSetSpec */

@@ -13,7 +13,13 @@
 extern "C" {
 #endif
 
-/* Read views (a borrowed kcr_value) and edit views (an edit and a path). */
+/* Read views (T: a kcr_value borrowed from an object, valid while the caller
+ * holds it; thread-safe) and edit views (TEdit: an edit and a path, used by
+ * the edit's thread). Getters return KCR_FIELD_SET (then *out is filled),
+ * KCR_FIELD_ABSENT (missing or null) or KCR_FIELD_WRONG_TYPE; strings are
+ * borrowed from the object. Setters copy and return a kcr_err. _len/_at
+ * iterate lists and maps, _get looks a map key up, append_ adds to a list,
+ * set_X_value copies a value of another object. See docs/types.md. */
 typedef struct kcr_meta_v1_ObjectMeta { kcr_value v; } kcr_meta_v1_ObjectMeta; /* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta */
 typedef struct kcr_meta_v1_ObjectMetaEdit { kcr_typed_at at; } kcr_meta_v1_ObjectMetaEdit;
 typedef struct kcr_meta_v1_ManagedFieldsEntry { kcr_value v; } kcr_meta_v1_ManagedFieldsEntry; /* io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry */
