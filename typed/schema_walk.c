@@ -242,19 +242,18 @@ static void check_scalar(walk *w, kcr_value s, kcr_value v)
         size_t n = kcr_value_len(v);
         quoted(v, q, sizeof q);
         kcr_value minl = kcr_value_member(s, "minLength"), maxl = kcr_value_member(s, "maxLength");
+        const char *pattern = str_member(s, "pattern");
+        /* As kube-openapi's string validator: the first failing check of
+         * maxLength, minLength, pattern is the only one reported. A pattern
+         * outside the subset (-1) is not checked; kcr-gen warned about it. */
         if (kcr_value_get_type(maxl) == KCR_VALUE_INT && (int64_t)n > kcr_value_int(maxl))
             add(w, "Too long: may not be more than %lld byte%s", (long long)kcr_value_int(maxl),
                 kcr_value_int(maxl) == 1 ? "" : "s");
-        if (kcr_value_get_type(minl) == KCR_VALUE_INT && (int64_t)n < kcr_value_int(minl))
+        else if (kcr_value_get_type(minl) == KCR_VALUE_INT && (int64_t)n < kcr_value_int(minl))
             add(w, "Invalid value: %s: %s in body should be at least %lld chars long", q, field,
                 (long long)kcr_value_int(minl));
-        const char *pattern = str_member(s, "pattern");
-        if (pattern) {
-            /* A pattern outside the subset (-1) is not checked; kcr-gen
-             * warned about it when it embedded the schema. */
-            if (kcr__typed_regex_match(pattern, kcr_value_string(v, NULL)) == 0)
-                add(w, "Invalid value: %s: %s in body should match '%s'", q, field, pattern);
-        }
+        else if (pattern && kcr__typed_regex_match(pattern, kcr_value_string(v, NULL)) == 0)
+            add(w, "Invalid value: %s: %s in body should match '%s'", q, field, pattern);
     }
 }
 
