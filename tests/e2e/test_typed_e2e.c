@@ -177,10 +177,10 @@ Test(typed_e2e, builtin_deployment_as_built, .init = setup, .fini = teardown)
                                   &cpu),
                  KCR_FIELD_SET);
     cr_assert_str_eq(cpu, "500m", "kcr wrote the text the server keeps");
-    const char *policy = NULL;
+    kcr_core_v1_Container_ImagePullPolicy policy = KCR_CORE_V1_CONTAINER_IMAGE_PULL_POLICY_UNKNOWN;
     cr_assert_eq(kcr_core_v1_Container_image_pull_policy(c, &policy), KCR_FIELD_SET,
                  "the server defaulted it");
-    cr_assert_str_eq(policy, "Always");
+    cr_assert_eq(policy, KCR_CORE_V1_CONTAINER_IMAGE_PULL_POLICY_ALWAYS);
     kcr_object_unref(stored);
     kcr_object_unref(d);
 

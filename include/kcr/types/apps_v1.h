@@ -71,6 +71,35 @@ typedef struct kcr_apps_v1_StatefulSetStatusEdit { kcr_typed_at at; } kcr_apps_v
 typedef struct kcr_apps_v1_StatefulSetCondition { kcr_value v; } kcr_apps_v1_StatefulSetCondition; /* io.k8s.api.apps.v1.StatefulSetCondition */
 typedef struct kcr_apps_v1_StatefulSetConditionEdit { kcr_typed_at at; } kcr_apps_v1_StatefulSetConditionEdit;
 
+typedef enum kcr_apps_v1_DaemonSetUpdateStrategy_Type {
+    KCR_APPS_V1_DAEMON_SET_UPDATE_STRATEGY_TYPE_UNKNOWN = 0, /* absent from the schema */
+    KCR_APPS_V1_DAEMON_SET_UPDATE_STRATEGY_TYPE_ON_DELETE = 1, /* "OnDelete" */
+    KCR_APPS_V1_DAEMON_SET_UPDATE_STRATEGY_TYPE_ROLLING_UPDATE = 2 /* "RollingUpdate" */
+} kcr_apps_v1_DaemonSetUpdateStrategy_Type;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_apps_v1_DaemonSetUpdateStrategy_Type_name(kcr_apps_v1_DaemonSetUpdateStrategy_Type v);
+typedef enum kcr_apps_v1_DeploymentStrategy_Type {
+    KCR_APPS_V1_DEPLOYMENT_STRATEGY_TYPE_UNKNOWN = 0, /* absent from the schema */
+    KCR_APPS_V1_DEPLOYMENT_STRATEGY_TYPE_RECREATE = 1, /* "Recreate" */
+    KCR_APPS_V1_DEPLOYMENT_STRATEGY_TYPE_ROLLING_UPDATE = 2 /* "RollingUpdate" */
+} kcr_apps_v1_DeploymentStrategy_Type;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_apps_v1_DeploymentStrategy_Type_name(kcr_apps_v1_DeploymentStrategy_Type v);
+typedef enum kcr_apps_v1_StatefulSetSpec_PodManagementPolicy {
+    KCR_APPS_V1_STATEFUL_SET_SPEC_POD_MANAGEMENT_POLICY_UNKNOWN = 0, /* absent from the schema */
+    KCR_APPS_V1_STATEFUL_SET_SPEC_POD_MANAGEMENT_POLICY_ORDERED_READY = 1, /* "OrderedReady" */
+    KCR_APPS_V1_STATEFUL_SET_SPEC_POD_MANAGEMENT_POLICY_PARALLEL = 2 /* "Parallel" */
+} kcr_apps_v1_StatefulSetSpec_PodManagementPolicy;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_apps_v1_StatefulSetSpec_PodManagementPolicy_name(kcr_apps_v1_StatefulSetSpec_PodManagementPolicy v);
+typedef enum kcr_apps_v1_StatefulSetUpdateStrategy_Type {
+    KCR_APPS_V1_STATEFUL_SET_UPDATE_STRATEGY_TYPE_UNKNOWN = 0, /* absent from the schema */
+    KCR_APPS_V1_STATEFUL_SET_UPDATE_STRATEGY_TYPE_ON_DELETE = 1, /* "OnDelete" */
+    KCR_APPS_V1_STATEFUL_SET_UPDATE_STRATEGY_TYPE_RECREATE = 2, /* "Recreate" */
+    KCR_APPS_V1_STATEFUL_SET_UPDATE_STRATEGY_TYPE_ROLLING_UPDATE = 3 /* "RollingUpdate" */
+} kcr_apps_v1_StatefulSetUpdateStrategy_Type;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_apps_v1_StatefulSetUpdateStrategy_Type_name(kcr_apps_v1_StatefulSetUpdateStrategy_Type v);
 
 /* ---- DaemonSet (io.k8s.api.apps.v1.DaemonSet) ---- */
 #define KCR_APPS_V1_DAEMON_SET_GROUP "apps"
@@ -128,11 +157,11 @@ KCR_API kcr_err kcr_apps_v1_DaemonSetSpecEdit_delete_update_strategy(kcr_apps_v1
 
 /* ---- DaemonSetUpdateStrategy (io.k8s.api.apps.v1.DaemonSetUpdateStrategy) ---- */
 KCR_API kcr_apps_v1_RollingUpdateDaemonSet kcr_apps_v1_DaemonSetUpdateStrategy_rolling_update(kcr_apps_v1_DaemonSetUpdateStrategy x);
-KCR_API kcr_field kcr_apps_v1_DaemonSetUpdateStrategy_type(kcr_apps_v1_DaemonSetUpdateStrategy x, const char **out);
+KCR_API kcr_field kcr_apps_v1_DaemonSetUpdateStrategy_type(kcr_apps_v1_DaemonSetUpdateStrategy x, kcr_apps_v1_DaemonSetUpdateStrategy_Type *out);
 KCR_API kcr_apps_v1_RollingUpdateDaemonSetEdit kcr_apps_v1_DaemonSetUpdateStrategyEdit_rolling_update(kcr_apps_v1_DaemonSetUpdateStrategyEdit b);
 KCR_API kcr_err kcr_apps_v1_DaemonSetUpdateStrategyEdit_set_rolling_update_value(kcr_apps_v1_DaemonSetUpdateStrategyEdit b, kcr_value v);
 KCR_API kcr_err kcr_apps_v1_DaemonSetUpdateStrategyEdit_delete_rolling_update(kcr_apps_v1_DaemonSetUpdateStrategyEdit b);
-KCR_API kcr_err kcr_apps_v1_DaemonSetUpdateStrategyEdit_set_type(kcr_apps_v1_DaemonSetUpdateStrategyEdit b, const char *v);
+KCR_API kcr_err kcr_apps_v1_DaemonSetUpdateStrategyEdit_set_type(kcr_apps_v1_DaemonSetUpdateStrategyEdit b, kcr_apps_v1_DaemonSetUpdateStrategy_Type v);
 KCR_API kcr_err kcr_apps_v1_DaemonSetUpdateStrategyEdit_delete_type(kcr_apps_v1_DaemonSetUpdateStrategyEdit b);
 
 /* ---- RollingUpdateDaemonSet (io.k8s.api.apps.v1.RollingUpdateDaemonSet) ---- */
@@ -260,11 +289,11 @@ KCR_API kcr_err kcr_apps_v1_DeploymentSpecEdit_delete_template(kcr_apps_v1_Deplo
 
 /* ---- DeploymentStrategy (io.k8s.api.apps.v1.DeploymentStrategy) ---- */
 KCR_API kcr_apps_v1_RollingUpdateDeployment kcr_apps_v1_DeploymentStrategy_rolling_update(kcr_apps_v1_DeploymentStrategy x);
-KCR_API kcr_field kcr_apps_v1_DeploymentStrategy_type(kcr_apps_v1_DeploymentStrategy x, const char **out);
+KCR_API kcr_field kcr_apps_v1_DeploymentStrategy_type(kcr_apps_v1_DeploymentStrategy x, kcr_apps_v1_DeploymentStrategy_Type *out);
 KCR_API kcr_apps_v1_RollingUpdateDeploymentEdit kcr_apps_v1_DeploymentStrategyEdit_rolling_update(kcr_apps_v1_DeploymentStrategyEdit b);
 KCR_API kcr_err kcr_apps_v1_DeploymentStrategyEdit_set_rolling_update_value(kcr_apps_v1_DeploymentStrategyEdit b, kcr_value v);
 KCR_API kcr_err kcr_apps_v1_DeploymentStrategyEdit_delete_rolling_update(kcr_apps_v1_DeploymentStrategyEdit b);
-KCR_API kcr_err kcr_apps_v1_DeploymentStrategyEdit_set_type(kcr_apps_v1_DeploymentStrategyEdit b, const char *v);
+KCR_API kcr_err kcr_apps_v1_DeploymentStrategyEdit_set_type(kcr_apps_v1_DeploymentStrategyEdit b, kcr_apps_v1_DeploymentStrategy_Type v);
 KCR_API kcr_err kcr_apps_v1_DeploymentStrategyEdit_delete_type(kcr_apps_v1_DeploymentStrategyEdit b);
 
 /* ---- RollingUpdateDeployment (io.k8s.api.apps.v1.RollingUpdateDeployment) ---- */
@@ -458,7 +487,7 @@ KCR_API kcr_err kcr_apps_v1_StatefulSetEdit_delete_status(kcr_apps_v1_StatefulSe
 KCR_API kcr_field kcr_apps_v1_StatefulSetSpec_min_ready_seconds(kcr_apps_v1_StatefulSetSpec x, int32_t *out);
 KCR_API kcr_apps_v1_StatefulSetOrdinals kcr_apps_v1_StatefulSetSpec_ordinals(kcr_apps_v1_StatefulSetSpec x);
 KCR_API kcr_apps_v1_StatefulSetPersistentVolumeClaimRetentionPolicy kcr_apps_v1_StatefulSetSpec_persistent_volume_claim_retention_policy(kcr_apps_v1_StatefulSetSpec x);
-KCR_API kcr_field kcr_apps_v1_StatefulSetSpec_pod_management_policy(kcr_apps_v1_StatefulSetSpec x, const char **out);
+KCR_API kcr_field kcr_apps_v1_StatefulSetSpec_pod_management_policy(kcr_apps_v1_StatefulSetSpec x, kcr_apps_v1_StatefulSetSpec_PodManagementPolicy *out);
 KCR_API kcr_field kcr_apps_v1_StatefulSetSpec_replicas(kcr_apps_v1_StatefulSetSpec x, int32_t *out);
 KCR_API kcr_field kcr_apps_v1_StatefulSetSpec_revision_history_limit(kcr_apps_v1_StatefulSetSpec x, int32_t *out);
 KCR_API kcr_meta_v1_LabelSelector kcr_apps_v1_StatefulSetSpec_selector(kcr_apps_v1_StatefulSetSpec x);
@@ -475,7 +504,7 @@ KCR_API kcr_err kcr_apps_v1_StatefulSetSpecEdit_delete_ordinals(kcr_apps_v1_Stat
 KCR_API kcr_apps_v1_StatefulSetPersistentVolumeClaimRetentionPolicyEdit kcr_apps_v1_StatefulSetSpecEdit_persistent_volume_claim_retention_policy(kcr_apps_v1_StatefulSetSpecEdit b);
 KCR_API kcr_err kcr_apps_v1_StatefulSetSpecEdit_set_persistent_volume_claim_retention_policy_value(kcr_apps_v1_StatefulSetSpecEdit b, kcr_value v);
 KCR_API kcr_err kcr_apps_v1_StatefulSetSpecEdit_delete_persistent_volume_claim_retention_policy(kcr_apps_v1_StatefulSetSpecEdit b);
-KCR_API kcr_err kcr_apps_v1_StatefulSetSpecEdit_set_pod_management_policy(kcr_apps_v1_StatefulSetSpecEdit b, const char *v);
+KCR_API kcr_err kcr_apps_v1_StatefulSetSpecEdit_set_pod_management_policy(kcr_apps_v1_StatefulSetSpecEdit b, kcr_apps_v1_StatefulSetSpec_PodManagementPolicy v);
 KCR_API kcr_err kcr_apps_v1_StatefulSetSpecEdit_delete_pod_management_policy(kcr_apps_v1_StatefulSetSpecEdit b);
 KCR_API kcr_err kcr_apps_v1_StatefulSetSpecEdit_set_replicas(kcr_apps_v1_StatefulSetSpecEdit b, int32_t v);
 KCR_API kcr_err kcr_apps_v1_StatefulSetSpecEdit_delete_replicas(kcr_apps_v1_StatefulSetSpecEdit b);
@@ -512,11 +541,11 @@ KCR_API kcr_err kcr_apps_v1_StatefulSetPersistentVolumeClaimRetentionPolicyEdit_
 
 /* ---- StatefulSetUpdateStrategy (io.k8s.api.apps.v1.StatefulSetUpdateStrategy) ---- */
 KCR_API kcr_apps_v1_RollingUpdateStatefulSetStrategy kcr_apps_v1_StatefulSetUpdateStrategy_rolling_update(kcr_apps_v1_StatefulSetUpdateStrategy x);
-KCR_API kcr_field kcr_apps_v1_StatefulSetUpdateStrategy_type(kcr_apps_v1_StatefulSetUpdateStrategy x, const char **out);
+KCR_API kcr_field kcr_apps_v1_StatefulSetUpdateStrategy_type(kcr_apps_v1_StatefulSetUpdateStrategy x, kcr_apps_v1_StatefulSetUpdateStrategy_Type *out);
 KCR_API kcr_apps_v1_RollingUpdateStatefulSetStrategyEdit kcr_apps_v1_StatefulSetUpdateStrategyEdit_rolling_update(kcr_apps_v1_StatefulSetUpdateStrategyEdit b);
 KCR_API kcr_err kcr_apps_v1_StatefulSetUpdateStrategyEdit_set_rolling_update_value(kcr_apps_v1_StatefulSetUpdateStrategyEdit b, kcr_value v);
 KCR_API kcr_err kcr_apps_v1_StatefulSetUpdateStrategyEdit_delete_rolling_update(kcr_apps_v1_StatefulSetUpdateStrategyEdit b);
-KCR_API kcr_err kcr_apps_v1_StatefulSetUpdateStrategyEdit_set_type(kcr_apps_v1_StatefulSetUpdateStrategyEdit b, const char *v);
+KCR_API kcr_err kcr_apps_v1_StatefulSetUpdateStrategyEdit_set_type(kcr_apps_v1_StatefulSetUpdateStrategyEdit b, kcr_apps_v1_StatefulSetUpdateStrategy_Type v);
 KCR_API kcr_err kcr_apps_v1_StatefulSetUpdateStrategyEdit_delete_type(kcr_apps_v1_StatefulSetUpdateStrategyEdit b);
 
 /* ---- RollingUpdateStatefulSetStrategy (io.k8s.api.apps.v1.RollingUpdateStatefulSetStrategy) ---- */

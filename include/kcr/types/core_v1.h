@@ -344,6 +344,539 @@ typedef struct kcr_core_v1_VolumeHealthStatusEdit { kcr_typed_at at; } kcr_core_
 typedef struct kcr_core_v1_ModifyVolumeStatus { kcr_value v; } kcr_core_v1_ModifyVolumeStatus; /* io.k8s.api.core.v1.ModifyVolumeStatus */
 typedef struct kcr_core_v1_ModifyVolumeStatusEdit { kcr_typed_at at; } kcr_core_v1_ModifyVolumeStatusEdit;
 
+typedef enum kcr_core_v1_NamespaceStatus_Phase {
+    KCR_CORE_V1_NAMESPACE_STATUS_PHASE_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_NAMESPACE_STATUS_PHASE_ACTIVE = 1, /* "Active" */
+    KCR_CORE_V1_NAMESPACE_STATUS_PHASE_TERMINATING = 2 /* "Terminating" */
+} kcr_core_v1_NamespaceStatus_Phase;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_NamespaceStatus_Phase_name(kcr_core_v1_NamespaceStatus_Phase v);
+typedef enum kcr_core_v1_NodeSelectorRequirement_Operator {
+    KCR_CORE_V1_NODE_SELECTOR_REQUIREMENT_OPERATOR_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_NODE_SELECTOR_REQUIREMENT_OPERATOR_DOES_NOT_EXIST = 1, /* "DoesNotExist" */
+    KCR_CORE_V1_NODE_SELECTOR_REQUIREMENT_OPERATOR_EXISTS = 2, /* "Exists" */
+    KCR_CORE_V1_NODE_SELECTOR_REQUIREMENT_OPERATOR_GT = 3, /* "Gt" */
+    KCR_CORE_V1_NODE_SELECTOR_REQUIREMENT_OPERATOR_IN = 4, /* "In" */
+    KCR_CORE_V1_NODE_SELECTOR_REQUIREMENT_OPERATOR_LT = 5, /* "Lt" */
+    KCR_CORE_V1_NODE_SELECTOR_REQUIREMENT_OPERATOR_NOT_IN = 6 /* "NotIn" */
+} kcr_core_v1_NodeSelectorRequirement_Operator;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_NodeSelectorRequirement_Operator_name(kcr_core_v1_NodeSelectorRequirement_Operator v);
+typedef enum kcr_core_v1_Container_ImagePullPolicy {
+    KCR_CORE_V1_CONTAINER_IMAGE_PULL_POLICY_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_CONTAINER_IMAGE_PULL_POLICY_ALWAYS = 1, /* "Always" */
+    KCR_CORE_V1_CONTAINER_IMAGE_PULL_POLICY_IF_NOT_PRESENT = 2, /* "IfNotPresent" */
+    KCR_CORE_V1_CONTAINER_IMAGE_PULL_POLICY_NEVER = 3 /* "Never" */
+} kcr_core_v1_Container_ImagePullPolicy;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_Container_ImagePullPolicy_name(kcr_core_v1_Container_ImagePullPolicy v);
+typedef enum kcr_core_v1_HTTPGetAction_Protocol {
+    KCR_CORE_V1_HTTP_GET_ACTION_PROTOCOL_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_HTTP_GET_ACTION_PROTOCOL_HTTP1 = 1, /* "HTTP1" */
+    KCR_CORE_V1_HTTP_GET_ACTION_PROTOCOL_HTTP2 = 2 /* "HTTP2" */
+} kcr_core_v1_HTTPGetAction_Protocol;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_HTTPGetAction_Protocol_name(kcr_core_v1_HTTPGetAction_Protocol v);
+typedef enum kcr_core_v1_HTTPGetAction_Scheme {
+    KCR_CORE_V1_HTTP_GET_ACTION_SCHEME_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_HTTP_GET_ACTION_SCHEME_HTTP = 1, /* "HTTP" */
+    KCR_CORE_V1_HTTP_GET_ACTION_SCHEME_HTTPS = 2 /* "HTTPS" */
+} kcr_core_v1_HTTPGetAction_Scheme;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_HTTPGetAction_Scheme_name(kcr_core_v1_HTTPGetAction_Scheme v);
+typedef enum kcr_core_v1_Lifecycle_StopSignal {
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGABRT = 1, /* "SIGABRT" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGALRM = 2, /* "SIGALRM" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGBUS = 3, /* "SIGBUS" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGCHLD = 4, /* "SIGCHLD" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGCLD = 5, /* "SIGCLD" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGCONT = 6, /* "SIGCONT" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGFPE = 7, /* "SIGFPE" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGHUP = 8, /* "SIGHUP" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGILL = 9, /* "SIGILL" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGINT = 10, /* "SIGINT" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGIO = 11, /* "SIGIO" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGIOT = 12, /* "SIGIOT" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGKILL = 13, /* "SIGKILL" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGPIPE = 14, /* "SIGPIPE" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGPOLL = 15, /* "SIGPOLL" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGPROF = 16, /* "SIGPROF" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGPWR = 17, /* "SIGPWR" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGQUIT = 18, /* "SIGQUIT" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMAX = 19, /* "SIGRTMAX" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMAX_1 = 20, /* "SIGRTMAX-1" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMAX_10 = 21, /* "SIGRTMAX-10" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMAX_11 = 22, /* "SIGRTMAX-11" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMAX_12 = 23, /* "SIGRTMAX-12" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMAX_13 = 24, /* "SIGRTMAX-13" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMAX_14 = 25, /* "SIGRTMAX-14" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMAX_2 = 26, /* "SIGRTMAX-2" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMAX_3 = 27, /* "SIGRTMAX-3" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMAX_4 = 28, /* "SIGRTMAX-4" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMAX_5 = 29, /* "SIGRTMAX-5" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMAX_6 = 30, /* "SIGRTMAX-6" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMAX_7 = 31, /* "SIGRTMAX-7" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMAX_8 = 32, /* "SIGRTMAX-8" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMAX_9 = 33, /* "SIGRTMAX-9" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMIN = 34, /* "SIGRTMIN" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMIN_1 = 35, /* "SIGRTMIN+1" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMIN_10 = 36, /* "SIGRTMIN+10" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMIN_11 = 37, /* "SIGRTMIN+11" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMIN_12 = 38, /* "SIGRTMIN+12" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMIN_13 = 39, /* "SIGRTMIN+13" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMIN_14 = 40, /* "SIGRTMIN+14" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMIN_15 = 41, /* "SIGRTMIN+15" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMIN_2 = 42, /* "SIGRTMIN+2" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMIN_3 = 43, /* "SIGRTMIN+3" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMIN_4 = 44, /* "SIGRTMIN+4" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMIN_5 = 45, /* "SIGRTMIN+5" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMIN_6 = 46, /* "SIGRTMIN+6" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMIN_7 = 47, /* "SIGRTMIN+7" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMIN_8 = 48, /* "SIGRTMIN+8" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGRTMIN_9 = 49, /* "SIGRTMIN+9" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGSEGV = 50, /* "SIGSEGV" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGSTKFLT = 51, /* "SIGSTKFLT" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGSTOP = 52, /* "SIGSTOP" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGSYS = 53, /* "SIGSYS" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGTERM = 54, /* "SIGTERM" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGTRAP = 55, /* "SIGTRAP" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGTSTP = 56, /* "SIGTSTP" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGTTIN = 57, /* "SIGTTIN" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGTTOU = 58, /* "SIGTTOU" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGURG = 59, /* "SIGURG" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGUSR1 = 60, /* "SIGUSR1" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGUSR2 = 61, /* "SIGUSR2" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGVTALRM = 62, /* "SIGVTALRM" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGWINCH = 63, /* "SIGWINCH" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGXCPU = 64, /* "SIGXCPU" */
+    KCR_CORE_V1_LIFECYCLE_STOP_SIGNAL_SIGXFSZ = 65 /* "SIGXFSZ" */
+} kcr_core_v1_Lifecycle_StopSignal;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_Lifecycle_StopSignal_name(kcr_core_v1_Lifecycle_StopSignal v);
+typedef enum kcr_core_v1_GRPCAction_Mode {
+    KCR_CORE_V1_GRPC_ACTION_MODE_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_GRPC_ACTION_MODE_PLAINTEXT = 1, /* "Plaintext" */
+    KCR_CORE_V1_GRPC_ACTION_MODE_TLS = 2 /* "TLS" */
+} kcr_core_v1_GRPCAction_Mode;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_GRPCAction_Mode_name(kcr_core_v1_GRPCAction_Mode v);
+typedef enum kcr_core_v1_ContainerPort_Protocol {
+    KCR_CORE_V1_CONTAINER_PORT_PROTOCOL_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_CONTAINER_PORT_PROTOCOL_SCTP = 1, /* "SCTP" */
+    KCR_CORE_V1_CONTAINER_PORT_PROTOCOL_TCP = 2, /* "TCP" */
+    KCR_CORE_V1_CONTAINER_PORT_PROTOCOL_UDP = 3 /* "UDP" */
+} kcr_core_v1_ContainerPort_Protocol;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_ContainerPort_Protocol_name(kcr_core_v1_ContainerPort_Protocol v);
+typedef enum kcr_core_v1_AppArmorProfile_Type {
+    KCR_CORE_V1_APP_ARMOR_PROFILE_TYPE_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_APP_ARMOR_PROFILE_TYPE_LOCALHOST = 1, /* "Localhost" */
+    KCR_CORE_V1_APP_ARMOR_PROFILE_TYPE_RUNTIME_DEFAULT = 2, /* "RuntimeDefault" */
+    KCR_CORE_V1_APP_ARMOR_PROFILE_TYPE_UNCONFINED = 3 /* "Unconfined" */
+} kcr_core_v1_AppArmorProfile_Type;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_AppArmorProfile_Type_name(kcr_core_v1_AppArmorProfile_Type v);
+typedef enum kcr_core_v1_SecurityContext_ProcMount {
+    KCR_CORE_V1_SECURITY_CONTEXT_PROC_MOUNT_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_SECURITY_CONTEXT_PROC_MOUNT_DEFAULT = 1, /* "Default" */
+    KCR_CORE_V1_SECURITY_CONTEXT_PROC_MOUNT_UNMASKED = 2 /* "Unmasked" */
+} kcr_core_v1_SecurityContext_ProcMount;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_SecurityContext_ProcMount_name(kcr_core_v1_SecurityContext_ProcMount v);
+typedef enum kcr_core_v1_SeccompProfile_Type {
+    KCR_CORE_V1_SECCOMP_PROFILE_TYPE_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_SECCOMP_PROFILE_TYPE_LOCALHOST = 1, /* "Localhost" */
+    KCR_CORE_V1_SECCOMP_PROFILE_TYPE_RUNTIME_DEFAULT = 2, /* "RuntimeDefault" */
+    KCR_CORE_V1_SECCOMP_PROFILE_TYPE_UNCONFINED = 3 /* "Unconfined" */
+} kcr_core_v1_SeccompProfile_Type;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_SeccompProfile_Type_name(kcr_core_v1_SeccompProfile_Type v);
+typedef enum kcr_core_v1_Container_TerminationMessagePolicy {
+    KCR_CORE_V1_CONTAINER_TERMINATION_MESSAGE_POLICY_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_CONTAINER_TERMINATION_MESSAGE_POLICY_FALLBACK_TO_LOGS_ON_ERROR = 1, /* "FallbackToLogsOnError" */
+    KCR_CORE_V1_CONTAINER_TERMINATION_MESSAGE_POLICY_FILE = 2 /* "File" */
+} kcr_core_v1_Container_TerminationMessagePolicy;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_Container_TerminationMessagePolicy_name(kcr_core_v1_Container_TerminationMessagePolicy v);
+typedef enum kcr_core_v1_VolumeMount_MountPropagation {
+    KCR_CORE_V1_VOLUME_MOUNT_MOUNT_PROPAGATION_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_VOLUME_MOUNT_MOUNT_PROPAGATION_BIDIRECTIONAL = 1, /* "Bidirectional" */
+    KCR_CORE_V1_VOLUME_MOUNT_MOUNT_PROPAGATION_HOST_TO_CONTAINER = 2, /* "HostToContainer" */
+    KCR_CORE_V1_VOLUME_MOUNT_MOUNT_PROPAGATION_NONE = 3 /* "None" */
+} kcr_core_v1_VolumeMount_MountPropagation;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_VolumeMount_MountPropagation_name(kcr_core_v1_VolumeMount_MountPropagation v);
+typedef enum kcr_core_v1_PodSpec_DnsPolicy {
+    KCR_CORE_V1_POD_SPEC_DNS_POLICY_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_POD_SPEC_DNS_POLICY_CLUSTER_FIRST = 1, /* "ClusterFirst" */
+    KCR_CORE_V1_POD_SPEC_DNS_POLICY_CLUSTER_FIRST_WITH_HOST_NET = 2, /* "ClusterFirstWithHostNet" */
+    KCR_CORE_V1_POD_SPEC_DNS_POLICY_DEFAULT = 3, /* "Default" */
+    KCR_CORE_V1_POD_SPEC_DNS_POLICY_NONE = 4 /* "None" */
+} kcr_core_v1_PodSpec_DnsPolicy;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_PodSpec_DnsPolicy_name(kcr_core_v1_PodSpec_DnsPolicy v);
+typedef enum kcr_core_v1_EphemeralContainer_ImagePullPolicy {
+    KCR_CORE_V1_EPHEMERAL_CONTAINER_IMAGE_PULL_POLICY_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_EPHEMERAL_CONTAINER_IMAGE_PULL_POLICY_ALWAYS = 1, /* "Always" */
+    KCR_CORE_V1_EPHEMERAL_CONTAINER_IMAGE_PULL_POLICY_IF_NOT_PRESENT = 2, /* "IfNotPresent" */
+    KCR_CORE_V1_EPHEMERAL_CONTAINER_IMAGE_PULL_POLICY_NEVER = 3 /* "Never" */
+} kcr_core_v1_EphemeralContainer_ImagePullPolicy;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_EphemeralContainer_ImagePullPolicy_name(kcr_core_v1_EphemeralContainer_ImagePullPolicy v);
+typedef enum kcr_core_v1_EphemeralContainer_TerminationMessagePolicy {
+    KCR_CORE_V1_EPHEMERAL_CONTAINER_TERMINATION_MESSAGE_POLICY_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_EPHEMERAL_CONTAINER_TERMINATION_MESSAGE_POLICY_FALLBACK_TO_LOGS_ON_ERROR = 1, /* "FallbackToLogsOnError" */
+    KCR_CORE_V1_EPHEMERAL_CONTAINER_TERMINATION_MESSAGE_POLICY_FILE = 2 /* "File" */
+} kcr_core_v1_EphemeralContainer_TerminationMessagePolicy;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_EphemeralContainer_TerminationMessagePolicy_name(kcr_core_v1_EphemeralContainer_TerminationMessagePolicy v);
+typedef enum kcr_core_v1_PodSpec_PreemptionPolicy {
+    KCR_CORE_V1_POD_SPEC_PREEMPTION_POLICY_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_POD_SPEC_PREEMPTION_POLICY_NEVER = 1, /* "Never" */
+    KCR_CORE_V1_POD_SPEC_PREEMPTION_POLICY_PREEMPT_LOWER_PRIORITY = 2 /* "PreemptLowerPriority" */
+} kcr_core_v1_PodSpec_PreemptionPolicy;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_PodSpec_PreemptionPolicy_name(kcr_core_v1_PodSpec_PreemptionPolicy v);
+typedef enum kcr_core_v1_PodSpec_RestartPolicy {
+    KCR_CORE_V1_POD_SPEC_RESTART_POLICY_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_POD_SPEC_RESTART_POLICY_ALWAYS = 1, /* "Always" */
+    KCR_CORE_V1_POD_SPEC_RESTART_POLICY_NEVER = 2, /* "Never" */
+    KCR_CORE_V1_POD_SPEC_RESTART_POLICY_ON_FAILURE = 3 /* "OnFailure" */
+} kcr_core_v1_PodSpec_RestartPolicy;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_PodSpec_RestartPolicy_name(kcr_core_v1_PodSpec_RestartPolicy v);
+typedef enum kcr_core_v1_PodSecurityContext_FsGroupChangePolicy {
+    KCR_CORE_V1_POD_SECURITY_CONTEXT_FS_GROUP_CHANGE_POLICY_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_POD_SECURITY_CONTEXT_FS_GROUP_CHANGE_POLICY_ALWAYS = 1, /* "Always" */
+    KCR_CORE_V1_POD_SECURITY_CONTEXT_FS_GROUP_CHANGE_POLICY_ON_ROOT_MISMATCH = 2 /* "OnRootMismatch" */
+} kcr_core_v1_PodSecurityContext_FsGroupChangePolicy;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_PodSecurityContext_FsGroupChangePolicy_name(kcr_core_v1_PodSecurityContext_FsGroupChangePolicy v);
+typedef enum kcr_core_v1_PodSecurityContext_SupplementalGroupsPolicy {
+    KCR_CORE_V1_POD_SECURITY_CONTEXT_SUPPLEMENTAL_GROUPS_POLICY_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_POD_SECURITY_CONTEXT_SUPPLEMENTAL_GROUPS_POLICY_MERGE = 1, /* "Merge" */
+    KCR_CORE_V1_POD_SECURITY_CONTEXT_SUPPLEMENTAL_GROUPS_POLICY_STRICT = 2 /* "Strict" */
+} kcr_core_v1_PodSecurityContext_SupplementalGroupsPolicy;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_PodSecurityContext_SupplementalGroupsPolicy_name(kcr_core_v1_PodSecurityContext_SupplementalGroupsPolicy v);
+typedef enum kcr_core_v1_Toleration_Effect {
+    KCR_CORE_V1_TOLERATION_EFFECT_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_TOLERATION_EFFECT_NO_EXECUTE = 1, /* "NoExecute" */
+    KCR_CORE_V1_TOLERATION_EFFECT_NO_SCHEDULE = 2, /* "NoSchedule" */
+    KCR_CORE_V1_TOLERATION_EFFECT_PREFER_NO_SCHEDULE = 3 /* "PreferNoSchedule" */
+} kcr_core_v1_Toleration_Effect;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_Toleration_Effect_name(kcr_core_v1_Toleration_Effect v);
+typedef enum kcr_core_v1_Toleration_Operator {
+    KCR_CORE_V1_TOLERATION_OPERATOR_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_TOLERATION_OPERATOR_EQUAL = 1, /* "Equal" */
+    KCR_CORE_V1_TOLERATION_OPERATOR_EXISTS = 2, /* "Exists" */
+    KCR_CORE_V1_TOLERATION_OPERATOR_GT = 3, /* "Gt" */
+    KCR_CORE_V1_TOLERATION_OPERATOR_LT = 4 /* "Lt" */
+} kcr_core_v1_Toleration_Operator;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_Toleration_Operator_name(kcr_core_v1_Toleration_Operator v);
+typedef enum kcr_core_v1_TopologySpreadConstraint_NodeAffinityPolicy {
+    KCR_CORE_V1_TOPOLOGY_SPREAD_CONSTRAINT_NODE_AFFINITY_POLICY_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_TOPOLOGY_SPREAD_CONSTRAINT_NODE_AFFINITY_POLICY_HONOR = 1, /* "Honor" */
+    KCR_CORE_V1_TOPOLOGY_SPREAD_CONSTRAINT_NODE_AFFINITY_POLICY_IGNORE = 2 /* "Ignore" */
+} kcr_core_v1_TopologySpreadConstraint_NodeAffinityPolicy;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_TopologySpreadConstraint_NodeAffinityPolicy_name(kcr_core_v1_TopologySpreadConstraint_NodeAffinityPolicy v);
+typedef enum kcr_core_v1_TopologySpreadConstraint_NodeTaintsPolicy {
+    KCR_CORE_V1_TOPOLOGY_SPREAD_CONSTRAINT_NODE_TAINTS_POLICY_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_TOPOLOGY_SPREAD_CONSTRAINT_NODE_TAINTS_POLICY_HONOR = 1, /* "Honor" */
+    KCR_CORE_V1_TOPOLOGY_SPREAD_CONSTRAINT_NODE_TAINTS_POLICY_IGNORE = 2 /* "Ignore" */
+} kcr_core_v1_TopologySpreadConstraint_NodeTaintsPolicy;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_TopologySpreadConstraint_NodeTaintsPolicy_name(kcr_core_v1_TopologySpreadConstraint_NodeTaintsPolicy v);
+typedef enum kcr_core_v1_TopologySpreadConstraint_WhenUnsatisfiable {
+    KCR_CORE_V1_TOPOLOGY_SPREAD_CONSTRAINT_WHEN_UNSATISFIABLE_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_TOPOLOGY_SPREAD_CONSTRAINT_WHEN_UNSATISFIABLE_DO_NOT_SCHEDULE = 1, /* "DoNotSchedule" */
+    KCR_CORE_V1_TOPOLOGY_SPREAD_CONSTRAINT_WHEN_UNSATISFIABLE_SCHEDULE_ANYWAY = 2 /* "ScheduleAnyway" */
+} kcr_core_v1_TopologySpreadConstraint_WhenUnsatisfiable;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_TopologySpreadConstraint_WhenUnsatisfiable_name(kcr_core_v1_TopologySpreadConstraint_WhenUnsatisfiable v);
+typedef enum kcr_core_v1_AzureDiskVolumeSource_CachingMode {
+    KCR_CORE_V1_AZURE_DISK_VOLUME_SOURCE_CACHING_MODE_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_AZURE_DISK_VOLUME_SOURCE_CACHING_MODE_NONE = 1, /* "None" */
+    KCR_CORE_V1_AZURE_DISK_VOLUME_SOURCE_CACHING_MODE_READ_ONLY = 2, /* "ReadOnly" */
+    KCR_CORE_V1_AZURE_DISK_VOLUME_SOURCE_CACHING_MODE_READ_WRITE = 3 /* "ReadWrite" */
+} kcr_core_v1_AzureDiskVolumeSource_CachingMode;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_AzureDiskVolumeSource_CachingMode_name(kcr_core_v1_AzureDiskVolumeSource_CachingMode v);
+typedef enum kcr_core_v1_AzureDiskVolumeSource_Kind {
+    KCR_CORE_V1_AZURE_DISK_VOLUME_SOURCE_KIND_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_AZURE_DISK_VOLUME_SOURCE_KIND_DEDICATED = 1, /* "Dedicated" */
+    KCR_CORE_V1_AZURE_DISK_VOLUME_SOURCE_KIND_MANAGED = 2, /* "Managed" */
+    KCR_CORE_V1_AZURE_DISK_VOLUME_SOURCE_KIND_SHARED = 3 /* "Shared" */
+} kcr_core_v1_AzureDiskVolumeSource_Kind;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_AzureDiskVolumeSource_Kind_name(kcr_core_v1_AzureDiskVolumeSource_Kind v);
+typedef enum kcr_core_v1_PersistentVolumeClaimSpecAccessMode {
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_SPEC_ACCESS_MODE_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_SPEC_ACCESS_MODE_READ_ONLY_MANY = 1, /* "ReadOnlyMany" */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_SPEC_ACCESS_MODE_READ_WRITE_MANY = 2, /* "ReadWriteMany" */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_SPEC_ACCESS_MODE_READ_WRITE_ONCE = 3, /* "ReadWriteOnce" */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_SPEC_ACCESS_MODE_READ_WRITE_ONCE_POD = 4 /* "ReadWriteOncePod" */
+} kcr_core_v1_PersistentVolumeClaimSpecAccessMode;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_PersistentVolumeClaimSpecAccessMode_name(kcr_core_v1_PersistentVolumeClaimSpecAccessMode v);
+typedef enum kcr_core_v1_PersistentVolumeClaimSpec_VolumeMode {
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_SPEC_VOLUME_MODE_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_SPEC_VOLUME_MODE_BLOCK = 1, /* "Block" */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_SPEC_VOLUME_MODE_FILESYSTEM = 2 /* "Filesystem" */
+} kcr_core_v1_PersistentVolumeClaimSpec_VolumeMode;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_PersistentVolumeClaimSpec_VolumeMode_name(kcr_core_v1_PersistentVolumeClaimSpec_VolumeMode v);
+typedef enum kcr_core_v1_HostPathVolumeSource_Type {
+    KCR_CORE_V1_HOST_PATH_VOLUME_SOURCE_TYPE_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_HOST_PATH_VOLUME_SOURCE_TYPE_EMPTY = 1, /* "" */
+    KCR_CORE_V1_HOST_PATH_VOLUME_SOURCE_TYPE_BLOCK_DEVICE = 2, /* "BlockDevice" */
+    KCR_CORE_V1_HOST_PATH_VOLUME_SOURCE_TYPE_CHAR_DEVICE = 3, /* "CharDevice" */
+    KCR_CORE_V1_HOST_PATH_VOLUME_SOURCE_TYPE_DIRECTORY = 4, /* "Directory" */
+    KCR_CORE_V1_HOST_PATH_VOLUME_SOURCE_TYPE_DIRECTORY_OR_CREATE = 5, /* "DirectoryOrCreate" */
+    KCR_CORE_V1_HOST_PATH_VOLUME_SOURCE_TYPE_FILE = 6, /* "File" */
+    KCR_CORE_V1_HOST_PATH_VOLUME_SOURCE_TYPE_FILE_OR_CREATE = 7, /* "FileOrCreate" */
+    KCR_CORE_V1_HOST_PATH_VOLUME_SOURCE_TYPE_SOCKET = 8 /* "Socket" */
+} kcr_core_v1_HostPathVolumeSource_Type;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_HostPathVolumeSource_Type_name(kcr_core_v1_HostPathVolumeSource_Type v);
+typedef enum kcr_core_v1_ImageVolumeSource_PullPolicy {
+    KCR_CORE_V1_IMAGE_VOLUME_SOURCE_PULL_POLICY_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_IMAGE_VOLUME_SOURCE_PULL_POLICY_ALWAYS = 1, /* "Always" */
+    KCR_CORE_V1_IMAGE_VOLUME_SOURCE_PULL_POLICY_IF_NOT_PRESENT = 2, /* "IfNotPresent" */
+    KCR_CORE_V1_IMAGE_VOLUME_SOURCE_PULL_POLICY_NEVER = 3 /* "Never" */
+} kcr_core_v1_ImageVolumeSource_PullPolicy;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_ImageVolumeSource_PullPolicy_name(kcr_core_v1_ImageVolumeSource_PullPolicy v);
+typedef enum kcr_core_v1_ContainerStatus_StopSignal {
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGABRT = 1, /* "SIGABRT" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGALRM = 2, /* "SIGALRM" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGBUS = 3, /* "SIGBUS" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGCHLD = 4, /* "SIGCHLD" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGCLD = 5, /* "SIGCLD" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGCONT = 6, /* "SIGCONT" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGFPE = 7, /* "SIGFPE" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGHUP = 8, /* "SIGHUP" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGILL = 9, /* "SIGILL" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGINT = 10, /* "SIGINT" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGIO = 11, /* "SIGIO" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGIOT = 12, /* "SIGIOT" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGKILL = 13, /* "SIGKILL" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGPIPE = 14, /* "SIGPIPE" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGPOLL = 15, /* "SIGPOLL" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGPROF = 16, /* "SIGPROF" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGPWR = 17, /* "SIGPWR" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGQUIT = 18, /* "SIGQUIT" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMAX = 19, /* "SIGRTMAX" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMAX_1 = 20, /* "SIGRTMAX-1" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMAX_10 = 21, /* "SIGRTMAX-10" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMAX_11 = 22, /* "SIGRTMAX-11" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMAX_12 = 23, /* "SIGRTMAX-12" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMAX_13 = 24, /* "SIGRTMAX-13" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMAX_14 = 25, /* "SIGRTMAX-14" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMAX_2 = 26, /* "SIGRTMAX-2" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMAX_3 = 27, /* "SIGRTMAX-3" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMAX_4 = 28, /* "SIGRTMAX-4" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMAX_5 = 29, /* "SIGRTMAX-5" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMAX_6 = 30, /* "SIGRTMAX-6" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMAX_7 = 31, /* "SIGRTMAX-7" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMAX_8 = 32, /* "SIGRTMAX-8" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMAX_9 = 33, /* "SIGRTMAX-9" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMIN = 34, /* "SIGRTMIN" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMIN_1 = 35, /* "SIGRTMIN+1" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMIN_10 = 36, /* "SIGRTMIN+10" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMIN_11 = 37, /* "SIGRTMIN+11" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMIN_12 = 38, /* "SIGRTMIN+12" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMIN_13 = 39, /* "SIGRTMIN+13" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMIN_14 = 40, /* "SIGRTMIN+14" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMIN_15 = 41, /* "SIGRTMIN+15" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMIN_2 = 42, /* "SIGRTMIN+2" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMIN_3 = 43, /* "SIGRTMIN+3" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMIN_4 = 44, /* "SIGRTMIN+4" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMIN_5 = 45, /* "SIGRTMIN+5" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMIN_6 = 46, /* "SIGRTMIN+6" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMIN_7 = 47, /* "SIGRTMIN+7" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMIN_8 = 48, /* "SIGRTMIN+8" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGRTMIN_9 = 49, /* "SIGRTMIN+9" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGSEGV = 50, /* "SIGSEGV" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGSTKFLT = 51, /* "SIGSTKFLT" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGSTOP = 52, /* "SIGSTOP" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGSYS = 53, /* "SIGSYS" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGTERM = 54, /* "SIGTERM" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGTRAP = 55, /* "SIGTRAP" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGTSTP = 56, /* "SIGTSTP" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGTTIN = 57, /* "SIGTTIN" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGTTOU = 58, /* "SIGTTOU" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGURG = 59, /* "SIGURG" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGUSR1 = 60, /* "SIGUSR1" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGUSR2 = 61, /* "SIGUSR2" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGVTALRM = 62, /* "SIGVTALRM" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGWINCH = 63, /* "SIGWINCH" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGXCPU = 64, /* "SIGXCPU" */
+    KCR_CORE_V1_CONTAINER_STATUS_STOP_SIGNAL_SIGXFSZ = 65 /* "SIGXFSZ" */
+} kcr_core_v1_ContainerStatus_StopSignal;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_ContainerStatus_StopSignal_name(kcr_core_v1_ContainerStatus_StopSignal v);
+typedef enum kcr_core_v1_PodStatus_Phase {
+    KCR_CORE_V1_POD_STATUS_PHASE_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_POD_STATUS_PHASE_FAILED = 1, /* "Failed" */
+    KCR_CORE_V1_POD_STATUS_PHASE_PENDING = 2, /* "Pending" */
+    KCR_CORE_V1_POD_STATUS_PHASE_RUNNING = 3, /* "Running" */
+    KCR_CORE_V1_POD_STATUS_PHASE_SUCCEEDED = 4, /* "Succeeded" */
+    KCR_CORE_V1_POD_STATUS_PHASE_UNKNOWN_ = 5 /* "Unknown" */
+} kcr_core_v1_PodStatus_Phase;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_PodStatus_Phase_name(kcr_core_v1_PodStatus_Phase v);
+typedef enum kcr_core_v1_PodStatus_QosClass {
+    KCR_CORE_V1_POD_STATUS_QOS_CLASS_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_POD_STATUS_QOS_CLASS_BEST_EFFORT = 1, /* "BestEffort" */
+    KCR_CORE_V1_POD_STATUS_QOS_CLASS_BURSTABLE = 2, /* "Burstable" */
+    KCR_CORE_V1_POD_STATUS_QOS_CLASS_GUARANTEED = 3 /* "Guaranteed" */
+} kcr_core_v1_PodStatus_QosClass;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_PodStatus_QosClass_name(kcr_core_v1_PodStatus_QosClass v);
+typedef enum kcr_core_v1_VolumeHealthCondition_Status {
+    KCR_CORE_V1_VOLUME_HEALTH_CONDITION_STATUS_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_VOLUME_HEALTH_CONDITION_STATUS_DATA_LOSS = 1, /* "DataLoss" */
+    KCR_CORE_V1_VOLUME_HEALTH_CONDITION_STATUS_DEGRADED = 2, /* "Degraded" */
+    KCR_CORE_V1_VOLUME_HEALTH_CONDITION_STATUS_INACCESSIBLE = 3 /* "Inaccessible" */
+} kcr_core_v1_VolumeHealthCondition_Status;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_VolumeHealthCondition_Status_name(kcr_core_v1_VolumeHealthCondition_Status v);
+typedef enum kcr_core_v1_ScopedResourceSelectorRequirement_Operator {
+    KCR_CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT_OPERATOR_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT_OPERATOR_DOES_NOT_EXIST = 1, /* "DoesNotExist" */
+    KCR_CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT_OPERATOR_EXISTS = 2, /* "Exists" */
+    KCR_CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT_OPERATOR_IN = 3, /* "In" */
+    KCR_CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT_OPERATOR_NOT_IN = 4 /* "NotIn" */
+} kcr_core_v1_ScopedResourceSelectorRequirement_Operator;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_ScopedResourceSelectorRequirement_Operator_name(kcr_core_v1_ScopedResourceSelectorRequirement_Operator v);
+typedef enum kcr_core_v1_ScopedResourceSelectorRequirement_ScopeName {
+    KCR_CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT_SCOPE_NAME_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT_SCOPE_NAME_BEST_EFFORT = 1, /* "BestEffort" */
+    KCR_CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT_SCOPE_NAME_CROSS_NAMESPACE_POD_AFFINITY = 2, /* "CrossNamespacePodAffinity" */
+    KCR_CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT_SCOPE_NAME_NOT_BEST_EFFORT = 3, /* "NotBestEffort" */
+    KCR_CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT_SCOPE_NAME_NOT_TERMINATING = 4, /* "NotTerminating" */
+    KCR_CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT_SCOPE_NAME_PRIORITY_CLASS = 5, /* "PriorityClass" */
+    KCR_CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT_SCOPE_NAME_TERMINATING = 6, /* "Terminating" */
+    KCR_CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT_SCOPE_NAME_VOLUME_ATTRIBUTES_CLASS = 7 /* "VolumeAttributesClass" */
+} kcr_core_v1_ScopedResourceSelectorRequirement_ScopeName;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_ScopedResourceSelectorRequirement_ScopeName_name(kcr_core_v1_ScopedResourceSelectorRequirement_ScopeName v);
+typedef enum kcr_core_v1_ResourceQuotaSpecScope {
+    KCR_CORE_V1_RESOURCE_QUOTA_SPEC_SCOPE_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_RESOURCE_QUOTA_SPEC_SCOPE_BEST_EFFORT = 1, /* "BestEffort" */
+    KCR_CORE_V1_RESOURCE_QUOTA_SPEC_SCOPE_CROSS_NAMESPACE_POD_AFFINITY = 2, /* "CrossNamespacePodAffinity" */
+    KCR_CORE_V1_RESOURCE_QUOTA_SPEC_SCOPE_NOT_BEST_EFFORT = 3, /* "NotBestEffort" */
+    KCR_CORE_V1_RESOURCE_QUOTA_SPEC_SCOPE_NOT_TERMINATING = 4, /* "NotTerminating" */
+    KCR_CORE_V1_RESOURCE_QUOTA_SPEC_SCOPE_PRIORITY_CLASS = 5, /* "PriorityClass" */
+    KCR_CORE_V1_RESOURCE_QUOTA_SPEC_SCOPE_TERMINATING = 6, /* "Terminating" */
+    KCR_CORE_V1_RESOURCE_QUOTA_SPEC_SCOPE_VOLUME_ATTRIBUTES_CLASS = 7 /* "VolumeAttributesClass" */
+} kcr_core_v1_ResourceQuotaSpecScope;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_ResourceQuotaSpecScope_name(kcr_core_v1_ResourceQuotaSpecScope v);
+typedef enum kcr_core_v1_ServiceSpec_ExternalTrafficPolicy {
+    KCR_CORE_V1_SERVICE_SPEC_EXTERNAL_TRAFFIC_POLICY_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_SERVICE_SPEC_EXTERNAL_TRAFFIC_POLICY_CLUSTER = 1, /* "Cluster" */
+    KCR_CORE_V1_SERVICE_SPEC_EXTERNAL_TRAFFIC_POLICY_LOCAL = 2 /* "Local" */
+} kcr_core_v1_ServiceSpec_ExternalTrafficPolicy;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_ServiceSpec_ExternalTrafficPolicy_name(kcr_core_v1_ServiceSpec_ExternalTrafficPolicy v);
+typedef enum kcr_core_v1_ServiceSpec_InternalTrafficPolicy {
+    KCR_CORE_V1_SERVICE_SPEC_INTERNAL_TRAFFIC_POLICY_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_SERVICE_SPEC_INTERNAL_TRAFFIC_POLICY_CLUSTER = 1, /* "Cluster" */
+    KCR_CORE_V1_SERVICE_SPEC_INTERNAL_TRAFFIC_POLICY_LOCAL = 2 /* "Local" */
+} kcr_core_v1_ServiceSpec_InternalTrafficPolicy;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_ServiceSpec_InternalTrafficPolicy_name(kcr_core_v1_ServiceSpec_InternalTrafficPolicy v);
+typedef enum kcr_core_v1_ServiceSpecIpFamily {
+    KCR_CORE_V1_SERVICE_SPEC_IP_FAMILY_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_SERVICE_SPEC_IP_FAMILY_EMPTY = 1, /* "" */
+    KCR_CORE_V1_SERVICE_SPEC_IP_FAMILY_I_PV4 = 2, /* "IPv4" */
+    KCR_CORE_V1_SERVICE_SPEC_IP_FAMILY_I_PV6 = 3 /* "IPv6" */
+} kcr_core_v1_ServiceSpecIpFamily;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_ServiceSpecIpFamily_name(kcr_core_v1_ServiceSpecIpFamily v);
+typedef enum kcr_core_v1_ServiceSpec_IpFamilyPolicy {
+    KCR_CORE_V1_SERVICE_SPEC_IP_FAMILY_POLICY_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_SERVICE_SPEC_IP_FAMILY_POLICY_PREFER_DUAL_STACK = 1, /* "PreferDualStack" */
+    KCR_CORE_V1_SERVICE_SPEC_IP_FAMILY_POLICY_REQUIRE_DUAL_STACK = 2, /* "RequireDualStack" */
+    KCR_CORE_V1_SERVICE_SPEC_IP_FAMILY_POLICY_SINGLE_STACK = 3 /* "SingleStack" */
+} kcr_core_v1_ServiceSpec_IpFamilyPolicy;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_ServiceSpec_IpFamilyPolicy_name(kcr_core_v1_ServiceSpec_IpFamilyPolicy v);
+typedef enum kcr_core_v1_ServicePort_Protocol {
+    KCR_CORE_V1_SERVICE_PORT_PROTOCOL_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_SERVICE_PORT_PROTOCOL_SCTP = 1, /* "SCTP" */
+    KCR_CORE_V1_SERVICE_PORT_PROTOCOL_TCP = 2, /* "TCP" */
+    KCR_CORE_V1_SERVICE_PORT_PROTOCOL_UDP = 3 /* "UDP" */
+} kcr_core_v1_ServicePort_Protocol;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_ServicePort_Protocol_name(kcr_core_v1_ServicePort_Protocol v);
+typedef enum kcr_core_v1_ServiceSpec_SessionAffinity {
+    KCR_CORE_V1_SERVICE_SPEC_SESSION_AFFINITY_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_SERVICE_SPEC_SESSION_AFFINITY_CLIENT_IP = 1, /* "ClientIP" */
+    KCR_CORE_V1_SERVICE_SPEC_SESSION_AFFINITY_NONE = 2 /* "None" */
+} kcr_core_v1_ServiceSpec_SessionAffinity;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_ServiceSpec_SessionAffinity_name(kcr_core_v1_ServiceSpec_SessionAffinity v);
+typedef enum kcr_core_v1_ServiceSpec_Type {
+    KCR_CORE_V1_SERVICE_SPEC_TYPE_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_SERVICE_SPEC_TYPE_CLUSTER_IP = 1, /* "ClusterIP" */
+    KCR_CORE_V1_SERVICE_SPEC_TYPE_EXTERNAL_NAME = 2, /* "ExternalName" */
+    KCR_CORE_V1_SERVICE_SPEC_TYPE_LOAD_BALANCER = 3, /* "LoadBalancer" */
+    KCR_CORE_V1_SERVICE_SPEC_TYPE_NODE_PORT = 4 /* "NodePort" */
+} kcr_core_v1_ServiceSpec_Type;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_ServiceSpec_Type_name(kcr_core_v1_ServiceSpec_Type v);
+typedef enum kcr_core_v1_PortStatus_Protocol {
+    KCR_CORE_V1_PORT_STATUS_PROTOCOL_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_PORT_STATUS_PROTOCOL_SCTP = 1, /* "SCTP" */
+    KCR_CORE_V1_PORT_STATUS_PROTOCOL_TCP = 2, /* "TCP" */
+    KCR_CORE_V1_PORT_STATUS_PROTOCOL_UDP = 3 /* "UDP" */
+} kcr_core_v1_PortStatus_Protocol;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_PortStatus_Protocol_name(kcr_core_v1_PortStatus_Protocol v);
+typedef enum kcr_core_v1_PersistentVolumeClaimStatusAccessMode {
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_STATUS_ACCESS_MODE_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_STATUS_ACCESS_MODE_READ_ONLY_MANY = 1, /* "ReadOnlyMany" */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_STATUS_ACCESS_MODE_READ_WRITE_MANY = 2, /* "ReadWriteMany" */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_STATUS_ACCESS_MODE_READ_WRITE_ONCE = 3, /* "ReadWriteOnce" */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_STATUS_ACCESS_MODE_READ_WRITE_ONCE_POD = 4 /* "ReadWriteOncePod" */
+} kcr_core_v1_PersistentVolumeClaimStatusAccessMode;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_PersistentVolumeClaimStatusAccessMode_name(kcr_core_v1_PersistentVolumeClaimStatusAccessMode v);
+typedef enum kcr_core_v1_PersistentVolumeClaimStatusAllocatedResourceStatusesValue {
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_STATUS_ALLOCATED_RESOURCE_STATUSES_VALUE_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_STATUS_ALLOCATED_RESOURCE_STATUSES_VALUE_CONTROLLER_RESIZE_IN_PROGRESS = 1, /* "ControllerResizeInProgress" */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_STATUS_ALLOCATED_RESOURCE_STATUSES_VALUE_CONTROLLER_RESIZE_INFEASIBLE = 2, /* "ControllerResizeInfeasible" */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_STATUS_ALLOCATED_RESOURCE_STATUSES_VALUE_NODE_RESIZE_IN_PROGRESS = 3, /* "NodeResizeInProgress" */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_STATUS_ALLOCATED_RESOURCE_STATUSES_VALUE_NODE_RESIZE_INFEASIBLE = 4, /* "NodeResizeInfeasible" */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_STATUS_ALLOCATED_RESOURCE_STATUSES_VALUE_NODE_RESIZE_PENDING = 5 /* "NodeResizePending" */
+} kcr_core_v1_PersistentVolumeClaimStatusAllocatedResourceStatusesValue;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_PersistentVolumeClaimStatusAllocatedResourceStatusesValue_name(kcr_core_v1_PersistentVolumeClaimStatusAllocatedResourceStatusesValue v);
+typedef enum kcr_core_v1_ModifyVolumeStatus_Status {
+    KCR_CORE_V1_MODIFY_VOLUME_STATUS_STATUS_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_MODIFY_VOLUME_STATUS_STATUS_IN_PROGRESS = 1, /* "InProgress" */
+    KCR_CORE_V1_MODIFY_VOLUME_STATUS_STATUS_INFEASIBLE = 2, /* "Infeasible" */
+    KCR_CORE_V1_MODIFY_VOLUME_STATUS_STATUS_PENDING = 3 /* "Pending" */
+} kcr_core_v1_ModifyVolumeStatus_Status;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_ModifyVolumeStatus_Status_name(kcr_core_v1_ModifyVolumeStatus_Status v);
+typedef enum kcr_core_v1_PersistentVolumeClaimStatus_Phase {
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_STATUS_PHASE_UNKNOWN = 0, /* absent from the schema */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_STATUS_PHASE_BOUND = 1, /* "Bound" */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_STATUS_PHASE_LOST = 2, /* "Lost" */
+    KCR_CORE_V1_PERSISTENT_VOLUME_CLAIM_STATUS_PHASE_PENDING = 3 /* "Pending" */
+} kcr_core_v1_PersistentVolumeClaimStatus_Phase;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_core_v1_PersistentVolumeClaimStatus_Phase_name(kcr_core_v1_PersistentVolumeClaimStatus_Phase v);
 
 /* ---- ConfigMap (io.k8s.api.core.v1.ConfigMap) ---- */
 #define KCR_CORE_V1_CONFIG_MAP_GROUP ""
@@ -515,12 +1048,12 @@ KCR_API kcr_err kcr_core_v1_NamespaceSpecEdit_delete_finalizers(kcr_core_v1_Name
 /* ---- NamespaceStatus (io.k8s.api.core.v1.NamespaceStatus) ---- */
 KCR_API size_t kcr_core_v1_NamespaceStatus_conditions_len(kcr_core_v1_NamespaceStatus x);
 KCR_API kcr_core_v1_NamespaceCondition kcr_core_v1_NamespaceStatus_conditions_at(kcr_core_v1_NamespaceStatus x, size_t i);
-KCR_API kcr_field kcr_core_v1_NamespaceStatus_phase(kcr_core_v1_NamespaceStatus x, const char **out);
+KCR_API kcr_field kcr_core_v1_NamespaceStatus_phase(kcr_core_v1_NamespaceStatus x, kcr_core_v1_NamespaceStatus_Phase *out);
 KCR_API kcr_core_v1_NamespaceConditionEdit kcr_core_v1_NamespaceStatusEdit_append_conditions(kcr_core_v1_NamespaceStatusEdit b);
 KCR_API kcr_core_v1_NamespaceConditionEdit kcr_core_v1_NamespaceStatusEdit_conditions_at(kcr_core_v1_NamespaceStatusEdit b, size_t i);
 KCR_API kcr_err kcr_core_v1_NamespaceStatusEdit_set_conditions_value(kcr_core_v1_NamespaceStatusEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_NamespaceStatusEdit_delete_conditions(kcr_core_v1_NamespaceStatusEdit b);
-KCR_API kcr_err kcr_core_v1_NamespaceStatusEdit_set_phase(kcr_core_v1_NamespaceStatusEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_NamespaceStatusEdit_set_phase(kcr_core_v1_NamespaceStatusEdit b, kcr_core_v1_NamespaceStatus_Phase v);
 KCR_API kcr_err kcr_core_v1_NamespaceStatusEdit_delete_phase(kcr_core_v1_NamespaceStatusEdit b);
 
 /* ---- NamespaceCondition (io.k8s.api.core.v1.NamespaceCondition) ---- */
@@ -581,7 +1114,7 @@ KCR_API kcr_field kcr_core_v1_PodSpec_automount_service_account_token(kcr_core_v
 KCR_API size_t kcr_core_v1_PodSpec_containers_len(kcr_core_v1_PodSpec x);
 KCR_API kcr_core_v1_Container kcr_core_v1_PodSpec_containers_at(kcr_core_v1_PodSpec x, size_t i);
 KCR_API kcr_core_v1_PodDNSConfig kcr_core_v1_PodSpec_dns_config(kcr_core_v1_PodSpec x);
-KCR_API kcr_field kcr_core_v1_PodSpec_dns_policy(kcr_core_v1_PodSpec x, const char **out);
+KCR_API kcr_field kcr_core_v1_PodSpec_dns_policy(kcr_core_v1_PodSpec x, kcr_core_v1_PodSpec_DnsPolicy *out);
 KCR_API kcr_field kcr_core_v1_PodSpec_enable_service_links(kcr_core_v1_PodSpec x, bool *out);
 KCR_API size_t kcr_core_v1_PodSpec_ephemeral_containers_len(kcr_core_v1_PodSpec x);
 KCR_API kcr_core_v1_EphemeralContainer kcr_core_v1_PodSpec_ephemeral_containers_at(kcr_core_v1_PodSpec x, size_t i);
@@ -607,7 +1140,7 @@ KCR_API kcr_core_v1_PodOS kcr_core_v1_PodSpec_os(kcr_core_v1_PodSpec x);
 KCR_API size_t kcr_core_v1_PodSpec_overhead_len(kcr_core_v1_PodSpec x);
 KCR_API kcr_field kcr_core_v1_PodSpec_overhead_at(kcr_core_v1_PodSpec x, size_t i, const char **key, kcr_quantity *out);
 KCR_API kcr_field kcr_core_v1_PodSpec_overhead_get(kcr_core_v1_PodSpec x, const char *key, kcr_quantity *out);
-KCR_API kcr_field kcr_core_v1_PodSpec_preemption_policy(kcr_core_v1_PodSpec x, const char **out);
+KCR_API kcr_field kcr_core_v1_PodSpec_preemption_policy(kcr_core_v1_PodSpec x, kcr_core_v1_PodSpec_PreemptionPolicy *out);
 KCR_API kcr_field kcr_core_v1_PodSpec_priority(kcr_core_v1_PodSpec x, int32_t *out);
 KCR_API kcr_field kcr_core_v1_PodSpec_priority_class_name(kcr_core_v1_PodSpec x, const char **out);
 KCR_API size_t kcr_core_v1_PodSpec_readiness_gates_len(kcr_core_v1_PodSpec x);
@@ -615,7 +1148,7 @@ KCR_API kcr_core_v1_PodReadinessGate kcr_core_v1_PodSpec_readiness_gates_at(kcr_
 KCR_API size_t kcr_core_v1_PodSpec_resource_claims_len(kcr_core_v1_PodSpec x);
 KCR_API kcr_core_v1_PodResourceClaim kcr_core_v1_PodSpec_resource_claims_at(kcr_core_v1_PodSpec x, size_t i);
 KCR_API kcr_core_v1_ResourceRequirements kcr_core_v1_PodSpec_resources(kcr_core_v1_PodSpec x);
-KCR_API kcr_field kcr_core_v1_PodSpec_restart_policy(kcr_core_v1_PodSpec x, const char **out);
+KCR_API kcr_field kcr_core_v1_PodSpec_restart_policy(kcr_core_v1_PodSpec x, kcr_core_v1_PodSpec_RestartPolicy *out);
 KCR_API kcr_field kcr_core_v1_PodSpec_runtime_class_name(kcr_core_v1_PodSpec x, const char **out);
 KCR_API kcr_field kcr_core_v1_PodSpec_scheduler_name(kcr_core_v1_PodSpec x, const char **out);
 KCR_API size_t kcr_core_v1_PodSpec_scheduling_gates_len(kcr_core_v1_PodSpec x);
@@ -648,7 +1181,7 @@ KCR_API kcr_err kcr_core_v1_PodSpecEdit_delete_containers(kcr_core_v1_PodSpecEdi
 KCR_API kcr_core_v1_PodDNSConfigEdit kcr_core_v1_PodSpecEdit_dns_config(kcr_core_v1_PodSpecEdit b);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_dns_config_value(kcr_core_v1_PodSpecEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_delete_dns_config(kcr_core_v1_PodSpecEdit b);
-KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_dns_policy(kcr_core_v1_PodSpecEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_dns_policy(kcr_core_v1_PodSpecEdit b, kcr_core_v1_PodSpec_DnsPolicy v);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_delete_dns_policy(kcr_core_v1_PodSpecEdit b);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_enable_service_links(kcr_core_v1_PodSpecEdit b, bool v);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_delete_enable_service_links(kcr_core_v1_PodSpecEdit b);
@@ -698,7 +1231,7 @@ KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_overhead_text(kcr_core_v1_PodSpecEdi
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_delete_overhead_key(kcr_core_v1_PodSpecEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_overhead_value(kcr_core_v1_PodSpecEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_delete_overhead(kcr_core_v1_PodSpecEdit b);
-KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_preemption_policy(kcr_core_v1_PodSpecEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_preemption_policy(kcr_core_v1_PodSpecEdit b, kcr_core_v1_PodSpec_PreemptionPolicy v);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_delete_preemption_policy(kcr_core_v1_PodSpecEdit b);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_priority(kcr_core_v1_PodSpecEdit b, int32_t v);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_delete_priority(kcr_core_v1_PodSpecEdit b);
@@ -715,7 +1248,7 @@ KCR_API kcr_err kcr_core_v1_PodSpecEdit_delete_resource_claims(kcr_core_v1_PodSp
 KCR_API kcr_core_v1_ResourceRequirementsEdit kcr_core_v1_PodSpecEdit_resources(kcr_core_v1_PodSpecEdit b);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_resources_value(kcr_core_v1_PodSpecEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_delete_resources(kcr_core_v1_PodSpecEdit b);
-KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_restart_policy(kcr_core_v1_PodSpecEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_restart_policy(kcr_core_v1_PodSpecEdit b, kcr_core_v1_PodSpec_RestartPolicy v);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_delete_restart_policy(kcr_core_v1_PodSpecEdit b);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_set_runtime_class_name(kcr_core_v1_PodSpecEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_PodSpecEdit_delete_runtime_class_name(kcr_core_v1_PodSpecEdit b);
@@ -807,12 +1340,12 @@ KCR_API kcr_err kcr_core_v1_NodeSelectorTermEdit_delete_match_fields(kcr_core_v1
 
 /* ---- NodeSelectorRequirement (io.k8s.api.core.v1.NodeSelectorRequirement) ---- */
 KCR_API kcr_field kcr_core_v1_NodeSelectorRequirement_key(kcr_core_v1_NodeSelectorRequirement x, const char **out);
-KCR_API kcr_field kcr_core_v1_NodeSelectorRequirement_operator(kcr_core_v1_NodeSelectorRequirement x, const char **out);
+KCR_API kcr_field kcr_core_v1_NodeSelectorRequirement_operator(kcr_core_v1_NodeSelectorRequirement x, kcr_core_v1_NodeSelectorRequirement_Operator *out);
 KCR_API size_t kcr_core_v1_NodeSelectorRequirement_values_len(kcr_core_v1_NodeSelectorRequirement x);
 KCR_API kcr_field kcr_core_v1_NodeSelectorRequirement_values_at(kcr_core_v1_NodeSelectorRequirement x, size_t i, const char **out);
 KCR_API kcr_err kcr_core_v1_NodeSelectorRequirementEdit_set_key(kcr_core_v1_NodeSelectorRequirementEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_NodeSelectorRequirementEdit_delete_key(kcr_core_v1_NodeSelectorRequirementEdit b);
-KCR_API kcr_err kcr_core_v1_NodeSelectorRequirementEdit_set_operator(kcr_core_v1_NodeSelectorRequirementEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_NodeSelectorRequirementEdit_set_operator(kcr_core_v1_NodeSelectorRequirementEdit b, kcr_core_v1_NodeSelectorRequirement_Operator v);
 KCR_API kcr_err kcr_core_v1_NodeSelectorRequirementEdit_delete_operator(kcr_core_v1_NodeSelectorRequirementEdit b);
 KCR_API kcr_err kcr_core_v1_NodeSelectorRequirementEdit_append_values(kcr_core_v1_NodeSelectorRequirementEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_NodeSelectorRequirementEdit_set_values_value(kcr_core_v1_NodeSelectorRequirementEdit b, kcr_value v);
@@ -901,7 +1434,7 @@ KCR_API kcr_core_v1_EnvVar kcr_core_v1_Container_env_at(kcr_core_v1_Container x,
 KCR_API size_t kcr_core_v1_Container_env_from_len(kcr_core_v1_Container x);
 KCR_API kcr_core_v1_EnvFromSource kcr_core_v1_Container_env_from_at(kcr_core_v1_Container x, size_t i);
 KCR_API kcr_field kcr_core_v1_Container_image(kcr_core_v1_Container x, const char **out);
-KCR_API kcr_field kcr_core_v1_Container_image_pull_policy(kcr_core_v1_Container x, const char **out);
+KCR_API kcr_field kcr_core_v1_Container_image_pull_policy(kcr_core_v1_Container x, kcr_core_v1_Container_ImagePullPolicy *out);
 KCR_API kcr_core_v1_Lifecycle kcr_core_v1_Container_lifecycle(kcr_core_v1_Container x);
 KCR_API kcr_core_v1_Probe kcr_core_v1_Container_liveness_probe(kcr_core_v1_Container x);
 KCR_API kcr_field kcr_core_v1_Container_name(kcr_core_v1_Container x, const char **out);
@@ -919,7 +1452,7 @@ KCR_API kcr_core_v1_Probe kcr_core_v1_Container_startup_probe(kcr_core_v1_Contai
 KCR_API kcr_field kcr_core_v1_Container_stdin(kcr_core_v1_Container x, bool *out);
 KCR_API kcr_field kcr_core_v1_Container_stdin_once(kcr_core_v1_Container x, bool *out);
 KCR_API kcr_field kcr_core_v1_Container_termination_message_path(kcr_core_v1_Container x, const char **out);
-KCR_API kcr_field kcr_core_v1_Container_termination_message_policy(kcr_core_v1_Container x, const char **out);
+KCR_API kcr_field kcr_core_v1_Container_termination_message_policy(kcr_core_v1_Container x, kcr_core_v1_Container_TerminationMessagePolicy *out);
 KCR_API kcr_field kcr_core_v1_Container_tty(kcr_core_v1_Container x, bool *out);
 KCR_API size_t kcr_core_v1_Container_volume_devices_len(kcr_core_v1_Container x);
 KCR_API kcr_core_v1_VolumeDevice kcr_core_v1_Container_volume_devices_at(kcr_core_v1_Container x, size_t i);
@@ -942,7 +1475,7 @@ KCR_API kcr_err kcr_core_v1_ContainerEdit_set_env_from_value(kcr_core_v1_Contain
 KCR_API kcr_err kcr_core_v1_ContainerEdit_delete_env_from(kcr_core_v1_ContainerEdit b);
 KCR_API kcr_err kcr_core_v1_ContainerEdit_set_image(kcr_core_v1_ContainerEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_ContainerEdit_delete_image(kcr_core_v1_ContainerEdit b);
-KCR_API kcr_err kcr_core_v1_ContainerEdit_set_image_pull_policy(kcr_core_v1_ContainerEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_ContainerEdit_set_image_pull_policy(kcr_core_v1_ContainerEdit b, kcr_core_v1_Container_ImagePullPolicy v);
 KCR_API kcr_err kcr_core_v1_ContainerEdit_delete_image_pull_policy(kcr_core_v1_ContainerEdit b);
 KCR_API kcr_core_v1_LifecycleEdit kcr_core_v1_ContainerEdit_lifecycle(kcr_core_v1_ContainerEdit b);
 KCR_API kcr_err kcr_core_v1_ContainerEdit_set_lifecycle_value(kcr_core_v1_ContainerEdit b, kcr_value v);
@@ -984,7 +1517,7 @@ KCR_API kcr_err kcr_core_v1_ContainerEdit_set_stdin_once(kcr_core_v1_ContainerEd
 KCR_API kcr_err kcr_core_v1_ContainerEdit_delete_stdin_once(kcr_core_v1_ContainerEdit b);
 KCR_API kcr_err kcr_core_v1_ContainerEdit_set_termination_message_path(kcr_core_v1_ContainerEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_ContainerEdit_delete_termination_message_path(kcr_core_v1_ContainerEdit b);
-KCR_API kcr_err kcr_core_v1_ContainerEdit_set_termination_message_policy(kcr_core_v1_ContainerEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_ContainerEdit_set_termination_message_policy(kcr_core_v1_ContainerEdit b, kcr_core_v1_Container_TerminationMessagePolicy v);
 KCR_API kcr_err kcr_core_v1_ContainerEdit_delete_termination_message_policy(kcr_core_v1_ContainerEdit b);
 KCR_API kcr_err kcr_core_v1_ContainerEdit_set_tty(kcr_core_v1_ContainerEdit b, bool v);
 KCR_API kcr_err kcr_core_v1_ContainerEdit_delete_tty(kcr_core_v1_ContainerEdit b);
@@ -1121,14 +1654,14 @@ KCR_API kcr_err kcr_core_v1_SecretEnvSourceEdit_delete_optional(kcr_core_v1_Secr
 /* ---- Lifecycle (io.k8s.api.core.v1.Lifecycle) ---- */
 KCR_API kcr_core_v1_LifecycleHandler kcr_core_v1_Lifecycle_post_start(kcr_core_v1_Lifecycle x);
 KCR_API kcr_core_v1_LifecycleHandler kcr_core_v1_Lifecycle_pre_stop(kcr_core_v1_Lifecycle x);
-KCR_API kcr_field kcr_core_v1_Lifecycle_stop_signal(kcr_core_v1_Lifecycle x, const char **out);
+KCR_API kcr_field kcr_core_v1_Lifecycle_stop_signal(kcr_core_v1_Lifecycle x, kcr_core_v1_Lifecycle_StopSignal *out);
 KCR_API kcr_core_v1_LifecycleHandlerEdit kcr_core_v1_LifecycleEdit_post_start(kcr_core_v1_LifecycleEdit b);
 KCR_API kcr_err kcr_core_v1_LifecycleEdit_set_post_start_value(kcr_core_v1_LifecycleEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_LifecycleEdit_delete_post_start(kcr_core_v1_LifecycleEdit b);
 KCR_API kcr_core_v1_LifecycleHandlerEdit kcr_core_v1_LifecycleEdit_pre_stop(kcr_core_v1_LifecycleEdit b);
 KCR_API kcr_err kcr_core_v1_LifecycleEdit_set_pre_stop_value(kcr_core_v1_LifecycleEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_LifecycleEdit_delete_pre_stop(kcr_core_v1_LifecycleEdit b);
-KCR_API kcr_err kcr_core_v1_LifecycleEdit_set_stop_signal(kcr_core_v1_LifecycleEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_LifecycleEdit_set_stop_signal(kcr_core_v1_LifecycleEdit b, kcr_core_v1_Lifecycle_StopSignal v);
 KCR_API kcr_err kcr_core_v1_LifecycleEdit_delete_stop_signal(kcr_core_v1_LifecycleEdit b);
 
 /* ---- LifecycleHandler (io.k8s.api.core.v1.LifecycleHandler) ---- */
@@ -1162,8 +1695,8 @@ KCR_API size_t kcr_core_v1_HTTPGetAction_http_headers_len(kcr_core_v1_HTTPGetAct
 KCR_API kcr_core_v1_HTTPHeader kcr_core_v1_HTTPGetAction_http_headers_at(kcr_core_v1_HTTPGetAction x, size_t i);
 KCR_API kcr_field kcr_core_v1_HTTPGetAction_path(kcr_core_v1_HTTPGetAction x, const char **out);
 KCR_API kcr_field kcr_core_v1_HTTPGetAction_port(kcr_core_v1_HTTPGetAction x, kcr_int_or_string *out);
-KCR_API kcr_field kcr_core_v1_HTTPGetAction_protocol(kcr_core_v1_HTTPGetAction x, const char **out);
-KCR_API kcr_field kcr_core_v1_HTTPGetAction_scheme(kcr_core_v1_HTTPGetAction x, const char **out);
+KCR_API kcr_field kcr_core_v1_HTTPGetAction_protocol(kcr_core_v1_HTTPGetAction x, kcr_core_v1_HTTPGetAction_Protocol *out);
+KCR_API kcr_field kcr_core_v1_HTTPGetAction_scheme(kcr_core_v1_HTTPGetAction x, kcr_core_v1_HTTPGetAction_Scheme *out);
 KCR_API kcr_err kcr_core_v1_HTTPGetActionEdit_set_host(kcr_core_v1_HTTPGetActionEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_HTTPGetActionEdit_delete_host(kcr_core_v1_HTTPGetActionEdit b);
 KCR_API kcr_core_v1_HTTPHeaderEdit kcr_core_v1_HTTPGetActionEdit_append_http_headers(kcr_core_v1_HTTPGetActionEdit b);
@@ -1174,9 +1707,9 @@ KCR_API kcr_err kcr_core_v1_HTTPGetActionEdit_set_path(kcr_core_v1_HTTPGetAction
 KCR_API kcr_err kcr_core_v1_HTTPGetActionEdit_delete_path(kcr_core_v1_HTTPGetActionEdit b);
 KCR_API kcr_err kcr_core_v1_HTTPGetActionEdit_set_port(kcr_core_v1_HTTPGetActionEdit b, kcr_int_or_string v);
 KCR_API kcr_err kcr_core_v1_HTTPGetActionEdit_delete_port(kcr_core_v1_HTTPGetActionEdit b);
-KCR_API kcr_err kcr_core_v1_HTTPGetActionEdit_set_protocol(kcr_core_v1_HTTPGetActionEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_HTTPGetActionEdit_set_protocol(kcr_core_v1_HTTPGetActionEdit b, kcr_core_v1_HTTPGetAction_Protocol v);
 KCR_API kcr_err kcr_core_v1_HTTPGetActionEdit_delete_protocol(kcr_core_v1_HTTPGetActionEdit b);
-KCR_API kcr_err kcr_core_v1_HTTPGetActionEdit_set_scheme(kcr_core_v1_HTTPGetActionEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_HTTPGetActionEdit_set_scheme(kcr_core_v1_HTTPGetActionEdit b, kcr_core_v1_HTTPGetAction_Scheme v);
 KCR_API kcr_err kcr_core_v1_HTTPGetActionEdit_delete_scheme(kcr_core_v1_HTTPGetActionEdit b);
 
 /* ---- HTTPHeader (io.k8s.api.core.v1.HTTPHeader) ---- */
@@ -1237,10 +1770,10 @@ KCR_API kcr_err kcr_core_v1_ProbeEdit_set_timeout_seconds(kcr_core_v1_ProbeEdit 
 KCR_API kcr_err kcr_core_v1_ProbeEdit_delete_timeout_seconds(kcr_core_v1_ProbeEdit b);
 
 /* ---- GRPCAction (io.k8s.api.core.v1.GRPCAction) ---- */
-KCR_API kcr_field kcr_core_v1_GRPCAction_mode(kcr_core_v1_GRPCAction x, const char **out);
+KCR_API kcr_field kcr_core_v1_GRPCAction_mode(kcr_core_v1_GRPCAction x, kcr_core_v1_GRPCAction_Mode *out);
 KCR_API kcr_field kcr_core_v1_GRPCAction_port(kcr_core_v1_GRPCAction x, int32_t *out);
 KCR_API kcr_field kcr_core_v1_GRPCAction_service(kcr_core_v1_GRPCAction x, const char **out);
-KCR_API kcr_err kcr_core_v1_GRPCActionEdit_set_mode(kcr_core_v1_GRPCActionEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_GRPCActionEdit_set_mode(kcr_core_v1_GRPCActionEdit b, kcr_core_v1_GRPCAction_Mode v);
 KCR_API kcr_err kcr_core_v1_GRPCActionEdit_delete_mode(kcr_core_v1_GRPCActionEdit b);
 KCR_API kcr_err kcr_core_v1_GRPCActionEdit_set_port(kcr_core_v1_GRPCActionEdit b, int32_t v);
 KCR_API kcr_err kcr_core_v1_GRPCActionEdit_delete_port(kcr_core_v1_GRPCActionEdit b);
@@ -1252,7 +1785,7 @@ KCR_API kcr_field kcr_core_v1_ContainerPort_container_port(kcr_core_v1_Container
 KCR_API kcr_field kcr_core_v1_ContainerPort_host_ip(kcr_core_v1_ContainerPort x, const char **out);
 KCR_API kcr_field kcr_core_v1_ContainerPort_host_port(kcr_core_v1_ContainerPort x, int32_t *out);
 KCR_API kcr_field kcr_core_v1_ContainerPort_name(kcr_core_v1_ContainerPort x, const char **out);
-KCR_API kcr_field kcr_core_v1_ContainerPort_protocol(kcr_core_v1_ContainerPort x, const char **out);
+KCR_API kcr_field kcr_core_v1_ContainerPort_protocol(kcr_core_v1_ContainerPort x, kcr_core_v1_ContainerPort_Protocol *out);
 KCR_API kcr_err kcr_core_v1_ContainerPortEdit_set_container_port(kcr_core_v1_ContainerPortEdit b, int32_t v);
 KCR_API kcr_err kcr_core_v1_ContainerPortEdit_delete_container_port(kcr_core_v1_ContainerPortEdit b);
 KCR_API kcr_err kcr_core_v1_ContainerPortEdit_set_host_ip(kcr_core_v1_ContainerPortEdit b, const char *v);
@@ -1261,7 +1794,7 @@ KCR_API kcr_err kcr_core_v1_ContainerPortEdit_set_host_port(kcr_core_v1_Containe
 KCR_API kcr_err kcr_core_v1_ContainerPortEdit_delete_host_port(kcr_core_v1_ContainerPortEdit b);
 KCR_API kcr_err kcr_core_v1_ContainerPortEdit_set_name(kcr_core_v1_ContainerPortEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_ContainerPortEdit_delete_name(kcr_core_v1_ContainerPortEdit b);
-KCR_API kcr_err kcr_core_v1_ContainerPortEdit_set_protocol(kcr_core_v1_ContainerPortEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_ContainerPortEdit_set_protocol(kcr_core_v1_ContainerPortEdit b, kcr_core_v1_ContainerPort_Protocol v);
 KCR_API kcr_err kcr_core_v1_ContainerPortEdit_delete_protocol(kcr_core_v1_ContainerPortEdit b);
 
 /* ---- ContainerResizePolicy (io.k8s.api.core.v1.ContainerResizePolicy) ---- */
@@ -1328,7 +1861,7 @@ KCR_API kcr_field kcr_core_v1_SecurityContext_allow_privilege_escalation(kcr_cor
 KCR_API kcr_core_v1_AppArmorProfile kcr_core_v1_SecurityContext_app_armor_profile(kcr_core_v1_SecurityContext x);
 KCR_API kcr_core_v1_Capabilities kcr_core_v1_SecurityContext_capabilities(kcr_core_v1_SecurityContext x);
 KCR_API kcr_field kcr_core_v1_SecurityContext_privileged(kcr_core_v1_SecurityContext x, bool *out);
-KCR_API kcr_field kcr_core_v1_SecurityContext_proc_mount(kcr_core_v1_SecurityContext x, const char **out);
+KCR_API kcr_field kcr_core_v1_SecurityContext_proc_mount(kcr_core_v1_SecurityContext x, kcr_core_v1_SecurityContext_ProcMount *out);
 KCR_API kcr_field kcr_core_v1_SecurityContext_read_only_root_filesystem(kcr_core_v1_SecurityContext x, bool *out);
 KCR_API kcr_field kcr_core_v1_SecurityContext_run_as_group(kcr_core_v1_SecurityContext x, int64_t *out);
 KCR_API kcr_field kcr_core_v1_SecurityContext_run_as_non_root(kcr_core_v1_SecurityContext x, bool *out);
@@ -1346,7 +1879,7 @@ KCR_API kcr_err kcr_core_v1_SecurityContextEdit_set_capabilities_value(kcr_core_
 KCR_API kcr_err kcr_core_v1_SecurityContextEdit_delete_capabilities(kcr_core_v1_SecurityContextEdit b);
 KCR_API kcr_err kcr_core_v1_SecurityContextEdit_set_privileged(kcr_core_v1_SecurityContextEdit b, bool v);
 KCR_API kcr_err kcr_core_v1_SecurityContextEdit_delete_privileged(kcr_core_v1_SecurityContextEdit b);
-KCR_API kcr_err kcr_core_v1_SecurityContextEdit_set_proc_mount(kcr_core_v1_SecurityContextEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_SecurityContextEdit_set_proc_mount(kcr_core_v1_SecurityContextEdit b, kcr_core_v1_SecurityContext_ProcMount v);
 KCR_API kcr_err kcr_core_v1_SecurityContextEdit_delete_proc_mount(kcr_core_v1_SecurityContextEdit b);
 KCR_API kcr_err kcr_core_v1_SecurityContextEdit_set_read_only_root_filesystem(kcr_core_v1_SecurityContextEdit b, bool v);
 KCR_API kcr_err kcr_core_v1_SecurityContextEdit_delete_read_only_root_filesystem(kcr_core_v1_SecurityContextEdit b);
@@ -1368,10 +1901,10 @@ KCR_API kcr_err kcr_core_v1_SecurityContextEdit_delete_windows_options(kcr_core_
 
 /* ---- AppArmorProfile (io.k8s.api.core.v1.AppArmorProfile) ---- */
 KCR_API kcr_field kcr_core_v1_AppArmorProfile_localhost_profile(kcr_core_v1_AppArmorProfile x, const char **out);
-KCR_API kcr_field kcr_core_v1_AppArmorProfile_type(kcr_core_v1_AppArmorProfile x, const char **out);
+KCR_API kcr_field kcr_core_v1_AppArmorProfile_type(kcr_core_v1_AppArmorProfile x, kcr_core_v1_AppArmorProfile_Type *out);
 KCR_API kcr_err kcr_core_v1_AppArmorProfileEdit_set_localhost_profile(kcr_core_v1_AppArmorProfileEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_AppArmorProfileEdit_delete_localhost_profile(kcr_core_v1_AppArmorProfileEdit b);
-KCR_API kcr_err kcr_core_v1_AppArmorProfileEdit_set_type(kcr_core_v1_AppArmorProfileEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_AppArmorProfileEdit_set_type(kcr_core_v1_AppArmorProfileEdit b, kcr_core_v1_AppArmorProfile_Type v);
 KCR_API kcr_err kcr_core_v1_AppArmorProfileEdit_delete_type(kcr_core_v1_AppArmorProfileEdit b);
 
 /* ---- Capabilities (io.k8s.api.core.v1.Capabilities) ---- */
@@ -1402,10 +1935,10 @@ KCR_API kcr_err kcr_core_v1_SELinuxOptionsEdit_delete_user(kcr_core_v1_SELinuxOp
 
 /* ---- SeccompProfile (io.k8s.api.core.v1.SeccompProfile) ---- */
 KCR_API kcr_field kcr_core_v1_SeccompProfile_localhost_profile(kcr_core_v1_SeccompProfile x, const char **out);
-KCR_API kcr_field kcr_core_v1_SeccompProfile_type(kcr_core_v1_SeccompProfile x, const char **out);
+KCR_API kcr_field kcr_core_v1_SeccompProfile_type(kcr_core_v1_SeccompProfile x, kcr_core_v1_SeccompProfile_Type *out);
 KCR_API kcr_err kcr_core_v1_SeccompProfileEdit_set_localhost_profile(kcr_core_v1_SeccompProfileEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_SeccompProfileEdit_delete_localhost_profile(kcr_core_v1_SeccompProfileEdit b);
-KCR_API kcr_err kcr_core_v1_SeccompProfileEdit_set_type(kcr_core_v1_SeccompProfileEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_SeccompProfileEdit_set_type(kcr_core_v1_SeccompProfileEdit b, kcr_core_v1_SeccompProfile_Type v);
 KCR_API kcr_err kcr_core_v1_SeccompProfileEdit_delete_type(kcr_core_v1_SeccompProfileEdit b);
 
 /* ---- WindowsSecurityContextOptions (io.k8s.api.core.v1.WindowsSecurityContextOptions) ---- */
@@ -1434,7 +1967,7 @@ KCR_API kcr_err kcr_core_v1_VolumeDeviceEdit_delete_name(kcr_core_v1_VolumeDevic
 KCR_API size_t kcr_core_v1_VolumeMount_bind_mount_options_len(kcr_core_v1_VolumeMount x);
 KCR_API kcr_field kcr_core_v1_VolumeMount_bind_mount_options_at(kcr_core_v1_VolumeMount x, size_t i, const char **out);
 KCR_API kcr_field kcr_core_v1_VolumeMount_mount_path(kcr_core_v1_VolumeMount x, const char **out);
-KCR_API kcr_field kcr_core_v1_VolumeMount_mount_propagation(kcr_core_v1_VolumeMount x, const char **out);
+KCR_API kcr_field kcr_core_v1_VolumeMount_mount_propagation(kcr_core_v1_VolumeMount x, kcr_core_v1_VolumeMount_MountPropagation *out);
 KCR_API kcr_field kcr_core_v1_VolumeMount_name(kcr_core_v1_VolumeMount x, const char **out);
 KCR_API kcr_field kcr_core_v1_VolumeMount_read_only(kcr_core_v1_VolumeMount x, bool *out);
 KCR_API kcr_field kcr_core_v1_VolumeMount_recursive_read_only(kcr_core_v1_VolumeMount x, const char **out);
@@ -1445,7 +1978,7 @@ KCR_API kcr_err kcr_core_v1_VolumeMountEdit_set_bind_mount_options_value(kcr_cor
 KCR_API kcr_err kcr_core_v1_VolumeMountEdit_delete_bind_mount_options(kcr_core_v1_VolumeMountEdit b);
 KCR_API kcr_err kcr_core_v1_VolumeMountEdit_set_mount_path(kcr_core_v1_VolumeMountEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_VolumeMountEdit_delete_mount_path(kcr_core_v1_VolumeMountEdit b);
-KCR_API kcr_err kcr_core_v1_VolumeMountEdit_set_mount_propagation(kcr_core_v1_VolumeMountEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_VolumeMountEdit_set_mount_propagation(kcr_core_v1_VolumeMountEdit b, kcr_core_v1_VolumeMount_MountPropagation v);
 KCR_API kcr_err kcr_core_v1_VolumeMountEdit_delete_mount_propagation(kcr_core_v1_VolumeMountEdit b);
 KCR_API kcr_err kcr_core_v1_VolumeMountEdit_set_name(kcr_core_v1_VolumeMountEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_VolumeMountEdit_delete_name(kcr_core_v1_VolumeMountEdit b);
@@ -1494,7 +2027,7 @@ KCR_API kcr_core_v1_EnvVar kcr_core_v1_EphemeralContainer_env_at(kcr_core_v1_Eph
 KCR_API size_t kcr_core_v1_EphemeralContainer_env_from_len(kcr_core_v1_EphemeralContainer x);
 KCR_API kcr_core_v1_EnvFromSource kcr_core_v1_EphemeralContainer_env_from_at(kcr_core_v1_EphemeralContainer x, size_t i);
 KCR_API kcr_field kcr_core_v1_EphemeralContainer_image(kcr_core_v1_EphemeralContainer x, const char **out);
-KCR_API kcr_field kcr_core_v1_EphemeralContainer_image_pull_policy(kcr_core_v1_EphemeralContainer x, const char **out);
+KCR_API kcr_field kcr_core_v1_EphemeralContainer_image_pull_policy(kcr_core_v1_EphemeralContainer x, kcr_core_v1_EphemeralContainer_ImagePullPolicy *out);
 KCR_API kcr_core_v1_Lifecycle kcr_core_v1_EphemeralContainer_lifecycle(kcr_core_v1_EphemeralContainer x);
 KCR_API kcr_core_v1_Probe kcr_core_v1_EphemeralContainer_liveness_probe(kcr_core_v1_EphemeralContainer x);
 KCR_API kcr_field kcr_core_v1_EphemeralContainer_name(kcr_core_v1_EphemeralContainer x, const char **out);
@@ -1513,7 +2046,7 @@ KCR_API kcr_field kcr_core_v1_EphemeralContainer_stdin(kcr_core_v1_EphemeralCont
 KCR_API kcr_field kcr_core_v1_EphemeralContainer_stdin_once(kcr_core_v1_EphemeralContainer x, bool *out);
 KCR_API kcr_field kcr_core_v1_EphemeralContainer_target_container_name(kcr_core_v1_EphemeralContainer x, const char **out);
 KCR_API kcr_field kcr_core_v1_EphemeralContainer_termination_message_path(kcr_core_v1_EphemeralContainer x, const char **out);
-KCR_API kcr_field kcr_core_v1_EphemeralContainer_termination_message_policy(kcr_core_v1_EphemeralContainer x, const char **out);
+KCR_API kcr_field kcr_core_v1_EphemeralContainer_termination_message_policy(kcr_core_v1_EphemeralContainer x, kcr_core_v1_EphemeralContainer_TerminationMessagePolicy *out);
 KCR_API kcr_field kcr_core_v1_EphemeralContainer_tty(kcr_core_v1_EphemeralContainer x, bool *out);
 KCR_API size_t kcr_core_v1_EphemeralContainer_volume_devices_len(kcr_core_v1_EphemeralContainer x);
 KCR_API kcr_core_v1_VolumeDevice kcr_core_v1_EphemeralContainer_volume_devices_at(kcr_core_v1_EphemeralContainer x, size_t i);
@@ -1536,7 +2069,7 @@ KCR_API kcr_err kcr_core_v1_EphemeralContainerEdit_set_env_from_value(kcr_core_v
 KCR_API kcr_err kcr_core_v1_EphemeralContainerEdit_delete_env_from(kcr_core_v1_EphemeralContainerEdit b);
 KCR_API kcr_err kcr_core_v1_EphemeralContainerEdit_set_image(kcr_core_v1_EphemeralContainerEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_EphemeralContainerEdit_delete_image(kcr_core_v1_EphemeralContainerEdit b);
-KCR_API kcr_err kcr_core_v1_EphemeralContainerEdit_set_image_pull_policy(kcr_core_v1_EphemeralContainerEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_EphemeralContainerEdit_set_image_pull_policy(kcr_core_v1_EphemeralContainerEdit b, kcr_core_v1_EphemeralContainer_ImagePullPolicy v);
 KCR_API kcr_err kcr_core_v1_EphemeralContainerEdit_delete_image_pull_policy(kcr_core_v1_EphemeralContainerEdit b);
 KCR_API kcr_core_v1_LifecycleEdit kcr_core_v1_EphemeralContainerEdit_lifecycle(kcr_core_v1_EphemeralContainerEdit b);
 KCR_API kcr_err kcr_core_v1_EphemeralContainerEdit_set_lifecycle_value(kcr_core_v1_EphemeralContainerEdit b, kcr_value v);
@@ -1580,7 +2113,7 @@ KCR_API kcr_err kcr_core_v1_EphemeralContainerEdit_set_target_container_name(kcr
 KCR_API kcr_err kcr_core_v1_EphemeralContainerEdit_delete_target_container_name(kcr_core_v1_EphemeralContainerEdit b);
 KCR_API kcr_err kcr_core_v1_EphemeralContainerEdit_set_termination_message_path(kcr_core_v1_EphemeralContainerEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_EphemeralContainerEdit_delete_termination_message_path(kcr_core_v1_EphemeralContainerEdit b);
-KCR_API kcr_err kcr_core_v1_EphemeralContainerEdit_set_termination_message_policy(kcr_core_v1_EphemeralContainerEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_EphemeralContainerEdit_set_termination_message_policy(kcr_core_v1_EphemeralContainerEdit b, kcr_core_v1_EphemeralContainer_TerminationMessagePolicy v);
 KCR_API kcr_err kcr_core_v1_EphemeralContainerEdit_delete_termination_message_policy(kcr_core_v1_EphemeralContainerEdit b);
 KCR_API kcr_err kcr_core_v1_EphemeralContainerEdit_set_tty(kcr_core_v1_EphemeralContainerEdit b, bool v);
 KCR_API kcr_err kcr_core_v1_EphemeralContainerEdit_delete_tty(kcr_core_v1_EphemeralContainerEdit b);
@@ -1652,7 +2185,7 @@ KCR_API kcr_err kcr_core_v1_PodSchedulingGroupEdit_delete_pod_group_name(kcr_cor
 /* ---- PodSecurityContext (io.k8s.api.core.v1.PodSecurityContext) ---- */
 KCR_API kcr_core_v1_AppArmorProfile kcr_core_v1_PodSecurityContext_app_armor_profile(kcr_core_v1_PodSecurityContext x);
 KCR_API kcr_field kcr_core_v1_PodSecurityContext_fs_group(kcr_core_v1_PodSecurityContext x, int64_t *out);
-KCR_API kcr_field kcr_core_v1_PodSecurityContext_fs_group_change_policy(kcr_core_v1_PodSecurityContext x, const char **out);
+KCR_API kcr_field kcr_core_v1_PodSecurityContext_fs_group_change_policy(kcr_core_v1_PodSecurityContext x, kcr_core_v1_PodSecurityContext_FsGroupChangePolicy *out);
 KCR_API kcr_field kcr_core_v1_PodSecurityContext_run_as_group(kcr_core_v1_PodSecurityContext x, int64_t *out);
 KCR_API kcr_field kcr_core_v1_PodSecurityContext_run_as_non_root(kcr_core_v1_PodSecurityContext x, bool *out);
 KCR_API kcr_field kcr_core_v1_PodSecurityContext_run_as_user(kcr_core_v1_PodSecurityContext x, int64_t *out);
@@ -1661,7 +2194,7 @@ KCR_API kcr_core_v1_SELinuxOptions kcr_core_v1_PodSecurityContext_se_linux_optio
 KCR_API kcr_core_v1_SeccompProfile kcr_core_v1_PodSecurityContext_seccomp_profile(kcr_core_v1_PodSecurityContext x);
 KCR_API size_t kcr_core_v1_PodSecurityContext_supplemental_groups_len(kcr_core_v1_PodSecurityContext x);
 KCR_API kcr_field kcr_core_v1_PodSecurityContext_supplemental_groups_at(kcr_core_v1_PodSecurityContext x, size_t i, int64_t *out);
-KCR_API kcr_field kcr_core_v1_PodSecurityContext_supplemental_groups_policy(kcr_core_v1_PodSecurityContext x, const char **out);
+KCR_API kcr_field kcr_core_v1_PodSecurityContext_supplemental_groups_policy(kcr_core_v1_PodSecurityContext x, kcr_core_v1_PodSecurityContext_SupplementalGroupsPolicy *out);
 KCR_API size_t kcr_core_v1_PodSecurityContext_sysctls_len(kcr_core_v1_PodSecurityContext x);
 KCR_API kcr_core_v1_Sysctl kcr_core_v1_PodSecurityContext_sysctls_at(kcr_core_v1_PodSecurityContext x, size_t i);
 KCR_API kcr_core_v1_WindowsSecurityContextOptions kcr_core_v1_PodSecurityContext_windows_options(kcr_core_v1_PodSecurityContext x);
@@ -1670,7 +2203,7 @@ KCR_API kcr_err kcr_core_v1_PodSecurityContextEdit_set_app_armor_profile_value(k
 KCR_API kcr_err kcr_core_v1_PodSecurityContextEdit_delete_app_armor_profile(kcr_core_v1_PodSecurityContextEdit b);
 KCR_API kcr_err kcr_core_v1_PodSecurityContextEdit_set_fs_group(kcr_core_v1_PodSecurityContextEdit b, int64_t v);
 KCR_API kcr_err kcr_core_v1_PodSecurityContextEdit_delete_fs_group(kcr_core_v1_PodSecurityContextEdit b);
-KCR_API kcr_err kcr_core_v1_PodSecurityContextEdit_set_fs_group_change_policy(kcr_core_v1_PodSecurityContextEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_PodSecurityContextEdit_set_fs_group_change_policy(kcr_core_v1_PodSecurityContextEdit b, kcr_core_v1_PodSecurityContext_FsGroupChangePolicy v);
 KCR_API kcr_err kcr_core_v1_PodSecurityContextEdit_delete_fs_group_change_policy(kcr_core_v1_PodSecurityContextEdit b);
 KCR_API kcr_err kcr_core_v1_PodSecurityContextEdit_set_run_as_group(kcr_core_v1_PodSecurityContextEdit b, int64_t v);
 KCR_API kcr_err kcr_core_v1_PodSecurityContextEdit_delete_run_as_group(kcr_core_v1_PodSecurityContextEdit b);
@@ -1689,7 +2222,7 @@ KCR_API kcr_err kcr_core_v1_PodSecurityContextEdit_delete_seccomp_profile(kcr_co
 KCR_API kcr_err kcr_core_v1_PodSecurityContextEdit_append_supplemental_groups(kcr_core_v1_PodSecurityContextEdit b, int64_t v);
 KCR_API kcr_err kcr_core_v1_PodSecurityContextEdit_set_supplemental_groups_value(kcr_core_v1_PodSecurityContextEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_PodSecurityContextEdit_delete_supplemental_groups(kcr_core_v1_PodSecurityContextEdit b);
-KCR_API kcr_err kcr_core_v1_PodSecurityContextEdit_set_supplemental_groups_policy(kcr_core_v1_PodSecurityContextEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_PodSecurityContextEdit_set_supplemental_groups_policy(kcr_core_v1_PodSecurityContextEdit b, kcr_core_v1_PodSecurityContext_SupplementalGroupsPolicy v);
 KCR_API kcr_err kcr_core_v1_PodSecurityContextEdit_delete_supplemental_groups_policy(kcr_core_v1_PodSecurityContextEdit b);
 KCR_API kcr_core_v1_SysctlEdit kcr_core_v1_PodSecurityContextEdit_append_sysctls(kcr_core_v1_PodSecurityContextEdit b);
 KCR_API kcr_core_v1_SysctlEdit kcr_core_v1_PodSecurityContextEdit_sysctls_at(kcr_core_v1_PodSecurityContextEdit b, size_t i);
@@ -1708,16 +2241,16 @@ KCR_API kcr_err kcr_core_v1_SysctlEdit_set_value(kcr_core_v1_SysctlEdit b, const
 KCR_API kcr_err kcr_core_v1_SysctlEdit_delete_value(kcr_core_v1_SysctlEdit b);
 
 /* ---- Toleration (io.k8s.api.core.v1.Toleration) ---- */
-KCR_API kcr_field kcr_core_v1_Toleration_effect(kcr_core_v1_Toleration x, const char **out);
+KCR_API kcr_field kcr_core_v1_Toleration_effect(kcr_core_v1_Toleration x, kcr_core_v1_Toleration_Effect *out);
 KCR_API kcr_field kcr_core_v1_Toleration_key(kcr_core_v1_Toleration x, const char **out);
-KCR_API kcr_field kcr_core_v1_Toleration_operator(kcr_core_v1_Toleration x, const char **out);
+KCR_API kcr_field kcr_core_v1_Toleration_operator(kcr_core_v1_Toleration x, kcr_core_v1_Toleration_Operator *out);
 KCR_API kcr_field kcr_core_v1_Toleration_toleration_seconds(kcr_core_v1_Toleration x, int64_t *out);
 KCR_API kcr_field kcr_core_v1_Toleration_value(kcr_core_v1_Toleration x, const char **out);
-KCR_API kcr_err kcr_core_v1_TolerationEdit_set_effect(kcr_core_v1_TolerationEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_TolerationEdit_set_effect(kcr_core_v1_TolerationEdit b, kcr_core_v1_Toleration_Effect v);
 KCR_API kcr_err kcr_core_v1_TolerationEdit_delete_effect(kcr_core_v1_TolerationEdit b);
 KCR_API kcr_err kcr_core_v1_TolerationEdit_set_key(kcr_core_v1_TolerationEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_TolerationEdit_delete_key(kcr_core_v1_TolerationEdit b);
-KCR_API kcr_err kcr_core_v1_TolerationEdit_set_operator(kcr_core_v1_TolerationEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_TolerationEdit_set_operator(kcr_core_v1_TolerationEdit b, kcr_core_v1_Toleration_Operator v);
 KCR_API kcr_err kcr_core_v1_TolerationEdit_delete_operator(kcr_core_v1_TolerationEdit b);
 KCR_API kcr_err kcr_core_v1_TolerationEdit_set_toleration_seconds(kcr_core_v1_TolerationEdit b, int64_t v);
 KCR_API kcr_err kcr_core_v1_TolerationEdit_delete_toleration_seconds(kcr_core_v1_TolerationEdit b);
@@ -1730,10 +2263,10 @@ KCR_API size_t kcr_core_v1_TopologySpreadConstraint_match_label_keys_len(kcr_cor
 KCR_API kcr_field kcr_core_v1_TopologySpreadConstraint_match_label_keys_at(kcr_core_v1_TopologySpreadConstraint x, size_t i, const char **out);
 KCR_API kcr_field kcr_core_v1_TopologySpreadConstraint_max_skew(kcr_core_v1_TopologySpreadConstraint x, int32_t *out);
 KCR_API kcr_field kcr_core_v1_TopologySpreadConstraint_min_domains(kcr_core_v1_TopologySpreadConstraint x, int32_t *out);
-KCR_API kcr_field kcr_core_v1_TopologySpreadConstraint_node_affinity_policy(kcr_core_v1_TopologySpreadConstraint x, const char **out);
-KCR_API kcr_field kcr_core_v1_TopologySpreadConstraint_node_taints_policy(kcr_core_v1_TopologySpreadConstraint x, const char **out);
+KCR_API kcr_field kcr_core_v1_TopologySpreadConstraint_node_affinity_policy(kcr_core_v1_TopologySpreadConstraint x, kcr_core_v1_TopologySpreadConstraint_NodeAffinityPolicy *out);
+KCR_API kcr_field kcr_core_v1_TopologySpreadConstraint_node_taints_policy(kcr_core_v1_TopologySpreadConstraint x, kcr_core_v1_TopologySpreadConstraint_NodeTaintsPolicy *out);
 KCR_API kcr_field kcr_core_v1_TopologySpreadConstraint_topology_key(kcr_core_v1_TopologySpreadConstraint x, const char **out);
-KCR_API kcr_field kcr_core_v1_TopologySpreadConstraint_when_unsatisfiable(kcr_core_v1_TopologySpreadConstraint x, const char **out);
+KCR_API kcr_field kcr_core_v1_TopologySpreadConstraint_when_unsatisfiable(kcr_core_v1_TopologySpreadConstraint x, kcr_core_v1_TopologySpreadConstraint_WhenUnsatisfiable *out);
 KCR_API kcr_meta_v1_LabelSelectorEdit kcr_core_v1_TopologySpreadConstraintEdit_label_selector(kcr_core_v1_TopologySpreadConstraintEdit b);
 KCR_API kcr_err kcr_core_v1_TopologySpreadConstraintEdit_set_label_selector_value(kcr_core_v1_TopologySpreadConstraintEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_TopologySpreadConstraintEdit_delete_label_selector(kcr_core_v1_TopologySpreadConstraintEdit b);
@@ -1744,13 +2277,13 @@ KCR_API kcr_err kcr_core_v1_TopologySpreadConstraintEdit_set_max_skew(kcr_core_v
 KCR_API kcr_err kcr_core_v1_TopologySpreadConstraintEdit_delete_max_skew(kcr_core_v1_TopologySpreadConstraintEdit b);
 KCR_API kcr_err kcr_core_v1_TopologySpreadConstraintEdit_set_min_domains(kcr_core_v1_TopologySpreadConstraintEdit b, int32_t v);
 KCR_API kcr_err kcr_core_v1_TopologySpreadConstraintEdit_delete_min_domains(kcr_core_v1_TopologySpreadConstraintEdit b);
-KCR_API kcr_err kcr_core_v1_TopologySpreadConstraintEdit_set_node_affinity_policy(kcr_core_v1_TopologySpreadConstraintEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_TopologySpreadConstraintEdit_set_node_affinity_policy(kcr_core_v1_TopologySpreadConstraintEdit b, kcr_core_v1_TopologySpreadConstraint_NodeAffinityPolicy v);
 KCR_API kcr_err kcr_core_v1_TopologySpreadConstraintEdit_delete_node_affinity_policy(kcr_core_v1_TopologySpreadConstraintEdit b);
-KCR_API kcr_err kcr_core_v1_TopologySpreadConstraintEdit_set_node_taints_policy(kcr_core_v1_TopologySpreadConstraintEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_TopologySpreadConstraintEdit_set_node_taints_policy(kcr_core_v1_TopologySpreadConstraintEdit b, kcr_core_v1_TopologySpreadConstraint_NodeTaintsPolicy v);
 KCR_API kcr_err kcr_core_v1_TopologySpreadConstraintEdit_delete_node_taints_policy(kcr_core_v1_TopologySpreadConstraintEdit b);
 KCR_API kcr_err kcr_core_v1_TopologySpreadConstraintEdit_set_topology_key(kcr_core_v1_TopologySpreadConstraintEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_TopologySpreadConstraintEdit_delete_topology_key(kcr_core_v1_TopologySpreadConstraintEdit b);
-KCR_API kcr_err kcr_core_v1_TopologySpreadConstraintEdit_set_when_unsatisfiable(kcr_core_v1_TopologySpreadConstraintEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_TopologySpreadConstraintEdit_set_when_unsatisfiable(kcr_core_v1_TopologySpreadConstraintEdit b, kcr_core_v1_TopologySpreadConstraint_WhenUnsatisfiable v);
 KCR_API kcr_err kcr_core_v1_TopologySpreadConstraintEdit_delete_when_unsatisfiable(kcr_core_v1_TopologySpreadConstraintEdit b);
 
 /* ---- Volume (io.k8s.api.core.v1.Volume) ---- */
@@ -1893,13 +2426,13 @@ KCR_API kcr_err kcr_core_v1_AWSElasticBlockStoreVolumeSourceEdit_set_volume_id(k
 KCR_API kcr_err kcr_core_v1_AWSElasticBlockStoreVolumeSourceEdit_delete_volume_id(kcr_core_v1_AWSElasticBlockStoreVolumeSourceEdit b);
 
 /* ---- AzureDiskVolumeSource (io.k8s.api.core.v1.AzureDiskVolumeSource) ---- */
-KCR_API kcr_field kcr_core_v1_AzureDiskVolumeSource_caching_mode(kcr_core_v1_AzureDiskVolumeSource x, const char **out);
+KCR_API kcr_field kcr_core_v1_AzureDiskVolumeSource_caching_mode(kcr_core_v1_AzureDiskVolumeSource x, kcr_core_v1_AzureDiskVolumeSource_CachingMode *out);
 KCR_API kcr_field kcr_core_v1_AzureDiskVolumeSource_disk_name(kcr_core_v1_AzureDiskVolumeSource x, const char **out);
 KCR_API kcr_field kcr_core_v1_AzureDiskVolumeSource_disk_uri(kcr_core_v1_AzureDiskVolumeSource x, const char **out);
 KCR_API kcr_field kcr_core_v1_AzureDiskVolumeSource_fs_type(kcr_core_v1_AzureDiskVolumeSource x, const char **out);
-KCR_API kcr_field kcr_core_v1_AzureDiskVolumeSource_kind(kcr_core_v1_AzureDiskVolumeSource x, const char **out);
+KCR_API kcr_field kcr_core_v1_AzureDiskVolumeSource_kind(kcr_core_v1_AzureDiskVolumeSource x, kcr_core_v1_AzureDiskVolumeSource_Kind *out);
 KCR_API kcr_field kcr_core_v1_AzureDiskVolumeSource_read_only(kcr_core_v1_AzureDiskVolumeSource x, bool *out);
-KCR_API kcr_err kcr_core_v1_AzureDiskVolumeSourceEdit_set_caching_mode(kcr_core_v1_AzureDiskVolumeSourceEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_AzureDiskVolumeSourceEdit_set_caching_mode(kcr_core_v1_AzureDiskVolumeSourceEdit b, kcr_core_v1_AzureDiskVolumeSource_CachingMode v);
 KCR_API kcr_err kcr_core_v1_AzureDiskVolumeSourceEdit_delete_caching_mode(kcr_core_v1_AzureDiskVolumeSourceEdit b);
 KCR_API kcr_err kcr_core_v1_AzureDiskVolumeSourceEdit_set_disk_name(kcr_core_v1_AzureDiskVolumeSourceEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_AzureDiskVolumeSourceEdit_delete_disk_name(kcr_core_v1_AzureDiskVolumeSourceEdit b);
@@ -1907,7 +2440,7 @@ KCR_API kcr_err kcr_core_v1_AzureDiskVolumeSourceEdit_set_disk_uri(kcr_core_v1_A
 KCR_API kcr_err kcr_core_v1_AzureDiskVolumeSourceEdit_delete_disk_uri(kcr_core_v1_AzureDiskVolumeSourceEdit b);
 KCR_API kcr_err kcr_core_v1_AzureDiskVolumeSourceEdit_set_fs_type(kcr_core_v1_AzureDiskVolumeSourceEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_AzureDiskVolumeSourceEdit_delete_fs_type(kcr_core_v1_AzureDiskVolumeSourceEdit b);
-KCR_API kcr_err kcr_core_v1_AzureDiskVolumeSourceEdit_set_kind(kcr_core_v1_AzureDiskVolumeSourceEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_AzureDiskVolumeSourceEdit_set_kind(kcr_core_v1_AzureDiskVolumeSourceEdit b, kcr_core_v1_AzureDiskVolumeSource_Kind v);
 KCR_API kcr_err kcr_core_v1_AzureDiskVolumeSourceEdit_delete_kind(kcr_core_v1_AzureDiskVolumeSourceEdit b);
 KCR_API kcr_err kcr_core_v1_AzureDiskVolumeSourceEdit_set_read_only(kcr_core_v1_AzureDiskVolumeSourceEdit b, bool v);
 KCR_API kcr_err kcr_core_v1_AzureDiskVolumeSourceEdit_delete_read_only(kcr_core_v1_AzureDiskVolumeSourceEdit b);
@@ -2080,16 +2613,16 @@ KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimTemplateEdit_delete_spec(kcr_co
 
 /* ---- PersistentVolumeClaimSpec (io.k8s.api.core.v1.PersistentVolumeClaimSpec) ---- */
 KCR_API size_t kcr_core_v1_PersistentVolumeClaimSpec_access_modes_len(kcr_core_v1_PersistentVolumeClaimSpec x);
-KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimSpec_access_modes_at(kcr_core_v1_PersistentVolumeClaimSpec x, size_t i, const char **out);
+KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimSpec_access_modes_at(kcr_core_v1_PersistentVolumeClaimSpec x, size_t i, kcr_core_v1_PersistentVolumeClaimSpecAccessMode *out);
 KCR_API kcr_core_v1_TypedLocalObjectReference kcr_core_v1_PersistentVolumeClaimSpec_data_source(kcr_core_v1_PersistentVolumeClaimSpec x);
 KCR_API kcr_core_v1_TypedObjectReference kcr_core_v1_PersistentVolumeClaimSpec_data_source_ref(kcr_core_v1_PersistentVolumeClaimSpec x);
 KCR_API kcr_core_v1_VolumeResourceRequirements kcr_core_v1_PersistentVolumeClaimSpec_resources(kcr_core_v1_PersistentVolumeClaimSpec x);
 KCR_API kcr_meta_v1_LabelSelector kcr_core_v1_PersistentVolumeClaimSpec_selector(kcr_core_v1_PersistentVolumeClaimSpec x);
 KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimSpec_storage_class_name(kcr_core_v1_PersistentVolumeClaimSpec x, const char **out);
 KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimSpec_volume_attributes_class_name(kcr_core_v1_PersistentVolumeClaimSpec x, const char **out);
-KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimSpec_volume_mode(kcr_core_v1_PersistentVolumeClaimSpec x, const char **out);
+KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimSpec_volume_mode(kcr_core_v1_PersistentVolumeClaimSpec x, kcr_core_v1_PersistentVolumeClaimSpec_VolumeMode *out);
 KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimSpec_volume_name(kcr_core_v1_PersistentVolumeClaimSpec x, const char **out);
-KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimSpecEdit_append_access_modes(kcr_core_v1_PersistentVolumeClaimSpecEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimSpecEdit_append_access_modes(kcr_core_v1_PersistentVolumeClaimSpecEdit b, kcr_core_v1_PersistentVolumeClaimSpecAccessMode v);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimSpecEdit_set_access_modes_value(kcr_core_v1_PersistentVolumeClaimSpecEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimSpecEdit_delete_access_modes(kcr_core_v1_PersistentVolumeClaimSpecEdit b);
 KCR_API kcr_core_v1_TypedLocalObjectReferenceEdit kcr_core_v1_PersistentVolumeClaimSpecEdit_data_source(kcr_core_v1_PersistentVolumeClaimSpecEdit b);
@@ -2108,7 +2641,7 @@ KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimSpecEdit_set_storage_class_name
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimSpecEdit_delete_storage_class_name(kcr_core_v1_PersistentVolumeClaimSpecEdit b);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimSpecEdit_set_volume_attributes_class_name(kcr_core_v1_PersistentVolumeClaimSpecEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimSpecEdit_delete_volume_attributes_class_name(kcr_core_v1_PersistentVolumeClaimSpecEdit b);
-KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimSpecEdit_set_volume_mode(kcr_core_v1_PersistentVolumeClaimSpecEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimSpecEdit_set_volume_mode(kcr_core_v1_PersistentVolumeClaimSpecEdit b, kcr_core_v1_PersistentVolumeClaimSpec_VolumeMode v);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimSpecEdit_delete_volume_mode(kcr_core_v1_PersistentVolumeClaimSpecEdit b);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimSpecEdit_set_volume_name(kcr_core_v1_PersistentVolumeClaimSpecEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimSpecEdit_delete_volume_name(kcr_core_v1_PersistentVolumeClaimSpecEdit b);
@@ -2245,16 +2778,16 @@ KCR_API kcr_err kcr_core_v1_GlusterfsVolumeSourceEdit_delete_read_only(kcr_core_
 
 /* ---- HostPathVolumeSource (io.k8s.api.core.v1.HostPathVolumeSource) ---- */
 KCR_API kcr_field kcr_core_v1_HostPathVolumeSource_path(kcr_core_v1_HostPathVolumeSource x, const char **out);
-KCR_API kcr_field kcr_core_v1_HostPathVolumeSource_type(kcr_core_v1_HostPathVolumeSource x, const char **out);
+KCR_API kcr_field kcr_core_v1_HostPathVolumeSource_type(kcr_core_v1_HostPathVolumeSource x, kcr_core_v1_HostPathVolumeSource_Type *out);
 KCR_API kcr_err kcr_core_v1_HostPathVolumeSourceEdit_set_path(kcr_core_v1_HostPathVolumeSourceEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_HostPathVolumeSourceEdit_delete_path(kcr_core_v1_HostPathVolumeSourceEdit b);
-KCR_API kcr_err kcr_core_v1_HostPathVolumeSourceEdit_set_type(kcr_core_v1_HostPathVolumeSourceEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_HostPathVolumeSourceEdit_set_type(kcr_core_v1_HostPathVolumeSourceEdit b, kcr_core_v1_HostPathVolumeSource_Type v);
 KCR_API kcr_err kcr_core_v1_HostPathVolumeSourceEdit_delete_type(kcr_core_v1_HostPathVolumeSourceEdit b);
 
 /* ---- ImageVolumeSource (io.k8s.api.core.v1.ImageVolumeSource) ---- */
-KCR_API kcr_field kcr_core_v1_ImageVolumeSource_pull_policy(kcr_core_v1_ImageVolumeSource x, const char **out);
+KCR_API kcr_field kcr_core_v1_ImageVolumeSource_pull_policy(kcr_core_v1_ImageVolumeSource x, kcr_core_v1_ImageVolumeSource_PullPolicy *out);
 KCR_API kcr_field kcr_core_v1_ImageVolumeSource_reference(kcr_core_v1_ImageVolumeSource x, const char **out);
-KCR_API kcr_err kcr_core_v1_ImageVolumeSourceEdit_set_pull_policy(kcr_core_v1_ImageVolumeSourceEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_ImageVolumeSourceEdit_set_pull_policy(kcr_core_v1_ImageVolumeSourceEdit b, kcr_core_v1_ImageVolumeSource_PullPolicy v);
 KCR_API kcr_err kcr_core_v1_ImageVolumeSourceEdit_delete_pull_policy(kcr_core_v1_ImageVolumeSourceEdit b);
 KCR_API kcr_err kcr_core_v1_ImageVolumeSourceEdit_set_reference(kcr_core_v1_ImageVolumeSourceEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_ImageVolumeSourceEdit_delete_reference(kcr_core_v1_ImageVolumeSourceEdit b);
@@ -2631,11 +3164,11 @@ KCR_API size_t kcr_core_v1_PodStatus_node_allocatable_resource_claim_statuses_le
 KCR_API kcr_core_v1_NodeAllocatableResourceClaimStatus kcr_core_v1_PodStatus_node_allocatable_resource_claim_statuses_at(kcr_core_v1_PodStatus x, size_t i);
 KCR_API kcr_field kcr_core_v1_PodStatus_nominated_node_name(kcr_core_v1_PodStatus x, const char **out);
 KCR_API kcr_field kcr_core_v1_PodStatus_observed_generation(kcr_core_v1_PodStatus x, int64_t *out);
-KCR_API kcr_field kcr_core_v1_PodStatus_phase(kcr_core_v1_PodStatus x, const char **out);
+KCR_API kcr_field kcr_core_v1_PodStatus_phase(kcr_core_v1_PodStatus x, kcr_core_v1_PodStatus_Phase *out);
 KCR_API kcr_field kcr_core_v1_PodStatus_pod_ip(kcr_core_v1_PodStatus x, const char **out);
 KCR_API size_t kcr_core_v1_PodStatus_pod_ips_len(kcr_core_v1_PodStatus x);
 KCR_API kcr_core_v1_PodIP kcr_core_v1_PodStatus_pod_ips_at(kcr_core_v1_PodStatus x, size_t i);
-KCR_API kcr_field kcr_core_v1_PodStatus_qos_class(kcr_core_v1_PodStatus x, const char **out);
+KCR_API kcr_field kcr_core_v1_PodStatus_qos_class(kcr_core_v1_PodStatus x, kcr_core_v1_PodStatus_QosClass *out);
 KCR_API kcr_field kcr_core_v1_PodStatus_reason(kcr_core_v1_PodStatus x, const char **out);
 KCR_API kcr_field kcr_core_v1_PodStatus_resize(kcr_core_v1_PodStatus x, const char **out);
 KCR_API size_t kcr_core_v1_PodStatus_resource_claim_statuses_len(kcr_core_v1_PodStatus x);
@@ -2684,7 +3217,7 @@ KCR_API kcr_err kcr_core_v1_PodStatusEdit_set_nominated_node_name(kcr_core_v1_Po
 KCR_API kcr_err kcr_core_v1_PodStatusEdit_delete_nominated_node_name(kcr_core_v1_PodStatusEdit b);
 KCR_API kcr_err kcr_core_v1_PodStatusEdit_set_observed_generation(kcr_core_v1_PodStatusEdit b, int64_t v);
 KCR_API kcr_err kcr_core_v1_PodStatusEdit_delete_observed_generation(kcr_core_v1_PodStatusEdit b);
-KCR_API kcr_err kcr_core_v1_PodStatusEdit_set_phase(kcr_core_v1_PodStatusEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_PodStatusEdit_set_phase(kcr_core_v1_PodStatusEdit b, kcr_core_v1_PodStatus_Phase v);
 KCR_API kcr_err kcr_core_v1_PodStatusEdit_delete_phase(kcr_core_v1_PodStatusEdit b);
 KCR_API kcr_err kcr_core_v1_PodStatusEdit_set_pod_ip(kcr_core_v1_PodStatusEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_PodStatusEdit_delete_pod_ip(kcr_core_v1_PodStatusEdit b);
@@ -2692,7 +3225,7 @@ KCR_API kcr_core_v1_PodIPEdit kcr_core_v1_PodStatusEdit_append_pod_ips(kcr_core_
 KCR_API kcr_core_v1_PodIPEdit kcr_core_v1_PodStatusEdit_pod_ips_at(kcr_core_v1_PodStatusEdit b, size_t i);
 KCR_API kcr_err kcr_core_v1_PodStatusEdit_set_pod_ips_value(kcr_core_v1_PodStatusEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_PodStatusEdit_delete_pod_ips(kcr_core_v1_PodStatusEdit b);
-KCR_API kcr_err kcr_core_v1_PodStatusEdit_set_qos_class(kcr_core_v1_PodStatusEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_PodStatusEdit_set_qos_class(kcr_core_v1_PodStatusEdit b, kcr_core_v1_PodStatus_QosClass v);
 KCR_API kcr_err kcr_core_v1_PodStatusEdit_delete_qos_class(kcr_core_v1_PodStatusEdit b);
 KCR_API kcr_err kcr_core_v1_PodStatusEdit_set_reason(kcr_core_v1_PodStatusEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_PodStatusEdit_delete_reason(kcr_core_v1_PodStatusEdit b);
@@ -2751,7 +3284,7 @@ KCR_API kcr_core_v1_ResourceRequirements kcr_core_v1_ContainerStatus_resources(k
 KCR_API kcr_field kcr_core_v1_ContainerStatus_restart_count(kcr_core_v1_ContainerStatus x, int32_t *out);
 KCR_API kcr_field kcr_core_v1_ContainerStatus_started(kcr_core_v1_ContainerStatus x, bool *out);
 KCR_API kcr_core_v1_ContainerState kcr_core_v1_ContainerStatus_state(kcr_core_v1_ContainerStatus x);
-KCR_API kcr_field kcr_core_v1_ContainerStatus_stop_signal(kcr_core_v1_ContainerStatus x, const char **out);
+KCR_API kcr_field kcr_core_v1_ContainerStatus_stop_signal(kcr_core_v1_ContainerStatus x, kcr_core_v1_ContainerStatus_StopSignal *out);
 KCR_API kcr_core_v1_ContainerUser kcr_core_v1_ContainerStatus_user(kcr_core_v1_ContainerStatus x);
 KCR_API size_t kcr_core_v1_ContainerStatus_volume_mounts_len(kcr_core_v1_ContainerStatus x);
 KCR_API kcr_core_v1_VolumeMountStatus kcr_core_v1_ContainerStatus_volume_mounts_at(kcr_core_v1_ContainerStatus x, size_t i);
@@ -2787,7 +3320,7 @@ KCR_API kcr_err kcr_core_v1_ContainerStatusEdit_delete_started(kcr_core_v1_Conta
 KCR_API kcr_core_v1_ContainerStateEdit kcr_core_v1_ContainerStatusEdit_state(kcr_core_v1_ContainerStatusEdit b);
 KCR_API kcr_err kcr_core_v1_ContainerStatusEdit_set_state_value(kcr_core_v1_ContainerStatusEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_ContainerStatusEdit_delete_state(kcr_core_v1_ContainerStatusEdit b);
-KCR_API kcr_err kcr_core_v1_ContainerStatusEdit_set_stop_signal(kcr_core_v1_ContainerStatusEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_ContainerStatusEdit_set_stop_signal(kcr_core_v1_ContainerStatusEdit b, kcr_core_v1_ContainerStatus_StopSignal v);
 KCR_API kcr_err kcr_core_v1_ContainerStatusEdit_delete_stop_signal(kcr_core_v1_ContainerStatusEdit b);
 KCR_API kcr_core_v1_ContainerUserEdit kcr_core_v1_ContainerStatusEdit_user(kcr_core_v1_ContainerStatusEdit b);
 KCR_API kcr_err kcr_core_v1_ContainerStatusEdit_set_user_value(kcr_core_v1_ContainerStatusEdit b, kcr_value v);
@@ -3018,12 +3551,12 @@ KCR_API kcr_err kcr_core_v1_PodVolumeHealthEdit_delete_name(kcr_core_v1_PodVolum
 /* ---- VolumeHealthCondition (io.k8s.api.core.v1.VolumeHealthCondition) ---- */
 KCR_API kcr_field kcr_core_v1_VolumeHealthCondition_message(kcr_core_v1_VolumeHealthCondition x, const char **out);
 KCR_API kcr_field kcr_core_v1_VolumeHealthCondition_reason(kcr_core_v1_VolumeHealthCondition x, const char **out);
-KCR_API kcr_field kcr_core_v1_VolumeHealthCondition_status(kcr_core_v1_VolumeHealthCondition x, const char **out);
+KCR_API kcr_field kcr_core_v1_VolumeHealthCondition_status(kcr_core_v1_VolumeHealthCondition x, kcr_core_v1_VolumeHealthCondition_Status *out);
 KCR_API kcr_err kcr_core_v1_VolumeHealthConditionEdit_set_message(kcr_core_v1_VolumeHealthConditionEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_VolumeHealthConditionEdit_delete_message(kcr_core_v1_VolumeHealthConditionEdit b);
 KCR_API kcr_err kcr_core_v1_VolumeHealthConditionEdit_set_reason(kcr_core_v1_VolumeHealthConditionEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_VolumeHealthConditionEdit_delete_reason(kcr_core_v1_VolumeHealthConditionEdit b);
-KCR_API kcr_err kcr_core_v1_VolumeHealthConditionEdit_set_status(kcr_core_v1_VolumeHealthConditionEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_VolumeHealthConditionEdit_set_status(kcr_core_v1_VolumeHealthConditionEdit b, kcr_core_v1_VolumeHealthCondition_Status v);
 KCR_API kcr_err kcr_core_v1_VolumeHealthConditionEdit_delete_status(kcr_core_v1_VolumeHealthConditionEdit b);
 
 /* ---- ResourceQuota (io.k8s.api.core.v1.ResourceQuota) ---- */
@@ -3066,7 +3599,7 @@ KCR_API kcr_field kcr_core_v1_ResourceQuotaSpec_hard_at(kcr_core_v1_ResourceQuot
 KCR_API kcr_field kcr_core_v1_ResourceQuotaSpec_hard_get(kcr_core_v1_ResourceQuotaSpec x, const char *key, kcr_quantity *out);
 KCR_API kcr_core_v1_ScopeSelector kcr_core_v1_ResourceQuotaSpec_scope_selector(kcr_core_v1_ResourceQuotaSpec x);
 KCR_API size_t kcr_core_v1_ResourceQuotaSpec_scopes_len(kcr_core_v1_ResourceQuotaSpec x);
-KCR_API kcr_field kcr_core_v1_ResourceQuotaSpec_scopes_at(kcr_core_v1_ResourceQuotaSpec x, size_t i, const char **out);
+KCR_API kcr_field kcr_core_v1_ResourceQuotaSpec_scopes_at(kcr_core_v1_ResourceQuotaSpec x, size_t i, kcr_core_v1_ResourceQuotaSpecScope *out);
 KCR_API kcr_err kcr_core_v1_ResourceQuotaSpecEdit_set_hard(kcr_core_v1_ResourceQuotaSpecEdit b, const char *key, kcr_quantity v);
 KCR_API kcr_err kcr_core_v1_ResourceQuotaSpecEdit_set_hard_text(kcr_core_v1_ResourceQuotaSpecEdit b, const char *key, const char *v);
 KCR_API kcr_err kcr_core_v1_ResourceQuotaSpecEdit_delete_hard_key(kcr_core_v1_ResourceQuotaSpecEdit b, const char *key);
@@ -3075,7 +3608,7 @@ KCR_API kcr_err kcr_core_v1_ResourceQuotaSpecEdit_delete_hard(kcr_core_v1_Resour
 KCR_API kcr_core_v1_ScopeSelectorEdit kcr_core_v1_ResourceQuotaSpecEdit_scope_selector(kcr_core_v1_ResourceQuotaSpecEdit b);
 KCR_API kcr_err kcr_core_v1_ResourceQuotaSpecEdit_set_scope_selector_value(kcr_core_v1_ResourceQuotaSpecEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_ResourceQuotaSpecEdit_delete_scope_selector(kcr_core_v1_ResourceQuotaSpecEdit b);
-KCR_API kcr_err kcr_core_v1_ResourceQuotaSpecEdit_append_scopes(kcr_core_v1_ResourceQuotaSpecEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_ResourceQuotaSpecEdit_append_scopes(kcr_core_v1_ResourceQuotaSpecEdit b, kcr_core_v1_ResourceQuotaSpecScope v);
 KCR_API kcr_err kcr_core_v1_ResourceQuotaSpecEdit_set_scopes_value(kcr_core_v1_ResourceQuotaSpecEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_ResourceQuotaSpecEdit_delete_scopes(kcr_core_v1_ResourceQuotaSpecEdit b);
 
@@ -3088,13 +3621,13 @@ KCR_API kcr_err kcr_core_v1_ScopeSelectorEdit_set_match_expressions_value(kcr_co
 KCR_API kcr_err kcr_core_v1_ScopeSelectorEdit_delete_match_expressions(kcr_core_v1_ScopeSelectorEdit b);
 
 /* ---- ScopedResourceSelectorRequirement (io.k8s.api.core.v1.ScopedResourceSelectorRequirement) ---- */
-KCR_API kcr_field kcr_core_v1_ScopedResourceSelectorRequirement_operator(kcr_core_v1_ScopedResourceSelectorRequirement x, const char **out);
-KCR_API kcr_field kcr_core_v1_ScopedResourceSelectorRequirement_scope_name(kcr_core_v1_ScopedResourceSelectorRequirement x, const char **out);
+KCR_API kcr_field kcr_core_v1_ScopedResourceSelectorRequirement_operator(kcr_core_v1_ScopedResourceSelectorRequirement x, kcr_core_v1_ScopedResourceSelectorRequirement_Operator *out);
+KCR_API kcr_field kcr_core_v1_ScopedResourceSelectorRequirement_scope_name(kcr_core_v1_ScopedResourceSelectorRequirement x, kcr_core_v1_ScopedResourceSelectorRequirement_ScopeName *out);
 KCR_API size_t kcr_core_v1_ScopedResourceSelectorRequirement_values_len(kcr_core_v1_ScopedResourceSelectorRequirement x);
 KCR_API kcr_field kcr_core_v1_ScopedResourceSelectorRequirement_values_at(kcr_core_v1_ScopedResourceSelectorRequirement x, size_t i, const char **out);
-KCR_API kcr_err kcr_core_v1_ScopedResourceSelectorRequirementEdit_set_operator(kcr_core_v1_ScopedResourceSelectorRequirementEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_ScopedResourceSelectorRequirementEdit_set_operator(kcr_core_v1_ScopedResourceSelectorRequirementEdit b, kcr_core_v1_ScopedResourceSelectorRequirement_Operator v);
 KCR_API kcr_err kcr_core_v1_ScopedResourceSelectorRequirementEdit_delete_operator(kcr_core_v1_ScopedResourceSelectorRequirementEdit b);
-KCR_API kcr_err kcr_core_v1_ScopedResourceSelectorRequirementEdit_set_scope_name(kcr_core_v1_ScopedResourceSelectorRequirementEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_ScopedResourceSelectorRequirementEdit_set_scope_name(kcr_core_v1_ScopedResourceSelectorRequirementEdit b, kcr_core_v1_ScopedResourceSelectorRequirement_ScopeName v);
 KCR_API kcr_err kcr_core_v1_ScopedResourceSelectorRequirementEdit_delete_scope_name(kcr_core_v1_ScopedResourceSelectorRequirementEdit b);
 KCR_API kcr_err kcr_core_v1_ScopedResourceSelectorRequirementEdit_append_values(kcr_core_v1_ScopedResourceSelectorRequirementEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_ScopedResourceSelectorRequirementEdit_set_values_value(kcr_core_v1_ScopedResourceSelectorRequirementEdit b, kcr_value v);
@@ -3206,12 +3739,12 @@ KCR_API kcr_field kcr_core_v1_ServiceSpec_cluster_ips_at(kcr_core_v1_ServiceSpec
 KCR_API size_t kcr_core_v1_ServiceSpec_external_ips_len(kcr_core_v1_ServiceSpec x);
 KCR_API kcr_field kcr_core_v1_ServiceSpec_external_ips_at(kcr_core_v1_ServiceSpec x, size_t i, const char **out);
 KCR_API kcr_field kcr_core_v1_ServiceSpec_external_name(kcr_core_v1_ServiceSpec x, const char **out);
-KCR_API kcr_field kcr_core_v1_ServiceSpec_external_traffic_policy(kcr_core_v1_ServiceSpec x, const char **out);
+KCR_API kcr_field kcr_core_v1_ServiceSpec_external_traffic_policy(kcr_core_v1_ServiceSpec x, kcr_core_v1_ServiceSpec_ExternalTrafficPolicy *out);
 KCR_API kcr_field kcr_core_v1_ServiceSpec_health_check_node_port(kcr_core_v1_ServiceSpec x, int32_t *out);
-KCR_API kcr_field kcr_core_v1_ServiceSpec_internal_traffic_policy(kcr_core_v1_ServiceSpec x, const char **out);
+KCR_API kcr_field kcr_core_v1_ServiceSpec_internal_traffic_policy(kcr_core_v1_ServiceSpec x, kcr_core_v1_ServiceSpec_InternalTrafficPolicy *out);
 KCR_API size_t kcr_core_v1_ServiceSpec_ip_families_len(kcr_core_v1_ServiceSpec x);
-KCR_API kcr_field kcr_core_v1_ServiceSpec_ip_families_at(kcr_core_v1_ServiceSpec x, size_t i, const char **out);
-KCR_API kcr_field kcr_core_v1_ServiceSpec_ip_family_policy(kcr_core_v1_ServiceSpec x, const char **out);
+KCR_API kcr_field kcr_core_v1_ServiceSpec_ip_families_at(kcr_core_v1_ServiceSpec x, size_t i, kcr_core_v1_ServiceSpecIpFamily *out);
+KCR_API kcr_field kcr_core_v1_ServiceSpec_ip_family_policy(kcr_core_v1_ServiceSpec x, kcr_core_v1_ServiceSpec_IpFamilyPolicy *out);
 KCR_API kcr_field kcr_core_v1_ServiceSpec_load_balancer_class(kcr_core_v1_ServiceSpec x, const char **out);
 KCR_API kcr_field kcr_core_v1_ServiceSpec_load_balancer_ip(kcr_core_v1_ServiceSpec x, const char **out);
 KCR_API size_t kcr_core_v1_ServiceSpec_load_balancer_source_ranges_len(kcr_core_v1_ServiceSpec x);
@@ -3222,10 +3755,10 @@ KCR_API kcr_field kcr_core_v1_ServiceSpec_publish_not_ready_addresses(kcr_core_v
 KCR_API size_t kcr_core_v1_ServiceSpec_selector_len(kcr_core_v1_ServiceSpec x);
 KCR_API kcr_field kcr_core_v1_ServiceSpec_selector_at(kcr_core_v1_ServiceSpec x, size_t i, const char **key, const char **out);
 KCR_API kcr_field kcr_core_v1_ServiceSpec_selector_get(kcr_core_v1_ServiceSpec x, const char *key, const char **out);
-KCR_API kcr_field kcr_core_v1_ServiceSpec_session_affinity(kcr_core_v1_ServiceSpec x, const char **out);
+KCR_API kcr_field kcr_core_v1_ServiceSpec_session_affinity(kcr_core_v1_ServiceSpec x, kcr_core_v1_ServiceSpec_SessionAffinity *out);
 KCR_API kcr_core_v1_SessionAffinityConfig kcr_core_v1_ServiceSpec_session_affinity_config(kcr_core_v1_ServiceSpec x);
 KCR_API kcr_field kcr_core_v1_ServiceSpec_traffic_distribution(kcr_core_v1_ServiceSpec x, const char **out);
-KCR_API kcr_field kcr_core_v1_ServiceSpec_type(kcr_core_v1_ServiceSpec x, const char **out);
+KCR_API kcr_field kcr_core_v1_ServiceSpec_type(kcr_core_v1_ServiceSpec x, kcr_core_v1_ServiceSpec_Type *out);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_allocate_load_balancer_node_ports(kcr_core_v1_ServiceSpecEdit b, bool v);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_delete_allocate_load_balancer_node_ports(kcr_core_v1_ServiceSpecEdit b);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_cluster_ip(kcr_core_v1_ServiceSpecEdit b, const char *v);
@@ -3238,16 +3771,16 @@ KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_external_ips_value(kcr_core_v1_S
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_delete_external_ips(kcr_core_v1_ServiceSpecEdit b);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_external_name(kcr_core_v1_ServiceSpecEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_delete_external_name(kcr_core_v1_ServiceSpecEdit b);
-KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_external_traffic_policy(kcr_core_v1_ServiceSpecEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_external_traffic_policy(kcr_core_v1_ServiceSpecEdit b, kcr_core_v1_ServiceSpec_ExternalTrafficPolicy v);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_delete_external_traffic_policy(kcr_core_v1_ServiceSpecEdit b);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_health_check_node_port(kcr_core_v1_ServiceSpecEdit b, int32_t v);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_delete_health_check_node_port(kcr_core_v1_ServiceSpecEdit b);
-KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_internal_traffic_policy(kcr_core_v1_ServiceSpecEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_internal_traffic_policy(kcr_core_v1_ServiceSpecEdit b, kcr_core_v1_ServiceSpec_InternalTrafficPolicy v);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_delete_internal_traffic_policy(kcr_core_v1_ServiceSpecEdit b);
-KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_append_ip_families(kcr_core_v1_ServiceSpecEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_append_ip_families(kcr_core_v1_ServiceSpecEdit b, kcr_core_v1_ServiceSpecIpFamily v);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_ip_families_value(kcr_core_v1_ServiceSpecEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_delete_ip_families(kcr_core_v1_ServiceSpecEdit b);
-KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_ip_family_policy(kcr_core_v1_ServiceSpecEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_ip_family_policy(kcr_core_v1_ServiceSpecEdit b, kcr_core_v1_ServiceSpec_IpFamilyPolicy v);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_delete_ip_family_policy(kcr_core_v1_ServiceSpecEdit b);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_load_balancer_class(kcr_core_v1_ServiceSpecEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_delete_load_balancer_class(kcr_core_v1_ServiceSpecEdit b);
@@ -3266,14 +3799,14 @@ KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_selector(kcr_core_v1_ServiceSpec
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_delete_selector_key(kcr_core_v1_ServiceSpecEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_selector_value(kcr_core_v1_ServiceSpecEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_delete_selector(kcr_core_v1_ServiceSpecEdit b);
-KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_session_affinity(kcr_core_v1_ServiceSpecEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_session_affinity(kcr_core_v1_ServiceSpecEdit b, kcr_core_v1_ServiceSpec_SessionAffinity v);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_delete_session_affinity(kcr_core_v1_ServiceSpecEdit b);
 KCR_API kcr_core_v1_SessionAffinityConfigEdit kcr_core_v1_ServiceSpecEdit_session_affinity_config(kcr_core_v1_ServiceSpecEdit b);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_session_affinity_config_value(kcr_core_v1_ServiceSpecEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_delete_session_affinity_config(kcr_core_v1_ServiceSpecEdit b);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_traffic_distribution(kcr_core_v1_ServiceSpecEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_delete_traffic_distribution(kcr_core_v1_ServiceSpecEdit b);
-KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_type(kcr_core_v1_ServiceSpecEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_set_type(kcr_core_v1_ServiceSpecEdit b, kcr_core_v1_ServiceSpec_Type v);
 KCR_API kcr_err kcr_core_v1_ServiceSpecEdit_delete_type(kcr_core_v1_ServiceSpecEdit b);
 
 /* ---- ServicePort (io.k8s.api.core.v1.ServicePort) ---- */
@@ -3281,7 +3814,7 @@ KCR_API kcr_field kcr_core_v1_ServicePort_app_protocol(kcr_core_v1_ServicePort x
 KCR_API kcr_field kcr_core_v1_ServicePort_name(kcr_core_v1_ServicePort x, const char **out);
 KCR_API kcr_field kcr_core_v1_ServicePort_node_port(kcr_core_v1_ServicePort x, int32_t *out);
 KCR_API kcr_field kcr_core_v1_ServicePort_port(kcr_core_v1_ServicePort x, int32_t *out);
-KCR_API kcr_field kcr_core_v1_ServicePort_protocol(kcr_core_v1_ServicePort x, const char **out);
+KCR_API kcr_field kcr_core_v1_ServicePort_protocol(kcr_core_v1_ServicePort x, kcr_core_v1_ServicePort_Protocol *out);
 KCR_API kcr_field kcr_core_v1_ServicePort_target_port(kcr_core_v1_ServicePort x, kcr_int_or_string *out);
 KCR_API kcr_err kcr_core_v1_ServicePortEdit_set_app_protocol(kcr_core_v1_ServicePortEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_ServicePortEdit_delete_app_protocol(kcr_core_v1_ServicePortEdit b);
@@ -3291,7 +3824,7 @@ KCR_API kcr_err kcr_core_v1_ServicePortEdit_set_node_port(kcr_core_v1_ServicePor
 KCR_API kcr_err kcr_core_v1_ServicePortEdit_delete_node_port(kcr_core_v1_ServicePortEdit b);
 KCR_API kcr_err kcr_core_v1_ServicePortEdit_set_port(kcr_core_v1_ServicePortEdit b, int32_t v);
 KCR_API kcr_err kcr_core_v1_ServicePortEdit_delete_port(kcr_core_v1_ServicePortEdit b);
-KCR_API kcr_err kcr_core_v1_ServicePortEdit_set_protocol(kcr_core_v1_ServicePortEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_ServicePortEdit_set_protocol(kcr_core_v1_ServicePortEdit b, kcr_core_v1_ServicePort_Protocol v);
 KCR_API kcr_err kcr_core_v1_ServicePortEdit_delete_protocol(kcr_core_v1_ServicePortEdit b);
 KCR_API kcr_err kcr_core_v1_ServicePortEdit_set_target_port(kcr_core_v1_ServicePortEdit b, kcr_int_or_string v);
 KCR_API kcr_err kcr_core_v1_ServicePortEdit_delete_target_port(kcr_core_v1_ServicePortEdit b);
@@ -3347,12 +3880,12 @@ KCR_API kcr_err kcr_core_v1_LoadBalancerIngressEdit_delete_ports(kcr_core_v1_Loa
 /* ---- PortStatus (io.k8s.api.core.v1.PortStatus) ---- */
 KCR_API kcr_field kcr_core_v1_PortStatus_error(kcr_core_v1_PortStatus x, const char **out);
 KCR_API kcr_field kcr_core_v1_PortStatus_port(kcr_core_v1_PortStatus x, int32_t *out);
-KCR_API kcr_field kcr_core_v1_PortStatus_protocol(kcr_core_v1_PortStatus x, const char **out);
+KCR_API kcr_field kcr_core_v1_PortStatus_protocol(kcr_core_v1_PortStatus x, kcr_core_v1_PortStatus_Protocol *out);
 KCR_API kcr_err kcr_core_v1_PortStatusEdit_set_error(kcr_core_v1_PortStatusEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_PortStatusEdit_delete_error(kcr_core_v1_PortStatusEdit b);
 KCR_API kcr_err kcr_core_v1_PortStatusEdit_set_port(kcr_core_v1_PortStatusEdit b, int32_t v);
 KCR_API kcr_err kcr_core_v1_PortStatusEdit_delete_port(kcr_core_v1_PortStatusEdit b);
-KCR_API kcr_err kcr_core_v1_PortStatusEdit_set_protocol(kcr_core_v1_PortStatusEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_PortStatusEdit_set_protocol(kcr_core_v1_PortStatusEdit b, kcr_core_v1_PortStatus_Protocol v);
 KCR_API kcr_err kcr_core_v1_PortStatusEdit_delete_protocol(kcr_core_v1_PortStatusEdit b);
 
 /* ---- ServiceAccount (io.k8s.api.core.v1.ServiceAccount) ---- */
@@ -3465,10 +3998,10 @@ KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimEdit_delete_status(kcr_core_v1_
 
 /* ---- PersistentVolumeClaimStatus (io.k8s.api.core.v1.PersistentVolumeClaimStatus) ---- */
 KCR_API size_t kcr_core_v1_PersistentVolumeClaimStatus_access_modes_len(kcr_core_v1_PersistentVolumeClaimStatus x);
-KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_access_modes_at(kcr_core_v1_PersistentVolumeClaimStatus x, size_t i, const char **out);
+KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_access_modes_at(kcr_core_v1_PersistentVolumeClaimStatus x, size_t i, kcr_core_v1_PersistentVolumeClaimStatusAccessMode *out);
 KCR_API size_t kcr_core_v1_PersistentVolumeClaimStatus_allocated_resource_statuses_len(kcr_core_v1_PersistentVolumeClaimStatus x);
-KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_allocated_resource_statuses_at(kcr_core_v1_PersistentVolumeClaimStatus x, size_t i, const char **key, const char **out);
-KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_allocated_resource_statuses_get(kcr_core_v1_PersistentVolumeClaimStatus x, const char *key, const char **out);
+KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_allocated_resource_statuses_at(kcr_core_v1_PersistentVolumeClaimStatus x, size_t i, const char **key, kcr_core_v1_PersistentVolumeClaimStatusAllocatedResourceStatusesValue *out);
+KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_allocated_resource_statuses_get(kcr_core_v1_PersistentVolumeClaimStatus x, const char *key, kcr_core_v1_PersistentVolumeClaimStatusAllocatedResourceStatusesValue *out);
 KCR_API size_t kcr_core_v1_PersistentVolumeClaimStatus_allocated_resources_len(kcr_core_v1_PersistentVolumeClaimStatus x);
 KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_allocated_resources_at(kcr_core_v1_PersistentVolumeClaimStatus x, size_t i, const char **key, kcr_quantity *out);
 KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_allocated_resources_get(kcr_core_v1_PersistentVolumeClaimStatus x, const char *key, kcr_quantity *out);
@@ -3480,11 +4013,11 @@ KCR_API kcr_core_v1_PersistentVolumeClaimCondition kcr_core_v1_PersistentVolumeC
 KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_current_volume_attributes_class_name(kcr_core_v1_PersistentVolumeClaimStatus x, const char **out);
 KCR_API kcr_core_v1_VolumeHealthStatus kcr_core_v1_PersistentVolumeClaimStatus_health_status(kcr_core_v1_PersistentVolumeClaimStatus x);
 KCR_API kcr_core_v1_ModifyVolumeStatus kcr_core_v1_PersistentVolumeClaimStatus_modify_volume_status(kcr_core_v1_PersistentVolumeClaimStatus x);
-KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_phase(kcr_core_v1_PersistentVolumeClaimStatus x, const char **out);
-KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_append_access_modes(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *v);
+KCR_API kcr_field kcr_core_v1_PersistentVolumeClaimStatus_phase(kcr_core_v1_PersistentVolumeClaimStatus x, kcr_core_v1_PersistentVolumeClaimStatus_Phase *out);
+KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_append_access_modes(kcr_core_v1_PersistentVolumeClaimStatusEdit b, kcr_core_v1_PersistentVolumeClaimStatusAccessMode v);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_access_modes_value(kcr_core_v1_PersistentVolumeClaimStatusEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_delete_access_modes(kcr_core_v1_PersistentVolumeClaimStatusEdit b);
-KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_allocated_resource_statuses(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key, const char *v);
+KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_allocated_resource_statuses(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key, kcr_core_v1_PersistentVolumeClaimStatusAllocatedResourceStatusesValue v);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_delete_allocated_resource_statuses_key(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *key);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_allocated_resource_statuses_value(kcr_core_v1_PersistentVolumeClaimStatusEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_delete_allocated_resource_statuses(kcr_core_v1_PersistentVolumeClaimStatusEdit b);
@@ -3510,7 +4043,7 @@ KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_delete_health_status
 KCR_API kcr_core_v1_ModifyVolumeStatusEdit kcr_core_v1_PersistentVolumeClaimStatusEdit_modify_volume_status(kcr_core_v1_PersistentVolumeClaimStatusEdit b);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_modify_volume_status_value(kcr_core_v1_PersistentVolumeClaimStatusEdit b, kcr_value v);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_delete_modify_volume_status(kcr_core_v1_PersistentVolumeClaimStatusEdit b);
-KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_phase(kcr_core_v1_PersistentVolumeClaimStatusEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_set_phase(kcr_core_v1_PersistentVolumeClaimStatusEdit b, kcr_core_v1_PersistentVolumeClaimStatus_Phase v);
 KCR_API kcr_err kcr_core_v1_PersistentVolumeClaimStatusEdit_delete_phase(kcr_core_v1_PersistentVolumeClaimStatusEdit b);
 
 /* ---- PersistentVolumeClaimCondition (io.k8s.api.core.v1.PersistentVolumeClaimCondition) ---- */
@@ -3545,9 +4078,9 @@ KCR_API kcr_err kcr_core_v1_VolumeHealthStatusEdit_set_last_transition_time(kcr_
 KCR_API kcr_err kcr_core_v1_VolumeHealthStatusEdit_delete_last_transition_time(kcr_core_v1_VolumeHealthStatusEdit b);
 
 /* ---- ModifyVolumeStatus (io.k8s.api.core.v1.ModifyVolumeStatus) ---- */
-KCR_API kcr_field kcr_core_v1_ModifyVolumeStatus_status(kcr_core_v1_ModifyVolumeStatus x, const char **out);
+KCR_API kcr_field kcr_core_v1_ModifyVolumeStatus_status(kcr_core_v1_ModifyVolumeStatus x, kcr_core_v1_ModifyVolumeStatus_Status *out);
 KCR_API kcr_field kcr_core_v1_ModifyVolumeStatus_target_volume_attributes_class_name(kcr_core_v1_ModifyVolumeStatus x, const char **out);
-KCR_API kcr_err kcr_core_v1_ModifyVolumeStatusEdit_set_status(kcr_core_v1_ModifyVolumeStatusEdit b, const char *v);
+KCR_API kcr_err kcr_core_v1_ModifyVolumeStatusEdit_set_status(kcr_core_v1_ModifyVolumeStatusEdit b, kcr_core_v1_ModifyVolumeStatus_Status v);
 KCR_API kcr_err kcr_core_v1_ModifyVolumeStatusEdit_delete_status(kcr_core_v1_ModifyVolumeStatusEdit b);
 KCR_API kcr_err kcr_core_v1_ModifyVolumeStatusEdit_set_target_volume_attributes_class_name(kcr_core_v1_ModifyVolumeStatusEdit b, const char *v);
 KCR_API kcr_err kcr_core_v1_ModifyVolumeStatusEdit_delete_target_volume_attributes_class_name(kcr_core_v1_ModifyVolumeStatusEdit b);

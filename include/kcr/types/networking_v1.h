@@ -63,6 +63,37 @@ typedef struct kcr_networking_v1_IPBlockEdit { kcr_typed_at at; } kcr_networking
 typedef struct kcr_networking_v1_NetworkPolicyIngressRule { kcr_value v; } kcr_networking_v1_NetworkPolicyIngressRule; /* io.k8s.api.networking.v1.NetworkPolicyIngressRule */
 typedef struct kcr_networking_v1_NetworkPolicyIngressRuleEdit { kcr_typed_at at; } kcr_networking_v1_NetworkPolicyIngressRuleEdit;
 
+typedef enum kcr_networking_v1_HTTPIngressPath_PathType {
+    KCR_NETWORKING_V1_HTTP_INGRESS_PATH_PATH_TYPE_UNKNOWN = 0, /* absent from the schema */
+    KCR_NETWORKING_V1_HTTP_INGRESS_PATH_PATH_TYPE_EXACT = 1, /* "Exact" */
+    KCR_NETWORKING_V1_HTTP_INGRESS_PATH_PATH_TYPE_IMPLEMENTATION_SPECIFIC = 2, /* "ImplementationSpecific" */
+    KCR_NETWORKING_V1_HTTP_INGRESS_PATH_PATH_TYPE_PREFIX = 3 /* "Prefix" */
+} kcr_networking_v1_HTTPIngressPath_PathType;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_networking_v1_HTTPIngressPath_PathType_name(kcr_networking_v1_HTTPIngressPath_PathType v);
+typedef enum kcr_networking_v1_IngressPortStatus_Protocol {
+    KCR_NETWORKING_V1_INGRESS_PORT_STATUS_PROTOCOL_UNKNOWN = 0, /* absent from the schema */
+    KCR_NETWORKING_V1_INGRESS_PORT_STATUS_PROTOCOL_SCTP = 1, /* "SCTP" */
+    KCR_NETWORKING_V1_INGRESS_PORT_STATUS_PROTOCOL_TCP = 2, /* "TCP" */
+    KCR_NETWORKING_V1_INGRESS_PORT_STATUS_PROTOCOL_UDP = 3 /* "UDP" */
+} kcr_networking_v1_IngressPortStatus_Protocol;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_networking_v1_IngressPortStatus_Protocol_name(kcr_networking_v1_IngressPortStatus_Protocol v);
+typedef enum kcr_networking_v1_NetworkPolicyPort_Protocol {
+    KCR_NETWORKING_V1_NETWORK_POLICY_PORT_PROTOCOL_UNKNOWN = 0, /* absent from the schema */
+    KCR_NETWORKING_V1_NETWORK_POLICY_PORT_PROTOCOL_SCTP = 1, /* "SCTP" */
+    KCR_NETWORKING_V1_NETWORK_POLICY_PORT_PROTOCOL_TCP = 2, /* "TCP" */
+    KCR_NETWORKING_V1_NETWORK_POLICY_PORT_PROTOCOL_UDP = 3 /* "UDP" */
+} kcr_networking_v1_NetworkPolicyPort_Protocol;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_networking_v1_NetworkPolicyPort_Protocol_name(kcr_networking_v1_NetworkPolicyPort_Protocol v);
+typedef enum kcr_networking_v1_NetworkPolicySpecPolicyType {
+    KCR_NETWORKING_V1_NETWORK_POLICY_SPEC_POLICY_TYPE_UNKNOWN = 0, /* absent from the schema */
+    KCR_NETWORKING_V1_NETWORK_POLICY_SPEC_POLICY_TYPE_EGRESS = 1, /* "Egress" */
+    KCR_NETWORKING_V1_NETWORK_POLICY_SPEC_POLICY_TYPE_INGRESS = 2 /* "Ingress" */
+} kcr_networking_v1_NetworkPolicySpecPolicyType;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_networking_v1_NetworkPolicySpecPolicyType_name(kcr_networking_v1_NetworkPolicySpecPolicyType v);
 
 /* ---- Ingress (io.k8s.api.networking.v1.Ingress) ---- */
 #define KCR_NETWORKING_V1_INGRESS_GROUP "networking.k8s.io"
@@ -166,13 +197,13 @@ KCR_API kcr_err kcr_networking_v1_HTTPIngressRuleValueEdit_delete_paths(kcr_netw
 /* ---- HTTPIngressPath (io.k8s.api.networking.v1.HTTPIngressPath) ---- */
 KCR_API kcr_networking_v1_IngressBackend kcr_networking_v1_HTTPIngressPath_backend(kcr_networking_v1_HTTPIngressPath x);
 KCR_API kcr_field kcr_networking_v1_HTTPIngressPath_path(kcr_networking_v1_HTTPIngressPath x, const char **out);
-KCR_API kcr_field kcr_networking_v1_HTTPIngressPath_path_type(kcr_networking_v1_HTTPIngressPath x, const char **out);
+KCR_API kcr_field kcr_networking_v1_HTTPIngressPath_path_type(kcr_networking_v1_HTTPIngressPath x, kcr_networking_v1_HTTPIngressPath_PathType *out);
 KCR_API kcr_networking_v1_IngressBackendEdit kcr_networking_v1_HTTPIngressPathEdit_backend(kcr_networking_v1_HTTPIngressPathEdit b);
 KCR_API kcr_err kcr_networking_v1_HTTPIngressPathEdit_set_backend_value(kcr_networking_v1_HTTPIngressPathEdit b, kcr_value v);
 KCR_API kcr_err kcr_networking_v1_HTTPIngressPathEdit_delete_backend(kcr_networking_v1_HTTPIngressPathEdit b);
 KCR_API kcr_err kcr_networking_v1_HTTPIngressPathEdit_set_path(kcr_networking_v1_HTTPIngressPathEdit b, const char *v);
 KCR_API kcr_err kcr_networking_v1_HTTPIngressPathEdit_delete_path(kcr_networking_v1_HTTPIngressPathEdit b);
-KCR_API kcr_err kcr_networking_v1_HTTPIngressPathEdit_set_path_type(kcr_networking_v1_HTTPIngressPathEdit b, const char *v);
+KCR_API kcr_err kcr_networking_v1_HTTPIngressPathEdit_set_path_type(kcr_networking_v1_HTTPIngressPathEdit b, kcr_networking_v1_HTTPIngressPath_PathType v);
 KCR_API kcr_err kcr_networking_v1_HTTPIngressPathEdit_delete_path_type(kcr_networking_v1_HTTPIngressPathEdit b);
 
 /* ---- IngressTLS (io.k8s.api.networking.v1.IngressTLS) ---- */
@@ -216,12 +247,12 @@ KCR_API kcr_err kcr_networking_v1_IngressLoadBalancerIngressEdit_delete_ports(kc
 /* ---- IngressPortStatus (io.k8s.api.networking.v1.IngressPortStatus) ---- */
 KCR_API kcr_field kcr_networking_v1_IngressPortStatus_error(kcr_networking_v1_IngressPortStatus x, const char **out);
 KCR_API kcr_field kcr_networking_v1_IngressPortStatus_port(kcr_networking_v1_IngressPortStatus x, int32_t *out);
-KCR_API kcr_field kcr_networking_v1_IngressPortStatus_protocol(kcr_networking_v1_IngressPortStatus x, const char **out);
+KCR_API kcr_field kcr_networking_v1_IngressPortStatus_protocol(kcr_networking_v1_IngressPortStatus x, kcr_networking_v1_IngressPortStatus_Protocol *out);
 KCR_API kcr_err kcr_networking_v1_IngressPortStatusEdit_set_error(kcr_networking_v1_IngressPortStatusEdit b, const char *v);
 KCR_API kcr_err kcr_networking_v1_IngressPortStatusEdit_delete_error(kcr_networking_v1_IngressPortStatusEdit b);
 KCR_API kcr_err kcr_networking_v1_IngressPortStatusEdit_set_port(kcr_networking_v1_IngressPortStatusEdit b, int32_t v);
 KCR_API kcr_err kcr_networking_v1_IngressPortStatusEdit_delete_port(kcr_networking_v1_IngressPortStatusEdit b);
-KCR_API kcr_err kcr_networking_v1_IngressPortStatusEdit_set_protocol(kcr_networking_v1_IngressPortStatusEdit b, const char *v);
+KCR_API kcr_err kcr_networking_v1_IngressPortStatusEdit_set_protocol(kcr_networking_v1_IngressPortStatusEdit b, kcr_networking_v1_IngressPortStatus_Protocol v);
 KCR_API kcr_err kcr_networking_v1_IngressPortStatusEdit_delete_protocol(kcr_networking_v1_IngressPortStatusEdit b);
 
 /* ---- NetworkPolicy (io.k8s.api.networking.v1.NetworkPolicy) ---- */
@@ -261,7 +292,7 @@ KCR_API size_t kcr_networking_v1_NetworkPolicySpec_ingress_len(kcr_networking_v1
 KCR_API kcr_networking_v1_NetworkPolicyIngressRule kcr_networking_v1_NetworkPolicySpec_ingress_at(kcr_networking_v1_NetworkPolicySpec x, size_t i);
 KCR_API kcr_meta_v1_LabelSelector kcr_networking_v1_NetworkPolicySpec_pod_selector(kcr_networking_v1_NetworkPolicySpec x);
 KCR_API size_t kcr_networking_v1_NetworkPolicySpec_policy_types_len(kcr_networking_v1_NetworkPolicySpec x);
-KCR_API kcr_field kcr_networking_v1_NetworkPolicySpec_policy_types_at(kcr_networking_v1_NetworkPolicySpec x, size_t i, const char **out);
+KCR_API kcr_field kcr_networking_v1_NetworkPolicySpec_policy_types_at(kcr_networking_v1_NetworkPolicySpec x, size_t i, kcr_networking_v1_NetworkPolicySpecPolicyType *out);
 KCR_API kcr_networking_v1_NetworkPolicyEgressRuleEdit kcr_networking_v1_NetworkPolicySpecEdit_append_egress(kcr_networking_v1_NetworkPolicySpecEdit b);
 KCR_API kcr_networking_v1_NetworkPolicyEgressRuleEdit kcr_networking_v1_NetworkPolicySpecEdit_egress_at(kcr_networking_v1_NetworkPolicySpecEdit b, size_t i);
 KCR_API kcr_err kcr_networking_v1_NetworkPolicySpecEdit_set_egress_value(kcr_networking_v1_NetworkPolicySpecEdit b, kcr_value v);
@@ -273,7 +304,7 @@ KCR_API kcr_err kcr_networking_v1_NetworkPolicySpecEdit_delete_ingress(kcr_netwo
 KCR_API kcr_meta_v1_LabelSelectorEdit kcr_networking_v1_NetworkPolicySpecEdit_pod_selector(kcr_networking_v1_NetworkPolicySpecEdit b);
 KCR_API kcr_err kcr_networking_v1_NetworkPolicySpecEdit_set_pod_selector_value(kcr_networking_v1_NetworkPolicySpecEdit b, kcr_value v);
 KCR_API kcr_err kcr_networking_v1_NetworkPolicySpecEdit_delete_pod_selector(kcr_networking_v1_NetworkPolicySpecEdit b);
-KCR_API kcr_err kcr_networking_v1_NetworkPolicySpecEdit_append_policy_types(kcr_networking_v1_NetworkPolicySpecEdit b, const char *v);
+KCR_API kcr_err kcr_networking_v1_NetworkPolicySpecEdit_append_policy_types(kcr_networking_v1_NetworkPolicySpecEdit b, kcr_networking_v1_NetworkPolicySpecPolicyType v);
 KCR_API kcr_err kcr_networking_v1_NetworkPolicySpecEdit_set_policy_types_value(kcr_networking_v1_NetworkPolicySpecEdit b, kcr_value v);
 KCR_API kcr_err kcr_networking_v1_NetworkPolicySpecEdit_delete_policy_types(kcr_networking_v1_NetworkPolicySpecEdit b);
 
@@ -294,12 +325,12 @@ KCR_API kcr_err kcr_networking_v1_NetworkPolicyEgressRuleEdit_delete_to(kcr_netw
 /* ---- NetworkPolicyPort (io.k8s.api.networking.v1.NetworkPolicyPort) ---- */
 KCR_API kcr_field kcr_networking_v1_NetworkPolicyPort_end_port(kcr_networking_v1_NetworkPolicyPort x, int32_t *out);
 KCR_API kcr_field kcr_networking_v1_NetworkPolicyPort_port(kcr_networking_v1_NetworkPolicyPort x, kcr_int_or_string *out);
-KCR_API kcr_field kcr_networking_v1_NetworkPolicyPort_protocol(kcr_networking_v1_NetworkPolicyPort x, const char **out);
+KCR_API kcr_field kcr_networking_v1_NetworkPolicyPort_protocol(kcr_networking_v1_NetworkPolicyPort x, kcr_networking_v1_NetworkPolicyPort_Protocol *out);
 KCR_API kcr_err kcr_networking_v1_NetworkPolicyPortEdit_set_end_port(kcr_networking_v1_NetworkPolicyPortEdit b, int32_t v);
 KCR_API kcr_err kcr_networking_v1_NetworkPolicyPortEdit_delete_end_port(kcr_networking_v1_NetworkPolicyPortEdit b);
 KCR_API kcr_err kcr_networking_v1_NetworkPolicyPortEdit_set_port(kcr_networking_v1_NetworkPolicyPortEdit b, kcr_int_or_string v);
 KCR_API kcr_err kcr_networking_v1_NetworkPolicyPortEdit_delete_port(kcr_networking_v1_NetworkPolicyPortEdit b);
-KCR_API kcr_err kcr_networking_v1_NetworkPolicyPortEdit_set_protocol(kcr_networking_v1_NetworkPolicyPortEdit b, const char *v);
+KCR_API kcr_err kcr_networking_v1_NetworkPolicyPortEdit_set_protocol(kcr_networking_v1_NetworkPolicyPortEdit b, kcr_networking_v1_NetworkPolicyPort_Protocol v);
 KCR_API kcr_err kcr_networking_v1_NetworkPolicyPortEdit_delete_protocol(kcr_networking_v1_NetworkPolicyPortEdit b);
 
 /* ---- NetworkPolicyPeer (io.k8s.api.networking.v1.NetworkPolicyPeer) ---- */

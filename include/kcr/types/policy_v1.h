@@ -28,6 +28,13 @@ typedef struct kcr_policy_v1_PodDisruptionBudgetSpecEdit { kcr_typed_at at; } kc
 typedef struct kcr_policy_v1_PodDisruptionBudgetStatus { kcr_value v; } kcr_policy_v1_PodDisruptionBudgetStatus; /* io.k8s.api.policy.v1.PodDisruptionBudgetStatus */
 typedef struct kcr_policy_v1_PodDisruptionBudgetStatusEdit { kcr_typed_at at; } kcr_policy_v1_PodDisruptionBudgetStatusEdit;
 
+typedef enum kcr_policy_v1_PodDisruptionBudgetSpec_UnhealthyPodEvictionPolicy {
+    KCR_POLICY_V1_POD_DISRUPTION_BUDGET_SPEC_UNHEALTHY_POD_EVICTION_POLICY_UNKNOWN = 0, /* absent from the schema */
+    KCR_POLICY_V1_POD_DISRUPTION_BUDGET_SPEC_UNHEALTHY_POD_EVICTION_POLICY_ALWAYS_ALLOW = 1, /* "AlwaysAllow" */
+    KCR_POLICY_V1_POD_DISRUPTION_BUDGET_SPEC_UNHEALTHY_POD_EVICTION_POLICY_IF_HEALTHY_BUDGET = 2 /* "IfHealthyBudget" */
+} kcr_policy_v1_PodDisruptionBudgetSpec_UnhealthyPodEvictionPolicy;
+/* The value's string (static), "" for UNKNOWN. */
+KCR_API const char *kcr_policy_v1_PodDisruptionBudgetSpec_UnhealthyPodEvictionPolicy_name(kcr_policy_v1_PodDisruptionBudgetSpec_UnhealthyPodEvictionPolicy v);
 
 /* ---- PodDisruptionBudget (io.k8s.api.policy.v1.PodDisruptionBudget) ---- */
 #define KCR_POLICY_V1_POD_DISRUPTION_BUDGET_GROUP "policy"
@@ -67,7 +74,7 @@ KCR_API kcr_err kcr_policy_v1_PodDisruptionBudgetEdit_delete_status(kcr_policy_v
 KCR_API kcr_field kcr_policy_v1_PodDisruptionBudgetSpec_max_unavailable(kcr_policy_v1_PodDisruptionBudgetSpec x, kcr_int_or_string *out);
 KCR_API kcr_field kcr_policy_v1_PodDisruptionBudgetSpec_min_available(kcr_policy_v1_PodDisruptionBudgetSpec x, kcr_int_or_string *out);
 KCR_API kcr_meta_v1_LabelSelector kcr_policy_v1_PodDisruptionBudgetSpec_selector(kcr_policy_v1_PodDisruptionBudgetSpec x);
-KCR_API kcr_field kcr_policy_v1_PodDisruptionBudgetSpec_unhealthy_pod_eviction_policy(kcr_policy_v1_PodDisruptionBudgetSpec x, const char **out);
+KCR_API kcr_field kcr_policy_v1_PodDisruptionBudgetSpec_unhealthy_pod_eviction_policy(kcr_policy_v1_PodDisruptionBudgetSpec x, kcr_policy_v1_PodDisruptionBudgetSpec_UnhealthyPodEvictionPolicy *out);
 KCR_API kcr_err kcr_policy_v1_PodDisruptionBudgetSpecEdit_set_max_unavailable(kcr_policy_v1_PodDisruptionBudgetSpecEdit b, kcr_int_or_string v);
 KCR_API kcr_err kcr_policy_v1_PodDisruptionBudgetSpecEdit_delete_max_unavailable(kcr_policy_v1_PodDisruptionBudgetSpecEdit b);
 KCR_API kcr_err kcr_policy_v1_PodDisruptionBudgetSpecEdit_set_min_available(kcr_policy_v1_PodDisruptionBudgetSpecEdit b, kcr_int_or_string v);
@@ -75,7 +82,7 @@ KCR_API kcr_err kcr_policy_v1_PodDisruptionBudgetSpecEdit_delete_min_available(k
 KCR_API kcr_meta_v1_LabelSelectorEdit kcr_policy_v1_PodDisruptionBudgetSpecEdit_selector(kcr_policy_v1_PodDisruptionBudgetSpecEdit b);
 KCR_API kcr_err kcr_policy_v1_PodDisruptionBudgetSpecEdit_set_selector_value(kcr_policy_v1_PodDisruptionBudgetSpecEdit b, kcr_value v);
 KCR_API kcr_err kcr_policy_v1_PodDisruptionBudgetSpecEdit_delete_selector(kcr_policy_v1_PodDisruptionBudgetSpecEdit b);
-KCR_API kcr_err kcr_policy_v1_PodDisruptionBudgetSpecEdit_set_unhealthy_pod_eviction_policy(kcr_policy_v1_PodDisruptionBudgetSpecEdit b, const char *v);
+KCR_API kcr_err kcr_policy_v1_PodDisruptionBudgetSpecEdit_set_unhealthy_pod_eviction_policy(kcr_policy_v1_PodDisruptionBudgetSpecEdit b, kcr_policy_v1_PodDisruptionBudgetSpec_UnhealthyPodEvictionPolicy v);
 KCR_API kcr_err kcr_policy_v1_PodDisruptionBudgetSpecEdit_delete_unhealthy_pod_eviction_policy(kcr_policy_v1_PodDisruptionBudgetSpecEdit b);
 
 /* ---- PodDisruptionBudgetStatus (io.k8s.api.policy.v1.PodDisruptionBudgetStatus) ---- */
