@@ -27,6 +27,7 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/kcrConfigVersion.cm
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kcrConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/kcrConfigVersion.cmake
               cmake/FindYajl.cmake cmake/FindLibYAML.cmake cmake/FindMicroHTTPD.cmake
+              cmake/KcrGenerateTypes.cmake
         DESTINATION ${kcr_cmake_dir})
 
 file(RELATIVE_PATH KCR_PC_PREFIX_FROM_PCDIR "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")

@@ -227,6 +227,55 @@ kcr_err kcr_object_edit_set_value(kcr_object_edit *e, const char *path, kcr_valu
     return n ? set_path(e, path, n) : kcr__fail(KCR_ERR_NOMEM, "out of memory editing an object");
 }
 
+kcr_err kcr_object_edit_append_json(kcr_object_edit *e, const char *path, const char *json,
+                                    size_t len, size_t *index)
+{
+    if (!e || !path)
+        return kcr__fail(KCR_ERR_INVALID, "NULL argument");
+    struct kcr__node *v;
+    kcr_err err = kcr__node_parse(json, len, &v);
+    if (err != KCR_OK)
+        return err;
+    char *scratch = malloc(strlen(path) + 1);
+    struct kcr__node *parent, *arr = NULL;
+    struct kcr__path_seg seg;
+    err = scratch ? resolve(e->root, path, true, &parent, &seg, scratch)
+                  : kcr__fail(KCR_ERR_NOMEM, "out of memory editing an object");
+    if (err == KCR_OK && seg.is_index) {
+        if (parent->t != KCR__N_ARR || seg.index >= parent->n)
+            err = kcr__fail(KCR_ERR_NOT_FOUND, "path \"%s\": no such element", path);
+        else
+            arr = parent->items[seg.index];
+    } else if (err == KCR_OK && parent->t != KCR__N_MAP) {
+        err = kcr__fail(KCR_ERR_INVALID, "path \"%s\": key into a non-object", path);
+    } else if (err == KCR_OK) {
+        ptrdiff_t i = kcr__node_find(parent, seg.key, seg.key_len);
+        if (i >= 0 && parent->items[i]->t != KCR__N_NULL) {
+            arr = parent->items[i];
+        } else {
+            arr = kcr__node_new(KCR__N_ARR);
+            if (!arr || !kcr__node_set(parent, seg.key, seg.key_len, arr)) {
+                arr = NULL;
+                err = kcr__fail(KCR_ERR_NOMEM, "out of memory editing an object");
+            }
+        }
+    }
+    if (err == KCR_OK && arr->t != KCR__N_ARR)
+        err = kcr__fail(KCR_ERR_INVALID, "path \"%s\" is not an array", path);
+    if (err == KCR_OK) {
+        size_t at = arr->n;
+        struct kcr__node *tmp = v;
+        v = NULL;
+        if (!kcr__node_push(arr, tmp))
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory editing an object");
+        else if (index)
+            *index = at;
+    }
+    kcr__node_free(v);
+    free(scratch);
+    return err;
+}
+
 kcr_err kcr_object_edit_delete(kcr_object_edit *e, const char *path)
 {
     if (!e || !path)

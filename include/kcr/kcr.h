@@ -19,6 +19,7 @@
 #include "kcr/quantity.h"
 #include "kcr/store.h"
 #include "kcr/time.h"
+#include "kcr/typed.h" /* generated types: kcr/types/<group>_<version>.h */
 #include "kcr/version.h"
 #include "kcr/workqueue.h"
 

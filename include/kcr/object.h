@@ -216,6 +216,12 @@ KCR_API kcr_err kcr_object_edit_set_json(kcr_object_edit *e, const char *path, c
  * borrowed for the call. KCR_ERR_INVALID for an ABSENT value. */
 KCR_API kcr_err kcr_object_edit_set_value(kcr_object_edit *e, const char *path, kcr_value value);
 
+/* Appends a JSON value given as text (copied; len 0: strlen) to the array at
+ * `path`, which is created when absent or null; *index (may be NULL) gets the
+ * new element's position. KCR_ERR_INVALID when `path` holds a non-array. */
+KCR_API kcr_err kcr_object_edit_append_json(kcr_object_edit *e, const char *path, const char *json,
+                                            size_t len, size_t *index);
+
 /* Removes `path`; KCR_OK when it was already absent. */
 KCR_API kcr_err kcr_object_edit_delete(kcr_object_edit *e, const char *path);
 

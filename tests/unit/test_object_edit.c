@@ -213,3 +213,33 @@ Test(object_transform, strip_managed_fields)
     kcr_object_unref(s);
     kcr_object_unref(o);
 }
+
+Test(object_edit, append_json_creates_and_says_where)
+{
+    kcr_object *base = NULL;
+    cr_assert_eq(kcr_object_parse("{\"metadata\":{\"name\":\"a\"},\"spec\":{\"xs\":[1],\"s\":\"x\","
+                                  "\"n\":null}}",
+                                  0, &base),
+                 KCR_OK);
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(base, &e), KCR_OK);
+    size_t at = 99;
+    cr_assert_eq(kcr_object_edit_append_json(e, "spec.xs", "{\"k\":2}", 0, &at), KCR_OK);
+    cr_assert_eq(at, 1);
+    cr_assert_eq(kcr_object_edit_append_json(e, "spec.new.list", "\"v\"", 0, &at), KCR_OK);
+    cr_assert_eq(at, 0, "created");
+    cr_assert_eq(kcr_object_edit_append_json(e, "spec.n", "3", 0, NULL), KCR_OK, "null replaced");
+    cr_assert_eq(kcr_object_edit_append_json(e, "spec.s", "3", 0, NULL), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_object_edit_append_json(e, "spec.xs[5]", "3", 0, NULL), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_object_edit_append_json(e, "spec.xs", "{bad", 0, NULL), KCR_ERR_PARSE);
+    kcr_object *o = NULL;
+    cr_assert_eq(kcr_object_edit_freeze(e, &o), KCR_OK);
+    char *json = NULL;
+    cr_assert_eq(kcr_object_to_json(o, &json, NULL), KCR_OK);
+    cr_assert_str_eq(json, "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"xs\":[1,{\"k\":2}],\"s\":\"x\","
+                           "\"n\":[3],\"new\":{\"list\":[\"v\"]}}}");
+    free(json);
+    kcr_object_unref(o);
+    kcr_object_edit_free(e);
+    kcr_object_unref(base);
+}
