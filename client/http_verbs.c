@@ -11,6 +11,7 @@
 #include "client/http.h"
 #include "client/http_discovery.h"
 #include "client/http_transport.h"
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "object/edit_tree.h"
@@ -420,8 +421,10 @@ static const kcr__client_ops http_ops = {
     .destroy = http_destroy,
 };
 
-kcr_err kcr_client_new(const kcr_config *cfg, const kcr_client_options *opts, kcr_client **out)
+kcr_err (kcr_client_new)(const kcr_config *cfg, const kcr_client_options *opts, size_t opts_size,
+                         kcr_client **out)
 {
+    KCR__ABI_OPTS(kcr_client_options, opts, opts_size);
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_client_new: NULL out");
     *out = NULL;

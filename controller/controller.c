@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "controller/controller_internal.h"
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -79,6 +80,9 @@ static kcr_err compile_source(kcr_controller *c, kcr__role role, const kcr_sourc
                               kcr__source *s, size_t idx)
 {
     static const char *const role_names[] = {"primary", "owns", "watches"};
+    if (kcr__abi_reserved(in->reserved, sizeof in->reserved, "kcr_source") != KCR_OK)
+        return kcr__fail(KCR_ERR_INVALID, "controller \"%s\": %s[%zu]: %s", c->name,
+                         role_names[role], idx, kcr_last_error());
     s->role = role;
     s->ctl = c;
     s->predicate = in->predicate;
@@ -212,6 +216,12 @@ kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel,
                     ix->resource.resource &&
                     strcmp(c->sources[j].resource, ix->resource.resource) == 0 &&
                     strcmp(c->sources[j].group, ix->resource.group ? ix->resource.group : "") == 0;
+            if (kcr__abi_reserved(ix->reserved, sizeof ix->reserved, "kcr_cache_index") !=
+                KCR_OK) {
+                err = kcr__fail(KCR_ERR_INVALID, "controller \"%s\": indexes[%zu]: %s", c->name, i,
+                                kcr_last_error());
+                break;
+            }
             if (!ix->name || !ix->fn || !known) {
                 err = kcr__fail(KCR_ERR_INVALID,
                                 "controller \"%s\": indexes[%zu] needs a name, a function and "
@@ -270,11 +280,12 @@ void kcr__controller_count(kcr_controller *c, size_t offset, int64_t delta)
     pthread_mutex_unlock(&c->stats_lock);
 }
 
-void kcr_controller_get_stats(kcr_controller *c, kcr_controller_stats *out)
+void (kcr_controller_get_stats)(kcr_controller *c, kcr_controller_stats *out, size_t out_size)
 {
     pthread_mutex_lock(&c->stats_lock);
-    *out = c->stats;
+    kcr_controller_stats st = c->stats;
     pthread_mutex_unlock(&c->stats_lock);
+    kcr__abi_out(out, out_size, &st, sizeof st);
 }
 
 const char *kcr_controller_name(const kcr_controller *c)

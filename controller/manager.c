@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "controller/manager_internal.h"
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -59,8 +60,10 @@ static void on_stopped_leading(void *ud)
     wake(m);
 }
 
-kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *opts, kcr_manager **out)
+kcr_err (kcr_manager_new)(kcr_client *client, const kcr_manager_options *opts, size_t opts_size,
+                          kcr_manager **out)
 {
+    KCR__ABI_OPTS(kcr_manager_options, opts, opts_size);
     if (out)
         *out = NULL;
     if (!client || !out)
@@ -142,9 +145,16 @@ kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *opts, kcr
     return KCR_OK;
 }
 
-kcr_err kcr_manager_add_controller(kcr_manager *m, const kcr_controller_options *opts,
-                                   kcr_controller **out)
+kcr_err (kcr_manager_add_controller)(kcr_manager *m, const kcr_controller_options *opts,
+                                     size_t opts_size, kcr_controller **out)
 {
+    kcr_controller_options local;
+    kcr_err abi_err = kcr__abi_in(&local, sizeof local, opts, opts_size, "kcr_controller_options");
+    if (abi_err != KCR_OK) {
+        kcr__controller_options_release(&local); /* the predicates and limiter are ours to free */
+        return abi_err;
+    }
+    opts = &local;
     if (out)
         *out = NULL;
     if (!m) {

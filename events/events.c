@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "events/events_internal.h"
+#include "core/abi.h"
 #include "core/identity.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -72,9 +73,10 @@ static char *default_instance(const char *controller)
     return buf;
 }
 
-kcr_err kcr_event_recorder_new(kcr_client *client, const kcr_event_recorder_options *opts,
-                               kcr_event_recorder **out)
+kcr_err (kcr_event_recorder_new)(kcr_client *client, const kcr_event_recorder_options *opts,
+                                 size_t opts_size, kcr_event_recorder **out)
 {
+    KCR__ABI_OPTS(kcr_event_recorder_options, opts, opts_size);
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "event recorder: out is NULL");
     *out = NULL;
@@ -172,14 +174,15 @@ kcr_err kcr_event_recorder_flush(kcr_event_recorder *r, int64_t timeout_ms)
                              (long long)timeout_ms);
 }
 
-void kcr_event_recorder_get_stats(kcr_event_recorder *r, kcr_event_recorder_stats *out)
+void (kcr_event_recorder_get_stats)(kcr_event_recorder *r, kcr_event_recorder_stats *out,
+                                    size_t out_size)
 {
-    if (!out)
+    if (!out || !r) {
+        kcr__abi_out(out, out_size, &(kcr_event_recorder_stats){0}, sizeof(kcr_event_recorder_stats));
         return;
-    memset(out, 0, sizeof *out);
-    if (!r)
-        return;
+    }
     pthread_mutex_lock(&r->lock);
-    *out = r->stats;
+    kcr_event_recorder_stats st = r->stats;
     pthread_mutex_unlock(&r->lock);
+    kcr__abi_out(out, out_size, &st, sizeof st);
 }

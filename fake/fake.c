@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "fake/fake_internal.h"
@@ -92,8 +93,9 @@ static const kcr__client_ops fake_ops = {
 
 /* ---- public API ------------------------------------------------------------------------------ */
 
-kcr_err kcr_fake_new(const kcr_fake_options *opts, kcr_fake **out)
+kcr_err (kcr_fake_new)(const kcr_fake_options *opts, size_t opts_size, kcr_fake **out)
 {
+    KCR__ABI_OPTS(kcr_fake_options, opts, opts_size);
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_fake_new: NULL out");
     *out = NULL;

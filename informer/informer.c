@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -178,6 +179,9 @@ kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
     kcr_informer_options d = {0};
     if (!opts)
         opts = &d;
+    kcr_err err = kcr__abi_reserved(opts->reserved, sizeof opts->reserved, "kcr_informer_options");
+    if (err != KCR_OK)
+        return err;
     kcr_informer *inf = calloc(1, sizeof *inf);
     if (!inf)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
@@ -189,11 +193,10 @@ kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
     inf->resource = strdup(res->resource);
     inf->res = (kcr_resource){inf->group, inf->version, inf->resource};
     inf->keep_managed_fields = opts->keep_managed_fields;
-    inf->transform = opts->transform;
-    inf->transform_ud = opts->transform_user_data;
+    inf->transform = opts->reflector.transform;
+    inf->transform_ud = opts->reflector.transform_user_data;
     inf->on_error = opts->reflector.on_error;
     inf->error_ud = opts->reflector.error_user_data;
-    kcr_err err = KCR_OK;
     if (!inf->group || !inf->version || !inf->resource)
         err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
     if (err == KCR_OK)

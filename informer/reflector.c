@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/grow.h"
@@ -614,6 +615,8 @@ kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
     kcr_reflector_options d = {0};
     if (!opts)
         opts = &d;
+    if (kcr__abi_reserved(opts->reserved, sizeof opts->reserved, "kcr_reflector_options") != KCR_OK)
+        return KCR_ERR_INVALID;
     const struct {
         const char *name;
         int64_t ms;
@@ -757,9 +760,10 @@ bool kcr_reflector_has_listed(kcr_reflector *r)
     return l;
 }
 
-void kcr_reflector_get_stats(kcr_reflector *r, kcr_reflector_stats *out)
+void (kcr_reflector_get_stats)(kcr_reflector *r, kcr_reflector_stats *out, size_t out_size)
 {
     pthread_mutex_lock(&r->mu);
-    *out = r->stats;
+    kcr_reflector_stats st = r->stats;
     pthread_mutex_unlock(&r->mu);
+    kcr__abi_out(out, out_size, &st, sizeof st);
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/grow.h"
@@ -50,8 +51,10 @@ static void entry_free(void *p)
     free(e);
 }
 
-kcr_err kcr_delta_fifo_new(const kcr_delta_fifo_options *opts, kcr_delta_fifo **out)
+kcr_err (kcr_delta_fifo_new)(const kcr_delta_fifo_options *opts, size_t opts_size,
+                             kcr_delta_fifo **out)
 {
+    KCR__ABI_OPTS(kcr_delta_fifo_options, opts, opts_size);
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_delta_fifo_new: NULL out");
     *out = NULL;

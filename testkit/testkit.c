@@ -8,6 +8,7 @@
 
 #include "testkit/testkit_internal.h"
 #include "testkit/yaml_json.h"
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -57,8 +58,9 @@ static kcr_err tk_enqueue(kcr_controller *c, const char *key, int priority, int6
 
 static const kcr__env_ops tk_env_ops = {.enqueue = tk_enqueue, .now_ms = tk_now};
 
-kcr_err kcr_testkit_new(const kcr_testkit_options *opts, kcr_testkit **out)
+kcr_err (kcr_testkit_new)(const kcr_testkit_options *opts, size_t opts_size, kcr_testkit **out)
 {
+    KCR__ABI_OPTS(kcr_testkit_options, opts, opts_size);
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_testkit_new: NULL out");
     *out = NULL;
@@ -145,9 +147,16 @@ void kcr_testkit_advance(kcr_testkit *tk, int64_t ms)
         kcr_cancel_trigger(tk->cancel);
 }
 
-kcr_err kcr_testkit_add_controller(kcr_testkit *tk, const kcr_controller_options *opts,
-                                   kcr_controller **out)
+kcr_err (kcr_testkit_add_controller)(kcr_testkit *tk, const kcr_controller_options *opts,
+                                     size_t opts_size, kcr_controller **out)
 {
+    kcr_controller_options local;
+    kcr_err abi_err = kcr__abi_in(&local, sizeof local, opts, opts_size, "kcr_controller_options");
+    if (abi_err != KCR_OK) {
+        kcr__controller_options_release(&local); /* the predicates and limiter are ours to free */
+        return abi_err;
+    }
+    opts = &local;
     if (out)
         *out = NULL;
     if (!tk)

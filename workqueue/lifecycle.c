@@ -5,17 +5,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "workqueue/duration.h"
 #include "workqueue/queue.h"
 
-kcr_err kcr_workqueue_new(const kcr_workqueue_options *opts, kcr_workqueue **out)
+kcr_err (kcr_workqueue_new)(const kcr_workqueue_options *opts, size_t opts_size,
+                            kcr_workqueue **out)
 {
-    static const kcr_workqueue_options defaults;
-    if (!opts)
-        opts = &defaults;
+    kcr_workqueue_options local;
+    kcr_err err = kcr__abi_in(&local, sizeof local, opts, opts_size, "kcr_workqueue_options");
+    opts = &local;
     kcr_rate_limiter *limiter = opts->limiter;
+    if (err != KCR_OK) {
+        kcr_rate_limiter_free(limiter);
+        return err;
+    }
     if (!out) {
         kcr_rate_limiter_free(limiter);
         return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_new: out is NULL");

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "workqueue/duration.h"
@@ -205,15 +206,13 @@ static int64_t exp_when(const char *key, int64_t now_ns, void *state)
     return p->base << failures;
 }
 
-kcr_err kcr_rate_limiter_exponential_new(const kcr_rate_limiter_exponential_options *opts,
-                                         kcr_rate_limiter **out)
+kcr_err (kcr_rate_limiter_exponential_new)(const kcr_rate_limiter_exponential_options *opts,
+                                           size_t opts_size, kcr_rate_limiter **out)
 {
+    KCR__ABI_OPTS(kcr_rate_limiter_exponential_options, opts, opts_size);
     static const char fn[] = "kcr_rate_limiter_exponential_new";
-    static const kcr_rate_limiter_exponential_options defaults;
     if (out)
         *out = NULL;
-    if (!opts)
-        opts = &defaults;
     if (opts->base_delay_ms < 0 || opts->max_delay_ms < 0)
         return kcr__fail(KCR_ERR_INVALID, "%s: negative delay", fn);
     if (!out)
@@ -298,15 +297,13 @@ static void bucket_free(void *state)
     free(b);
 }
 
-kcr_err kcr_rate_limiter_bucket_new(const kcr_rate_limiter_bucket_options *opts,
-                                    kcr_rate_limiter **out)
+kcr_err (kcr_rate_limiter_bucket_new)(const kcr_rate_limiter_bucket_options *opts, size_t opts_size,
+                                      kcr_rate_limiter **out)
 {
+    KCR__ABI_OPTS(kcr_rate_limiter_bucket_options, opts, opts_size);
     static const char fn[] = "kcr_rate_limiter_bucket_new";
-    static const kcr_rate_limiter_bucket_options defaults;
     if (out)
         *out = NULL;
-    if (!opts)
-        opts = &defaults;
     if (opts->qps < 0 || opts->burst < 0 || isnan(opts->qps))
         return kcr__fail(KCR_ERR_INVALID, "%s: negative rate or burst", fn);
     if (!out)

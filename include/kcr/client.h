@@ -127,7 +127,9 @@ typedef struct kcr_client_options {
 /* A client for the server of `cfg` (the config is copied; free it whenever).
  * opts may be NULL. *out is freed with kcr_client_free(). Thread-safe. */
 KCR_API kcr_err kcr_client_new(const kcr_config *cfg, const kcr_client_options *opts,
-                               kcr_client **out);
+                               size_t opts_size, kcr_client **out);
+#define kcr_client_new(cfg, opts, out) \
+    (kcr_client_new)((cfg), (opts), sizeof(kcr_client_options), (out))
 
 /* Sees every HTTP request a client completes: method ("GET", "LIST" is
  * reported as "GET"), host ("127.0.0.1:6443"), HTTP code (0 when no response

@@ -231,6 +231,10 @@ typedef struct kcr_source {
     kcr_predicate *predicate;   /* NULL: every change; ownership taken */
     kcr_map_fn map;             /* watches[] only (required there) */
     void *map_user_data;        /* borrowed until the manager/test kit is freed */
+    /* Zero. Fields added after 1.0 take these bytes: the struct is nested or
+     * sits in arrays, so its size never changes (docs/abi.md). Not zero:
+     * KCR_ERR_INVALID. */
+    uint64_t reserved[8];
 } kcr_source;
 
 /* An index to add to a cache the controller reads (see kcr_store_add_index). */
@@ -239,6 +243,10 @@ typedef struct kcr_cache_index {
     const char *name;      /* copied */
     kcr_index_fn fn;
     void *user_data;       /* borrowed until the manager/test kit is freed */
+    /* Zero. Fields added after 1.0 take these bytes: the struct is nested or
+     * sits in arrays, so its size never changes (docs/abi.md). Not zero:
+     * KCR_ERR_INVALID. */
+    uint64_t reserved[4];
 } kcr_cache_index;
 
 /* A controller's declaration. Zero means default; everything is copied
@@ -288,7 +296,10 @@ typedef struct kcr_controller_stats {
 } kcr_controller_stats;
 
 /* Counters so far. Thread-safe. */
-KCR_API void kcr_controller_get_stats(kcr_controller *c, kcr_controller_stats *out);
+KCR_API void kcr_controller_get_stats(kcr_controller *c, kcr_controller_stats *out,
+                                      size_t out_size);
+#define kcr_controller_get_stats(c, out) \
+    (kcr_controller_get_stats)((c), (out), sizeof(kcr_controller_stats))
 
 /* The controller's name, owned by it. Thread-safe. */
 KCR_API const char *kcr_controller_name(const kcr_controller *c);
@@ -389,7 +400,9 @@ typedef struct kcr_manager_options {
  * recorder; starts nothing. Thread-safety of the manager: every function is
  * thread-safe except _free. */
 KCR_API kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *opts,
-                                kcr_manager **out);
+                                size_t opts_size, kcr_manager **out);
+#define kcr_manager_new(client, opts, out) \
+    (kcr_manager_new)((client), (opts), sizeof(kcr_manager_options), (out))
 
 /* Adds a controller declared by `opts` (see kcr_controller_options for
  * what is copied and taken). Before kcr_manager_run only (KCR_ERR_STATE
@@ -400,7 +413,9 @@ KCR_API kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *o
  * so a hung server cannot hold this call). *out (may be NULL) is borrowed until
  * kcr_manager_free. */
 KCR_API kcr_err kcr_manager_add_controller(kcr_manager *m, const kcr_controller_options *opts,
-                                           kcr_controller **out);
+                                           size_t opts_size, kcr_controller **out);
+#define kcr_manager_add_controller(m, opts, out) \
+    (kcr_manager_add_controller)((m), (opts), sizeof(kcr_controller_options), (out))
 
 /* Runs until kcr_manager_stop, a signal (handle_signals) or leadership loss:
  * starts the caches (every replica unless no_warm_standby), leader election

@@ -69,7 +69,9 @@ typedef struct kcr_event_recorder_stats {
 
 /* A recorder writing through `client` (borrowed until _free). */
 KCR_API kcr_err kcr_event_recorder_new(kcr_client *client, const kcr_event_recorder_options *opts,
-                                       kcr_event_recorder **out);
+                                       size_t opts_size, kcr_event_recorder **out);
+#define kcr_event_recorder_new(client, opts, out) \
+    (kcr_event_recorder_new)((client), (opts), sizeof(kcr_event_recorder_options), (out))
 
 /* Sends what is queued (waiting at most 2 s, then cancelling the write in
  * flight and dropping the rest), stops the sender, frees. NULL is ignored. */
@@ -93,7 +95,10 @@ KCR_API kcr_err kcr_event_recorder_recordf(kcr_event_recorder *r, const kcr_even
 /* Waits until the queue is empty or timeout_ms passes (KCR_ERR_TIMEOUT). */
 KCR_API kcr_err kcr_event_recorder_flush(kcr_event_recorder *r, int64_t timeout_ms);
 
-KCR_API void kcr_event_recorder_get_stats(kcr_event_recorder *r, kcr_event_recorder_stats *out);
+KCR_API void kcr_event_recorder_get_stats(kcr_event_recorder *r, kcr_event_recorder_stats *out,
+                                          size_t out_size);
+#define kcr_event_recorder_get_stats(r, out) \
+    (kcr_event_recorder_get_stats)((r), (out), sizeof(kcr_event_recorder_stats))
 
 #ifdef __cplusplus
 }

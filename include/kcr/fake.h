@@ -72,7 +72,8 @@ typedef enum kcr_fake_verb {
 } kcr_fake_verb;
 
 /* Creates an empty fake. opts may be NULL. Free with kcr_fake_free(). */
-KCR_API kcr_err kcr_fake_new(const kcr_fake_options *opts, kcr_fake **out);
+KCR_API kcr_err kcr_fake_new(const kcr_fake_options *opts, size_t opts_size, kcr_fake **out);
+#define kcr_fake_new(opts, out) (kcr_fake_new)((opts), sizeof(kcr_fake_options), (out))
 
 /* Drops the creator's reference; the fake lives on while clients made from
  * it exist. NULL is ignored. */

@@ -73,12 +73,16 @@ typedef struct kcr_reflector_options {
     int64_t backoff_reset_ms;     /* no failure for this long resets the backoff; 0: 120000 */
     double backoff_jitter;        /* each wait is d * (1 + jitter * U[0,1)); 0: 1.0; < 0: none */
     /* Applied to every listed/watched object before it is queued (so the
-     * cache only ever holds its result). NULL: none. Informers set their
-     * own (see kcr_informer_options.transform); this field is ignored there. */
+     * cache only ever holds its result). NULL: none. In an informer's
+     * options it runs after managedFields are dropped (keep_managed_fields). */
     kcr_object_transform_fn transform;
     void *transform_user_data;
     kcr_watch_error_fn on_error; /* NULL: none */
     void *error_user_data;
+    /* Zero. Fields added after 1.0 take these bytes: the struct is nested or
+     * sits in arrays, so its size never changes (docs/abi.md). Not zero:
+     * KCR_ERR_INVALID. */
+    uint64_t reserved[8];
 } kcr_reflector_options;
 
 /* Counters, for metrics and tests. */
@@ -151,7 +155,9 @@ KCR_API kcr_err kcr_reflector_last_error(kcr_reflector *r, kcr_status *status, c
 /* True once a first initial state (list or streaming) reached the sink. */
 KCR_API bool kcr_reflector_has_listed(kcr_reflector *r);
 
-KCR_API void kcr_reflector_get_stats(kcr_reflector *r, kcr_reflector_stats *out);
+KCR_API void kcr_reflector_get_stats(kcr_reflector *r, kcr_reflector_stats *out, size_t out_size);
+#define kcr_reflector_get_stats(r, out) \
+    (kcr_reflector_get_stats)((r), (out), sizeof(kcr_reflector_stats))
 
 /* ---- Shared index informer ----------------------------------------------------------------
  * One reflector + DeltaFIFO + cache (kcr_store) for one resource, with any
@@ -214,11 +220,13 @@ typedef struct kcr_event_handler {
 
 /* Zero means default for every field. */
 typedef struct kcr_informer_options {
-    kcr_reflector_options reflector; /* namespace, selectors, list mode, timings, on_error
-                                        (its transform fields are ignored) */
+    kcr_reflector_options reflector; /* namespace, selectors, list mode, timings, transform
+                                        (run after managedFields are dropped), on_error */
     bool keep_managed_fields;        /* false: metadata.managedFields is dropped before caching */
-    kcr_object_transform_fn transform; /* applied after that; NULL: none */
-    void *transform_user_data;
+    /* Zero. Fields added after 1.0 take these bytes: the struct is nested or
+     * sits in arrays, so its size never changes (docs/abi.md). Not zero:
+     * KCR_ERR_INVALID. */
+    uint64_t reserved[8];
 } kcr_informer_options;
 
 /* A new informer for `res`; `client` is borrowed until kcr_informer_free.

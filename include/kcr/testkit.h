@@ -89,7 +89,9 @@ typedef struct kcr_testkit_record {
 } kcr_testkit_record;
 
 /* A new kit with an empty fake. *out is freed with kcr_testkit_free. */
-KCR_API kcr_err kcr_testkit_new(const kcr_testkit_options *opts, kcr_testkit **out);
+KCR_API kcr_err kcr_testkit_new(const kcr_testkit_options *opts, size_t opts_size,
+                                kcr_testkit **out);
+#define kcr_testkit_new(opts, out) (kcr_testkit_new)((opts), sizeof(kcr_testkit_options), (out))
 
 /* Frees the kit, its controllers, caches and fake. NULL is ignored. */
 KCR_API void kcr_testkit_free(kcr_testkit *tk);
@@ -105,7 +107,9 @@ KCR_API const kcr_clock *kcr_testkit_clock(kcr_testkit *tk);
  * for every primary already there). *out (may be NULL) is borrowed until
  * _free. */
 KCR_API kcr_err kcr_testkit_add_controller(kcr_testkit *tk, const kcr_controller_options *opts,
-                                           kcr_controller **out);
+                                           size_t opts_size, kcr_controller **out);
+#define kcr_testkit_add_controller(tk, opts, out) \
+    (kcr_testkit_add_controller)((tk), (opts), sizeof(kcr_controller_options), (out))
 
 /* Stores the objects of `text` (copied): one JSON object, or YAML with one
  * or more documents separated by "---". Each needs apiVersion and kind (the

@@ -85,7 +85,9 @@ typedef struct kcr_rate_limiter_exponential_options {
  * max_delay_ms (client-go's ItemExponentialFailureRateLimiter). `opts` is
  * borrowed for the call; negative delays are KCR_ERR_INVALID. */
 KCR_API kcr_err kcr_rate_limiter_exponential_new(const kcr_rate_limiter_exponential_options *opts,
-                                                 kcr_rate_limiter **out);
+                                                 size_t opts_size, kcr_rate_limiter **out);
+#define kcr_rate_limiter_exponential_new(opts, out) \
+    (kcr_rate_limiter_exponential_new)((opts), sizeof(kcr_rate_limiter_exponential_options), (out))
 
 /* Options of kcr_rate_limiter_bucket_new; zero (or NULL) means the
  * default. */
@@ -100,7 +102,9 @@ typedef struct kcr_rate_limiter_bucket_options {
  * borrowed for the call; a negative or NaN rate or burst is
  * KCR_ERR_INVALID. */
 KCR_API kcr_err kcr_rate_limiter_bucket_new(const kcr_rate_limiter_bucket_options *opts,
-                                            kcr_rate_limiter **out);
+                                            size_t opts_size, kcr_rate_limiter **out);
+#define kcr_rate_limiter_bucket_new(opts, out) \
+    (kcr_rate_limiter_bucket_new)((opts), sizeof(kcr_rate_limiter_bucket_options), (out))
 
 /* Per key: the first `max_fast_attempts` retries wait fast_delay_ms, later
  * ones slow_delay_ms (client-go's ItemFastSlowRateLimiter). No defaults, so
@@ -246,7 +250,10 @@ typedef struct kcr_workqueue_options {
  * on KCR_OK. `opts` is borrowed for the call (NULL: every default). Returns
  * KCR_OK, KCR_ERR_NOMEM or KCR_ERR_INVALID (NULL out); kcr_last_error()
  * says why. Thread-safe. */
-KCR_API kcr_err kcr_workqueue_new(const kcr_workqueue_options *opts, kcr_workqueue **out);
+KCR_API kcr_err kcr_workqueue_new(const kcr_workqueue_options *opts, size_t opts_size,
+                                  kcr_workqueue **out);
+#define kcr_workqueue_new(opts, out) \
+    (kcr_workqueue_new)((opts), sizeof(kcr_workqueue_options), (out))
 
 /* Frees the queue, its keys and its limiter (no shutdown needed first).
  * NULL is a no-op. Every other call on the queue must have returned (join
@@ -352,7 +359,9 @@ KCR_API bool kcr_workqueue_shutting_down(kcr_workqueue *q);
 
 /* Fills *out (owned by the caller) with a snapshot of the queue (see
  * kcr_workqueue_stats). Thread-safe. */
-KCR_API void kcr_workqueue_get_stats(kcr_workqueue *q, kcr_workqueue_stats *out);
+KCR_API void kcr_workqueue_get_stats(kcr_workqueue *q, kcr_workqueue_stats *out, size_t out_size);
+#define kcr_workqueue_get_stats(q, out) \
+    (kcr_workqueue_get_stats)((q), (out), sizeof(kcr_workqueue_stats))
 
 /* Refreshes the unfinished-work and longest-running gauges through the
  * metrics callbacks now (e.g. right before a scrape). Thread-safe. */

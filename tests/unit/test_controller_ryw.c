@@ -62,7 +62,7 @@ static kcr_controller *ryw_setup(bool disable)
     atomic_store(&ryw_seen_set, false);
     ryw_seen[0] = '\0';
     create_cm("a");
-    kcr_informer_options io = {.transform = gate_transform};
+    kcr_informer_options io = {.reflector.transform = gate_transform};
     new_manager(&(kcr_manager_options){.cache_defaults = &io});
     kcr_controller *c = NULL;
     kcr_controller_options o = {.name = "ryw",

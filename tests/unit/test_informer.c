@@ -126,7 +126,7 @@ static kcr_err drop_data(const kcr_object *in, kcr_object **out, void *ud)
 Test(informer, user_transform_before_caching)
 {
     kcr_informer_options opts = fast();
-    opts.transform = drop_data;
+    opts.reflector.transform = drop_data;
     env e;
     env_up(&e, 2, &opts);
     env_start_synced(&e);
