@@ -64,6 +64,9 @@ kcr_err (kcr_manager_new)(kcr_client *client, const kcr_manager_options *opts, s
                           kcr_manager **out)
 {
     KCR__ABI_OPTS(kcr_manager_options, opts, opts_size);
+    if (opts->clock && kcr__abi_reserved(opts->clock->reserved, sizeof opts->clock->reserved,
+                                         "kcr_manager_options.clock") != KCR_OK)
+        return KCR_ERR_INVALID; /* detail: kcr__abi_reserved */
     if (out)
         *out = NULL;
     if (!client || !out)

@@ -77,6 +77,9 @@ kcr_err (kcr_event_recorder_new)(kcr_client *client, const kcr_event_recorder_op
                                  size_t opts_size, kcr_event_recorder **out)
 {
     KCR__ABI_OPTS(kcr_event_recorder_options, opts, opts_size);
+    if (opts->clock && kcr__abi_reserved(opts->clock->reserved, sizeof opts->clock->reserved,
+                                         "kcr_event_recorder_options.clock") != KCR_OK)
+        return KCR_ERR_INVALID; /* detail: kcr__abi_reserved */
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "event recorder: out is NULL");
     *out = NULL;

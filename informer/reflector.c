@@ -615,8 +615,9 @@ kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
     kcr_reflector_options d = {0};
     if (!opts)
         opts = &d;
-    if (kcr__abi_reserved(opts->reserved, sizeof opts->reserved, "kcr_reflector_options") != KCR_OK)
-        return KCR_ERR_INVALID;
+    if (kcr__abi_reserved(opts->reserved, sizeof opts->reserved, "kcr_reflector_options") != KCR_OK ||
+        kcr__abi_reserved(sink->reserved, sizeof sink->reserved, "kcr_reflector_sink") != KCR_OK)
+        return KCR_ERR_INVALID; /* detail: kcr__abi_reserved */
     const struct {
         const char *name;
         int64_t ms;

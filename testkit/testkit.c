@@ -70,7 +70,7 @@ kcr_err (kcr_testkit_new)(const kcr_testkit_options *opts, size_t opts_size, kcr
         return kcr__fail(KCR_ERR_NOMEM, "out of memory making a test kit");
     tk->now_ms = o.start_ms ? o.start_ms : DEFAULT_START_MS;
     tk->simulate_workers = o.simulate_workers;
-    tk->clock = (kcr_clock){tk_now, tk};
+    tk->clock = (kcr_clock){.now_ms = tk_now, .user_data = tk};
     kcr_err err = kcr_fake_new(NULL, &tk->fake);
     if (err == KCR_OK)
         err = kcr_fake_client(tk->fake, o.ns, &tk->client);

@@ -18,6 +18,9 @@ kcr_err (kcr_workqueue_new)(const kcr_workqueue_options *opts, size_t opts_size,
     kcr_err err = kcr__abi_in(&local, sizeof local, opts, opts_size, "kcr_workqueue_options");
     opts = &local;
     kcr_rate_limiter *limiter = opts->limiter;
+    if (err == KCR_OK && opts->metrics)
+        err = kcr__abi_reserved(opts->metrics->reserved, sizeof opts->metrics->reserved,
+                                "kcr_workqueue_options.metrics");
     if (err != KCR_OK) {
         kcr_rate_limiter_free(limiter);
         return err;

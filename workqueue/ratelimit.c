@@ -52,12 +52,19 @@ static kcr_err limiter_new(const kcr_rate_limiter_ops *ops,
     return KCR_OK;
 }
 
-kcr_err kcr_rate_limiter_new(const kcr_rate_limiter_ops *ops, void *user_data,
-                             kcr_rate_limiter **out)
+kcr_err (kcr_rate_limiter_new)(const kcr_rate_limiter_ops *ops, size_t ops_size, void *user_data,
+                               kcr_rate_limiter **out)
 {
     if (out)
         *out = NULL;
-    return limiter_new(ops, NULL, user_data, "kcr_rate_limiter_new", out);
+    kcr_rate_limiter_ops known;
+    kcr_err err = kcr__abi_in(&known, sizeof known, ops, ops_size, "kcr_rate_limiter_ops");
+    if (err != KCR_OK) {
+        if (known.free) /* user_data is ours from now on, also on failure */
+            known.free(user_data);
+        return err;
+    }
+    return limiter_new(ops ? &known : NULL, NULL, user_data, "kcr_rate_limiter_new", out);
 }
 
 int64_t kcr__rate_limiter_when_ns(kcr_rate_limiter *rl, const char *key, int64_t now_ns)

@@ -118,6 +118,9 @@ typedef struct kcr_reflector_sink {
      * `resource_version` (borrowed). NULL: ignored. */
     kcr_err (*on_bookmark)(const char *resource_version, void *user_data);
     void *user_data;
+    /* Zero. Fields added after 1.0 take these bytes: the struct is returned by value (kcr_delta_fifo_sink),
+     * so its size never changes (docs/abi.md). Not zero: KCR_ERR_INVALID. */
+    uint64_t reserved[4];
 } kcr_reflector_sink;
 
 /* A sink feeding `fifo` (borrowed: it must outlive the reflector): add,
@@ -240,7 +243,9 @@ KCR_API kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
  * NULL) is a handle valid until the informer is freed or the handler removed.
  * On failure no callback ever runs. */
 KCR_API kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_handler *h,
-                                         kcr_handler_reg **out);
+                                         size_t h_size, kcr_handler_reg **out);
+#define kcr_informer_add_handler(inf, h, out) \
+    (kcr_informer_add_handler)((inf), (h), sizeof(kcr_event_handler), (out))
 
 /* Removes a handler: waits for its running callback, drops what is pending,
  * joins its thread, frees reg. Must not be called from that handler's

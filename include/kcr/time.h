@@ -37,6 +37,9 @@ KCR_API void kcr_time_format_micro(int64_t unix_us, char *buf, size_t size);
 typedef struct kcr_clock {
     int64_t (*now_ms)(void *user_data);
     void *user_data;
+    /* Zero. Fields added after 1.0 take these bytes: the struct is reached through options,
+     * so its size never changes (docs/abi.md). Not zero: KCR_ERR_INVALID. */
+    uint64_t reserved[4];
 } kcr_clock;
 
 /* clock's time in ms since the Unix epoch; the real (CLOCK_REALTIME) time

@@ -71,8 +71,10 @@ typedef struct kcr_rate_limiter_ops {
 /* A limiter driven by `ops` (copied) and `user_data` (owned by the limiter
  * from now on: ops->free(user_data) runs at kcr_rate_limiter_free, or right
  * away if this call fails). */
-KCR_API kcr_err kcr_rate_limiter_new(const kcr_rate_limiter_ops *ops, void *user_data,
-                                     kcr_rate_limiter **out);
+KCR_API kcr_err kcr_rate_limiter_new(const kcr_rate_limiter_ops *ops, size_t ops_size,
+                                     void *user_data, kcr_rate_limiter **out);
+#define kcr_rate_limiter_new(ops, user_data, out) \
+    (kcr_rate_limiter_new)((ops), sizeof(kcr_rate_limiter_ops), (user_data), (out))
 
 /* Options of kcr_rate_limiter_exponential_new; zero (or NULL) means the
  * default. */
@@ -196,6 +198,9 @@ typedef struct kcr_workqueue_metrics {
      * no background thread: a refresh happens inside queue calls, inside a
      * get blocked on an empty queue, and on kcr_workqueue_metrics_update. */
     int64_t update_period_ms;
+    /* Zero. Fields added after 1.0 take these bytes: the struct is reached through options,
+     * so its size never changes (docs/abi.md). Not zero: KCR_ERR_INVALID. */
+    uint64_t reserved[4];
 } kcr_workqueue_metrics;
 
 /* A snapshot of one queue (kcr_workqueue_get_stats). The duration fields

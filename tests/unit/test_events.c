@@ -36,7 +36,7 @@ static int64_t virtual_now(void *ud)
     return atomic_load(&clock_ms);
 }
 
-static const kcr_clock vclock = {virtual_now, NULL};
+static const kcr_clock vclock = {.now_ms = virtual_now};
 
 static void setup(void)
 {
