@@ -141,8 +141,9 @@ kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel,
     *out = NULL;
     if (!opts->name || !opts->name[0] || !opts->reconcile || (opts->n_owns && !opts->owns) ||
         (opts->n_watches && !opts->watches) || (opts->n_indexes && !opts->indexes) ||
-        opts->max_concurrent_reconciles < 0 || opts->reconcile_timeout_ms < 0 ||
-        opts->resync_period_ms < 0 || opts->read_your_writes_timeout_ms < 0) {
+        opts->max_concurrent_reconciles < 0 ||
+        opts->reconcile_timeout_ms < KCR_DURATION_INFINITE ||
+        opts->resync_period_ms < KCR_DURATION_INFINITE || opts->read_your_writes_timeout_ms < 0) {
         kcr__controller_options_release(opts);
         return kcr__fail(KCR_ERR_INVALID, "controller \"%s\": %s", opts->name ? opts->name : "",
                          !opts->name || !opts->name[0] ? "a name is required"
@@ -181,8 +182,9 @@ kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel,
     c->n_sources = n;
     c->workers = opts->max_concurrent_reconciles ? opts->max_concurrent_reconciles : 1;
     c->limiter = opts->rate_limiter;
-    c->timeout_ms = opts->reconcile_timeout_ms;
-    c->resync_ms = opts->resync_period_ms;
+    /* KCR_DURATION_INFINITE: none, as the default */
+    c->timeout_ms = opts->reconcile_timeout_ms > 0 ? opts->reconcile_timeout_ms : 0;
+    c->resync_ms = opts->resync_period_ms > 0 ? opts->resync_period_ms : 0;
     c->ryw = !opts->no_read_your_writes;
     c->ryw_timeout_ms =
         opts->read_your_writes_timeout_ms > 0 ? opts->read_your_writes_timeout_ms : 5000;

@@ -72,6 +72,10 @@ kcr_err (kcr_manager_new)(kcr_client *client, const kcr_manager_options *opts, s
     if (!client || !out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_manager_new: NULL client or out");
     kcr_manager_options o = opts ? *opts : (kcr_manager_options){0};
+    if (kcr__duration_check("kcr_manager_new: graceful_shutdown_timeout_ms",
+                            o.graceful_shutdown_timeout_ms,
+                            KCR__DURATION_INFINITE | KCR__DURATION_ZERO) != KCR_OK)
+        return KCR_ERR_INVALID; /* detail: kcr__duration_check */
     if (o.graceful_shutdown_timeout_ms > KCR__MAX_DURATION_MS)
         return kcr__fail(
             KCR_ERR_INVALID, "kcr_manager_new: graceful_shutdown_timeout_ms %lld is above %lld ms",

@@ -165,7 +165,12 @@ kcr_err kcr_event_recorder_flush(kcr_event_recorder *r, int64_t timeout_ms)
 {
     if (!r)
         return kcr__fail(KCR_ERR_INVALID, "event recorder: NULL recorder");
-    int64_t deadline = kcr__now_ns() + (timeout_ms > 0 ? timeout_ms : 0) * KCR_NS_PER_MS;
+    if (timeout_ms < 0 && kcr__duration_check("kcr_event_recorder_flush: timeout_ms", timeout_ms,
+                                               KCR__DURATION_INFINITE) != KCR_OK)
+        return KCR_ERR_INVALID; /* detail: kcr__duration_check */
+    int64_t deadline = timeout_ms < 0 || timeout_ms > KCR__MAX_DURATION_MS
+                           ? INT64_MAX
+                           : kcr__now_ns() + timeout_ms * KCR_NS_PER_MS;
     struct timespec ts = kcr__timespec_at(deadline);
     pthread_mutex_lock(&r->lock);
     while ((r->len || r->sending) && kcr__now_ns() < deadline)

@@ -339,6 +339,9 @@ kcr_err kcr_informer_wait_for_sync(kcr_informer *inf, int64_t timeout_ms, kcr_st
         kcr_status_clear(status);
     if (!inf)
         return kcr__fail(KCR_ERR_INVALID, "kcr_informer_wait_for_sync: NULL informer");
+    if (timeout_ms < 0 && kcr__duration_check("kcr_informer_wait_for_sync: timeout_ms", timeout_ms,
+                                               KCR__DURATION_INFINITE) != KCR_OK)
+        return KCR_ERR_INVALID; /* detail: kcr__duration_check */
     if (timeout_ms > KCR__MAX_DURATION_MS)
         timeout_ms = -1; /* as good as no limit, and its nanoseconds would overflow */
     int64_t deadline = timeout_ms >= 0 ? kcr__now_ns() + timeout_ms * KCR_NS_PER_MS : INT64_MAX;

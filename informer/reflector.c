@@ -626,6 +626,10 @@ kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
                      {"backoff_initial_ms", opts->backoff_initial_ms},
                      {"backoff_max_ms", opts->backoff_max_ms},
                      {"backoff_reset_ms", opts->backoff_reset_ms}};
+    if (opts->idle_limit_ms < 0 &&
+        kcr__duration_check("kcr_reflector_new: idle_limit_ms", opts->idle_limit_ms,
+                            KCR__DURATION_INFINITE) != KCR_OK)
+        return KCR_ERR_INVALID; /* detail: kcr__duration_check */
     for (size_t i = 0; i < sizeof durations / sizeof durations[0]; i++)
         if (durations[i].ms > KCR__MAX_DURATION_MS)
             return kcr__fail(KCR_ERR_INVALID, "kcr_reflector_new: %s %lld is above %lld ms",

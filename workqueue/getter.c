@@ -326,8 +326,11 @@ static kcr_err get_until(kcr_workqueue *q, int64_t deadline, const char **key)
 
 kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ms, const char **key)
 {
-    if (timeout_ms < 0)
+    if (timeout_ms == KCR_DURATION_INFINITE)
         return get_until(q, INT64_MAX, key);
+    if (timeout_ms < 0)
+        return kcr__duration_check("kcr_workqueue_get_timeout: timeout_ms", timeout_ms,
+                                   KCR__DURATION_INFINITE);
     if (timeout_ms == 0)
         return get_until(q, 0, key);
     int64_t now = kcr__now_ns(), timeout_ns = kcr__wq_ms_to_ns(timeout_ms);

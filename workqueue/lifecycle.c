@@ -18,6 +18,9 @@ kcr_err (kcr_workqueue_new)(const kcr_workqueue_options *opts, size_t opts_size,
     kcr_err err = kcr__abi_in(&local, sizeof local, opts, opts_size, "kcr_workqueue_options");
     opts = &local;
     kcr_rate_limiter *limiter = opts->limiter;
+    if (err == KCR_OK)
+        err = kcr__duration_check("kcr_workqueue_options.priority_max_wait_ms",
+                                  opts->priority_max_wait_ms, KCR__DURATION_INFINITE);
     if (err == KCR_OK && opts->metrics)
         err = kcr__abi_reserved(opts->metrics->reserved, sizeof opts->metrics->reserved,
                                 "kcr_workqueue_options.metrics");
@@ -85,7 +88,7 @@ kcr_err (kcr_workqueue_new)(const kcr_workqueue_options *opts, size_t opts_size,
     }
     q->timing = q->has_cb || opts->track_time;
     q->max_wait_ns = opts->priority_max_wait_ms ? kcr__wq_ms_to_ns(opts->priority_max_wait_ms)
-                                                : 10 * KCR_NS_PER_S;
+                                                : 10 * KCR_NS_PER_S; /* INFINITE: < 0, no aging */
     q->light_fences = kcr__wq_light_fences();
     *out = q;
     return KCR_OK;

@@ -28,6 +28,7 @@
 #include "kcr/config.h"
 #include "kcr/error.h"
 #include "kcr/export.h"
+#include "kcr/time.h"
 #include "kcr/object.h"
 
 #ifdef __cplusplus

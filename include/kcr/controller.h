@@ -252,8 +252,8 @@ typedef struct kcr_cache_index {
 /* A controller's declaration. Zero means default; everything is copied
  * except user_data pointers (borrowed) and the predicates and rate limiter
  * (ownership taken by kcr_manager_add_controller / kcr_testkit_add_controller,
- * also when they fail). A negative duration, or one above 2^40 ms (about 35
- * years), is refused with KCR_ERR_INVALID. */
+ * also when they fail). Durations follow kcr/time.h: another negative value,
+ * or one above KCR_DURATION_MAX, is refused with KCR_ERR_INVALID. */
 typedef struct kcr_controller_options {
     const char *name;               /* required, unique per manager: metrics label, logs, events */
     kcr_source primary;             /* for(): the reconciled resource (required) */
@@ -266,8 +266,10 @@ typedef struct kcr_controller_options {
     size_t n_indexes;
     int max_concurrent_reconciles;  /* 0: 1 */
     kcr_rate_limiter *rate_limiter; /* NULL: kcr_rate_limiter_default_new() (client-go's) */
-    int64_t reconcile_timeout_ms;   /* per-reconcile deadline (ctx cancel triggers); 0: none */
-    int64_t resync_period_ms;       /* primary resync (reason RESYNC, low priority); 0: none */
+    int64_t reconcile_timeout_ms;   /* per-reconcile deadline (ctx cancel triggers); 0 or
+                                       KCR_DURATION_INFINITE: none */
+    int64_t resync_period_ms;       /* primary resync (reason RESYNC, low priority); 0 or
+                                       KCR_DURATION_INFINITE: none */
     bool no_read_your_writes;       /* true: skip the wait for the cache to see the writes of
                                        the previous reconcile of the key (see kcr_ctx_client) */
     int64_t read_your_writes_timeout_ms; /* bound of that wait; 0: 5000 */
@@ -380,7 +382,8 @@ typedef struct kcr_manager_options {
     bool no_warm_standby;               /* true: non-leaders do not start caches (default: every
                                            replica syncs its caches, only the leader reconciles) */
     int64_t graceful_shutdown_timeout_ms; /* drain in-flight reconciles this long on stop, then
-                                           cancel them; 0: 30000; < 0: do not wait */
+                                           cancel them; 0: 30000; KCR_DURATION_ZERO: cancel at
+                                           once; KCR_DURATION_INFINITE: wait for them all */
     bool handle_signals;                /* kcr_manager_run installs SIGINT/SIGTERM handlers: the
                                            first stops gracefully, a second exits at once
                                            (_exit(1)); the previous handlers are restored */

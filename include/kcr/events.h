@@ -92,7 +92,9 @@ KCR_API kcr_err kcr_event_recorder_recordf(kcr_event_recorder *r, const kcr_even
 #endif
     ;
 
-/* Waits until the queue is empty or timeout_ms passes (KCR_ERR_TIMEOUT). */
+/* Waits until the queue is empty or timeout_ms passes (KCR_ERR_TIMEOUT; 0:
+ * checks once; KCR_DURATION_INFINITE or above KCR_DURATION_MAX: no limit;
+ * another negative value: KCR_ERR_INVALID). */
 KCR_API kcr_err kcr_event_recorder_flush(kcr_event_recorder *r, int64_t timeout_ms);
 
 KCR_API void kcr_event_recorder_get_stats(kcr_event_recorder *r, kcr_event_recorder_stats *out,

@@ -19,6 +19,7 @@
 #include "kcr/client.h"
 #include "kcr/error.h"
 #include "kcr/export.h"
+#include "kcr/time.h"
 #include "kcr/object.h"
 #include "kcr/store.h"
 
@@ -67,7 +68,7 @@ typedef struct kcr_reflector_options {
     int64_t min_watch_timeout_ms; /* each watch's timeout (kcr_list_options.timeout_ms) is
                                      drawn from [min, 2*min]; 0: 300000 */
     int64_t idle_limit_ms;        /* a watch silent this long is dead: reconnect.
-                                     0: its timeout + 30000; < 0: never */
+                                     0: its timeout + 30000; KCR_DURATION_INFINITE: never */
     int64_t backoff_initial_ms;   /* first backoff; 0: 800 */
     int64_t backoff_max_ms;       /* backoff cap (before jitter); 0: 30000 */
     int64_t backoff_reset_ms;     /* no failure for this long resets the backoff; 0: 120000 */
@@ -284,7 +285,8 @@ KCR_API void kcr_informer_free(kcr_informer *inf);
 KCR_API bool kcr_informer_has_synced(kcr_informer *inf);
 
 /* Waits until synced (KCR_OK), stopped (KCR_ERR_SHUTDOWN) or timeout_ms
- * passes (< 0 or above 2^40 ms, about 35 years: no limit). Instead of
+ * passes (0: check once; KCR_DURATION_INFINITE or above KCR_DURATION_MAX: no
+ * limit; another negative value: KCR_ERR_INVALID). Instead of
  * hanging it says why it is not synced: it returns as soon as a list fails
  * with 401, 403, 404 or a TLS verification failure (KCR_ERR_TLS) during the
  * wait

@@ -32,6 +32,7 @@
 
 #include "kcr/error.h"
 #include "kcr/export.h"
+#include "kcr/time.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -247,7 +248,7 @@ typedef struct kcr_workqueue_options {
     size_t capacity_hint;
     /* Aging of priorities (kcr_workqueue_add_with_priority): a key waiting
      * this long is served before younger keys of any priority. 0: 10 s;
-     * < 0: no aging (strict priority). */
+     * KCR_DURATION_INFINITE: no aging (strict priority). */
     int64_t priority_max_wait_ms;
 } kcr_workqueue_options;
 
@@ -335,7 +336,8 @@ KCR_API size_t kcr_workqueue_len(kcr_workqueue *q);
 KCR_API kcr_err kcr_workqueue_get(kcr_workqueue *q, const char **key);
 
 /* kcr_workqueue_get that gives up after timeout_ms with KCR_ERR_TIMEOUT
- * (0: only takes a key that is ready now; < 0: no limit). The key is owned
+ * (0: only takes a key that is ready now; KCR_DURATION_INFINITE: no limit;
+ * another negative value: KCR_ERR_INVALID). The key is owned
  * by the queue, valid until done. Thread-safe. */
 KCR_API kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ms, const char **key);
 
