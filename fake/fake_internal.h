@@ -68,7 +68,7 @@ typedef struct kcr__fwatcher {
     struct kcr__fwatcher *next;
 } kcr__fwatcher;
 
-/* An injected-error rule (kcr_fake_inject_error_for). */
+/* An injected-error rule (kcr_fake_inject_error). */
 typedef struct kcr__frule {
     kcr_fake_verb verb;
     char *rkey;      /* NULL: any */

@@ -168,9 +168,10 @@ typedef enum kcr_patch_type {
 
 /* One request of a verb: what it names, its body, its options and where the
  * server's Status goes. Zero means the default for every field; each verb
- * reads the fields of its own group and refuses (KCR_ERR_INVALID) a field
- * set that it cannot honour (a body on get, selectors on get ...). Every
- * pointer is borrowed for the call. Usually a compound literal:
+ * reads the fields of its own group (the comments below name them) and
+ * ignores the others, but refuses (KCR_ERR_INVALID) a body where it takes
+ * none, a missing body, both object and body, and a name on list/watch.
+ * Every pointer is borrowed for the call. Usually a compound literal:
  *
  *     kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = ns, .name = n}, &obj);
  *
