@@ -56,9 +56,10 @@ static kcr_err resolve_primary(kcr_client *client, kcr_cancel *cancel, const cha
         snprintf(name, sizeof name, "%s", s->resource);
     kcr_api_resource ar;
     kcr_status st = {0};
-    kcr_resolve_options ro = {.cancel = cancel};
-    kcr_err err = client ? kcr_client_resolve_opts(client, name, &ro, &ar, &st)
-                         : kcr__fail(KCR_ERR_INVALID, "no client to resolve kinds with");
+    kcr_err err =
+        client ? kcr_client_resolve(client, name,
+                                    &(kcr_resolve_options){.cancel = cancel, .status = &st}, &ar)
+               : kcr__fail(KCR_ERR_INVALID, "no client to resolve kinds with");
     kcr_status_clear(&st);
     if (err == KCR_ERR_CANCELED)
         return kcr__fail(err, "controller \"%s\": stopped while discovering %s/%s %s", ctl,

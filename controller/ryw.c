@@ -109,19 +109,32 @@ static kcr_cancel *token(kcr_client *c, kcr_cancel *own)
 }
 
 static kcr_err r_get(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                     const kcr_get_options *opts, kcr_object **out, kcr_status *st)
+                     const kcr__get_options *opts, kcr_object **out, kcr_status *st)
 {
-    kcr_get_options o = *opts;
-    o.cancel = token(c, o.cancel);
-    return kcr_client_get(INNER(c), res, ns, name, &o, out, st);
+    kcr_request r = {.resource = res,
+                     .ns = ns,
+                     .name = name,
+                     .subresource = opts->subresource,
+                     .resource_version = opts->resource_version,
+                     .metadata_only = opts->metadata_only,
+                     .cancel = token(c, opts->cancel),
+                     .status = st};
+    return kcr_client_get(INNER(c), &r, out);
 }
 
-/* The write options passed on: the reconcile's token unless the caller gave one. */
-static kcr_write_options write_opts(kcr_client *c, const kcr_write_options *opts)
+/* The request of a write passed on: the reconcile's token unless the caller
+ * gave one. */
+static kcr_request write_req(kcr_client *c, const kcr_resource *res, const char *ns,
+                             const kcr__write_options *opts, kcr_status *st)
 {
-    kcr_write_options o = *opts;
-    o.cancel = token(c, o.cancel);
-    return o;
+    return (kcr_request){.resource = res,
+                         .ns = ns,
+                         .subresource = opts->subresource,
+                         .field_manager = opts->field_manager,
+                         .force = opts->force,
+                         .dry_run = opts->dry_run,
+                         .cancel = token(c, opts->cancel),
+                         .status = st};
 }
 
 /* The end of every write: record what it wrote, hand the object out (or drop it). */
@@ -138,64 +151,97 @@ static kcr_err recorded(kcr_client *c, const kcr_resource *res, kcr_err err, kcr
 }
 
 static kcr_err r_create(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
-                        size_t len, const kcr_write_options *opts, kcr_object **out, kcr_status *st)
+                        size_t len, const kcr__write_options *opts, kcr_object **out,
+                        kcr_status *st)
 {
-    kcr_write_options o = write_opts(c, opts);
+    kcr_request r = write_req(c, res, ns, opts, st);
+    r.body = json;
+    r.body_len = len;
     kcr_object *obj = NULL;
-    kcr_err err = kcr_client_create(INNER(c), res, ns, json, len, &o, &obj, st);
+    kcr_err err = kcr_client_create(INNER(c), &r, &obj);
     return recorded(c, res, err, obj, out);
 }
 
 static kcr_err r_update(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                        const char *json, size_t len, const kcr_write_options *opts,
+                        const char *json, size_t len, const kcr__write_options *opts,
                         kcr_object **out, kcr_status *st)
 {
     (void)name; /* the public update takes it from the body again */
-    kcr_write_options o = write_opts(c, opts);
+    kcr_request r = write_req(c, res, ns, opts, st);
+    r.body = json;
+    r.body_len = len;
     kcr_object *obj = NULL;
-    kcr_err err = kcr_client_update(INNER(c), res, ns, json, len, &o, &obj, st);
+    kcr_err err = kcr_client_update(INNER(c), &r, &obj);
     return recorded(c, res, err, obj, out);
 }
 
 static kcr_err r_patch(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
                        kcr_patch_type type, const char *patch, size_t len,
-                       const kcr_write_options *opts, kcr_object **out, kcr_status *st)
+                       const kcr__write_options *opts, kcr_object **out, kcr_status *st)
 {
-    kcr_write_options o = write_opts(c, opts);
+    kcr_request r = write_req(c, res, ns, opts, st);
+    r.name = name;
+    r.patch_type = type;
+    r.body = patch;
+    r.body_len = len;
     kcr_object *obj = NULL;
-    kcr_err err = kcr_client_patch(INNER(c), res, ns, name, type, patch, len, &o, &obj, st);
+    kcr_err err = kcr_client_patch(INNER(c), &r, &obj);
     return recorded(c, res, err, obj, out);
 }
 
 static kcr_err r_del(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                     const kcr_delete_options *opts, kcr_object **out, kcr_status *st)
+                     const kcr__delete_options *opts, kcr_object **out, kcr_status *st)
 {
-    kcr_delete_options o = *opts;
-    o.cancel = token(c, o.cancel);
-    return kcr_client_delete(INNER(c), res, ns, name, &o, out, st);
+    kcr_request r = {.resource = res,
+                     .ns = ns,
+                     .name = name,
+                     .propagation_policy = opts->propagation_policy,
+                     .precondition_uid = opts->precondition_uid,
+                     .precondition_resource_version = opts->precondition_resource_version,
+                     .grace_period_ms = opts->grace_period_ms,
+                     .has_grace_period = opts->has_grace_period,
+                     .dry_run = opts->dry_run,
+                     .cancel = token(c, opts->cancel),
+                     .status = st};
+    return kcr_client_delete(INNER(c), &r, out);
 }
 
-static kcr_list_options with_cancel(kcr_client *c, const kcr_list_options *opts)
+/* The request of a list or watch passed on, with the reconcile's token
+ * unless the caller gave one. */
+static kcr_request stream_req(kcr_client *c, const kcr_resource *res, const char *ns,
+                              const kcr__list_options *opts, kcr_status *st)
 {
-    kcr_list_options o = *opts;
-    o.cancel = token(c, o.cancel);
-    return o;
+    return (kcr_request){.resource = res,
+                         .ns = ns,
+                         .label_selector = opts->label_selector,
+                         .field_selector = opts->field_selector,
+                         .resource_version = opts->resource_version,
+                         .resource_version_match = opts->resource_version_match,
+                         .limit = opts->limit,
+                         .continue_token = opts->continue_token,
+                         .timeout_ms = opts->timeout_ms,
+                         .metadata_only = opts->metadata_only,
+                         .allow_bookmarks = opts->allow_bookmarks,
+                         .send_initial_events = opts->send_initial_events,
+                         .idle_timeout_ms = opts->idle_timeout_ms,
+                         .cancel = token(c, opts->cancel),
+                         .status = st};
 }
 
 static kcr_err r_list(kcr_client *c, const kcr_resource *res, const char *ns,
-                      const kcr_list_options *opts, kcr_list_item_fn fn, void *ud,
+                      const kcr__list_options *opts, kcr_list_item_fn fn, void *ud,
                       kcr_list_meta *meta, kcr_status *st)
 {
-    kcr_list_options o = with_cancel(c, opts);
-    return kcr_client_list(INNER(c), res, ns, &o, fn, ud, meta, st);
+    kcr_request r = stream_req(c, res, ns, opts, st);
+    return kcr_client_list(INNER(c), &r, fn, ud, meta);
 }
 
 static kcr_err r_watch(kcr_client *c, const kcr_resource *res, const char *ns,
-                       const kcr_list_options *opts, kcr_watch_event_fn fn, void *ud,
+                       const kcr__list_options *opts, kcr_watch_event_fn fn, void *ud,
                        kcr_status *st)
 {
-    kcr_list_options o = with_cancel(c, opts);
-    return kcr_client_watch(INNER(c), res, ns, &o, fn, ud, st);
+    kcr_request r = stream_req(c, res, ns, opts, st);
+    return kcr_client_watch(INNER(c), &r, fn, ud);
 }
 
 static kcr_err r_resolve(kcr_client *c, const kcr__disc_query *q, bool refresh,
@@ -219,7 +265,10 @@ static kcr_err r_raw(kcr_client *c, const char *path, const char *body, size_t b
 {
     kcr_raw_options o = *opts;
     o.cancel = token(c, o.cancel);
-    return kcr_client_request(INNER(c), path, body, body_len, &o, out, out_len, st);
+    o.body = body;
+    o.body_len = body_len;
+    o.status = st;
+    return kcr_client_request(INNER(c), path, &o, out, out_len);
 }
 
 static void r_destroy(kcr_client *c)

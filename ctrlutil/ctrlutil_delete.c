@@ -27,15 +27,20 @@ kcr_err kcr_ctrlutil_delete(kcr_client *c, const kcr_resource *res, const char *
     if ((unsigned)o.propagation > KCR_CTRLUTIL_PROPAGATION_ORPHAN)
         return kcr__fail(KCR_ERR_INVALID, "delete of %s: unknown propagation policy %d",
                          name ? name : "(null)", (int)o.propagation);
-    kcr_delete_options d = {
-        .propagation_policy = policy_name(o.propagation),
-        .precondition_uid = o.precondition_uid && *o.precondition_uid ? o.precondition_uid : NULL,
-        .precondition_resource_version =
-            o.precondition_resource_version && *o.precondition_resource_version
-                ? o.precondition_resource_version
-                : NULL,
-    };
-    kcr_err err = kcr_client_delete(c, res, ns, name, &d, out, status);
+    kcr_err err = kcr_client_delete(
+        c,
+        &(kcr_request){.resource = res,
+                       .ns = ns,
+                       .name = name,
+                       .propagation_policy = policy_name(o.propagation),
+                       .precondition_uid =
+                           o.precondition_uid && *o.precondition_uid ? o.precondition_uid : NULL,
+                       .precondition_resource_version =
+                           o.precondition_resource_version && *o.precondition_resource_version
+                               ? o.precondition_resource_version
+                               : NULL,
+                       .status = status},
+        out);
     if (err == KCR_ERR_NOT_FOUND && o.ignore_not_found) {
         if (status)
             kcr_status_clear(status);

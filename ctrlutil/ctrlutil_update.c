@@ -89,7 +89,9 @@ static kcr_err run(const struct target *t, enum write_kind kind, int max_retries
     int retries = kcr__ctrlutil_retries(max_retries);
     for (int attempt = 0;; attempt++) {
         kcr_object *cur = NULL, *next = NULL, *written = NULL;
-        err = kcr_client_get(t->c, t->res, t->ns, t->name, NULL, &cur, st);
+        err = kcr_client_get(
+            t->c, &(kcr_request){.resource = t->res, .ns = t->ns, .name = t->name, .status = st},
+            &cur);
         bool create = err == KCR_ERR_NOT_FOUND && kind == WRITE_OBJECT;
         if (err != KCR_OK && !create)
             return err;
@@ -123,11 +125,26 @@ static kcr_err run(const struct target *t, enum write_kind kind, int max_retries
         if (err != KCR_OK)
             return err;
         if (create)
-            err = kcr_client_create(t->c, t->res, t->ns, json, len, NULL, &written, st);
+            err = kcr_client_create(
+                t->c,
+                &(kcr_request){
+                    .resource = t->res, .ns = t->ns, .body = json, .body_len = len, .status = st},
+                &written);
         else if (kind == WRITE_STATUS)
-            err = kcr_client_update_status(t->c, t->res, t->ns, json, len, &written, st);
+            err = kcr_client_update(t->c,
+                                    &(kcr_request){.resource = t->res,
+                                                   .ns = t->ns,
+                                                   .subresource = "status",
+                                                   .body = json,
+                                                   .body_len = len,
+                                                   .status = st},
+                                    &written);
         else
-            err = kcr_client_update(t->c, t->res, t->ns, json, len, NULL, &written, st);
+            err = kcr_client_update(
+                t->c,
+                &(kcr_request){
+                    .resource = t->res, .ns = t->ns, .body = json, .body_len = len, .status = st},
+                &written);
         free(json);
         if (err == KCR_OK) {
             if (result)

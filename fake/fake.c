@@ -185,19 +185,14 @@ kcr_err kcr_fake_add(kcr_fake *f, const kcr_resource *res, const char *json, kcr
     return err;
 }
 
-kcr_err kcr_fake_inject_error(kcr_fake *f, kcr_fake_verb verb, const kcr_resource *res, int times,
-                              int code, const char *reason, const char *message)
+kcr_err kcr_fake_inject_error(kcr_fake *f, const kcr_fake_error *e)
 {
-    return kcr_fake_inject_error_for(f, verb, res, NULL, NULL, times, code, reason, message);
-}
-
-kcr_err kcr_fake_inject_error_for(kcr_fake *f, kcr_fake_verb verb, const kcr_resource *res,
-                                  const char *ns, const char *name, int times, int code,
-                                  const char *reason, const char *message)
-{
-    if (!f || times == 0)
-        return kcr__fail(KCR_ERR_INVALID, "inject_error: a fake and times != 0 required");
-    kcr__frule r = {.verb = verb, .times = times, .code = code};
+    if (!f || !e || e->code < 100 || e->code > 599)
+        return kcr__fail(KCR_ERR_INVALID, "inject_error: a fake and an error with an HTTP "
+                                          "code (100-599) are required");
+    const kcr_resource *res = e->resource;
+    const char *ns = e->ns, *name = e->name, *reason = e->reason, *message = e->message;
+    kcr__frule r = {.verb = e->verb, .times = e->times ? e->times : 1, .code = e->code};
     r.rkey = res ? kcr__fake_rkey(res) : NULL;
     r.ns = ns ? strdup(ns) : NULL;
     r.name = name ? strdup(name) : NULL;

@@ -294,19 +294,23 @@ static kcr_err do_list(kcr_reflector *r)
          * unpaged; keep paging only where the server showed it pages. */
         if (*rv && strcmp(rv, "0") != 0 && !r->paginated_result)
             limit = 0;
-        kcr_list_options o = {.label_selector = r->label,
-                              .field_selector = r->field,
-                              .resource_version = cont ? NULL : rv,
-                              .limit = full ? 0 : limit,
-                              .continue_token = cont,
-                              .metadata_only = r->metadata_only,
-                              .cancel = r->cancel};
         kcr_list_meta meta = {0};
         kcr_status st = {0};
         pthread_mutex_lock(&r->mu);
         r->stats.list_requests++;
         pthread_mutex_unlock(&r->mu);
-        err = kcr_client_list(r->client, &r->res, r->ns, &o, list_item, &l, &meta, &st);
+        err = kcr_client_list(r->client,
+                              &(kcr_request){.resource = &r->res,
+                                             .ns = r->ns,
+                                             .label_selector = r->label,
+                                             .field_selector = r->field,
+                                             .resource_version = cont ? NULL : rv,
+                                             .limit = full ? 0 : limit,
+                                             .continue_token = cont,
+                                             .metadata_only = r->metadata_only,
+                                             .cancel = r->cancel,
+                                             .status = &st},
+                              list_item, &l, &meta);
         if (err == KCR_OK) {
             if (meta.continue_token && *meta.continue_token && !full) {
                 r->paginated_result = true;
@@ -480,25 +484,28 @@ static next_step watch_once(kcr_reflector *r, bool streaming)
     char *rv = streaming && r->rv_unavailable ? strdup("") : kcr_reflector_last_sync_rv(r);
     if (!rv)
         return NEXT_BACKOFF_RELIST;
-    kcr_list_options o = {.label_selector = r->label,
-                          .field_selector = r->field,
-                          .resource_version = rv,
-                          .timeout_ms = t,
-                          .metadata_only = r->metadata_only,
-                          .allow_bookmarks = true,
-                          .idle_timeout_ms = idle,
-                          .cancel = r->cancel};
+    kcr_status st = {0};
+    kcr_request o = {.resource = &r->res,
+                     .ns = r->ns,
+                     .label_selector = r->label,
+                     .field_selector = r->field,
+                     .resource_version = rv,
+                     .timeout_ms = t,
+                     .metadata_only = r->metadata_only,
+                     .allow_bookmarks = true,
+                     .idle_timeout_ms = idle,
+                     .cancel = r->cancel,
+                     .status = &st};
     if (streaming) {
         o.send_initial_events = true;
         o.resource_version_match = "NotOlderThan";
     }
     watch_ctx w = {.r = r, .initial = streaming};
-    kcr_status st = {0};
     pthread_mutex_lock(&r->mu);
     r->stats.watch_requests++;
     pthread_mutex_unlock(&r->mu);
     int64_t start = kcr__now_ns();
-    kcr_err err = kcr_client_watch(r->client, &r->res, r->ns, &o, on_event, &w, &st);
+    kcr_err err = kcr_client_watch(r->client, &o, on_event, &w);
     bool healthy = w.events > 0 || kcr__now_ns() - start >= HEALTHY_WATCH_NS;
     bool was_initial = w.initial;
     objvec_clear(&w.objs);

@@ -231,19 +231,19 @@ kcr_object *kcr_testkit_get(kcr_testkit *tk, const kcr_resource *res, const char
 {
     kcr_object *obj = NULL;
     kcr_status st = {0};
-    if (tk && kcr_client_get(tk->client, res, ns, name, NULL, &obj, &st) != KCR_OK)
+    if (tk && kcr_client_get(tk->client,
+                             &(kcr_request){.resource = res, .ns = ns, .name = name, .status = &st},
+                             &obj) != KCR_OK)
         obj = NULL;
     kcr_status_clear(&st);
     return obj;
 }
 
-kcr_err kcr_testkit_inject_error(kcr_testkit *tk, kcr_fake_verb verb, const kcr_resource *res,
-                                 const char *ns, const char *name, int times, int code,
-                                 const char *reason, const char *message)
+kcr_err kcr_testkit_inject_error(kcr_testkit *tk, const kcr_fake_error *e)
 {
     if (!tk)
         return kcr__fail(KCR_ERR_INVALID, "kcr_testkit_inject_error: NULL kit");
-    return kcr_fake_inject_error_for(tk->fake, verb, res, ns, name, times, code, reason, message);
+    return kcr_fake_inject_error(tk->fake, e);
 }
 
 typedef struct count_ctx {
@@ -267,9 +267,9 @@ size_t kcr_testkit_count_events(kcr_testkit *tk, const char *regarding_name, con
     count_ctx cc = {regarding_name, reason, 0};
     kcr_status st = {0};
     kcr_resource events = {"events.k8s.io", "v1", "events"};
-    kcr_list_options lo = {0};
+    kcr_request lo = {.resource = &events, .status = &st};
     if (tk)
-        kcr_client_list(tk->client, &events, NULL, &lo, count_event, &cc, NULL, &st);
+        kcr_client_list(tk->client, &lo, count_event, &cc, NULL);
     kcr_status_clear(&st);
     return cc.n;
 }
@@ -296,8 +296,9 @@ static kcr_err seed_doc(size_t index, const char *json, size_t len, void *ud)
     kcr_api_resource ar;
     kcr_status st = {0};
     err = kind[0] && api_version[0]
-              ? kcr_client_resolve_kind(tk->client, group, slash ? slash + 1 : api_version, kind,
-                                        &ar, &st)
+              ? kcr_client_resolve_kind(tk->client,
+                                        &(kcr_gvk){group, slash ? slash + 1 : api_version, kind},
+                                        &(kcr_resolve_options){.status = &st}, &ar)
               : kcr__fail(KCR_ERR_PARSE, "apiVersion and kind are required");
     kcr_status_clear(&st);
     char *fixed = NULL;

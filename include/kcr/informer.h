@@ -65,7 +65,7 @@ typedef struct kcr_reflector_options {
     bool consistent_list;         /* first LIST at resourceVersion "" (a consistent, paged read)
                                      instead of "0" (the watch cache, possibly stale, unpaged) */
     int64_t page_size;            /* LIST page size; 0: 500; < 0: no paging */
-    int64_t min_watch_timeout_ms; /* each watch's timeout (kcr_list_options.timeout_ms) is
+    int64_t min_watch_timeout_ms; /* each watch's timeout (kcr_request.timeout_ms) is
                                      drawn from [min, 2*min]; 0: 300000 */
     int64_t idle_limit_ms;        /* a watch silent this long is dead: reconnect.
                                      0: its timeout + 30000; KCR_DURATION_INFINITE: never */

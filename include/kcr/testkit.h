@@ -182,13 +182,9 @@ KCR_API kcr_err kcr_testkit_check_workers(kcr_testkit *tk);
 KCR_API size_t kcr_testkit_count_events(kcr_testkit *tk, const char *regarding_name,
                                         const char *reason);
 
-/* The next `times` requests (< 0: until kcr_fake_clear_errors) of `verb` on
- * `res` (NULL: any) for object ns/name (NULL: any; creates match by the
- * namespace only) fail with {code, reason, message}, e.g. 409 "Conflict". */
-KCR_API kcr_err kcr_testkit_inject_error(kcr_testkit *tk, kcr_fake_verb verb,
-                                         const kcr_resource *res, const char *ns,
-                                         const char *name, int times, int code,
-                                         const char *reason, const char *message);
+/* kcr_fake_inject_error() on the kit's fake: matching requests fail with
+ * {code, reason, message}, e.g. 409 "Conflict". */
+KCR_API kcr_err kcr_testkit_inject_error(kcr_testkit *tk, const kcr_fake_error *e);
 
 #ifdef __cplusplus
 }

@@ -253,8 +253,14 @@ Test(manager, churn_every_change_reconciled, .init = setup, .fini = teardown, .t
             snprintf(n, sizeof n, "k%d", k);
             snprintf(patch, sizeof patch, "{\"data\":{\"v\":\"%d\"}}", round);
             kcr_object *out = NULL;
-            cr_assert_eq(kcr_client_patch(client, &CM, "default", n, KCR_PATCH_MERGE, patch, 0,
-                                          NULL, &out, NULL), KCR_OK);
+            cr_assert_eq(kcr_client_patch(client,
+                                          &(kcr_request){.resource = &CM,
+                                                         .ns = "default",
+                                                         .name = n,
+                                                         .patch_type = KCR_PATCH_MERGE,
+                                                         .body = patch},
+                                          &out),
+                         KCR_OK);
             final_rv[k] = atoll(kcr_object_resource_version(out));
             kcr_object_unref(out);
         }

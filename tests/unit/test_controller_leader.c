@@ -107,8 +107,11 @@ Test(manager, leadership_loss_stops_reconciles_and_returns, .init = setup, .fini
     cr_assert_eq(pthread_create(&cd.thread, NULL, candidate_main, &cd), 0);
     WAIT_FOR(atomic_load(&started) == 1);
     kcr_resource leases = {"coordination.k8s.io", "v1", "leases"};
-    cr_assert_eq(kcr_fake_inject_error(fake, KCR_FAKE_ANY, &leases, -1, 500, "InternalError",
-                                       "etcd is gone"),
+    cr_assert_eq(kcr_fake_inject_error(fake, &(kcr_fake_error){.resource = &leases,
+                                                               .times = -1,
+                                                               .code = 500,
+                                                               .reason = "InternalError",
+                                                               .message = "etcd is gone"}),
                  KCR_OK);
     pthread_join(cd.thread, NULL);
     cr_assert_eq(cd.result, KCR_ERR_LEADERSHIP_LOST);

@@ -42,8 +42,13 @@ static kcr_result ryw_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, 
     const char *v = p ? kcr_value_string(kcr_object_get(p, "data.v"), NULL) : NULL;
     if (call == 0) {
         kcr_object_unref(p);
-        kcr_err err = kcr_client_patch(kcr_ctx_client(ctx), &CM, "default", "a", KCR_PATCH_MERGE,
-                                       "{\"data\":{\"v\":\"2\"}}", 0, NULL, NULL, NULL);
+        kcr_err err = kcr_client_patch(kcr_ctx_client(ctx),
+                                       &(kcr_request){.resource = &CM,
+                                                      .ns = "default",
+                                                      .name = "a",
+                                                      .patch_type = KCR_PATCH_MERGE,
+                                                      .body = "{\"data\":{\"v\":\"2\"}}"},
+                                       NULL);
         return err == KCR_OK ? KCR_REQUEUE_AFTER(1) : KCR_RETRY(err);
     }
     if (call == 1) {

@@ -131,15 +131,20 @@ Test(error_details, client_and_config)
     cr_assert_eq(kcr_fake_new(NULL, &f), KCR_OK);
     cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
     kcr_object *o = NULL;
-    EXPECT_DETAIL(kcr_client_get(c, &CM, "default", "missing-cm", NULL, &o, NULL),
-                  KCR_ERR_NOT_FOUND, "missing-cm");
-    EXPECT_DETAIL(kcr_client_get(c, NULL, "default", "x", NULL, &o, NULL), KCR_ERR_INVALID,
-                  "required");
-    kcr_list_options bad = {.label_selector = "app in (x"};
-    EXPECT_DETAIL(kcr_client_list(c, &CM, NULL, &bad, NULL, NULL, NULL, NULL), KCR_ERR_API,
-                  "app in (x");
-    EXPECT_DETAIL(kcr_client_create(c, &CM, "default", "{not json", 9, NULL, &o, NULL),
-                  KCR_ERR_INVALID, "invalid JSON");
+    EXPECT_DETAIL(
+        kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = "default", .name = "missing-cm"},
+                       &o),
+        KCR_ERR_NOT_FOUND, "missing-cm");
+    EXPECT_DETAIL(kcr_client_get(c, &(kcr_request){.ns = "default", .name = "x"}, &o),
+                  KCR_ERR_INVALID, "required");
+    EXPECT_DETAIL(kcr_client_list(c, &(kcr_request){.resource = &CM, .label_selector = "app in (x"},
+                                  NULL, NULL, NULL),
+                  KCR_ERR_API, "app in (x");
+    EXPECT_DETAIL(
+        kcr_client_create(
+            c, &(kcr_request){.resource = &CM, .ns = "default", .body = "{not json", .body_len = 9},
+            &o),
+        KCR_ERR_INVALID, "invalid JSON");
     kcr_client_free(c);
     kcr_fake_free(f);
     kcr_config *cfg = NULL;
@@ -161,7 +166,12 @@ Test(error_details, informer_and_listers)
     EXPECT_DETAIL(kcr_lister_list(kcr_informer_store(inf), NULL, "app in (", &l), KCR_ERR_INVALID,
                   "app in (");
     /* it never syncs, so after stop wait_for_sync reports the stop */
-    kcr_fake_inject_error(f, KCR_FAKE_LIST, &CM, -1, 500, "InternalError", "down");
+    kcr_fake_inject_error(f, &(kcr_fake_error){.verb = KCR_FAKE_LIST,
+                                               .resource = &CM,
+                                               .times = -1,
+                                               .code = 500,
+                                               .reason = "InternalError",
+                                               .message = "down"});
     cr_assert_eq(kcr_informer_start(inf), KCR_OK);
     EXPECT_DETAIL(kcr_informer_start(inf), KCR_ERR_STATE, "start");
     kcr_informer_stop(inf);

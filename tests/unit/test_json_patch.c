@@ -424,8 +424,9 @@ Test(json_patch, the_fake_applies_it_like_the_apiserver)
     const char *p = "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/1\",\"value\":\"b/y\"},"
                     "{\"op\":\"remove\",\"path\":\"/metadata/finalizers/1\"},"
                     "{\"op\":\"move\",\"from\":\"/data/k\",\"path\":\"/data/m\"}]";
-    cr_assert_eq(kcr_client_patch(c, &CM, "d", "p", KCR_PATCH_JSON, p, 0, NULL, &o, NULL), KCR_OK,
-                 "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_patch(c, &(kcr_request){.resource = &CM, .ns = "d", .name = "p", .body = p}, &o),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(kcr_object_finalizer_count(o), 1);
     cr_assert_str_eq(kcr_value_string(kcr_object_get(o, "data.m"), NULL), "1");
     snprintf(rv, sizeof rv, "%s", kcr_object_resource_version(o));
@@ -435,20 +436,27 @@ Test(json_patch, the_fake_applies_it_like_the_apiserver)
     kcr_status st = {0};
     p = "[{\"op\":\"remove\",\"path\":\"/data/m\"},"
         "{\"op\":\"test\",\"path\":\"/metadata/finalizers/0\",\"value\":\"b/y\"}]";
-    cr_assert_eq(kcr_client_patch(c, &CM, "d", "p", KCR_PATCH_JSON, p, 0, NULL, &o, &st),
-                 KCR_ERR_INVALID_OBJECT);
+    cr_assert_eq(
+        kcr_client_patch(
+            c, &(kcr_request){.resource = &CM, .ns = "d", .name = "p", .body = p, .status = &st},
+            &o),
+        KCR_ERR_INVALID_OBJECT);
     cr_assert_eq(st.code, 422);
     cr_assert_str_eq(st.reason, "Invalid");
     cr_assert_str_eq(st.message, "the server rejected our request due to an error in our request");
     kcr_status_clear(&st);
-    cr_assert_eq(kcr_client_get(c, &CM, "d", "p", NULL, &o, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = "d", .name = "p"}, &o),
+                 KCR_OK);
     cr_assert_str_eq(kcr_object_resource_version(o), rv, "a failed patch writes nothing");
     cr_assert_str_eq(kcr_value_string(kcr_object_get(o, "data.m"), NULL), "1");
     kcr_object_unref(o);
 
     /* not an array: 400 BadRequest, as the apiserver's patch decoder */
-    cr_assert_eq(kcr_client_patch(c, &CM, "d", "p", KCR_PATCH_JSON, "{}", 0, NULL, NULL, &st),
-                 KCR_ERR_API);
+    cr_assert_eq(
+        kcr_client_patch(
+            c, &(kcr_request){.resource = &CM, .ns = "d", .name = "p", .body = "{}", .status = &st},
+            NULL),
+        KCR_ERR_API);
     cr_assert_eq(st.code, 400);
     kcr_status_clear(&st);
     kcr_client_free(c);
