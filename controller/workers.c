@@ -16,8 +16,9 @@ static kcr_err mgr_enqueue(kcr_controller *c, const char *key, int priority, int
     (void)env;
     mgr_ctl *mc = c->env_ctl;
     if (delay_ms > 0)
-        return kcr_workqueue_add_after_with_priority(mc->q, key, delay_ms, priority);
-    kcr_err err = kcr_workqueue_add_with_priority(mc->q, key, priority);
+        return kcr_workqueue_add(mc->q, key,
+            &(kcr_workqueue_add_options){.delay_ms = delay_ms, .priority = priority});
+    kcr_err err = kcr_workqueue_add(mc->q, key, &(kcr_workqueue_add_options){.priority = priority});
     kcr__trace_stamp(KCR__TR_ENQUEUED, key);
     return err;
 }

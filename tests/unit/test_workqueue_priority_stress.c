@@ -42,12 +42,13 @@ static void *producer(void *arg)
         }
         atomic_fetch_add(&k->adds, 1);
         if (how < 4)
-            err = kcr_workqueue_add_after_with_priority(
-                queue, k->name, (int64_t)(next_rand(&seed) % 3), prio);
+            err = kcr_workqueue_add(
+                queue, k->name, &(kcr_workqueue_add_options){.delay_ms = (int64_t)(next_rand(&seed) % 3),
+                                              .priority = prio});
         else if (how < 8)
-            err = kcr_workqueue_add(queue, k->name);
+            err = kcr_workqueue_add(queue, k->name, NULL);
         else
-            err = kcr_workqueue_add_with_priority(queue, k->name, prio);
+            err = kcr_workqueue_add(queue, k->name, &(kcr_workqueue_add_options){.priority = prio});
         if (err != KCR_OK)
             atomic_fetch_add(&errors, 1);
     }
@@ -65,7 +66,8 @@ static void *worker(void *arg)
         /* Sometimes re-add while processing, with a random priority. */
         if (atomic_load(&producing) && next_rand(&seed) % 8 == 0) {
             atomic_fetch_add(&k->adds, 1);
-            if (kcr_workqueue_add_with_priority(queue, name, priorities[next_rand(&seed) % NPRIO]) !=
+            if (kcr_workqueue_add(queue, name,
+                &(kcr_workqueue_add_options){.priority = priorities[next_rand(&seed) % NPRIO]}) !=
                 KCR_OK)
                 atomic_fetch_add(&errors, 1);
         }

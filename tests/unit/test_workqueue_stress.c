@@ -41,9 +41,10 @@ static void *producer(void *arg)
         uint32_t how = next_rand(&seed) % 16;
         kcr_err err;
         if (how == 0)
-            err = kcr_workqueue_add_after(queue, k->name, (int64_t)(next_rand(&seed) % 3));
+            err = kcr_workqueue_add(queue, k->name,
+                &(kcr_workqueue_add_options){.delay_ms = (int64_t)(next_rand(&seed) % 3)});
         else
-            err = kcr_workqueue_add(queue, k->name);
+            err = kcr_workqueue_add(queue, k->name, NULL);
         if (err != KCR_OK)
             atomic_fetch_add(&errors, 1);
     }
