@@ -309,7 +309,8 @@ typedef struct kcr_workqueue_add_options {
     int priority;
     /* Merged into the key's payload at once (see kcr_workqueue_payload_ops),
      * also for a delayed add; the queue owns it from the call on, also when
-     * the add fails (then it is freed). Needs options.payload; NULL: none. */
+     * the add fails (then it is freed), except on a queue without payload
+     * ops (KCR_ERR_INVALID: it stays the caller's). NULL: none. */
     void *payload;
 } kcr_workqueue_add_options;
 
