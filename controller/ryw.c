@@ -4,8 +4,8 @@
  * source of the controller caches. After the reconcile those writes become
  * the key's fences, kept in the key's record in the workqueue (workers.c); the next reconcile of the key first waits (bounded)
  * until the caches have seen them: the cached object's resourceVersion >= R,
- * or, when the cache does not have the object, the informer's last synced
- * resourceVersion >= R. resourceVersions are compared as integers (etcd
+ * or, when the cache does not have the object (deleted since), the
+ * informer's cache has applied a change at resourceVersion >= R. resourceVersions are compared as integers (etcd
  * revisions); a non-integer one is not fenced. */
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/grow.h"
 #include "core/log.h"
+#include "informer/informer_internal.h"
 #include "object/selector.h"
 
 typedef struct ryw_client {
@@ -266,9 +267,10 @@ static bool seen(mgr_ctl *mc, const ryw_fence *f)
         ok = parse_rv(kcr_object_resource_version(obj), &rv) && rv >= f->rv;
         kcr_object_unref(obj);
     } else {
-        char *last = kcr_informer_last_sync_rv(mc->infs[f->src]);
-        ok = last && parse_rv(last, &rv) && rv >= f->rv;
-        free(last);
+        /* not the reflector's last synced resourceVersion: the reflector
+         * sets it when it queues a change, before the cache applies it, so
+         * a created object would pass the fence before the cache has it */
+        ok = kcr__informer_applied_rv(mc->infs[f->src]) >= f->rv;
     }
     return ok;
 }
