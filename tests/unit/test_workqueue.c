@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "kcr/kcr.h"
 #include "workqueue/queue.h"
+#include "helpers/bounded.h"
 
 static kcr_workqueue *new_queue(void)
 {
@@ -64,7 +65,7 @@ Test(workqueue, add_while_processing_comes_back_after_done)
     kcr_workqueue *q = new_queue();
     const char *key;
     kcr_workqueue_add(q, "a", NULL);
-    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_OK);
+    cr_assert_eq(test_wq_get(q, &key), KCR_OK);
     cr_assert_str_eq(key, "a");
     /* Not handed out twice: it is dirty but not queued while processing. */
     cr_assert_eq(kcr_workqueue_add(q, "a", NULL), KCR_OK);
@@ -91,7 +92,7 @@ Test(workqueue, done_of_key_not_handed_out_is_state_error)
     cr_assert_eq(kcr_workqueue_done(q, "queued"), KCR_ERR_STATE, "queued is not processing");
     cr_assert_eq(kcr_workqueue_len(q), 1, "a bad done leaves the queue as it was");
     const char *key;
-    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_OK);
+    cr_assert_eq(test_wq_get(q, &key), KCR_OK);
     cr_assert_eq(q->handed_out.count, 1);
     char copy[16];
     snprintf(copy, sizeof copy, "%s", key);
@@ -117,11 +118,11 @@ Test(workqueue, after_shutdown_get_drains_then_reports_shutdown)
     cr_assert_eq(kcr_workqueue_add(q, "d",
                                    &(kcr_workqueue_add_options){.delay_ms = 0}), KCR_ERR_SHUTDOWN);
     const char *key;
-    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_OK);
+    cr_assert_eq(test_wq_get(q, &key), KCR_OK);
     cr_assert_str_eq(key, "a");
-    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_OK);
+    cr_assert_eq(test_wq_get(q, &key), KCR_OK);
     cr_assert_str_eq(key, "b");
-    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_ERR_SHUTDOWN);
+    cr_assert_eq(test_wq_get(q, &key), KCR_ERR_SHUTDOWN);
     cr_assert_null(key);
     cr_assert_eq(kcr_workqueue_done(q, "a"), KCR_OK);
     cr_assert_eq(kcr_workqueue_done(q, "b"), KCR_OK);
@@ -188,7 +189,7 @@ Test(workqueue, shutdown_unblocks_blocked_getters)
         cr_assert_eq(atomic_load(&g[i].finished), 0);
     kcr_workqueue_shutdown(q);
     for (int i = 0; i < 3; i++) {
-        pthread_join(t[i], NULL);
+        test_join(t[i], 30000, "thread t[i]");
         cr_assert_eq(g[i].err, KCR_ERR_SHUTDOWN);
     }
     kcr_workqueue_free(q);
@@ -199,7 +200,7 @@ static void shutdown_join_free(kcr_workqueue *q, pthread_t *t, int n)
 {
     kcr_workqueue_shutdown(q);
     for (int i = 0; i < n; i++)
-        pthread_join(t[i], NULL);
+        test_join(t[i], 30000, "thread t[i]");
     kcr_workqueue_free(q);
 }
 
@@ -222,8 +223,8 @@ Test(workqueue, shutdown_with_drain_waits_for_in_flight_work)
     const char *a, *b;
     kcr_workqueue_add(q, "a", NULL);
     kcr_workqueue_add(q, "b", NULL);
-    cr_assert_eq(kcr_workqueue_get(q, &a), KCR_OK);
-    cr_assert_eq(kcr_workqueue_get(q, &b), KCR_OK);
+    cr_assert_eq(test_wq_get(q, &a), KCR_OK);
+    cr_assert_eq(test_wq_get(q, &b), KCR_OK);
     struct drainer d = {.q = q};
     pthread_t t;
     pthread_create(&t, NULL, drain_main, &d);
@@ -254,7 +255,7 @@ Test(workqueue, shutdown_with_drain_waits_for_in_flight_work)
     cr_assert_eq(inside, 1, "returned while one key was processing");
     cr_assert_eq(atomic_load(&d.returned), 0, "returned while one key was processing");
     cr_assert_eq(kcr_workqueue_done(q, "b"), KCR_OK);
-    pthread_join(t, NULL);
+    test_join(t, 30000, "thread t");
     cr_assert_eq(atomic_load(&d.returned), 1);
     kcr_workqueue_free(q);
 }
@@ -268,14 +269,14 @@ Test(workqueue, shutdown_with_drain_returns_at_once_when_idle_and_plain_shutdown
     q = new_queue();
     const char *k;
     kcr_workqueue_add(q, "stuck", NULL);
-    kcr_workqueue_get(q, &k);
+    test_wq_get(q, &k);
     struct drainer d = {.q = q};
     pthread_t t;
     pthread_create(&t, NULL, drain_main, &d);
     wait_for_shutdown(q);
     cr_assert_eq(atomic_load(&d.returned), 0);
     kcr_workqueue_shutdown(q);
-    pthread_join(t, NULL);
+    test_join(t, 30000, "thread t");
     cr_assert_eq(atomic_load(&d.returned), 1);
     cr_assert_eq(kcr_workqueue_done(q, "stuck"), KCR_OK);
     kcr_workqueue_free(q);
@@ -304,7 +305,7 @@ Test(workqueue, get_timeout_reports_timeout)
     start_getter(&t, &g, q, 5000);
     wait_for_sleepers(q, 1);
     kcr_workqueue_add(q, "late", NULL);
-    pthread_join(t, NULL);
+    test_join(t, 30000, "thread t");
     cr_assert_eq(g.err, KCR_OK);
     cr_assert_str_eq(g.key, "late");
     kcr_workqueue_done(q, "late");
@@ -326,7 +327,7 @@ Test(workqueue, wake_unblocks_getters_without_shutdown)
     cr_assert_eq(atomic_load(&g[0].finished) + atomic_load(&g[1].finished), 0);
     kcr_workqueue_wake(q);
     for (int i = 0; i < 2; i++) {
-        pthread_join(t[i], NULL);
+        test_join(t[i], 30000, "thread t[i]");
         cr_assert_eq(g[i].err, KCR_ERR_CANCELED);
     }
     cr_assert_not(kcr_workqueue_shutting_down(q));
@@ -361,7 +362,7 @@ Test(workqueue, remove_drops_queued_delayed_and_readded_keys)
     /* Processing: the re-add is dropped, the key stays handed out. */
     const char *key;
     kcr_workqueue_add(q, "p", NULL);
-    kcr_workqueue_get(q, &key);
+    test_wq_get(q, &key);
     kcr_workqueue_add(q, "p", NULL);
     cr_assert_eq(kcr_workqueue_remove(q, "p"), KCR_OK);
     cr_assert_eq(kcr_workqueue_remove(q, "p"), KCR_ERR_NOT_FOUND);
@@ -486,7 +487,7 @@ Test(workqueue, blocked_getter_wakes_for_an_earlier_new_deadline)
     wait_for_sleepers(q, 1);
     int64_t t0 = kcr__now_ns();
     kcr_workqueue_add(q, "soon", &(kcr_workqueue_add_options){.delay_ms = 20});
-    pthread_join(t, NULL);
+    test_join(t, 30000, "thread t");
     cr_assert_eq(g.err, KCR_OK);
     cr_assert_str_eq(g.key, "soon");
     cr_assert_geq(ms_since(t0), 19.0);
@@ -537,7 +538,7 @@ Test(workqueue, delayed_add_after_the_timekeepers_deadline_comes_after_it)
     cr_assert_lt(ms_since(t0), 300.0, "the getter blocked only after the first deadline");
     cr_assert_eq(kcr_workqueue_add(q, "second",
                                    &(kcr_workqueue_add_options){.delay_ms = 600}), KCR_OK);
-    pthread_join(t, NULL);
+    test_join(t, 30000, "thread t");
     cr_assert_eq(g.err, KCR_OK);
     cr_assert_str_eq(g.key, "first");
     cr_assert_geq(ms_since(t0), 299.0);
@@ -589,7 +590,7 @@ static void *collect_main(void *arg)
 {
     struct collector *c = arg;
     const char *key;
-    while (kcr_workqueue_get(c->q, &key) == KCR_OK) {
+    while (test_wq_get(c->q, &key) == KCR_OK) {
         atomic_fetch_add(&c->got, 1);
         kcr_workqueue_done(c->q, key);
     }
@@ -628,7 +629,7 @@ Test(workqueue, a_stuck_worker_does_not_hold_back_the_next_key)
     struct getter g;
     start_getter(&t, &g, q, 10000);
     kcr_workqueue_add(q, "next", NULL);
-    pthread_join(t, NULL); /* the getter gives up after 10 s */
+    test_join(t, 30000, "thread t"); /* the getter gives up after 10 s */
     cr_assert_eq(g.err, KCR_OK);
     cr_assert_str_eq(g.key, "next");
     cr_assert_eq(kcr_workqueue_done(q, held), KCR_OK);
@@ -707,7 +708,7 @@ Test(workqueue, len_moves_due_keys_without_a_getter_and_shutdown_drops_waiting_k
     cr_assert_eq(st.waiting, 0);
     expect_next(q, "due");
     const char *key;
-    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_ERR_SHUTDOWN);
+    cr_assert_eq(test_wq_get(q, &key), KCR_ERR_SHUTDOWN);
     kcr_workqueue_free(q);
 }
 

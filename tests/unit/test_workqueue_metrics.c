@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "kcr/workqueue.h"
+#include "helpers/bounded.h"
 
 struct rec {
     pthread_mutex_t mu;
@@ -147,7 +148,7 @@ Test(metrics, callbacks_receive_correct_values)
 
     sleep_ms(20);
     const char *key;
-    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_OK);
+    cr_assert_eq(test_wq_get(q, &key), KCR_OK);
     cr_assert_eq(r.depth, 1);
     cr_assert_eq(r.queue_obs, 1);
     cr_assert_geq(r.last_queue, 0.019);
@@ -194,10 +195,10 @@ Test(metrics, snapshot_reports_processing_ages)
     cr_assert_eq(kcr_workqueue_new(&opts, &q), KCR_OK);
     const char *k1, *k2;
     kcr_workqueue_add(q, "one", NULL);
-    kcr_workqueue_get(q, &k1);
+    test_wq_get(q, &k1);
     sleep_ms(30);
     kcr_workqueue_add(q, "two", NULL);
-    kcr_workqueue_get(q, &k2);
+    test_wq_get(q, &k2);
     kcr_workqueue_add(q, "three", &(kcr_workqueue_add_options){.delay_ms = 3600 * 1000});
     kcr_workqueue_stats st;
     kcr_workqueue_get_stats(q, &st);
@@ -219,7 +220,7 @@ Test(metrics, without_metrics_times_stay_zero)
     cr_assert_eq(kcr_workqueue_new(NULL, &q), KCR_OK);
     const char *k;
     kcr_workqueue_add(q, "x", NULL);
-    kcr_workqueue_get(q, &k);
+    test_wq_get(q, &k);
     sleep_ms(5);
     kcr_workqueue_stats st;
     kcr_workqueue_get_stats(q, &st);
@@ -241,7 +242,7 @@ static void *wait_main(void *arg)
 {
     struct waiter *w = arg;
     const char *key;
-    w->err = kcr_workqueue_get(w->q, &key);
+    w->err = test_wq_get(w->q, &key);
     return NULL;
 }
 
@@ -251,7 +252,7 @@ Test(metrics, idle_getter_refreshes_gauges_periodically)
     kcr_workqueue *q = metered_queue(&r, 10);
     const char *key;
     kcr_workqueue_add(q, "slow", NULL);
-    kcr_workqueue_get(q, &key); /* held by this thread */
+    test_wq_get(q, &key); /* held by this thread */
     struct waiter w = {.q = q};
     pthread_t t;
     pthread_create(&t, NULL, wait_main, &w); /* blocks: queue empty */
@@ -263,7 +264,7 @@ Test(metrics, idle_getter_refreshes_gauges_periodically)
     cr_assert_geq(calls, 3, "gauges refreshed %d times in 150 ms at a 10 ms period", calls);
     cr_assert_gt(longest, 0.05);
     kcr_workqueue_shutdown(q);
-    pthread_join(t, NULL);
+    test_join(t, 30000, "thread t");
     cr_assert_eq(w.err, KCR_ERR_SHUTDOWN);
     kcr_workqueue_done(q, "slow");
     kcr_workqueue_free(q);

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "kcr/kcr.h"
 #include "kcr/testkit.h"
+#include "helpers/bounded.h"
 
 /* A payload: a sum of the values added for the key. */
 typedef struct sum {
@@ -232,6 +233,6 @@ Test(workqueue_clock, a_blocked_getter_sees_virtual_time_pass, .init = kit_setup
     while (atomic_load(&got) == 0 && kcr__now_ns() < until)
         nanosleep(&ms, NULL);
     cr_assert_eq(atomic_load(&got), 1, "the getter took the key once virtual time passed");
-    pthread_join(t, NULL); /* bounded: the getter gives up after 20 s */
+    test_join(t, 30000, "thread t"); /* bounded: the getter gives up after 20 s */
     kcr_workqueue_free(q);
 }

@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "kcr/kcr.h"
 #include "workqueue/queue.h"
+#include "helpers/bounded.h"
 
 static kcr_workqueue *new_queue(int64_t max_wait_ms)
 {
@@ -331,7 +332,7 @@ static long run_churn(int64_t max_wait, long limit, int64_t *waited)
     int64_t low_at = 0;
     long served = serve_under_churn(&c, limit, &low_at);
     atomic_store(&c.stop, true);
-    pthread_join(producer, NULL);
+    test_join(producer, 30000, "thread producer");
     *waited = low_at ? low_at - t0 : -1;
     kcr_workqueue_free(c.q);
     return served;
@@ -374,12 +375,12 @@ Test(priority, remove_and_shutdown_drain_in_priority_order)
     const char *order[] = {"hi", "n", "low"};
     for (size_t i = 0; i < 3; i++) {
         const char *key;
-        cr_assert_eq(kcr_workqueue_get(q, &key), KCR_OK);
+        cr_assert_eq(test_wq_get(q, &key), KCR_OK);
         cr_assert_str_eq(key, order[i]);
         cr_assert_eq(kcr_workqueue_done(q, key), KCR_OK);
     }
     const char *key;
-    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_ERR_SHUTDOWN, "delayed key dropped");
+    cr_assert_eq(test_wq_get(q, &key), KCR_ERR_SHUTDOWN, "delayed key dropped");
     cr_assert_eq(q->nlevels, 0);
     kcr_workqueue_free(q);
 }
@@ -393,7 +394,7 @@ static void *blocked_get(void *arg)
 {
     struct getter *g = arg;
     const char *key;
-    atomic_store(&g->result, (int)kcr_workqueue_get(g->q, &key));
+    atomic_store(&g->result, (int)test_wq_get(g->q, &key));
     return NULL;
 }
 
@@ -421,7 +422,7 @@ Test(priority, get_timeout_and_wake_in_priority_mode)
         sleep_ns(KCR_NS_PER_MS);
     }
     kcr_workqueue_wake(q);
-    pthread_join(t, NULL);
+    test_join(t, 30000, "thread t");
     cr_assert_eq(atomic_load(&g.result), KCR_ERR_CANCELED);
     kcr_workqueue_free(q);
 }

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "tests/unit/wq_stress.h"
 #include "workqueue/queue.h"
+#include "helpers/bounded.h"
 
 enum { KEYS = 1031, PRODUCERS = 4, WORKERS = 4 };
 #define ADDS_PER_BUILD (SLOW_BUILD ? 60000 : 250000)
@@ -85,7 +86,7 @@ static void run_stress(bool light_fences, bool block)
     for (uintptr_t i = 0; i < PRODUCERS; i++)
         pthread_create(&p[i], NULL, producer, (void *)i);
     for (int i = 0; i < PRODUCERS; i++)
-        pthread_join(p[i], NULL);
+        test_join(p[i], 240000, "thread p[i]");
     /* Let delayed adds come due before shutdown drops the waiting ones. */
     kcr_workqueue_stats st;
     for (int spins = 0; spins < 10000; spins++) {
@@ -98,7 +99,7 @@ static void run_stress(bool light_fences, bool block)
     cr_assert_eq(st.waiting, 0);
     kcr_workqueue_shutdown(queue);
     for (int i = 0; i < WORKERS; i++)
-        pthread_join(w[i], NULL);
+        test_join(w[i], 240000, "thread w[i]");
     double secs = (double)(kcr__now_ns() - t0) / 1e9;
 
     long total_adds, total_processed;
