@@ -8,20 +8,25 @@
 static atomic_bool gate_open;
 static atomic_int gate_blocked;
 
+/* Blocks the informer's thread until the gate opens (20 s at most). */
+static void hold_at_gate(void)
+{
+    atomic_fetch_add(&gate_blocked, 1);
+    int64_t until = kcr__now_ns() + 20 * KCR_NS_PER_S;
+    while (!atomic_load(&gate_open) && kcr__now_ns() < until) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* Holds back the informer's copy of ConfigMap "a" at data.v == "2" until the
  * gate opens: the cache lags the write deterministically. */
 static kcr_err gate_transform(const kcr_object *in, kcr_object **out, void *ud)
 {
     (void)ud;
     const char *v = kcr_value_string(kcr_object_get(in, "data.v"), NULL);
-    if (strcmp(kcr_object_name(in), "a") == 0 && v && strcmp(v, "2") == 0) {
-        atomic_fetch_add(&gate_blocked, 1);
-        int64_t until = kcr__now_ns() + 20 * KCR_NS_PER_S;
-        while (!atomic_load(&gate_open) && kcr__now_ns() < until) {
-            struct timespec ts = {0, 1000000};
-            nanosleep(&ts, NULL);
-        }
-    }
+    if (strcmp(kcr_object_name(in), "a") == 0 && v && strcmp(v, "2") == 0)
+        hold_at_gate();
     *out = kcr_object_ref(in);
     return KCR_OK;
 }
@@ -113,14 +118,8 @@ static atomic_bool created_seen; /* the second reconcile found "a-made" in the c
 static kcr_err gate_made(const kcr_object *in, kcr_object **out, void *ud)
 {
     (void)ud;
-    if (strcmp(kcr_object_name(in), "a-made") == 0) {
-        atomic_fetch_add(&gate_blocked, 1);
-        int64_t until = kcr__now_ns() + 20 * KCR_NS_PER_S;
-        while (!atomic_load(&gate_open) && kcr__now_ns() < until) {
-            struct timespec ts = {0, 1000000};
-            nanosleep(&ts, NULL);
-        }
-    }
+    if (strcmp(kcr_object_name(in), "a-made") == 0)
+        hold_at_gate();
     *out = kcr_object_ref(in);
     return KCR_OK;
 }
