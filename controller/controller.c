@@ -169,8 +169,7 @@ kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel,
         }
     kcr_controller *c = calloc(1, sizeof *c);
     size_t n = 1 + opts->n_owns + opts->n_watches;
-    if (!c || !(c->name = strdup(opts->name)) || !(c->sources = calloc(n, sizeof *c->sources)) ||
-        !(c->pending = kcr__reasons_new())) {
+    if (!c || !(c->name = strdup(opts->name)) || !(c->sources = calloc(n, sizeof *c->sources))) {
         if (c) {
             free(c->sources);
             free(c->name);
@@ -267,7 +266,6 @@ void kcr__controller_free(kcr_controller *c)
     free(c->indexes);
     free(c->sources);
     kcr_rate_limiter_free(c->limiter);
-    kcr__reasons_free(c->pending);
     pthread_mutex_destroy(&c->stats_lock);
     free(c->name);
     free(c);
@@ -329,10 +327,10 @@ kcr_err kcr__make_key(const kcr_controller *c, const char *ns, const char *name,
 kcr_err kcr__controller_enqueue(kcr_controller *c, const char *key, const kcr_trigger *trig,
                                 int priority, int64_t delay_ms)
 {
-    int64_t now = c->env_ops->now_ms(c->env);
-    kcr_err err = kcr__reasons_add(c->pending, key, trig, now, delay_ms);
+    kcr__pending p;
+    kcr_err err = kcr__pending_init(&p, trig, c->env_ops->now_ms(c->env), delay_ms);
     if (err == KCR_OK)
-        err = c->env_ops->enqueue(c, key, priority, delay_ms, c->env);
+        err = c->env_ops->enqueue(c, key, priority, delay_ms, &p, c->env);
     return err;
 }
 

@@ -2,10 +2,10 @@
  * manager's client and records the resourceVersion of every object written
  * through it (create, update, patch, status) whose resource and namespace a
  * source of the controller caches. After the reconcile those writes become
- * the key's fences; the next reconcile of the key first waits (bounded)
+ * the key's fences, kept in the key's record in the workqueue (workers.c); the next reconcile of the key first waits (bounded)
  * until the caches have seen them: the cached object's resourceVersion >= R,
- * or, when the cache does not have the object, the informer's last synced
- * resourceVersion >= R. resourceVersions are compared as integers (etcd
+ * or, when the cache does not have the object (deleted since), the
+ * informer's cache has applied a change at resourceVersion >= R. resourceVersions are compared as integers (etcd
  * revisions); a non-integer one is not fenced. */
 #include <stdlib.h>
 #include <string.h>
@@ -17,15 +17,8 @@
 #include "core/error.h"
 #include "core/grow.h"
 #include "core/log.h"
+#include "informer/informer_internal.h"
 #include "object/selector.h"
-
-#define FENCE_BUCKETS 4096
-
-struct ryw_entry {
-    char *key;
-    ryw_list fences;
-    struct ryw_entry *next;
-};
 
 typedef struct ryw_client {
     kcr_client base;
@@ -304,44 +297,14 @@ kcr_err kcr__ryw_client_new(mgr_worker *w, kcr_client **out)
     return KCR_OK;
 }
 
-static uint64_t hash(const char *s)
-{
-    uint64_t h = UINT64_C(1469598103934665603);
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
-    return h;
-}
-
-static struct ryw_entry **buckets(mgr_ctl *mc)
-{
-    if (!mc->fences)
-        mc->fences = calloc(FENCE_BUCKETS, sizeof(struct ryw_entry *));
-    return (struct ryw_entry **)mc->fences;
-}
-
-void kcr__ryw_commit(mgr_ctl *mc, mgr_worker *w, const char *key)
+void kcr__ryw_commit(mgr_worker *w, mgr_keyrec *rec)
 {
     if (!w->writes.n)
         return;
-    pthread_mutex_lock(&mc->lock);
-    struct ryw_entry **b = buckets(mc);
-    if (b) {
-        struct ryw_entry **pp = &b[hash(key) % FENCE_BUCKETS];
-        while (*pp && strcmp((*pp)->key, key) != 0)
-            pp = &(*pp)->next;
-        if (!*pp && (*pp = calloc(1, sizeof **pp)) && !((*pp)->key = strdup(key))) {
-            free(*pp);
-            *pp = NULL;
-        }
-        if (*pp) {
-            /* the newest writes replace older fences of this key */
-            kcr__ryw_list_clear(&(*pp)->fences);
-            (*pp)->fences = w->writes;
-            memset(&w->writes, 0, sizeof w->writes);
-        }
-    }
-    pthread_mutex_unlock(&mc->lock);
-    kcr__ryw_list_clear(&w->writes);
+    /* the newest writes replace older fences of this key */
+    kcr__ryw_list_clear(&rec->fences);
+    rec->fences = w->writes;
+    memset(&w->writes, 0, sizeof w->writes);
 }
 
 static bool seen(mgr_ctl *mc, const ryw_fence *f)
@@ -353,30 +316,18 @@ static bool seen(mgr_ctl *mc, const ryw_fence *f)
         ok = parse_rv(kcr_object_resource_version(obj), &rv) && rv >= f->rv;
         kcr_object_unref(obj);
     } else {
-        char *last = kcr_informer_last_sync_rv(mc->infs[f->src]);
-        ok = last && parse_rv(last, &rv) && rv >= f->rv;
-        free(last);
+        /* not the reflector's last synced resourceVersion: the reflector
+         * sets it when it queues a change, before the cache applies it, so
+         * a created object would pass the fence before the cache has it */
+        ok = kcr__informer_applied_rv(mc->infs[f->src]) >= f->rv;
     }
     return ok;
 }
 
-void kcr__ryw_wait(mgr_ctl *mc, const char *key)
+void kcr__ryw_wait(mgr_ctl *mc, const char *key, mgr_keyrec *rec)
 {
-    ryw_list l = {0};
-    pthread_mutex_lock(&mc->lock);
-    if (mc->fences) {
-        struct ryw_entry **pp = &((struct ryw_entry **)mc->fences)[hash(key) % FENCE_BUCKETS];
-        while (*pp && strcmp((*pp)->key, key) != 0)
-            pp = &(*pp)->next;
-        if (*pp) {
-            struct ryw_entry *e = *pp;
-            *pp = e->next;
-            l = e->fences;
-            free(e->key);
-            free(e);
-        }
-    }
-    pthread_mutex_unlock(&mc->lock);
+    ryw_list l = rec->fences;
+    memset(&rec->fences, 0, sizeof rec->fences);
     if (!l.n)
         return;
     kcr_controller *c = mc->c;
@@ -402,20 +353,4 @@ void kcr__ryw_wait(mgr_ctl *mc, const char *key)
             nanosleep(&ts, NULL);
         }
     kcr__ryw_list_clear(&l);
-}
-
-void kcr__ryw_free_all(mgr_ctl *mc)
-{
-    struct ryw_entry **b = (struct ryw_entry **)mc->fences;
-    if (!b)
-        return;
-    for (size_t i = 0; i < FENCE_BUCKETS; i++)
-        for (struct ryw_entry *e = b[i], *nx; e; e = nx) {
-            nx = e->next;
-            kcr__ryw_list_clear(&e->fences);
-            free(e->key);
-            free(e);
-        }
-    free(b);
-    mc->fences = NULL;
 }

@@ -15,6 +15,26 @@
 #include "informer/informer_impl.h"
 #include "informer/informer_internal.h"
 
+void kcr__informer_note_applied(kcr_informer *inf, const char *rv)
+{
+    uint64_t v = 0;
+    for (const char *p = rv; p && *p; p++) {
+        if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10)
+            return;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (v > inf->applied_rv)
+        inf->applied_rv = v;
+}
+
+uint64_t kcr__informer_applied_rv(kcr_informer *inf)
+{
+    pthread_mutex_lock(&inf->mu);
+    uint64_t v = inf->applied_rv;
+    pthread_mutex_unlock(&inf->mu);
+    return v;
+}
+
 static kcr_err process(const char *key, const kcr_delta *deltas, size_t n, bool initial,
                        bool *requeue, void *ud)
 {
@@ -28,6 +48,8 @@ static kcr_err process(const char *key, const kcr_delta *deltas, size_t n, bool 
         if (d->type == KCR_DELTA_DELETED) {
             kcr_object *last = d->object ? NULL : kcr_store_get_by_key(inf->store, key);
             err = kcr_store_delete_key(inf->store, key);
+            if (d->object)
+                kcr__informer_note_applied(inf, kcr_object_resource_version(d->object));
             kcr__informer_distribute(inf, key, KCR__N_DELETE, NULL, d->object ? d->object : last,
                                      d->tombstone, false, false);
             kcr_object_unref(last);
@@ -39,6 +61,7 @@ static kcr_err process(const char *key, const kcr_delta *deltas, size_t n, bool 
             kcr_object_unref(old);
             break;
         }
+        kcr__informer_note_applied(inf, kcr_object_resource_version(d->object));
         if (old) {
             bool sync =
                 d->type == KCR_DELTA_SYNC || (d->type == KCR_DELTA_REPLACED &&

@@ -10,7 +10,6 @@
 #include "testkit/yaml_json.h"
 #include "core/abi.h"
 #include "core/clock.h"
-#include "core/clock.h"
 #include "core/error.h"
 #include "core/grow.h"
 
@@ -29,31 +28,39 @@ tk_item *kcr__tk_find_item(tk_ctl *t, const char *key)
     return NULL;
 }
 
-static kcr_err tk_enqueue(kcr_controller *c, const char *key, int priority, int64_t delay_ms,
-                          void *env)
+kcr_err kcr__tk_queue(kcr_testkit *tk, tk_ctl *t, const char *key, int priority, int64_t due_ms,
+                      kcr__pending *p)
 {
-    kcr_testkit *tk = env;
-    tk_ctl *t = c->env_ctl;
-    int64_t due = tk->now_ms + (delay_ms > 0 ? delay_ms : 0);
     tk_item *it = kcr__tk_find_item(t, key);
     if (it) {
         if (priority > it->priority)
             it->priority = priority;
-        if (due < it->due_ms) {
-            it->due_ms = due;
+        if (due_ms < it->due_ms) {
+            it->due_ms = due_ms;
             it->seq = ++tk->seq;
         }
+        kcr__pending_merge(&it->p, p);
         return KCR_OK;
     }
     tk_item *grown = kcr__grow(t->items, &t->cap, t->n, sizeof *t->items, 16);
-    if (!grown)
+    char *k = grown ? strdup(key) : NULL;
+    if (grown)
+        t->items = grown;
+    if (!k) {
+        kcr__pending_clear(p);
         return kcr__fail(KCR_ERR_NOMEM, "out of memory queueing a key");
-    t->items = grown;
-    char *k = strdup(key);
-    if (!k)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory queueing a key");
-    t->items[t->n++] = (tk_item){k, priority, due, ++tk->seq};
+    }
+    t->items[t->n++] = (tk_item){k, priority, due_ms, ++tk->seq, *p};
+    memset(p, 0, sizeof *p);
     return KCR_OK;
+}
+
+static kcr_err tk_enqueue(kcr_controller *c, const char *key, int priority, int64_t delay_ms,
+                          kcr__pending *p, void *env)
+{
+    kcr_testkit *tk = env;
+    return kcr__tk_queue(tk, c->env_ctl, key, priority, tk->now_ms + (delay_ms > 0 ? delay_ms : 0),
+                         p);
 }
 
 static const kcr__env_ops tk_env_ops = {.enqueue = tk_enqueue, .now_ms = tk_now};
@@ -99,8 +106,10 @@ void kcr_testkit_free(kcr_testkit *tk)
         return;
     for (size_t i = 0; i < tk->n_ctls; i++) {
         tk_ctl *t = tk->ctls[i];
-        for (size_t j = 0; j < t->n; j++)
+        for (size_t j = 0; j < t->n; j++) {
             free(t->items[j].key);
+            kcr__pending_clear(&t->items[j].p);
+        }
         free(t->items);
         kcr__controller_free(t->c);
         free(t);
@@ -210,14 +219,8 @@ bool kcr_testkit_queued(kcr_testkit *tk, kcr_controller *c, const char *key, int
         return false;
     if (delay_ms)
         *delay_ms = it->due_ms > tk->now_ms ? it->due_ms - tk->now_ms : 0;
-    if (reasons) {
-        kcr__pending p;
-        *reasons = 0;
-        if (kcr__reasons_peek(c->pending, key, &p)) {
-            *reasons = p.reasons | (p.delayed ? KCR_REASON_BIT(p.delayed) : 0);
-            kcr__pending_clear(&p);
-        }
-    }
+    if (reasons)
+        *reasons = it->p.reasons | (it->p.delayed ? KCR_REASON_BIT(it->p.delayed) : 0);
     return true;
 }
 

@@ -246,7 +246,8 @@ static kcr_err get_until(kcr_workqueue *q, int64_t deadline, const char **key)
         int64_t until = deadline;
         if (keeps_time) {
             if (q->heap_len)
-                until = min64(until, q->heap[0].ready_at);
+                until = min64(until, q->has_clock ? now + KCR__WQ_CLOCK_POLL_NS
+                                                  : q->heap[0].ready_at);
             if (q->gauges && q->processing)
                 until = min64(until, q->next_update_ns);
             atomic_store_explicit(&q->tk_until, until, memory_order_relaxed);

@@ -33,6 +33,10 @@ kcr_err (kcr_workqueue_new)(const kcr_workqueue_options *opts, size_t opts_size,
         return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_new: out is NULL");
     }
     *out = NULL;
+    if (opts->payload && (!opts->payload->merge || !opts->payload->free)) {
+        kcr_rate_limiter_free(limiter);
+        return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_new: payload ops need merge and free");
+    }
     /* Aligned for the adders' cache line (ring_tail). */
     size_t size = (sizeof(kcr_workqueue) + 63) / 64 * 64;
     kcr_workqueue *q = aligned_alloc(64, size);
@@ -90,6 +94,14 @@ kcr_err (kcr_workqueue_new)(const kcr_workqueue_options *opts, size_t opts_size,
     q->max_wait_ns = opts->priority_max_wait_ms ? kcr__wq_ms_to_ns(opts->priority_max_wait_ms)
                                                 : 10 * KCR_NS_PER_S; /* INFINITE: < 0, no aging */
     q->light_fences = kcr__wq_light_fences();
+    if (opts->payload) {
+        q->pl = *opts->payload;
+        q->has_payload = true;
+    }
+    if (opts->clock && opts->clock->now_ms) {
+        q->clock = *opts->clock;
+        q->has_clock = true;
+    }
     *out = q;
     return KCR_OK;
 }
@@ -99,8 +111,11 @@ void kcr_workqueue_free(kcr_workqueue *q)
     if (!q)
         return;
     for (size_t i = 0; i <= q->tab.mask; i++)
-        if (q->tab.slots[i].node)
-            free(q->tab.slots[i].node);
+        if (q->tab.slots[i].node) {
+            struct kcr__wq_item *it = q->tab.slots[i].node;
+            kcr__wq_drop_payload(q, it->payload);
+            free(it);
+        }
     while (q->free_items) {
         struct kcr__wq_item *it = q->free_items;
         q->free_items = it->next;

@@ -16,6 +16,7 @@
 #include "helpers/timescale.h"
 #include "kcr/kcr.h"
 #include "kcr/fake.h"
+#include "helpers/bounded.h"
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
 
@@ -48,7 +49,7 @@ static inline void start(void)
 static inline kcr_err stop(void)
 {
     kcr_manager_stop(mgr);
-    pthread_join(runner, NULL);
+    test_join(runner, 30000, "kcr_manager_run after kcr_manager_stop");
     running = false;
     return run_result;
 }

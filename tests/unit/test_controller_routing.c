@@ -18,8 +18,12 @@ static kcr_err slow_pred(kcr_change change, const kcr_object *old_obj, const kcr
     pthread_mutex_lock(&mu);
     slow_thread = pthread_self();
     blocked++;
-    while (!gate_open)
-        pthread_cond_wait(&cond, &mu);
+    /* bounded: a test that fails before opening the gate must not hang here */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 30;
+    while (!gate_open && pthread_cond_timedwait(&cond, &mu, &until) == 0)
+        ;
     blocked--;
     pthread_mutex_unlock(&mu);
     *pass = true;

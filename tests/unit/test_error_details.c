@@ -41,10 +41,12 @@ Test(error_details, workqueue)
     EXPECT_DETAIL(kcr_workqueue_remove(q, "ghost"), KCR_ERR_NOT_FOUND, "ghost");
     EXPECT_DETAIL(kcr_workqueue_done(q, "ghost"), KCR_ERR_STATE, "ghost");
     kcr_workqueue_shutdown(q);
-    EXPECT_DETAIL(kcr_workqueue_add(q, "late-1"), KCR_ERR_SHUTDOWN, "late-1");
+    EXPECT_DETAIL(kcr_workqueue_add(q, "late-1", NULL), KCR_ERR_SHUTDOWN, "late-1");
     EXPECT_DETAIL(kcr_workqueue_add_rate_limited(q, "late-2"), KCR_ERR_SHUTDOWN, "late-2");
-    EXPECT_DETAIL(kcr_workqueue_add_after(q, "late-3", 1000), KCR_ERR_SHUTDOWN, "late-3");
-    EXPECT_DETAIL(kcr_workqueue_add_after(q, "late-4", 0), KCR_ERR_SHUTDOWN, "late-4");
+    EXPECT_DETAIL(kcr_workqueue_add(q, "late-3",
+        &(kcr_workqueue_add_options){.delay_ms = 1000}), KCR_ERR_SHUTDOWN, "late-3");
+    EXPECT_DETAIL(kcr_workqueue_add(q, "late-4",
+        &(kcr_workqueue_add_options){.delay_ms = 0}), KCR_ERR_SHUTDOWN, "late-4");
     EXPECT_DETAIL(kcr_workqueue_get(q, &key), KCR_ERR_SHUTDOWN, "jobs");
     kcr_workqueue_free(q);
 }
