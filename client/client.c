@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "client/client_impl.h"
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "object/value.h"
@@ -146,8 +147,9 @@ static kcr_err check_named(const kcr_client *c, const kcr_request *r, const char
     return err;
 }
 
-kcr_err kcr_client_get(kcr_client *c, const kcr_request *req, kcr_object **out)
+kcr_err (kcr_client_get)(size_t req_size, kcr_client *c, const kcr_request *req, kcr_object **out)
 {
+    KCR__ABI_OPTS(kcr_request, req, req_size);
     if (out)
         *out = NULL;
     kcr_err err = check_named(c, req, req ? req->name : NULL, false, "get");
@@ -238,18 +240,23 @@ static kcr_err write_body(kcr_client *c, const kcr_request *req, bool update, kc
     return err;
 }
 
-kcr_err kcr_client_create(kcr_client *c, const kcr_request *req, kcr_object **out)
+kcr_err (kcr_client_create)(size_t req_size, kcr_client *c, const kcr_request *req,
+                            kcr_object **out)
 {
+    KCR__ABI_OPTS(kcr_request, req, req_size);
     return write_body(c, req, false, out);
 }
 
-kcr_err kcr_client_update(kcr_client *c, const kcr_request *req, kcr_object **out)
+kcr_err (kcr_client_update)(size_t req_size, kcr_client *c, const kcr_request *req,
+                            kcr_object **out)
 {
+    KCR__ABI_OPTS(kcr_request, req, req_size);
     return write_body(c, req, true, out);
 }
 
-kcr_err kcr_client_patch(kcr_client *c, const kcr_request *req, kcr_object **out)
+kcr_err (kcr_client_patch)(size_t req_size, kcr_client *c, const kcr_request *req, kcr_object **out)
 {
+    KCR__ABI_OPTS(kcr_request, req, req_size);
     if (out)
         *out = NULL;
     const char *name = req ? req->name : NULL;
@@ -281,8 +288,10 @@ kcr_err kcr_client_patch(kcr_client *c, const kcr_request *req, kcr_object **out
     return err;
 }
 
-kcr_err kcr_client_delete(kcr_client *c, const kcr_request *req, kcr_object **out)
+kcr_err (kcr_client_delete)(size_t req_size, kcr_client *c, const kcr_request *req,
+                            kcr_object **out)
 {
+    KCR__ABI_OPTS(kcr_request, req, req_size);
     if (out)
         *out = NULL;
     kcr_err err = check_named(c, req, req ? req->name : NULL, false, "delete");
@@ -345,9 +354,10 @@ static kcr_err stream_check(const kcr_client *c, const kcr_request *r, const cha
     return KCR_OK;
 }
 
-kcr_err kcr_client_list(kcr_client *c, const kcr_request *req, kcr_list_item_fn fn, void *user_data,
-                        kcr_list_meta *meta)
+kcr_err (kcr_client_list)(size_t req_size, kcr_client *c, const kcr_request *req,
+                          kcr_list_item_fn fn, void *user_data, kcr_list_meta *meta)
 {
+    KCR__ABI_OPTS(kcr_request, req, req_size);
     kcr_list_meta_clear(meta);
     kcr_err err = stream_check(c, req, "list");
     if (err != KCR_OK)
@@ -362,9 +372,10 @@ kcr_err kcr_client_list(kcr_client *c, const kcr_request *req, kcr_list_item_fn 
     return err;
 }
 
-kcr_err kcr_client_watch(kcr_client *c, const kcr_request *req, kcr_watch_event_fn fn,
-                         void *user_data)
+kcr_err (kcr_client_watch)(size_t req_size, kcr_client *c, const kcr_request *req,
+                           kcr_watch_event_fn fn, void *user_data)
 {
+    KCR__ABI_OPTS(kcr_request, req, req_size);
     kcr_err err = stream_check(c, req, "watch");
     if (err != KCR_OK)
         return err;
@@ -393,18 +404,20 @@ static kcr_err resolve(kcr_client *c, const kcr__disc_query *q, kcr_api_resource
     return err;
 }
 
-kcr_err kcr_client_resolve(kcr_client *c, const char *name, const kcr_resolve_options *opts,
-                           kcr_api_resource *out)
+kcr_err (kcr_client_resolve)(size_t opts_size, kcr_client *c, const char *name,
+                             const kcr_resolve_options *opts, kcr_api_resource *out)
 {
+    KCR__ABI_OPTS(kcr_resolve_options, opts, opts_size);
     if (!c || !name || !*name || !out)
         return kcr__fail(KCR_ERR_INVALID, "resolve: a client and a name are required");
     kcr__disc_query q = {.name = name, .cancel = opts ? opts->cancel : NULL};
     return resolve(c, &q, out, opts ? opts->status : NULL);
 }
 
-kcr_err kcr_client_resolve_kind(kcr_client *c, const kcr_gvk *gvk, const kcr_resolve_options *opts,
-                                kcr_api_resource *out)
+kcr_err (kcr_client_resolve_kind)(size_t opts_size, kcr_client *c, const kcr_gvk *gvk,
+                                  const kcr_resolve_options *opts, kcr_api_resource *out)
 {
+    KCR__ABI_OPTS(kcr_resolve_options, opts, opts_size);
     if (!c || !gvk || !gvk->kind || !*gvk->kind || !out)
         return kcr__fail(KCR_ERR_INVALID, "resolve_kind: a client and a kind are required");
     kcr__disc_query q = {.group = gvk->group ? gvk->group : "",
@@ -420,9 +433,10 @@ void kcr_client_invalidate_discovery(kcr_client *c)
         c->ops->invalidate(c);
 }
 
-kcr_err kcr_client_request(kcr_client *c, const char *path, const kcr_raw_options *opts, char **out,
-                           size_t *out_len)
+kcr_err (kcr_client_request)(size_t opts_size, kcr_client *c, const char *path,
+                             const kcr_raw_options *opts, char **out, size_t *out_len)
 {
+    KCR__ABI_OPTS(kcr_raw_options, opts, opts_size);
     if (out)
         *out = NULL;
     if (!c || !path)

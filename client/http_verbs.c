@@ -421,7 +421,7 @@ static const kcr__client_ops http_ops = {
     .destroy = http_destroy,
 };
 
-kcr_err (kcr_client_new)(const kcr_config *cfg, const kcr_client_options *opts, size_t opts_size,
+kcr_err (kcr_client_new)(size_t opts_size, const kcr_config *cfg, const kcr_client_options *opts,
                          kcr_client **out)
 {
     KCR__ABI_OPTS(kcr_client_options, opts, opts_size);

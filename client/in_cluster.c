@@ -12,7 +12,7 @@
 
 #define DEFAULT_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
-kcr_err (kcr_config_load_in_cluster)(const kcr_config_options *opts, size_t opts_size,
+kcr_err (kcr_config_load_in_cluster)(size_t opts_size, const kcr_config_options *opts,
                                      kcr_config **out)
 {
     KCR__ABI_OPTS(kcr_config_options, opts, opts_size);
@@ -78,7 +78,7 @@ kcr_err (kcr_config_load_in_cluster)(const kcr_config_options *opts, size_t opts
     return KCR_OK;
 }
 
-kcr_err (kcr_config_load)(const kcr_config_options *opts, size_t opts_size, kcr_config **out)
+kcr_err (kcr_config_load)(size_t opts_size, const kcr_config_options *opts, kcr_config **out)
 {
     KCR__ABI_OPTS(kcr_config_options, opts, opts_size);
     const char *env = getenv("KUBECONFIG");

@@ -140,7 +140,7 @@ static const char *home_kubeconfig(char *buf, size_t size)
     return buf;
 }
 
-kcr_err (kcr_config_load_kubeconfig)(const kcr_config_options *opts, size_t opts_size,
+kcr_err (kcr_config_load_kubeconfig)(size_t opts_size, const kcr_config_options *opts,
                                      kcr_config **out)
 {
     KCR__ABI_OPTS(kcr_config_options, opts, opts_size);

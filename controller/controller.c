@@ -281,7 +281,7 @@ void kcr__controller_count(kcr_controller *c, size_t offset, int64_t delta)
     pthread_mutex_unlock(&c->stats_lock);
 }
 
-void (kcr_controller_get_stats)(kcr_controller *c, kcr_controller_stats *out, size_t out_size)
+void (kcr_controller_get_stats)(size_t out_size, kcr_controller *c, kcr_controller_stats *out)
 {
     pthread_mutex_lock(&c->stats_lock);
     kcr_controller_stats st = c->stats;

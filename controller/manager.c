@@ -60,7 +60,7 @@ static void on_stopped_leading(void *ud)
     wake(m);
 }
 
-kcr_err (kcr_manager_new)(kcr_client *client, const kcr_manager_options *opts, size_t opts_size,
+kcr_err (kcr_manager_new)(size_t opts_size, kcr_client *client, const kcr_manager_options *opts,
                           kcr_manager **out)
 {
     KCR__ABI_OPTS(kcr_manager_options, opts, opts_size);
@@ -152,8 +152,8 @@ kcr_err (kcr_manager_new)(kcr_client *client, const kcr_manager_options *opts, s
     return KCR_OK;
 }
 
-kcr_err (kcr_manager_add_controller)(kcr_manager *m, const kcr_controller_options *opts,
-                                     size_t opts_size, kcr_controller **out)
+kcr_err (kcr_manager_add_controller)(size_t opts_size, kcr_manager *m,
+                                     const kcr_controller_options *opts, kcr_controller **out)
 {
     kcr_controller_options local;
     kcr_err abi_err = kcr__abi_in(&local, sizeof local, opts, opts_size, "kcr_controller_options");

@@ -1,4 +1,5 @@
 /* Deletes with a typed propagation policy and preconditions. */
+#include "core/abi.h"
 #include "core/error.h"
 #include "kcr/controllerutil.h"
 
@@ -17,10 +18,12 @@ static const char *policy_name(kcr_ctrlutil_propagation p)
     return NULL;
 }
 
-kcr_err kcr_ctrlutil_delete(kcr_client *c, const kcr_resource *res, const char *ns,
-                            const char *name, const kcr_ctrlutil_delete_options *opts,
-                            kcr_object **out, kcr_status *status)
+kcr_err (kcr_ctrlutil_delete)(size_t opts_size, kcr_client *c, const kcr_resource *res,
+                              const char *ns, const char *name,
+                              const kcr_ctrlutil_delete_options *opts, kcr_object **out,
+                              kcr_status *status)
 {
+    KCR__ABI_OPTS(kcr_ctrlutil_delete_options, opts, opts_size);
     if (out)
         *out = NULL;
     kcr_ctrlutil_delete_options o = opts ? *opts : (kcr_ctrlutil_delete_options){0};

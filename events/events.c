@@ -73,8 +73,8 @@ static char *default_instance(const char *controller)
     return buf;
 }
 
-kcr_err (kcr_event_recorder_new)(kcr_client *client, const kcr_event_recorder_options *opts,
-                                 size_t opts_size, kcr_event_recorder **out)
+kcr_err (kcr_event_recorder_new)(size_t opts_size, kcr_client *client,
+                                 const kcr_event_recorder_options *opts, kcr_event_recorder **out)
 {
     KCR__ABI_OPTS(kcr_event_recorder_options, opts, opts_size);
     if (opts->clock && kcr__abi_reserved(opts->clock->reserved, sizeof opts->clock->reserved,
@@ -182,8 +182,8 @@ kcr_err kcr_event_recorder_flush(kcr_event_recorder *r, int64_t timeout_ms)
                              (long long)timeout_ms);
 }
 
-void (kcr_event_recorder_get_stats)(kcr_event_recorder *r, kcr_event_recorder_stats *out,
-                                    size_t out_size)
+void (kcr_event_recorder_get_stats)(size_t out_size, kcr_event_recorder *r,
+                                    kcr_event_recorder_stats *out)
 {
     if (!out || !r) {
         kcr__abi_out(out, out_size, &(kcr_event_recorder_stats){0}, sizeof(kcr_event_recorder_stats));

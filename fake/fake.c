@@ -93,7 +93,7 @@ static const kcr__client_ops fake_ops = {
 
 /* ---- public API ------------------------------------------------------------------------------ */
 
-kcr_err (kcr_fake_new)(const kcr_fake_options *opts, size_t opts_size, kcr_fake **out)
+kcr_err (kcr_fake_new)(size_t opts_size, const kcr_fake_options *opts, kcr_fake **out)
 {
     KCR__ABI_OPTS(kcr_fake_options, opts, opts_size);
     if (!out)
@@ -185,8 +185,9 @@ kcr_err kcr_fake_add(kcr_fake *f, const kcr_resource *res, const char *json, kcr
     return err;
 }
 
-kcr_err kcr_fake_inject_error(kcr_fake *f, const kcr_fake_error *e)
+kcr_err (kcr_fake_inject_error)(size_t e_size, kcr_fake *f, const kcr_fake_error *e)
 {
+    KCR__ABI_OPTS(kcr_fake_error, e, e_size);
     if (!f || !e || e->code < 100 || e->code > 599)
         return kcr__fail(KCR_ERR_INVALID, "inject_error: a fake and an error with an HTTP "
                                           "code (100-599) are required");

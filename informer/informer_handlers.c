@@ -256,7 +256,7 @@ void kcr__informer_distribute(kcr_informer *inf, const char *key, kcr__notif_kin
             enqueue(h, key, kind, old, cur, tomb, initial);
 }
 
-kcr_err (kcr_informer_add_handler)(kcr_informer *inf, const kcr_event_handler *eh, size_t eh_size,
+kcr_err (kcr_informer_add_handler)(size_t eh_size, kcr_informer *inf, const kcr_event_handler *eh,
                                    kcr_handler_reg **out)
 {
     if (out)

@@ -772,7 +772,7 @@ bool kcr_reflector_has_listed(kcr_reflector *r)
     return l;
 }
 
-void (kcr_reflector_get_stats)(kcr_reflector *r, kcr_reflector_stats *out, size_t out_size)
+void (kcr_reflector_get_stats)(size_t out_size, kcr_reflector *r, kcr_reflector_stats *out)
 {
     pthread_mutex_lock(&r->mu);
     kcr_reflector_stats st = r->stats;

@@ -77,8 +77,8 @@ static void destroy(kcr_leader_elector *e)
     free(e);
 }
 
-kcr_err (kcr_leader_elector_new)(kcr_client *client, const kcr_leader_elector_options *opts,
-                                 size_t opts_size, kcr_leader_elector **out)
+kcr_err (kcr_leader_elector_new)(size_t opts_size, kcr_client *client,
+                                 const kcr_leader_elector_options *opts, kcr_leader_elector **out)
 {
     KCR__ABI_OPTS(kcr_leader_elector_options, opts, opts_size);
     if (!out)
@@ -218,8 +218,8 @@ char *kcr_leader_elector_holder(kcr_leader_elector *e)
     return holder;
 }
 
-void (kcr_leader_elector_get_stats)(kcr_leader_elector *e, kcr_leader_elector_stats *out,
-                                    size_t out_size)
+void (kcr_leader_elector_get_stats)(size_t out_size, kcr_leader_elector *e,
+                                    kcr_leader_elector_stats *out)
 {
     if (!out || !e) {
         kcr__abi_out(out, out_size, &(kcr_leader_elector_stats){0}, sizeof(kcr_leader_elector_stats));

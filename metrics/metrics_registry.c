@@ -15,7 +15,7 @@ enum { DEFAULT_MAX_SERIES = 10000 };
 
 static const double default_buckets[] = {.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10};
 
-kcr_err (kcr_metrics_new)(const kcr_metrics_options *opts, size_t opts_size, kcr_metrics **out)
+kcr_err (kcr_metrics_new)(size_t opts_size, const kcr_metrics_options *opts, kcr_metrics **out)
 {
     KCR__ABI_OPTS(kcr_metrics_options, opts, opts_size);
     if (!out)

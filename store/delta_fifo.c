@@ -51,7 +51,7 @@ static void entry_free(void *p)
     free(e);
 }
 
-kcr_err (kcr_delta_fifo_new)(const kcr_delta_fifo_options *opts, size_t opts_size,
+kcr_err (kcr_delta_fifo_new)(size_t opts_size, const kcr_delta_fifo_options *opts,
                              kcr_delta_fifo **out)
 {
     KCR__ABI_OPTS(kcr_delta_fifo_options, opts, opts_size);

@@ -65,7 +65,7 @@ static kcr_err tk_enqueue(kcr_controller *c, const char *key, int priority, int6
 
 static const kcr__env_ops tk_env_ops = {.enqueue = tk_enqueue, .now_ms = tk_now};
 
-kcr_err (kcr_testkit_new)(const kcr_testkit_options *opts, size_t opts_size, kcr_testkit **out)
+kcr_err (kcr_testkit_new)(size_t opts_size, const kcr_testkit_options *opts, kcr_testkit **out)
 {
     KCR__ABI_OPTS(kcr_testkit_options, opts, opts_size);
     if (!out)
@@ -156,8 +156,8 @@ void kcr_testkit_advance(kcr_testkit *tk, int64_t ms)
         kcr_cancel_trigger(tk->cancel);
 }
 
-kcr_err (kcr_testkit_add_controller)(kcr_testkit *tk, const kcr_controller_options *opts,
-                                     size_t opts_size, kcr_controller **out)
+kcr_err (kcr_testkit_add_controller)(size_t opts_size, kcr_testkit *tk,
+                                     const kcr_controller_options *opts, kcr_controller **out)
 {
     kcr_controller_options local;
     kcr_err abi_err = kcr__abi_in(&local, sizeof local, opts, opts_size, "kcr_controller_options");
@@ -242,8 +242,9 @@ kcr_object *kcr_testkit_get(kcr_testkit *tk, const kcr_resource *res, const char
     return obj;
 }
 
-kcr_err kcr_testkit_inject_error(kcr_testkit *tk, const kcr_fake_error *e)
+kcr_err (kcr_testkit_inject_error)(size_t e_size, kcr_testkit *tk, const kcr_fake_error *e)
 {
+    KCR__ABI_OPTS(kcr_fake_error, e, e_size);
     if (!tk)
         return kcr__fail(KCR_ERR_INVALID, "kcr_testkit_inject_error: NULL kit");
     return kcr_fake_inject_error(tk->fake, e);

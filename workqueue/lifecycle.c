@@ -11,7 +11,7 @@
 #include "workqueue/duration.h"
 #include "workqueue/queue.h"
 
-kcr_err (kcr_workqueue_new)(const kcr_workqueue_options *opts, size_t opts_size,
+kcr_err (kcr_workqueue_new)(size_t opts_size, const kcr_workqueue_options *opts,
                             kcr_workqueue **out)
 {
     kcr_workqueue_options local;

@@ -97,7 +97,7 @@ void kcr_workqueue_metrics_update(kcr_workqueue *q)
     pthread_mutex_unlock(&q->mu);
 }
 
-void (kcr_workqueue_get_stats)(kcr_workqueue *q, kcr_workqueue_stats *out, size_t out_size)
+void (kcr_workqueue_get_stats)(size_t out_size, kcr_workqueue *q, kcr_workqueue_stats *out)
 {
     struct kcr__wq_wake w = {0};
     kcr_workqueue_stats st;

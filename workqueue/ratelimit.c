@@ -52,7 +52,7 @@ static kcr_err limiter_new(const kcr_rate_limiter_ops *ops,
     return KCR_OK;
 }
 
-kcr_err (kcr_rate_limiter_new)(const kcr_rate_limiter_ops *ops, size_t ops_size, void *user_data,
+kcr_err (kcr_rate_limiter_new)(size_t ops_size, const kcr_rate_limiter_ops *ops, void *user_data,
                                kcr_rate_limiter **out)
 {
     if (out)
@@ -213,8 +213,9 @@ static int64_t exp_when(const char *key, int64_t now_ns, void *state)
     return p->base << failures;
 }
 
-kcr_err (kcr_rate_limiter_exponential_new)(const kcr_rate_limiter_exponential_options *opts,
-                                           size_t opts_size, kcr_rate_limiter **out)
+kcr_err (kcr_rate_limiter_exponential_new)(size_t opts_size,
+                                           const kcr_rate_limiter_exponential_options *opts,
+                                           kcr_rate_limiter **out)
 {
     KCR__ABI_OPTS(kcr_rate_limiter_exponential_options, opts, opts_size);
     static const char fn[] = "kcr_rate_limiter_exponential_new";
@@ -304,7 +305,7 @@ static void bucket_free(void *state)
     free(b);
 }
 
-kcr_err (kcr_rate_limiter_bucket_new)(const kcr_rate_limiter_bucket_options *opts, size_t opts_size,
+kcr_err (kcr_rate_limiter_bucket_new)(size_t opts_size, const kcr_rate_limiter_bucket_options *opts,
                                       kcr_rate_limiter **out)
 {
     KCR__ABI_OPTS(kcr_rate_limiter_bucket_options, opts, opts_size);

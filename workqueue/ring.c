@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -250,18 +251,27 @@ bool kcr__wq_ring_add(struct kcr_workqueue *q, const char *key, size_t len, uint
     }
 }
 
-kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key, const kcr_workqueue_add_options *opts)
+kcr_err (kcr_workqueue_add)(size_t opts_size, kcr_workqueue *q, const char *key,
+                            const kcr_workqueue_add_options *opts)
 {
     static const char fn[] = "kcr_workqueue_add";
-    void *payload = opts ? opts->payload : NULL;
+    kcr_workqueue_add_options o;
+    kcr_err err = kcr__abi_in(&o, sizeof o, opts, opts_size, "kcr_workqueue_add_options");
+    opts = &o;
+    void *payload = o.payload;
+    if (err != KCR_OK) {
+        if (payload && q->has_payload) /* the queue owns it, also on failure */
+            kcr__wq_drop_payload(q, payload);
+        return err;
+    }
     if (!key || (payload && !q->has_payload)) {
         if (payload && q->has_payload)
             kcr__wq_drop_payload(q, payload);
         return kcr__fail(KCR_ERR_INVALID, "%s: %s", fn,
                          key ? "a payload, but the queue has no payload ops" : "NULL key");
     }
-    int prio = opts ? opts->priority : KCR_WQ_PRIORITY_NORMAL;
-    if (opts && opts->delay_ms > 0)
+    int prio = opts->priority;
+    if (opts->delay_ms > 0)
         return kcr__wq_add_after(q, key, kcr__wq_ms_to_ns(opts->delay_ms), prio, payload, fn);
     if (atomic_load_explicit(&q->closed, memory_order_acquire)) {
         kcr__wq_drop_payload(q, payload);

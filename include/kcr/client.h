@@ -127,10 +127,9 @@ typedef struct kcr_client_options {
 
 /* A client for the server of `cfg` (the config is copied; free it whenever).
  * opts may be NULL. *out is freed with kcr_client_free(). Thread-safe. */
-KCR_API kcr_err kcr_client_new(const kcr_config *cfg, const kcr_client_options *opts,
-                               size_t opts_size, kcr_client **out);
-#define kcr_client_new(cfg, opts, out) \
-    (kcr_client_new)((cfg), (opts), sizeof(kcr_client_options), (out))
+KCR_API kcr_err kcr_client_new(size_t opts_size, const kcr_config *cfg,
+                               const kcr_client_options *opts, kcr_client **out);
+#define kcr_client_new(...) (kcr_client_new)(sizeof(kcr_client_options), __VA_ARGS__)
 
 /* Sees every HTTP request a client completes: method ("GET", "LIST" is
  * reported as "GET"), host ("127.0.0.1:6443"), HTTP code (0 when no response
@@ -232,30 +231,40 @@ typedef struct kcr_request {
 
 /* GET one object (req->name). On success *out is a new reference the caller
  * owns. Thread-safe. */
-KCR_API kcr_err kcr_client_get(kcr_client *c, const kcr_request *req, kcr_object **out);
+KCR_API kcr_err kcr_client_get(size_t req_size, kcr_client *c, const kcr_request *req,
+                               kcr_object **out);
+#define kcr_client_get(...) (kcr_client_get)(sizeof(kcr_request), __VA_ARGS__)
 
 /* POST a new object (req->object or req->body; name optional: generateName).
  * *out (may be NULL) receives the created object as the server returned it.
  * Thread-safe. */
-KCR_API kcr_err kcr_client_create(kcr_client *c, const kcr_request *req, kcr_object **out);
+KCR_API kcr_err kcr_client_create(size_t req_size, kcr_client *c, const kcr_request *req,
+                                  kcr_object **out);
+#define kcr_client_create(...) (kcr_client_create)(sizeof(kcr_request), __VA_ARGS__)
 
 /* PUT a whole object (req->object or req->body; its metadata.name names it;
  * metadata.resourceVersion makes it conditional: KCR_ERR_CONFLICT when
  * stale). With req->subresource "status" only the status is written.
  * *out may be NULL. Thread-safe. */
-KCR_API kcr_err kcr_client_update(kcr_client *c, const kcr_request *req, kcr_object **out);
+KCR_API kcr_err kcr_client_update(size_t req_size, kcr_client *c, const kcr_request *req,
+                                  kcr_object **out);
+#define kcr_client_update(...) (kcr_client_update)(sizeof(kcr_request), __VA_ARGS__)
 
 /* PATCH an object with req->patch_type: the patch is req->body, or
  * req->object serialized (the applied configuration for KCR_PATCH_APPLY,
  * applied as req->field_manager, NULL: the client's; req->force takes over
  * conflicting fields). The object is req->name, else the body object's name.
  * *out may be NULL. Thread-safe. */
-KCR_API kcr_err kcr_client_patch(kcr_client *c, const kcr_request *req, kcr_object **out);
+KCR_API kcr_err kcr_client_patch(size_t req_size, kcr_client *c, const kcr_request *req,
+                                 kcr_object **out);
+#define kcr_client_patch(...) (kcr_client_patch)(sizeof(kcr_request), __VA_ARGS__)
 
 /* DELETE req->name. *out (may be NULL) receives the object when the server
  * returned it (deletion pending on finalizers, or the final state), else
  * NULL. Thread-safe. */
-KCR_API kcr_err kcr_client_delete(kcr_client *c, const kcr_request *req, kcr_object **out);
+KCR_API kcr_err kcr_client_delete(size_t req_size, kcr_client *c, const kcr_request *req,
+                                  kcr_object **out);
+#define kcr_client_delete(...) (kcr_client_delete)(sizeof(kcr_request), __VA_ARGS__)
 
 /* ---- Streaming list and watch -------------------------------------------------------- */
 /* The list's own metadata. Zero-initialize; strings are malloc'd ("" when
@@ -286,8 +295,9 @@ typedef kcr_err (*kcr_list_item_fn)(kcr_object *obj, void *user_data);
  * remainingItemCount. On error, items already delivered are an incomplete
  * list: discard them. A 410 for an expired continue token is KCR_ERR_GONE.
  * Thread-safe. */
-KCR_API kcr_err kcr_client_list(kcr_client *c, const kcr_request *req, kcr_list_item_fn fn,
-                                void *user_data, kcr_list_meta *meta);
+KCR_API kcr_err kcr_client_list(size_t req_size, kcr_client *c, const kcr_request *req,
+                                kcr_list_item_fn fn, void *user_data, kcr_list_meta *meta);
+#define kcr_client_list(...) (kcr_client_list)(sizeof(kcr_request), __VA_ARGS__)
 
 typedef enum kcr_watch_event_type {
     KCR_WATCH_ADDED = 0,
@@ -319,8 +329,9 @@ typedef kcr_err (*kcr_watch_event_fn)(const kcr_watch_event *ev, void *user_data
  * KCR_ERR_CANCELED (req->cancel), KCR_ERR_TIMEOUT (idle limit),
  * KCR_ERR_TRANSPORT (connection lost or truncated stream), KCR_ERR_PARSE,
  * KCR_ERR_TOO_LARGE (event over max_item_bytes), or an HTTP error Status. */
-KCR_API kcr_err kcr_client_watch(kcr_client *c, const kcr_request *req, kcr_watch_event_fn fn,
-                                 void *user_data);
+KCR_API kcr_err kcr_client_watch(size_t req_size, kcr_client *c, const kcr_request *req,
+                                 kcr_watch_event_fn fn, void *user_data);
+#define kcr_client_watch(...) (kcr_client_watch)(sizeof(kcr_request), __VA_ARGS__)
 
 /* ---- Discovery ------------------------------------------------------------------------ */
 
@@ -355,8 +366,9 @@ typedef struct kcr_resolve_options {
  * server offers it, else the legacy per-group documents) and refreshed once
  * on a miss. KCR_ERR_NOT_FOUND when nothing matches. opts may be NULL.
  * Thread-safe. */
-KCR_API kcr_err kcr_client_resolve(kcr_client *c, const char *name, const kcr_resolve_options *opts,
-                                   kcr_api_resource *out);
+KCR_API kcr_err kcr_client_resolve(size_t opts_size, kcr_client *c, const char *name,
+                                   const kcr_resolve_options *opts, kcr_api_resource *out);
+#define kcr_client_resolve(...) (kcr_client_resolve)(sizeof(kcr_resolve_options), __VA_ARGS__)
 
 /* A kind in a group: what kcr_client_resolve_kind() looks up. Borrowed. */
 typedef struct kcr_gvk {
@@ -367,8 +379,9 @@ typedef struct kcr_gvk {
 
 /* Resolves a group/version/kind, as kcr_client_resolve() does a name.
  * opts may be NULL. Thread-safe. */
-KCR_API kcr_err kcr_client_resolve_kind(kcr_client *c, const kcr_gvk *gvk,
+KCR_API kcr_err kcr_client_resolve_kind(size_t opts_size, kcr_client *c, const kcr_gvk *gvk,
                                         const kcr_resolve_options *opts, kcr_api_resource *out);
+#define kcr_client_resolve_kind(...) (kcr_client_resolve_kind)(sizeof(kcr_resolve_options), __VA_ARGS__)
 
 /* Drops the discovery cache (e.g. after creating a CRD). Thread-safe. */
 KCR_API void kcr_client_invalidate_discovery(kcr_client *c);
@@ -392,8 +405,9 @@ typedef struct kcr_raw_options {
  * (malloc'd, NUL-terminated, caller frees) and *out_len (may be NULL) hold
  * the response; otherwise the mapped error and opts->status. opts may be
  * NULL. KCR_ERR_UNSUPPORTED on the fake. Thread-safe. */
-KCR_API kcr_err kcr_client_request(kcr_client *c, const char *path, const kcr_raw_options *opts,
-                                   char **out, size_t *out_len);
+KCR_API kcr_err kcr_client_request(size_t opts_size, kcr_client *c, const char *path,
+                                   const kcr_raw_options *opts, char **out, size_t *out_len);
+#define kcr_client_request(...) (kcr_client_request)(sizeof(kcr_raw_options), __VA_ARGS__)
 
 #ifdef __cplusplus
 }

@@ -298,10 +298,8 @@ typedef struct kcr_controller_stats {
 } kcr_controller_stats;
 
 /* Counters so far. Thread-safe. */
-KCR_API void kcr_controller_get_stats(kcr_controller *c, kcr_controller_stats *out,
-                                      size_t out_size);
-#define kcr_controller_get_stats(c, out) \
-    (kcr_controller_get_stats)((c), (out), sizeof(kcr_controller_stats))
+KCR_API void kcr_controller_get_stats(size_t out_size, kcr_controller *c, kcr_controller_stats *out);
+#define kcr_controller_get_stats(...) (kcr_controller_get_stats)(sizeof(kcr_controller_stats), __VA_ARGS__)
 
 /* The controller's name, owned by it. Thread-safe. */
 KCR_API const char *kcr_controller_name(const kcr_controller *c);
@@ -402,10 +400,9 @@ typedef struct kcr_manager_options {
  * informer factory, the metrics registry (unless given) and the event
  * recorder; starts nothing. Thread-safety of the manager: every function is
  * thread-safe except _free. */
-KCR_API kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *opts,
-                                size_t opts_size, kcr_manager **out);
-#define kcr_manager_new(client, opts, out) \
-    (kcr_manager_new)((client), (opts), sizeof(kcr_manager_options), (out))
+KCR_API kcr_err kcr_manager_new(size_t opts_size, kcr_client *client,
+                                const kcr_manager_options *opts, kcr_manager **out);
+#define kcr_manager_new(...) (kcr_manager_new)(sizeof(kcr_manager_options), __VA_ARGS__)
 
 /* Adds a controller declared by `opts` (see kcr_controller_options for
  * what is copied and taken). Before kcr_manager_run only (KCR_ERR_STATE
@@ -415,10 +412,9 @@ KCR_API kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *o
  * was called before or during that discovery (stop cancels its requests,
  * so a hung server cannot hold this call). *out (may be NULL) is borrowed until
  * kcr_manager_free. */
-KCR_API kcr_err kcr_manager_add_controller(kcr_manager *m, const kcr_controller_options *opts,
-                                           size_t opts_size, kcr_controller **out);
-#define kcr_manager_add_controller(m, opts, out) \
-    (kcr_manager_add_controller)((m), (opts), sizeof(kcr_controller_options), (out))
+KCR_API kcr_err kcr_manager_add_controller(size_t opts_size, kcr_manager *m,
+                                           const kcr_controller_options *opts, kcr_controller **out);
+#define kcr_manager_add_controller(...) (kcr_manager_add_controller)(sizeof(kcr_controller_options), __VA_ARGS__)
 
 /* Runs until kcr_manager_stop, a signal (handle_signals) or leadership loss:
  * starts the caches (every replica unless no_warm_standby), leader election

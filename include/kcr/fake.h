@@ -72,8 +72,8 @@ typedef enum kcr_fake_verb {
 } kcr_fake_verb;
 
 /* Creates an empty fake. opts may be NULL. Free with kcr_fake_free(). */
-KCR_API kcr_err kcr_fake_new(const kcr_fake_options *opts, size_t opts_size, kcr_fake **out);
-#define kcr_fake_new(opts, out) (kcr_fake_new)((opts), sizeof(kcr_fake_options), (out))
+KCR_API kcr_err kcr_fake_new(size_t opts_size, const kcr_fake_options *opts, kcr_fake **out);
+#define kcr_fake_new(...) (kcr_fake_new)(sizeof(kcr_fake_options), __VA_ARGS__)
 
 /* Drops the creator's reference; the fake lives on while clients made from
  * it exist. NULL is ignored. */
@@ -112,7 +112,8 @@ typedef struct kcr_fake_error {
 
 /* Makes matching requests fail with the Status {code, reason, message}.
  * Rules are checked in the order added. Thread-safe. */
-KCR_API kcr_err kcr_fake_inject_error(kcr_fake *f, const kcr_fake_error *e);
+KCR_API kcr_err kcr_fake_inject_error(size_t e_size, kcr_fake *f, const kcr_fake_error *e);
+#define kcr_fake_inject_error(...) (kcr_fake_inject_error)(sizeof(kcr_fake_error), __VA_ARGS__)
 KCR_API void kcr_fake_clear_errors(kcr_fake *f);
 
 /* Called before each request is served (after counting, before error

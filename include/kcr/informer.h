@@ -159,9 +159,8 @@ KCR_API kcr_err kcr_reflector_last_error(kcr_reflector *r, kcr_status *status, c
 /* True once a first initial state (list or streaming) reached the sink. */
 KCR_API bool kcr_reflector_has_listed(kcr_reflector *r);
 
-KCR_API void kcr_reflector_get_stats(kcr_reflector *r, kcr_reflector_stats *out, size_t out_size);
-#define kcr_reflector_get_stats(r, out) \
-    (kcr_reflector_get_stats)((r), (out), sizeof(kcr_reflector_stats))
+KCR_API void kcr_reflector_get_stats(size_t out_size, kcr_reflector *r, kcr_reflector_stats *out);
+#define kcr_reflector_get_stats(...) (kcr_reflector_get_stats)(sizeof(kcr_reflector_stats), __VA_ARGS__)
 
 /* ---- Shared index informer ----------------------------------------------------------------
  * One reflector + DeltaFIFO + cache (kcr_store) for one resource, with any
@@ -243,10 +242,9 @@ KCR_API kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
  * are first replayed to it as on_add(key, obj, true). *out (may be
  * NULL) is a handle valid until the informer is freed or the handler removed.
  * On failure no callback ever runs. */
-KCR_API kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_handler *h,
-                                         size_t h_size, kcr_handler_reg **out);
-#define kcr_informer_add_handler(inf, h, out) \
-    (kcr_informer_add_handler)((inf), (h), sizeof(kcr_event_handler), (out))
+KCR_API kcr_err kcr_informer_add_handler(size_t h_size, kcr_informer *inf,
+                                         const kcr_event_handler *h, kcr_handler_reg **out);
+#define kcr_informer_add_handler(...) (kcr_informer_add_handler)(sizeof(kcr_event_handler), __VA_ARGS__)
 
 /* Removes a handler: waits for its running callback, drops what is pending,
  * joins its thread, frees reg. Must not be called from that handler's

@@ -295,10 +295,9 @@ typedef kcr_err (*kcr_delta_fifo_process_fn)(const char *key, const kcr_delta *d
  * what opts->known.user_data points to is borrowed until _free.
  * KCR_ERR_INVALID for a NULL out or known objects with only one of their
  * two functions, KCR_ERR_NOMEM. Thread-safe. */
-KCR_API kcr_err kcr_delta_fifo_new(const kcr_delta_fifo_options *opts, size_t opts_size,
+KCR_API kcr_err kcr_delta_fifo_new(size_t opts_size, const kcr_delta_fifo_options *opts,
                                    kcr_delta_fifo **out);
-#define kcr_delta_fifo_new(opts, out) \
-    (kcr_delta_fifo_new)((opts), sizeof(kcr_delta_fifo_options), (out))
+#define kcr_delta_fifo_new(...) (kcr_delta_fifo_new)(sizeof(kcr_delta_fifo_options), __VA_ARGS__)
 /* Frees the FIFO and drops its references. No call may be running. */
 KCR_API void kcr_delta_fifo_free(kcr_delta_fifo *f);
 

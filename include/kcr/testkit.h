@@ -89,9 +89,9 @@ typedef struct kcr_testkit_record {
 } kcr_testkit_record;
 
 /* A new kit with an empty fake. *out is freed with kcr_testkit_free. */
-KCR_API kcr_err kcr_testkit_new(const kcr_testkit_options *opts, size_t opts_size,
+KCR_API kcr_err kcr_testkit_new(size_t opts_size, const kcr_testkit_options *opts,
                                 kcr_testkit **out);
-#define kcr_testkit_new(opts, out) (kcr_testkit_new)((opts), sizeof(kcr_testkit_options), (out))
+#define kcr_testkit_new(...) (kcr_testkit_new)(sizeof(kcr_testkit_options), __VA_ARGS__)
 
 /* Frees the kit, its controllers, caches and fake. NULL is ignored. */
 KCR_API void kcr_testkit_free(kcr_testkit *tk);
@@ -106,10 +106,9 @@ KCR_API const kcr_clock *kcr_testkit_clock(kcr_testkit *tk);
  * caches it needs are listed from the fake at once (an INITIAL_LIST reason
  * for every primary already there). *out (may be NULL) is borrowed until
  * _free. */
-KCR_API kcr_err kcr_testkit_add_controller(kcr_testkit *tk, const kcr_controller_options *opts,
-                                           size_t opts_size, kcr_controller **out);
-#define kcr_testkit_add_controller(tk, opts, out) \
-    (kcr_testkit_add_controller)((tk), (opts), sizeof(kcr_controller_options), (out))
+KCR_API kcr_err kcr_testkit_add_controller(size_t opts_size, kcr_testkit *tk,
+                                           const kcr_controller_options *opts, kcr_controller **out);
+#define kcr_testkit_add_controller(...) (kcr_testkit_add_controller)(sizeof(kcr_controller_options), __VA_ARGS__)
 
 /* Stores the objects of `text` (copied): one JSON object, or YAML with one
  * or more documents separated by "---". Each needs apiVersion and kind (the
@@ -184,7 +183,8 @@ KCR_API size_t kcr_testkit_count_events(kcr_testkit *tk, const char *regarding_n
 
 /* kcr_fake_inject_error() on the kit's fake: matching requests fail with
  * {code, reason, message}, e.g. 409 "Conflict". */
-KCR_API kcr_err kcr_testkit_inject_error(kcr_testkit *tk, const kcr_fake_error *e);
+KCR_API kcr_err kcr_testkit_inject_error(size_t e_size, kcr_testkit *tk, const kcr_fake_error *e);
+#define kcr_testkit_inject_error(...) (kcr_testkit_inject_error)(sizeof(kcr_fake_error), __VA_ARGS__)
 
 #ifdef __cplusplus
 }

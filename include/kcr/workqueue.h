@@ -73,10 +73,9 @@ typedef struct kcr_rate_limiter_ops {
 /* A limiter driven by `ops` (copied) and `user_data` (owned by the limiter
  * from now on: ops->free(user_data) runs at kcr_rate_limiter_free, or right
  * away if this call fails). */
-KCR_API kcr_err kcr_rate_limiter_new(const kcr_rate_limiter_ops *ops, size_t ops_size,
+KCR_API kcr_err kcr_rate_limiter_new(size_t ops_size, const kcr_rate_limiter_ops *ops,
                                      void *user_data, kcr_rate_limiter **out);
-#define kcr_rate_limiter_new(ops, user_data, out) \
-    (kcr_rate_limiter_new)((ops), sizeof(kcr_rate_limiter_ops), (user_data), (out))
+#define kcr_rate_limiter_new(...) (kcr_rate_limiter_new)(sizeof(kcr_rate_limiter_ops), __VA_ARGS__)
 
 /* Options of kcr_rate_limiter_exponential_new; zero (or NULL) means the
  * default. */
@@ -88,10 +87,10 @@ typedef struct kcr_rate_limiter_exponential_options {
 /* Per-key exponential backoff: base_delay_ms * 2^failures, capped at
  * max_delay_ms (client-go's ItemExponentialFailureRateLimiter). `opts` is
  * borrowed for the call; negative delays are KCR_ERR_INVALID. */
-KCR_API kcr_err kcr_rate_limiter_exponential_new(const kcr_rate_limiter_exponential_options *opts,
-                                                 size_t opts_size, kcr_rate_limiter **out);
-#define kcr_rate_limiter_exponential_new(opts, out) \
-    (kcr_rate_limiter_exponential_new)((opts), sizeof(kcr_rate_limiter_exponential_options), (out))
+KCR_API kcr_err kcr_rate_limiter_exponential_new(size_t opts_size,
+                                                 const kcr_rate_limiter_exponential_options *opts,
+                                                 kcr_rate_limiter **out);
+#define kcr_rate_limiter_exponential_new(...) (kcr_rate_limiter_exponential_new)(sizeof(kcr_rate_limiter_exponential_options), __VA_ARGS__)
 
 /* Options of kcr_rate_limiter_bucket_new; zero (or NULL) means the
  * default. */
@@ -105,10 +104,10 @@ typedef struct kcr_rate_limiter_bucket_options {
  * whole ms. num_requeues is always 0 and forget does nothing. `opts` is
  * borrowed for the call; a negative or NaN rate or burst is
  * KCR_ERR_INVALID. */
-KCR_API kcr_err kcr_rate_limiter_bucket_new(const kcr_rate_limiter_bucket_options *opts,
-                                            size_t opts_size, kcr_rate_limiter **out);
-#define kcr_rate_limiter_bucket_new(opts, out) \
-    (kcr_rate_limiter_bucket_new)((opts), sizeof(kcr_rate_limiter_bucket_options), (out))
+KCR_API kcr_err kcr_rate_limiter_bucket_new(size_t opts_size,
+                                            const kcr_rate_limiter_bucket_options *opts,
+                                            kcr_rate_limiter **out);
+#define kcr_rate_limiter_bucket_new(...) (kcr_rate_limiter_bucket_new)(sizeof(kcr_rate_limiter_bucket_options), __VA_ARGS__)
 
 /* Per key: the first `max_fast_attempts` retries wait fast_delay_ms, later
  * ones slow_delay_ms (client-go's ItemFastSlowRateLimiter). No defaults, so
@@ -283,10 +282,9 @@ typedef struct kcr_workqueue_options {
  * on KCR_OK. `opts` is borrowed for the call (NULL: every default). Returns
  * KCR_OK, KCR_ERR_NOMEM or KCR_ERR_INVALID (NULL out); kcr_last_error()
  * says why. Thread-safe. */
-KCR_API kcr_err kcr_workqueue_new(const kcr_workqueue_options *opts, size_t opts_size,
+KCR_API kcr_err kcr_workqueue_new(size_t opts_size, const kcr_workqueue_options *opts,
                                   kcr_workqueue **out);
-#define kcr_workqueue_new(opts, out) \
-    (kcr_workqueue_new)((opts), sizeof(kcr_workqueue_options), (out))
+#define kcr_workqueue_new(...) (kcr_workqueue_new)(sizeof(kcr_workqueue_options), __VA_ARGS__)
 
 /* Frees the queue, its keys and its limiter (no shutdown needed first).
  * NULL is a no-op. Every other call on the queue must have returned (join
@@ -335,8 +333,9 @@ typedef struct kcr_workqueue_add_options {
  *   kcr_workqueue_add(q, key, NULL);
  *   kcr_workqueue_add(q, key, &(kcr_workqueue_add_options){.delay_ms = 500});
  */
-KCR_API kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key,
+KCR_API kcr_err kcr_workqueue_add(size_t opts_size, kcr_workqueue *q, const char *key,
                                   const kcr_workqueue_add_options *opts);
+#define kcr_workqueue_add(...) (kcr_workqueue_add)(sizeof(kcr_workqueue_add_options), __VA_ARGS__)
 
 /* kcr_workqueue_add with delay_ms = the limiter's when(key) at the queue's
  * clock's time. Returns like kcr_workqueue_add. Thread-safe; the limiter
@@ -416,9 +415,8 @@ KCR_API bool kcr_workqueue_shutting_down(kcr_workqueue *q);
 
 /* Fills *out (owned by the caller) with a snapshot of the queue (see
  * kcr_workqueue_stats). Thread-safe. */
-KCR_API void kcr_workqueue_get_stats(kcr_workqueue *q, kcr_workqueue_stats *out, size_t out_size);
-#define kcr_workqueue_get_stats(q, out) \
-    (kcr_workqueue_get_stats)((q), (out), sizeof(kcr_workqueue_stats))
+KCR_API void kcr_workqueue_get_stats(size_t out_size, kcr_workqueue *q, kcr_workqueue_stats *out);
+#define kcr_workqueue_get_stats(...) (kcr_workqueue_get_stats)(sizeof(kcr_workqueue_stats), __VA_ARGS__)
 
 /* Refreshes the unfinished-work and longest-running gauges through the
  * metrics callbacks now (e.g. right before a scrape). Thread-safe. */

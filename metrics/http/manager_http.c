@@ -4,8 +4,8 @@
 #include "kcr/controller.h"
 #include "kcr/health.h"
 
-kcr_err (kcr_manager_serve_http)(kcr_manager *m, const kcr_health_server_options *opts,
-                                 size_t opts_size, kcr_health_server **out)
+kcr_err (kcr_manager_serve_http)(size_t opts_size, kcr_manager *m,
+                                 const kcr_health_server_options *opts, kcr_health_server **out)
 {
     KCR__ABI_OPTS(kcr_health_server_options, opts, opts_size);
     if (!m || !out)

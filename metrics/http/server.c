@@ -50,7 +50,7 @@ static void plan_listeners(kcr_health_server *s)
             .server = s, .address = s->probe_address, .probes = true};
 }
 
-kcr_err (kcr_health_server_new)(const kcr_health_server_options *opts, size_t opts_size,
+kcr_err (kcr_health_server_new)(size_t opts_size, const kcr_health_server_options *opts,
                                 kcr_health_server **out)
 {
     KCR__ABI_OPTS(kcr_health_server_options, opts, opts_size);

@@ -30,8 +30,8 @@ typedef struct kcr_workqueue_stats {
     uint64_t retries_total;
 } kcr_workqueue_stats;
 
-kcr_err kcr_workqueue_new(const kcr_workqueue_options *opts, size_t opts_size, kcr_workqueue **out);
-void kcr_workqueue_get_stats(kcr_workqueue *q, kcr_workqueue_stats *out, size_t out_size);
+kcr_err kcr_workqueue_new(size_t opts_size, const kcr_workqueue_options *opts, kcr_workqueue **out);
+void kcr_workqueue_get_stats(size_t out_size, kcr_workqueue *q, kcr_workqueue_stats *out);
 kcr_err kcr_rate_limiter_fast_slow_new(int64_t fast_delay_ms, int64_t slow_delay_ms,
                                        int max_fast_attempts, kcr_rate_limiter **out);
 
@@ -52,12 +52,12 @@ kcr_err old_new_queue(void *place, int64_t retry_delay_ms, kcr_workqueue **out)
     kcr_err err = kcr_rate_limiter_fast_slow_new(retry_delay_ms, retry_delay_ms, 1, &o->limiter);
     if (err != KCR_OK)
         return err;
-    return kcr_workqueue_new(o, sizeof *o, out);
+    return kcr_workqueue_new(sizeof *o, o, out);
 }
 
 void old_stats(kcr_workqueue *q, void *place, struct old_stats *out)
 {
     kcr_workqueue_stats *st = place;
-    kcr_workqueue_get_stats(q, st, sizeof *st);
+    kcr_workqueue_get_stats(sizeof *st, q, st);
     *out = (struct old_stats){st->depth, st->waiting, st->adds_total, st->retries_total};
 }

@@ -57,7 +57,7 @@ Test(abi, old_options_are_read_and_nothing_past_them)
     cr_assert_eq(kcr_workqueue_get_timeout(q, 50, &key), KCR_ERR_TIMEOUT,
                  "the retry came at once: the old caller's limiter was not used");
     /* the fields the old caller does not have took their defaults */
-    cr_assert_eq(kcr_workqueue_add(q, "now"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "now", NULL), KCR_OK);
     cr_assert_eq(kcr_workqueue_get_timeout(q, 5000, &key), KCR_OK);
     cr_assert_str_eq(key, "now");
     cr_assert_eq(kcr_workqueue_done(q, key), KCR_OK);
@@ -69,8 +69,8 @@ Test(abi, old_stats_are_written_only_up_to_their_size)
 {
     kcr_workqueue *q = NULL;
     cr_assert_eq(kcr_workqueue_new(&(kcr_workqueue_options){.track_time = true}, &q), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add(q, "a"), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add(q, "b"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "a", NULL), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "b", NULL), KCR_OK);
     cr_assert_eq(kcr_workqueue_add_rate_limited(q, "c"), KCR_OK);
 
     /* at a page's end: a write past the old size faults */
@@ -102,12 +102,12 @@ Test(abi, newer_caller_with_unknown_field_set_is_refused)
         int64_t newer_field;
     } newer = {.known = {.name = "newer"}, .newer_field = 0};
     kcr_workqueue *q = NULL;
-    cr_assert_eq((kcr_workqueue_new)(&newer.known, sizeof newer, &q), KCR_OK, "%s",
+    cr_assert_eq((kcr_workqueue_new)(sizeof newer, &newer.known, &q), KCR_OK, "%s",
                  kcr_last_error());
     kcr_workqueue_free(q);
     q = NULL;
     newer.newer_field = 7;
-    cr_assert_eq((kcr_workqueue_new)(&newer.known, sizeof newer, &q), KCR_ERR_INVALID);
+    cr_assert_eq((kcr_workqueue_new)(sizeof newer, &newer.known, &q), KCR_ERR_INVALID);
     cr_assert_null(q);
     cr_assert(strstr(kcr_last_error(), "kcr_workqueue_options"), "%s", kcr_last_error());
 }

@@ -65,7 +65,7 @@ static kcr_result noting_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *re
 static char *uid_of(const char *name)
 {
     kcr_object *o = NULL;
-    cr_assert_eq(kcr_client_get(client, &CM, "default", name, NULL, &o, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_get(client, &(kcr_request){.resource = &CM, .ns = "default", .name = name}, &o), KCR_OK);
     char *uid = strdup(kcr_object_uid(o));
     kcr_object_unref(o);
     return uid;
@@ -79,8 +79,8 @@ static void secret_owned_by(const char *owner, const char *uid, bool create)
              "\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"%s\","
              "\"uid\":\"%s\",\"controller\":true}]}}",
              owner, uid);
-    kcr_err err = create ? kcr_client_create(client, &SECRET, "default", json, 0, NULL, NULL, NULL)
-                         : kcr_client_update(client, &SECRET, "default", json, 0, NULL, NULL, NULL);
+    kcr_request rq = {.resource = &SECRET, .ns = "default", .body = json};
+    kcr_err err = create ? kcr_client_create(client, &rq, NULL) : kcr_client_update(client, &rq, NULL);
     cr_assert_eq(err, KCR_OK, "%s", kcr_last_error());
 }
 
@@ -161,8 +161,13 @@ Test(manager_reasons, a_less_important_reason_joins_the_set_the_main_one_stays, 
     kcr_controller_get_stats(c, &st);
     uint64_t before = st.enqueues;
     /* PRIMARY_UPDATED first (more important), then ENQUEUED (less) */
-    cr_assert_eq(kcr_client_patch(client, &CM, "default", "a", KCR_PATCH_MERGE,
-                                  "{\"data\":{\"v\":\"2\"}}", 0, NULL, NULL, NULL),
+    cr_assert_eq(kcr_client_patch(client,
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = "default",
+                                                 .name = "a",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = "{\"data\":{\"v\":\"2\"}}"},
+                                  NULL),
                  KCR_OK);
     WAIT_FOR((kcr_controller_get_stats(c, &st), st.enqueues > before));
     cr_assert_eq(kcr_controller_enqueue(c, "default", "a"), KCR_OK, "%s", kcr_last_error());

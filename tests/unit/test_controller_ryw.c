@@ -139,8 +139,11 @@ static kcr_result create_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *re
     int call = atomic_fetch_add(&created_calls, 1);
     if (call == 0) {
         kcr_err err = kcr_client_create(
-            kcr_ctx_client(ctx), &CM, "default",
-            "{\"metadata\":{\"name\":\"a-made\"},\"data\":{\"v\":\"1\"}}", 0, NULL, NULL, NULL);
+            kcr_ctx_client(ctx),
+            &(kcr_request){.resource = &CM,
+                           .ns = "default",
+                           .body = "{\"metadata\":{\"name\":\"a-made\"},\"data\":{\"v\":\"1\"}}"},
+            NULL);
         return err == KCR_OK ? KCR_REQUEUE_AFTER(1) : KCR_RETRY(err);
     }
     kcr_object *made = kcr_lister_get(kcr_ctx_cache(ctx, &CM), "default", "a-made");
@@ -157,7 +160,7 @@ Test(manager, read_your_writes_waits_for_a_created_object, .init = setup, .fini 
     atomic_store(&created_calls, 0);
     atomic_store(&created_seen, false);
     create_cm("a");
-    kcr_informer_options io = {.transform = gate_made};
+    kcr_informer_options io = {.reflector.transform = gate_made};
     new_manager(&(kcr_manager_options){.cache_defaults = &io});
     kcr_controller *c = NULL;
     kcr_controller_options o = {
