@@ -21,6 +21,9 @@ kcr_err (kcr_workqueue_new)(size_t opts_size, const kcr_workqueue_options *opts,
     if (err == KCR_OK)
         err = kcr__duration_check("kcr_workqueue_options.priority_max_wait_ms",
                                   opts->priority_max_wait_ms, KCR__DURATION_INFINITE);
+    if (err == KCR_OK && opts->payload)
+        err = kcr__abi_reserved(opts->payload->reserved, sizeof opts->payload->reserved,
+                                "kcr_workqueue_options.payload");
     if (err == KCR_OK && opts->metrics)
         err = kcr__abi_reserved(opts->metrics->reserved, sizeof opts->metrics->reserved,
                                 "kcr_workqueue_options.metrics");

@@ -129,11 +129,17 @@ typedef struct kcr_result {
     kcr_err err;
 } kcr_result;
 
-#define KCR_DONE ((kcr_result){KCR_RESULT_DONE, 0, KCR_OK})
-#define KCR_REQUEUE_AFTER(ms) ((kcr_result){KCR_RESULT_REQUEUE_AFTER, (ms), KCR_OK})
-#define KCR_RETRY(e) ((kcr_result){KCR_RESULT_RETRY, 0, (e)})
-#define KCR_TERMINAL(e) ((kcr_result){KCR_RESULT_TERMINAL, 0, (e)})
-#define KCR_REQUEUE ((kcr_result){KCR_RESULT_REQUEUE, 0, KCR_OK})
+/* The results, as C compound literals or (in C++) temporaries. */
+#ifdef __cplusplus
+#define KCR__RESULT(kind, ms, e) (kcr_result{(kind), (ms), (e)})
+#else
+#define KCR__RESULT(kind, ms, e) ((kcr_result){(kind), (ms), (e)})
+#endif
+#define KCR_DONE KCR__RESULT(KCR_RESULT_DONE, 0, KCR_OK)
+#define KCR_REQUEUE_AFTER(ms) KCR__RESULT(KCR_RESULT_REQUEUE_AFTER, (ms), KCR_OK)
+#define KCR_RETRY(e) KCR__RESULT(KCR_RESULT_RETRY, 0, (e))
+#define KCR_TERMINAL(e) KCR__RESULT(KCR_RESULT_TERMINAL, 0, (e))
+#define KCR_REQUEUE KCR__RESULT(KCR_RESULT_REQUEUE, 0, KCR_OK)
 
 /* The reconcile callback. Runs on a worker thread (manager) or the test
  * kit's caller thread, with no kcr lock held; `ctx` and `req` are borrowed

@@ -245,6 +245,10 @@ typedef struct kcr_workqueue_payload_ops {
     void (*free)(void *payload, void *user_data);
     /* Passed to both (last); owned by the caller, must outlive the queue. */
     void *user_data;
+    /* Zero. Fields added after 1.0 take these bytes: the struct is reached
+     * through options, so its size never changes (docs/abi.md). Not zero:
+     * KCR_ERR_INVALID. */
+    uint64_t reserved[4];
 } kcr_workqueue_payload_ops;
 
 /* Options for kcr_workqueue_new; zero (or a NULL opts) means every default. */
