@@ -356,7 +356,7 @@ int main(int argc, char **argv)
             static const char head[] = "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[";
             text_add(&o.doc, head, sizeof head - 1);
         }
-        kcr_request lo = {.resource = &gvr, .ns = ns, .status = &st, .field_selector = NULL};
+        kcr_request lo = {.resource = &gvr, .ns = ns, .status = &st};
         char sel[512];
         if (name) {
             snprintf(sel, sizeof sel, "metadata.name=%s", name);

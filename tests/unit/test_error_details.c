@@ -116,7 +116,12 @@ Test(error_details, objects_time_and_status)
     kcr_object_edit *e = NULL;
     cr_assert_eq(kcr_object_edit_new(o, &e), KCR_OK);
     EXPECT_DETAIL(kcr_object_edit_set_string(e, "list[5]", "x"), KCR_ERR_NOT_FOUND, "list[5]");
+    EXPECT_DETAIL(kcr_object_edit_set_json(e, "spec", "{}", 0), KCR_ERR_NOT_FOUND, "list[5]");
+    kcr_object_edit_free(e);
+    cr_assert_eq(kcr_object_edit_new(o, &e), KCR_OK);
     EXPECT_DETAIL(kcr_object_edit_set_json(e, "spec", "{nope", 0), KCR_ERR_PARSE, "JSON");
+    kcr_object_edit_free(e);
+    cr_assert_eq(kcr_object_edit_new(o, &e), KCR_OK);
     EXPECT_DETAIL(kcr_object_edit_merge_patch(e, "[1]", 3), KCR_ERR_PARSE, "not an object");
     kcr_object_edit_free(e);
     kcr_object_unref(o);

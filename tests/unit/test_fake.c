@@ -507,3 +507,97 @@ Test(fake, durations_beyond_35_years_are_refused, .init = setup, .fini = teardow
     d.grace_period_ms = 0;
     cr_assert_eq(kcr_client_delete(c, &d, NULL), KCR_OK, "%s", kcr_last_error());
 }
+
+Test(fake, one_request_per_verb_refuses_what_the_verb_cannot_take, .init = setup, .fini = teardown)
+{
+    kcr_object *a = create(&CM, "r", "{\"metadata\":{\"name\":\"a\"},\"data\":{\"k\":\"1\"}}");
+    kcr_object *out = a; /* every failing verb clears *out */
+    const char *body = "{\"metadata\":{\"name\":\"b\"}}";
+    struct {
+        kcr_err got;
+        const char *says;
+    } refused[] = {
+        {kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = "r", .name = "a", .body = body},
+                        &out),
+         "get takes no body"},
+        {kcr_client_delete(c, &(kcr_request){.resource = &CM, .ns = "r", .name = "a", .object = a},
+                           &out),
+         "delete takes no body"},
+        {kcr_client_create(c, &(kcr_request){.resource = &CM, .ns = "r"}, &out), "create: no body"},
+        {kcr_client_update(c, &(kcr_request){.resource = &CM, .object = a, .body = body}, &out),
+         "both an object and a body"},
+        {kcr_client_list(c, &(kcr_request){.resource = &CM, .ns = "r", .name = "a"}, NULL, NULL,
+                         NULL),
+         "list takes no name"},
+        {kcr_client_get(c, NULL, &out), "a client and a request are required"},
+        {kcr_client_get(c, &(kcr_request){.ns = "r", .name = "a"}, &out), "a resource"},
+        {kcr_client_patch(
+             c,
+             &(kcr_request){
+                 .resource = &CM, .ns = "r", .body = "{}", .patch_type = KCR_PATCH_MERGE},
+             &out),
+         "patch: no object name"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        cr_assert_eq(refused[i].got, KCR_ERR_INVALID, "%s", refused[i].says);
+    cr_assert_null(out);
+    cr_assert(strstr(kcr_last_error(), "patch: no object name"), "%s", kcr_last_error());
+
+    /* A kcr_object body names the object: namespace and name come from it. */
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(a, &e), KCR_OK);
+    kcr_object_edit_set_string(e, "data.k", "2");
+    kcr_object_edit_set_string(e, "status.phase", "Ready");
+    kcr_object *want = NULL;
+    cr_assert_eq(kcr_object_edit_freeze(e, &want), KCR_OK, "%s", kcr_last_error());
+    kcr_object_edit_free(e);
+    cr_assert_eq(kcr_client_update(c, &(kcr_request){.resource = &CM, .object = want}, &out),
+                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_str_eq(str(out, "data.k"), "2");
+    kcr_object_unref(want);
+    want = out; /* the current resourceVersion: a merge patch of it applies */
+    cr_assert_eq(kcr_client_patch(
+                     c,
+                     &(kcr_request){.resource = &CM, .object = want, .patch_type = KCR_PATCH_MERGE},
+                     &out),
+                 KCR_OK, "patch takes the name and namespace of its object: %s", kcr_last_error());
+    cr_assert_str_eq(kcr_object_namespace(out), "r");
+    cr_assert_str_eq(kcr_object_name(out), "a");
+    kcr_object_unref(out);
+    kcr_object_unref(want);
+
+    /* The server's Status reaches the caller through the request. */
+    kcr_status st = {0};
+    cr_assert_eq(
+        kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = "r", .name = "nope", .status = &st},
+                       &out),
+        KCR_ERR_NOT_FOUND);
+    cr_assert_eq(st.code, 404);
+    cr_assert_str_eq(st.reason, "NotFound");
+    cr_assert(strstr(st.message, "nope"), "%s", st.message);
+    kcr_status_clear(&st);
+    kcr_object_unref(a);
+}
+
+Test(fake, injected_errors_match_by_one_struct, .init = setup, .fini = teardown)
+{
+    kcr_object_unref(create(&CM, "r", "{\"metadata\":{\"name\":\"a\"}}"));
+    cr_assert_eq(kcr_fake_inject_error(fake, &(kcr_fake_error){.verb = KCR_FAKE_GET,
+                                                               .resource = &CM,
+                                                               .name = "a",
+                                                               .code = 409,
+                                                               .reason = "Conflict",
+                                                               .message = "try again"}),
+                 KCR_OK);
+    kcr_status st = {0};
+    kcr_object *o = NULL;
+    kcr_request get = {.resource = &CM, .ns = "r", .name = "a", .status = &st};
+    cr_assert_eq(kcr_client_get(c, &get, &o), KCR_ERR_CONFLICT);
+    cr_assert_str_eq(st.message, "try again");
+    cr_assert_eq(kcr_client_get(c, &get, &o), KCR_OK, "times 0 means once");
+    kcr_object_unref(o);
+    kcr_status_clear(&st);
+    cr_assert_eq(kcr_fake_inject_error(fake, &(kcr_fake_error){.verb = KCR_FAKE_GET}),
+                 KCR_ERR_INVALID, "an error needs an HTTP code");
+    cr_assert_eq(kcr_fake_inject_error(fake, NULL), KCR_ERR_INVALID);
+}

@@ -8,6 +8,7 @@
 
 #include "kcr/kcr.h"
 #include "kcr/fake.h"
+#include "object/edit_tree.h"
 #include "unit/object_fixtures.h"
 
 static kcr_object *doc(const char *json)
@@ -20,7 +21,8 @@ static kcr_object *doc(const char *json)
 
 /* Applies `patch` to the document `before` through an edit; returns the
  * error, and on success checks the result equals `after`. On failure the
- * edit must still hold `before` (all or nothing). */
+ * editor keeps the error (snapshot returns it) and its tree still holds
+ * `before` (all or nothing). */
 static kcr_err patch_doc(const char *before, const char *patch, const char *after)
 {
     kcr_object *b = doc(before);
@@ -31,7 +33,11 @@ static kcr_err patch_doc(const char *before, const char *patch, const char *afte
     strncpy(msg, kcr_last_error(), sizeof msg - 1);
     msg[sizeof msg - 1] = '\0';
     kcr_object *r = NULL;
-    cr_assert_eq(kcr_object_edit_snapshot(e, &r), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_object_edit_snapshot(e, &r), err, "%s", kcr_last_error());
+    if (err != KCR_OK) {
+        cr_assert_null(r);
+        cr_assert_eq(kcr__edit_freeze(e, false, &r), KCR_OK, "the tree under the kept error");
+    }
     if (err == KCR_OK) {
         kcr_object *want = doc(after);
         char *got = NULL;
@@ -243,11 +249,14 @@ Test(json_patch, failures_are_atomic_and_say_where)
     cr_assert(strstr(kcr_last_error(), "differs") != NULL, "%s", kcr_last_error());
     cr_assert_null(kcr_object_label(o, "x"), "the object is immutable");
 
-    /* the same through an edit: the first op's change is rolled back */
+    /* the same through an edit: the editor keeps the error, and the first
+     * op's change is rolled back in its tree */
     kcr_object_edit *e = NULL;
     cr_assert_eq(kcr_object_edit_new(o, &e), KCR_OK);
     cr_assert_eq(kcr_object_edit_json_patch(e, p, strlen(p)), KCR_ERR_CONFLICT);
-    cr_assert_eq(kcr_object_edit_freeze(e, &r), KCR_OK);
+    cr_assert_eq(kcr_object_edit_freeze(e, &r), KCR_ERR_CONFLICT);
+    cr_assert_null(r);
+    cr_assert_eq(kcr__edit_freeze(e, true, &r), KCR_OK);
     cr_assert_null(kcr_object_label(r, "x"));
     kcr_object_unref(r);
     kcr_object_edit_free(e);
@@ -366,10 +375,10 @@ Test(object_edit_value, copies_a_subtree_between_objects)
     cr_assert_eq(
         kcr_object_edit_set_value(e, "first", kcr_object_get(src, "spec.containers[0].image")),
         KCR_OK);
-    cr_assert_eq(kcr_object_edit_set_value(e, "missing", kcr_object_get(src, "spec.nope")),
-                 KCR_ERR_INVALID);
     kcr_object *r = NULL;
     cr_assert_eq(kcr_object_edit_freeze(e, &r), KCR_OK);
+    cr_assert_eq(kcr_object_edit_set_value(e, "missing", kcr_object_get(src, "spec.nope")),
+                 KCR_ERR_INVALID);
     kcr_object_edit_free(e);
     kcr_object_unref(dst);
     /* the copy is independent of the source object */
