@@ -37,7 +37,9 @@ struct kcr_testkit {
     kcr_client *client;
     kcr_event_recorder *recorder;
     kcr_cancel *cancel; /* every reconcile's token, reset at its start */
-    int64_t now_ms;
+    /* Virtual time. Atomic: the kit's kcr_clock may be read from any thread
+     * (a workqueue's getter on the kit's clock), though the kit runs on one. */
+    _Atomic int64_t now_ms;
     int64_t deadline_ms;   /* of the running reconcile (virtual); 0: none running or none set */
     bool simulate_workers; /* run_until_idle runs batches of concurrent reconciles */
     bool running;          /* a reconcile is running (no kit run may start inside) */

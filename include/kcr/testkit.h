@@ -34,7 +34,9 @@
  * workers would (see kcr_testkit_options); kcr_testkit_check_workers checks
  * the history against the one-key-one-worker and concurrency rules.
  *
- * Thread-safety: none; one thread uses a kit (and nothing else runs). */
+ * Thread-safety: none; one thread uses a kit (and nothing else runs). The
+ * one exception is the kit's clock (kcr_testkit_clock), which any thread may
+ * read, e.g. a workqueue's getter on the kit's virtual time. */
 #ifndef KCR_TESTKIT_H
 #define KCR_TESTKIT_H
 
