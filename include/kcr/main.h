@@ -37,6 +37,7 @@
 #define KCR_MAIN_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "kcr/controller.h"
 #include "kcr/export.h"
@@ -60,6 +61,10 @@ typedef struct kcr_main_flags {
     kcr_log_level log_level;
     int workers; /* 1..1000 */
     bool help;   /* --help was given */
+    /* Zeroed by kcr_main_parse. Fields added after 1.0 take these bytes:
+     * the caller allocates the struct, so its size never changes
+     * (docs/abi.md). */
+    uint64_t reserved[4];
 } kcr_main_flags;
 
 /* Adds the program's controllers (and anything else) to the manager, before
@@ -87,12 +92,14 @@ typedef struct kcr_main_options {
 /* Parses argv[1..argc-1] into *out (defaults first). KCR_ERR_INVALID with
  * kcr_last_error() naming the flag for an unknown flag or a missing or bad
  * value; out->help is set for --help. Prints nothing. Thread-safe. */
-KCR_API kcr_err kcr_main_parse(const kcr_main_options *opts, int argc, char **argv,
-                               kcr_main_flags *out);
+KCR_API kcr_err kcr_main_parse(size_t opts_size, const kcr_main_options *opts, int argc,
+                               char **argv, kcr_main_flags *out);
+#define kcr_main_parse(...) (kcr_main_parse)(sizeof(kcr_main_options), __VA_ARGS__)
 
 /* The --help text (usage line, description, every flag with its default):
  * *out is malloc'd, the caller frees it. Thread-safe. */
-KCR_API kcr_err kcr_main_usage(const kcr_main_options *opts, char **out);
+KCR_API kcr_err kcr_main_usage(size_t opts_size, const kcr_main_options *opts, char **out);
+#define kcr_main_usage(...) (kcr_main_usage)(sizeof(kcr_main_options), __VA_ARGS__)
 
 /* The whole program: parses the command line (--help: prints the usage and
  * returns 0; a bad flag: prints it and returns 2), logs to stderr at the
@@ -100,7 +107,8 @@ KCR_API kcr_err kcr_main_usage(const kcr_main_options *opts, char **out);
  * (leader election as asked, SIGINT/SIGTERM handled), calls setup, serves
  * metrics and probes, runs until a signal (returns 0) or a failure or a lost
  * Lease (prints it, returns 1), and frees everything. Call once, from main. */
-KCR_API int kcr_main_run(int argc, char **argv, const kcr_main_options *opts);
+KCR_API int kcr_main_run(size_t opts_size, int argc, char **argv, const kcr_main_options *opts);
+#define kcr_main_run(...) (kcr_main_run)(sizeof(kcr_main_options), __VA_ARGS__)
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "core/error.h"
 #include "kcr/main.h"
 
@@ -127,8 +128,10 @@ static kcr_err apply(const flag *f, const char *shown, const char *v, kcr_main_f
     return kcr__fail(KCR_ERR_INVALID, "flag %s: unknown kind", shown);
 }
 
-kcr_err kcr_main_parse(const kcr_main_options *opts, int argc, char **argv, kcr_main_flags *out)
+kcr_err (kcr_main_parse)(size_t opts_size, const kcr_main_options *opts, int argc, char **argv,
+                         kcr_main_flags *out)
 {
+    KCR__ABI_OPTS(kcr_main_options, opts, opts_size);
     kcr_err err = check_options(opts);
     if (err != KCR_OK)
         return err;
@@ -156,8 +159,9 @@ kcr_err kcr_main_parse(const kcr_main_options *opts, int argc, char **argv, kcr_
     return KCR_OK;
 }
 
-kcr_err kcr_main_usage(const kcr_main_options *opts, char **out)
+kcr_err (kcr_main_usage)(size_t opts_size, const kcr_main_options *opts, char **out)
 {
+    KCR__ABI_OPTS(kcr_main_options, opts, opts_size);
     kcr_err err = check_options(opts);
     if (err != KCR_OK)
         return err;

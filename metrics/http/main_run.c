@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/abi.h"
 #include "kcr/client.h"
 #include "kcr/config.h"
 #include "kcr/health.h"
@@ -44,13 +45,19 @@ static kcr_err run(const kcr_main_options *o, const kcr_main_flags *f)
     return err;
 }
 
-int kcr_main_run(int argc, char **argv, const kcr_main_options *opts)
+int (kcr_main_run)(size_t opts_size, int argc, char **argv, const kcr_main_options *opts)
 {
     const char *prog = opts && opts->name ? opts->name : "kcr_main_run";
-    if (!opts || !opts->setup) {
+    kcr_main_options known;
+    if (kcr__abi_in(&known, sizeof known, opts, opts_size, "kcr_main_options") != KCR_OK) {
+        fprintf(stderr, "%s: %s\n", prog, kcr_last_error());
+        return 1;
+    }
+    if (!opts || !known.setup) {
         fprintf(stderr, "%s: kcr_main_run needs options with a name and a setup function\n", prog);
         return 1;
     }
+    opts = &known;
     kcr_main_flags f;
     if (kcr_main_parse(opts, argc, argv, &f) != KCR_OK) {
         fprintf(stderr, "%s: %s\nRun '%s --help' for the flags.\n", prog, kcr_last_error(), prog);
