@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "client/client_impl.h"
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "object/value.h"
@@ -57,10 +58,16 @@ static kcr_err canceled(const kcr_cancel *cancel, const char *verb)
     return KCR_OK;
 }
 
-/* The write options with the client's default field manager filled in. */
-static kcr_write_options write_defaults(const kcr_client *c, const kcr_write_options *opts)
+/* The write options of a request, with the client's default field manager
+ * filled in. */
+static kcr__write_options write_opts(const kcr_client *c, const kcr_request *r,
+                                     const char *subresource)
 {
-    kcr_write_options o = opts ? *opts : (kcr_write_options){0};
+    kcr__write_options o = {.field_manager = r->field_manager,
+                            .subresource = subresource,
+                            .force = r->force,
+                            .dry_run = r->dry_run,
+                            .cancel = r->cancel};
     if (!o.field_manager || !*o.field_manager)
         o.field_manager = c->field_manager ? c->field_manager : kcr__program_name();
     return o;
@@ -108,38 +115,54 @@ kcr_resource kcr_api_resource_gvr(const kcr_api_resource *r)
     return (kcr_resource){r->group, r->version, r->resource};
 }
 
-static kcr_err check(const kcr_client *c, const kcr_resource *res)
+/* The checks every verb makes: a client, a request with a resource with
+ * version and plural name, a body only where the verb takes one, and *out
+ * cleared. */
+static kcr_err check(const kcr_client *c, const kcr_request *r, bool takes_body, const char *verb)
 {
-    if (!c || !res || !res->version || !*res->version || !res->resource || !*res->resource)
-        return kcr__fail(KCR_ERR_INVALID, "a client and a resource with version and plural "
-                                          "name are required");
-    return KCR_OK;
+    if (!c || !r)
+        return kcr__fail(KCR_ERR_INVALID, "%s: a client and a request are required", verb);
+    const kcr_resource *res = r->resource;
+    if (!res || !res->version || !*res->version || !res->resource || !*res->resource)
+        return kcr__fail(KCR_ERR_INVALID,
+                         "%s: a resource with version and plural name is "
+                         "required",
+                         verb);
+    if (r->object && r->body)
+        return kcr__fail(KCR_ERR_INVALID, "%s: both an object and a body", verb);
+    if (!takes_body && (r->object || r->body))
+        return kcr__fail(KCR_ERR_INVALID, "%s takes no body", verb);
+    if (takes_body && !r->object && !r->body)
+        return kcr__fail(KCR_ERR_INVALID, "%s: no body", verb);
+    return canceled(r->cancel, verb);
 }
 
-/* The checks of a verb on one named object (and *out cleared). */
-static kcr_err check_named(const kcr_client *c, const kcr_resource *res, const char *name,
-                           kcr_object **out, const char *verb)
+/* The checks of a verb on one named object. */
+static kcr_err check_named(const kcr_client *c, const kcr_request *r, const char *name,
+                           bool takes_body, const char *verb)
 {
-    if (out)
-        *out = NULL;
-    kcr_err err = check(c, res);
+    kcr_err err = check(c, r, takes_body, verb);
     if (err == KCR_OK && (!name || !*name))
         err = kcr__fail(KCR_ERR_INVALID, "%s: no object name", verb);
     return err;
 }
 
-kcr_err kcr_client_get(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                       const kcr_get_options *opts, kcr_object **out, kcr_status *status)
+kcr_err (kcr_client_get)(size_t req_size, kcr_client *c, const kcr_request *req, kcr_object **out)
 {
-    kcr_err err = check_named(c, res, name, out, "get");
+    KCR__ABI_OPTS(kcr_request, req, req_size);
+    if (out)
+        *out = NULL;
+    kcr_err err = check_named(c, req, req ? req->name : NULL, false, "get");
     if (err != KCR_OK)
         return err;
-    static const kcr_get_options dflt;
-    if (opts && (err = canceled(opts->cancel, "get")) != KCR_OK)
-        return err;
+    kcr__get_options o = {.resource_version = req->resource_version,
+                          .subresource = req->subresource,
+                          .metadata_only = req->metadata_only,
+                          .cancel = req->cancel};
+    kcr_status *status = req->status;
     BEGIN_STATUS();
     int64_t start = kcr__now_ns();
-    err = c->ops->get(c, res, ns, name, opts ? opts : &dflt, out, st);
+    err = c->ops->get(c, req->resource, req->ns, req->name, &o, out, st);
     observe_call(c, "GET", 200, start, err, st);
     END_STATUS();
     return err;
@@ -168,232 +191,200 @@ static kcr_err body_meta(const char *json, size_t len, char **name, char **ns)
     return KCR_OK;
 }
 
-/* Create (name optional) and update (name required) of a JSON body: the
- * checks, the body's own name and namespace, defaults, then the back end. */
-static kcr_err write_body(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
-                          size_t len, const kcr_write_options *opts, bool update, kcr_object **out,
-                          kcr_status *status)
+/* A request's body as JSON text: req->body (borrowed; *owned NULL) or
+ * req->object serialized (*owned, freed by the caller). */
+static kcr_err body_text(const kcr_request *req, const char **json, size_t *len, char **owned)
+{
+    *owned = NULL;
+    if (req->object) {
+        kcr_err err = kcr_object_to_json(req->object, owned, len);
+        *json = *owned;
+        return err;
+    }
+    *json = req->body;
+    *len = req->body_len ? req->body_len : strlen(req->body);
+    return KCR_OK;
+}
+
+/* Create (name optional) and update (name required): the checks, the
+ * body's own name and namespace, defaults, then the back end. */
+static kcr_err write_body(kcr_client *c, const kcr_request *req, bool update, kcr_object **out)
 {
     const char *verb = update ? "update" : "create";
     if (out)
         *out = NULL;
-    kcr_err err = check(c, res);
+    kcr_err err = check(c, req, true, verb);
     if (err != KCR_OK)
         return err;
-    if (!json)
-        return kcr__fail(KCR_ERR_INVALID, "%s: no body", verb);
-    if (!len)
-        len = strlen(json);
-    char *name, *body_ns;
-    if ((err = body_meta(json, len, &name, &body_ns)) != KCR_OK)
-        return err;
-    kcr_write_options o = write_defaults(c, opts);
-    if (update && (!name || !*name))
+    const char *json;
+    size_t len;
+    char *owned, *name = NULL, *body_ns = NULL;
+    if ((err = body_text(req, &json, &len, &owned)) == KCR_OK)
+        err = body_meta(json, len, &name, &body_ns);
+    if (err == KCR_OK && update && (!name || !*name))
         err = kcr__fail(KCR_ERR_INVALID, "update: the object has no metadata.name");
-    else
-        err = canceled(o.cancel, verb);
     if (err == KCR_OK) {
+        kcr__write_options o = write_opts(c, req, req->subresource);
+        kcr_status *status = req->status;
         BEGIN_STATUS();
         int64_t start = kcr__now_ns();
-        if (!ns)
-            ns = body_ns;
-        err = update ? c->ops->update(c, res, ns, name, json, len, &o, out, st)
-                     : c->ops->create(c, res, ns, json, len, &o, out, st);
+        const char *ns = req->ns && *req->ns ? req->ns : body_ns;
+        err = update ? c->ops->update(c, req->resource, ns, name, json, len, &o, out, st)
+                     : c->ops->create(c, req->resource, ns, json, len, &o, out, st);
         observe_call(c, update ? "PUT" : "POST", update ? 200 : 201, start, err, st);
         END_STATUS();
     }
+    free(owned);
     free(name);
     free(body_ns);
     return err;
 }
 
-kcr_err kcr_client_create(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
-                          size_t len, const kcr_write_options *opts, kcr_object **out,
-                          kcr_status *status)
+kcr_err (kcr_client_create)(size_t req_size, kcr_client *c, const kcr_request *req,
+                            kcr_object **out)
 {
-    return write_body(c, res, ns, json, len, opts, false, out, status);
+    KCR__ABI_OPTS(kcr_request, req, req_size);
+    return write_body(c, req, false, out);
 }
 
-kcr_err kcr_client_update(kcr_client *c, const kcr_resource *res, const char *ns,
-                          const char *json, size_t len, const kcr_write_options *opts,
-                          kcr_object **out, kcr_status *status)
+kcr_err (kcr_client_update)(size_t req_size, kcr_client *c, const kcr_request *req,
+                            kcr_object **out)
 {
-    return write_body(c, res, ns, json, len, opts, true, out, status);
+    KCR__ABI_OPTS(kcr_request, req, req_size);
+    return write_body(c, req, true, out);
 }
 
-kcr_err kcr_client_update_status(kcr_client *c, const kcr_resource *res, const char *ns,
-                                 const char *json, size_t len, kcr_object **out,
-                                 kcr_status *status)
+kcr_err (kcr_client_patch)(size_t req_size, kcr_client *c, const kcr_request *req, kcr_object **out)
 {
-    return kcr_client_update_status_opts(c, res, ns, json, len, NULL, out, status);
-}
-
-kcr_err kcr_client_update_status_opts(kcr_client *c, const kcr_resource *res, const char *ns,
-                                      const char *json, size_t len, const kcr_write_options *opts,
-                                      kcr_object **out, kcr_status *status)
-{
-    kcr_write_options o = opts ? *opts : (kcr_write_options){0};
-    o.subresource = "status";
-    return kcr_client_update(c, res, ns, json, len, &o, out, status);
-}
-
-/* ---- writes of kcr_object values: serialized once, then as the JSON verbs ---- */
-
-typedef enum obj_verb { OBJ_CREATE, OBJ_UPDATE, OBJ_UPDATE_STATUS, OBJ_APPLY } obj_verb;
-
-static kcr_err write_object(kcr_client *c, const kcr_resource *res, const char *ns,
-                            const kcr_object *obj, obj_verb verb, const kcr_write_options *opts,
-                            kcr_object **out, kcr_status *status)
-{
+    KCR__ABI_OPTS(kcr_request, req, req_size);
     if (out)
         *out = NULL;
-    if (!obj)
-        return kcr__fail(KCR_ERR_INVALID, "write: NULL object");
-    char *json = NULL;
-    size_t len = 0;
-    kcr_err err = kcr_object_to_json(obj, &json, &len);
-    if (err != KCR_OK)
-        return err;
-    if (ns == NULL || !*ns)
-        ns = kcr_object_namespace(obj);
-    switch (verb) {
-    case OBJ_CREATE:
-        err = kcr_client_create(c, res, ns, json, len, opts, out, status);
-        break;
-    case OBJ_UPDATE:
-        err = kcr_client_update(c, res, ns, json, len, opts, out, status);
-        break;
-    case OBJ_UPDATE_STATUS:
-        err = kcr_client_update_status(c, res, ns, json, len, out, status);
-        break;
-    case OBJ_APPLY:
-        err = kcr_client_patch(c, res, ns, kcr_object_name(obj), KCR_PATCH_APPLY, json, len, opts,
-                               out, status);
-        break;
+    const char *name = req ? req->name : NULL;
+    const char *ns = req ? req->ns : NULL;
+    if (req && req->object) {
+        if (!name || !*name)
+            name = kcr_object_name(req->object);
+        if (!ns || !*ns)
+            ns = kcr_object_namespace(req->object);
     }
-    free(json);
-    return err;
-}
-
-kcr_err kcr_client_create_object(kcr_client *c, const kcr_resource *res, const char *ns,
-                                 const kcr_object *obj, const kcr_write_options *opts,
-                                 kcr_object **out, kcr_status *status)
-{
-    return write_object(c, res, ns, obj, OBJ_CREATE, opts, out, status);
-}
-
-kcr_err kcr_client_update_object(kcr_client *c, const kcr_resource *res, const kcr_object *obj,
-                                 const kcr_write_options *opts, kcr_object **out,
-                                 kcr_status *status)
-{
-    return write_object(c, res, NULL, obj, OBJ_UPDATE, opts, out, status);
-}
-
-kcr_err kcr_client_update_status_object(kcr_client *c, const kcr_resource *res,
-                                        const kcr_object *obj, kcr_object **out,
-                                        kcr_status *status)
-{
-    return write_object(c, res, NULL, obj, OBJ_UPDATE_STATUS, NULL, out, status);
-}
-
-kcr_err kcr_client_apply_object(kcr_client *c, const kcr_resource *res, const kcr_object *obj,
-                                const kcr_write_options *opts, kcr_object **out,
-                                kcr_status *status)
-{
-    return write_object(c, res, NULL, obj, OBJ_APPLY, opts, out, status);
-}
-
-kcr_err kcr_client_patch(kcr_client *c, const kcr_resource *res, const char *ns,
-                         const char *name, kcr_patch_type type, const char *patch, size_t len,
-                         const kcr_write_options *opts, kcr_object **out, kcr_status *status)
-{
-    kcr_err err = check_named(c, res, name, out, "patch");
+    kcr_err err = check_named(c, req, name, true, "patch");
     if (err != KCR_OK)
         return err;
-    if (!patch)
-        return kcr__fail(KCR_ERR_INVALID, "patch: no patch");
-    if ((unsigned)type > KCR_PATCH_APPLY)
-        return kcr__fail(KCR_ERR_INVALID, "patch: unknown patch type %d", (int)type);
-    if (!len)
-        len = strlen(patch);
-    kcr_write_options o = write_defaults(c, opts);
-    if ((err = canceled(o.cancel, "patch")) != KCR_OK)
+    if ((unsigned)req->patch_type > KCR_PATCH_APPLY)
+        return kcr__fail(KCR_ERR_INVALID, "patch: unknown patch type %d", (int)req->patch_type);
+    const char *json;
+    size_t len;
+    char *owned;
+    if ((err = body_text(req, &json, &len, &owned)) != KCR_OK)
         return err;
+    kcr__write_options o = write_opts(c, req, req->subresource);
+    kcr_status *status = req->status;
     BEGIN_STATUS();
     int64_t start = kcr__now_ns();
-    err = c->ops->patch(c, res, ns, name, type, patch, len, &o, out, st);
+    err = c->ops->patch(c, req->resource, ns, name, req->patch_type, json, len, &o, out, st);
     observe_call(c, "PATCH", 200, start, err, st);
     END_STATUS();
+    free(owned);
     return err;
 }
 
-kcr_err kcr_client_delete(kcr_client *c, const kcr_resource *res, const char *ns,
-                          const char *name, const kcr_delete_options *opts, kcr_object **out,
-                          kcr_status *status)
+kcr_err (kcr_client_delete)(size_t req_size, kcr_client *c, const kcr_request *req,
+                            kcr_object **out)
 {
-    kcr_err err = check_named(c, res, name, out, "delete");
+    KCR__ABI_OPTS(kcr_request, req, req_size);
+    if (out)
+        *out = NULL;
+    kcr_err err = check_named(c, req, req ? req->name : NULL, false, "delete");
     if (err != KCR_OK)
         return err;
-    static const kcr_delete_options dflt;
-    if (opts && opts->has_grace_period &&
-        (opts->grace_period_ms < 0 || opts->grace_period_ms > KCR__MAX_DURATION_MS))
+    if (req->has_grace_period &&
+        (req->grace_period_ms < 0 || req->grace_period_ms > KCR__MAX_DURATION_MS))
         return kcr__fail(KCR_ERR_INVALID, "delete: grace period %lld ms is out of range",
-                         (long long)opts->grace_period_ms);
-    if (opts && (err = canceled(opts->cancel, "delete")) != KCR_OK)
-        return err;
+                         (long long)req->grace_period_ms);
+    kcr__delete_options o = {.propagation_policy = req->propagation_policy,
+                             .precondition_uid = req->precondition_uid,
+                             .precondition_resource_version = req->precondition_resource_version,
+                             .grace_period_ms = req->grace_period_ms,
+                             .has_grace_period = req->has_grace_period,
+                             .dry_run = req->dry_run,
+                             .cancel = req->cancel};
+    kcr_status *status = req->status;
     BEGIN_STATUS();
     int64_t start = kcr__now_ns();
-    err = c->ops->del(c, res, ns, name, opts ? opts : &dflt, out, st);
+    err = c->ops->del(c, req->resource, req->ns, req->name, &o, out, st);
     observe_call(c, "DELETE", 200, start, err, st);
     END_STATUS();
     return err;
 }
 
-/* The checks shared by list and watch: client, resource, durations, and a
- * token that fired already. */
-static kcr_err stream_check(const kcr_client *c, const kcr_resource *res, const kcr_list_options *o,
-                            const char *verb)
+kcr__list_options kcr__list_options_of(const kcr_request *r)
 {
-    kcr_err err = check(c, res);
-    if (err != KCR_OK)
-        return err;
-    if (o && o->timeout_ms > KCR__MAX_DURATION_MS)
-        return kcr__fail(KCR_ERR_INVALID, "%s: timeout_ms %lld is above %lld", verb,
-                         (long long)o->timeout_ms, (long long)KCR__MAX_DURATION_MS);
-    if (o && o->idle_timeout_ms > KCR__MAX_DURATION_MS)
-        return kcr__fail(KCR_ERR_INVALID, "%s: idle_timeout_ms %lld is above %lld", verb,
-                         (long long)o->idle_timeout_ms, (long long)KCR__MAX_DURATION_MS);
-    return o ? canceled(o->cancel, verb) : KCR_OK;
+    return (kcr__list_options){.label_selector = r->label_selector,
+                               .field_selector = r->field_selector,
+                               .resource_version = r->resource_version,
+                               .resource_version_match = r->resource_version_match,
+                               .limit = r->limit,
+                               .continue_token = r->continue_token,
+                               .timeout_ms = r->timeout_ms,
+                               .metadata_only = r->metadata_only,
+                               .drop_managed_fields = r->drop_managed_fields,
+                               .allow_bookmarks = r->allow_bookmarks,
+                               .send_initial_events = r->send_initial_events,
+                               .idle_timeout_ms = r->idle_timeout_ms,
+                               .cancel = r->cancel};
 }
 
-static const kcr_list_options list_defaults;
-
-kcr_err kcr_client_list(kcr_client *c, const kcr_resource *res, const char *ns,
-                        const kcr_list_options *opts, kcr_list_item_fn fn, void *user_data,
-                        kcr_list_meta *meta, kcr_status *status)
+/* The checks shared by list and watch: client, resource, no name, durations,
+ * and a token that fired already. */
+static kcr_err stream_check(const kcr_client *c, const kcr_request *r, const char *verb)
 {
-    kcr_list_meta_clear(meta);
-    kcr_err err = stream_check(c, res, opts, "list");
+    kcr_err err = check(c, r, false, verb);
     if (err != KCR_OK)
         return err;
+    if (r->name && *r->name)
+        return kcr__fail(KCR_ERR_INVALID,
+                         "%s takes no name (use a field selector "
+                         "metadata.name=%s)",
+                         verb, r->name);
+    if (r->timeout_ms > KCR__MAX_DURATION_MS)
+        return kcr__fail(KCR_ERR_INVALID, "%s: timeout_ms %lld is above %lld", verb,
+                         (long long)r->timeout_ms, (long long)KCR__MAX_DURATION_MS);
+    if (r->idle_timeout_ms > KCR__MAX_DURATION_MS)
+        return kcr__fail(KCR_ERR_INVALID, "%s: idle_timeout_ms %lld is above %lld", verb,
+                         (long long)r->idle_timeout_ms, (long long)KCR__MAX_DURATION_MS);
+    return KCR_OK;
+}
+
+kcr_err (kcr_client_list)(size_t req_size, kcr_client *c, const kcr_request *req,
+                          kcr_list_item_fn fn, void *user_data, kcr_list_meta *meta)
+{
+    KCR__ABI_OPTS(kcr_request, req, req_size);
+    kcr_list_meta_clear(meta);
+    kcr_err err = stream_check(c, req, "list");
+    if (err != KCR_OK)
+        return err;
+    kcr__list_options o = kcr__list_options_of(req);
+    kcr_status *status = req->status;
     BEGIN_STATUS();
     int64_t start = kcr__now_ns();
-    err = c->ops->list(c, res, ns, opts ? opts : &list_defaults, fn, user_data, meta, st);
+    err = c->ops->list(c, req->resource, req->ns, &o, fn, user_data, meta, st);
     observe_call(c, "GET", 200, start, err, st);
     END_STATUS();
     return err;
 }
 
-kcr_err kcr_client_watch(kcr_client *c, const kcr_resource *res, const char *ns,
-                         const kcr_list_options *opts, kcr_watch_event_fn fn, void *user_data,
-                         kcr_status *status)
+kcr_err (kcr_client_watch)(size_t req_size, kcr_client *c, const kcr_request *req,
+                           kcr_watch_event_fn fn, void *user_data)
 {
-    kcr_err err = stream_check(c, res, opts, "watch");
+    KCR__ABI_OPTS(kcr_request, req, req_size);
+    kcr_err err = stream_check(c, req, "watch");
     if (err != KCR_OK)
         return err;
+    kcr__list_options o = kcr__list_options_of(req);
+    kcr_status *status = req->status;
     BEGIN_STATUS();
     int64_t start = kcr__now_ns();
-    err = c->ops->watch(c, res, ns, opts ? opts : &list_defaults, fn, user_data, st);
+    err = c->ops->watch(c, req->resource, req->ns, &o, fn, user_data, st);
     observe_call(c, "GET", 200, start, err, st);
     END_STATUS();
     return err;
@@ -414,38 +405,27 @@ static kcr_err resolve(kcr_client *c, const kcr__disc_query *q, kcr_api_resource
     return err;
 }
 
-kcr_err kcr_client_resolve(kcr_client *c, const char *name, kcr_api_resource *out,
-                           kcr_status *status)
+kcr_err (kcr_client_resolve)(size_t opts_size, kcr_client *c, const char *name,
+                             const kcr_resolve_options *opts, kcr_api_resource *out)
 {
-    return kcr_client_resolve_opts(c, name, NULL, out, status);
-}
-
-kcr_err kcr_client_resolve_opts(kcr_client *c, const char *name, const kcr_resolve_options *opts,
-                                kcr_api_resource *out, kcr_status *status)
-{
+    KCR__ABI_OPTS(kcr_resolve_options, opts, opts_size);
     if (!c || !name || !*name || !out)
         return kcr__fail(KCR_ERR_INVALID, "resolve: a client and a name are required");
     kcr__disc_query q = {.name = name, .cancel = opts ? opts->cancel : NULL};
-    return resolve(c, &q, out, status);
+    return resolve(c, &q, out, opts ? opts->status : NULL);
 }
 
-kcr_err kcr_client_resolve_kind(kcr_client *c, const char *group, const char *version,
-                                const char *kind, kcr_api_resource *out, kcr_status *status)
+kcr_err (kcr_client_resolve_kind)(size_t opts_size, kcr_client *c, const kcr_gvk *gvk,
+                                  const kcr_resolve_options *opts, kcr_api_resource *out)
 {
-    return kcr_client_resolve_kind_opts(c, group, version, kind, NULL, out, status);
-}
-
-kcr_err kcr_client_resolve_kind_opts(kcr_client *c, const char *group, const char *version,
-                                     const char *kind, const kcr_resolve_options *opts,
-                                     kcr_api_resource *out, kcr_status *status)
-{
-    if (!c || !kind || !*kind || !out)
+    KCR__ABI_OPTS(kcr_resolve_options, opts, opts_size);
+    if (!c || !gvk || !gvk->kind || !*gvk->kind || !out)
         return kcr__fail(KCR_ERR_INVALID, "resolve_kind: a client and a kind are required");
-    kcr__disc_query q = {.group = group ? group : "",
-                         .version = version,
-                         .kind = kind,
+    kcr__disc_query q = {.group = gvk->group ? gvk->group : "",
+                         .version = gvk->version,
+                         .kind = gvk->kind,
                          .cancel = opts ? opts->cancel : NULL};
-    return resolve(c, &q, out, status);
+    return resolve(c, &q, out, opts ? opts->status : NULL);
 }
 
 void kcr_client_invalidate_discovery(kcr_client *c)
@@ -454,18 +434,10 @@ void kcr_client_invalidate_discovery(kcr_client *c)
         c->ops->invalidate(c);
 }
 
-kcr_err kcr_client_raw(kcr_client *c, const char *method, const char *path, const char *accept,
-                       const char *content_type, const char *body, size_t body_len, char **out,
-                       size_t *out_len, kcr_status *status)
+kcr_err (kcr_client_request)(size_t opts_size, kcr_client *c, const char *path,
+                             const kcr_raw_options *opts, char **out, size_t *out_len)
 {
-    kcr_raw_options o = {.method = method, .accept = accept, .content_type = content_type};
-    return kcr_client_request(c, path, body, body_len, &o, out, out_len, status);
-}
-
-kcr_err kcr_client_request(kcr_client *c, const char *path, const char *body, size_t body_len,
-                           const kcr_raw_options *opts, char **out, size_t *out_len,
-                           kcr_status *status)
-{
+    KCR__ABI_OPTS(kcr_raw_options, opts, opts_size);
     if (out)
         *out = NULL;
     if (!c || !path)
@@ -476,9 +448,11 @@ kcr_err kcr_client_request(kcr_client *c, const char *path, const char *body, si
     kcr_err err = canceled(o.cancel, "raw request");
     if (err != KCR_OK)
         return err;
+    size_t body_len = o.body && !o.body_len ? strlen(o.body) : o.body_len;
+    kcr_status *status = o.status;
     BEGIN_STATUS();
     int64_t start = kcr__now_ns();
-    err = c->ops->raw(c, path, body, body_len, &o, out, out_len, st);
+    err = c->ops->raw(c, path, o.body, body_len, &o, out, out_len, st);
     observe_call(c, o.method, 200, start, err, st);
     END_STATUS();
     return err;

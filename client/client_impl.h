@@ -10,26 +10,71 @@
 
 typedef struct kcr__disc_query kcr__disc_query;
 
+/* The options of each verb as its back end reads them, taken from the
+ * caller's kcr_request by client.c (field meanings as in kcr_request). */
+typedef struct kcr__get_options {
+    const char *resource_version;
+    const char *subresource;
+    bool metadata_only;
+    kcr_cancel *cancel;
+} kcr__get_options;
+
+typedef struct kcr__write_options {
+    const char *field_manager; /* never NULL once client.c filled in the default */
+    const char *subresource;
+    bool force;
+    bool dry_run;
+    kcr_cancel *cancel;
+} kcr__write_options;
+
+typedef struct kcr__delete_options {
+    const char *propagation_policy;
+    const char *precondition_uid;
+    const char *precondition_resource_version;
+    int64_t grace_period_ms;
+    bool has_grace_period;
+    bool dry_run;
+    kcr_cancel *cancel;
+} kcr__delete_options;
+
+typedef struct kcr__list_options {
+    const char *label_selector;
+    const char *field_selector;
+    const char *resource_version;
+    const char *resource_version_match;
+    int64_t limit;
+    const char *continue_token;
+    int64_t timeout_ms;
+    bool metadata_only;
+    bool drop_managed_fields;
+    bool allow_bookmarks;
+    bool send_initial_events;
+    int64_t idle_timeout_ms;
+    kcr_cancel *cancel;
+} kcr__list_options;
+
+/* The list/watch options of a request. */
+kcr__list_options kcr__list_options_of(const kcr_request *req);
+
 /* Every operation gets a non-NULL, cleared `st` and non-NULL options. */
 typedef struct kcr__client_ops {
     kcr_err (*get)(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                   const kcr_get_options *opts, kcr_object **out, kcr_status *st);
+                   const kcr__get_options *opts, kcr_object **out, kcr_status *st);
     kcr_err (*create)(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
-                      size_t len, const kcr_write_options *opts, kcr_object **out,
-                      kcr_status *st);
+                      size_t len, const kcr__write_options *opts, kcr_object **out, kcr_status *st);
     kcr_err (*update)(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                      const char *json, size_t len, const kcr_write_options *opts,
+                      const char *json, size_t len, const kcr__write_options *opts,
                       kcr_object **out, kcr_status *st);
     kcr_err (*patch)(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
                      kcr_patch_type type, const char *patch, size_t len,
-                     const kcr_write_options *opts, kcr_object **out, kcr_status *st);
+                     const kcr__write_options *opts, kcr_object **out, kcr_status *st);
     kcr_err (*del)(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                   const kcr_delete_options *opts, kcr_object **out, kcr_status *st);
+                   const kcr__delete_options *opts, kcr_object **out, kcr_status *st);
     kcr_err (*list)(kcr_client *c, const kcr_resource *res, const char *ns,
-                    const kcr_list_options *opts, kcr_list_item_fn fn, void *ud,
+                    const kcr__list_options *opts, kcr_list_item_fn fn, void *ud,
                     kcr_list_meta *meta, kcr_status *st);
     kcr_err (*watch)(kcr_client *c, const kcr_resource *res, const char *ns,
-                     const kcr_list_options *opts, kcr_watch_event_fn fn, void *ud,
+                     const kcr__list_options *opts, kcr_watch_event_fn fn, void *ud,
                      kcr_status *st);
     /* Resolves with kcr__disc_resolve() over the back end's resource table;
      * refresh=true re-reads it first. */

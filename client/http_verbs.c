@@ -11,6 +11,7 @@
 #include "client/http.h"
 #include "client/http_discovery.h"
 #include "client/http_transport.h"
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "object/edit_tree.h"
@@ -90,7 +91,7 @@ static const char *metadata_accept(bool list)
 }
 
 static kcr_err http_get(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                        const kcr_get_options *opts, kcr_object **out, kcr_status *st)
+                        const kcr__get_options *opts, kcr_object **out, kcr_status *st)
 {
     kcr__buf path = {0};
     kcr_err err = resource_path(&path, res, ns, name, opts->subresource);
@@ -109,7 +110,7 @@ static kcr_err http_get(kcr_client *c, const kcr_resource *res, const char *ns, 
     return err;
 }
 
-static void write_query(kcr__buf *path, const kcr_write_options *opts, bool apply)
+static void write_query(kcr__buf *path, const kcr__write_options *opts, bool apply)
 {
     kcr__buf_query(path, "fieldManager", opts->field_manager);
     if (apply && opts->force)
@@ -123,7 +124,7 @@ static void write_query(kcr__buf *path, const kcr_write_options *opts, bool appl
  * on connection errors. */
 static kcr_err write_object(kcr_client *c, const char *method, const kcr_resource *res,
                             const char *ns, const char *name, const char *json, size_t len,
-                            const kcr_write_options *opts, kcr_object **out, kcr_status *st)
+                            const kcr__write_options *opts, kcr_object **out, kcr_status *st)
 {
     kcr__buf path = {0};
     kcr_err err = resource_path(&path, res, ns, name, opts->subresource);
@@ -143,14 +144,14 @@ static kcr_err write_object(kcr_client *c, const char *method, const kcr_resourc
 }
 
 static kcr_err http_create(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
-                           size_t len, const kcr_write_options *opts, kcr_object **out,
+                           size_t len, const kcr__write_options *opts, kcr_object **out,
                            kcr_status *st)
 {
     return write_object(c, "POST", res, ns, NULL, json, len, opts, out, st);
 }
 
 static kcr_err http_update(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                           const char *json, size_t len, const kcr_write_options *opts,
+                           const char *json, size_t len, const kcr__write_options *opts,
                            kcr_object **out, kcr_status *st)
 {
     return write_object(c, "PUT", res, ns, name, json, len, opts, out, st);
@@ -158,7 +159,7 @@ static kcr_err http_update(kcr_client *c, const kcr_resource *res, const char *n
 
 static kcr_err http_patch(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
                           kcr_patch_type type, const char *patch, size_t len,
-                          const kcr_write_options *opts, kcr_object **out, kcr_status *st)
+                          const kcr__write_options *opts, kcr_object **out, kcr_status *st)
 {
     static const char *const types[] = {
         "application/json-patch+json", "application/merge-patch+json",
@@ -185,7 +186,7 @@ static kcr_err http_patch(kcr_client *c, const kcr_resource *res, const char *ns
 }
 
 /* The DeleteOptions body, built in an edit tree and serialized from it. */
-static kcr_err delete_body(const kcr_delete_options *o, char **out)
+static kcr_err delete_body(const kcr__delete_options *o, char **out)
 {
     *out = NULL;
     kcr_object_edit *d = NULL;
@@ -233,7 +234,7 @@ static kcr_err deleted_object(const char *resp, size_t len, kcr_object **out)
 }
 
 static kcr_err http_delete(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                           const kcr_delete_options *opts, kcr_object **out, kcr_status *st)
+                           const kcr__delete_options *opts, kcr_object **out, kcr_status *st)
 {
     if (out)
         *out = NULL;
@@ -263,7 +264,7 @@ static kcr_err http_delete(kcr_client *c, const kcr_resource *res, const char *n
     return err;
 }
 
-static kcr_err list_query(kcr__buf *path, const kcr_list_options *o, bool watch)
+static kcr_err list_query(kcr__buf *path, const kcr__list_options *o, bool watch)
 {
     if (watch)
         kcr__buf_query(path, "watch", "true");
@@ -297,7 +298,7 @@ static kcr_err list_sink(const char *buf, size_t len, void *ud)
 }
 
 static kcr_err http_list(kcr_client *c, const kcr_resource *res, const char *ns,
-                         const kcr_list_options *opts, kcr_list_item_fn fn, void *ud,
+                         const kcr__list_options *opts, kcr_list_item_fn fn, void *ud,
                          kcr_list_meta *meta, kcr_status *st)
 {
     const kcr_client_options *co = kcr__transport_options(transport_of(c));
@@ -335,7 +336,7 @@ static kcr_err watch_sink(const char *buf, size_t len, void *ud)
 }
 
 static kcr_err http_watch(kcr_client *c, const kcr_resource *res, const char *ns,
-                          const kcr_list_options *opts, kcr_watch_event_fn fn, void *ud,
+                          const kcr__list_options *opts, kcr_watch_event_fn fn, void *ud,
                           kcr_status *st)
 {
     const kcr_client_options *co = kcr__transport_options(transport_of(c));
@@ -424,8 +425,10 @@ static const kcr__client_ops http_ops = {
     .destroy = http_destroy,
 };
 
-kcr_err kcr_client_new(const kcr_config *cfg, const kcr_client_options *opts, kcr_client **out)
+kcr_err (kcr_client_new)(size_t opts_size, const kcr_config *cfg, const kcr_client_options *opts,
+                         kcr_client **out)
 {
+    KCR__ABI_OPTS(kcr_client_options, opts, opts_size);
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_client_new: NULL out");
     *out = NULL;

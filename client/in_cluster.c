@@ -7,12 +7,15 @@
 
 #include "client/config_impl.h"
 #include "client/pem.h"
+#include "core/abi.h"
 #include "core/error.h"
 
 #define DEFAULT_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
-kcr_err kcr_config_load_in_cluster(const kcr_config_options *opts, kcr_config **out)
+kcr_err (kcr_config_load_in_cluster)(size_t opts_size, const kcr_config_options *opts,
+                                     kcr_config **out)
 {
+    KCR__ABI_OPTS(kcr_config_options, opts, opts_size);
     *out = NULL;
     const char *host = getenv("KUBERNETES_SERVICE_HOST");
     const char *port = getenv("KUBERNETES_SERVICE_PORT");
@@ -75,8 +78,9 @@ kcr_err kcr_config_load_in_cluster(const kcr_config_options *opts, kcr_config **
     return KCR_OK;
 }
 
-kcr_err kcr_config_load(const kcr_config_options *opts, kcr_config **out)
+kcr_err (kcr_config_load)(size_t opts_size, const kcr_config_options *opts, kcr_config **out)
 {
+    KCR__ABI_OPTS(kcr_config_options, opts, opts_size);
     const char *env = getenv("KUBECONFIG");
     if ((opts && opts->kubeconfig && *opts->kubeconfig) || (env && *env))
         return kcr_config_load_kubeconfig(opts, out);

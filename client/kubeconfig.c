@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "client/kubeconfig_impl.h"
+#include "core/abi.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -139,8 +140,10 @@ static const char *home_kubeconfig(char *buf, size_t size)
     return buf;
 }
 
-kcr_err kcr_config_load_kubeconfig(const kcr_config_options *opts, kcr_config **out)
+kcr_err (kcr_config_load_kubeconfig)(size_t opts_size, const kcr_config_options *opts,
+                                     kcr_config **out)
 {
+    KCR__ABI_OPTS(kcr_config_options, opts, opts_size);
     *out = NULL;
     char homebuf[4096];
     const char *paths = opts ? opts->kubeconfig : NULL;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "controller/controller_internal.h"
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -62,9 +63,10 @@ static kcr_err resolve_source(kcr_client *client, kcr_cancel *cancel, const char
         snprintf(name, sizeof name, "%s", s->resource);
     kcr_api_resource ar;
     kcr_status st = {0};
-    kcr_resolve_options ro = {.cancel = cancel};
-    kcr_err err = client ? kcr_client_resolve_opts(client, name, &ro, &ar, &st)
-                         : kcr__fail(KCR_ERR_INVALID, "no client to resolve kinds with");
+    kcr_err err =
+        client ? kcr_client_resolve(client, name,
+                                    &(kcr_resolve_options){.cancel = cancel, .status = &st}, &ar)
+               : kcr__fail(KCR_ERR_INVALID, "no client to resolve kinds with");
     kcr_status_clear(&st);
     if (err == KCR_ERR_CANCELED)
         return kcr__fail(err, "controller \"%s\": stopped while discovering %s", ctl, s->label);
@@ -106,6 +108,9 @@ static kcr_err compile_source(kcr_controller *c, kcr__role role, const kcr_sourc
                               kcr__source *s, size_t idx)
 {
     static const char *const role_names[] = {"primary", "owns", "watches"};
+    if (kcr__abi_reserved(in->reserved, sizeof in->reserved, "kcr_source") != KCR_OK)
+        return kcr__fail(KCR_ERR_INVALID, "controller \"%s\": %s[%zu]: %s", c->name,
+                         role_names[role], idx, kcr_last_error());
     s->role = role;
     s->ctl = c;
     s->predicate = in->predicate;
@@ -178,8 +183,9 @@ kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel, const char *
     *out = NULL;
     if (!opts->name || !opts->name[0] || !opts->reconcile || (opts->n_owns && !opts->owns) ||
         (opts->n_watches && !opts->watches) || (opts->n_indexes && !opts->indexes) ||
-        opts->max_concurrent_reconciles < 0 || opts->reconcile_timeout_ms < 0 ||
-        opts->resync_period_ms < 0 || opts->read_your_writes_timeout_ms < 0) {
+        opts->max_concurrent_reconciles < 0 ||
+        opts->reconcile_timeout_ms < KCR_DURATION_INFINITE ||
+        opts->resync_period_ms < KCR_DURATION_INFINITE || opts->read_your_writes_timeout_ms < 0) {
         kcr__controller_options_release(opts);
         return kcr__fail(KCR_ERR_INVALID, "controller \"%s\": %s", opts->name ? opts->name : "",
                          !opts->name || !opts->name[0] ? "a name is required"
@@ -204,8 +210,7 @@ kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel, const char *
         }
     kcr_controller *c = calloc(1, sizeof *c);
     size_t n = 1 + opts->n_owns + opts->n_watches;
-    if (!c || !(c->name = strdup(opts->name)) || !(c->sources = calloc(n, sizeof *c->sources)) ||
-        !(c->pending = kcr__reasons_new())) {
+    if (!c || !(c->name = strdup(opts->name)) || !(c->sources = calloc(n, sizeof *c->sources))) {
         if (c) {
             free(c->sources);
             free(c->name);
@@ -218,8 +223,9 @@ kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel, const char *
     c->n_sources = n;
     c->workers = opts->max_concurrent_reconciles ? opts->max_concurrent_reconciles : 1;
     c->limiter = opts->rate_limiter;
-    c->timeout_ms = opts->reconcile_timeout_ms;
-    c->resync_ms = opts->resync_period_ms;
+    /* KCR_DURATION_INFINITE: none, as the default */
+    c->timeout_ms = opts->reconcile_timeout_ms > 0 ? opts->reconcile_timeout_ms : 0;
+    c->resync_ms = opts->resync_period_ms > 0 ? opts->resync_period_ms : 0;
     c->ryw = !opts->no_read_your_writes;
     c->ryw_timeout_ms =
         opts->read_your_writes_timeout_ms > 0 ? opts->read_your_writes_timeout_ms : 5000;
@@ -254,6 +260,12 @@ kcr_err kcr__controller_new(kcr_client *client, kcr_cancel *cancel, const char *
                     ix->resource.resource &&
                     strcmp(c->sources[j].resource, ix->resource.resource) == 0 &&
                     strcmp(c->sources[j].group, ix->resource.group ? ix->resource.group : "") == 0;
+            if (kcr__abi_reserved(ix->reserved, sizeof ix->reserved, "kcr_cache_index") !=
+                KCR_OK) {
+                err = kcr__fail(KCR_ERR_INVALID, "controller \"%s\": indexes[%zu]: %s", c->name, i,
+                                kcr_last_error());
+                break;
+            }
             if (!ix->name || !ix->fn || !known) {
                 err = kcr__fail(KCR_ERR_INVALID,
                                 "controller \"%s\": indexes[%zu] needs a name, a function and "
@@ -296,7 +308,6 @@ void kcr__controller_free(kcr_controller *c)
     free(c->indexes);
     free(c->sources);
     kcr_rate_limiter_free(c->limiter);
-    kcr__reasons_free(c->pending);
     pthread_mutex_destroy(&c->stats_lock);
     free(c->name);
     free(c);
@@ -312,11 +323,12 @@ void kcr__controller_count(kcr_controller *c, size_t offset, int64_t delta)
     pthread_mutex_unlock(&c->stats_lock);
 }
 
-void kcr_controller_get_stats(kcr_controller *c, kcr_controller_stats *out)
+void (kcr_controller_get_stats)(size_t out_size, kcr_controller *c, kcr_controller_stats *out)
 {
     pthread_mutex_lock(&c->stats_lock);
-    *out = c->stats;
+    kcr_controller_stats st = c->stats;
     pthread_mutex_unlock(&c->stats_lock);
+    kcr__abi_out(out, out_size, &st, sizeof st);
 }
 
 const char *kcr_controller_name(const kcr_controller *c)
@@ -357,10 +369,10 @@ kcr_err kcr__make_key(const kcr_controller *c, const char *ns, const char *name,
 kcr_err kcr__controller_enqueue(kcr_controller *c, const char *key, const kcr_trigger *trig,
                                 int priority, int64_t delay_ms)
 {
-    int64_t now = c->env_ops->now_ms(c->env);
-    kcr_err err = kcr__reasons_add(c->pending, key, trig, now, delay_ms);
+    kcr__pending p;
+    kcr_err err = kcr__pending_init(&p, trig, c->env_ops->now_ms(c->env), delay_ms);
     if (err == KCR_OK)
-        err = c->env_ops->enqueue(c, key, priority, delay_ms, c->env);
+        err = c->env_ops->enqueue(c, key, priority, delay_ms, &p, c->env);
     return err;
 }
 

@@ -1,5 +1,5 @@
 /* Internal: a controller's compiled declaration, the event router shared by
- * the manager and the test kit, pending reasons, and the environment
+ * the manager and the test kit, a key's pending reasons, and the environment
  * (manager or test kit) a controller runs in. */
 #ifndef KCR_CONTROLLER_CONTROLLER_INTERNAL_H
 #define KCR_CONTROLLER_CONTROLLER_INTERNAL_H
@@ -35,15 +35,6 @@ typedef struct kcr__source {
     atomic_bool warned_predicate, warned_map, warned_key;
 } kcr__source;
 
-/* The environment's hooks. Called with no kcr lock held. */
-typedef struct kcr__env_ops {
-    /* Makes `key` ready after delay_ms (<= 0: now) at `priority`. */
-    kcr_err (*enqueue)(kcr_controller *c, const char *key, int priority, int64_t delay_ms,
-                       void *env);
-    /* Virtual or real time, ms since the epoch. */
-    int64_t (*now_ms)(void *env);
-} kcr__env_ops;
-
 /* Reasons waiting for a key (controller/reasons.c). */
 typedef struct kcr__pending {
     uint32_t reasons;
@@ -54,7 +45,17 @@ typedef struct kcr__pending {
     int64_t due_ms;
 } kcr__pending;
 
-typedef struct kcr__reasons kcr__reasons;
+/* The environment's hooks. Called with no kcr lock held. */
+typedef struct kcr__env_ops {
+    /* Makes `key` ready after delay_ms (<= 0: now) at `priority` and merges
+     * `p` (taken over, also on failure) into the key's pending reasons,
+     * which live with the key's queue entry. */
+    kcr_err (*enqueue)(kcr_controller *c, const char *key, int priority, int64_t delay_ms,
+                       kcr__pending *p, void *env);
+    /* Virtual or real time, ms since the epoch. */
+    int64_t (*now_ms)(void *env);
+} kcr__env_ops;
+
 
 struct kcr_controller {
     char *name;
@@ -75,7 +76,6 @@ struct kcr_controller {
     const kcr__env_ops *env_ops;
     void *env;
     void *env_ctl; /* the environment's per-controller state */
-    kcr__reasons *pending;
     atomic_bool warned_result;
 
     pthread_mutex_t stats_lock;
@@ -124,18 +124,18 @@ kcr_err kcr__controller_enqueue(kcr_controller *c, const char *key, const kcr_tr
  * (malloc'd) into *out; KCR_ERR_INVALID with a message. */
 kcr_err kcr__make_key(const kcr_controller *c, const char *ns, const char *name, char **out);
 
-/* ---- reasons.c ---- */
-kcr__reasons *kcr__reasons_new(void);
-void kcr__reasons_free(kcr__reasons *r);
-/* Merges a trigger (strings copied) into key's entry; delay_ms > 0 records a
- * delayed reason due at now_ms + delay_ms instead. */
-kcr_err kcr__reasons_add(kcr__reasons *r, const char *key, const kcr_trigger *t, int64_t now_ms,
-                         int64_t delay_ms);
-/* Takes key's reasons for a reconcile starting at now_ms into *out (the
- * caller frees with kcr__pending_clear); a delayed reason not yet due stays. */
-void kcr__reasons_take(kcr__reasons *r, const char *key, int64_t now_ms, kcr__pending *out);
-/* A copy of key's reasons without taking them; false when none. */
-bool kcr__reasons_peek(kcr__reasons *r, const char *key, kcr__pending *out);
+/* ---- reasons.c: one key's pending reasons ---- */
+
+/* Sets *p to one trigger (strings copied); delay_ms > 0 records a delayed
+ * reason due at now_ms + delay_ms instead. KCR_OK or KCR_ERR_NOMEM (then *p
+ * is empty). */
+kcr_err kcr__pending_init(kcr__pending *p, const kcr_trigger *t, int64_t now_ms, int64_t delay_ms);
+/* Merges `from` into `into` (every bit, the most important reason's details,
+ * the earlier delayed reason); `from` is left empty. */
+void kcr__pending_merge(kcr__pending *into, kcr__pending *from);
+/* Moves what is due at now_ms into *out (the caller frees it with
+ * kcr__pending_clear); a delayed reason not due yet stays in *p. */
+void kcr__pending_take(kcr__pending *p, int64_t now_ms, kcr__pending *out);
 void kcr__pending_clear(kcr__pending *p);
 
 /* ---- result.c: what a worker does with a result ---- */
@@ -176,6 +176,7 @@ typedef struct kcr__run {
     kcr_event_recorder *recorder; /* may be NULL */
     kcr_cancel *cancel;           /* may be NULL */
     int64_t limiter_now_ns;       /* the rate limiter's notion of now */
+    kcr__pending *pending;        /* the key's reasons: what is due is taken, the rest stays */
     /* out */
     kcr_result result;
     kcr__outcome outcome;
@@ -183,8 +184,8 @@ typedef struct kcr__run {
     uint32_t reasons;
 } kcr__run;
 
-/* Takes key's pending reasons, builds the request and context, calls the
- * reconcile function and applies its result (kcr__apply_result). */
+/* Takes what is due of run->pending, builds the request and context, calls
+ * the reconcile function and applies its result (kcr__apply_result). */
 void kcr__reconcile_key(kcr_controller *c, const char *key, kcr__run *run);
 
 #endif

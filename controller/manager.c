@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "controller/manager_internal.h"
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -59,13 +60,22 @@ static void on_stopped_leading(void *ud)
     wake(m);
 }
 
-kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *opts, kcr_manager **out)
+kcr_err (kcr_manager_new)(size_t opts_size, kcr_client *client, const kcr_manager_options *opts,
+                          kcr_manager **out)
 {
+    KCR__ABI_OPTS(kcr_manager_options, opts, opts_size);
+    if (opts->clock && kcr__abi_reserved(opts->clock->reserved, sizeof opts->clock->reserved,
+                                         "kcr_manager_options.clock") != KCR_OK)
+        return KCR_ERR_INVALID; /* detail: kcr__abi_reserved */
     if (out)
         *out = NULL;
     if (!client || !out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_manager_new: NULL client or out");
     kcr_manager_options o = opts ? *opts : (kcr_manager_options){0};
+    if (kcr__duration_check("kcr_manager_new: graceful_shutdown_timeout_ms",
+                            o.graceful_shutdown_timeout_ms,
+                            KCR__DURATION_INFINITE | KCR__DURATION_ZERO) != KCR_OK)
+        return KCR_ERR_INVALID; /* detail: kcr__duration_check */
     if (o.graceful_shutdown_timeout_ms > KCR__MAX_DURATION_MS)
         return kcr__fail(
             KCR_ERR_INVALID, "kcr_manager_new: graceful_shutdown_timeout_ms %lld is above %lld ms",
@@ -142,9 +152,16 @@ kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *opts, kcr
     return KCR_OK;
 }
 
-kcr_err kcr_manager_add_controller(kcr_manager *m, const kcr_controller_options *opts,
-                                   kcr_controller **out)
+kcr_err (kcr_manager_add_controller)(size_t opts_size, kcr_manager *m,
+                                     const kcr_controller_options *opts, kcr_controller **out)
 {
+    kcr_controller_options local;
+    kcr_err abi_err = kcr__abi_in(&local, sizeof local, opts, opts_size, "kcr_controller_options");
+    if (abi_err != KCR_OK) {
+        kcr__controller_options_release(&local); /* the predicates and limiter are ours to free */
+        return abi_err;
+    }
+    opts = &local;
     if (out)
         *out = NULL;
     if (!m) {

@@ -30,6 +30,14 @@ typedef struct ryw_list {
     size_t n, cap;
 } ryw_list;
 
+/* A key's record, kept as its workqueue item's payload (workers.c): its
+ * pending reasons and the read-your-writes fences of its last reconcile.
+ * One table, the queue's, under one lock, holds everything per key. */
+typedef struct mgr_keyrec {
+    kcr__pending p;
+    ryw_list fences;
+} mgr_keyrec;
+
 typedef struct mgr_worker {
     mgr_ctl *mc;
     pthread_t thread;
@@ -57,7 +65,6 @@ struct mgr_ctl {
     bool monitor_started, monitor_stop;
     pthread_t monitor;
     ctl_series series;
-    void *fences; /* read-your-writes fences per key (ryw.c), under lock */
 };
 
 struct kcr_manager {
@@ -100,11 +107,12 @@ char *kcr__mgr_caches_not_ready(kcr_manager *m);
 
 /* ryw.c */
 kcr_err kcr__ryw_client_new(mgr_worker *w, kcr_client **out);
-/* Moves the worker's recorded writes into key's fences. */
-void kcr__ryw_commit(mgr_ctl *mc, mgr_worker *w, const char *key);
-/* Waits (bounded) until the caches have seen key's fences. */
-void kcr__ryw_wait(mgr_ctl *mc, const char *key);
-void kcr__ryw_free_all(mgr_ctl *mc);
+/* Moves the worker's recorded writes into the key's record: they replace
+ * its older fences. */
+void kcr__ryw_commit(mgr_worker *w, mgr_keyrec *rec);
+/* Waits (bounded) until the caches have seen the fences of `rec` (the
+ * record of `key`), then drops them. */
+void kcr__ryw_wait(mgr_ctl *mc, const char *key, mgr_keyrec *rec);
 void kcr__ryw_list_clear(ryw_list *l);
 
 /* instrument.c */

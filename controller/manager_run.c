@@ -57,9 +57,11 @@ static void wait_wake(kcr_manager *m)
 static void shutdown_workers(kcr_manager *m)
 {
     int64_t grace = m->opts.graceful_shutdown_timeout_ms;
-    if (grace == 0)
+    if (grace == KCR_DURATION_DEFAULT)
         grace = 30000;
-    int64_t deadline = grace < 0 ? kcr__now_ns() : kcr__now_ns() + grace * KCR_NS_PER_MS;
+    int64_t deadline = grace == KCR_DURATION_ZERO       ? kcr__now_ns()
+                       : grace == KCR_DURATION_INFINITE ? 0 /* no deadline */
+                                                        : kcr__now_ns() + grace * KCR_NS_PER_MS;
     atomic_store(&m->stopping, true);
     /* first stop every queue, so no controller starts new work while another drains */
     for (size_t i = 0; i < m->n_ctls; i++)

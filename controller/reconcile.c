@@ -8,7 +8,7 @@
 void kcr__reconcile_key(kcr_controller *c, const char *key, kcr__run *run)
 {
     kcr__pending p;
-    kcr__reasons_take(c->pending, key, c->env_ops->now_ms(c->env), &p);
+    kcr__pending_take(run->pending, c->env_ops->now_ms(c->env), &p);
     char ns[KCR__NS_BUF];
     kcr_reconcile_request req;
     kcr__request_init(&req, c, key, &p, ns);

@@ -2,10 +2,10 @@
  * manager's client and records the resourceVersion of every object written
  * through it (create, update, patch, status) whose resource and namespace a
  * source of the controller caches. After the reconcile those writes become
- * the key's fences; the next reconcile of the key first waits (bounded)
+ * the key's fences, kept in the key's record in the workqueue (workers.c); the next reconcile of the key first waits (bounded)
  * until the caches have seen them: the cached object's resourceVersion >= R,
- * or, when the cache does not have the object, the informer's last synced
- * resourceVersion >= R. resourceVersions are compared as integers (etcd
+ * or, when the cache does not have the object (deleted since), the
+ * informer's cache has applied a change at resourceVersion >= R. resourceVersions are compared as integers (etcd
  * revisions); a non-integer one is not fenced. */
 #include <stdlib.h>
 #include <string.h>
@@ -17,15 +17,8 @@
 #include "core/error.h"
 #include "core/grow.h"
 #include "core/log.h"
+#include "informer/informer_internal.h"
 #include "object/selector.h"
-
-#define FENCE_BUCKETS 4096
-
-struct ryw_entry {
-    char *key;
-    ryw_list fences;
-    struct ryw_entry *next;
-};
 
 typedef struct ryw_client {
     kcr_client base;
@@ -109,19 +102,32 @@ static kcr_cancel *token(kcr_client *c, kcr_cancel *own)
 }
 
 static kcr_err r_get(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                     const kcr_get_options *opts, kcr_object **out, kcr_status *st)
+                     const kcr__get_options *opts, kcr_object **out, kcr_status *st)
 {
-    kcr_get_options o = *opts;
-    o.cancel = token(c, o.cancel);
-    return kcr_client_get(INNER(c), res, ns, name, &o, out, st);
+    kcr_request r = {.resource = res,
+                     .ns = ns,
+                     .name = name,
+                     .subresource = opts->subresource,
+                     .resource_version = opts->resource_version,
+                     .metadata_only = opts->metadata_only,
+                     .cancel = token(c, opts->cancel),
+                     .status = st};
+    return kcr_client_get(INNER(c), &r, out);
 }
 
-/* The write options passed on: the reconcile's token unless the caller gave one. */
-static kcr_write_options write_opts(kcr_client *c, const kcr_write_options *opts)
+/* The request of a write passed on: the reconcile's token unless the caller
+ * gave one. */
+static kcr_request write_req(kcr_client *c, const kcr_resource *res, const char *ns,
+                             const kcr__write_options *opts, kcr_status *st)
 {
-    kcr_write_options o = *opts;
-    o.cancel = token(c, o.cancel);
-    return o;
+    return (kcr_request){.resource = res,
+                         .ns = ns,
+                         .subresource = opts->subresource,
+                         .field_manager = opts->field_manager,
+                         .force = opts->force,
+                         .dry_run = opts->dry_run,
+                         .cancel = token(c, opts->cancel),
+                         .status = st};
 }
 
 /* The end of every write: record what it wrote, hand the object out (or drop it). */
@@ -138,64 +144,97 @@ static kcr_err recorded(kcr_client *c, const kcr_resource *res, kcr_err err, kcr
 }
 
 static kcr_err r_create(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
-                        size_t len, const kcr_write_options *opts, kcr_object **out, kcr_status *st)
+                        size_t len, const kcr__write_options *opts, kcr_object **out,
+                        kcr_status *st)
 {
-    kcr_write_options o = write_opts(c, opts);
+    kcr_request r = write_req(c, res, ns, opts, st);
+    r.body = json;
+    r.body_len = len;
     kcr_object *obj = NULL;
-    kcr_err err = kcr_client_create(INNER(c), res, ns, json, len, &o, &obj, st);
+    kcr_err err = kcr_client_create(INNER(c), &r, &obj);
     return recorded(c, res, err, obj, out);
 }
 
 static kcr_err r_update(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                        const char *json, size_t len, const kcr_write_options *opts,
+                        const char *json, size_t len, const kcr__write_options *opts,
                         kcr_object **out, kcr_status *st)
 {
     (void)name; /* the public update takes it from the body again */
-    kcr_write_options o = write_opts(c, opts);
+    kcr_request r = write_req(c, res, ns, opts, st);
+    r.body = json;
+    r.body_len = len;
     kcr_object *obj = NULL;
-    kcr_err err = kcr_client_update(INNER(c), res, ns, json, len, &o, &obj, st);
+    kcr_err err = kcr_client_update(INNER(c), &r, &obj);
     return recorded(c, res, err, obj, out);
 }
 
 static kcr_err r_patch(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
                        kcr_patch_type type, const char *patch, size_t len,
-                       const kcr_write_options *opts, kcr_object **out, kcr_status *st)
+                       const kcr__write_options *opts, kcr_object **out, kcr_status *st)
 {
-    kcr_write_options o = write_opts(c, opts);
+    kcr_request r = write_req(c, res, ns, opts, st);
+    r.name = name;
+    r.patch_type = type;
+    r.body = patch;
+    r.body_len = len;
     kcr_object *obj = NULL;
-    kcr_err err = kcr_client_patch(INNER(c), res, ns, name, type, patch, len, &o, &obj, st);
+    kcr_err err = kcr_client_patch(INNER(c), &r, &obj);
     return recorded(c, res, err, obj, out);
 }
 
 static kcr_err r_del(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                     const kcr_delete_options *opts, kcr_object **out, kcr_status *st)
+                     const kcr__delete_options *opts, kcr_object **out, kcr_status *st)
 {
-    kcr_delete_options o = *opts;
-    o.cancel = token(c, o.cancel);
-    return kcr_client_delete(INNER(c), res, ns, name, &o, out, st);
+    kcr_request r = {.resource = res,
+                     .ns = ns,
+                     .name = name,
+                     .propagation_policy = opts->propagation_policy,
+                     .precondition_uid = opts->precondition_uid,
+                     .precondition_resource_version = opts->precondition_resource_version,
+                     .grace_period_ms = opts->grace_period_ms,
+                     .has_grace_period = opts->has_grace_period,
+                     .dry_run = opts->dry_run,
+                     .cancel = token(c, opts->cancel),
+                     .status = st};
+    return kcr_client_delete(INNER(c), &r, out);
 }
 
-static kcr_list_options with_cancel(kcr_client *c, const kcr_list_options *opts)
+/* The request of a list or watch passed on, with the reconcile's token
+ * unless the caller gave one. */
+static kcr_request stream_req(kcr_client *c, const kcr_resource *res, const char *ns,
+                              const kcr__list_options *opts, kcr_status *st)
 {
-    kcr_list_options o = *opts;
-    o.cancel = token(c, o.cancel);
-    return o;
+    return (kcr_request){.resource = res,
+                         .ns = ns,
+                         .label_selector = opts->label_selector,
+                         .field_selector = opts->field_selector,
+                         .resource_version = opts->resource_version,
+                         .resource_version_match = opts->resource_version_match,
+                         .limit = opts->limit,
+                         .continue_token = opts->continue_token,
+                         .timeout_ms = opts->timeout_ms,
+                         .metadata_only = opts->metadata_only,
+                         .allow_bookmarks = opts->allow_bookmarks,
+                         .send_initial_events = opts->send_initial_events,
+                         .idle_timeout_ms = opts->idle_timeout_ms,
+                         .cancel = token(c, opts->cancel),
+                         .status = st};
 }
 
 static kcr_err r_list(kcr_client *c, const kcr_resource *res, const char *ns,
-                      const kcr_list_options *opts, kcr_list_item_fn fn, void *ud,
+                      const kcr__list_options *opts, kcr_list_item_fn fn, void *ud,
                       kcr_list_meta *meta, kcr_status *st)
 {
-    kcr_list_options o = with_cancel(c, opts);
-    return kcr_client_list(INNER(c), res, ns, &o, fn, ud, meta, st);
+    kcr_request r = stream_req(c, res, ns, opts, st);
+    return kcr_client_list(INNER(c), &r, fn, ud, meta);
 }
 
 static kcr_err r_watch(kcr_client *c, const kcr_resource *res, const char *ns,
-                       const kcr_list_options *opts, kcr_watch_event_fn fn, void *ud,
+                       const kcr__list_options *opts, kcr_watch_event_fn fn, void *ud,
                        kcr_status *st)
 {
-    kcr_list_options o = with_cancel(c, opts);
-    return kcr_client_watch(INNER(c), res, ns, &o, fn, ud, st);
+    kcr_request r = stream_req(c, res, ns, opts, st);
+    return kcr_client_watch(INNER(c), &r, fn, ud);
 }
 
 static kcr_err r_resolve(kcr_client *c, const kcr__disc_query *q, bool refresh,
@@ -219,7 +258,10 @@ static kcr_err r_raw(kcr_client *c, const char *path, const char *body, size_t b
 {
     kcr_raw_options o = *opts;
     o.cancel = token(c, o.cancel);
-    return kcr_client_request(INNER(c), path, body, body_len, &o, out, out_len, st);
+    o.body = body;
+    o.body_len = body_len;
+    o.status = st;
+    return kcr_client_request(INNER(c), path, &o, out, out_len);
 }
 
 static void r_destroy(kcr_client *c)
@@ -255,44 +297,14 @@ kcr_err kcr__ryw_client_new(mgr_worker *w, kcr_client **out)
     return KCR_OK;
 }
 
-static uint64_t hash(const char *s)
-{
-    uint64_t h = UINT64_C(1469598103934665603);
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
-    return h;
-}
-
-static struct ryw_entry **buckets(mgr_ctl *mc)
-{
-    if (!mc->fences)
-        mc->fences = calloc(FENCE_BUCKETS, sizeof(struct ryw_entry *));
-    return (struct ryw_entry **)mc->fences;
-}
-
-void kcr__ryw_commit(mgr_ctl *mc, mgr_worker *w, const char *key)
+void kcr__ryw_commit(mgr_worker *w, mgr_keyrec *rec)
 {
     if (!w->writes.n)
         return;
-    pthread_mutex_lock(&mc->lock);
-    struct ryw_entry **b = buckets(mc);
-    if (b) {
-        struct ryw_entry **pp = &b[hash(key) % FENCE_BUCKETS];
-        while (*pp && strcmp((*pp)->key, key) != 0)
-            pp = &(*pp)->next;
-        if (!*pp && (*pp = calloc(1, sizeof **pp)) && !((*pp)->key = strdup(key))) {
-            free(*pp);
-            *pp = NULL;
-        }
-        if (*pp) {
-            /* the newest writes replace older fences of this key */
-            kcr__ryw_list_clear(&(*pp)->fences);
-            (*pp)->fences = w->writes;
-            memset(&w->writes, 0, sizeof w->writes);
-        }
-    }
-    pthread_mutex_unlock(&mc->lock);
-    kcr__ryw_list_clear(&w->writes);
+    /* the newest writes replace older fences of this key */
+    kcr__ryw_list_clear(&rec->fences);
+    rec->fences = w->writes;
+    memset(&w->writes, 0, sizeof w->writes);
 }
 
 static bool seen(mgr_ctl *mc, const ryw_fence *f)
@@ -304,30 +316,18 @@ static bool seen(mgr_ctl *mc, const ryw_fence *f)
         ok = parse_rv(kcr_object_resource_version(obj), &rv) && rv >= f->rv;
         kcr_object_unref(obj);
     } else {
-        char *last = kcr_informer_last_sync_rv(mc->infs[f->src]);
-        ok = last && parse_rv(last, &rv) && rv >= f->rv;
-        free(last);
+        /* not the reflector's last synced resourceVersion: the reflector
+         * sets it when it queues a change, before the cache applies it, so
+         * a created object would pass the fence before the cache has it */
+        ok = kcr__informer_applied_rv(mc->infs[f->src]) >= f->rv;
     }
     return ok;
 }
 
-void kcr__ryw_wait(mgr_ctl *mc, const char *key)
+void kcr__ryw_wait(mgr_ctl *mc, const char *key, mgr_keyrec *rec)
 {
-    ryw_list l = {0};
-    pthread_mutex_lock(&mc->lock);
-    if (mc->fences) {
-        struct ryw_entry **pp = &((struct ryw_entry **)mc->fences)[hash(key) % FENCE_BUCKETS];
-        while (*pp && strcmp((*pp)->key, key) != 0)
-            pp = &(*pp)->next;
-        if (*pp) {
-            struct ryw_entry *e = *pp;
-            *pp = e->next;
-            l = e->fences;
-            free(e->key);
-            free(e);
-        }
-    }
-    pthread_mutex_unlock(&mc->lock);
+    ryw_list l = rec->fences;
+    memset(&rec->fences, 0, sizeof rec->fences);
     if (!l.n)
         return;
     kcr_controller *c = mc->c;
@@ -353,20 +353,4 @@ void kcr__ryw_wait(mgr_ctl *mc, const char *key)
             nanosleep(&ts, NULL);
         }
     kcr__ryw_list_clear(&l);
-}
-
-void kcr__ryw_free_all(mgr_ctl *mc)
-{
-    struct ryw_entry **b = (struct ryw_entry **)mc->fences;
-    if (!b)
-        return;
-    for (size_t i = 0; i < FENCE_BUCKETS; i++)
-        for (struct ryw_entry *e = b[i], *nx; e; e = nx) {
-            nx = e->next;
-            kcr__ryw_list_clear(&e->fences);
-            free(e->key);
-            free(e);
-        }
-    free(b);
-    mc->fences = NULL;
 }

@@ -10,15 +10,51 @@
 #include "core/log.h"
 #include "core/trace.h"
 
+/* ---- the per-key record: the workqueue item's payload ---- */
+
+static void keyrec_free(void *payload, void *user_data)
+{
+    (void)user_data;
+    mgr_keyrec *rec = payload;
+    kcr__pending_clear(&rec->p);
+    kcr__ryw_list_clear(&rec->fences);
+    free(rec);
+}
+
+/* Runs under the queue's lock: reasons coalesce, newer fences replace older. */
+static void *keyrec_merge(void *held, void *incoming, void *user_data)
+{
+    mgr_keyrec *h = held, *in = incoming;
+    if (!h || !in)
+        return h ? h : in;
+    kcr__pending_merge(&h->p, &in->p);
+    if (in->fences.n) {
+        kcr__ryw_list_clear(&h->fences);
+        h->fences = in->fences;
+        memset(&in->fences, 0, sizeof in->fences);
+    }
+    keyrec_free(in, user_data);
+    return h;
+}
+
+static const kcr_workqueue_payload_ops keyrec_ops = {.merge = keyrec_merge, .free = keyrec_free};
+
 static kcr_err mgr_enqueue(kcr_controller *c, const char *key, int priority, int64_t delay_ms,
-                           void *env)
+                           kcr__pending *p, void *env)
 {
     (void)env;
     mgr_ctl *mc = c->env_ctl;
-    if (delay_ms > 0)
-        return kcr_workqueue_add_after_with_priority(mc->q, key, delay_ms, priority);
-    kcr_err err = kcr_workqueue_add_with_priority(mc->q, key, priority);
-    kcr__trace_stamp(KCR__TR_ENQUEUED, key);
+    mgr_keyrec *rec = calloc(1, sizeof *rec);
+    if (!rec) {
+        kcr__pending_clear(p);
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory enqueueing %s", key);
+    }
+    rec->p = *p;
+    memset(p, 0, sizeof *p);
+    kcr_workqueue_add_options ao = {.delay_ms = delay_ms, .priority = priority, .payload = rec};
+    kcr_err err = kcr_workqueue_add(mc->q, key, &ao);
+    if (delay_ms <= 0)
+        kcr__trace_stamp(KCR__TR_ENQUEUED, key);
     return err;
 }
 
@@ -57,7 +93,7 @@ kcr_err kcr__mgr_ctl_new(kcr_manager *m, kcr_controller *c, mgr_ctl **out)
     if (err == KCR_OK) {
         /* the controller keeps the rate limiter (retries go through add_after with
          * its delay, so the test kit's virtual clock can drive the same code) */
-        kcr_workqueue_options qo = {.name = c->name, .metrics = &hooks};
+        kcr_workqueue_options qo = {.name = c->name, .metrics = &hooks, .payload = &keyrec_ops};
         err = kcr_workqueue_new(&qo, &mc->q);
     }
     if (err != KCR_OK) {
@@ -78,7 +114,6 @@ void kcr__mgr_ctl_free(mgr_ctl *mc)
         kcr_client_free(mc->w[i].client);
         kcr__ryw_list_clear(&mc->w[i].writes);
     }
-    kcr__ryw_free_all(mc);
     free(mc->regs);
     free(mc->w);
     free(mc->infs);
@@ -102,12 +137,12 @@ static bool wait_synced(mgr_ctl *mc)
     return !atomic_load(&mc->m->stopping) && !kcr_workqueue_shutting_down(mc->q);
 }
 
-static void run_key(mgr_worker *w, const char *key)
+static void run_key(mgr_worker *w, const char *key, mgr_keyrec *rec)
 {
     mgr_ctl *mc = w->mc;
     kcr_controller *c = mc->c;
     if (c->ryw)
-        kcr__ryw_wait(mc, key);
+        kcr__ryw_wait(mc, key, rec);
     kcr__trace_end(key);
     int64_t start = kcr__now_ns();
     pthread_mutex_lock(&mc->lock);
@@ -121,6 +156,7 @@ static void run_key(mgr_worker *w, const char *key)
         .recorder = mc->m->recorder,
         .cancel = w->cancel,
         .limiter_now_ns = start,
+        .pending = &rec->p,
     };
     kcr_metric_add(mc->series.active, 1);
     kcr__reconcile_key(c, key, &run);
@@ -134,7 +170,7 @@ static void run_key(mgr_worker *w, const char *key)
     if (timed_out)
         KCR__COUNT(c, timeouts, 1);
     if (c->ryw)
-        kcr__ryw_commit(mc, w, key);
+        kcr__ryw_commit(w, rec);
     kcr__instrument_reconcile(mc, run.outcome, (double)(end - start) / 1e9, timed_out);
     if (kcr__log_enabled(KCR_LOG_DEBUG)) {
         static const char *const names[] = {"success", "requeue_after", "error", "terminal",
@@ -163,9 +199,25 @@ static void *worker_main(void *arg)
             /* once kcr_manager_stop has been called (even before the run
              * loop wakes to shut the queues down), keys still handed out
              * are not started */
+            void *payload = NULL;
+            kcr_workqueue_take_payload(mc->q, key, &payload);
+            mgr_keyrec *rec = payload;
+            if (!rec && !(rec = calloc(1, sizeof *rec))) { /* no reasons: a bare re-add */
+                kcr__log(KCR_LOG_ERROR, "controller", "controller \"%s\": out of memory for %s",
+                         mc->c->name, key);
+                kcr_workqueue_done(mc->q, key);
+                continue;
+            }
             if (!kcr_cancel_triggered(mc->m->stop_cancel) && !atomic_load(&mc->m->stopping) &&
                 !kcr_workqueue_shutting_down(mc->q))
-                run_key(w, key);
+                run_key(w, key, rec);
+            /* what outlives the reconcile (a delayed reason not due yet, the
+             * fences of its writes) goes back before done: the key's next
+             * get finds it */
+            if (rec->p.delayed != KCR_REASON_NONE || rec->fences.n)
+                kcr_workqueue_put_payload(mc->q, key, rec);
+            else
+                keyrec_free(rec, NULL);
             kcr_workqueue_done(mc->q, key);
         }
     pthread_mutex_lock(&mc->lock);

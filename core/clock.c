@@ -1,4 +1,5 @@
 #include "core/clock.h"
+#include "core/error.h"
 
 int64_t kcr__now_ns(void)
 {
@@ -32,4 +33,15 @@ int kcr__cond_init_monotonic(pthread_cond_t *cond)
         rc = pthread_cond_init(cond, &attr);
     pthread_condattr_destroy(&attr);
     return rc;
+}
+
+kcr_err kcr__duration_check(const char *what, int64_t ms, unsigned accept)
+{
+    if ((ms == KCR_DURATION_INFINITE && (accept & KCR__DURATION_INFINITE)) ||
+        (ms == KCR_DURATION_ZERO && (accept & KCR__DURATION_ZERO)) ||
+        (ms >= 0 && ms <= KCR_DURATION_MAX))
+        return KCR_OK;
+    return kcr__fail(KCR_ERR_INVALID, "%s: %lld ms is not a duration here (0..2^40%s%s)", what,
+                     (long long)ms, accept & KCR__DURATION_INFINITE ? ", KCR_DURATION_INFINITE" : "",
+                     accept & KCR__DURATION_ZERO ? ", KCR_DURATION_ZERO" : "");
 }

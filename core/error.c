@@ -68,15 +68,6 @@ static void set_detail(const char *fmt, va_list ap)
     memcpy(last_error, buf, sizeof buf);
 }
 
-kcr_err kcr__fail(kcr_err err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    set_detail(fmt, ap);
-    va_end(ap);
-    return err;
-}
-
 kcr_err kcr_set_error(kcr_err err, const char *fmt, ...)
 {
     if (!fmt) {

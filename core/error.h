@@ -3,15 +3,12 @@
 #define KCR_CORE_ERROR_H
 
 #include "kcr/error.h"
-#include "kcr/export.h"
-
-/* The two functions below are exported from libkcr.so (KCR_API) for kcr's
- * companion library kcr_http only, so its errors reach kcr_last_error(); they
- * are not public API (no installed header declares them). */
 
 /* Stores a printf-style detail message for kcr_last_error() on this thread and
- * returns `err`, so call sites read `return kcr__fail(KCR_ERR_PARSE, "...", ...)`. */
-KCR_API kcr_err kcr__fail(kcr_err err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+ * returns `err`, so call sites read `return kcr__fail(KCR_ERR_PARSE, "...", ...)`.
+ * It is the public kcr_set_error (kcr/error.h), so kcr_http, built outside
+ * libkcr, records its errors the same way with nothing internal exported. */
+#define kcr__fail kcr_set_error
 
 /* kcr__fail() with the current kcr_last_error() appended: "<fmt...><previous>",
  * for adding context to a failure reported further down. (Passing
@@ -19,6 +16,6 @@ KCR_API kcr_err kcr__fail(kcr_err err, const char *fmt, ...) __attribute__((form
 kcr_err kcr__refail(kcr_err err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Clears this thread's detail message. */
-KCR_API void kcr__clear_error(void);
+void kcr__clear_error(void);
 
 #endif

@@ -73,12 +73,12 @@ void kcr_log_stderr(kcr_log_level level, const char *module, const char *message
     fprintf(stderr, "%-5s %s: %s\n", kcr_log_level_name(level), module, message);
 }
 
-bool kcr__log_enabled(kcr_log_level level)
+bool kcr_log_enabled(kcr_log_level level)
 {
     return atomic_load(&have_handler) && (int)level <= atomic_load(&max_level);
 }
 
-void kcr__log(kcr_log_level level, const char *module, const char *fmt, ...)
+void kcr_log(kcr_log_level level, const char *module, const char *fmt, ...)
 {
     if (!kcr__log_enabled(level))
         return;

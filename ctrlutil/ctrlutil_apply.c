@@ -34,9 +34,17 @@ kcr_err kcr_ctrlutil_apply(kcr_client *c, const kcr_resource *res, const char *n
     kcr_err err = kcr_object_to_json(obj, &json, &len);
     if (err != KCR_OK)
         return err;
-    kcr_write_options w = {.field_manager = field_manager, .force = force};
-    err = kcr_client_patch(c, res, ns ? ns : obj_ns, name, KCR_PATCH_APPLY, json, len, &w, out,
-                           status);
+    err = kcr_client_patch(c,
+                           &(kcr_request){.resource = res,
+                                          .ns = ns ? ns : obj_ns,
+                                          .name = name,
+                                          .patch_type = KCR_PATCH_APPLY,
+                                          .body = json,
+                                          .body_len = len,
+                                          .field_manager = field_manager,
+                                          .force = force,
+                                          .status = status},
+                           out);
     free(json);
     return err;
 }

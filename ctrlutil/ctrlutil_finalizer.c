@@ -92,7 +92,14 @@ static kcr_err change_finalizer(kcr_client *c, const kcr_resource *res, const kc
             break;
         }
         kcr_object *patched = NULL;
-        err = kcr_client_patch(c, res, ns, name, KCR_PATCH_JSON, b.s, b.len, NULL, &patched, st);
+        err = kcr_client_patch(c,
+                               &(kcr_request){.resource = res,
+                                              .ns = ns,
+                                              .name = name,
+                                              .body = b.s,
+                                              .body_len = b.len,
+                                              .status = st},
+                               &patched);
         kcr__buf_free(&b);
         if (err == KCR_OK) {
             if (changed)
@@ -112,7 +119,8 @@ static kcr_err change_finalizer(kcr_client *c, const kcr_resource *res, const kc
         snprintf(why, sizeof why, "%s", kcr_last_error());
         kcr_status gst = {0};
         kcr_object *fresh = NULL;
-        kcr_err gerr = kcr_client_get(c, res, ns, name, NULL, &fresh, &gst);
+        kcr_err gerr = kcr_client_get(
+            c, &(kcr_request){.resource = res, .ns = ns, .name = name, .status = &gst}, &fresh);
         if (gerr != KCR_OK) {
             if (st)
                 kcr_status_copy(st, &gst);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "core/error.h"
 #include "kcr/controllerutil.h"
 
@@ -147,29 +148,37 @@ static kcr_err set_ref_object(const kcr_object *owner, const kcr_object *obj,
     return err;
 }
 
-kcr_err kcr_ctrlutil_set_controller_reference(const kcr_object *owner, const kcr_object *obj,
-                                              const kcr_ctrlutil_owner_options *opts,
-                                              kcr_object **out)
+kcr_err (kcr_ctrlutil_set_controller_reference)(size_t opts_size, const kcr_object *owner,
+                                                const kcr_object *obj,
+                                                const kcr_ctrlutil_owner_options *opts,
+                                                kcr_object **out)
 {
+    KCR__ABI_OPTS(kcr_ctrlutil_owner_options, opts, opts_size);
     return set_ref_object(owner, obj, opts, true, out);
 }
 
-kcr_err kcr_ctrlutil_set_controller_reference_edit(const kcr_object *owner, kcr_object_edit *edit,
-                                                   const kcr_ctrlutil_owner_options *opts)
+kcr_err (kcr_ctrlutil_set_controller_reference_edit)(size_t opts_size, const kcr_object *owner,
+                                                     kcr_object_edit *edit,
+                                                     const kcr_ctrlutil_owner_options *opts)
 {
+    KCR__ABI_OPTS(kcr_ctrlutil_owner_options, opts, opts_size);
     bool changed;
     return set_ref(owner, edit, opts, true, &changed);
 }
 
-kcr_err kcr_ctrlutil_set_owner_reference(const kcr_object *owner, const kcr_object *obj,
-                                         const kcr_ctrlutil_owner_options *opts, kcr_object **out)
+kcr_err (kcr_ctrlutil_set_owner_reference)(size_t opts_size, const kcr_object *owner,
+                                           const kcr_object *obj,
+                                           const kcr_ctrlutil_owner_options *opts, kcr_object **out)
 {
+    KCR__ABI_OPTS(kcr_ctrlutil_owner_options, opts, opts_size);
     return set_ref_object(owner, obj, opts, false, out);
 }
 
-kcr_err kcr_ctrlutil_set_owner_reference_edit(const kcr_object *owner, kcr_object_edit *edit,
-                                              const kcr_ctrlutil_owner_options *opts)
+kcr_err (kcr_ctrlutil_set_owner_reference_edit)(size_t opts_size, const kcr_object *owner,
+                                                kcr_object_edit *edit,
+                                                const kcr_ctrlutil_owner_options *opts)
 {
+    KCR__ABI_OPTS(kcr_ctrlutil_owner_options, opts, opts_size);
     bool changed;
     return set_ref(owner, edit, opts, false, &changed);
 }

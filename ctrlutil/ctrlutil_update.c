@@ -91,7 +91,8 @@ static kcr_err read_current(const struct target *t, kcr_store *cache, kcr_object
         }
         kcr_object_unref(hit);
     }
-    return kcr_client_get(t->c, t->res, t->ns, t->name, NULL, cur, st);
+    return kcr_client_get(
+        t->c, &(kcr_request){.resource = t->res, .ns = t->ns, .name = t->name, .status = st}, cur);
 }
 
 /* Nothing to write: the server would store what it has. A status write can
@@ -153,11 +154,26 @@ static kcr_err run(const struct target *t, enum write_kind kind,
             return err;
         }
         if (create)
-            err = kcr_client_create(t->c, t->res, t->ns, json, len, NULL, &written, st);
+            err = kcr_client_create(
+                t->c,
+                &(kcr_request){
+                    .resource = t->res, .ns = t->ns, .body = json, .body_len = len, .status = st},
+                &written);
         else if (kind == WRITE_STATUS)
-            err = kcr_client_update_status(t->c, t->res, t->ns, json, len, &written, st);
+            err = kcr_client_update(t->c,
+                                    &(kcr_request){.resource = t->res,
+                                                   .ns = t->ns,
+                                                   .subresource = "status",
+                                                   .body = json,
+                                                   .body_len = len,
+                                                   .status = st},
+                                    &written);
         else
-            err = kcr_client_update(t->c, t->res, t->ns, json, len, NULL, &written, st);
+            err = kcr_client_update(
+                t->c,
+                &(kcr_request){
+                    .resource = t->res, .ns = t->ns, .body = json, .body_len = len, .status = st},
+                &written);
         free(json);
         if (err == KCR_OK) {
             /* the server keeps the resourceVersion of a write it did not

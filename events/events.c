@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "events/events_internal.h"
+#include "core/abi.h"
 #include "core/identity.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -72,9 +73,13 @@ static char *default_instance(const char *controller)
     return buf;
 }
 
-kcr_err kcr_event_recorder_new(kcr_client *client, const kcr_event_recorder_options *opts,
-                               kcr_event_recorder **out)
+kcr_err (kcr_event_recorder_new)(size_t opts_size, kcr_client *client,
+                                 const kcr_event_recorder_options *opts, kcr_event_recorder **out)
 {
+    KCR__ABI_OPTS(kcr_event_recorder_options, opts, opts_size);
+    if (opts->clock && kcr__abi_reserved(opts->clock->reserved, sizeof opts->clock->reserved,
+                                         "kcr_event_recorder_options.clock") != KCR_OK)
+        return KCR_ERR_INVALID; /* detail: kcr__abi_reserved */
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "event recorder: out is NULL");
     *out = NULL;
@@ -160,7 +165,12 @@ kcr_err kcr_event_recorder_flush(kcr_event_recorder *r, int64_t timeout_ms)
 {
     if (!r)
         return kcr__fail(KCR_ERR_INVALID, "event recorder: NULL recorder");
-    int64_t deadline = kcr__now_ns() + (timeout_ms > 0 ? timeout_ms : 0) * KCR_NS_PER_MS;
+    if (timeout_ms < 0 && kcr__duration_check("kcr_event_recorder_flush: timeout_ms", timeout_ms,
+                                               KCR__DURATION_INFINITE) != KCR_OK)
+        return KCR_ERR_INVALID; /* detail: kcr__duration_check */
+    int64_t deadline = timeout_ms < 0 || timeout_ms > KCR__MAX_DURATION_MS
+                           ? INT64_MAX
+                           : kcr__now_ns() + timeout_ms * KCR_NS_PER_MS;
     struct timespec ts = kcr__timespec_at(deadline);
     pthread_mutex_lock(&r->lock);
     while ((r->len || r->sending) && kcr__now_ns() < deadline)
@@ -172,14 +182,15 @@ kcr_err kcr_event_recorder_flush(kcr_event_recorder *r, int64_t timeout_ms)
                              (long long)timeout_ms);
 }
 
-void kcr_event_recorder_get_stats(kcr_event_recorder *r, kcr_event_recorder_stats *out)
+void (kcr_event_recorder_get_stats)(size_t out_size, kcr_event_recorder *r,
+                                    kcr_event_recorder_stats *out)
 {
-    if (!out)
+    if (!out || !r) {
+        kcr__abi_out(out, out_size, &(kcr_event_recorder_stats){0}, sizeof(kcr_event_recorder_stats));
         return;
-    memset(out, 0, sizeof *out);
-    if (!r)
-        return;
+    }
     pthread_mutex_lock(&r->lock);
-    *out = r->stats;
+    kcr_event_recorder_stats st = r->stats;
     pthread_mutex_unlock(&r->lock);
+    kcr__abi_out(out, out_size, &st, sizeof st);
 }

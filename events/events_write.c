@@ -140,9 +140,13 @@ static kcr_err create(kcr_event_recorder *r, const kcr_object *event, kcr_status
     kcr_err err = kcr_object_to_json(event, &json, NULL);
     if (err != KCR_OK)
         return err;
-    kcr_write_options o = {.cancel = r->cancel};
-    err = kcr_client_create(r->client, &KCR__EVENTS, kcr_object_namespace(event), json, 0, &o, NULL,
-                            st);
+    err = kcr_client_create(r->client,
+                            &(kcr_request){.resource = &KCR__EVENTS,
+                                           .ns = kcr_object_namespace(event),
+                                           .body = json,
+                                           .cancel = r->cancel,
+                                           .status = st},
+                            NULL);
     free(json);
     return err;
 }
@@ -177,10 +181,15 @@ void kcr__event_send(kcr_event_recorder *r, const kcr__event_item *item)
         snprintf(patch, sizeof patch,
                  "{\"series\":{\"count\":%" PRId64 ",\"lastObservedTime\":\"%s\"}}",
                  item->count, when);
-        kcr_write_options o = {.cancel = r->cancel};
-        err = kcr_client_patch(r->client, &KCR__EVENTS, kcr_object_namespace(item->event),
-                               kcr_object_name(item->event), KCR_PATCH_MERGE, patch, 0, &o, NULL,
-                               &st);
+        err = kcr_client_patch(r->client,
+                               &(kcr_request){.resource = &KCR__EVENTS,
+                                              .ns = kcr_object_namespace(item->event),
+                                              .name = kcr_object_name(item->event),
+                                              .patch_type = KCR_PATCH_MERGE,
+                                              .body = patch,
+                                              .cancel = r->cancel,
+                                              .status = &st},
+                               NULL);
         if (err == KCR_OK) {
             counted(r, &r->stats.series_updates);
         } else if (err == KCR_ERR_NOT_FOUND) { /* expired or never created */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "fake/fake_internal.h"
@@ -92,8 +93,9 @@ static const kcr__client_ops fake_ops = {
 
 /* ---- public API ------------------------------------------------------------------------------ */
 
-kcr_err kcr_fake_new(const kcr_fake_options *opts, kcr_fake **out)
+kcr_err (kcr_fake_new)(size_t opts_size, const kcr_fake_options *opts, kcr_fake **out)
 {
+    KCR__ABI_OPTS(kcr_fake_options, opts, opts_size);
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_fake_new: NULL out");
     *out = NULL;
@@ -183,19 +185,15 @@ kcr_err kcr_fake_add(kcr_fake *f, const kcr_resource *res, const char *json, kcr
     return err;
 }
 
-kcr_err kcr_fake_inject_error(kcr_fake *f, kcr_fake_verb verb, const kcr_resource *res, int times,
-                              int code, const char *reason, const char *message)
+kcr_err (kcr_fake_inject_error)(size_t e_size, kcr_fake *f, const kcr_fake_error *e)
 {
-    return kcr_fake_inject_error_for(f, verb, res, NULL, NULL, times, code, reason, message);
-}
-
-kcr_err kcr_fake_inject_error_for(kcr_fake *f, kcr_fake_verb verb, const kcr_resource *res,
-                                  const char *ns, const char *name, int times, int code,
-                                  const char *reason, const char *message)
-{
-    if (!f || times == 0)
-        return kcr__fail(KCR_ERR_INVALID, "inject_error: a fake and times != 0 required");
-    kcr__frule r = {.verb = verb, .times = times, .code = code};
+    KCR__ABI_OPTS(kcr_fake_error, e, e_size);
+    if (!f || !e || e->code < 100 || e->code > 599)
+        return kcr__fail(KCR_ERR_INVALID, "inject_error: a fake and an error with an HTTP "
+                                          "code (100-599) are required");
+    const kcr_resource *res = e->resource;
+    const char *ns = e->ns, *name = e->name, *reason = e->reason, *message = e->message;
+    kcr__frule r = {.verb = e->verb, .times = e->times ? e->times : 1, .code = e->code};
     r.rkey = res ? kcr__fake_rkey(res) : NULL;
     r.ns = ns ? strdup(ns) : NULL;
     r.name = name ? strdup(name) : NULL;

@@ -69,7 +69,7 @@ typedef struct kcr__fwatcher {
     struct kcr__fwatcher *next;
 } kcr__fwatcher;
 
-/* An injected-error rule (kcr_fake_inject_error_for). */
+/* An injected-error rule (kcr_fake_inject_error). */
 typedef struct kcr__frule {
     kcr_fake_verb verb;
     char *rkey;      /* NULL: any */
@@ -281,23 +281,23 @@ bool kcr__fake_spec_changed(const struct kcr__node *next, kcr_value cur);
 /* ---- read.c, write.c, watch.c: the client back end's verbs ------------------------------ */
 
 kcr_err kcr__fake_get(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                      const kcr_get_options *opts, kcr_object **out, kcr_status *st);
+                      const kcr__get_options *opts, kcr_object **out, kcr_status *st);
 kcr_err kcr__fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
-                       const kcr_list_options *opts, kcr_list_item_fn fn, void *ud,
+                       const kcr__list_options *opts, kcr_list_item_fn fn, void *ud,
                        kcr_list_meta *meta, kcr_status *st);
 kcr_err kcr__fake_create(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
-                         size_t len, const kcr_write_options *opts, kcr_object **out,
+                         size_t len, const kcr__write_options *opts, kcr_object **out,
                          kcr_status *st);
 kcr_err kcr__fake_update(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                         const char *json, size_t len, const kcr_write_options *opts,
+                         const char *json, size_t len, const kcr__write_options *opts,
                          kcr_object **out, kcr_status *st);
 kcr_err kcr__fake_patch(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
                         kcr_patch_type type, const char *patch, size_t len,
-                        const kcr_write_options *opts, kcr_object **out, kcr_status *st);
+                        const kcr__write_options *opts, kcr_object **out, kcr_status *st);
 kcr_err kcr__fake_delete(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                         const kcr_delete_options *opts, kcr_object **out, kcr_status *st);
+                         const kcr__delete_options *opts, kcr_object **out, kcr_status *st);
 kcr_err kcr__fake_watch(kcr_client *c, const kcr_resource *res, const char *ns,
-                        const kcr_list_options *opts, kcr_watch_event_fn fn, void *ud,
+                        const kcr__list_options *opts, kcr_watch_event_fn fn, void *ud,
                         kcr_status *st);
 
 /* Creates an object from a parsed body (taken): kcr_fake_add and apply's
@@ -309,7 +309,7 @@ kcr_err kcr__fake_create_doc(kcr_fake *f, const kcr_resource *res, const char *n
 kcr_object *kcr__fake_metadata_view(const kcr_object *obj);
 
 /* Parses list/watch label and field selectors (400 BadRequest when bad). */
-kcr_err kcr__fake_parse_selectors(const kcr_list_options *opts, kcr__selector **labels,
+kcr_err kcr__fake_parse_selectors(const kcr__list_options *opts, kcr__selector **labels,
                                   kcr__selector **fields, kcr_status *st);
 bool kcr__fake_selects(const kcr__selector *labels, const kcr__selector *fields,
                        const kcr_object *obj);

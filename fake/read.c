@@ -45,7 +45,7 @@ bool kcr__fake_selects(const kcr__selector *labels, const kcr__selector *fields,
            kcr__selector_matches(fields, obj_field, (void *)obj);
 }
 
-kcr_err kcr__fake_parse_selectors(const kcr_list_options *opts, kcr__selector **labels,
+kcr_err kcr__fake_parse_selectors(const kcr__list_options *opts, kcr__selector **labels,
                                   kcr__selector **fields, kcr_status *st)
 {
     *labels = *fields = NULL;
@@ -60,7 +60,7 @@ kcr_err kcr__fake_parse_selectors(const kcr_list_options *opts, kcr__selector **
 }
 
 kcr_err kcr__fake_get(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                      const kcr_get_options *opts, kcr_object **out, kcr_status *st)
+                      const kcr__get_options *opts, kcr_object **out, kcr_status *st)
 {
     kcr_fake *f = KCR__FAKE(c);
     kcr_err err = kcr__fake_begin(f, KCR_FAKE_GET, res, ns, name, opts->subresource, NULL, st);
@@ -186,7 +186,7 @@ static kcr_err fill_meta(kcr_list_meta *meta, uint64_t rv, kcr_object **items, s
 }
 
 kcr_err kcr__fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
-                       const kcr_list_options *opts, kcr_list_item_fn fn, void *ud,
+                       const kcr__list_options *opts, kcr_list_item_fn fn, void *ud,
                        kcr_list_meta *meta, kcr_status *st)
 {
     kcr_fake *f = KCR__FAKE(c);

@@ -170,7 +170,7 @@ static void watcher_free(kcr__fwatcher *w)
 }
 
 kcr_err kcr__fake_watch(kcr_client *c, const kcr_resource *res, const char *ns,
-                        const kcr_list_options *opts, kcr_watch_event_fn fn, void *ud,
+                        const kcr__list_options *opts, kcr_watch_event_fn fn, void *ud,
                         kcr_status *st)
 {
     kcr_fake *f = KCR__FAKE(c);

@@ -129,7 +129,7 @@ kcr_err kcr__fake_create_doc(kcr_fake *f, const kcr_resource *res, const char *n
 }
 
 kcr_err kcr__fake_create(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
-                         size_t len, const kcr_write_options *opts, kcr_object **out,
+                         size_t len, const kcr__write_options *opts, kcr_object **out,
                          kcr_status *st)
 {
     kcr__fake_write w;
@@ -214,7 +214,7 @@ static kcr_err write_locked(kcr__fake_write *w, struct kcr__node *written, const
 }
 
 kcr_err kcr__fake_update(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                         const char *json, size_t len, const kcr_write_options *opts,
+                         const char *json, size_t len, const kcr__write_options *opts,
                          kcr_object **out, kcr_status *st)
 {
     kcr__fake_write w;
@@ -296,7 +296,7 @@ static kcr_err apply_create(kcr__fake_write *w, const char *patch, size_t len, k
 
 kcr_err kcr__fake_patch(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
                         kcr_patch_type type, const char *patch, size_t len,
-                        const kcr_write_options *opts, kcr_object **out, kcr_status *st)
+                        const kcr__write_options *opts, kcr_object **out, kcr_status *st)
 {
     kcr__fake_write w;
     kcr_err err = kcr__fake_write_begin(&w, KCR__FAKE(c), KCR_FAKE_PATCH, res, ns, name,
@@ -335,7 +335,7 @@ kcr_err kcr__fake_patch(kcr_client *c, const kcr_resource *res, const char *ns, 
 /* ---- delete ------------------------------------------------------------------------------- */
 
 kcr_err kcr__fake_delete(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                         const kcr_delete_options *opts, kcr_object **out, kcr_status *st)
+                         const kcr__delete_options *opts, kcr_object **out, kcr_status *st)
 {
     kcr__fake_write w;
     kcr_err err = kcr__fake_write_begin(&w, KCR__FAKE(c), KCR_FAKE_DELETE, res, ns, name, NULL,

@@ -158,6 +158,9 @@ kcr_err kcr_informer_factory_wait_for_sync(kcr_informer_factory *f, int64_t time
 {
     if (!f)
         return kcr__fail(KCR_ERR_INVALID, "kcr_informer_factory_wait_for_sync: NULL factory");
+    if (timeout_ms < 0 && kcr__duration_check("kcr_informer_factory_wait_for_sync: timeout_ms", timeout_ms,
+                                               KCR__DURATION_INFINITE) != KCR_OK)
+        return KCR_ERR_INVALID; /* detail: kcr__duration_check */
     if (timeout_ms > KCR__MAX_DURATION_MS)
         timeout_ms = -1; /* as good as no limit, and its nanoseconds would overflow */
     int64_t deadline = timeout_ms >= 0 ? kcr__now_ns() + timeout_ms * KCR_NS_PER_MS : -1;

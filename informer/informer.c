@@ -7,12 +7,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/trace.h"
 #include "informer/informer_impl.h"
 #include "informer/informer_internal.h"
+
+void kcr__informer_note_applied(kcr_informer *inf, const char *rv)
+{
+    uint64_t v = 0;
+    for (const char *p = rv; p && *p; p++) {
+        if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10)
+            return;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (v > inf->applied_rv)
+        inf->applied_rv = v;
+}
+
+uint64_t kcr__informer_applied_rv(kcr_informer *inf)
+{
+    pthread_mutex_lock(&inf->mu);
+    uint64_t v = inf->applied_rv;
+    pthread_mutex_unlock(&inf->mu);
+    return v;
+}
 
 static kcr_err process(const char *key, const kcr_delta *deltas, size_t n, bool initial,
                        bool *requeue, void *ud)
@@ -27,6 +48,8 @@ static kcr_err process(const char *key, const kcr_delta *deltas, size_t n, bool 
         if (d->type == KCR_DELTA_DELETED) {
             kcr_object *last = d->object ? NULL : kcr_store_get_by_key(inf->store, key);
             err = kcr_store_delete_key(inf->store, key);
+            if (d->object)
+                kcr__informer_note_applied(inf, kcr_object_resource_version(d->object));
             kcr__informer_distribute(inf, key, KCR__N_DELETE, NULL, d->object ? d->object : last,
                                      d->tombstone, false, false);
             kcr_object_unref(last);
@@ -38,6 +61,7 @@ static kcr_err process(const char *key, const kcr_delta *deltas, size_t n, bool 
             kcr_object_unref(old);
             break;
         }
+        kcr__informer_note_applied(inf, kcr_object_resource_version(d->object));
         if (old) {
             bool sync =
                 d->type == KCR_DELTA_SYNC || (d->type == KCR_DELTA_REPLACED &&
@@ -178,6 +202,9 @@ kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
     kcr_informer_options d = {0};
     if (!opts)
         opts = &d;
+    kcr_err err = kcr__abi_reserved(opts->reserved, sizeof opts->reserved, "kcr_informer_options");
+    if (err != KCR_OK)
+        return err;
     kcr_informer *inf = calloc(1, sizeof *inf);
     if (!inf)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
@@ -189,11 +216,10 @@ kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
     inf->resource = strdup(res->resource);
     inf->res = (kcr_resource){inf->group, inf->version, inf->resource};
     inf->keep_managed_fields = opts->keep_managed_fields;
-    inf->transform = opts->transform;
-    inf->transform_ud = opts->transform_user_data;
+    inf->transform = opts->reflector.transform;
+    inf->transform_ud = opts->reflector.transform_user_data;
     inf->on_error = opts->reflector.on_error;
     inf->error_ud = opts->reflector.error_user_data;
-    kcr_err err = KCR_OK;
     if (!inf->group || !inf->version || !inf->resource)
         err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
     if (err == KCR_OK)
@@ -338,6 +364,9 @@ kcr_err kcr_informer_wait_for_sync(kcr_informer *inf, int64_t timeout_ms, kcr_st
         kcr_status_clear(status);
     if (!inf)
         return kcr__fail(KCR_ERR_INVALID, "kcr_informer_wait_for_sync: NULL informer");
+    if (timeout_ms < 0 && kcr__duration_check("kcr_informer_wait_for_sync: timeout_ms", timeout_ms,
+                                               KCR__DURATION_INFINITE) != KCR_OK)
+        return KCR_ERR_INVALID; /* detail: kcr__duration_check */
     if (timeout_ms > KCR__MAX_DURATION_MS)
         timeout_ms = -1; /* as good as no limit, and its nanoseconds would overflow */
     int64_t deadline = timeout_ms >= 0 ? kcr__now_ns() + timeout_ms * KCR_NS_PER_MS : INT64_MAX;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -255,13 +256,14 @@ void kcr__informer_distribute(kcr_informer *inf, const char *key, kcr__notif_kin
             enqueue(h, key, kind, old, cur, tomb, initial);
 }
 
-kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_handler *eh,
-                                 kcr_handler_reg **out)
+kcr_err (kcr_informer_add_handler)(size_t eh_size, kcr_informer *inf, const kcr_event_handler *eh,
+                                   kcr_handler_reg **out)
 {
     if (out)
         *out = NULL;
     if (!inf || !eh)
         return kcr__fail(KCR_ERR_INVALID, "kcr_informer_add_handler: NULL argument");
+    KCR__ABI_OPTS(kcr_event_handler, eh, eh_size);
     if (eh->resync_period_ms > KCR__MAX_DURATION_MS)
         return kcr__fail(KCR_ERR_INVALID,
                          "kcr_informer_add_handler: resync_period_ms %lld is above %lld",

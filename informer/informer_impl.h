@@ -73,12 +73,18 @@ struct kcr_informer {
     bool listed;        /* a complete initial state reached the sink */
     bool applied_first; /* the first list went straight to the cache */
     uint64_t resync_timeouts;
+    /* The highest integer resourceVersion applied to the cache (0: none),
+     * under mu: unlike the reflector's last synced one, the cache has it. */
+    uint64_t applied_rv;
     bool resync_started;
     pthread_t proc;
     pthread_t resync; /* sleeps until the nearest handler resync is due */
 };
 
 typedef enum kcr__notif_kind { KCR__N_ADD, KCR__N_UPDATE, KCR__N_DELETE } kcr__notif_kind;
+
+/* Raises inf->applied_rv to `rv` if it is a larger integer (mu held). */
+void kcr__informer_note_applied(kcr_informer *inf, const char *rv);
 
 /* ---- informer_handlers.c ---- */
 

@@ -21,6 +21,12 @@ void kcr__reflector_drop_managed_fields(kcr_reflector *r);
  * deadline): with no handler asking for resync it waits with no deadline. */
 uint64_t kcr__informer_resync_timeouts(kcr_informer *inf);
 
+/* The highest resourceVersion (an integer; 0: none yet) of a change the
+ * informer's cache has applied: every object change up to it is visible in
+ * the cache (read-your-writes waits on it for objects the cache does not
+ * hold). Thread-safe. */
+uint64_t kcr__informer_applied_rv(kcr_informer *inf);
+
 /* True for a Status saying the requested resourceVersion is newer than the
  * server has (504 with cause ResourceVersionTooLarge, or the older message). */
 bool kcr__is_too_large_rv(kcr_err err, const kcr_status *st);

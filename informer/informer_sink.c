@@ -69,6 +69,8 @@ static kcr_err apply_first_list(kcr_informer *inf, kcr_object *const *objs, size
         free(key);
     }
     inf->applied_first = *applied = err == KCR_OK;
+    if (err == KCR_OK)
+        kcr__informer_note_applied(inf, rv);
     pthread_mutex_unlock(&inf->mu);
     return err;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/grow.h"
@@ -293,20 +294,24 @@ static kcr_err do_list(kcr_reflector *r)
          * unpaged; keep paging only where the server showed it pages. */
         if (*rv && strcmp(rv, "0") != 0 && !r->paginated_result)
             limit = 0;
-        kcr_list_options o = {.label_selector = r->label,
-                              .field_selector = r->field,
-                              .resource_version = cont ? NULL : rv,
-                              .limit = full ? 0 : limit,
-                              .continue_token = cont,
-                              .metadata_only = r->metadata_only,
-                              .drop_managed_fields = r->drop_managed_fields,
-                              .cancel = r->cancel};
         kcr_list_meta meta = {0};
         kcr_status st = {0};
         pthread_mutex_lock(&r->mu);
         r->stats.list_requests++;
         pthread_mutex_unlock(&r->mu);
-        err = kcr_client_list(r->client, &r->res, r->ns, &o, list_item, &l, &meta, &st);
+        err = kcr_client_list(r->client,
+                              &(kcr_request){.resource = &r->res,
+                                             .ns = r->ns,
+                                             .label_selector = r->label,
+                                             .field_selector = r->field,
+                                             .resource_version = cont ? NULL : rv,
+                                             .limit = full ? 0 : limit,
+                                             .continue_token = cont,
+                                             .metadata_only = r->metadata_only,
+                                             .drop_managed_fields = r->drop_managed_fields,
+                                             .cancel = r->cancel,
+                                             .status = &st},
+                              list_item, &l, &meta);
         if (err == KCR_OK) {
             if (meta.continue_token && *meta.continue_token && !full) {
                 r->paginated_result = true;
@@ -480,26 +485,29 @@ static next_step watch_once(kcr_reflector *r, bool streaming)
     char *rv = streaming && r->rv_unavailable ? strdup("") : kcr_reflector_last_sync_rv(r);
     if (!rv)
         return NEXT_BACKOFF_RELIST;
-    kcr_list_options o = {.label_selector = r->label,
-                          .field_selector = r->field,
-                          .resource_version = rv,
-                          .timeout_ms = t,
-                          .metadata_only = r->metadata_only,
-                          .drop_managed_fields = r->drop_managed_fields,
-                          .allow_bookmarks = true,
-                          .idle_timeout_ms = idle,
-                          .cancel = r->cancel};
+    kcr_status st = {0};
+    kcr_request o = {.resource = &r->res,
+                     .ns = r->ns,
+                     .label_selector = r->label,
+                     .field_selector = r->field,
+                     .resource_version = rv,
+                     .timeout_ms = t,
+                     .metadata_only = r->metadata_only,
+                     .drop_managed_fields = r->drop_managed_fields,
+                     .allow_bookmarks = true,
+                     .idle_timeout_ms = idle,
+                     .cancel = r->cancel,
+                     .status = &st};
     if (streaming) {
         o.send_initial_events = true;
         o.resource_version_match = "NotOlderThan";
     }
     watch_ctx w = {.r = r, .initial = streaming};
-    kcr_status st = {0};
     pthread_mutex_lock(&r->mu);
     r->stats.watch_requests++;
     pthread_mutex_unlock(&r->mu);
     int64_t start = kcr__now_ns();
-    kcr_err err = kcr_client_watch(r->client, &r->res, r->ns, &o, on_event, &w, &st);
+    kcr_err err = kcr_client_watch(r->client, &o, on_event, &w);
     bool healthy = w.events > 0 || kcr__now_ns() - start >= HEALTHY_WATCH_NS;
     bool was_initial = w.initial;
     objvec_clear(&w.objs);
@@ -616,6 +624,9 @@ kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
     kcr_reflector_options d = {0};
     if (!opts)
         opts = &d;
+    if (kcr__abi_reserved(opts->reserved, sizeof opts->reserved, "kcr_reflector_options") != KCR_OK ||
+        kcr__abi_reserved(sink->reserved, sizeof sink->reserved, "kcr_reflector_sink") != KCR_OK)
+        return KCR_ERR_INVALID; /* detail: kcr__abi_reserved */
     const struct {
         const char *name;
         int64_t ms;
@@ -624,6 +635,10 @@ kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
                      {"backoff_initial_ms", opts->backoff_initial_ms},
                      {"backoff_max_ms", opts->backoff_max_ms},
                      {"backoff_reset_ms", opts->backoff_reset_ms}};
+    if (opts->idle_limit_ms < 0 &&
+        kcr__duration_check("kcr_reflector_new: idle_limit_ms", opts->idle_limit_ms,
+                            KCR__DURATION_INFINITE) != KCR_OK)
+        return KCR_ERR_INVALID; /* detail: kcr__duration_check */
     for (size_t i = 0; i < sizeof durations / sizeof durations[0]; i++)
         if (durations[i].ms > KCR__MAX_DURATION_MS)
             return kcr__fail(KCR_ERR_INVALID, "kcr_reflector_new: %s %lld is above %lld ms",
@@ -764,9 +779,10 @@ bool kcr_reflector_has_listed(kcr_reflector *r)
     return l;
 }
 
-void kcr_reflector_get_stats(kcr_reflector *r, kcr_reflector_stats *out)
+void (kcr_reflector_get_stats)(size_t out_size, kcr_reflector *r, kcr_reflector_stats *out)
 {
     pthread_mutex_lock(&r->mu);
-    *out = r->stats;
+    kcr_reflector_stats st = r->stats;
     pthread_mutex_unlock(&r->mu);
+    kcr__abi_out(out, out_size, &st, sizeof st);
 }

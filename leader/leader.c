@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "core/identity.h"
 #include "leader/leader_internal.h"
 #include "core/clock.h"
@@ -76,9 +77,10 @@ static void destroy(kcr_leader_elector *e)
     free(e);
 }
 
-kcr_err kcr_leader_elector_new(kcr_client *client, const kcr_leader_elector_options *opts,
-                               kcr_leader_elector **out)
+kcr_err (kcr_leader_elector_new)(size_t opts_size, kcr_client *client,
+                                 const kcr_leader_elector_options *opts, kcr_leader_elector **out)
 {
+    KCR__ABI_OPTS(kcr_leader_elector_options, opts, opts_size);
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "leader election: out is NULL");
     *out = NULL;
@@ -216,14 +218,15 @@ char *kcr_leader_elector_holder(kcr_leader_elector *e)
     return holder;
 }
 
-void kcr_leader_elector_get_stats(kcr_leader_elector *e, kcr_leader_elector_stats *out)
+void (kcr_leader_elector_get_stats)(size_t out_size, kcr_leader_elector *e,
+                                    kcr_leader_elector_stats *out)
 {
-    if (!out)
+    if (!out || !e) {
+        kcr__abi_out(out, out_size, &(kcr_leader_elector_stats){0}, sizeof(kcr_leader_elector_stats));
         return;
-    memset(out, 0, sizeof *out);
-    if (!e)
-        return;
+    }
     pthread_mutex_lock(&e->lock);
-    *out = e->stats;
+    kcr_leader_elector_stats st = e->stats;
     pthread_mutex_unlock(&e->lock);
+    kcr__abi_out(out, out_size, &st, sizeof st);
 }

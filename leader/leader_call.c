@@ -11,15 +11,25 @@
 static kcr_err run_request(kcr_leader_elector *e, kcr__lease_op op, const char *body,
                            kcr_object **out)
 {
-    kcr_get_options g = {.cancel = e->call_cancel};
-    kcr_write_options w = {.cancel = e->call_cancel};
     switch (op) {
     case KCR__LEASE_GET:
-        return kcr_client_get(e->client, &KCR__LEASES, e->ns, e->name, &g, out, NULL);
+        return kcr_client_get(
+            e->client,
+            &(kcr_request){
+                .resource = &KCR__LEASES, .ns = e->ns, .name = e->name, .cancel = e->call_cancel},
+            out);
     case KCR__LEASE_CREATE:
-        return kcr_client_create(e->client, &KCR__LEASES, e->ns, body, 0, &w, out, NULL);
+        return kcr_client_create(
+            e->client,
+            &(kcr_request){
+                .resource = &KCR__LEASES, .ns = e->ns, .body = body, .cancel = e->call_cancel},
+            out);
     case KCR__LEASE_UPDATE:
-        return kcr_client_update(e->client, &KCR__LEASES, e->ns, body, 0, &w, out, NULL);
+        return kcr_client_update(
+            e->client,
+            &(kcr_request){
+                .resource = &KCR__LEASES, .ns = e->ns, .body = body, .cancel = e->call_cancel},
+            out);
     }
     return kcr__fail(KCR_ERR_INVALID, "unknown lease operation %d", (int)op);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "metrics/metrics_impl.h"
+#include "core/abi.h"
 #include "core/error.h"
 #include "core/grow.h"
 
@@ -14,8 +15,9 @@ enum { DEFAULT_MAX_SERIES = 10000 };
 
 static const double default_buckets[] = {.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10};
 
-kcr_err kcr_metrics_new(const kcr_metrics_options *opts, kcr_metrics **out)
+kcr_err (kcr_metrics_new)(size_t opts_size, const kcr_metrics_options *opts, kcr_metrics **out)
 {
+    KCR__ABI_OPTS(kcr_metrics_options, opts, opts_size);
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_metrics_new: out is NULL");
     *out = NULL;

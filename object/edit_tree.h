@@ -39,7 +39,34 @@ struct kcr__node {
 
 struct kcr_object_edit {
     struct kcr__node *root;
+    kcr_err first_error;   /* KCR_OK until an edit fails; then every edit is a no-op */
+    char *first_error_msg; /* "<call> \"<path>\": <detail>" of that edit; NULL when out of
+                              memory copying it */
 };
+
+/* The edits behind the public kcr_object_edit_* calls (object_edit_api.c
+ * keeps an editor's first error around them). e is non-NULL. */
+kcr_err kcr__edit_set_string(kcr_object_edit *e, const char *path, const char *value);
+kcr_err kcr__edit_set_int(kcr_object_edit *e, const char *path, int64_t value);
+kcr_err kcr__edit_set_bool(kcr_object_edit *e, const char *path, bool value);
+kcr_err kcr__edit_set_null(kcr_object_edit *e, const char *path);
+kcr_err kcr__edit_set_json(kcr_object_edit *e, const char *path, const char *json, size_t len);
+kcr_err kcr__edit_set_value(kcr_object_edit *e, const char *path, kcr_value value);
+kcr_err kcr__edit_delete(kcr_object_edit *e, const char *path);
+kcr_err kcr__edit_append_json(kcr_object_edit *e, const char *path, const char *json, size_t len,
+                              size_t *index);
+kcr_err kcr__edit_set_label(kcr_object_edit *e, const char *key, const char *value);
+kcr_err kcr__edit_delete_label(kcr_object_edit *e, const char *key);
+kcr_err kcr__edit_set_annotation(kcr_object_edit *e, const char *key, const char *value);
+kcr_err kcr__edit_delete_annotation(kcr_object_edit *e, const char *key);
+kcr_err kcr__edit_add_finalizer(kcr_object_edit *e, const char *finalizer);
+kcr_err kcr__edit_remove_finalizer(kcr_object_edit *e, const char *finalizer);
+kcr_err kcr__edit_set_owner_ref(kcr_object_edit *e, const kcr_owner_ref *ref);
+kcr_err kcr__edit_remove_owner_ref(kcr_object_edit *e, const char *uid);
+kcr_err kcr__edit_merge_patch(kcr_object_edit *e, const char *patch, size_t len);
+kcr_err kcr__edit_json_patch(kcr_object_edit *e, const char *patch, size_t len);
+/* Builds the object (need_name: refuse one without metadata.name). */
+kcr_err kcr__edit_freeze(kcr_object_edit *e, bool need_name, kcr_object **out);
 
 void kcr__node_free(struct kcr__node *n);
 /* An empty node of type t; NULL when out of memory. */

@@ -409,7 +409,7 @@ static kcr_err apply_ops(struct kcr__node **root, kcr_value ops)
     return KCR_OK;
 }
 
-kcr_err kcr_object_edit_json_patch(kcr_object_edit *e, const char *patch, size_t len)
+kcr_err kcr__edit_json_patch(kcr_object_edit *e, const char *patch, size_t len)
 {
     if (!e || !patch)
         return kcr__fail(KCR_ERR_INVALID, "kcr_object_edit_json_patch: NULL argument");

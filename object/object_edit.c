@@ -38,14 +38,12 @@ void kcr_object_edit_free(kcr_object_edit *e)
     if (!e)
         return;
     kcr__node_free(e->root);
+    free(e->first_error_msg);
     free(e);
 }
 
-static kcr_err freeze(kcr_object_edit *e, bool need_name, kcr_object **out)
+kcr_err kcr__edit_freeze(kcr_object_edit *e, bool need_name, kcr_object **out)
 {
-    if (!e || !out)
-        return kcr__fail(KCR_ERR_INVALID, "kcr_object_edit_freeze: NULL argument");
-    *out = NULL;
     kcr__object_builder *b = kcr__object_builder_new();
     if (!b)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory freezing an object");
@@ -55,16 +53,6 @@ static kcr_err freeze(kcr_object_edit *e, bool need_name, kcr_object **out)
             need_name ? kcr__object_builder_finish(b, out) : kcr__object_builder_finish_any(b, out);
     kcr__object_builder_free(b);
     return err;
-}
-
-kcr_err kcr_object_edit_freeze(kcr_object_edit *e, kcr_object **out)
-{
-    return freeze(e, true, out);
-}
-
-kcr_err kcr_object_edit_snapshot(kcr_object_edit *e, kcr_object **out)
-{
-    return freeze(e, false, out);
 }
 
 static struct kcr__node *string_node(const char *s, kcr_err *err)
@@ -179,14 +167,14 @@ static kcr_err set_path(kcr_object_edit *e, const char *path, struct kcr__node *
     return err;
 }
 
-kcr_err kcr_object_edit_set_string(kcr_object_edit *e, const char *path, const char *value)
+kcr_err kcr__edit_set_string(kcr_object_edit *e, const char *path, const char *value)
 {
     kcr_err err = KCR_OK;
     struct kcr__node *n = string_node(value, &err);
     return n ? set_path(e, path, n) : err;
 }
 
-kcr_err kcr_object_edit_set_int(kcr_object_edit *e, const char *path, int64_t value)
+kcr_err kcr__edit_set_int(kcr_object_edit *e, const char *path, int64_t value)
 {
     struct kcr__node *n = kcr__node_new(KCR__N_INT);
     if (!n)
@@ -195,7 +183,7 @@ kcr_err kcr_object_edit_set_int(kcr_object_edit *e, const char *path, int64_t va
     return set_path(e, path, n);
 }
 
-kcr_err kcr_object_edit_set_bool(kcr_object_edit *e, const char *path, bool value)
+kcr_err kcr__edit_set_bool(kcr_object_edit *e, const char *path, bool value)
 {
     struct kcr__node *n = kcr__node_new(KCR__N_BOOL);
     if (!n)
@@ -204,7 +192,7 @@ kcr_err kcr_object_edit_set_bool(kcr_object_edit *e, const char *path, bool valu
     return set_path(e, path, n);
 }
 
-kcr_err kcr_object_edit_set_null(kcr_object_edit *e, const char *path)
+kcr_err kcr__edit_set_null(kcr_object_edit *e, const char *path)
 {
     struct kcr__node *n = kcr__node_new(KCR__N_NULL);
     if (!n)
@@ -212,14 +200,14 @@ kcr_err kcr_object_edit_set_null(kcr_object_edit *e, const char *path)
     return set_path(e, path, n);
 }
 
-kcr_err kcr_object_edit_set_json(kcr_object_edit *e, const char *path, const char *json, size_t len)
+kcr_err kcr__edit_set_json(kcr_object_edit *e, const char *path, const char *json, size_t len)
 {
     struct kcr__node *n;
     kcr_err err = kcr__node_parse(json, len, &n);
     return err ? err : set_path(e, path, n);
 }
 
-kcr_err kcr_object_edit_set_value(kcr_object_edit *e, const char *path, kcr_value value)
+kcr_err kcr__edit_set_value(kcr_object_edit *e, const char *path, kcr_value value)
 {
     if (kcr_value_get_type(value) == KCR_VALUE_ABSENT)
         return kcr__fail(KCR_ERR_INVALID, "kcr_object_edit_set_value: the value is absent");
@@ -227,8 +215,8 @@ kcr_err kcr_object_edit_set_value(kcr_object_edit *e, const char *path, kcr_valu
     return n ? set_path(e, path, n) : kcr__fail(KCR_ERR_NOMEM, "out of memory editing an object");
 }
 
-kcr_err kcr_object_edit_append_json(kcr_object_edit *e, const char *path, const char *json,
-                                    size_t len, size_t *index)
+kcr_err kcr__edit_append_json(kcr_object_edit *e, const char *path, const char *json, size_t len,
+                              size_t *index)
 {
     if (!e || !path)
         return kcr__fail(KCR_ERR_INVALID, "NULL argument");
@@ -276,7 +264,7 @@ kcr_err kcr_object_edit_append_json(kcr_object_edit *e, const char *path, const 
     return err;
 }
 
-kcr_err kcr_object_edit_delete(kcr_object_edit *e, const char *path)
+kcr_err kcr__edit_delete(kcr_object_edit *e, const char *path)
 {
     if (!e || !path)
         return kcr__fail(KCR_ERR_INVALID, "NULL argument");
@@ -360,22 +348,22 @@ static kcr_err delete_meta_entry(kcr_object_edit *e, const char *field, const ch
     return KCR_OK;
 }
 
-kcr_err kcr_object_edit_set_label(kcr_object_edit *e, const char *key, const char *value)
+kcr_err kcr__edit_set_label(kcr_object_edit *e, const char *key, const char *value)
 {
     return set_meta_entry(e, "labels", key, value);
 }
 
-kcr_err kcr_object_edit_delete_label(kcr_object_edit *e, const char *key)
+kcr_err kcr__edit_delete_label(kcr_object_edit *e, const char *key)
 {
     return delete_meta_entry(e, "labels", key);
 }
 
-kcr_err kcr_object_edit_set_annotation(kcr_object_edit *e, const char *key, const char *value)
+kcr_err kcr__edit_set_annotation(kcr_object_edit *e, const char *key, const char *value)
 {
     return set_meta_entry(e, "annotations", key, value);
 }
 
-kcr_err kcr_object_edit_delete_annotation(kcr_object_edit *e, const char *key)
+kcr_err kcr__edit_delete_annotation(kcr_object_edit *e, const char *key)
 {
     return delete_meta_entry(e, "annotations", key);
 }
@@ -386,7 +374,7 @@ static bool is_string(const struct kcr__node *n, const char *s, size_t len)
     return n->t == KCR__N_STR && n->slen == len && memcmp(n->s, s, len) == 0;
 }
 
-kcr_err kcr_object_edit_add_finalizer(kcr_object_edit *e, const char *finalizer)
+kcr_err kcr__edit_add_finalizer(kcr_object_edit *e, const char *finalizer)
 {
     if (!e || !finalizer)
         return kcr__fail(KCR_ERR_INVALID, "NULL argument");
@@ -408,7 +396,7 @@ kcr_err kcr_object_edit_add_finalizer(kcr_object_edit *e, const char *finalizer)
                                 : kcr__fail(KCR_ERR_NOMEM, "out of memory editing an object");
 }
 
-kcr_err kcr_object_edit_remove_finalizer(kcr_object_edit *e, const char *finalizer)
+kcr_err kcr__edit_remove_finalizer(kcr_object_edit *e, const char *finalizer)
 {
     if (!e || !finalizer)
         return kcr__fail(KCR_ERR_INVALID, "NULL argument");
@@ -428,7 +416,7 @@ static bool owner_uid_is(const struct kcr__node *m, const char *uid)
     return i >= 0 && m->items[i]->t == KCR__N_STR && strcmp(m->items[i]->s, uid) == 0;
 }
 
-kcr_err kcr_object_edit_set_owner_ref(kcr_object_edit *e, const kcr_owner_ref *ref)
+kcr_err kcr__edit_set_owner_ref(kcr_object_edit *e, const kcr_owner_ref *ref)
 {
     if (!e || !ref || !ref->uid)
         return kcr__fail(KCR_ERR_INVALID, "owner reference without a uid");
@@ -473,7 +461,7 @@ kcr_err kcr_object_edit_set_owner_ref(kcr_object_edit *e, const kcr_owner_ref *r
                                 : kcr__fail(KCR_ERR_NOMEM, "out of memory editing an object");
 }
 
-kcr_err kcr_object_edit_remove_owner_ref(kcr_object_edit *e, const char *uid)
+kcr_err kcr__edit_remove_owner_ref(kcr_object_edit *e, const char *uid)
 {
     if (!e || !uid)
         return kcr__fail(KCR_ERR_INVALID, "NULL argument");
@@ -526,7 +514,7 @@ static struct kcr__node *merge(struct kcr__node *target, kcr_value patch)
     return target;
 }
 
-kcr_err kcr_object_edit_merge_patch(kcr_object_edit *e, const char *patch, size_t len)
+kcr_err kcr__edit_merge_patch(kcr_object_edit *e, const char *patch, size_t len)
 {
     if (!e || !patch)
         return kcr__fail(KCR_ERR_INVALID, "NULL argument");

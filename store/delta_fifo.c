@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/grow.h"
@@ -50,8 +51,10 @@ static void entry_free(void *p)
     free(e);
 }
 
-kcr_err kcr_delta_fifo_new(const kcr_delta_fifo_options *opts, kcr_delta_fifo **out)
+kcr_err (kcr_delta_fifo_new)(size_t opts_size, const kcr_delta_fifo_options *opts,
+                             kcr_delta_fifo **out)
 {
+    KCR__ABI_OPTS(kcr_delta_fifo_options, opts, opts_size);
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_delta_fifo_new: NULL out");
     *out = NULL;
@@ -290,12 +293,13 @@ kcr_err kcr_delta_fifo_pop(kcr_delta_fifo *f, kcr_delta_fifo_process_fn process,
 kcr_err kcr_delta_fifo_pop_timeout(kcr_delta_fifo *f, kcr_delta_fifo_process_fn process,
                                    void *user_data, int64_t timeout_ms)
 {
+    kcr_err err = kcr__duration_check("kcr_delta_fifo_pop_timeout: timeout_ms", timeout_ms,
+                                      KCR__DURATION_INFINITE);
+    if (err != KCR_OK && timeout_ms < 0)
+        return err;
     /* Above the longest duration: as good as no limit (-1), and its
      * nanoseconds would overflow. */
-    return pop(f, process, user_data,
-               timeout_ms < 0                      ? 0
-               : timeout_ms > KCR__MAX_DURATION_MS ? -1
-                                                   : timeout_ms);
+    return pop(f, process, user_data, timeout_ms > KCR__MAX_DURATION_MS ? -1 : timeout_ms);
 }
 
 void kcr_delta_fifo_close(kcr_delta_fifo *f)

@@ -8,7 +8,7 @@
 
 #include "testkit/testkit_internal.h"
 #include "testkit/yaml_json.h"
-#include "core/clock.h"
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/grow.h"
@@ -28,37 +28,46 @@ tk_item *kcr__tk_find_item(tk_ctl *t, const char *key)
     return NULL;
 }
 
-static kcr_err tk_enqueue(kcr_controller *c, const char *key, int priority, int64_t delay_ms,
-                          void *env)
+kcr_err kcr__tk_queue(kcr_testkit *tk, tk_ctl *t, const char *key, int priority, int64_t due_ms,
+                      kcr__pending *p)
 {
-    kcr_testkit *tk = env;
-    tk_ctl *t = c->env_ctl;
-    int64_t due = tk->now_ms + (delay_ms > 0 ? delay_ms : 0);
     tk_item *it = kcr__tk_find_item(t, key);
     if (it) {
         if (priority > it->priority)
             it->priority = priority;
-        if (due < it->due_ms) {
-            it->due_ms = due;
+        if (due_ms < it->due_ms) {
+            it->due_ms = due_ms;
             it->seq = ++tk->seq;
         }
+        kcr__pending_merge(&it->p, p);
         return KCR_OK;
     }
     tk_item *grown = kcr__grow(t->items, &t->cap, t->n, sizeof *t->items, 16);
-    if (!grown)
+    char *k = grown ? strdup(key) : NULL;
+    if (grown)
+        t->items = grown;
+    if (!k) {
+        kcr__pending_clear(p);
         return kcr__fail(KCR_ERR_NOMEM, "out of memory queueing a key");
-    t->items = grown;
-    char *k = strdup(key);
-    if (!k)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory queueing a key");
-    t->items[t->n++] = (tk_item){k, priority, due, ++tk->seq};
+    }
+    t->items[t->n++] = (tk_item){k, priority, due_ms, ++tk->seq, *p};
+    memset(p, 0, sizeof *p);
     return KCR_OK;
+}
+
+static kcr_err tk_enqueue(kcr_controller *c, const char *key, int priority, int64_t delay_ms,
+                          kcr__pending *p, void *env)
+{
+    kcr_testkit *tk = env;
+    return kcr__tk_queue(tk, c->env_ctl, key, priority, tk->now_ms + (delay_ms > 0 ? delay_ms : 0),
+                         p);
 }
 
 static const kcr__env_ops tk_env_ops = {.enqueue = tk_enqueue, .now_ms = tk_now};
 
-kcr_err kcr_testkit_new(const kcr_testkit_options *opts, kcr_testkit **out)
+kcr_err (kcr_testkit_new)(size_t opts_size, const kcr_testkit_options *opts, kcr_testkit **out)
 {
+    KCR__ABI_OPTS(kcr_testkit_options, opts, opts_size);
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_testkit_new: NULL out");
     *out = NULL;
@@ -68,7 +77,7 @@ kcr_err kcr_testkit_new(const kcr_testkit_options *opts, kcr_testkit **out)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory making a test kit");
     tk->now_ms = o.start_ms ? o.start_ms : DEFAULT_START_MS;
     tk->simulate_workers = o.simulate_workers;
-    tk->clock = (kcr_clock){tk_now, tk};
+    tk->clock = (kcr_clock){.now_ms = tk_now, .user_data = tk};
     kcr_err err = kcr_fake_new(NULL, &tk->fake);
     if (err == KCR_OK)
         err = kcr_fake_client(tk->fake, o.ns, &tk->client);
@@ -97,8 +106,10 @@ void kcr_testkit_free(kcr_testkit *tk)
         return;
     for (size_t i = 0; i < tk->n_ctls; i++) {
         tk_ctl *t = tk->ctls[i];
-        for (size_t j = 0; j < t->n; j++)
+        for (size_t j = 0; j < t->n; j++) {
             free(t->items[j].key);
+            kcr__pending_clear(&t->items[j].p);
+        }
         free(t->items);
         kcr__controller_free(t->c);
         free(t);
@@ -145,9 +156,16 @@ void kcr_testkit_advance(kcr_testkit *tk, int64_t ms)
         kcr_cancel_trigger(tk->cancel);
 }
 
-kcr_err kcr_testkit_add_controller(kcr_testkit *tk, const kcr_controller_options *opts,
-                                   kcr_controller **out)
+kcr_err (kcr_testkit_add_controller)(size_t opts_size, kcr_testkit *tk,
+                                     const kcr_controller_options *opts, kcr_controller **out)
 {
+    kcr_controller_options local;
+    kcr_err abi_err = kcr__abi_in(&local, sizeof local, opts, opts_size, "kcr_controller_options");
+    if (abi_err != KCR_OK) {
+        kcr__controller_options_release(&local); /* the predicates and limiter are ours to free */
+        return abi_err;
+    }
+    opts = &local;
     if (out)
         *out = NULL;
     if (!tk)
@@ -208,14 +226,8 @@ bool kcr_testkit_queued(kcr_testkit *tk, kcr_controller *c, const char *key, int
         return false;
     if (delay_ms)
         *delay_ms = it->due_ms > tk->now_ms ? it->due_ms - tk->now_ms : 0;
-    if (reasons) {
-        kcr__pending p;
-        *reasons = 0;
-        if (kcr__reasons_peek(c->pending, key, &p)) {
-            *reasons = p.reasons | (p.delayed ? KCR_REASON_BIT(p.delayed) : 0);
-            kcr__pending_clear(&p);
-        }
-    }
+    if (reasons)
+        *reasons = it->p.reasons | (it->p.delayed ? KCR_REASON_BIT(it->p.delayed) : 0);
     return true;
 }
 
@@ -229,19 +241,20 @@ kcr_object *kcr_testkit_get(kcr_testkit *tk, const kcr_resource *res, const char
 {
     kcr_object *obj = NULL;
     kcr_status st = {0};
-    if (tk && kcr_client_get(tk->client, res, ns, name, NULL, &obj, &st) != KCR_OK)
+    if (tk && kcr_client_get(tk->client,
+                             &(kcr_request){.resource = res, .ns = ns, .name = name, .status = &st},
+                             &obj) != KCR_OK)
         obj = NULL;
     kcr_status_clear(&st);
     return obj;
 }
 
-kcr_err kcr_testkit_inject_error(kcr_testkit *tk, kcr_fake_verb verb, const kcr_resource *res,
-                                 const char *ns, const char *name, int times, int code,
-                                 const char *reason, const char *message)
+kcr_err (kcr_testkit_inject_error)(size_t e_size, kcr_testkit *tk, const kcr_fake_error *e)
 {
+    KCR__ABI_OPTS(kcr_fake_error, e, e_size);
     if (!tk)
         return kcr__fail(KCR_ERR_INVALID, "kcr_testkit_inject_error: NULL kit");
-    return kcr_fake_inject_error_for(tk->fake, verb, res, ns, name, times, code, reason, message);
+    return kcr_fake_inject_error(tk->fake, e);
 }
 
 typedef struct count_ctx {
@@ -265,9 +278,9 @@ size_t kcr_testkit_count_events(kcr_testkit *tk, const char *regarding_name, con
     count_ctx cc = {regarding_name, reason, 0};
     kcr_status st = {0};
     kcr_resource events = {"events.k8s.io", "v1", "events"};
-    kcr_list_options lo = {0};
+    kcr_request lo = {.resource = &events, .status = &st};
     if (tk)
-        kcr_client_list(tk->client, &events, NULL, &lo, count_event, &cc, NULL, &st);
+        kcr_client_list(tk->client, &lo, count_event, &cc, NULL);
     kcr_status_clear(&st);
     return cc.n;
 }
@@ -294,8 +307,9 @@ static kcr_err seed_doc(size_t index, const char *json, size_t len, void *ud)
     kcr_api_resource ar;
     kcr_status st = {0};
     err = kind[0] && api_version[0]
-              ? kcr_client_resolve_kind(tk->client, group, slash ? slash + 1 : api_version, kind,
-                                        &ar, &st)
+              ? kcr_client_resolve_kind(tk->client,
+                                        &(kcr_gvk){group, slash ? slash + 1 : api_version, kind},
+                                        &(kcr_resolve_options){.status = &st}, &ar)
               : kcr__fail(KCR_ERR_PARSE, "apiVersion and kind are required");
     kcr_status_clear(&st);
     char *fixed = NULL;

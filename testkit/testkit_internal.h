@@ -5,12 +5,14 @@
 #include "controller/controller_internal.h"
 #include "kcr/testkit.h"
 
-/* A queued key of one controller: ready once due_ms <= now. */
+/* A queued key of one controller: ready once due_ms <= now. Its pending
+ * reasons live here, as they live in the workqueue item on the manager. */
 typedef struct tk_item {
     char *key;
     int priority;
     int64_t due_ms;
     uint64_t seq; /* add order among ready keys */
+    kcr__pending p;
 } tk_item;
 
 typedef struct tk_ctl {
@@ -35,7 +37,9 @@ struct kcr_testkit {
     kcr_client *client;
     kcr_event_recorder *recorder;
     kcr_cancel *cancel; /* every reconcile's token, reset at its start */
-    int64_t now_ms;
+    /* Virtual time. Atomic: the kit's kcr_clock may be read from any thread
+     * (a workqueue's getter on the kit's clock), though the kit runs on one. */
+    _Atomic int64_t now_ms;
     int64_t deadline_ms;   /* of the running reconcile (virtual); 0: none running or none set */
     bool simulate_workers; /* run_until_idle runs batches of concurrent reconciles */
     bool running;          /* a reconcile is running (no kit run may start inside) */
@@ -52,6 +56,12 @@ struct kcr_testkit {
 
 /* testkit.c: c's queue entry for key, or NULL. */
 tk_item *kcr__tk_find_item(tk_ctl *t, const char *key);
+
+/* testkit.c: queues key due at due_ms with `priority` (a key queued already
+ * keeps the higher priority and the earlier deadline) and merges `p` (taken
+ * over, also on failure) into its reasons. */
+kcr_err kcr__tk_queue(kcr_testkit *tk, tk_ctl *t, const char *key, int priority, int64_t due_ms,
+                      kcr__pending *p);
 
 /* testkit_sync.c: the cache for a source (created and listed on first use). */
 kcr_err kcr__tk_bind_source(kcr_testkit *tk, kcr__source *src);

@@ -36,11 +36,13 @@ static kcr_err record(kcr_testkit *tk, kcr_controller *c, const char *key, const
     return KCR_OK;
 }
 
-/* Reconciles key of c now, as worker `worker` of the current batch (its
- * queue entry, if any, already removed). The deadline runs in virtual time:
- * kcr_testkit_advance past it triggers the token. Does not sync. */
-static kcr_err reconcile_one(kcr_testkit *tk, kcr_controller *c, const char *key, int worker,
-                             kcr_result *out)
+/* Reconciles key of c now with its pending reasons `p` (taken over), as
+ * worker `worker` of the current batch (its queue entry, if any, already
+ * removed). A delayed reason not due yet is queued again. The deadline runs
+ * in virtual time: kcr_testkit_advance past it triggers the token. Does not
+ * sync. */
+static kcr_err reconcile_one(kcr_testkit *tk, kcr_controller *c, const char *key, kcr__pending *p,
+                             int worker, kcr_result *out)
 {
     int64_t start = tk->now_ms;
     kcr_cancel_reset(tk->cancel);
@@ -50,10 +52,14 @@ static kcr_err reconcile_one(kcr_testkit *tk, kcr_controller *c, const char *key
         .recorder = tk->recorder,
         .cancel = tk->cancel,
         .limiter_now_ns = start * KCR_NS_PER_MS,
+        .pending = p,
     };
     tk->running = true;
     kcr__reconcile_key(c, key, &run);
     tk->running = false;
+    kcr_err qerr = KCR_OK;
+    if (p->delayed != KCR_REASON_NONE)
+        qerr = kcr__tk_queue(tk, c->env_ctl, key, KCR_WQ_PRIORITY_NORMAL, p->due_ms, p);
     tk->deadline_ms = 0;
     /* as the manager counts it: the reconcile ran to (or past) its deadline */
     bool timed_out = c->timeout_ms && tk->now_ms - start >= c->timeout_ms;
@@ -61,12 +67,13 @@ static kcr_err reconcile_one(kcr_testkit *tk, kcr_controller *c, const char *key
         KCR__COUNT(c, timeouts, 1);
     if (out)
         *out = run.result;
-    return record(tk, c, key, &run, start, worker, timed_out);
+    kcr_err err = record(tk, c, key, &run, start, worker, timed_out);
+    return err != KCR_OK ? err : qerr;
 }
 
+/* Removes `it` from the queue; its key and reasons must have been moved out. */
 static void remove_item(tk_ctl *t, tk_item *it)
 {
-    free(it->key);
     *it = t->items[--t->n];
 }
 
@@ -88,16 +95,23 @@ kcr_err kcr_testkit_reconcile(kcr_testkit *tk, kcr_controller *c, const char *ke
     if (err != KCR_OK)
         return err;
     kcr_trigger t = {.reason = KCR_REASON_ENQUEUED};
-    err = kcr__reasons_add(c->pending, k, &t, tk->now_ms, 0);
+    kcr__pending p;
+    err = kcr__pending_init(&p, &t, tk->now_ms, 0);
     tk_item *it = kcr__tk_find_item(c->env_ctl, k);
-    if (it && it->due_ms <= tk->now_ms)
-        remove_item(c->env_ctl, it);
+    if (it) {
+        kcr__pending_merge(&p, &it->p); /* what is not due goes back after the reconcile */
+        if (it->due_ms <= tk->now_ms) {
+            free(it->key);
+            remove_item(c->env_ctl, it);
+        }
+    }
     if (err == KCR_OK) {
         tk->batches++;
-        err = reconcile_one(tk, c, k, 0, out);
+        err = reconcile_one(tk, c, k, &p, 0, out);
         kcr_err serr = kcr_testkit_sync(tk);
         err = err != KCR_OK ? err : serr;
     }
+    kcr__pending_clear(&p);
     free(k);
     return err;
 }
@@ -137,14 +151,13 @@ static tk_ctl *next_ctl(kcr_testkit *tk)
  * the latest end, then the changes are routed. */
 static kcr_err run_batch(kcr_testkit *tk, tk_ctl *t, int width, size_t budget, size_t *ran)
 {
-    char **keys = calloc((size_t)width, sizeof *keys);
-    if (!keys)
+    tk_item *taken = calloc((size_t)width, sizeof *taken);
+    if (!taken)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory starting a batch");
     int n = 0;
     tk_item *it;
     while (n < width && (size_t)n < budget && (it = best_ready(tk, t))) {
-        keys[n++] = it->key;
-        it->key = NULL;
+        taken[n++] = *it;
         remove_item(t, it);
     }
     tk->batches++;
@@ -153,15 +166,16 @@ static kcr_err run_batch(kcr_testkit *tk, tk_ctl *t, int width, size_t budget, s
     for (int w = 0; w < n; w++) {
         tk->now_ms = start;
         if (err == KCR_OK) {
-            err = reconcile_one(tk, t->c, keys[w], w, NULL);
+            err = reconcile_one(tk, t->c, taken[w].key, &taken[w].p, w, NULL);
             ++*ran;
         }
         if (tk->now_ms > end)
             end = tk->now_ms;
-        free(keys[w]);
+        free(taken[w].key);
+        kcr__pending_clear(&taken[w].p);
     }
     tk->now_ms = end;
-    free(keys);
+    free(taken);
     kcr_err serr = kcr_testkit_sync(tk);
     return err != KCR_OK ? err : serr;
 }

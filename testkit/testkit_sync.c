@@ -97,11 +97,15 @@ static kcr_err sync_cache(kcr_testkit *tk, tk_cache *c)
     if (err != KCR_OK)
         return err;
     kcr_resource res = {c->group, c->version, c->resource};
-    kcr_list_options lo = {.label_selector = c->label_selector,
-                           .field_selector = c->field_selector,
-                           .metadata_only = c->metadata_only};
     kcr_status st = {0};
-    err = kcr_client_list(tk->client, &res, c->ns, &lo, collect, now, NULL, &st);
+    err = kcr_client_list(tk->client,
+                          &(kcr_request){.resource = &res,
+                                         .ns = c->ns,
+                                         .label_selector = c->label_selector,
+                                         .field_selector = c->field_selector,
+                                         .metadata_only = c->metadata_only,
+                                         .status = &st},
+                          collect, now, NULL);
     kcr_status_clear(&st);
     if (err != KCR_OK && c->n_srcs)
         err = kcr__refail(err, "test kit: listing for controller \"%s\" %s%s: ",

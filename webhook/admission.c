@@ -145,7 +145,7 @@ void kcr__wh_admission_run(struct kcr__wh_job *job)
     kcr_admission_response r = {.allowed = true,
                                 .mutating = route->type == KCR_ADMISSION_MUTATING,
                                 .object = a.object};
-    kcr__clear_error();
+    kcr_set_error(KCR_OK, "%s", ""); /* no stale message reaches the answer */
     kcr_err err = route->fn(&a.req, &r, route->user_data);
     if (err) {
         char msg[1024];

@@ -144,10 +144,19 @@ void kcr__wq_heap_trim(struct kcr_workqueue *q)
     }
 }
 
+int64_t kcr__wq_due_clock(struct kcr_workqueue *q, int64_t now)
+{
+    if (q->has_clock) {
+        int64_t ms = kcr_clock_now_ms(&q->clock);
+        return ms > INT64_MAX / KCR_NS_PER_MS ? INT64_MAX : ms * KCR_NS_PER_MS;
+    }
+    return now ? now : kcr__now_ns();
+}
+
 int64_t kcr__wq_promote(struct kcr_workqueue *q, int64_t now)
 {
-    int64_t pushed = 0;
-    while (q->heap_len && q->heap[0].ready_at <= now) {
+    int64_t pushed = 0, due = kcr__wq_due_clock(q, now);
+    while (q->heap_len && q->heap[0].ready_at <= due) {
         struct kcr__wq_timer e = q->heap[0];
         pop_top(q);
         if (valid(&e)) {
@@ -195,23 +204,26 @@ kcr_err kcr__wq_apply_add_after(struct kcr_workqueue *q, const char *key, size_t
 }
 
 kcr_err kcr__wq_add_after(struct kcr_workqueue *q, const char *key, int64_t delay_ns, int prio,
-                          const char *fn)
+                          void *payload, const char *fn)
 {
-    if (!key)
-        return kcr__fail(KCR_ERR_INVALID, "%s: NULL key", fn);
     size_t len = strlen(key);
     uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
     int64_t now = prio != KCR_WQ_PRIORITY_NORMAL ? kcr__wq_prio_stamp(q, prio) : kcr__now_ns();
     if (delay_ns <= 0) /* a retry, then a plain add */
-        return kcr__wq_add_locked(q, key, len, hash, now, true, prio, fn);
-    int64_t ready_at = delay_ns > INT64_MAX - now ? INT64_MAX : now + delay_ns;
-    if (atomic_load_explicit(&q->closed, memory_order_acquire))
+        return kcr__wq_add_locked(q, key, len, hash, now, true, prio, payload, fn);
+    int64_t due = kcr__wq_due_clock(q, now);
+    int64_t ready_at = delay_ns > INT64_MAX - due ? INT64_MAX : due + delay_ns;
+    if (atomic_load_explicit(&q->closed, memory_order_acquire)) {
+        kcr__wq_drop_payload(q, payload);
         return kcr__wq_fail_shutdown(q, fn, key);
-    if (kcr__wq_ring_add(q, key, len, hash, now, ready_at, prio))
+    }
+    /* A payload, or a deadline on the queue's own clock, takes the lock. */
+    if (!payload && !q->has_clock && kcr__wq_ring_add(q, key, len, hash, now, ready_at, prio))
         return KCR_OK;
     struct kcr__wq_wake w = {0};
     kcr__wq_lock(q, &w); /* applies earlier adds first, so order is kept */
     if (q->shutting_down) {
+        kcr__wq_drop_payload(q, payload);
         kcr__wq_unlock(q, &w);
         return kcr__wq_fail_shutdown(q, fn, key);
     }
@@ -219,28 +231,19 @@ kcr_err kcr__wq_add_after(struct kcr_workqueue *q, const char *key, int64_t dela
     bool earliest = false;
     kcr_err err = kcr__wq_apply_add_after(q, key, len, hash, ready_at, prio, &earliest);
     if (err != KCR_OK) {
+        kcr__wq_drop_payload(q, payload);
         err = kcr__fail(err, "%s: out of memory", fn);
-    } else if (earliest) {
-        /* The timekeeper sleeps too long now, or nobody keeps time. */
-        if (q->tk_active)
-            w.tk = true;
-        else
-            kcr__wq_signal(q, &w, 1);
+    } else {
+        kcr__wq_merge_payload(q, kcr__keytab_find(&q->tab, key, len, hash), payload);
+        if (earliest) {
+            /* The timekeeper sleeps too long now, or nobody keeps time. */
+            if (q->tk_active)
+                w.tk = true;
+            else
+                kcr__wq_signal(q, &w, 1);
+        }
     }
     kcr__wq_notify(q, pushed, &w);
     kcr__wq_unlock(q, &w);
     return err;
-}
-
-kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay_ms)
-{
-    return kcr__wq_add_after(q, key, kcr__wq_ms_to_ns(delay_ms), KCR_WQ_PRIORITY_NORMAL,
-                             "kcr_workqueue_add_after");
-}
-
-kcr_err kcr_workqueue_add_after_with_priority(kcr_workqueue *q, const char *key,
-                                              int64_t delay_ms, int priority)
-{
-    return kcr__wq_add_after(q, key, kcr__wq_ms_to_ns(delay_ms), priority,
-                             "kcr_workqueue_add_after_with_priority");
 }

@@ -246,7 +246,8 @@ static kcr_err get_until(kcr_workqueue *q, int64_t deadline, const char **key)
         int64_t until = deadline;
         if (keeps_time) {
             if (q->heap_len)
-                until = min64(until, q->heap[0].ready_at);
+                until = min64(until, q->has_clock ? now + KCR__WQ_CLOCK_POLL_NS
+                                                  : q->heap[0].ready_at);
             if (q->gauges && q->processing)
                 until = min64(until, q->next_update_ns);
             atomic_store_explicit(&q->tk_until, until, memory_order_relaxed);
@@ -326,8 +327,11 @@ static kcr_err get_until(kcr_workqueue *q, int64_t deadline, const char **key)
 
 kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ms, const char **key)
 {
-    if (timeout_ms < 0)
+    if (timeout_ms == KCR_DURATION_INFINITE)
         return get_until(q, INT64_MAX, key);
+    if (timeout_ms < 0)
+        return kcr__duration_check("kcr_workqueue_get_timeout: timeout_ms", timeout_ms,
+                                   KCR__DURATION_INFINITE);
     if (timeout_ms == 0)
         return get_until(q, 0, key);
     int64_t now = kcr__now_ns(), timeout_ns = kcr__wq_ms_to_ns(timeout_ms);

@@ -5,22 +5,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "workqueue/duration.h"
 #include "workqueue/queue.h"
 
-kcr_err kcr_workqueue_new(const kcr_workqueue_options *opts, kcr_workqueue **out)
+kcr_err (kcr_workqueue_new)(size_t opts_size, const kcr_workqueue_options *opts,
+                            kcr_workqueue **out)
 {
-    static const kcr_workqueue_options defaults;
-    if (!opts)
-        opts = &defaults;
+    kcr_workqueue_options local;
+    kcr_err err = kcr__abi_in(&local, sizeof local, opts, opts_size, "kcr_workqueue_options");
+    opts = &local;
     kcr_rate_limiter *limiter = opts->limiter;
+    if (err == KCR_OK)
+        err = kcr__duration_check("kcr_workqueue_options.priority_max_wait_ms",
+                                  opts->priority_max_wait_ms, KCR__DURATION_INFINITE);
+    if (err == KCR_OK && opts->payload)
+        err = kcr__abi_reserved(opts->payload->reserved, sizeof opts->payload->reserved,
+                                "kcr_workqueue_options.payload");
+    if (err == KCR_OK && opts->metrics)
+        err = kcr__abi_reserved(opts->metrics->reserved, sizeof opts->metrics->reserved,
+                                "kcr_workqueue_options.metrics");
+    if (err != KCR_OK) {
+        kcr_rate_limiter_free(limiter);
+        return err;
+    }
     if (!out) {
         kcr_rate_limiter_free(limiter);
         return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_new: out is NULL");
     }
     *out = NULL;
+    if (opts->payload && (!opts->payload->merge || !opts->payload->free)) {
+        kcr_rate_limiter_free(limiter);
+        return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_new: payload ops need merge and free");
+    }
     /* Aligned for the adders' cache line (ring_tail). */
     size_t size = (sizeof(kcr_workqueue) + 63) / 64 * 64;
     kcr_workqueue *q = aligned_alloc(64, size);
@@ -76,8 +95,16 @@ kcr_err kcr_workqueue_new(const kcr_workqueue_options *opts, kcr_workqueue **out
     }
     q->timing = q->has_cb || opts->track_time;
     q->max_wait_ns = opts->priority_max_wait_ms ? kcr__wq_ms_to_ns(opts->priority_max_wait_ms)
-                                                : 10 * KCR_NS_PER_S;
+                                                : 10 * KCR_NS_PER_S; /* INFINITE: < 0, no aging */
     q->light_fences = kcr__wq_light_fences();
+    if (opts->payload) {
+        q->pl = *opts->payload;
+        q->has_payload = true;
+    }
+    if (opts->clock && opts->clock->now_ms) {
+        q->clock = *opts->clock;
+        q->has_clock = true;
+    }
     *out = q;
     return KCR_OK;
 }
@@ -87,8 +114,11 @@ void kcr_workqueue_free(kcr_workqueue *q)
     if (!q)
         return;
     for (size_t i = 0; i <= q->tab.mask; i++)
-        if (q->tab.slots[i].node)
-            free(q->tab.slots[i].node);
+        if (q->tab.slots[i].node) {
+            struct kcr__wq_item *it = q->tab.slots[i].node;
+            kcr__wq_drop_payload(q, it->payload);
+            free(it);
+        }
     while (q->free_items) {
         struct kcr__wq_item *it = q->free_items;
         q->free_items = it->next;

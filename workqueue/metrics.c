@@ -1,6 +1,7 @@
 /* Metrics: time tracking, the user's callbacks and the stats snapshot.
  * Everything here runs with the queue's lock held, and only when the queue
  * tracks time (q->timing) unless noted: without metrics no clock is read. */
+#include "core/abi.h"
 #include "core/clock.h"
 #include "workqueue/queue.h"
 #include "workqueue/ring.h"
@@ -96,11 +97,12 @@ void kcr_workqueue_metrics_update(kcr_workqueue *q)
     pthread_mutex_unlock(&q->mu);
 }
 
-void kcr_workqueue_get_stats(kcr_workqueue *q, kcr_workqueue_stats *out)
+void (kcr_workqueue_get_stats)(size_t out_size, kcr_workqueue *q, kcr_workqueue_stats *out)
 {
     struct kcr__wq_wake w = {0};
+    kcr_workqueue_stats st;
     kcr__wq_lock(q, &w);
-    *out = (kcr_workqueue_stats){
+    st = (kcr_workqueue_stats){
         .depth = q->depth,
         .queued = q->queued,
         .processing = q->processing,
@@ -115,8 +117,9 @@ void kcr_workqueue_get_stats(kcr_workqueue *q, kcr_workqueue_stats *out)
     if (q->timing) {
         int64_t total, oldest;
         processing_ages(q, kcr__now_ns(), &total, &oldest);
-        out->unfinished_work_ms = total / KCR_NS_PER_MS;
-        out->longest_running_processor_ms = oldest / KCR_NS_PER_MS;
+        st.unfinished_work_ms = total / KCR_NS_PER_MS;
+        st.longest_running_processor_ms = oldest / KCR_NS_PER_MS;
     }
     kcr__wq_unlock(q, &w);
+    kcr__abi_out(out, out_size, &st, sizeof st);
 }

@@ -39,6 +39,7 @@ static struct kcr__wq_item *item_new(struct kcr_workqueue *q, const char *key, s
     it->prio = it->wait_prio = KCR_WQ_PRIORITY_NORMAL;
     it->timers = 0;
     it->flags = 0;
+    it->payload = NULL;
     it->len = (uint32_t)len;
     memcpy(it->key, key, len + 1);
     return it;
@@ -71,7 +72,7 @@ struct kcr__wq_item *kcr__wq_lookup_or_create(struct kcr_workqueue *q, const cha
 
 void kcr__wq_release_if_idle(struct kcr_workqueue *q, struct kcr__wq_item *it)
 {
-    if (it->flags == 0 && it->timers == 0) {
+    if (it->flags == 0 && it->timers == 0 && !it->payload) {
         kcr__keytab_remove(&q->tab, it->hash, it);
         item_free(q, it);
     }
@@ -154,12 +155,25 @@ kcr_err kcr__wq_fail_shutdown(const struct kcr_workqueue *q, const char *fn, con
                      fn, q->name, key);
 }
 
+void kcr__wq_merge_payload(struct kcr_workqueue *q, struct kcr__wq_item *it, void *payload)
+{
+    if (payload)
+        it->payload = q->pl.merge(it->payload, payload, q->pl.user_data);
+}
+
+void kcr__wq_drop_payload(struct kcr_workqueue *q, void *payload)
+{
+    if (payload)
+        q->pl.free(payload, q->pl.user_data);
+}
+
 kcr_err kcr__wq_add_locked(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
-                           int64_t now, bool retry, int prio, const char *fn)
+                           int64_t now, bool retry, int prio, void *payload, const char *fn)
 {
     struct kcr__wq_wake w = {0};
     kcr__wq_lock(q, &w); /* applies earlier adds first, so order is kept */
     if (q->shutting_down) {
+        kcr__wq_drop_payload(q, payload);
         kcr__wq_unlock(q, &w);
         return kcr__wq_fail_shutdown(q, fn, key);
     }
@@ -173,14 +187,18 @@ kcr_err kcr__wq_add_locked(struct kcr_workqueue *q, const char *key, size_t len,
     kcr_err err = KCR_OK;
     struct kcr__wq_item *it = kcr__wq_lookup_or_create(q, key, len, hash);
     if (!it) {
+        kcr__wq_drop_payload(q, payload);
         err = kcr__fail(KCR_ERR_NOMEM, "workqueue \"%s\": out of memory adding \"%s\"", q->name,
                         key);
-    } else if (!(it->flags & KCR__WQ_DIRTY)) {
-        kcr__wq_notify(q, kcr__wq_make_ready(q, it, now, prio), &w);
-        if (q->has_cb)
-            kcr__wq_m_depth(q);
-    } else if (prio > it->prio) {
-        kcr__wq_make_ready(q, it, now, prio); /* only raises its priority */
+    } else {
+        kcr__wq_merge_payload(q, it, payload);
+        if (!(it->flags & KCR__WQ_DIRTY)) {
+            kcr__wq_notify(q, kcr__wq_make_ready(q, it, now, prio), &w);
+            if (q->has_cb)
+                kcr__wq_m_depth(q);
+        } else if (prio > it->prio) {
+            kcr__wq_make_ready(q, it, now, prio); /* only raises its priority */
+        }
     }
     if (q->has_cb)
         kcr__wq_m_tick(q, now, false);
@@ -269,6 +287,11 @@ kcr_err kcr_workqueue_remove(kcr_workqueue *q, const char *key)
                 kcr__wq_m_depth(q);
             removed = true;
         }
+        if (it->payload && !(it->flags & KCR__WQ_PROCESSING)) {
+            kcr__wq_drop_payload(q, it->payload);
+            it->payload = NULL;
+            removed = true;
+        }
         kcr__wq_release_if_idle(q, it);
     }
     kcr__wq_heap_trim(q);
@@ -349,4 +372,49 @@ bool kcr_workqueue_shutting_down(kcr_workqueue *q)
     bool s = q->shutting_down;
     pthread_mutex_unlock(&q->mu);
     return s;
+}
+
+/* ---- payloads ---------------------------------------------------------- */
+
+kcr_err kcr_workqueue_take_payload(kcr_workqueue *q, const char *key, void **payload)
+{
+    if (!key || !payload)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_take_payload: NULL %s",
+                         key ? "payload" : "key");
+    *payload = NULL;
+    size_t len = strlen(key);
+    uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
+    kcr__wq_mutex_lock(q);
+    struct kcr__wq_item *it = kcr__keytab_find(&q->tab, key, len, hash);
+    if (it) {
+        *payload = it->payload;
+        it->payload = NULL;
+        kcr__wq_release_if_idle(q, it);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return KCR_OK;
+}
+
+kcr_err kcr_workqueue_put_payload(kcr_workqueue *q, const char *key, void *payload)
+{
+    if (!key || !q->has_payload) {
+        if (q->has_payload)
+            kcr__wq_drop_payload(q, payload);
+        return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_put_payload: %s",
+                         key ? "the queue has no payload ops" : "NULL key");
+    }
+    if (!payload)
+        return KCR_OK;
+    size_t len = strlen(key);
+    uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
+    kcr__wq_mutex_lock(q);
+    struct kcr__wq_item *it = kcr__wq_lookup_or_create(q, key, len, hash);
+    if (it)
+        kcr__wq_merge_payload(q, it, payload);
+    else
+        kcr__wq_drop_payload(q, payload);
+    pthread_mutex_unlock(&q->mu);
+    return it ? KCR_OK
+              : kcr__fail(KCR_ERR_NOMEM, "workqueue \"%s\": out of memory keeping \"%s\"'s payload",
+                          q->name, key);
 }

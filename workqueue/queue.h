@@ -86,6 +86,7 @@ struct kcr__wq_item {
     uint32_t cap; /* bytes available in key[] */
     int prio;      /* while DIRTY: its priority (KCR_WQ_PRIORITY_NORMAL outside priority mode) */
     int wait_prio; /* while WAITING: the priority it is queued with once due */
+    void *payload; /* the user's per-key payload (options.payload); keeps the node alive */
     char key[];
 };
 
@@ -195,6 +196,14 @@ struct kcr_workqueue {
 
     kcr_rate_limiter *limiter;
     char *name;
+
+    /* Per-key payloads (has_payload: options.payload was set). */
+    bool has_payload;
+    kcr_workqueue_payload_ops pl;
+    /* Deadlines of delayed keys run on this clock when set (virtual time in
+     * tests); real monotonic time otherwise. */
+    bool has_clock;
+    kcr_clock clock;
 };
 
 /* queue.c --------------------------------------------------------------- */
@@ -230,15 +239,16 @@ void kcr__wq_unlock(struct kcr_workqueue *q, const struct kcr__wq_wake *w);
  * applies earlier adds first so order is kept, moves due keys, then adds
  * `key`. KCR_OK, KCR_ERR_SHUTDOWN or KCR_ERR_NOMEM. */
 kcr_err kcr__wq_add_locked(struct kcr_workqueue *q, const char *key, size_t len, uint64_t hash,
-                           int64_t now, bool retry, int prio, const char *fn);
+                           int64_t now, bool retry, int prio, void *payload, const char *fn);
 
 /* The error of an add refused because the queue shuts down, named after the
  * public function `fn` (sets kcr_last_error()). */
 kcr_err kcr__wq_fail_shutdown(const struct kcr_workqueue *q, const char *fn, const char *key);
 
-/* add_after with a priority, reporting errors as `fn`. */
+/* A delayed add with a priority and a payload (taken over), reporting
+ * errors as `fn`. */
 kcr_err kcr__wq_add_after(struct kcr_workqueue *q, const char *key, int64_t delay_ns, int prio,
-                          const char *fn);
+                          void *payload, const char *fn);
 
 /* The node for key (creating it). NULL on allocation failure. */
 struct kcr__wq_item *kcr__wq_lookup_or_create(struct kcr_workqueue *q, const char *key,
@@ -247,7 +257,21 @@ struct kcr__wq_item *kcr__wq_lookup_or_create(struct kcr_workqueue *q, const cha
 /* Frees `it` if it is in no state any more. */
 void kcr__wq_release_if_idle(struct kcr_workqueue *q, struct kcr__wq_item *it);
 
+/* Merges `payload` (taken over) into `it`'s (lock held). */
+void kcr__wq_merge_payload(struct kcr_workqueue *q, struct kcr__wq_item *it, void *payload);
+
+/* Frees a payload the queue drops (NULL: nothing). */
+void kcr__wq_drop_payload(struct kcr_workqueue *q, void *payload);
+
 /* delaying.c ------------------------------------------------------------ */
+
+/* The time delayed keys' deadlines are kept in, given the real monotonic
+ * `now` (0: not read yet): the queue's clock in ns when it has one. */
+int64_t kcr__wq_due_clock(struct kcr_workqueue *q, int64_t now);
+
+/* With a clock, a getter keeping time looks again this often (real time):
+ * it cannot sleep until a virtual deadline. */
+#define KCR__WQ_CLOCK_POLL_NS (10 * KCR_NS_PER_MS)
 
 /* Moves every item whose deadline is <= now from the heap to the FIFO.
  * Returns the number pushed to the FIFO (the caller notifies). */

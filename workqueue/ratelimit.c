@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "workqueue/duration.h"
@@ -51,12 +52,19 @@ static kcr_err limiter_new(const kcr_rate_limiter_ops *ops,
     return KCR_OK;
 }
 
-kcr_err kcr_rate_limiter_new(const kcr_rate_limiter_ops *ops, void *user_data,
-                             kcr_rate_limiter **out)
+kcr_err (kcr_rate_limiter_new)(size_t ops_size, const kcr_rate_limiter_ops *ops, void *user_data,
+                               kcr_rate_limiter **out)
 {
     if (out)
         *out = NULL;
-    return limiter_new(ops, NULL, user_data, "kcr_rate_limiter_new", out);
+    kcr_rate_limiter_ops known;
+    kcr_err err = kcr__abi_in(&known, sizeof known, ops, ops_size, "kcr_rate_limiter_ops");
+    if (err != KCR_OK) {
+        if (known.free) /* user_data is ours from now on, also on failure */
+            known.free(user_data);
+        return err;
+    }
+    return limiter_new(ops ? &known : NULL, NULL, user_data, "kcr_rate_limiter_new", out);
 }
 
 int64_t kcr__rate_limiter_when_ns(kcr_rate_limiter *rl, const char *key, int64_t now_ns)
@@ -205,15 +213,14 @@ static int64_t exp_when(const char *key, int64_t now_ns, void *state)
     return p->base << failures;
 }
 
-kcr_err kcr_rate_limiter_exponential_new(const kcr_rate_limiter_exponential_options *opts,
-                                         kcr_rate_limiter **out)
+kcr_err (kcr_rate_limiter_exponential_new)(size_t opts_size,
+                                           const kcr_rate_limiter_exponential_options *opts,
+                                           kcr_rate_limiter **out)
 {
+    KCR__ABI_OPTS(kcr_rate_limiter_exponential_options, opts, opts_size);
     static const char fn[] = "kcr_rate_limiter_exponential_new";
-    static const kcr_rate_limiter_exponential_options defaults;
     if (out)
         *out = NULL;
-    if (!opts)
-        opts = &defaults;
     if (opts->base_delay_ms < 0 || opts->max_delay_ms < 0)
         return kcr__fail(KCR_ERR_INVALID, "%s: negative delay", fn);
     if (!out)
@@ -298,15 +305,13 @@ static void bucket_free(void *state)
     free(b);
 }
 
-kcr_err kcr_rate_limiter_bucket_new(const kcr_rate_limiter_bucket_options *opts,
-                                    kcr_rate_limiter **out)
+kcr_err (kcr_rate_limiter_bucket_new)(size_t opts_size, const kcr_rate_limiter_bucket_options *opts,
+                                      kcr_rate_limiter **out)
 {
+    KCR__ABI_OPTS(kcr_rate_limiter_bucket_options, opts, opts_size);
     static const char fn[] = "kcr_rate_limiter_bucket_new";
-    static const kcr_rate_limiter_bucket_options defaults;
     if (out)
         *out = NULL;
-    if (!opts)
-        opts = &defaults;
     if (opts->qps < 0 || opts->burst < 0 || isnan(opts->qps))
         return kcr__fail(KCR_ERR_INVALID, "%s: negative rate or burst", fn);
     if (!out)

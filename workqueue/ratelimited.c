@@ -2,16 +2,17 @@
 #include "workqueue/queue.h"
 
 #include "core/error.h"
-#include "core/clock.h"
 #include "workqueue/ratelimit.h"
 
 kcr_err kcr_workqueue_add_rate_limited(kcr_workqueue *q, const char *key)
 {
     if (!key)
         return kcr__fail(KCR_ERR_INVALID, "kcr_workqueue_add_rate_limited: NULL key");
-    /* The limiter locks on its own; the queue's lock is not held here. */
-    return kcr__wq_add_after(q, key, kcr__rate_limiter_when_ns(q->limiter, key, kcr__now_ns()),
-                             KCR_WQ_PRIORITY_NORMAL, "kcr_workqueue_add_rate_limited");
+    /* The limiter locks on its own; the queue's lock is not held here. It
+     * runs on the queue's clock, so a virtual clock drives its delays too. */
+    return kcr__wq_add_after(q, key,
+                             kcr__rate_limiter_when_ns(q->limiter, key, kcr__wq_due_clock(q, 0)),
+                             KCR_WQ_PRIORITY_NORMAL, NULL, "kcr_workqueue_add_rate_limited");
 }
 
 void kcr_workqueue_forget(kcr_workqueue *q, const char *key)

@@ -7,9 +7,11 @@
 #include <sched.h>
 #include <string.h>
 
+#include "core/abi.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "workqueue/duration.h"
 #include "workqueue/queue.h"
 
 /* Yields an adder makes while the add ring is full, waiting for a getter
@@ -249,27 +251,37 @@ bool kcr__wq_ring_add(struct kcr_workqueue *q, const char *key, size_t len, uint
     }
 }
 
-/* add and add_with_priority; `fn` names the caller in errors. */
-static inline kcr_err add(kcr_workqueue *q, const char *key, int prio, const char *fn)
+kcr_err (kcr_workqueue_add)(size_t opts_size, kcr_workqueue *q, const char *key,
+                            const kcr_workqueue_add_options *opts)
 {
-    if (!key)
-        return kcr__fail(KCR_ERR_INVALID, "%s: NULL key", fn);
-    if (atomic_load_explicit(&q->closed, memory_order_acquire))
+    static const char fn[] = "kcr_workqueue_add";
+    kcr_workqueue_add_options o;
+    kcr_err err = kcr__abi_in(&o, sizeof o, opts, opts_size, "kcr_workqueue_add_options");
+    opts = &o;
+    void *payload = o.payload;
+    if (err != KCR_OK) {
+        if (payload && q->has_payload) /* the queue owns it, also on failure */
+            kcr__wq_drop_payload(q, payload);
+        return err;
+    }
+    if (!key || (payload && !q->has_payload)) {
+        if (payload && q->has_payload)
+            kcr__wq_drop_payload(q, payload);
+        return kcr__fail(KCR_ERR_INVALID, "%s: %s", fn,
+                         key ? "a payload, but the queue has no payload ops" : "NULL key");
+    }
+    int prio = opts->priority;
+    if (opts->delay_ms > 0)
+        return kcr__wq_add_after(q, key, kcr__wq_ms_to_ns(opts->delay_ms), prio, payload, fn);
+    if (atomic_load_explicit(&q->closed, memory_order_acquire)) {
+        kcr__wq_drop_payload(q, payload);
         return kcr__wq_fail_shutdown(q, fn, key);
+    }
     size_t len = strlen(key);
     uint64_t hash = kcr__keytab_hash_seeded(q->hash_seed, key, len);
     int64_t now = kcr__wq_add_stamp(q, prio);
-    if (kcr__wq_ring_add(q, key, len, hash, now, 0, prio))
+    /* A payload is merged under the lock: no ring slot carries one. */
+    if (!payload && kcr__wq_ring_add(q, key, len, hash, now, 0, prio))
         return KCR_OK;
-    return kcr__wq_add_locked(q, key, len, hash, now, false, prio, fn);
-}
-
-kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key)
-{
-    return add(q, key, KCR_WQ_PRIORITY_NORMAL, "kcr_workqueue_add");
-}
-
-kcr_err kcr_workqueue_add_with_priority(kcr_workqueue *q, const char *key, int priority)
-{
-    return add(q, key, priority, "kcr_workqueue_add_with_priority");
+    return kcr__wq_add_locked(q, key, len, hash, now, false, prio, payload, fn);
 }

@@ -188,7 +188,8 @@ int main(int argc, char **argv)
     if (kcr_config_load_kubeconfig(&co, &cfg) != KCR_OK || kcr_client_new(cfg, NULL, &client) != KCR_OK)
         return die("client");
     kcr_config_free(cfg);
-    if (t.churn && kcr_client_list(client, &CM, argv[3], NULL, count_item, &t.total, NULL, NULL) != KCR_OK)
+    if (t.churn && kcr_client_list(client, &(kcr_request){.resource = &CM, .ns = argv[3]},
+                                   count_item, &t.total, NULL) != KCR_OK)
         return die("counting ConfigMaps");
     kcr_manager_options mo = {.name = "bench", .no_events = true};
     kcr_controller_options c = {

@@ -91,13 +91,18 @@ int main(int argc, char **argv)
         return die("client");
     kcr_config_free(cfg);
     kcr_list_meta meta = {0};
-    if (kcr_client_list(client, &CM, argv[2], NULL, ignore_item, NULL, &meta, NULL) != KCR_OK)
+    if (kcr_client_list(client, &(kcr_request){.resource = &CM, .ns = argv[2]}, ignore_item, NULL,
+                        &meta) != KCR_OK)
         return die("list");
     printf("ready\n");
     fflush(stdout);
     /* from the list's resourceVersion: no update made after "ready" is missed */
-    kcr_list_options wo = {.resource_version = meta.resource_version, .timeout_ms = 300000};
-    kcr_err err = kcr_client_watch(client, &CM, argv[2], &wo, on_event, &s, NULL);
+    kcr_err err = kcr_client_watch(client,
+                                   &(kcr_request){.resource = &CM,
+                                                  .ns = argv[2],
+                                                  .resource_version = meta.resource_version,
+                                                  .timeout_ms = 300000},
+                                   on_event, &s);
     kcr_list_meta_clear(&meta);
     if (err != KCR_OK && err != KCR_ERR_CANCELED)
         return die("watch");

@@ -76,7 +76,8 @@ static void *seed_worker(void *arg)
                  "\"bench-%05d\",\"labels\":{\"app\":\"kcr-bench\",\"shard\":\"%d\"}},"
                  "\"data\":{\"payload\":\"%s\"}}",
                  i, i % 16, j->value);
-        kcr_err err = kcr_client_create(j->c, &CM, j->ns, json, 0, NULL, NULL, NULL);
+        kcr_err err = kcr_client_create(
+            j->c, &(kcr_request){.resource = &CM, .ns = j->ns, .body = json}, NULL);
         if (err != KCR_OK && err != KCR_ERR_EXISTS) {
             fprintf(stderr, "bench_informer: create bench-%05d: %s\n", i, kcr_last_error());
             j->failed = 1;
@@ -101,9 +102,10 @@ static long count_all(kcr_client *c, const char *ns)
     char *cont = NULL;
     kcr_err err;
     do {
-        kcr_list_options lo = {.limit = 5000, .continue_token = cont};
         kcr_list_meta meta = {0};
-        err = kcr_client_list(c, &CM, ns, &lo, count_item, &have, &meta, NULL);
+        err = kcr_client_list(
+            c, &(kcr_request){.resource = &CM, .ns = ns, .limit = 5000, .continue_token = cont},
+            count_item, &have, &meta);
         free(cont);
         cont = err == KCR_OK && meta.continue_token && *meta.continue_token
                    ? strdup(meta.continue_token)
@@ -122,7 +124,7 @@ static int seed(const char *kubeconfig, const char *ns, int n, int bytes)
     snprintf(json, sizeof json,
              "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}", ns);
     kcr_resource nsr = {"", "v1", "namespaces"};
-    kcr_err err = kcr_client_create(c, &nsr, NULL, json, 0, NULL, NULL, NULL);
+    kcr_err err = kcr_client_create(c, &(kcr_request){.resource = &nsr, .body = json}, NULL);
     if (err != KCR_OK && err != KCR_ERR_EXISTS) {
         fprintf(stderr, "bench_informer: namespace %s: %s\n", ns, kcr_last_error());
         return 1;
@@ -175,9 +177,13 @@ static int onepage(const char *kubeconfig, const char *ns, long limit, const cha
 {
     kcr_client *c = client_for(kubeconfig);
     long items = 0;
-    kcr_list_options lo = {.limit = limit, .resource_version = strcmp(rv, "-") ? rv : NULL};
     kcr_list_meta meta = {0};
-    kcr_err err = kcr_client_list(c, &CM, ns, &lo, count_item, &items, &meta, NULL);
+    kcr_err err = kcr_client_list(c,
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = ns,
+                                                 .limit = limit,
+                                                 .resource_version = strcmp(rv, "-") ? rv : NULL},
+                                  count_item, &items, &meta);
     if (err != KCR_OK)
         fprintf(stderr, "bench_informer: LIST: %s\n", kcr_last_error());
     else

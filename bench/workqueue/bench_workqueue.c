@@ -73,11 +73,11 @@ static void *producer(void *arg)
     struct run *r = arg;
     for (int round = 0; round < ROUNDS; round++) {
         for (int i = 0; i < KEYS; i++) {
-            kcr_workqueue_add(r->q, names[i]);
+            kcr_workqueue_add(r->q, names[i], NULL);
             if (i > 0)
-                kcr_workqueue_add(r->q, names[i - 1]);
+                kcr_workqueue_add(r->q, names[i - 1], NULL);
         }
-        kcr_workqueue_add(r->q, names[KEYS - 1]);
+        kcr_workqueue_add(r->q, names[KEYS - 1], NULL);
     }
     return NULL;
 }
@@ -92,11 +92,14 @@ static void *priority_producer(void *arg)
     struct run *r = arg;
     for (int round = 0; round < PRIO_ROUNDS; round++) {
         for (int i = 0; i < KEYS; i++) {
-            kcr_workqueue_add_with_priority(r->q, names[i], key_priority(i));
+            kcr_workqueue_add(r->q, names[i],
+                              &(kcr_workqueue_add_options){.priority = key_priority(i)});
             if (i > 0)
-                kcr_workqueue_add_with_priority(r->q, names[i - 1], key_priority(i - 1));
+                kcr_workqueue_add(r->q, names[i - 1],
+                                  &(kcr_workqueue_add_options){.priority = key_priority(i - 1)});
         }
-        kcr_workqueue_add_with_priority(r->q, names[KEYS - 1], key_priority(KEYS - 1));
+        kcr_workqueue_add(r->q, names[KEYS - 1],
+                          &(kcr_workqueue_add_options){.priority = key_priority(KEYS - 1)});
     }
     return NULL;
 }
@@ -136,7 +139,8 @@ static struct outcome add_after(void)
         pthread_create(&w[i], NULL, worker, &r);
     for (int i = 0; i < DELAYED_KEYS; i++) {
         seed = seed * 1664525u + 1013904223u;
-        kcr_workqueue_add_after(r.q, names[i], (int64_t)((seed >> 8) % 3));
+        kcr_workqueue_add(r.q, names[i],
+                          &(kcr_workqueue_add_options){.delay_ms = (int64_t)((seed >> 8) % 3)});
     }
     while (atomic_load(&r.processed) < DELAYED_KEYS) {
         struct timespec ts = {0, 100000};

@@ -62,7 +62,7 @@ int main(int argc, char **argv)
     const char *name = argv[i + 1];
     kcr_err err;
     if (del) {
-        err = kcr_client_delete(c, &cm, ns, name, NULL, NULL, NULL);
+        err = kcr_client_delete(c, &(kcr_request){.resource = &cm, .ns = ns, .name = name}, NULL);
         if (err == KCR_OK)
             printf("configmap %s/%s deleted\n", ns, name);
     } else {
@@ -73,8 +73,15 @@ int main(int argc, char **argv)
         strncat(body, "\":\"", sizeof body - strlen(body) - 1);
         json_str(body, sizeof body, argv[i + 3]);
         strncat(body, "\"}}", sizeof body - strlen(body) - 1);
-        kcr_write_options wo = {.field_manager = "configmap-apply", .force = true};
-        err = kcr_client_patch(c, &cm, ns, name, KCR_PATCH_APPLY, body, 0, &wo, NULL, NULL);
+        err = kcr_client_patch(c,
+                               &(kcr_request){.resource = &cm,
+                                              .ns = ns,
+                                              .name = name,
+                                              .patch_type = KCR_PATCH_APPLY,
+                                              .body = body,
+                                              .field_manager = "configmap-apply",
+                                              .force = true},
+                               NULL);
         if (err == KCR_OK)
             printf("configmap %s/%s %s=%s applied\n", ns, name, argv[i + 2], argv[i + 3]);
     }

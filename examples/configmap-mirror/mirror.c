@@ -48,10 +48,15 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
     kcr_result res = KCR_DONE;
     kcr_object *want = NULL;
     if (!in_sync) {
-        kcr_write_options wo = {.field_manager = "configmap-mirror", .force = true};
         kcr_err err = desired(src, name, &want);
         if (err == KCR_OK)
-            err = kcr_client_apply_object(kcr_ctx_client(ctx), &CM, want, &wo, NULL, NULL);
+            err = kcr_client_patch(kcr_ctx_client(ctx),
+                                   &(kcr_request){.resource = &CM,
+                                                  .object = want,
+                                                  .patch_type = KCR_PATCH_APPLY,
+                                                  .field_manager = "configmap-mirror",
+                                                  .force = true},
+                                   NULL);
         if (err == KCR_OK)
             kcr_ctx_eventf(ctx, src, KCR_EVENT_NORMAL, "Mirrored", "copied to %s", name);
         else /* the worker logs this message with the error */

@@ -114,11 +114,11 @@ static void *feeder(void *arg)
 {
     uint64_t seed = 42;
     for (int i = 0; i < njobs && !atomic_load(&stopping); i++)
-        kcr_workqueue_add(queue, jobs[i].key);
+        kcr_workqueue_add(queue, jobs[i].key, NULL);
     while (!atomic_load(&stopping)) {
         /* A few "events" every 10 ms re-queue random jobs. */
         for (int i = 0; i < 8; i++)
-            kcr_workqueue_add(queue, jobs[next_rand(&seed) % (uint64_t)njobs].key);
+            kcr_workqueue_add(queue, jobs[next_rand(&seed) % (uint64_t)njobs].key, NULL);
         sleep_ns(10000000L);
     }
     return NULL;

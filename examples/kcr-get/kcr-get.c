@@ -193,8 +193,12 @@ static bool print_server_table(kcr_client *c, const kcr_api_resource *r, const c
     char *body = NULL;
     size_t body_len = 0;
     kcr_status st = {0};
-    kcr_err err = kcr_client_raw(c, "GET", path, "application/json;as=Table;v=v1;g=meta.k8s.io",
-                                 NULL, NULL, 0, &body, &body_len, &st);
+    kcr_err err = kcr_client_request(
+        c, path,
+        &(kcr_raw_options){.method = "GET",
+                           .accept = "application/json;as=Table;v=v1;g=meta.k8s.io",
+                           .status = &st},
+        &body, &body_len);
     if (err != KCR_OK) {
         if (err != KCR_ERR_UNSUPPORTED) {
             fprintf(stderr, "Error from server (%s): %s\n", st.reason && *st.reason ? st.reason : kcr_strerror(err),
@@ -316,7 +320,7 @@ int main(int argc, char **argv)
         ns = kcr_client_namespace(c);
     kcr_api_resource r;
     kcr_status st = {0};
-    if (kcr_client_resolve(c, resource, &r, &st) != KCR_OK) {
+    if (kcr_client_resolve(c, resource, &(kcr_resolve_options){.status = &st}, &r) != KCR_OK) {
         fprintf(stderr, "error: %s\n", kcr_last_error());
         return 1;
     }
@@ -329,7 +333,9 @@ int main(int argc, char **argv)
         kcr_object *o = NULL;
         char *json = NULL;
         size_t json_len = 0;
-        if (kcr_client_get(c, &gvr, ns, name, NULL, &o, &st) != KCR_OK ||
+        if (kcr_client_get(c,
+                           &(kcr_request){.resource = &gvr, .ns = ns, .name = name, .status = &st},
+                           &o) != KCR_OK ||
             kcr_object_to_json(o, &json, &json_len) != KCR_OK) {
             fprintf(stderr, "Error from server (%s): %s\n", st.reason ? st.reason : "",
                     kcr_last_error());
@@ -350,7 +356,7 @@ int main(int argc, char **argv)
             static const char head[] = "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[";
             text_add(&o.doc, head, sizeof head - 1);
         }
-        kcr_list_options lo = {.field_selector = NULL};
+        kcr_request lo = {.resource = &gvr, .ns = ns, .status = &st};
         char sel[512];
         if (name) {
             snprintf(sel, sizeof sel, "metadata.name=%s", name);
@@ -361,7 +367,7 @@ int main(int argc, char **argv)
             lo.continue_token = meta.continue_token;
             lo.limit = 500;
             kcr_list_meta next = {0};
-            if (kcr_client_list(c, &gvr, ns, &lo, on_item, &o, &next, &st) != KCR_OK) {
+            if (kcr_client_list(c, &lo, on_item, &o, &next) != KCR_OK) {
                 fprintf(stderr, "Error from server (%s): %s\n", st.reason ? st.reason : "",
                         kcr_last_error());
                 rc = 1;

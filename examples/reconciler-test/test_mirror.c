@@ -54,8 +54,13 @@ Test(mirror, copies_labelled_configmaps_only, .init = setup, .fini = teardown)
 Test(mirror, follows_changes_and_settles, .init = setup, .fini = teardown)
 {
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
-    cr_assert_eq(kcr_client_patch(kcr_testkit_client(tk), &CM, "default", "app", KCR_PATCH_MERGE,
-                                  "{\"data\":{\"color\":\"green\"}}", 0, NULL, NULL, NULL),
+    cr_assert_eq(kcr_client_patch(kcr_testkit_client(tk),
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = "default",
+                                                 .name = "app",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = "{\"data\":{\"color\":\"green\"}}"},
+                                  NULL),
                  KCR_OK);
     kcr_testkit_clear_history(tk);
     size_t n;
@@ -70,8 +75,13 @@ Test(mirror, follows_changes_and_settles, .init = setup, .fini = teardown)
 
 Test(mirror, retries_when_the_write_fails, .init = setup, .fini = teardown)
 {
-    cr_assert_eq(kcr_testkit_inject_error(tk, KCR_FAKE_PATCH, &CM, "default", "app-mirror", 1, 409,
-                                          "Conflict", "try again"),
+    cr_assert_eq(kcr_testkit_inject_error(tk, &(kcr_fake_error){.verb = KCR_FAKE_PATCH,
+                                                                .resource = &CM,
+                                                                .ns = "default",
+                                                                .name = "app-mirror",
+                                                                .code = 409,
+                                                                .reason = "Conflict",
+                                                                .message = "try again"}),
                  KCR_OK);
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
     cr_assert_str_eq(color("app-mirror"), "(none)");

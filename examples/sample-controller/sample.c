@@ -84,10 +84,12 @@ static kcr_err create_deployment(kcr_ctx *ctx, const kcr_object *foo, const char
 {
     kcr_object *want = NULL;
     kcr_err err = new_deployment(foo, name, replicas, &want);
-    const kcr_write_options wo = {.field_manager = SAMPLE_NAME};
     if (err == KCR_OK)
-        err = kcr_client_create_object(kcr_ctx_client(ctx), &SAMPLE_DEPLOYMENTS, NULL, want, &wo,
-                                       out, NULL);
+        err = kcr_client_create(kcr_ctx_client(ctx),
+                                &(kcr_request){.resource = &SAMPLE_DEPLOYMENTS,
+                                               .object = want,
+                                               .field_manager = SAMPLE_NAME},
+                                out);
     kcr_object_unref(want);
     return err;
 }
@@ -108,10 +110,12 @@ static kcr_err scale_deployment(kcr_ctx *ctx, const kcr_object *d, int64_t repli
     if (err == KCR_OK)
         err = kcr_object_edit_freeze(e, &want);
     kcr_object_edit_free(e);
-    const kcr_write_options wo = {.field_manager = SAMPLE_NAME};
     if (err == KCR_OK)
-        err = kcr_client_update_object(kcr_ctx_client(ctx), &SAMPLE_DEPLOYMENTS, want, &wo, out,
-                                       NULL);
+        err = kcr_client_update(kcr_ctx_client(ctx),
+                                &(kcr_request){.resource = &SAMPLE_DEPLOYMENTS,
+                                               .object = want,
+                                               .field_manager = SAMPLE_NAME},
+                                out);
     kcr_object_unref(want);
     return err;
 }
@@ -140,7 +144,10 @@ static kcr_err update_foo_status(kcr_ctx *ctx, const kcr_object *foo, const kcr_
         err = kcr_object_edit_freeze(e, &want);
     kcr_object_edit_free(e);
     if (err == KCR_OK)
-        err = kcr_client_update_status_object(kcr_ctx_client(ctx), &SAMPLE_FOOS, want, NULL, NULL);
+        err = kcr_client_update(
+            kcr_ctx_client(ctx),
+            &(kcr_request){.resource = &SAMPLE_FOOS, .subresource = "status", .object = want},
+            NULL);
     kcr_object_unref(want);
     return err;
 }

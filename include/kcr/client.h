@@ -29,6 +29,7 @@
 #include "kcr/config.h"
 #include "kcr/error.h"
 #include "kcr/export.h"
+#include "kcr/time.h"
 #include "kcr/object.h"
 
 #ifdef __cplusplus
@@ -127,8 +128,9 @@ typedef struct kcr_client_options {
 
 /* A client for the server of `cfg` (the config is copied; free it whenever).
  * opts may be NULL. *out is freed with kcr_client_free(). Thread-safe. */
-KCR_API kcr_err kcr_client_new(const kcr_config *cfg, const kcr_client_options *opts,
-                               kcr_client **out);
+KCR_API kcr_err kcr_client_new(size_t opts_size, const kcr_config *cfg,
+                               const kcr_client_options *opts, kcr_client **out);
+#define kcr_client_new(...) (kcr_client_new)(sizeof(kcr_client_options), __VA_ARGS__)
 
 /* Sees every HTTP request a client completes: method ("GET", "LIST" is
  * reported as "GET"), host ("127.0.0.1:6443"), HTTP code (0 when no response
@@ -160,26 +162,43 @@ typedef struct kcr_resource {
     const char *resource; /* lower-case plural, e.g. "configmaps" */
 } kcr_resource;
 
-/* Options of a single get. Zero: defaults. */
-typedef struct kcr_get_options {
-    const char *resource_version; /* NULL: most recent */
-    const char *subresource;      /* NULL: the object; e.g. "status", "scale" */
-    bool metadata_only;           /* PartialObjectMetadata */
-    kcr_cancel *cancel;           /* NULL: not cancellable (the request timeout still
-                                     bounds it); borrowed for the call */
-} kcr_get_options;
+typedef enum kcr_patch_type {
+    KCR_PATCH_JSON = 0,      /* application/json-patch+json (RFC 6902) */
+    KCR_PATCH_MERGE = 1,     /* application/merge-patch+json (RFC 7386) */
+    KCR_PATCH_STRATEGIC = 2, /* application/strategic-merge-patch+json (built-in types) */
+    KCR_PATCH_APPLY = 3      /* server-side apply as the write's field manager */
+} kcr_patch_type;
 
-/* Options of create/update/patch. Zero: defaults. */
-typedef struct kcr_write_options {
+/* One request of a verb: what it names, its body, its options and where the
+ * server's Status goes. Zero means the default for every field; each verb
+ * reads the fields of its own group (the comments below name them) and
+ * ignores the others, but refuses (KCR_ERR_INVALID) a body where it takes
+ * none, a missing body, both object and body, and a name on list/watch.
+ * Every pointer is borrowed for the call. Usually a compound literal:
+ *
+ *     kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = ns, .name = n}, &obj);
+ *
+ * Thread-safety: the struct is read only during the call. */
+typedef struct kcr_request {
+    /* ---- what: every verb */
+    const kcr_resource *resource; /* required */
+    const char *ns;               /* namespace; NULL or "": cluster-scoped (list/watch: all
+                                     namespaces); writes of a body take the body's */
+    const char *name;             /* get/patch/delete: required unless the body names it;
+                                     create/update: the body's metadata.name is used */
+    const char *subresource;      /* NULL: the object; e.g. "status", "scale" (get, update,
+                                     patch) */
+    /* ---- body: create, update, patch; one of object or body */
+    const kcr_object *object;  /* serialized once; its namespace and name name it */
+    const char *body;          /* JSON text (for KCR_PATCH_APPLY: the applied
+                                  configuration; JSON is valid YAML) */
+    size_t body_len;           /* 0: strlen(body) */
+    kcr_patch_type patch_type; /* patch: KCR_PATCH_JSON (0), MERGE, STRATEGIC or APPLY */
+    /* ---- write options: create, update, patch (dry_run also delete) */
     const char *field_manager; /* fieldManager; NULL: kcr_client_options.field_manager */
-    const char *subresource;   /* NULL: the object; "status" for the status subresource */
-    bool force;                /* apply patches: force=true takes over conflicting fields */
+    bool force;                /* KCR_PATCH_APPLY: take over conflicting fields */
     bool dry_run;              /* dryRun=All */
-    kcr_cancel *cancel;        /* NULL: not cancellable; borrowed for the call */
-} kcr_write_options;
-
-/* Options of delete, sent as DeleteOptions in the DELETE body. Zero: defaults. */
-typedef struct kcr_delete_options {
+    /* ---- delete options, sent as DeleteOptions */
     const char *propagation_policy; /* "Foreground", "Background", "Orphan"; NULL: server's */
     const char *precondition_uid;   /* delete only that incarnation */
     const char *precondition_resource_version;
@@ -188,105 +207,71 @@ typedef struct kcr_delete_options {
      * years): KCR_ERR_INVALID. */
     int64_t grace_period_ms;
     bool has_grace_period;
-    bool dry_run;
-    kcr_cancel *cancel; /* NULL: not cancellable; borrowed for the call */
-} kcr_delete_options;
-
-typedef enum kcr_patch_type {
-    KCR_PATCH_JSON = 0,      /* application/json-patch+json (RFC 6902) */
-    KCR_PATCH_MERGE = 1,     /* application/merge-patch+json (RFC 7386) */
-    KCR_PATCH_STRATEGIC = 2, /* application/strategic-merge-patch+json (built-in types) */
-    KCR_PATCH_APPLY = 3      /* server-side apply as the write's field manager */
-} kcr_patch_type;
-
-/* GET one object. On success *out is a new reference the caller owns. */
-KCR_API kcr_err kcr_client_get(kcr_client *c, const kcr_resource *res, const char *ns,
-                               const char *name, const kcr_get_options *opts, kcr_object **out,
-                               kcr_status *status);
-
-/* POST a new object given as JSON (copied; len 0 means strlen). *out (may be
- * NULL) receives the created object as the server returned it. */
-KCR_API kcr_err kcr_client_create(kcr_client *c, const kcr_resource *res, const char *ns,
-                                  const char *json, size_t len, const kcr_write_options *opts,
-                                  kcr_object **out, kcr_status *status);
-
-/* PUT a whole object (its metadata.name names it; metadata.resourceVersion
- * makes it conditional: KCR_ERR_CONFLICT when stale). With
- * opts->subresource = "status" only the status is written. */
-KCR_API kcr_err kcr_client_update(kcr_client *c, const kcr_resource *res, const char *ns,
-                                  const char *json, size_t len, const kcr_write_options *opts,
-                                  kcr_object **out, kcr_status *status);
-
-/* kcr_client_update() of the status subresource (PUT .../NAME/status). */
-KCR_API kcr_err kcr_client_update_status(kcr_client *c, const kcr_resource *res,
-                                         const char *ns, const char *json, size_t len,
-                                         kcr_object **out, kcr_status *status);
-
-/* kcr_client_update_status() with write options (field manager, dry run,
- * cancellation); opts->subresource is ignored ("status"). opts may be NULL. */
-KCR_API kcr_err kcr_client_update_status_opts(kcr_client *c, const kcr_resource *res,
-                                              const char *ns, const char *json, size_t len,
-                                              const kcr_write_options *opts, kcr_object **out,
-                                              kcr_status *status);
-
-/* The same writes with the object given as a kcr_object (borrowed; it is
- * serialized once, its namespace and name name it; `ns` NULL or "" for
- * create means the object's namespace). Thread-safe, like the JSON forms. */
-KCR_API kcr_err kcr_client_create_object(kcr_client *c, const kcr_resource *res, const char *ns,
-                                         const kcr_object *obj, const kcr_write_options *opts,
-                                         kcr_object **out, kcr_status *status);
-KCR_API kcr_err kcr_client_update_object(kcr_client *c, const kcr_resource *res,
-                                         const kcr_object *obj, const kcr_write_options *opts,
-                                         kcr_object **out, kcr_status *status);
-KCR_API kcr_err kcr_client_update_status_object(kcr_client *c, const kcr_resource *res,
-                                                const kcr_object *obj, kcr_object **out,
-                                                kcr_status *status);
-/* Server-side apply of `obj` as the applied configuration (PATCH
- * application/apply-patch+yaml) with opts->field_manager (NULL: the client's);
- * opts->force takes over conflicting fields. */
-KCR_API kcr_err kcr_client_apply_object(kcr_client *c, const kcr_resource *res,
-                                        const kcr_object *obj, const kcr_write_options *opts,
-                                        kcr_object **out, kcr_status *status);
-
-/* PATCH an object; `patch` is copied (len 0: strlen). For KCR_PATCH_APPLY the
- * body is the applied configuration (JSON is valid YAML), applied as
- * opts->field_manager (NULL: the client's). */
-KCR_API kcr_err kcr_client_patch(kcr_client *c, const kcr_resource *res, const char *ns,
-                                 const char *name, kcr_patch_type type, const char *patch,
-                                 size_t len, const kcr_write_options *opts, kcr_object **out,
-                                 kcr_status *status);
-
-/* DELETE an object. *out (may be NULL) receives the object when the server
- * returned it (deletion pending on finalizers, or the final state), else NULL. */
-KCR_API kcr_err kcr_client_delete(kcr_client *c, const kcr_resource *res, const char *ns,
-                                  const char *name, const kcr_delete_options *opts,
-                                  kcr_object **out, kcr_status *status);
-
-/* ---- Streaming list and watch -------------------------------------------------------- */
-
-/* Options shared by list and watch. Zero: defaults. A duration above 2^40
- * ms (about 35 years) is refused with KCR_ERR_INVALID. */
-typedef struct kcr_list_options {
+    /* ---- read options: get, list, watch */
+    const char *resource_version; /* NULL/"": most recent (list: quorum); "0": any (cache) */
+    bool metadata_only;           /* PartialObjectMetadata(List) */
+    /* ---- list and watch options. A duration above 2^40 ms (about 35 years)
+     * is refused with KCR_ERR_INVALID. */
     const char *label_selector;         /* e.g. "app=web,tier in (a,b)" */
     const char *field_selector;         /* e.g. "metadata.name=x" */
-    const char *resource_version;       /* NULL/"": most recent (quorum); "0": any (cache) */
     const char *resource_version_match; /* "NotOlderThan" / "Exact"; NULL: unset */
     int64_t limit;                      /* list: page size; 0: no paging */
     const char *continue_token;         /* list: from the previous page's meta */
     int64_t timeout_ms;                 /* server-side timeout, sent as timeoutSeconds rounded
                                            up to whole seconds; 0: unset */
-    bool metadata_only;                 /* PartialObjectMetadata(List) items */
-    bool drop_managed_fields;           /* items are built without metadata.managedFields
-                                           (skipped while decoding; the fake, which
-                                           decodes nothing, keeps them) */
-    /* watch only */
-    bool allow_bookmarks;               /* allowWatchBookmarks=true */
-    bool send_initial_events;           /* sendInitialEvents=true (set
+    bool drop_managed_fields;           /* list, watch: items are built without
+                                           metadata.managedFields (skipped while
+                                           decoding; the fake, which decodes
+                                           nothing, keeps them) */
+    bool allow_bookmarks;               /* watch: allowWatchBookmarks=true */
+    bool send_initial_events;           /* watch: sendInitialEvents=true (set
                                            resource_version_match "NotOlderThan") */
-    int64_t idle_timeout_ms;            /* no byte for this long: KCR_ERR_TIMEOUT; 0: none */
-    kcr_cancel *cancel;                 /* NULL: not cancellable; borrowed */
-} kcr_list_options;
+    int64_t idle_timeout_ms;            /* watch: no byte for this long is KCR_ERR_TIMEOUT;
+                                           0: none */
+    /* ---- every verb */
+    kcr_cancel *cancel; /* NULL: not cancellable (the request timeout still bounds it) */
+    kcr_status *status; /* NULL, or where the server's Status goes on an API error
+                           (cleared on entry; see kcr_status) */
+} kcr_request;
 
+/* GET one object (req->name). On success *out is a new reference the caller
+ * owns. Thread-safe. */
+KCR_API kcr_err kcr_client_get(size_t req_size, kcr_client *c, const kcr_request *req,
+                               kcr_object **out);
+#define kcr_client_get(...) (kcr_client_get)(sizeof(kcr_request), __VA_ARGS__)
+
+/* POST a new object (req->object or req->body; name optional: generateName).
+ * *out (may be NULL) receives the created object as the server returned it.
+ * Thread-safe. */
+KCR_API kcr_err kcr_client_create(size_t req_size, kcr_client *c, const kcr_request *req,
+                                  kcr_object **out);
+#define kcr_client_create(...) (kcr_client_create)(sizeof(kcr_request), __VA_ARGS__)
+
+/* PUT a whole object (req->object or req->body; its metadata.name names it;
+ * metadata.resourceVersion makes it conditional: KCR_ERR_CONFLICT when
+ * stale). With req->subresource "status" only the status is written.
+ * *out may be NULL. Thread-safe. */
+KCR_API kcr_err kcr_client_update(size_t req_size, kcr_client *c, const kcr_request *req,
+                                  kcr_object **out);
+#define kcr_client_update(...) (kcr_client_update)(sizeof(kcr_request), __VA_ARGS__)
+
+/* PATCH an object with req->patch_type: the patch is req->body, or
+ * req->object serialized (the applied configuration for KCR_PATCH_APPLY,
+ * applied as req->field_manager, NULL: the client's; req->force takes over
+ * conflicting fields). The object is req->name, else the body object's name.
+ * *out may be NULL. Thread-safe. */
+KCR_API kcr_err kcr_client_patch(size_t req_size, kcr_client *c, const kcr_request *req,
+                                 kcr_object **out);
+#define kcr_client_patch(...) (kcr_client_patch)(sizeof(kcr_request), __VA_ARGS__)
+
+/* DELETE req->name. *out (may be NULL) receives the object when the server
+ * returned it (deletion pending on finalizers, or the final state), else
+ * NULL. Thread-safe. */
+KCR_API kcr_err kcr_client_delete(size_t req_size, kcr_client *c, const kcr_request *req,
+                                  kcr_object **out);
+#define kcr_client_delete(...) (kcr_client_delete)(sizeof(kcr_request), __VA_ARGS__)
+
+/* ---- Streaming list and watch -------------------------------------------------------- */
 /* The list's own metadata. Zero-initialize; strings are malloc'd ("" when
  * absent), released by kcr_list_meta_clear(). */
 typedef struct kcr_list_meta {
@@ -311,12 +296,13 @@ typedef kcr_err (*kcr_list_item_fn)(kcr_object *obj, void *user_data);
 
 /* LIST, streamed: `fn` runs for each item while the body arrives (memory is
  * bounded by the largest item, never the whole list). One page when
- * opts->limit is set; *meta (may be NULL) gets resourceVersion, continue and
+ * req->limit is set; *meta (may be NULL) gets resourceVersion, continue and
  * remainingItemCount. On error, items already delivered are an incomplete
- * list: discard them. A 410 for an expired continue token is KCR_ERR_GONE. */
-KCR_API kcr_err kcr_client_list(kcr_client *c, const kcr_resource *res, const char *ns,
-                                const kcr_list_options *opts, kcr_list_item_fn fn,
-                                void *user_data, kcr_list_meta *meta, kcr_status *status);
+ * list: discard them. A 410 for an expired continue token is KCR_ERR_GONE.
+ * Thread-safe. */
+KCR_API kcr_err kcr_client_list(size_t req_size, kcr_client *c, const kcr_request *req,
+                                kcr_list_item_fn fn, void *user_data, kcr_list_meta *meta);
+#define kcr_client_list(...) (kcr_client_list)(sizeof(kcr_request), __VA_ARGS__)
 
 typedef enum kcr_watch_event_type {
     KCR_WATCH_ADDED = 0,
@@ -344,13 +330,13 @@ typedef kcr_err (*kcr_watch_event_fn)(const kcr_watch_event *ev, void *user_data
  * out; the caller re-watches from the last RV it saw). An ERROR event is
  * delivered to `fn` and ends the watch: the call returns the Status's mapped
  * error (e.g. KCR_ERR_GONE for 410 Expired; inspect st->details.causes for
- * ResourceVersionTooLarge) with *status filled. Also returns
- * KCR_ERR_CANCELED (opts->cancel), KCR_ERR_TIMEOUT (idle limit),
+ * ResourceVersionTooLarge) with *req->status filled. Also returns
+ * KCR_ERR_CANCELED (req->cancel), KCR_ERR_TIMEOUT (idle limit),
  * KCR_ERR_TRANSPORT (connection lost or truncated stream), KCR_ERR_PARSE,
  * KCR_ERR_TOO_LARGE (event over max_item_bytes), or an HTTP error Status. */
-KCR_API kcr_err kcr_client_watch(kcr_client *c, const kcr_resource *res, const char *ns,
-                                 const kcr_list_options *opts, kcr_watch_event_fn fn,
-                                 void *user_data, kcr_status *status);
+KCR_API kcr_err kcr_client_watch(size_t req_size, kcr_client *c, const kcr_request *req,
+                                 kcr_watch_event_fn fn, void *user_data);
+#define kcr_client_watch(...) (kcr_client_watch)(sizeof(kcr_request), __VA_ARGS__)
 
 /* ---- Discovery ------------------------------------------------------------------------ */
 
@@ -367,67 +353,66 @@ typedef struct kcr_api_resource {
 /* The group/version/resource view of `r`, pointing into it. */
 KCR_API kcr_resource kcr_api_resource_gvr(const kcr_api_resource *r);
 
+/* Options of kcr_client_resolve() and kcr_client_resolve_kind(). Zero:
+ * defaults; pointers borrowed for the call. */
+typedef struct kcr_resolve_options {
+    kcr_cancel *cancel; /* NULL: not cancellable (each discovery request's timeout still
+                           bounds it); KCR_ERR_CANCELED. A resolve waiting for another
+                           thread's discovery fetch of the same client is not
+                           interrupted by it. */
+    kcr_status *status; /* NULL, or where a discovery request's error Status goes */
+} kcr_resolve_options;
+
 /* Resolves what a user typed, like kubectl: a plural ("configmaps"), a
  * singular, a short name ("cm", "deploy"), a kind ("ConfigMap"), each
  * optionally qualified as NAME.GROUP or NAME.VERSION.GROUP. Prefers the core
  * group, then groups in server priority order, and each group's preferred
  * version. Discovery documents are cached (aggregated discovery when the
  * server offers it, else the legacy per-group documents) and refreshed once
- * on a miss. KCR_ERR_NOT_FOUND when nothing matches. Thread-safe. */
-KCR_API kcr_err kcr_client_resolve(kcr_client *c, const char *name, kcr_api_resource *out,
-                                   kcr_status *status);
+ * on a miss. KCR_ERR_NOT_FOUND when nothing matches. opts may be NULL.
+ * Thread-safe. */
+KCR_API kcr_err kcr_client_resolve(size_t opts_size, kcr_client *c, const char *name,
+                                   const kcr_resolve_options *opts, kcr_api_resource *out);
+#define kcr_client_resolve(...) (kcr_client_resolve)(sizeof(kcr_resolve_options), __VA_ARGS__)
 
-/* Resolves a group/version/kind (version NULL or "": the preferred one). */
-KCR_API kcr_err kcr_client_resolve_kind(kcr_client *c, const char *group, const char *version,
-                                        const char *kind, kcr_api_resource *out,
-                                        kcr_status *status);
+/* A kind in a group: what kcr_client_resolve_kind() looks up. Borrowed. */
+typedef struct kcr_gvk {
+    const char *group;   /* "" or NULL: the core group */
+    const char *version; /* NULL or "": the group's preferred version */
+    const char *kind;    /* required, e.g. "Deployment" */
+} kcr_gvk;
 
-/* Options of kcr_client_resolve_opts() / kcr_client_resolve_kind_opts().
- * Zero: defaults. */
-typedef struct kcr_resolve_options {
-    kcr_cancel *cancel; /* NULL: not cancellable (each discovery request's timeout still
-                           bounds it); borrowed for the call. A resolve waiting for
-                           another thread's discovery fetch of the same client is not
-                           interrupted by it. */
-} kcr_resolve_options;
-
-/* kcr_client_resolve() / kcr_client_resolve_kind() with options: the same
- * lookup, its discovery requests cancellable (KCR_ERR_CANCELED). opts may be
- * NULL. Thread-safe. */
-KCR_API kcr_err kcr_client_resolve_opts(kcr_client *c, const char *name,
-                                        const kcr_resolve_options *opts, kcr_api_resource *out,
-                                        kcr_status *status);
-KCR_API kcr_err kcr_client_resolve_kind_opts(kcr_client *c, const char *group, const char *version,
-                                             const char *kind, const kcr_resolve_options *opts,
-                                             kcr_api_resource *out, kcr_status *status);
+/* Resolves a group/version/kind, as kcr_client_resolve() does a name.
+ * opts may be NULL. Thread-safe. */
+KCR_API kcr_err kcr_client_resolve_kind(size_t opts_size, kcr_client *c, const kcr_gvk *gvk,
+                                        const kcr_resolve_options *opts, kcr_api_resource *out);
+#define kcr_client_resolve_kind(...) (kcr_client_resolve_kind)(sizeof(kcr_resolve_options), __VA_ARGS__)
 
 /* Drops the discovery cache (e.g. after creating a CRD). Thread-safe. */
 KCR_API void kcr_client_invalidate_discovery(kcr_client *c);
 
 /* ---- Raw requests --------------------------------------------------------------------- */
 
-/* A raw request to `path` (e.g. "/api/v1/namespaces?limit=1", starting with
- * '/'; query values must already be URL-encoded). accept/content_type NULL:
- * "application/json". On a 2xx answer *body (malloc'd, NUL-terminated, caller
- * frees) and *body_len hold the response; otherwise the mapped error and
- * *status. KCR_ERR_UNSUPPORTED on the fake. */
-KCR_API kcr_err kcr_client_raw(kcr_client *c, const char *method, const char *path,
-                               const char *accept, const char *content_type, const char *body,
-                               size_t body_len, char **out, size_t *out_len, kcr_status *status);
-
-/* Options of kcr_client_request(). Zero: defaults. */
+/* Options of kcr_client_request(). Zero: defaults; pointers borrowed for
+ * the call. */
 typedef struct kcr_raw_options {
     const char *method;       /* NULL: "GET" */
     const char *accept;       /* NULL: "application/json" */
     const char *content_type; /* NULL: "application/json" */
-    kcr_cancel *cancel;       /* NULL: not cancellable; borrowed for the call */
+    const char *body;         /* NULL: no body */
+    size_t body_len;          /* bytes of body (0 with a body: strlen) */
+    kcr_cancel *cancel;       /* NULL: not cancellable */
+    kcr_status *status;       /* NULL, or where the error Status goes */
 } kcr_raw_options;
 
-/* kcr_client_raw() with options: the same request, cancellable. `body`
- * (may be NULL) is borrowed for the call; opts may be NULL. */
-KCR_API kcr_err kcr_client_request(kcr_client *c, const char *path, const char *body,
-                                   size_t body_len, const kcr_raw_options *opts, char **out,
-                                   size_t *out_len, kcr_status *status);
+/* A raw request to `path` (e.g. "/api/v1/namespaces?limit=1", starting with
+ * '/'; query values must already be URL-encoded). On a 2xx answer *out
+ * (malloc'd, NUL-terminated, caller frees) and *out_len (may be NULL) hold
+ * the response; otherwise the mapped error and opts->status. opts may be
+ * NULL. KCR_ERR_UNSUPPORTED on the fake. Thread-safe. */
+KCR_API kcr_err kcr_client_request(size_t opts_size, kcr_client *c, const char *path,
+                                   const kcr_raw_options *opts, char **out, size_t *out_len);
+#define kcr_client_request(...) (kcr_client_request)(sizeof(kcr_raw_options), __VA_ARGS__)
 
 #ifdef __cplusplus
 }

@@ -47,7 +47,9 @@ typedef struct kcr_config_options {
  * plugins), with kcr_last_error() naming the file, the entry and the field,
  * e.g. "certificate-authority-data of cluster \"x\" is not a PEM
  * certificate". Thread-safe. */
-KCR_API kcr_err kcr_config_load_kubeconfig(const kcr_config_options *opts, kcr_config **out);
+KCR_API kcr_err kcr_config_load_kubeconfig(size_t opts_size, const kcr_config_options *opts,
+                                           kcr_config **out);
+#define kcr_config_load_kubeconfig(...) (kcr_config_load_kubeconfig)(sizeof(kcr_config_options), __VA_ARGS__)
 
 /* Parses kubeconfig YAML from memory (copied). `dir` resolves relative paths
  * (NULL: the current directory); `context` as in the options. Thread-safe. */
@@ -58,12 +60,15 @@ KCR_API kcr_err kcr_config_parse_kubeconfig(const char *yaml, size_t len, const 
  * the service account's ca.crt, its token (re-read when it changes, since
  * bound tokens rotate) and namespace. KCR_ERR_CONFIG when not in a cluster.
  * Thread-safe. */
-KCR_API kcr_err kcr_config_load_in_cluster(const kcr_config_options *opts, kcr_config **out);
+KCR_API kcr_err kcr_config_load_in_cluster(size_t opts_size, const kcr_config_options *opts,
+                                           kcr_config **out);
+#define kcr_config_load_in_cluster(...) (kcr_config_load_in_cluster)(sizeof(kcr_config_options), __VA_ARGS__)
 
 /* The usual search order: an explicit opts->kubeconfig, then $KUBECONFIG,
  * then in-cluster when $KUBERNETES_SERVICE_HOST is set, then ~/.kube/config.
  * Thread-safe. */
-KCR_API kcr_err kcr_config_load(const kcr_config_options *opts, kcr_config **out);
+KCR_API kcr_err kcr_config_load(size_t opts_size, const kcr_config_options *opts, kcr_config **out);
+#define kcr_config_load(...) (kcr_config_load)(sizeof(kcr_config_options), __VA_ARGS__)
 
 /* Frees a config; NULL is ignored. Clients made from it stay valid. */
 KCR_API void kcr_config_free(kcr_config *cfg);

@@ -132,11 +132,17 @@ typedef struct kcr_result {
     kcr_err err;
 } kcr_result;
 
-#define KCR_DONE ((kcr_result){KCR_RESULT_DONE, 0, KCR_OK})
-#define KCR_REQUEUE_AFTER(ms) ((kcr_result){KCR_RESULT_REQUEUE_AFTER, (ms), KCR_OK})
-#define KCR_RETRY(e) ((kcr_result){KCR_RESULT_RETRY, 0, (e)})
-#define KCR_TERMINAL(e) ((kcr_result){KCR_RESULT_TERMINAL, 0, (e)})
-#define KCR_REQUEUE ((kcr_result){KCR_RESULT_REQUEUE, 0, KCR_OK})
+/* The results, as C compound literals or (in C++) temporaries. */
+#ifdef __cplusplus
+#define KCR__RESULT(kind, ms, e) (kcr_result{(kind), (ms), (e)})
+#else
+#define KCR__RESULT(kind, ms, e) ((kcr_result){(kind), (ms), (e)})
+#endif
+#define KCR_DONE KCR__RESULT(KCR_RESULT_DONE, 0, KCR_OK)
+#define KCR_REQUEUE_AFTER(ms) KCR__RESULT(KCR_RESULT_REQUEUE_AFTER, (ms), KCR_OK)
+#define KCR_RETRY(e) KCR__RESULT(KCR_RESULT_RETRY, 0, (e))
+#define KCR_TERMINAL(e) KCR__RESULT(KCR_RESULT_TERMINAL, 0, (e))
+#define KCR_REQUEUE KCR__RESULT(KCR_RESULT_REQUEUE, 0, KCR_OK)
 
 /* The reconcile callback. Runs on a worker thread (manager) or the test
  * kit's caller thread, with no kcr lock held; `ctx` and `req` are borrowed
@@ -284,6 +290,10 @@ typedef struct kcr_source {
     kcr_predicate *predicate;   /* NULL: every change; ownership taken */
     kcr_map_fn map;             /* watches[] only (required there) */
     void *map_user_data;        /* borrowed until the manager/test kit is freed */
+    /* Zero. Fields added after 1.0 take these bytes: the struct is nested or
+     * sits in arrays, so its size never changes (docs/abi.md). Not zero:
+     * KCR_ERR_INVALID. */
+    uint64_t reserved[8];
 } kcr_source;
 
 /* An index to add to a cache the controller reads (see kcr_store_add_index). */
@@ -292,13 +302,17 @@ typedef struct kcr_cache_index {
     const char *name;      /* copied */
     kcr_index_fn fn;
     void *user_data;       /* borrowed until the manager/test kit is freed */
+    /* Zero. Fields added after 1.0 take these bytes: the struct is nested or
+     * sits in arrays, so its size never changes (docs/abi.md). Not zero:
+     * KCR_ERR_INVALID. */
+    uint64_t reserved[4];
 } kcr_cache_index;
 
 /* A controller's declaration. Zero means default; everything is copied
  * except user_data pointers (borrowed) and the predicates and rate limiter
  * (ownership taken by kcr_manager_add_controller / kcr_testkit_add_controller,
- * also when they fail). A negative duration, or one above 2^40 ms (about 35
- * years), is refused with KCR_ERR_INVALID. */
+ * also when they fail). Durations follow kcr/time.h: another negative value,
+ * or one above KCR_DURATION_MAX, is refused with KCR_ERR_INVALID. */
 typedef struct kcr_controller_options {
     const char *name;               /* required, unique per manager: metrics label, logs, events */
     kcr_source primary;             /* for(): the reconciled resource (required) */
@@ -311,8 +325,10 @@ typedef struct kcr_controller_options {
     size_t n_indexes;
     int max_concurrent_reconciles;  /* 0: 1 */
     kcr_rate_limiter *rate_limiter; /* NULL: kcr_rate_limiter_default_new() (client-go's) */
-    int64_t reconcile_timeout_ms;   /* per-reconcile deadline (ctx cancel triggers); 0: none */
-    int64_t resync_period_ms;       /* primary resync (reason RESYNC, low priority); 0: none */
+    int64_t reconcile_timeout_ms;   /* per-reconcile deadline (ctx cancel triggers); 0 or
+                                       KCR_DURATION_INFINITE: none */
+    int64_t resync_period_ms;       /* primary resync (reason RESYNC, low priority); 0 or
+                                       KCR_DURATION_INFINITE: none */
     bool no_read_your_writes;       /* true: skip the wait for the cache to see the writes of
                                        the previous reconcile of the key (see kcr_ctx_client) */
     int64_t read_your_writes_timeout_ms; /* bound of that wait; 0: 5000 */
@@ -341,7 +357,8 @@ typedef struct kcr_controller_stats {
 } kcr_controller_stats;
 
 /* Counters so far. Thread-safe. */
-KCR_API void kcr_controller_get_stats(kcr_controller *c, kcr_controller_stats *out);
+KCR_API void kcr_controller_get_stats(size_t out_size, kcr_controller *c, kcr_controller_stats *out);
+#define kcr_controller_get_stats(...) (kcr_controller_get_stats)(sizeof(kcr_controller_stats), __VA_ARGS__)
 
 /* The controller's name, owned by it. Thread-safe. */
 KCR_API const char *kcr_controller_name(const kcr_controller *c);
@@ -422,7 +439,8 @@ typedef struct kcr_manager_options {
     bool no_warm_standby;               /* true: non-leaders do not start caches (default: every
                                            replica syncs its caches, only the leader reconciles) */
     int64_t graceful_shutdown_timeout_ms; /* drain in-flight reconciles this long on stop, then
-                                           cancel them; 0: 30000; < 0: do not wait */
+                                           cancel them; 0: 30000; KCR_DURATION_ZERO: cancel at
+                                           once; KCR_DURATION_INFINITE: wait for them all */
     bool handle_signals;                /* kcr_manager_run installs SIGINT/SIGTERM handlers: the
                                            first stops gracefully, a second exits at once
                                            (_exit(1)); the previous handlers are restored */
@@ -441,8 +459,9 @@ typedef struct kcr_manager_options {
  * informer factory, the metrics registry (unless given) and the event
  * recorder; starts nothing. Thread-safety of the manager: every function is
  * thread-safe except _free. */
-KCR_API kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *opts,
-                                kcr_manager **out);
+KCR_API kcr_err kcr_manager_new(size_t opts_size, kcr_client *client,
+                                const kcr_manager_options *opts, kcr_manager **out);
+#define kcr_manager_new(...) (kcr_manager_new)(sizeof(kcr_manager_options), __VA_ARGS__)
 
 /* Adds a controller declared by `opts` (see kcr_controller_options for
  * what is copied and taken). Before kcr_manager_run only (KCR_ERR_STATE
@@ -453,8 +472,9 @@ KCR_API kcr_err kcr_manager_new(kcr_client *client, const kcr_manager_options *o
  * was called before or during that discovery (stop cancels its requests,
  * so a hung server cannot hold this call). *out (may be NULL) is borrowed until
  * kcr_manager_free. */
-KCR_API kcr_err kcr_manager_add_controller(kcr_manager *m, const kcr_controller_options *opts,
-                                           kcr_controller **out);
+KCR_API kcr_err kcr_manager_add_controller(size_t opts_size, kcr_manager *m,
+                                           const kcr_controller_options *opts, kcr_controller **out);
+#define kcr_manager_add_controller(...) (kcr_manager_add_controller)(sizeof(kcr_controller_options), __VA_ARGS__)
 
 /* Runs until kcr_manager_stop, a signal (handle_signals) or leadership loss:
  * starts the caches (every replica unless no_warm_standby), leader election

@@ -74,31 +74,37 @@ typedef struct kcr_ctrlutil_owner_options {
  * PartialObjectMetadata without them in opts), or the owner is namespaced
  * and `obj` is cluster-scoped or in another namespace (the garbage
  * collector would ignore such a reference). */
-KCR_API kcr_err kcr_ctrlutil_set_controller_reference(const kcr_object *owner,
+KCR_API kcr_err kcr_ctrlutil_set_controller_reference(size_t opts_size, const kcr_object *owner,
                                                       const kcr_object *obj,
                                                       const kcr_ctrlutil_owner_options *opts,
                                                       kcr_object **out);
+#define kcr_ctrlutil_set_controller_reference(...) (kcr_ctrlutil_set_controller_reference)(sizeof(kcr_ctrlutil_owner_options), __VA_ARGS__)
 
 /* The same on an edit in progress (e.g. in a create_or_update mutate
  * callback): on an error the edit is unchanged. */
-KCR_API kcr_err kcr_ctrlutil_set_controller_reference_edit(const kcr_object *owner,
+KCR_API kcr_err kcr_ctrlutil_set_controller_reference_edit(size_t opts_size,
+                                                           const kcr_object *owner,
                                                            kcr_object_edit *edit,
                                                            const kcr_ctrlutil_owner_options *opts);
+#define kcr_ctrlutil_set_controller_reference_edit(...) (kcr_ctrlutil_set_controller_reference_edit)(sizeof(kcr_ctrlutil_owner_options), __VA_ARGS__)
 
 /* Adds `owner` as a plain (non-controller) owner: {apiVersion, kind, name,
  * uid}. A reference to the same owner is updated in place and keeps its
  * controller / blockOwnerDeletion flags (a controller stays the controller).
  * Ownership and errors as kcr_ctrlutil_set_controller_reference, without
  * KCR_ERR_EXISTS. */
-KCR_API kcr_err kcr_ctrlutil_set_owner_reference(const kcr_object *owner, const kcr_object *obj,
+KCR_API kcr_err kcr_ctrlutil_set_owner_reference(size_t opts_size, const kcr_object *owner,
+                                                 const kcr_object *obj,
                                                  const kcr_ctrlutil_owner_options *opts,
                                                  kcr_object **out);
+#define kcr_ctrlutil_set_owner_reference(...) (kcr_ctrlutil_set_owner_reference)(sizeof(kcr_ctrlutil_owner_options), __VA_ARGS__)
 
 /* kcr_ctrlutil_set_owner_reference on an edit in progress (`edit`, changed in
  * place) instead of an immutable object. Not thread-safe on one edit. */
-KCR_API kcr_err kcr_ctrlutil_set_owner_reference_edit(const kcr_object *owner,
+KCR_API kcr_err kcr_ctrlutil_set_owner_reference_edit(size_t opts_size, const kcr_object *owner,
                                                       kcr_object_edit *edit,
                                                       const kcr_ctrlutil_owner_options *opts);
+#define kcr_ctrlutil_set_owner_reference_edit(...) (kcr_ctrlutil_set_owner_reference_edit)(sizeof(kcr_ctrlutil_owner_options), __VA_ARGS__)
 
 /* ---- Finalizers ----------------------------------------------------------------------- */
 
@@ -278,9 +284,11 @@ typedef struct kcr_ctrlutil_delete_options {
  * failed precondition is the server's 409: KCR_ERR_CONFLICT. *out (may be
  * NULL) gets the object when the server returned it (deletion pending on
  * finalizers or foreground propagation), else NULL. */
-KCR_API kcr_err kcr_ctrlutil_delete(kcr_client *c, const kcr_resource *res, const char *ns,
-                                    const char *name, const kcr_ctrlutil_delete_options *opts,
-                                    kcr_object **out, kcr_status *status);
+KCR_API kcr_err kcr_ctrlutil_delete(size_t opts_size, kcr_client *c, const kcr_resource *res,
+                                    const char *ns, const char *name,
+                                    const kcr_ctrlutil_delete_options *opts, kcr_object **out,
+                                    kcr_status *status);
+#define kcr_ctrlutil_delete(...) (kcr_ctrlutil_delete)(sizeof(kcr_ctrlutil_delete_options), __VA_ARGS__)
 
 /* Deletes exactly the incarnation `obj` (borrowed) is: its namespace and
  * name, with its uid as a precondition, so a newer object of the same name

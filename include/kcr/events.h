@@ -68,8 +68,10 @@ typedef struct kcr_event_recorder_stats {
 } kcr_event_recorder_stats;
 
 /* A recorder writing through `client` (borrowed until _free). */
-KCR_API kcr_err kcr_event_recorder_new(kcr_client *client, const kcr_event_recorder_options *opts,
+KCR_API kcr_err kcr_event_recorder_new(size_t opts_size, kcr_client *client,
+                                       const kcr_event_recorder_options *opts,
                                        kcr_event_recorder **out);
+#define kcr_event_recorder_new(...) (kcr_event_recorder_new)(sizeof(kcr_event_recorder_options), __VA_ARGS__)
 
 /* Sends what is queued (waiting at most 2 s, then cancelling the write in
  * flight and dropping the rest), stops the sender, frees. NULL is ignored. */
@@ -90,10 +92,14 @@ KCR_API kcr_err kcr_event_recorder_recordf(kcr_event_recorder *r, const kcr_even
 #endif
     ;
 
-/* Waits until the queue is empty or timeout_ms passes (KCR_ERR_TIMEOUT). */
+/* Waits until the queue is empty or timeout_ms passes (KCR_ERR_TIMEOUT; 0:
+ * checks once; KCR_DURATION_INFINITE or above KCR_DURATION_MAX: no limit;
+ * another negative value: KCR_ERR_INVALID). */
 KCR_API kcr_err kcr_event_recorder_flush(kcr_event_recorder *r, int64_t timeout_ms);
 
-KCR_API void kcr_event_recorder_get_stats(kcr_event_recorder *r, kcr_event_recorder_stats *out);
+KCR_API void kcr_event_recorder_get_stats(size_t out_size, kcr_event_recorder *r,
+                                          kcr_event_recorder_stats *out);
+#define kcr_event_recorder_get_stats(...) (kcr_event_recorder_get_stats)(sizeof(kcr_event_recorder_stats), __VA_ARGS__)
 
 #ifdef __cplusplus
 }

@@ -78,7 +78,8 @@ typedef enum kcr_fake_verb {
 } kcr_fake_verb;
 
 /* Creates an empty fake. opts may be NULL. Free with kcr_fake_free(). */
-KCR_API kcr_err kcr_fake_new(const kcr_fake_options *opts, kcr_fake **out);
+KCR_API kcr_err kcr_fake_new(size_t opts_size, const kcr_fake_options *opts, kcr_fake **out);
+#define kcr_fake_new(...) (kcr_fake_new)(sizeof(kcr_fake_options), __VA_ARGS__)
 
 /* Drops the creator's reference; the fake lives on while clients made from
  * it exist. NULL is ignored. */
@@ -101,21 +102,26 @@ KCR_API kcr_err kcr_fake_register(kcr_fake *f, const kcr_api_resource *r,
 KCR_API kcr_err kcr_fake_add(kcr_fake *f, const kcr_resource *res, const char *json,
                              kcr_object **out);
 
-/* The next `times` requests of `verb` (KCR_FAKE_ANY: any verb) on `res`
- * (NULL: any resource) fail with a Status {code, reason, message} (copied);
- * times < 0: until kcr_fake_clear_errors(). Rules are checked in the order
- * added. */
-KCR_API kcr_err kcr_fake_inject_error(kcr_fake *f, kcr_fake_verb verb, const kcr_resource *res,
-                                      int times, int code, const char *reason,
-                                      const char *message);
-/* kcr_fake_inject_error limited to requests for object ns/name: ns NULL
- * means any namespace ("" the cluster scope), name NULL any name. Creates
- * and collection requests (list, watch) have no name, so a rule with a
- * name never matches them. */
-KCR_API kcr_err kcr_fake_inject_error_for(kcr_fake *f, kcr_fake_verb verb,
-                                          const kcr_resource *res, const char *ns,
-                                          const char *name, int times, int code,
-                                          const char *reason, const char *message);
+/* A failure to inject: which requests fail, how often, with what Status.
+ * Zero means the default for every field; strings are copied. */
+typedef struct kcr_fake_error {
+    kcr_fake_verb verb;           /* KCR_FAKE_ANY (0): any verb */
+    const kcr_resource *resource; /* NULL: any resource */
+    const char *ns;               /* NULL: any namespace; "": the cluster scope */
+    const char *name;             /* NULL: any name. Creates and collection requests
+                                     (list, watch) have no name: a rule with a name
+                                     never matches them */
+    int times;                    /* the next `times` matching requests; 0: once;
+                                     < 0: until kcr_fake_clear_errors() */
+    int code;                     /* the Status's HTTP code, e.g. 409; required */
+    const char *reason;           /* e.g. "Conflict"; NULL: "" */
+    const char *message;          /* NULL: "" */
+} kcr_fake_error;
+
+/* Makes matching requests fail with the Status {code, reason, message}.
+ * Rules are checked in the order added. Thread-safe. */
+KCR_API kcr_err kcr_fake_inject_error(size_t e_size, kcr_fake *f, const kcr_fake_error *e);
+#define kcr_fake_inject_error(...) (kcr_fake_inject_error)(sizeof(kcr_fake_error), __VA_ARGS__)
 KCR_API void kcr_fake_clear_errors(kcr_fake *f);
 
 /* Called before each request is served (after counting, before error

@@ -46,8 +46,9 @@ typedef struct kcr_health_server_options {
 /* A server into *out (not listening until kcr_health_server_start), freed
  * with kcr_health_server_free. opts is copied; its registry is borrowed.
  * Addresses are checked by kcr_health_server_start. Thread-safe. */
-KCR_API kcr_err kcr_health_server_new(const kcr_health_server_options *opts,
+KCR_API kcr_err kcr_health_server_new(size_t opts_size, const kcr_health_server_options *opts,
                                       kcr_health_server **out);
+#define kcr_health_server_new(...) (kcr_health_server_new)(sizeof(kcr_health_server_options), __VA_ARGS__)
 
 /* Adds a named check (name copied) to a probe; before or after start. */
 KCR_API kcr_err kcr_health_server_add_check(kcr_health_server *s, kcr_health_probe probe,
@@ -77,8 +78,10 @@ typedef struct kcr_manager kcr_manager;
  * list/watch fails) and /healthz with "manager" (kcr_manager_healthz_check).
  * More checks can be added to *out. The manager is borrowed: free the
  * server before it. opts is copied. */
-KCR_API kcr_err kcr_manager_serve_http(kcr_manager *m, const kcr_health_server_options *opts,
+KCR_API kcr_err kcr_manager_serve_http(size_t opts_size, kcr_manager *m,
+                                       const kcr_health_server_options *opts,
                                        kcr_health_server **out);
+#define kcr_manager_serve_http(...) (kcr_manager_serve_http)(sizeof(kcr_health_server_options), __VA_ARGS__)
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,7 @@
 #include "kcr/client.h"
 #include "kcr/error.h"
 #include "kcr/export.h"
+#include "kcr/time.h"
 #include "kcr/object.h"
 #include "kcr/store.h"
 
@@ -64,21 +65,25 @@ typedef struct kcr_reflector_options {
     bool consistent_list;         /* first LIST at resourceVersion "" (a consistent, paged read)
                                      instead of "0" (the watch cache, possibly stale, unpaged) */
     int64_t page_size;            /* LIST page size; 0: 500; < 0: no paging */
-    int64_t min_watch_timeout_ms; /* each watch's timeout (kcr_list_options.timeout_ms) is
+    int64_t min_watch_timeout_ms; /* each watch's timeout (kcr_request.timeout_ms) is
                                      drawn from [min, 2*min]; 0: 300000 */
     int64_t idle_limit_ms;        /* a watch silent this long is dead: reconnect.
-                                     0: its timeout + 30000; < 0: never */
+                                     0: its timeout + 30000; KCR_DURATION_INFINITE: never */
     int64_t backoff_initial_ms;   /* first backoff; 0: 800 */
     int64_t backoff_max_ms;       /* backoff cap (before jitter); 0: 30000 */
     int64_t backoff_reset_ms;     /* no failure for this long resets the backoff; 0: 120000 */
     double backoff_jitter;        /* each wait is d * (1 + jitter * U[0,1)); 0: 1.0; < 0: none */
     /* Applied to every listed/watched object before it is queued (so the
-     * cache only ever holds its result). NULL: none. Informers set their
-     * own (see kcr_informer_options.transform); this field is ignored there. */
+     * cache only ever holds its result). NULL: none. In an informer's
+     * options it runs after managedFields are dropped (keep_managed_fields). */
     kcr_object_transform_fn transform;
     void *transform_user_data;
     kcr_watch_error_fn on_error; /* NULL: none */
     void *error_user_data;
+    /* Zero. Fields added after 1.0 take these bytes: the struct is nested or
+     * sits in arrays, so its size never changes (docs/abi.md). Not zero:
+     * KCR_ERR_INVALID. */
+    uint64_t reserved[8];
 } kcr_reflector_options;
 
 /* Counters, for metrics and tests. */
@@ -114,6 +119,9 @@ typedef struct kcr_reflector_sink {
      * `resource_version` (borrowed). NULL: ignored. */
     kcr_err (*on_bookmark)(const char *resource_version, void *user_data);
     void *user_data;
+    /* Zero. Fields added after 1.0 take these bytes: the struct is returned by value (kcr_delta_fifo_sink),
+     * so its size never changes (docs/abi.md). Not zero: KCR_ERR_INVALID. */
+    uint64_t reserved[4];
 } kcr_reflector_sink;
 
 /* A sink feeding `fifo` (borrowed: it must outlive the reflector): add,
@@ -151,7 +159,8 @@ KCR_API kcr_err kcr_reflector_last_error(kcr_reflector *r, kcr_status *status, c
 /* True once a first initial state (list or streaming) reached the sink. */
 KCR_API bool kcr_reflector_has_listed(kcr_reflector *r);
 
-KCR_API void kcr_reflector_get_stats(kcr_reflector *r, kcr_reflector_stats *out);
+KCR_API void kcr_reflector_get_stats(size_t out_size, kcr_reflector *r, kcr_reflector_stats *out);
+#define kcr_reflector_get_stats(...) (kcr_reflector_get_stats)(sizeof(kcr_reflector_stats), __VA_ARGS__)
 
 /* ---- Shared index informer ----------------------------------------------------------------
  * One reflector + DeltaFIFO + cache (kcr_store) for one resource, with any
@@ -214,12 +223,14 @@ typedef struct kcr_event_handler {
 
 /* Zero means default for every field. */
 typedef struct kcr_informer_options {
-    kcr_reflector_options reflector; /* namespace, selectors, list mode, timings, on_error
-                                        (its transform fields are ignored) */
+    kcr_reflector_options reflector; /* namespace, selectors, list mode, timings, transform
+                                        (run after managedFields are dropped), on_error */
     bool keep_managed_fields;        /* false: metadata.managedFields is dropped while decoding
                                         (and stripped before caching) */
-    kcr_object_transform_fn transform; /* applied after that; NULL: none */
-    void *transform_user_data;
+    /* Zero. Fields added after 1.0 take these bytes: the struct is nested or
+     * sits in arrays, so its size never changes (docs/abi.md). Not zero:
+     * KCR_ERR_INVALID. */
+    uint64_t reserved[8];
 } kcr_informer_options;
 
 /* A new informer for `res`; `client` is borrowed until kcr_informer_free.
@@ -232,8 +243,9 @@ KCR_API kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
  * are first replayed to it as on_add(key, obj, true). *out (may be
  * NULL) is a handle valid until the informer is freed or the handler removed.
  * On failure no callback ever runs. */
-KCR_API kcr_err kcr_informer_add_handler(kcr_informer *inf, const kcr_event_handler *h,
-                                         kcr_handler_reg **out);
+KCR_API kcr_err kcr_informer_add_handler(size_t h_size, kcr_informer *inf,
+                                         const kcr_event_handler *h, kcr_handler_reg **out);
+#define kcr_informer_add_handler(...) (kcr_informer_add_handler)(sizeof(kcr_event_handler), __VA_ARGS__)
 
 /* Removes a handler: waits for its running callback, drops what is pending,
  * joins its thread, frees reg. Must not be called from that handler's
@@ -272,7 +284,8 @@ KCR_API void kcr_informer_free(kcr_informer *inf);
 KCR_API bool kcr_informer_has_synced(kcr_informer *inf);
 
 /* Waits until synced (KCR_OK), stopped (KCR_ERR_SHUTDOWN) or timeout_ms
- * passes (< 0 or above 2^40 ms, about 35 years: no limit). Instead of
+ * passes (0: check once; KCR_DURATION_INFINITE or above KCR_DURATION_MAX: no
+ * limit; another negative value: KCR_ERR_INVALID). Instead of
  * hanging it says why it is not synced: it returns as soon as a list fails
  * with 401, 403, 404 or a TLS verification failure (KCR_ERR_TLS) during the
  * wait

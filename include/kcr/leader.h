@@ -64,8 +64,10 @@ typedef struct kcr_leader_elector_stats {
 
 /* A candidate for the Lease; `client` is borrowed until _free. Does not
  * start campaigning. */
-KCR_API kcr_err kcr_leader_elector_new(kcr_client *client, const kcr_leader_elector_options *opts,
+KCR_API kcr_err kcr_leader_elector_new(size_t opts_size, kcr_client *client,
+                                       const kcr_leader_elector_options *opts,
                                        kcr_leader_elector **out);
+#define kcr_leader_elector_new(...) (kcr_leader_elector_new)(sizeof(kcr_leader_elector_options), __VA_ARGS__)
 
 /* Starts the elector's thread: acquire, then renew while leading.
  * KCR_ERR_STATE when already started or stopped. */
@@ -88,7 +90,9 @@ KCR_API const char *kcr_leader_elector_identity(const kcr_leader_elector *e);
 /* The current holder as last observed, malloc'd ("" when none known). */
 KCR_API char *kcr_leader_elector_holder(kcr_leader_elector *e);
 
-KCR_API void kcr_leader_elector_get_stats(kcr_leader_elector *e, kcr_leader_elector_stats *out);
+KCR_API void kcr_leader_elector_get_stats(size_t out_size, kcr_leader_elector *e,
+                                          kcr_leader_elector_stats *out);
+#define kcr_leader_elector_get_stats(...) (kcr_leader_elector_get_stats)(sizeof(kcr_leader_elector_stats), __VA_ARGS__)
 
 #ifdef __cplusplus
 }

@@ -53,6 +53,20 @@ KCR_API kcr_err kcr_log_level_parse(const char *name, kcr_log_level *out);
  * Call it early in main(), before other threads log. */
 KCR_API bool kcr_log_from_env(void);
 
+/* True when a record at `level` would reach a handler: skip costly
+ * formatting when it is false. Thread-safe. */
+KCR_API bool kcr_log_enabled(kcr_log_level level);
+
+/* Formats a record (printf-style, truncated at 2047 bytes) and hands it to
+ * the handler, if one is installed and `level` is enabled, so code built on
+ * kcr (a controller, kcr_http) logs the way kcr does. `module` names the
+ * source ("my-controller"). Thread-safe. */
+KCR_API void kcr_log(kcr_log_level level, const char *module, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 #ifdef __cplusplus
 }
 #endif

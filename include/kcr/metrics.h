@@ -55,7 +55,9 @@ typedef struct kcr_metric_desc {
 
 /* A new empty registry into *out, which the caller frees with
  * kcr_metrics_free. opts may be NULL (defaults); it is copied. Thread-safe. */
-KCR_API kcr_err kcr_metrics_new(const kcr_metrics_options *opts, kcr_metrics **out);
+KCR_API kcr_err kcr_metrics_new(size_t opts_size, const kcr_metrics_options *opts,
+                                kcr_metrics **out);
+#define kcr_metrics_new(...) (kcr_metrics_new)(sizeof(kcr_metrics_options), __VA_ARGS__)
 
 /* Frees the registry, its families and series. No other call may run. */
 KCR_API void kcr_metrics_free(kcr_metrics *m);

@@ -189,7 +189,21 @@ KCR_API kcr_err kcr_object_parse_any(const char *json, size_t len, kcr_object **
  * thread at a time; different editors are independent.
  * Setting a path creates missing intermediate objects; array indexes must
  * exist. Paths use the syntax of kcr_object_lookup. Strings are copied and
- * must be valid UTF-8 (KCR_ERR_INVALID otherwise). */
+ * must be valid UTF-8 (KCR_ERR_INVALID otherwise).
+ *
+ * An editor keeps its first error: once an edit fails, every later edit on
+ * it is a no-op returning that error, and kcr_object_edit_freeze (and
+ * _snapshot) return it instead of an object, with kcr_last_error() naming
+ * the failing call and its path or key ("kcr_object_edit_set_int
+ * \"spec.items[3].x\": path ... index 3 out of range"). So an object is
+ * built as a plain sequence of calls with one check at the end:
+ *
+ *     kcr_object_edit_set_string(e, "spec.image", image);
+ *     kcr_object_edit_set_int(e, "spec.replicas", n);
+ *     kcr_object_edit_set_label(e, "app", name);
+ *     if ((err = kcr_object_edit_freeze(e, &obj)) != KCR_OK) ...
+ *
+ * The editor is then good only for kcr_object_edit_free. */
 
 typedef struct kcr_object_edit kcr_object_edit;
 
@@ -247,18 +261,25 @@ KCR_API kcr_err kcr_object_edit_remove_owner_ref(kcr_object_edit *e, const char 
 KCR_API kcr_err kcr_object_edit_merge_patch(kcr_object_edit *e, const char *patch, size_t len);
 
 /* Applies an RFC 6902 JSON Patch (text, copied; len 0: strlen) to the
- * edited state, all or nothing: when an operation fails the edit is left as
- * it was. Errors as kcr_object_apply_json_patch's. */
+ * edited state, all or nothing: when an operation fails the tree is left as
+ * it was (and the failure is the editor's first error). Errors as
+ * kcr_object_apply_json_patch's. */
 KCR_API kcr_err kcr_object_edit_json_patch(kcr_object_edit *e, const char *patch, size_t len);
 
 /* Like kcr_object_edit_freeze, but also accepts a state without
  * metadata.name: a snapshot to read (kcr_object_get ...) while editing.
- * *out is a new reference; the editor is unchanged. */
+ * *out is a new reference; the editor is unchanged. The editor's first
+ * error, if an edit failed. */
 KCR_API kcr_err kcr_object_edit_snapshot(kcr_object_edit *e, kcr_object **out);
 
 /* Builds a new object from the edited state: *out is a new reference.
- * KCR_ERR_PARSE when the result has no metadata.name. */
+ * The editor's first error, if an edit failed (*out NULL); KCR_ERR_PARSE
+ * when the result has no metadata.name. */
 KCR_API kcr_err kcr_object_edit_freeze(kcr_object_edit *e, kcr_object **out);
+
+/* The editor's first error: KCR_OK while every edit succeeded. Does not
+ * change kcr_last_error() (KCR_ERR_INVALID, with a detail, for NULL). */
+KCR_API kcr_err kcr_object_edit_error(const kcr_object_edit *e);
 
 /* ---- JSON merge patch (RFC 7386) ----------------------------------------- */
 

@@ -11,6 +11,7 @@
 
 #include "kcr/error.h"
 #include "kcr/export.h"
+#include "kcr/time.h"
 #include "kcr/object.h"
 
 #ifdef __cplusplus
@@ -294,7 +295,9 @@ typedef kcr_err (*kcr_delta_fifo_process_fn)(const char *key, const kcr_delta *d
  * what opts->known.user_data points to is borrowed until _free.
  * KCR_ERR_INVALID for a NULL out or known objects with only one of their
  * two functions, KCR_ERR_NOMEM. Thread-safe. */
-KCR_API kcr_err kcr_delta_fifo_new(const kcr_delta_fifo_options *opts, kcr_delta_fifo **out);
+KCR_API kcr_err kcr_delta_fifo_new(size_t opts_size, const kcr_delta_fifo_options *opts,
+                                   kcr_delta_fifo **out);
+#define kcr_delta_fifo_new(...) (kcr_delta_fifo_new)(sizeof(kcr_delta_fifo_options), __VA_ARGS__)
 /* Frees the FIFO and drops its references. No call may be running. */
 KCR_API void kcr_delta_fifo_free(kcr_delta_fifo *f);
 
@@ -315,8 +318,9 @@ KCR_API kcr_err kcr_delta_fifo_resync(kcr_delta_fifo *f);
  * (contract above). KCR_ERR_SHUTDOWN once closed and empty. */
 KCR_API kcr_err kcr_delta_fifo_pop(kcr_delta_fifo *f, kcr_delta_fifo_process_fn process,
                                    void *user_data);
-/* Like pop, but gives up after timeout_ms with KCR_ERR_TIMEOUT (< 0: at
- * once when nothing is queued; above 2^40 ms, about 35 years: no limit). */
+/* Like pop, but gives up after timeout_ms with KCR_ERR_TIMEOUT (0: at once
+ * when nothing is queued; KCR_DURATION_INFINITE or above KCR_DURATION_MAX:
+ * no limit; another negative value: KCR_ERR_INVALID). */
 KCR_API kcr_err kcr_delta_fifo_pop_timeout(kcr_delta_fifo *f, kcr_delta_fifo_process_fn process,
                                            void *user_data, int64_t timeout_ms);
 KCR_API void kcr_delta_fifo_close(kcr_delta_fifo *f);

@@ -34,7 +34,9 @@
  * workers would (see kcr_testkit_options); kcr_testkit_check_workers checks
  * the history against the one-key-one-worker and concurrency rules.
  *
- * Thread-safety: none; one thread uses a kit (and nothing else runs). */
+ * Thread-safety: none; one thread uses a kit (and nothing else runs). The
+ * one exception is the kit's clock (kcr_testkit_clock), which any thread may
+ * read, e.g. a workqueue's getter on the kit's virtual time. */
 #ifndef KCR_TESTKIT_H
 #define KCR_TESTKIT_H
 
@@ -89,7 +91,9 @@ typedef struct kcr_testkit_record {
 } kcr_testkit_record;
 
 /* A new kit with an empty fake. *out is freed with kcr_testkit_free. */
-KCR_API kcr_err kcr_testkit_new(const kcr_testkit_options *opts, kcr_testkit **out);
+KCR_API kcr_err kcr_testkit_new(size_t opts_size, const kcr_testkit_options *opts,
+                                kcr_testkit **out);
+#define kcr_testkit_new(...) (kcr_testkit_new)(sizeof(kcr_testkit_options), __VA_ARGS__)
 
 /* Frees the kit, its controllers, caches and fake. NULL is ignored. */
 KCR_API void kcr_testkit_free(kcr_testkit *tk);
@@ -109,8 +113,9 @@ KCR_API const kcr_clock *kcr_testkit_clock(kcr_testkit *tk);
  * scope whose resource is not served yet) returns that error, naming the
  * controller and the source, with the controller added and *out set, as a
  * later kcr_testkit_sync would. *out (may be NULL) is borrowed until _free. */
-KCR_API kcr_err kcr_testkit_add_controller(kcr_testkit *tk, const kcr_controller_options *opts,
-                                           kcr_controller **out);
+KCR_API kcr_err kcr_testkit_add_controller(size_t opts_size, kcr_testkit *tk,
+                                           const kcr_controller_options *opts, kcr_controller **out);
+#define kcr_testkit_add_controller(...) (kcr_testkit_add_controller)(sizeof(kcr_controller_options), __VA_ARGS__)
 
 /* Stores the objects of `text` (copied): one JSON object, or YAML with one
  * or more documents separated by "---". Each needs apiVersion and kind (the
@@ -183,13 +188,10 @@ KCR_API kcr_err kcr_testkit_check_workers(kcr_testkit *tk);
 KCR_API size_t kcr_testkit_count_events(kcr_testkit *tk, const char *regarding_name,
                                         const char *reason);
 
-/* The next `times` requests (< 0: until kcr_fake_clear_errors) of `verb` on
- * `res` (NULL: any) for object ns/name (NULL: any; creates match by the
- * namespace only) fail with {code, reason, message}, e.g. 409 "Conflict". */
-KCR_API kcr_err kcr_testkit_inject_error(kcr_testkit *tk, kcr_fake_verb verb,
-                                         const kcr_resource *res, const char *ns,
-                                         const char *name, int times, int code,
-                                         const char *reason, const char *message);
+/* kcr_fake_inject_error() on the kit's fake: matching requests fail with
+ * {code, reason, message}, e.g. 409 "Conflict". */
+KCR_API kcr_err kcr_testkit_inject_error(size_t e_size, kcr_testkit *tk, const kcr_fake_error *e);
+#define kcr_testkit_inject_error(...) (kcr_testkit_inject_error)(sizeof(kcr_fake_error), __VA_ARGS__)
 
 #ifdef __cplusplus
 }

@@ -30,6 +30,24 @@ KCR_API void kcr_time_format(int64_t unix_seconds, char *buf, size_t size);
  * Lease renewTime and Event eventTime use; truncated like kcr_time_format. */
 KCR_API void kcr_time_format_micro(int64_t unix_us, char *buf, size_t size);
 
+/* Durations: int64_t milliseconds in every field and parameter named *_ms,
+ * with one meaning of 0 and of negative values everywhere (docs/abi.md):
+ *   - in an options field, KCR_DURATION_DEFAULT (0) is the field's default,
+ *     given in its comment;
+ *   - KCR_DURATION_INFINITE: no limit (wait forever, never time out, never
+ *     repeat), accepted where the field or parameter says so;
+ *   - KCR_DURATION_ZERO: no time at all (do not wait, at once), for the
+ *     fields that say so (as a timeout parameter, 0 means that already);
+ *   - any other negative value, and any value above KCR_DURATION_MAX, is
+ *     refused with KCR_ERR_INVALID.
+ * A delay to a point in time (kcr_workqueue_add_after) is the one exception:
+ * a delay <= 0 is due now. */
+#define KCR_DURATION_DEFAULT INT64_C(0)
+#define KCR_DURATION_INFINITE INT64_C(-1)
+#define KCR_DURATION_ZERO INT64_C(-2)
+/* The largest finite duration, 2^40 ms (about 35 years). */
+#define KCR_DURATION_MAX (INT64_C(1) << 40)
+
 /* A source of time that tests can replace (a virtual clock). now_ms returns
  * milliseconds since the Unix epoch; it is called from any thread, so it must
  * be thread-safe. Components take `const kcr_clock *clock` in their options
@@ -37,6 +55,9 @@ KCR_API void kcr_time_format_micro(int64_t unix_us, char *buf, size_t size);
 typedef struct kcr_clock {
     int64_t (*now_ms)(void *user_data);
     void *user_data;
+    /* Zero. Fields added after 1.0 take these bytes: the struct is reached through options,
+     * so its size never changes (docs/abi.md). Not zero: KCR_ERR_INVALID. */
+    uint64_t reserved[4];
 } kcr_clock;
 
 /* clock's time in ms since the Unix epoch; the real (CLOCK_REALTIME) time

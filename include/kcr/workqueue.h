@@ -6,8 +6,9 @@
  *   - add/get/done with dedup: a key is waiting at most once, and is never
  *     handed to two workers at once (an add while it is processing is
  *     remembered and the key comes back after done);
- *   - add_after on a min-heap, with no thread of its own: blocked getters
- *     sleep until the nearest deadline;
+ *   - one add verb: kcr_workqueue_add(q, key, NULL) or with options for a
+ *     delay (on a min-heap, with no thread of its own: blocked getters sleep
+ *     until the nearest deadline), a priority and a per-key payload;
  *   - add_rate_limited/forget/num_requeues through a kcr_rate_limiter;
  *   - what client-go lacks: remove, get with a timeout, wake (unblock getters
  *     without shutting down), and done() of a key not handed out reports
@@ -32,6 +33,7 @@
 
 #include "kcr/error.h"
 #include "kcr/export.h"
+#include "kcr/time.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,8 +73,9 @@ typedef struct kcr_rate_limiter_ops {
 /* A limiter driven by `ops` (copied) and `user_data` (owned by the limiter
  * from now on: ops->free(user_data) runs at kcr_rate_limiter_free, or right
  * away if this call fails). */
-KCR_API kcr_err kcr_rate_limiter_new(const kcr_rate_limiter_ops *ops, void *user_data,
-                                     kcr_rate_limiter **out);
+KCR_API kcr_err kcr_rate_limiter_new(size_t ops_size, const kcr_rate_limiter_ops *ops,
+                                     void *user_data, kcr_rate_limiter **out);
+#define kcr_rate_limiter_new(...) (kcr_rate_limiter_new)(sizeof(kcr_rate_limiter_ops), __VA_ARGS__)
 
 /* Options of kcr_rate_limiter_exponential_new; zero (or NULL) means the
  * default. */
@@ -84,8 +87,10 @@ typedef struct kcr_rate_limiter_exponential_options {
 /* Per-key exponential backoff: base_delay_ms * 2^failures, capped at
  * max_delay_ms (client-go's ItemExponentialFailureRateLimiter). `opts` is
  * borrowed for the call; negative delays are KCR_ERR_INVALID. */
-KCR_API kcr_err kcr_rate_limiter_exponential_new(const kcr_rate_limiter_exponential_options *opts,
+KCR_API kcr_err kcr_rate_limiter_exponential_new(size_t opts_size,
+                                                 const kcr_rate_limiter_exponential_options *opts,
                                                  kcr_rate_limiter **out);
+#define kcr_rate_limiter_exponential_new(...) (kcr_rate_limiter_exponential_new)(sizeof(kcr_rate_limiter_exponential_options), __VA_ARGS__)
 
 /* Options of kcr_rate_limiter_bucket_new; zero (or NULL) means the
  * default. */
@@ -99,8 +104,10 @@ typedef struct kcr_rate_limiter_bucket_options {
  * whole ms. num_requeues is always 0 and forget does nothing. `opts` is
  * borrowed for the call; a negative or NaN rate or burst is
  * KCR_ERR_INVALID. */
-KCR_API kcr_err kcr_rate_limiter_bucket_new(const kcr_rate_limiter_bucket_options *opts,
+KCR_API kcr_err kcr_rate_limiter_bucket_new(size_t opts_size,
+                                            const kcr_rate_limiter_bucket_options *opts,
                                             kcr_rate_limiter **out);
+#define kcr_rate_limiter_bucket_new(...) (kcr_rate_limiter_bucket_new)(sizeof(kcr_rate_limiter_bucket_options), __VA_ARGS__)
 
 /* Per key: the first `max_fast_attempts` retries wait fast_delay_ms, later
  * ones slow_delay_ms (client-go's ItemFastSlowRateLimiter). No defaults, so
@@ -179,7 +186,7 @@ typedef struct kcr_workqueue_metrics {
     /* workqueue_longest_running_processor_seconds (gauge): age of the oldest
      * key being processed. Set together with unfinished_work. */
     void (*longest_running)(const char *name, double seconds, void *user_data);
-    /* workqueue_retries_total (counter): +1 per add_after/add_rate_limited. */
+    /* workqueue_retries_total (counter): +1 per delayed add (delay_ms > 0)/add_rate_limited. */
     void (*retries)(const char *name, void *user_data);
     /* workqueue_depth{priority} (gauge): keys waiting at one priority, called
      * with the new value on each change, only once a priority other than
@@ -192,6 +199,9 @@ typedef struct kcr_workqueue_metrics {
      * no background thread: a refresh happens inside queue calls, inside a
      * get blocked on an empty queue, and on kcr_workqueue_metrics_update. */
     int64_t update_period_ms;
+    /* Zero. Fields added after 1.0 take these bytes: the struct is reached through options,
+     * so its size never changes (docs/abi.md). Not zero: KCR_ERR_INVALID. */
+    uint64_t reserved[4];
 } kcr_workqueue_metrics;
 
 /* A snapshot of one queue (kcr_workqueue_get_stats). The duration fields
@@ -202,7 +212,7 @@ typedef struct kcr_workqueue_stats {
     int64_t depth;      /* workqueue_depth */
     int64_t queued;     /* keys ready to be handed out (kcr_workqueue_len) */
     int64_t processing; /* keys handed out and not yet done */
-    int64_t waiting;    /* keys waiting for an add_after deadline */
+    int64_t waiting;    /* keys waiting for a delayed add's deadline */
     uint64_t adds_total;
     uint64_t retries_total;
     int64_t unfinished_work_ms;           /* sum of the processing keys' ages */
@@ -218,6 +228,28 @@ typedef struct kcr_workqueue_stats {
 
 /* A workqueue. Thread-safe: see the top of this file. */
 typedef struct kcr_workqueue kcr_workqueue;
+
+/* A per-key payload: whatever the user keeps about a key (a controller keeps
+ * its pending reasons and read-your-writes fences there), stored in the
+ * key's item, so an add updates one table under one lock. The queue never
+ * looks inside. A key's item stays while it holds a payload, even when the
+ * key is neither waiting nor processing. Both callbacks run with the queue's
+ * lock held: keep them short and never call into the queue from them. */
+typedef struct kcr_workqueue_payload_ops {
+    /* Combines `incoming` into `held` (either may be NULL, not both) and
+     * returns the key's new payload. Takes ownership of both: free what is
+     * not returned. Required. */
+    void *(*merge)(void *held, void *incoming, void *user_data);
+    /* Frees a payload the queue drops (kcr_workqueue_remove, kcr_workqueue_free,
+     * a failed add). Required. */
+    void (*free)(void *payload, void *user_data);
+    /* Passed to both (last); owned by the caller, must outlive the queue. */
+    void *user_data;
+    /* Zero. Fields added after 1.0 take these bytes: the struct is reached
+     * through options, so its size never changes (docs/abi.md). Not zero:
+     * KCR_ERR_INVALID. */
+    uint64_t reserved[4];
+} kcr_workqueue_payload_ops;
 
 /* Options for kcr_workqueue_new; zero (or a NULL opts) means every default. */
 typedef struct kcr_workqueue_options {
@@ -236,62 +268,82 @@ typedef struct kcr_workqueue_options {
     kcr_rate_limiter *limiter;
     /* Expected number of distinct keys, to size the table (0: 64). */
     size_t capacity_hint;
-    /* Aging of priorities (kcr_workqueue_add_with_priority): a key waiting
+    /* Aging of priorities (kcr_workqueue_add_options.priority): a key waiting
      * this long is served before younger keys of any priority. 0: 10 s;
-     * < 0: no aging (strict priority). */
+     * KCR_DURATION_INFINITE: no aging (strict priority). */
     int64_t priority_max_wait_ms;
+    /* Per-key payloads (copied); NULL: adds carry none. */
+    const kcr_workqueue_payload_ops *payload;
+    /* The time that add delays, the limiter's delays and get's timeouts for
+     * delayed keys run on (borrowed for the queue's life). NULL: the real
+     * clock. With a virtual clock, a delayed key is due once that clock
+     * reaches its deadline; getters blocked on it look again at least every
+     * 10 ms of real time (or at once after kcr_workqueue_wake). */
+    const kcr_clock *clock;
 } kcr_workqueue_options;
 
 /* Creates a queue the caller owns (kcr_workqueue_free) into *out, set only
  * on KCR_OK. `opts` is borrowed for the call (NULL: every default). Returns
  * KCR_OK, KCR_ERR_NOMEM or KCR_ERR_INVALID (NULL out); kcr_last_error()
  * says why. Thread-safe. */
-KCR_API kcr_err kcr_workqueue_new(const kcr_workqueue_options *opts, kcr_workqueue **out);
+KCR_API kcr_err kcr_workqueue_new(size_t opts_size, const kcr_workqueue_options *opts,
+                                  kcr_workqueue **out);
+#define kcr_workqueue_new(...) (kcr_workqueue_new)(sizeof(kcr_workqueue_options), __VA_ARGS__)
 
 /* Frees the queue, its keys and its limiter (no shutdown needed first).
  * NULL is a no-op. Every other call on the queue must have returned (join
  * your workers first); key pointers from get become invalid. */
 KCR_API void kcr_workqueue_free(kcr_workqueue *q);
 
-/* Marks `key` (copied) as needing processing. No-op if it is already waiting;
- * if it is being processed it comes back after done. Returns KCR_OK,
- * KCR_ERR_SHUTDOWN (dropped: the queue is shutting down), KCR_ERR_NOMEM or
- * KCR_ERR_INVALID (NULL key). Thread-safe. */
-KCR_API kcr_err kcr_workqueue_add(kcr_workqueue *q, const char *key);
-
-/* Adds `key` (copied) after `delay_ms` (<= 0: now, like add). If the key is
- * already waiting for a deadline, the EARLIER deadline is kept. Keys become
- * ready in deadline order (ties in call order). Counts a retry in metrics.
- * Returns like kcr_workqueue_add. Thread-safe. */
-KCR_API kcr_err kcr_workqueue_add_after(kcr_workqueue *q, const char *key, int64_t delay_ms);
-
-/* Priorities for kcr_workqueue_add_with_priority: a higher one is handed out
- * first. KCR_WQ_PRIORITY_LOW is what controllers use for the initial list and
- * resyncs (controller-runtime's priority queue uses -100 too). */
+/* Priorities for kcr_workqueue_add_options.priority: a higher one is handed
+ * out first. KCR_WQ_PRIORITY_LOW is what controllers use for the initial list
+ * and resyncs (controller-runtime's priority queue uses -100 too). */
 #define KCR_WQ_PRIORITY_NORMAL 0
 #define KCR_WQ_PRIORITY_LOW (-100)
 
-/* Adds `key` (copied) with a priority: keys are handed out highest priority
- * first, in add order within a priority. A key already waiting keeps the
- * higher of its two priorities (raised, it goes to the end of the higher
- * priority's keys); one being processed comes back after done with the
- * highest priority it was re-added with. Aging: a key that has waited
- * options.priority_max_wait_ms is handed out before any key that has not, so a
- * steady stream of high-priority keys never starves a low one; of those that
- * have, the one waiting longest goes first (a tie: the higher priority). A
- * key waits from its add (re-added while processing: from done; delayed:
- * from when it fell due; raised: from the raise). kcr_workqueue_add is
- * add_with_priority(KCR_WQ_PRIORITY_NORMAL). Returns like kcr_workqueue_add.
- * Thread-safe. */
-KCR_API kcr_err kcr_workqueue_add_with_priority(kcr_workqueue *q, const char *key, int priority);
+/* How kcr_workqueue_add adds a key. A NULL opts, or all zero, means: now, at
+ * KCR_WQ_PRIORITY_NORMAL, no payload. */
+typedef struct kcr_workqueue_add_options {
+    /* > 0: the key becomes ready this many ms from the call (client-go's
+     * AddAfter): if it already waits for a deadline, the EARLIER one is kept;
+     * keys become ready in deadline order (ties in call order); counts a
+     * retry in metrics. <= 0: ready now. */
+    int64_t delay_ms;
+    /* Keys are handed out highest priority first, in add order within a
+     * priority. A key already waiting keeps the higher of its two priorities
+     * (raised, it goes to the end of the higher priority's keys); one being
+     * processed comes back after done with the highest priority it was
+     * re-added with; a delayed key is queued with it once due. Aging: a key
+     * that has waited options.priority_max_wait_ms is handed out before any
+     * key that has not, so a steady stream of high-priority keys never
+     * starves a low one; of those that have, the one waiting longest goes
+     * first (a tie: the higher priority). A key waits from its add (re-added
+     * while processing: from done; delayed: from when it fell due; raised:
+     * from the raise). 0 is KCR_WQ_PRIORITY_NORMAL. */
+    int priority;
+    /* Merged into the key's payload at once (see kcr_workqueue_payload_ops),
+     * also for a delayed add; the queue owns it from the call on, also when
+     * the add fails (then it is freed), except on a queue without payload
+     * ops (KCR_ERR_INVALID: it stays the caller's). NULL: none. */
+    void *payload;
+} kcr_workqueue_add_options;
 
-/* kcr_workqueue_add_after whose key, once due, is queued with `priority`.
- * Returns like kcr_workqueue_add. Thread-safe. */
-KCR_API kcr_err kcr_workqueue_add_after_with_priority(kcr_workqueue *q, const char *key,
-                                                      int64_t delay_ms, int priority);
+/* Marks `key` (copied) as needing processing, as `opts` (borrowed; NULL: now,
+ * default priority) says. No-op if it is already waiting; if it is being
+ * processed it comes back after done. Returns KCR_OK, KCR_ERR_SHUTDOWN
+ * (dropped: the queue is shutting down), KCR_ERR_NOMEM or KCR_ERR_INVALID
+ * (NULL key, or a payload on a queue without payload ops). Thread-safe.
+ *
+ *   kcr_workqueue_add(q, key, NULL);
+ *   kcr_workqueue_add(q, key, &(kcr_workqueue_add_options){.delay_ms = 500});
+ */
+KCR_API kcr_err kcr_workqueue_add(size_t opts_size, kcr_workqueue *q, const char *key,
+                                  const kcr_workqueue_add_options *opts);
+#define kcr_workqueue_add(...) (kcr_workqueue_add)(sizeof(kcr_workqueue_add_options), __VA_ARGS__)
 
-/* add_after(key, limiter's when(key)). Returns like kcr_workqueue_add.
- * Thread-safe; the limiter runs without the queue's lock. */
+/* kcr_workqueue_add with delay_ms = the limiter's when(key) at the queue's
+ * clock's time. Returns like kcr_workqueue_add. Thread-safe; the limiter
+ * runs without the queue's lock. */
 KCR_API kcr_err kcr_workqueue_add_rate_limited(kcr_workqueue *q, const char *key);
 
 /* The limiter's forget(key): call when `key` succeeded. Does not touch the
@@ -301,8 +353,9 @@ KCR_API void kcr_workqueue_forget(kcr_workqueue *q, const char *key);
 /* The limiter's num_requeues(key). Thread-safe. */
 KCR_API int kcr_workqueue_num_requeues(kcr_workqueue *q, const char *key);
 
-/* Drops every pending occurrence of `key`: ready in the queue, waiting for an
- * add_after deadline, or re-added while processing. A key being processed
+/* Drops every pending occurrence of `key`: ready in the queue, waiting for a
+ * delayed add's deadline, or re-added while processing, and its payload
+ * unless it is being processed. A key being processed
  * stays handed out (its done is still expected). Returns KCR_OK if something
  * was dropped, KCR_ERR_NOT_FOUND otherwise, KCR_ERR_INVALID for NULL.
  * Thread-safe. */
@@ -323,7 +376,8 @@ KCR_API size_t kcr_workqueue_len(kcr_workqueue *q);
 KCR_API kcr_err kcr_workqueue_get(kcr_workqueue *q, const char **key);
 
 /* kcr_workqueue_get that gives up after timeout_ms with KCR_ERR_TIMEOUT
- * (0: only takes a key that is ready now; < 0: no limit). The key is owned
+ * (0: only takes a key that is ready now; KCR_DURATION_INFINITE: no limit;
+ * another negative value: KCR_ERR_INVALID). The key is owned
  * by the queue, valid until done. Thread-safe. */
 KCR_API kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ms, const char **key);
 
@@ -333,11 +387,24 @@ KCR_API kcr_err kcr_workqueue_get_timeout(kcr_workqueue *q, int64_t timeout_ms, 
  * Thread-safe. */
 KCR_API kcr_err kcr_workqueue_done(kcr_workqueue *q, const char *key);
 
+/* Moves the payload of `key` (borrowed) into *payload (the caller owns it
+ * from now on; NULL when it has none) and leaves the key without one.
+ * Usually called by the worker right after get. KCR_OK, or KCR_ERR_INVALID
+ * (NULL argument). Thread-safe. */
+KCR_API kcr_err kcr_workqueue_take_payload(kcr_workqueue *q, const char *key, void **payload);
+
+/* Merges `payload` (owned by the queue from the call on, also on failure)
+ * into `key`'s payload WITHOUT making the key ready: state to keep until the
+ * key's next get (a worker puts back what outlives one reconcile). The key's
+ * item is kept while it holds a payload. KCR_OK, KCR_ERR_NOMEM or
+ * KCR_ERR_INVALID (NULL key, or a queue without payload ops). Thread-safe. */
+KCR_API kcr_err kcr_workqueue_put_payload(kcr_workqueue *q, const char *key, void *payload);
+
 /* Makes every get blocked at this moment return KCR_ERR_CANCELED (getters
  * arriving later are not affected). The queue keeps working. Thread-safe. */
 KCR_API void kcr_workqueue_wake(kcr_workqueue *q);
 
-/* Stops accepting keys: add/add_after are dropped from now on, keys waiting
+/* Stops accepting keys: adds are dropped from now on, keys waiting
  * for a deadline are dropped, getters hand out what is ready, then get
  * KCR_ERR_SHUTDOWN. Returns at once; idempotent. Thread-safe. */
 KCR_API void kcr_workqueue_shutdown(kcr_workqueue *q);
@@ -352,7 +419,8 @@ KCR_API bool kcr_workqueue_shutting_down(kcr_workqueue *q);
 
 /* Fills *out (owned by the caller) with a snapshot of the queue (see
  * kcr_workqueue_stats). Thread-safe. */
-KCR_API void kcr_workqueue_get_stats(kcr_workqueue *q, kcr_workqueue_stats *out);
+KCR_API void kcr_workqueue_get_stats(size_t out_size, kcr_workqueue *q, kcr_workqueue_stats *out);
+#define kcr_workqueue_get_stats(...) (kcr_workqueue_get_stats)(sizeof(kcr_workqueue_stats), __VA_ARGS__)
 
 /* Refreshes the unfinished-work and longest-running gauges through the
  * metrics callbacks now (e.g. right before a scrape). Thread-safe. */

@@ -1,11 +1,13 @@
 /* kcr_manager_serve_http: the metrics/health endpoint of a kcr_manager. */
+#include "core/abi.h"
 #include "core/error.h"
 #include "kcr/controller.h"
 #include "kcr/health.h"
 
-kcr_err kcr_manager_serve_http(kcr_manager *m, const kcr_health_server_options *opts,
-                               kcr_health_server **out)
+kcr_err (kcr_manager_serve_http)(size_t opts_size, kcr_manager *m,
+                                 const kcr_health_server_options *opts, kcr_health_server **out)
 {
+    KCR__ABI_OPTS(kcr_health_server_options, opts, opts_size);
     if (!m || !out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_manager_serve_http: NULL manager or out");
     *out = NULL;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "metrics/http/server.h"
+#include "core/abi.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -49,8 +50,10 @@ static void plan_listeners(kcr_health_server *s)
             .server = s, .address = s->probe_address, .probes = true};
 }
 
-kcr_err kcr_health_server_new(const kcr_health_server_options *opts, kcr_health_server **out)
+kcr_err (kcr_health_server_new)(size_t opts_size, const kcr_health_server_options *opts,
+                                kcr_health_server **out)
 {
+    KCR__ABI_OPTS(kcr_health_server_options, opts, opts_size);
     if (!out)
         return kcr__fail(KCR_ERR_INVALID, "kcr_health_server_new: out is NULL");
     *out = NULL;

@@ -1,8 +1,16 @@
 /* Uses the installed kcr_http (kcr::http / pkg-config kcr-http): serves a
- * registry on a free loopback port, then stops. */
+ * registry on a free loopback port, then stops; and runs the shipped
+ * main() (kcr/main.h) with --help. */
 #include <kcr/health.h>
+#include <kcr/main.h>
 #include <kcr/metrics.h>
 #include <stdio.h>
+
+static kcr_err setup(kcr_manager *mgr, const kcr_main_flags *flags, void *ud)
+{
+    (void)mgr, (void)flags, (void)ud;
+    return KCR_OK;
+}
 
 int main(void)
 {
@@ -23,5 +31,7 @@ int main(void)
            kcr_health_server_metrics_port(s));
     kcr_health_server_free(s);
     kcr_metrics_free(m);
-    return 0;
+    char *argv[] = {"consumer_http", "--help", NULL};
+    kcr_main_options mo = {.name = "consumer_http", .setup = setup};
+    return kcr_main_run(2, argv, &mo); /* prints the flags, returns 0 */
 }

@@ -12,12 +12,14 @@ int main(void)
     kcr_client *client = NULL;
     kcr_object *got = NULL;
     int rc = 1;
-    if (kcr_fake_new(NULL, &fake) != KCR_OK || kcr_fake_client(fake, "default", &client) != KCR_OK ||
+    if (kcr_fake_new(NULL, &fake) != KCR_OK ||
+        kcr_fake_client(fake, "default", &client) != KCR_OK ||
         kcr_fake_add(fake, &cm,
                      "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
                      "\"metadata\":{\"name\":\"a\",\"namespace\":\"default\"}}",
                      NULL) != KCR_OK ||
-        kcr_client_get(client, &cm, "default", "a", NULL, &got, NULL) != KCR_OK) {
+        kcr_client_get(client, &(kcr_request){.resource = &cm, .ns = "default", .name = "a"},
+                       &got) != KCR_OK) {
         fprintf(stderr, "consumer_testing: %s\n", kcr_last_error());
         goto out;
     }

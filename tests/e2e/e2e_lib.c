@@ -129,7 +129,7 @@ kcr_err e2e_namespace(kcr_client *c, const char *prefix, char *out, size_t len)
     snprintf(json, sizeof json,
              "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}", out);
     kcr_resource ns = {"", "v1", "namespaces"};
-    return kcr_client_create(c, &ns, NULL, json, 0, NULL, NULL, NULL);
+    return kcr_client_create(c, &(kcr_request){.resource = &ns, .body = json}, NULL);
 }
 
 kcr_err e2e_create_cm(kcr_client *c, const char *ns, const char *name, const char *value)
@@ -140,7 +140,8 @@ kcr_err e2e_create_cm(kcr_client *c, const char *ns, const char *name, const cha
              "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
              "\"labels\":{\"app\":\"kcr-e2e\"}},\"data\":{\"v\":\"%s\"}}",
              name, value);
-    kcr_err err = kcr_client_create(c, &E2E_CM, ns, json, 0, NULL, NULL, NULL);
+    kcr_err err =
+        kcr_client_create(c, &(kcr_request){.resource = &E2E_CM, .ns = ns, .body = json}, NULL);
     free(json);
     return err;
 }
@@ -166,7 +167,13 @@ kcr_err e2e_update_cm(kcr_client *c, const char *ns, const char *name, const cha
 {
     char patch[512];
     snprintf(patch, sizeof patch, "{\"data\":{\"v\":\"%s\"}}", value);
-    return kcr_client_patch(c, &E2E_CM, ns, name, KCR_PATCH_MERGE, patch, 0, NULL, NULL, NULL);
+    return kcr_client_patch(c,
+                            &(kcr_request){.resource = &E2E_CM,
+                                           .ns = ns,
+                                           .name = name,
+                                           .patch_type = KCR_PATCH_MERGE,
+                                           .body = patch},
+                            NULL);
 }
 
 kcr_err e2e_delete_cm(kcr_client *c, const char *ns, const char *name, char **uid)
@@ -174,9 +181,10 @@ kcr_err e2e_delete_cm(kcr_client *c, const char *ns, const char *name, char **ui
     if (uid) {
         *uid = NULL;
         kcr_object *o = NULL;
-        if (kcr_client_get(c, &E2E_CM, ns, name, NULL, &o, NULL) == KCR_OK)
+        if (kcr_client_get(c, &(kcr_request){.resource = &E2E_CM, .ns = ns, .name = name}, &o) ==
+            KCR_OK)
             *uid = strdup(kcr_object_uid(o));
         kcr_object_unref(o);
     }
-    return kcr_client_delete(c, &E2E_CM, ns, name, NULL, NULL, NULL);
+    return kcr_client_delete(c, &(kcr_request){.resource = &E2E_CM, .ns = ns, .name = name}, NULL);
 }

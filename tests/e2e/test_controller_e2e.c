@@ -146,7 +146,8 @@ static const char *mirror_value(const char *ns, const char *name)
     static char v[64];
     kcr_object *o = NULL;
     v[0] = '\0';
-    if (kcr_client_get(client, &E2E_CM, ns, name, NULL, &o, NULL) == KCR_OK) {
+    if (kcr_client_get(client, &(kcr_request){.resource = &E2E_CM, .ns = ns, .name = name}, &o) ==
+        KCR_OK) {
         const char *s = kcr_value_string(kcr_object_get(o, "data.v"), NULL);
         snprintf(v, sizeof v, "%s", s ? s : "");
     }
@@ -170,8 +171,9 @@ static void create_labelled(const char *ns, const char *name, const char *v)
         json, sizeof json,
         "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"mirror\":\"true\"}},\"data\":{\"v\":\"%s\"}}",
         name, v);
-    cr_assert_eq(kcr_client_create(client, &E2E_CM, ns, json, 0, NULL, NULL, NULL), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(kcr_client_create(
+                     client, &(kcr_request){.resource = &E2E_CM, .ns = ns, .body = json}, NULL),
+                 KCR_OK, "%s", kcr_last_error());
 }
 
 Test(controller_e2e, mirror_process_metrics_readyz_sigterm, .init = setup, .fini = teardown,
@@ -405,7 +407,8 @@ static kcr_result bump(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
             err = kcr_object_edit_freeze(e, &upd);
         kcr_object_edit_free(e);
         if (err == KCR_OK)
-            err = kcr_client_update_object(kcr_ctx_client(ctx), &E2E_CM, upd, NULL, NULL, NULL);
+            err = kcr_client_update(kcr_ctx_client(ctx),
+                                    &(kcr_request){.resource = &E2E_CM, .object = upd}, NULL);
         kcr_object_unref(upd);
         if (err == KCR_ERR_CONFLICT)
             atomic_fetch_add(&conflicts, 1);
@@ -433,10 +436,12 @@ Test(controller_e2e, read_your_writes_on_the_real_apiserver, .init = setup, .fin
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, run_manager, m), 0);
     kcr_object *cm = NULL;
-    WAIT_UP_TO(60000, (kcr_object_unref(cm), cm = NULL,
-                       kcr_client_get(client, &E2E_CM, ns, "counter", NULL, &cm, NULL) == KCR_OK &&
-                           kcr_object_annotation(cm, "n") &&
-                           strcmp(kcr_object_annotation(cm, "n"), "20") == 0));
+    WAIT_UP_TO(
+        60000,
+        (kcr_object_unref(cm), cm = NULL,
+         kcr_client_get(client, &(kcr_request){.resource = &E2E_CM, .ns = ns, .name = "counter"},
+                        &cm) == KCR_OK &&
+             kcr_object_annotation(cm, "n") && strcmp(kcr_object_annotation(cm, "n"), "20") == 0));
     cr_assert(cm && kcr_object_annotation(cm, "n"), "no annotation");
     cr_assert_str_eq(kcr_object_annotation(cm, "n"), "20");
     kcr_object_unref(cm);

@@ -40,8 +40,9 @@ static kcr_object *create_cm(const char *name, const char *extra_meta)
              "\"data\":{\"k\":\"v\"}}",
              name, extra_meta);
     kcr_object *o = NULL;
-    cr_assert_eq(kcr_client_create(client, &E2E_CM, ns, json, 0, NULL, &o, NULL), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(
+        kcr_client_create(client, &(kcr_request){.resource = &E2E_CM, .ns = ns, .body = json}, &o),
+        KCR_OK, "%s", kcr_last_error());
     return o;
 }
 
@@ -50,7 +51,8 @@ static kcr_err put(kcr_client *c, const kcr_object *o, kcr_object **out)
     char *json = NULL;
     size_t len = 0;
     cr_assert_eq(kcr_object_to_json(o, &json, &len), KCR_OK);
-    kcr_err err = kcr_client_update(c, &E2E_CM, ns, json, len, NULL, out, NULL);
+    kcr_err err = kcr_client_update(
+        c, &(kcr_request){.resource = &E2E_CM, .ns = ns, .body = json, .body_len = len}, out);
     free(json);
     return err;
 }
@@ -70,7 +72,8 @@ Test(ctrlutil_e2e, controller_reference_on_a_real_configmap, .init = setup, .fin
     kcr_object *owner = create_cm("owner", ""), *rival = create_cm("rival", "");
     kcr_object *dep = create_cm("dep", ""), *with = NULL, *stored = NULL;
     listed = NULL;
-    cr_assert_eq(kcr_client_list(client, &E2E_CM, ns, NULL, keep_owner, "owner", NULL, NULL),
+    cr_assert_eq(kcr_client_list(client, &(kcr_request){.resource = &E2E_CM, .ns = ns}, keep_owner,
+                                 "owner", NULL),
                  KCR_OK);
     cr_assert_not_null(listed);
     /* whether or not the decoder stamps listed items, the explicit GVK works */
@@ -121,7 +124,9 @@ Test(ctrlutil_e2e, controller_reference_on_a_real_configmap, .init = setup, .fin
     cr_assert_eq(kcr_ctrlutil_delete_object(client, &E2E_CM, dep,
                                             KCR_CTRLUTIL_PROPAGATION_BACKGROUND, NULL, NULL),
                  KCR_OK, "%s", kcr_last_error());
-    cr_assert_eq(kcr_client_get(client, &E2E_CM, ns, "dep", NULL, NULL, NULL), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(
+        kcr_client_get(client, &(kcr_request){.resource = &E2E_CM, .ns = ns, .name = "dep"}, NULL),
+        KCR_ERR_NOT_FOUND);
     kcr_object_unref(stored);
     kcr_object_unref(with);
     kcr_object_unref(listed);
@@ -137,18 +142,31 @@ Test(ctrlutil_e2e, finalizer_removal_guard_against_a_concurrent_add, .init = set
     /* after our read, another writer puts its finalizer in front of ours */
     kcr_object *o = NULL;
     cr_assert_eq(
-        kcr_client_patch(other, &E2E_CM, ns, "fin", KCR_PATCH_MERGE,
-                         "{\"metadata\":{\"finalizers\":[\"other.dev/theirs\",\"kcr.dev/mine\"]}}",
-                         0, NULL, NULL, NULL),
+        kcr_client_patch(
+            other,
+            &(kcr_request){
+                .resource = &E2E_CM,
+                .ns = ns,
+                .name = "fin",
+                .patch_type = KCR_PATCH_MERGE,
+                .body = "{\"metadata\":{\"finalizers\":[\"other.dev/theirs\",\"kcr.dev/mine\"]}}"},
+            NULL),
         KCR_OK, "%s", kcr_last_error());
     /* the real server's answer to the guard we would have sent blindly */
     kcr_status st = {0};
-    cr_assert_eq(kcr_client_patch(
-                     client, &E2E_CM, ns, "fin", KCR_PATCH_JSON,
-                     "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/0\",\"value\":"
-                     "\"kcr.dev/mine\"},{\"op\":\"remove\",\"path\":\"/metadata/finalizers/0\"}]",
-                     0, NULL, NULL, &st),
-                 KCR_ERR_INVALID_OBJECT);
+    cr_assert_eq(
+        kcr_client_patch(
+            client,
+            &(kcr_request){
+                .resource = &E2E_CM,
+                .ns = ns,
+                .name = "fin",
+                .body =
+                    "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/0\",\"value\":"
+                    "\"kcr.dev/mine\"},{\"op\":\"remove\",\"path\":\"/metadata/finalizers/0\"}]",
+                .status = &st},
+            NULL),
+        KCR_ERR_INVALID_OBJECT);
     cr_assert_eq(st.code, 422);
     cr_assert_str_eq(st.reason, "Invalid");
     kcr_status_clear(&st);
@@ -171,9 +189,14 @@ Test(ctrlutil_e2e, finalizer_removal_guard_against_a_concurrent_add, .init = set
     cr_assert_str_eq(kcr_object_finalizer(o, 1), "kcr.dev/again");
     /* while deleting, the server forbids new finalizers: a 422 the helper
      * returns without looping */
-    cr_assert_eq(kcr_client_delete(client, &E2E_CM, ns, "fin", NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_delete(
+                     client, &(kcr_request){.resource = &E2E_CM, .ns = ns, .name = "fin"}, NULL),
+                 KCR_OK);
     kcr_object *deleting = NULL;
-    cr_assert_eq(kcr_client_get(client, &E2E_CM, ns, "fin", NULL, &deleting, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_get(client,
+                                &(kcr_request){.resource = &E2E_CM, .ns = ns, .name = "fin"},
+                                &deleting),
+                 KCR_OK);
     cr_assert_eq(
         kcr_ctrlutil_add_finalizer(client, &E2E_CM, deleting, "kcr.dev/late", 0, NULL, NULL, &st),
         KCR_ERR_INVALID_OBJECT);
@@ -187,7 +210,9 @@ Test(ctrlutil_e2e, finalizer_removal_guard_against_a_concurrent_add, .init = set
                                                &changed, NULL, NULL),
                  KCR_OK, "%s", kcr_last_error());
     cr_assert(changed);
-    cr_assert_eq(kcr_client_get(client, &E2E_CM, ns, "fin", NULL, NULL, NULL), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(
+        kcr_client_get(client, &(kcr_request){.resource = &E2E_CM, .ns = ns, .name = "fin"}, NULL),
+        KCR_ERR_NOT_FOUND);
     kcr_object_unref(deleting);
     kcr_object_unref(o);
     kcr_object_unref(seen);
@@ -207,7 +232,8 @@ Test(ctrlutil_e2e, finalizer_removal_guard_against_a_concurrent_add, .init = set
  * the new resource serves. */
 static void create_gadget(const char *name)
 {
-    kcr_err err = kcr_client_create(client, &CRDS, NULL, CRD_JSON, 0, NULL, NULL, NULL);
+    kcr_err err =
+        kcr_client_create(client, &(kcr_request){.resource = &CRDS, .body = CRD_JSON}, NULL);
     cr_assert(err == KCR_OK || err == KCR_ERR_EXISTS, "%s", kcr_last_error());
     char json[256];
     snprintf(
@@ -216,8 +242,9 @@ static void create_gadget(const char *name)
         "\"%s\"},\"spec\":{\"size\":1}}",
         name);
     int64_t deadline = now_ms() + 30000;
-    while ((err = kcr_client_create(client, &GADGETS, ns, json, 0, NULL, NULL, NULL)) ==
-               KCR_ERR_NOT_FOUND &&
+    while ((err = kcr_client_create(client,
+                                    &(kcr_request){.resource = &GADGETS, .ns = ns, .body = json},
+                                    NULL)) == KCR_ERR_NOT_FOUND &&
            now_ms() < deadline)
         sleep_ms(100); /* the CRD's endpoint appears once it is Established */
     cr_assert_eq(err, KCR_OK, "creating a gadget: %s", kcr_last_error());
@@ -233,8 +260,13 @@ static kcr_err mirror_size(kcr_object_edit *e, const kcr_object *cur, void *user
 {
     struct mirror *m = user_data;
     if (m->calls++ == 0)
-        cr_assert_eq(kcr_client_patch(other, &GADGETS, ns, kcr_object_name(cur), KCR_PATCH_MERGE,
-                                      "{\"spec\":{\"size\":7}}", 0, NULL, NULL, NULL),
+        cr_assert_eq(kcr_client_patch(other,
+                                      &(kcr_request){.resource = &GADGETS,
+                                                     .ns = ns,
+                                                     .name = kcr_object_name(cur),
+                                                     .patch_type = KCR_PATCH_MERGE,
+                                                     .body = "{\"spec\":{\"size\":7}}"},
+                                      NULL),
                      KCR_OK, "%s", kcr_last_error());
     return kcr_object_edit_set_int(e, "status.seen",
                                    kcr_value_int(kcr_object_get(cur, "spec.size")));
@@ -259,8 +291,13 @@ Test(ctrlutil_e2e, status_update_retries_a_real_conflict, .init = setup, .fini =
     /* without retries the same race is the server's 409 */
     m.calls = 0;
     kcr_status st = {0};
-    cr_assert_eq(kcr_client_patch(other, &GADGETS, ns, "g1", KCR_PATCH_MERGE,
-                                  "{\"spec\":{\"size\":1}}", 0, NULL, NULL, NULL),
+    cr_assert_eq(kcr_client_patch(other,
+                                  &(kcr_request){.resource = &GADGETS,
+                                                 .ns = ns,
+                                                 .name = "g1",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = "{\"spec\":{\"size\":1}}"},
+                                  NULL),
                  KCR_OK);
     cr_assert_eq(
         kcr_ctrlutil_update_status(client, &GADGETS, ns, "g1", mirror_size, &m, -1, &r, NULL, &st),

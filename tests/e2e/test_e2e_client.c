@@ -53,13 +53,13 @@ static void setup(void)
     snprintf(ns, sizeof ns, "e2e-client-%d-%d", (int)getpid(), rand() % 100000);
     char json[256];
     snprintf(json, sizeof json, "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}", ns);
-    cr_assert_eq(kcr_client_create(client, &NSR, NULL, json, 0, NULL, NULL, NULL), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(kcr_client_create(client, &(kcr_request){.resource = &NSR, .body = json}, NULL),
+                 KCR_OK, "%s", kcr_last_error());
 }
 
 static void teardown(void)
 {
-    kcr_client_delete(client, &NSR, NULL, ns, NULL, NULL, NULL);
+    kcr_client_delete(client, &(kcr_request){.resource = &NSR, .name = ns}, NULL);
     kcr_client_free(client);
 }
 
@@ -69,8 +69,9 @@ static kcr_object *create_cm(const char *name, const char *data)
     snprintf(json, sizeof json, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\"},\"data\":%s}",
              name, data ? data : "{}");
     kcr_object *o = NULL;
-    cr_assert_eq(kcr_client_create(client, &CM, ns, json, 0, NULL, &o, NULL), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(
+        kcr_client_create(client, &(kcr_request){.resource = &CM, .ns = ns, .body = json}, &o),
+        KCR_OK, "%s", kcr_last_error());
     return o;
 }
 
@@ -86,8 +87,8 @@ Test(e2e_client, cert_and_token_auth)
     for (int i = 0; i < 2; i++) {
         kcr_client *c = connect_as(users[i]);
         kcr_object *o = NULL;
-        cr_assert_eq(kcr_client_get(c, &NSR, NULL, "default", NULL, &o, NULL), KCR_OK,
-                     "%s: %s", users[i], kcr_last_error());
+        cr_assert_eq(kcr_client_get(c, &(kcr_request){.resource = &NSR, .name = "default"}, &o),
+                     KCR_OK, "%s: %s", users[i], kcr_last_error());
         cr_assert_str_eq(kcr_object_name(o), "default");
         kcr_object_unref(o);
         kcr_client_free(c);
@@ -100,7 +101,9 @@ Test(e2e_client, configmap_crud_and_status_errors, .init = setup, .fini = teardo
     cr_assert_str_eq(kcr_object_namespace(a), ns);
     cr_assert_str_not_empty(kcr_object_uid(a));
     kcr_object *got = NULL;
-    cr_assert_eq(kcr_client_get(client, &CM, ns, "alpha", NULL, &got, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_get(client, &(kcr_request){.resource = &CM, .ns = ns, .name = "alpha"}, &got),
+        KCR_OK);
     cr_assert_str_eq(kcr_object_resource_version(got), kcr_object_resource_version(a));
     kcr_object_unref(got);
 
@@ -110,47 +113,72 @@ Test(e2e_client, configmap_crud_and_status_errors, .init = setup, .fini = teardo
              "\"resourceVersion\":\"%s\"},\"data\":{\"k\":\"2\"}}",
              kcr_object_resource_version(a));
     kcr_object *b = NULL;
-    cr_assert_eq(kcr_client_update(client, &CM, ns, json, 0, NULL, &b, NULL), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(
+        kcr_client_update(client, &(kcr_request){.resource = &CM, .ns = ns, .body = json}, &b),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert_str_eq(str(b, "data.k"), "2");
     kcr_status st = {0};
-    cr_assert_eq(kcr_client_update(client, &CM, ns, json, 0, NULL, NULL, &st), KCR_ERR_CONFLICT,
-                 "stale resourceVersion");
+    cr_assert_eq(
+        kcr_client_update(
+            client, &(kcr_request){.resource = &CM, .ns = ns, .body = json, .status = &st}, NULL),
+        KCR_ERR_CONFLICT, "stale resourceVersion");
     cr_assert_eq(st.code, 409);
     cr_assert_str_eq(st.reason, "Conflict");
     cr_assert(strstr(st.message, "the object has been modified") != NULL, "%s", st.message);
 
     snprintf(json, sizeof json, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"alpha\"}}");
-    cr_assert_eq(kcr_client_create(client, &CM, ns, json, 0, NULL, NULL, &st), KCR_ERR_EXISTS);
+    cr_assert_eq(
+        kcr_client_create(
+            client, &(kcr_request){.resource = &CM, .ns = ns, .body = json, .status = &st}, NULL),
+        KCR_ERR_EXISTS);
     cr_assert_eq(st.code, 409);
     cr_assert_str_eq(st.reason, "AlreadyExists");
     cr_assert_str_eq(st.details.name, "alpha");
     cr_assert_str_eq(st.details.kind, "configmaps");
 
-    cr_assert_eq(kcr_client_get(client, &CM, ns, "missing", NULL, NULL, &st), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(
+        kcr_client_get(client,
+                       &(kcr_request){.resource = &CM, .ns = ns, .name = "missing", .status = &st},
+                       NULL),
+        KCR_ERR_NOT_FOUND);
     cr_assert_eq(st.code, 404);
     cr_assert_str_eq(st.message, "configmaps \"missing\" not found");
     cr_assert_str_eq(kcr_last_error(), "404 NotFound: configmaps \"missing\" not found");
 
-    cr_assert_eq(kcr_client_create(client, &CM, ns,
-                                   "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+    cr_assert_eq(
+        kcr_client_create(
+            client,
+            &(kcr_request){.resource = &CM,
+                           .ns = ns,
+                           .body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
                                    "{\"name\":\"Not_Valid\"}}",
-                                   0, NULL, NULL, &st),
-                 KCR_ERR_INVALID_OBJECT);
+                           .status = &st},
+            NULL),
+        KCR_ERR_INVALID_OBJECT);
     cr_assert_eq(st.code, 422);
     cr_assert_str_eq(st.reason, "Invalid");
     cr_assert_geq(st.details.n_causes, 1);
     cr_assert_str_eq(st.details.causes[0].field, "metadata.name");
     cr_assert_str_eq(st.details.causes[0].type, "FieldValueInvalid");
 
-    kcr_delete_options d = {.precondition_uid = "00000000-0000-0000-0000-000000000000"};
-    cr_assert_eq(kcr_client_delete(client, &CM, ns, "alpha", &d, NULL, &st), KCR_ERR_CONFLICT,
-                 "uid precondition");
-    d = (kcr_delete_options){.precondition_uid = kcr_object_uid(a),
-                             .propagation_policy = "Background"};
-    cr_assert_eq(kcr_client_delete(client, &CM, ns, "alpha", &d, NULL, &st), KCR_OK, "%s",
-                 kcr_last_error());
-    cr_assert_eq(kcr_client_get(client, &CM, ns, "alpha", NULL, NULL, &st), KCR_ERR_NOT_FOUND);
+    kcr_request d = {.resource = &CM,
+                     .ns = ns,
+                     .name = "alpha",
+                     .precondition_uid = "00000000-0000-0000-0000-000000000000",
+                     .status = &st};
+    cr_assert_eq(kcr_client_delete(client, &d, NULL), KCR_ERR_CONFLICT, "uid precondition");
+    d = (kcr_request){.resource = &CM,
+                      .ns = ns,
+                      .name = "alpha",
+                      .status = &st,
+                      .precondition_uid = kcr_object_uid(a),
+                      .propagation_policy = "Background"};
+    cr_assert_eq(kcr_client_delete(client, &d, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_get(client,
+                       &(kcr_request){.resource = &CM, .ns = ns, .name = "alpha", .status = &st},
+                       NULL),
+        KCR_ERR_NOT_FOUND);
     kcr_object_unref(a);
     kcr_object_unref(b);
     kcr_status_clear(&st);
@@ -171,13 +199,13 @@ Test(e2e_client, paging_with_limit_2, .init = setup, .fini = teardown)
     }
     /* kube-root-ca.crt is published into every namespace: 6 objects at most */
     int items = 0, pages = 0;
-    kcr_list_options o = {.limit = 2, .label_selector = NULL};
+    kcr_request o = {.resource = &CM, .ns = ns, .limit = 2, .label_selector = NULL};
     kcr_list_meta meta = {0};
     char *cont = NULL;
     do {
         o.continue_token = cont;
-        cr_assert_eq(kcr_client_list(client, &CM, ns, &o, count, &items, &meta, NULL), KCR_OK,
-                     "%s", kcr_last_error());
+        cr_assert_eq(kcr_client_list(client, &o, count, &items, &meta), KCR_OK, "%s",
+                     kcr_last_error());
         if (pages == 0) {
             cr_assert_str_not_empty(meta.continue_token);
             cr_assert(meta.has_remaining_item_count);
@@ -194,7 +222,8 @@ Test(e2e_client, paging_with_limit_2, .init = setup, .fini = teardown)
     /* An expired/garbled continue token is rejected. */
     o.continue_token = "bm90LWEtdG9rZW4";
     kcr_status st = {0};
-    kcr_err err = kcr_client_list(client, &CM, ns, &o, count, &items, &meta, &st);
+    o.status = &st;
+    kcr_err err = kcr_client_list(client, &o, count, &items, &meta);
     cr_assert(err == KCR_ERR_BAD_REQUEST || err == KCR_ERR_GONE, "%s", kcr_last_error());
     cr_assert(st.code == 400 || st.code == 410, "%d", st.code);
     kcr_status_clear(&st);
@@ -204,45 +233,69 @@ Test(e2e_client, every_patch_type, .init = setup, .fini = teardown)
 {
     kcr_object_unref(create_cm("p", "{\"a\":\"1\",\"b\":\"2\"}"));
     kcr_object *o = NULL;
-    cr_assert_eq(kcr_client_patch(client, &CM, ns, "p", KCR_PATCH_JSON,
-                                  "[{\"op\":\"replace\",\"path\":\"/data/a\",\"value\":\"json\"}]",
-                                  0, NULL, &o, NULL),
+    cr_assert_eq(kcr_client_patch(
+                     client,
+                     &(kcr_request){
+                         .resource = &CM,
+                         .ns = ns,
+                         .name = "p",
+                         .body = "[{\"op\":\"replace\",\"path\":\"/data/a\",\"value\":\"json\"}]"},
+                     &o),
                  KCR_OK, "%s", kcr_last_error());
     cr_assert_str_eq(str(o, "data.a"), "json");
     kcr_object_unref(o);
-    cr_assert_eq(kcr_client_patch(client, &CM, ns, "p", KCR_PATCH_MERGE,
-                                  "{\"data\":{\"b\":null,\"m\":\"merge\"}}", 0, NULL, &o, NULL),
+    cr_assert_eq(kcr_client_patch(client,
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = ns,
+                                                 .name = "p",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = "{\"data\":{\"b\":null,\"m\":\"merge\"}}"},
+                                  &o),
                  KCR_OK, "%s", kcr_last_error());
     cr_assert_str_eq(str(o, "data.m"), "merge");
     cr_assert_eq(kcr_value_get_type(kcr_object_get(o, "data.b")), KCR_VALUE_ABSENT);
     kcr_object_unref(o);
-    cr_assert_eq(kcr_client_patch(client, &CM, ns, "p", KCR_PATCH_STRATEGIC,
-                                  "{\"metadata\":{\"labels\":{\"s\":\"smp\"}}}", 0, NULL, &o, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_patch(client,
+                         &(kcr_request){.resource = &CM,
+                                        .ns = ns,
+                                        .name = "p",
+                                        .patch_type = KCR_PATCH_STRATEGIC,
+                                        .body = "{\"metadata\":{\"labels\":{\"s\":\"smp\"}}}"},
+                         &o),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert_str_eq(kcr_object_label(o, "s"), "smp");
     kcr_object_unref(o);
-    kcr_write_options w = {.field_manager = "kcr-e2e"};
-    cr_assert_eq(kcr_client_patch(client, &CM, ns, "applied", KCR_PATCH_APPLY,
-                                  "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
-                                  "{\"name\":\"applied\"},\"data\":{\"x\":\"1\"}}",
-                                  0, &w, &o, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_patch(
+            client,
+            &(kcr_request){.resource = &CM,
+                           .ns = ns,
+                           .name = "applied",
+                           .patch_type = KCR_PATCH_APPLY,
+                           .body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                                   "{\"name\":\"applied\"},\"data\":{\"x\":\"1\"}}",
+                           .field_manager = "kcr-e2e"},
+            &o),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert_str_eq(str(o, "data.x"), "1");
     cr_assert_str_eq(str(o, "metadata.managedFields[0].manager"), "kcr-e2e");
     kcr_object_unref(o);
     /* Another manager changing the field conflicts unless forced. */
-    kcr_write_options other = {.field_manager = "someone-else"};
     kcr_status st = {0};
     const char *take = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
                        "\"applied\"},\"data\":{\"x\":\"2\"}}";
-    cr_assert_eq(kcr_client_patch(client, &CM, ns, "applied", KCR_PATCH_APPLY, take, 0, &other,
-                                  NULL, &st),
-                 KCR_ERR_CONFLICT);
+    kcr_request other = {.resource = &CM,
+                         .ns = ns,
+                         .name = "applied",
+                         .patch_type = KCR_PATCH_APPLY,
+                         .body = take,
+                         .field_manager = "someone-else",
+                         .status = &st};
+    cr_assert_eq(kcr_client_patch(client, &other, NULL), KCR_ERR_CONFLICT);
     cr_assert_eq(st.code, 409);
     other.force = true;
-    cr_assert_eq(kcr_client_patch(client, &CM, ns, "applied", KCR_PATCH_APPLY, take, 0, &other, &o,
-                                  &st),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_client_patch(client, &other, &o), KCR_OK, "%s", kcr_last_error());
     cr_assert_str_eq(str(o, "data.x"), "2");
     kcr_object_unref(o);
     kcr_status_clear(&st);
@@ -252,7 +305,8 @@ Test(e2e_client, forbidden_for_the_limited_user)
 {
     kcr_client *c = connect_as("limited");
     kcr_status st = {0};
-    cr_assert_eq(kcr_client_list(c, &CM, "default", NULL, count, &(int){0}, NULL, &st),
+    cr_assert_eq(kcr_client_list(c, &(kcr_request){.resource = &CM, .ns = "default", .status = &st},
+                                 count, &(int){0}, NULL),
                  KCR_ERR_FORBIDDEN);
     cr_assert_eq(st.code, 403);
     cr_assert_str_eq(st.reason, "Forbidden");
@@ -276,7 +330,8 @@ Test(e2e_client, forbidden_for_the_limited_user)
 static bool established(void)
 {
     kcr_object *o = NULL;
-    if (kcr_client_get(client, &CRDS, NULL, "widgets.e2e.kcr.dev", NULL, &o, NULL) != KCR_OK)
+    if (kcr_client_get(client, &(kcr_request){.resource = &CRDS, .name = "widgets.e2e.kcr.dev"},
+                       &o) != KCR_OK)
         return false;
     bool ok = false;
     kcr_value conds = kcr_object_get(o, "status.conditions");
@@ -293,7 +348,8 @@ static bool established(void)
 
 Test(e2e_client, custom_resources_of_a_crd, .init = setup, .fini = teardown, .timeout = 120)
 {
-    kcr_err err = kcr_client_create(client, &CRDS, NULL, CRD_JSON, 0, NULL, NULL, NULL);
+    kcr_err err =
+        kcr_client_create(client, &(kcr_request){.resource = &CRDS, .body = CRD_JSON}, NULL);
     cr_assert(err == KCR_OK || err == KCR_ERR_EXISTS, "%s", kcr_last_error());
     for (int i = 0; i < 300 && !established(); i++)
         nap_ms(100);
@@ -302,7 +358,7 @@ Test(e2e_client, custom_resources_of_a_crd, .init = setup, .fini = teardown, .ti
     kcr_err rerr = KCR_ERR_NOT_FOUND;
     for (int i = 0; i < 100 && rerr != KCR_OK; i++) { /* discovery catches up a bit later */
         kcr_client_invalidate_discovery(client);
-        rerr = kcr_client_resolve(client, "wdg", &r, NULL);
+        rerr = kcr_client_resolve(client, "wdg", NULL, &r);
         if (rerr != KCR_OK)
             nap_ms(100);
     }
@@ -313,11 +369,15 @@ Test(e2e_client, custom_resources_of_a_crd, .init = setup, .fini = teardown, .ti
     cr_assert(r.namespaced);
     kcr_resource w = kcr_api_resource_gvr(&r);
     kcr_object *o = NULL;
-    cr_assert_eq(kcr_client_create(client, &w, ns,
-                                   "{\"apiVersion\":\"e2e.kcr.dev/v1\",\"kind\":\"Widget\","
-                                   "\"metadata\":{\"name\":\"w1\"},\"spec\":{\"size\":3}}",
-                                   0, NULL, &o, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_create(
+            client,
+            &(kcr_request){.resource = &w,
+                           .ns = ns,
+                           .body = "{\"apiVersion\":\"e2e.kcr.dev/v1\",\"kind\":\"Widget\","
+                                   "\"metadata\":{\"name\":\"w1\"},\"spec\":{\"size\":3}}"},
+            &o),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(kcr_object_generation(o), 1);
     char json[512];
     snprintf(json, sizeof json,
@@ -325,28 +385,44 @@ Test(e2e_client, custom_resources_of_a_crd, .init = setup, .fini = teardown, .ti
              "\"resourceVersion\":\"%s\"},\"spec\":{\"size\":3},\"status\":{\"ready\":true}}",
              kcr_object_resource_version(o));
     kcr_object_unref(o);
-    cr_assert_eq(kcr_client_update_status(client, &w, ns, json, 0, &o, NULL), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(
+        kcr_client_update(
+            client, &(kcr_request){.resource = &w, .ns = ns, .subresource = "status", .body = json},
+            &o),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert(kcr_value_bool(kcr_object_get(o, "status.ready")));
     cr_assert_eq(kcr_object_generation(o), 1, "a status update leaves generation alone");
     kcr_object_unref(o);
-    cr_assert_eq(kcr_client_patch(client, &w, ns, "w1", KCR_PATCH_MERGE, "{\"spec\":{\"size\":5}}",
-                                  0, NULL, &o, NULL),
+    cr_assert_eq(kcr_client_patch(client,
+                                  &(kcr_request){.resource = &w,
+                                                 .ns = ns,
+                                                 .name = "w1",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = "{\"spec\":{\"size\":5}}"},
+                                  &o),
                  KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(kcr_object_generation(o), 2);
     cr_assert_eq(kcr_value_int(kcr_object_get(o, "spec.size")), 5);
     kcr_object_unref(o);
     kcr_status st = {0};
-    cr_assert_eq(kcr_client_create(client, &w, ns,
-                                   "{\"apiVersion\":\"e2e.kcr.dev/v1\",\"kind\":\"Widget\","
+    cr_assert_eq(
+        kcr_client_create(
+            client,
+            &(kcr_request){.resource = &w,
+                           .ns = ns,
+                           .body = "{\"apiVersion\":\"e2e.kcr.dev/v1\",\"kind\":\"Widget\","
                                    "\"metadata\":{\"name\":\"w2\"},\"spec\":{\"size\":\"big\"}}",
-                                   0, NULL, NULL, &st),
-                 KCR_ERR_INVALID_OBJECT, "schema validation");
+                           .status = &st},
+            NULL),
+        KCR_ERR_INVALID_OBJECT, "schema validation");
     cr_assert_str_eq(st.details.causes[0].field, "spec.size");
     int n = 0;
-    cr_assert_eq(kcr_client_list(client, &w, ns, NULL, count, &n, NULL, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_list(client, &(kcr_request){.resource = &w, .ns = ns}, count, &n, NULL),
+                 KCR_OK);
     cr_assert_eq(n, 1);
-    cr_assert_eq(kcr_client_delete(client, &w, ns, "w1", NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_delete(client, &(kcr_request){.resource = &w, .ns = ns, .name = "w1"}, NULL),
+        KCR_OK);
     kcr_status_clear(&st);
 }
 
@@ -354,26 +430,29 @@ Test(e2e_client, discovery)
 {
     kcr_client *c = connect_as("admin");
     kcr_api_resource r;
-    cr_assert_eq(kcr_client_resolve(c, "cm", &r, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_client_resolve(c, "cm", NULL, &r), KCR_OK, "%s", kcr_last_error());
     cr_assert_str_eq(r.resource, "configmaps");
     cr_assert_str_eq(r.group, "");
     cr_assert(r.namespaced);
-    cr_assert_eq(kcr_client_resolve(c, "deploy", &r, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_resolve(c, "deploy", NULL, &r), KCR_OK);
     cr_assert_str_eq(r.group, "apps");
     cr_assert_str_eq(r.version, "v1");
-    cr_assert_eq(kcr_client_resolve(c, "Lease", &r, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_resolve(c, "Lease", NULL, &r), KCR_OK);
     cr_assert_str_eq(r.group, "coordination.k8s.io");
-    cr_assert_eq(kcr_client_resolve(c, "nodes", &r, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_resolve(c, "nodes", NULL, &r), KCR_OK);
     cr_assert_not(r.namespaced);
-    cr_assert_eq(kcr_client_resolve(c, "ingresses.networking.k8s.io", &r, NULL), KCR_OK);
-    cr_assert_eq(kcr_client_resolve_kind(c, "apps", "v1", "Deployment", &r, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_resolve(c, "ingresses.networking.k8s.io", NULL, &r), KCR_OK);
+    cr_assert_eq(kcr_client_resolve_kind(c, &(kcr_gvk){"apps", "v1", "Deployment"}, NULL, &r),
+                 KCR_OK);
     cr_assert_str_eq(r.resource, "deployments");
-    cr_assert_eq(kcr_client_resolve(c, "no-such-things", &r, NULL), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_client_resolve(c, "no-such-things", NULL, &r), KCR_ERR_NOT_FOUND);
     char *body = NULL;
     size_t len = 0;
-    cr_assert_eq(kcr_client_raw(c, "GET", "/api/v1/namespaces",
-                                "application/json;as=Table;v=v1;g=meta.k8s.io", NULL, NULL, 0,
-                                &body, &len, NULL),
+    cr_assert_eq(kcr_client_request(
+                     c, "/api/v1/namespaces",
+                     &(kcr_raw_options){.method = "GET",
+                                        .accept = "application/json;as=Table;v=v1;g=meta.k8s.io"},
+                     &body, &len),
                  KCR_OK);
     cr_assert(strstr(body, "\"kind\":\"Table\"") != NULL);
     free(body);
@@ -381,7 +460,7 @@ Test(e2e_client, discovery)
 }
 
 struct watch_run {
-    kcr_list_options opts;
+    kcr_request opts; /* resource and namespace filled in by the thread */
     pthread_mutex_t lock;
     int added, bookmarks, initial_end, other;
     char last_name[64];
@@ -410,7 +489,10 @@ static kcr_err on_event(const kcr_watch_event *ev, void *ud)
 static void *run_watch(void *arg)
 {
     struct watch_run *w = arg;
-    w->result = kcr_client_watch(client, &CM, ns, &w->opts, on_event, w, NULL);
+    kcr_request r = w->opts;
+    r.resource = &CM;
+    r.ns = ns;
+    w->result = kcr_client_watch(client, &r, on_event, w);
     snprintf(w->error, sizeof w->error, "%s", kcr_last_error());
     return NULL;
 }
@@ -463,7 +545,9 @@ Test(e2e_client, watch_events_initial_events_and_cancel, .init = setup, .fini = 
 
     /* A watch from a list's RV ends cleanly at timeoutSeconds. */
     kcr_list_meta meta = {0};
-    cr_assert_eq(kcr_client_list(client, &CM, ns, NULL, NULL, NULL, &meta, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_list(client, &(kcr_request){.resource = &CM, .ns = ns}, NULL, NULL, &meta),
+        KCR_OK);
     struct watch_run w2 = {.opts = {.resource_version = meta.resource_version, .timeout_ms = 1000},
                            .lock = PTHREAD_MUTEX_INITIALIZER};
     run_watch(&w2);
@@ -491,17 +575,23 @@ static kcr_err record_meta(kcr_object *obj, void *ud)
 Test(e2e_client, metadata_only_list, .init = setup, .fini = teardown)
 {
     kcr_object_unref(create_cm("meta", "{\"big\":\"xxxxxxxxxxxxxxxxxxxxxxxx\"}"));
-    kcr_list_options o = {.metadata_only = true, .field_selector = "metadata.name=meta"};
     struct meta_seen listed = {0};
-    kcr_err err = kcr_client_list(client, &CM, ns, &o, record_meta, &listed, NULL, NULL);
+    kcr_err err = kcr_client_list(client,
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = ns,
+                                                 .metadata_only = true,
+                                                 .field_selector = "metadata.name=meta"},
+                                  record_meta, &listed, NULL);
     cr_assert_eq(err, KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(listed.n, 1);
     cr_assert_str_eq(listed.kind, "PartialObjectMetadata");
     cr_assert_not(listed.has_data);
-    kcr_get_options g = {.metadata_only = true};
     kcr_object *obj = NULL;
-    cr_assert_eq(kcr_client_get(client, &CM, ns, "meta", &g, &obj, NULL), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(
+        kcr_client_get(
+            client,
+            &(kcr_request){.resource = &CM, .ns = ns, .name = "meta", .metadata_only = true}, &obj),
+        KCR_OK, "%s", kcr_last_error());
     struct meta_seen got = {0};
     record_meta(obj, &got);
     cr_assert_str_eq(got.kind, "PartialObjectMetadata");
@@ -551,8 +641,8 @@ Test(e2e_client, tls_failures_are_explained, .timeout = 60)
 {
     kcr_config *cfg;
     kcr_client *c = client_for(edited_kubeconfig("no-ca"), &cfg);
-    cr_assert_eq(kcr_client_get(c, &NSR, NULL, "default", NULL, NULL, NULL), KCR_ERR_TLS, "%s",
-                 kcr_last_error());
+    cr_assert_eq(kcr_client_get(c, &(kcr_request){.resource = &NSR, .name = "default"}, NULL),
+                 KCR_ERR_TLS, "%s", kcr_last_error());
     cr_assert(strstr(kcr_last_error(), "not signed by any CA this system trusts (cluster "
                                        "\"kcr-testenv\" sets no certificate-authority)") != NULL,
               "%s", kcr_last_error());
@@ -568,8 +658,8 @@ Test(e2e_client, tls_failures_are_explained, .timeout = 60)
     kcr_config_free(cfg);
 
     c = client_for(edited_kubeconfig("tls-server-name: api.wrong.test"), &cfg);
-    cr_assert_eq(kcr_client_get(c, &NSR, NULL, "default", NULL, NULL, NULL), KCR_ERR_TLS, "%s",
-                 kcr_last_error());
+    cr_assert_eq(kcr_client_get(c, &(kcr_request){.resource = &NSR, .name = "default"}, NULL),
+                 KCR_ERR_TLS, "%s", kcr_last_error());
     cr_assert(strstr(kcr_last_error(),
                      "not valid for the host name \"api.wrong.test\" (cluster "
                      "\"kcr-testenv\", checked against its tls-server-name") != NULL,

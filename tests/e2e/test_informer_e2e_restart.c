@@ -66,9 +66,14 @@ Test(informer_restart, apiserver_restart_mid_watch_recovers_and_converges, .time
 /* True once an exact LIST at rv gets 410: etcd compacted it away. */
 static bool rv_compacted(kcr_client *c, const char *ns, const char *rv)
 {
-    kcr_list_options o = {.resource_version = rv, .resource_version_match = "Exact"};
     kcr_status st = {0};
-    kcr_err err = kcr_client_list(c, &E2E_CM, ns, &o, NULL, NULL, NULL, &st);
+    kcr_err err = kcr_client_list(c,
+                                  &(kcr_request){.resource = &E2E_CM,
+                                                 .ns = ns,
+                                                 .resource_version = rv,
+                                                 .resource_version_match = "Exact",
+                                                 .status = &st},
+                                  NULL, NULL, NULL);
     kcr_status_clear(&st);
     return err == KCR_ERR_GONE;
 }

@@ -31,7 +31,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    kcr_client_delete(admin, &NAMESPACES, NULL, ns, NULL, NULL, NULL);
+    kcr_client_delete(admin, &(kcr_request){.resource = &NAMESPACES, .name = ns}, NULL);
     kcr_client_free(admin);
 }
 
@@ -134,8 +134,10 @@ static bool wait_started(cand *c, int64_t timeout_ms)
 static kcr_object *get_lease(void)
 {
     kcr_object *l = NULL;
-    cr_assert_eq(kcr_client_get(admin, &LEASES, ns, "e2e-controller", NULL, &l, NULL), KCR_OK,
-                 "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_get(admin,
+                       &(kcr_request){.resource = &LEASES, .ns = ns, .name = "e2e-controller"}, &l),
+        KCR_OK, "%s", kcr_last_error());
     return l;
 }
 
@@ -224,8 +226,9 @@ static kcr_err collect(kcr_object *obj, void *ud)
 static evlist list_events(void)
 {
     evlist l = {.n = 0};
-    cr_assert_eq(kcr_client_list(admin, &EVENTS, ns, NULL, collect, &l, NULL, NULL), KCR_OK,
-                 "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_list(admin, &(kcr_request){.resource = &EVENTS, .ns = ns}, collect, &l, NULL),
+        KCR_OK, "%s", kcr_last_error());
     return l;
 }
 
@@ -240,7 +243,9 @@ Test(events_e2e, event_about_a_configmap_and_its_series, .init = setup, .fini = 
 {
     cr_assert_eq(e2e_create_cm(admin, ns, "web", "1"), KCR_OK, "%s", kcr_last_error());
     kcr_object *cm = NULL;
-    cr_assert_eq(kcr_client_get(admin, &E2E_CM, ns, "web", NULL, &cm, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_get(admin, &(kcr_request){.resource = &E2E_CM, .ns = ns, .name = "web"}, &cm),
+        KCR_OK);
     kcr_event_recorder_options o = {.reporting_controller = "kcr.dev/e2e-controller",
                                     .reporting_instance = "e2e-1"};
     kcr_event_recorder *r = NULL;
@@ -309,7 +314,9 @@ Test(events_e2e, forbidden_writes_are_counted_and_logged_once, .init = setup, .f
 {
     cr_assert_eq(e2e_create_cm(admin, ns, "web", "1"), KCR_OK, "%s", kcr_last_error());
     kcr_object *cm = NULL;
-    cr_assert_eq(kcr_client_get(admin, &E2E_CM, ns, "web", NULL, &cm, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_get(admin, &(kcr_request){.resource = &E2E_CM, .ns = ns, .name = "web"}, &cm),
+        KCR_OK);
     kcr_client *limited = e2e_client("KCR_TESTENV_LIMITED_KUBECONFIG");
     cr_assert_not_null(limited);
     atomic_store(&event_warnings, 0);
@@ -366,7 +373,9 @@ Test(leader_e2e, forbidden_lease_is_never_led, .init = setup, .fini = teardown, 
     cr_assert_eq(count_of(&c, &c.started), 0);
     cr_assert_eq(count_of(&c, &c.stopped), 0);
     kcr_object *l = NULL;
-    cr_assert_eq(kcr_client_get(admin, &LEASES, ns, "e2e-controller", NULL, &l, NULL),
-                 KCR_ERR_NOT_FOUND);
+    cr_assert_eq(
+        kcr_client_get(admin,
+                       &(kcr_request){.resource = &LEASES, .ns = ns, .name = "e2e-controller"}, &l),
+        KCR_ERR_NOT_FOUND);
     cand_destroy(&c);
 }

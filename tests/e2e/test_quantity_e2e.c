@@ -62,11 +62,16 @@ Test(quantity_e2e, server_text_matches_the_apiserver, .init = setup, .fini = tea
                  "\"q%zu\"},\"spec\":{\"hard\":{\"cpu\":\"%s\"}}}",
                  i, inputs[i]);
         kcr_object *created = NULL, *read = NULL;
-        cr_assert_eq(kcr_client_create(client, &RQ, ns, json, 0, NULL, &created, NULL), KCR_OK,
-                     "%s: %s", inputs[i], kcr_last_error());
+        cr_assert_eq(kcr_client_create(client,
+                                       &(kcr_request){.resource = &RQ, .ns = ns, .body = json},
+                                       &created),
+                     KCR_OK, "%s: %s", inputs[i], kcr_last_error());
         char name[16];
         snprintf(name, sizeof name, "q%zu", i);
-        cr_assert_eq(kcr_client_get(client, &RQ, ns, name, NULL, &read, NULL), KCR_OK);
+        cr_assert_eq(kcr_client_get(client,
+                                    &(kcr_request){.resource = &RQ, .ns = ns, .name = name},
+                                    &read),
+                     KCR_OK);
         const char *stored = kcr_value_string(kcr_object_get(read, "spec.hard.cpu"), NULL);
         cr_expect_str_eq(stored, want, "%s: the apiserver stored %s, kcr predicted %s",
                          inputs[i], stored, want);
@@ -164,58 +169,78 @@ Test(quantity_e2e, a_normalised_quota_is_written_once, .init = setup, .fini = te
 Test(quantity_e2e, refused_requests_are_permanent, .init = setup, .fini = teardown)
 {
     /* create: an invalid name, a quantity that does not parse, a field of the wrong type */
-    EXPECT_REFUSED(kcr_client_create(client, &E2E_CM, ns,
-                                     "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
-                                     "\"name\":\"Bad_Name\"}}",
-                                     0, NULL, NULL, st),
+    EXPECT_REFUSED(kcr_client_create(client,
+                                     &(kcr_request){.resource = &E2E_CM, .ns = ns, .status = st,
+                                                    .body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
+                                                            "\"name\":\"Bad_Name\"}}"},
+                                     NULL),
                    KCR_ERR_INVALID_OBJECT, 422);
-    EXPECT_REFUSED(kcr_client_create(client, &RQ, ns,
-                                     "{\"apiVersion\":\"v1\",\"kind\":\"ResourceQuota\",\"metadata\":"
-                                     "{\"name\":\"bad\"},\"spec\":{\"hard\":{\"cpu\":\"abc\"}}}",
-                                     0, NULL, NULL, st),
+    EXPECT_REFUSED(kcr_client_create(client,
+                                     &(kcr_request){.resource = &RQ, .ns = ns, .status = st,
+                                                    .body = "{\"apiVersion\":\"v1\",\"kind\":\"ResourceQuota\",\"metadata\":"
+                                                            "{\"name\":\"bad\"},\"spec\":{\"hard\":{\"cpu\":\"abc\"}}}"},
+                                     NULL),
                    KCR_ERR_BAD_REQUEST, 400);
-    EXPECT_REFUSED(kcr_client_create(client, &E2E_CM, ns,
-                                     "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
-                                     "\"name\":\"typed\"},\"data\":5}",
-                                     0, NULL, NULL, st),
+    EXPECT_REFUSED(kcr_client_create(client,
+                                     &(kcr_request){.resource = &E2E_CM, .ns = ns, .status = st,
+                                                    .body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
+                                                            "\"name\":\"typed\"},\"data\":5}"},
+                                     NULL),
                    KCR_ERR_BAD_REQUEST, 400);
     /* a negative quota is valid JSON but an invalid object */
-    EXPECT_REFUSED(kcr_client_create(client, &RQ, ns,
-                                     "{\"apiVersion\":\"v1\",\"kind\":\"ResourceQuota\",\"metadata\":"
-                                     "{\"name\":\"neg\"},\"spec\":{\"hard\":{\"cpu\":\"-1\"}}}",
-                                     0, NULL, NULL, st),
+    EXPECT_REFUSED(kcr_client_create(client,
+                                     &(kcr_request){.resource = &RQ, .ns = ns, .status = st,
+                                                    .body = "{\"apiVersion\":\"v1\",\"kind\":\"ResourceQuota\",\"metadata\":"
+                                                            "{\"name\":\"neg\"},\"spec\":{\"hard\":{\"cpu\":\"-1\"}}}"},
+                                     NULL),
                    KCR_ERR_INVALID_OBJECT, 422);
 
     /* update and patch of an existing object into an invalid one */
     cr_assert_eq(e2e_create_cm(client, ns, "ok", "v"), KCR_OK, "%s", kcr_last_error());
-    EXPECT_REFUSED(kcr_client_update(client, &E2E_CM, ns,
-                                     "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
-                                     "\"name\":\"ok\",\"labels\":{\"bad label\":\"x\"}}}",
-                                     0, NULL, NULL, st),
+    EXPECT_REFUSED(kcr_client_update(client,
+                                     &(kcr_request){.resource = &E2E_CM, .ns = ns, .status = st,
+                                                    .body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
+                                                            "\"name\":\"ok\",\"labels\":{\"bad label\":\"x\"}}}"},
+                                     NULL),
                    KCR_ERR_INVALID_OBJECT, 422);
-    EXPECT_REFUSED(kcr_client_patch(client, &E2E_CM, ns, "ok", KCR_PATCH_MERGE,
-                                    "{\"metadata\":{\"labels\":{\"x\":\"-not valid-\"}}}", 0, NULL,
-                                    NULL, st),
+    EXPECT_REFUSED(kcr_client_patch(client,
+                                    &(kcr_request){.resource = &E2E_CM, .ns = ns, .name = "ok",
+                                                   .patch_type = KCR_PATCH_MERGE,
+                                                   .body = "{\"metadata\":{\"labels\":{\"x\":"
+                                                           "\"-not valid-\"}}}",
+                                                   .status = st},
+                                    NULL),
                    KCR_ERR_INVALID_OBJECT, 422);
     /* malformed patches */
     EXPECT_REFUSED(
-        kcr_client_patch(client, &E2E_CM, ns, "ok", KCR_PATCH_JSON, "{}", 0, NULL, NULL, st),
+        kcr_client_patch(client,
+                         &(kcr_request){.resource = &E2E_CM, .ns = ns, .name = "ok",
+                                        .patch_type = KCR_PATCH_JSON, .body = "{}", .status = st},
+                         NULL),
         KCR_ERR_BAD_REQUEST, 400);
     /* a patch whose result does not decode is the apiserver's 422, not a 400 */
-    EXPECT_REFUSED(kcr_client_patch(client, &E2E_CM, ns, "ok", KCR_PATCH_MERGE,
-                                    "{\"data\":{\"v\":[1]}}", 0, NULL, NULL, st),
+    EXPECT_REFUSED(kcr_client_patch(client,
+                                    &(kcr_request){.resource = &E2E_CM, .ns = ns, .name = "ok",
+                                                   .patch_type = KCR_PATCH_MERGE,
+                                                   .body = "{\"data\":{\"v\":[1]}}",
+                                                   .status = st},
+                                    NULL),
                    KCR_ERR_INVALID_OBJECT, 422);
 
     /* and the transient ones are not permanent */
     kcr_status st = {0};
-    kcr_err err = kcr_client_update(client, &E2E_CM, ns,
-                                    "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
-                                    "\"name\":\"ok\",\"resourceVersion\":\"1\"}}",
-                                    0, NULL, NULL, &st);
+    kcr_err err = kcr_client_update(
+        client,
+        &(kcr_request){.resource = &E2E_CM, .ns = ns, .status = &st,
+                       .body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
+                               "\"name\":\"ok\",\"resourceVersion\":\"1\"}}"},
+        NULL);
     cr_expect_eq(err, KCR_ERR_CONFLICT, "%s", kcr_last_error());
     cr_expect_not(kcr_err_is_permanent(err));
     kcr_status_clear(&st);
-    err = kcr_client_get(client, &E2E_CM, ns, "missing", NULL, NULL, &st);
+    err = kcr_client_get(
+        client, &(kcr_request){.resource = &E2E_CM, .ns = ns, .name = "missing", .status = &st},
+        NULL);
     cr_expect_eq(err, KCR_ERR_NOT_FOUND);
     cr_expect_not(kcr_err_is_permanent(err));
     kcr_status_clear(&st);

@@ -28,7 +28,8 @@ static kcr_err create_crd(size_t index, const char *json, size_t len, void *user
 {
     (void)index;
     (void)user_data;
-    kcr_err err = kcr_client_create(client, &CRDS, NULL, json, len, NULL, NULL, NULL);
+    kcr_err err = kcr_client_create(
+        client, &(kcr_request){.resource = &CRDS, .body = json, .body_len = len}, NULL);
     return err == KCR_ERR_EXISTS ? KCR_OK : err;
 }
 
@@ -55,7 +56,8 @@ static kcr_err create_widget(const kcr_object *o, kcr_object **out)
 {
     kcr_err err;
     int64_t deadline = now_ms() + 30000;
-    while ((err = kcr_client_create_object(client, &WIDGETS, ns, o, NULL, out, NULL)) ==
+    while ((err = kcr_client_create(
+                client, &(kcr_request){.resource = &WIDGETS, .ns = ns, .object = o}, out)) ==
                KCR_ERR_NOT_FOUND &&
            now_ms() < deadline)
         sleep_ms(100); /* the CRD's endpoint appears once it is Established */
@@ -165,7 +167,9 @@ Test(typed_e2e, builtin_deployment_as_built, .init = setup, .fini = teardown)
 {
     kcr_object *d = deployment("web", "nginx"), *stored = NULL;
     cr_assert_eq(kcr_apps_v1_Deployment_validate(d, NULL), KCR_OK, "%s", kcr_last_error());
-    cr_assert_eq(kcr_client_create_object(client, &DEPLOYMENTS, ns, d, NULL, &stored, NULL),
+    cr_assert_eq(kcr_client_create(client,
+                                   &(kcr_request){.resource = &DEPLOYMENTS, .ns = ns, .object = d},
+                                   &stored),
                  KCR_OK, "%s", kcr_last_error());
     kcr_core_v1_Container c = kcr_core_v1_PodSpec_containers_at(
         kcr_core_v1_PodTemplateSpec_spec(
@@ -188,7 +192,9 @@ Test(typed_e2e, builtin_deployment_as_built, .init = setup, .fini = teardown)
     kcr_violations v = {0};
     cr_assert_eq(kcr_apps_v1_Deployment_validate(d, &v), KCR_ERR_INVALID);
     cr_assert_eq(v.n, 1);
-    cr_assert_eq(kcr_client_create_object(client, &DEPLOYMENTS, ns, d, NULL, NULL, NULL),
+    cr_assert_eq(kcr_client_create(client,
+                                   &(kcr_request){.resource = &DEPLOYMENTS, .ns = ns, .object = d},
+                                   NULL),
                  KCR_ERR_INVALID_OBJECT);
     char want[256];
     snprintf(want, sizeof want, "%s: %s", v.items[0].field, v.items[0].detail);

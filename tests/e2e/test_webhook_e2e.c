@@ -186,9 +186,9 @@ static char *manifest(const char *name)
 static void put(const kcr_resource *res, const char *name, const char *json)
 {
     kcr_object *cur = NULL;
-    kcr_err err = kcr_client_get(client, res, NULL, name, NULL, &cur, NULL);
+    kcr_err err = kcr_client_get(client, &(kcr_request){.resource = res, .name = name}, &cur);
     if (err == KCR_ERR_NOT_FOUND) {
-        err = kcr_client_create(client, res, NULL, json, 0, NULL, NULL, NULL);
+        err = kcr_client_create(client, &(kcr_request){.resource = res, .body = json}, NULL);
     } else if (!err) {
         kcr_object *want, *next;
         cr_assert_eq(kcr_object_parse(json, 0, &want), KCR_OK);
@@ -197,7 +197,7 @@ static void put(const kcr_resource *res, const char *name, const char *json)
         kcr_object_edit_set_string(e, "metadata.resourceVersion",
                                    kcr_object_resource_version(cur));
         kcr_object_edit_freeze(e, &next);
-        err = kcr_client_update_object(client, res, next, NULL, NULL, NULL);
+        err = kcr_client_update(client, &(kcr_request){.resource = res, .object = next}, NULL);
         kcr_object_edit_free(e);
         kcr_object_unref(want);
         kcr_object_unref(next);
@@ -249,8 +249,8 @@ static void setup(void)
 
 static void teardown(void)
 {
-    kcr_client_delete(client, &VWC, NULL, cfg_name, NULL, NULL, NULL);
-    kcr_client_delete(client, &MWC, NULL, cfg_name, NULL, NULL, NULL);
+    kcr_client_delete(client, &(kcr_request){.resource = &VWC, .name = cfg_name}, NULL);
+    kcr_client_delete(client, &(kcr_request){.resource = &MWC, .name = cfg_name}, NULL);
     kcr_webhook_server_free(srv);
     kcr_client_free(client);
     free(bundle);
@@ -273,12 +273,15 @@ static char *foo_json(const char *api, const char *name, const char *labels, con
 
 /* Creates a Foo, retrying while the CRD or the webhook configurations are
  * still being picked up (bounded); returns the final error. */
-static kcr_err create_foo(const kcr_resource *res, const char *json, const kcr_write_options *w,
+static kcr_err create_foo(const kcr_resource *res, const char *json, bool dry_run,
                           kcr_object **out, kcr_status *st)
 {
     int64_t deadline = now_ms() + 30000;
     kcr_err err;
-    while ((err = kcr_client_create(client, res, ns, json, 0, w, out, st)) == KCR_ERR_NOT_FOUND &&
+    while ((err = kcr_client_create(
+                client, &(kcr_request){.resource = res, .ns = ns, .body = json, .dry_run = dry_run,
+                                       .status = st},
+                out)) == KCR_ERR_NOT_FOUND &&
            now_ms() < deadline)
         sleep_ms(200);
     return err;
@@ -294,7 +297,7 @@ static void wait_webhooks_active(void)
         snprintf(name, sizeof name, "probe-%d", i);
         char *j = foo_json(GROUP "/v1alpha1", name, "", "\"replicas\":11");
         kcr_status st = {0};
-        kcr_err err = create_foo(&FOOS, j, NULL, NULL, &st);
+        kcr_err err = create_foo(&FOOS, j, false, NULL, &st);
         free(j);
         kcr_status_clear(&st);
         if (err == KCR_ERR_FORBIDDEN || err == KCR_ERR_INVALID_OBJECT || err == KCR_ERR_API)
@@ -313,7 +316,7 @@ E2E_TEST(an_invalid_foo_is_refused_with_the_webhooks_message)
     char *j = foo_json(GROUP "/v1alpha1", "too-many", "\"kcr-fixture\":\"admission-create-invalid\"",
                        "\"deploymentName\":\"d\",\"replicas\":11");
     kcr_status st = {0};
-    kcr_err err = create_foo(&FOOS, j, NULL, NULL, &st);
+    kcr_err err = create_foo(&FOOS, j, false, NULL, &st);
     free(j);
     cr_assert_neq(err, KCR_OK);
     cr_assert(strstr(st.message, "spec.replicas must be between 0 and 10"), "%s", st.message);
@@ -343,29 +346,38 @@ E2E_TEST(a_foo_without_replicas_is_stored_with_one_and_valid_ones_pass)
                        "\"kcr-fixture\":\"admission-create-noreplicas\"",
                        "\"deploymentName\":\"d\"");
     kcr_object *o = NULL;
-    cr_assert_eq(create_foo(&FOOS, j, NULL, &o, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(create_foo(&FOOS, j, false, &o, NULL), KCR_OK, "%s", kcr_last_error());
     free(j);
     kcr_object_unref(o);
     o = NULL;
-    cr_assert_eq(kcr_client_get(client, &FOOS, ns, "defaulted", NULL, &o, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_get(client, &(kcr_request){.resource = &FOOS, .ns = ns, .name = "defaulted"},
+                                &o), KCR_OK);
     cr_assert_eq(kcr_value_int(kcr_object_get(o, "spec.replicas")), 1);
     cr_assert_str_eq(kcr_value_string(kcr_object_get(o, "spec.deploymentName"), NULL), "d");
     kcr_object_unref(o);
     /* recorded: a plain valid create, an update and a delete */
     j = foo_json(GROUP "/v1alpha1", "valid", "\"kcr-fixture\":\"admission-create\"",
                  "\"deploymentName\":\"d\",\"replicas\":3");
-    cr_assert_eq(create_foo(&FOOS, j, NULL, NULL, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(create_foo(&FOOS, j, false, NULL, NULL), KCR_OK, "%s", kcr_last_error());
     free(j);
-    cr_assert_eq(kcr_client_patch(client, &FOOS, ns, "valid", KCR_PATCH_MERGE,
-                                  "{\"metadata\":{\"labels\":{\"kcr-fixture\":\"admission-update\","
-                                  "\"protected\":\"yes\"}},\"spec\":{\"replicas\":4}}",
-                                  0, NULL, NULL, NULL),
+    cr_assert_eq(kcr_client_patch(client,
+                                  &(kcr_request){.resource = &FOOS, .ns = ns, .name = "valid",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = "{\"metadata\":{\"labels\":{"
+                                                         "\"kcr-fixture\":\"admission-update\","
+                                                         "\"protected\":\"yes\"}},"
+                                                         "\"spec\":{\"replicas\":4}}"},
+                                  NULL),
                  KCR_OK, "%s", kcr_last_error());
-    cr_assert_eq(kcr_client_patch(client, &FOOS, ns, "valid", KCR_PATCH_MERGE,
-                                  "{\"metadata\":{\"labels\":{\"kcr-fixture\":\"admission-delete\"}}}",
-                                  0, NULL, NULL, NULL),
+    cr_assert_eq(kcr_client_patch(client,
+                                  &(kcr_request){.resource = &FOOS, .ns = ns, .name = "valid",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = "{\"metadata\":{\"labels\":{"
+                                                         "\"kcr-fixture\":\"admission-delete\"}}}"},
+                                  NULL),
                  KCR_OK, "%s", kcr_last_error());
-    cr_assert_eq(kcr_client_delete(client, &FOOS, ns, "valid", NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_delete(client, &(kcr_request){.resource = &FOOS, .ns = ns, .name = "valid"},
+                                   NULL), KCR_OK);
 }
 
 E2E_TEST(a_v1beta1_foo_is_stored_as_v1alpha1_and_read_back_unchanged)
@@ -374,22 +386,24 @@ E2E_TEST(a_v1beta1_foo_is_stored_as_v1alpha1_and_read_back_unchanged)
     char *j = foo_json(GROUP "/v1beta1", "beta", "\"kcr-fixture\":\"conversion\"",
                        "\"deploymentRef\":\"my-deploy\",\"replicas\":2");
     kcr_object *created = NULL;
-    cr_assert_eq(create_foo(&FOOS_BETA, j, NULL, &created, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(create_foo(&FOOS_BETA, j, false, &created, NULL), KCR_OK, "%s", kcr_last_error());
     free(j);
     kcr_object *alpha = NULL, *beta = NULL;
-    cr_assert_eq(kcr_client_get(client, &FOOS, ns, "beta", NULL, &alpha, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_get(client, &(kcr_request){.resource = &FOOS, .ns = ns, .name = "beta"},
+                                &alpha), KCR_OK);
     cr_assert_str_eq(kcr_object_api_version(alpha), GROUP "/v1alpha1");
     cr_assert_str_eq(kcr_value_string(kcr_object_get(alpha, "spec.deploymentName"), NULL),
                      "my-deploy");
     cr_assert_eq(kcr_value_get_type(kcr_object_get(alpha, "spec.deploymentRef")),
                  KCR_VALUE_ABSENT);
-    cr_assert_eq(kcr_client_get(client, &FOOS_BETA, ns, "beta", NULL, &beta, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_get(client, &(kcr_request){.resource = &FOOS_BETA, .ns = ns, .name = "beta"},
+                                &beta), KCR_OK);
     cr_assert_str_eq(kcr_object_api_version(beta), GROUP "/v1beta1");
     cr_assert(kcr_value_equal(kcr_object_get(beta, "spec"), kcr_object_get(created, "spec")));
     cr_assert_str_eq(kcr_value_string(kcr_object_get(beta, "spec.deploymentRef"), NULL),
                      "my-deploy");
     kcr_object *crd = NULL;
-    cr_assert_eq(kcr_client_get(client, &CRDS, NULL, "foos." GROUP, NULL, &crd, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_get(client, &(kcr_request){.resource = &CRDS, .name = "foos." GROUP}, &crd), KCR_OK);
     kcr_value stored = kcr_object_get(crd, "status.storedVersions");
     cr_assert_eq(kcr_value_len(stored), 1);
     cr_assert_str_eq(kcr_value_string(kcr_value_at(stored, 0), NULL), "v1alpha1");
@@ -405,14 +419,14 @@ E2E_TEST(a_dry_run_calls_the_webhooks_and_changes_nothing)
     int before = atomic_load(&dry_runs);
     char *j = foo_json(GROUP "/v1alpha1", "dry", "\"kcr-fixture\":\"admission-create-dryrun\"",
                        "\"deploymentName\":\"d\"");
-    kcr_write_options w = {.dry_run = true};
     kcr_object *o = NULL;
-    cr_assert_eq(create_foo(&FOOS, j, &w, &o, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(create_foo(&FOOS, j, true, &o, NULL), KCR_OK, "%s", kcr_last_error());
     free(j);
     cr_assert_eq(kcr_value_int(kcr_object_get(o, "spec.replicas")), 1, "defaulted in the answer");
     kcr_object_unref(o);
     cr_assert_gt(atomic_load(&dry_runs), before, "the handler saw dryRun");
-    cr_assert_eq(kcr_client_get(client, &FOOS, ns, "dry", NULL, NULL, NULL), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_client_get(client, &(kcr_request){.resource = &FOOS, .ns = ns, .name = "dry"},
+                                NULL), KCR_ERR_NOT_FOUND);
 }
 
 struct stream {
@@ -428,7 +442,7 @@ static void *write_stream(void *arg)
         char name[32];
         snprintf(name, sizeof name, "stream-%d", i);
         char *j = foo_json(GROUP "/v1alpha1", name, "", "\"deploymentName\":\"d\"");
-        kcr_err err = kcr_client_create(client, &FOOS, ns, j, 0, NULL, NULL, NULL);
+        kcr_err err = kcr_client_create(client, &(kcr_request){.resource = &FOOS, .ns = ns, .body = j}, NULL);
         free(j);
         if (err) {
             s->failed++;
@@ -467,7 +481,7 @@ E2E_TEST(a_handler_past_its_deadline_gets_the_policy_within_the_apiservers_timeo
     char *j = foo_json(GROUP "/v1alpha1", "slow-fail", "\"slow\":\"fail\"", "\"replicas\":1");
     kcr_status st = {0};
     int64_t t0 = now_ms();
-    kcr_err err = create_foo(&FOOS, j, NULL, NULL, &st);
+    kcr_err err = create_foo(&FOOS, j, false, NULL, &st);
     int64_t took = now_ms() - t0;
     free(j);
     cr_assert_neq(err, KCR_OK);
@@ -477,7 +491,7 @@ E2E_TEST(a_handler_past_its_deadline_gets_the_policy_within_the_apiservers_timeo
     kcr_status_clear(&st);
     j = foo_json(GROUP "/v1alpha1", "slow-ignore", "\"slow\":\"ignore\"", "\"replicas\":1");
     t0 = now_ms();
-    cr_assert_eq(create_foo(&FOOS, j, NULL, NULL, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(create_foo(&FOOS, j, false, NULL, NULL), KCR_OK, "%s", kcr_last_error());
     took = now_ms() - t0;
     free(j);
     cr_assert_lt(took, 5000, "answered after %lld ms", (long long)took);
@@ -533,7 +547,7 @@ E2E_TEST(a_connection_flood_and_a_slow_client_do_not_stop_the_apiservers_calls)
         snprintf(name, sizeof name, "flood-%d", i);
         char *j = foo_json(GROUP "/v1alpha1", name, "", "\"deploymentName\":\"d\"");
         kcr_object *o = NULL;
-        cr_assert_eq(kcr_client_create(client, &FOOS, ns, j, 0, NULL, &o, NULL), KCR_OK,
+        cr_assert_eq(kcr_client_create(client, &(kcr_request){.resource = &FOOS, .ns = ns, .body = j}, &o), KCR_OK,
                      "write %d during the flood: %s", i, kcr_last_error());
         cr_assert_eq(kcr_value_int(kcr_object_get(o, "spec.replicas")), 1);
         kcr_object_unref(o);

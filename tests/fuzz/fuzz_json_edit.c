@@ -47,10 +47,12 @@ static void check_round_trip(const kcr_object *o)
     kcr__node_free(tree);
 }
 
+/* The edit's tree as an object, also under a kept first error (which the
+ * public snapshot would return instead). */
 static kcr_object *snapshot(kcr_object_edit *e)
 {
     kcr_object *s = NULL;
-    if (kcr_object_edit_snapshot(e, &s) != KCR_OK)
+    if (kcr__edit_freeze(e, false, &s) != KCR_OK)
         abort();
     return s;
 }
@@ -70,15 +72,17 @@ static void check_status(const kcr_object *doc)
     kcr_status_clear(&back);
 }
 
-/* Applies a patch to the edit; on failure the edit must be unchanged. */
+/* Applies a patch to the edit; on failure the tree must be unchanged and
+ * the editor must keep the error (snapshot returns it). */
 static kcr_err apply(kcr_object_edit *e, bool merge, const char *p, size_t len)
 {
     kcr_object *before = snapshot(e);
     kcr_err err = merge ? kcr_object_edit_merge_patch(e, p, len) : kcr_object_edit_json_patch(e, p, len);
-    kcr_object *after = snapshot(e);
+    kcr_object *after = snapshot(e), *kept = NULL;
     if (err != KCR_OK &&
         (kcr_last_error()[0] == '\0' ||
-         !kcr_value_equal(kcr_object_root(before), kcr_object_root(after))))
+         !kcr_value_equal(kcr_object_root(before), kcr_object_root(after)) ||
+         kcr_object_edit_snapshot(e, &kept) != err || kept))
         abort();
     if (err == KCR_OK)
         check_round_trip(after);

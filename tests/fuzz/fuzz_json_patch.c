@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kcr/kcr.h"
+#include "object/edit_tree.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -42,10 +43,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (err != KCR_OK && kcr_last_error()[0] == '\0')
         abort();
     kcr_object *snap = NULL;
-    if (kcr_object_edit_snapshot(e, &snap) != KCR_OK)
+    if (kcr_object_edit_snapshot(e, &snap) != err)
+        abort(); /* a failed patch is the editor's kept error */
+    if (err != KCR_OK && kcr__edit_freeze(e, false, &snap) != KCR_OK)
         abort();
     if (err != KCR_OK && !kcr_value_equal(kcr_object_root(doc), kcr_object_root(snap)))
-        abort(); /* a failed patch changed the edit */
+        abort(); /* a failed patch changed the edit's tree */
 
     if (err == KCR_OK) {
         char *json = NULL;

@@ -235,9 +235,10 @@ static bool check_once(kcr_client *c, const kcr_resource *res, const char *ns, c
                        kcr_informer *inf, tracker *t, char *why, size_t why_len)
 {
     server_list srv = {0};
-    kcr_list_options o = {.label_selector = sel};
     kcr_status st = {0};
-    kcr_err err = kcr_client_list(c, res, ns, &o, collect, &srv, NULL, &st);
+    kcr_err err = kcr_client_list(
+        c, &(kcr_request){.resource = res, .ns = ns, .label_selector = sel, .status = &st}, collect,
+        &srv, NULL);
     kcr_status_clear(&st);
     bool ok = err == KCR_OK;
     if (!ok)

@@ -186,7 +186,8 @@ void status_reply(int fd, int code, const char *reason, const char *msg)
 kcr_err get(const char *name, kcr_status *st)
 {
     kcr_object *o = NULL;
-    kcr_err err = kcr_client_get(client, &CM, "team", name, NULL, &o, st);
+    kcr_err err = kcr_client_get(
+        client, &(kcr_request){.resource = &CM, .ns = "team", .name = name, .status = st}, &o);
     kcr_object_unref(o);
     return err;
 }
@@ -262,11 +263,14 @@ static kcr_err on_event(const kcr_watch_event *ev, void *ud)
     return KCR_OK;
 }
 
-kcr_err watch_with(const char *selector, kcr_list_options *o, struct evs *e, kcr_status *st)
+kcr_err watch_with(const char *selector, kcr_request *o, struct evs *e, kcr_status *st)
 {
-    kcr_list_options local = {0};
+    kcr_request local = {0};
     if (!o)
         o = &local;
+    o->resource = &CM;
+    o->ns = "team";
     o->label_selector = selector;
-    return kcr_client_watch(client, &CM, "team", o, on_event, e, st);
+    o->status = st;
+    return kcr_client_watch(client, o, on_event, e);
 }

@@ -69,7 +69,7 @@ struct evs {
 extern atomic_int events_seen;
 /* kcr_client_watch of ConfigMaps in "team" with the label selector
  * `selector` (o: more options, NULL for none), events counted into e. */
-kcr_err watch_with(const char *selector, kcr_list_options *o, struct evs *e, kcr_status *st);
+kcr_err watch_with(const char *selector, kcr_request *o, struct evs *e, kcr_status *st);
 
 /* kcr_client_get of the ConfigMap `name` in "team", the object dropped. */
 kcr_err get(const char *name, kcr_status *st);

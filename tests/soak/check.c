@@ -60,7 +60,8 @@ bool soak_same_content(kcr_client *c, const char *ns, kcr_store *store, char *wh
     static const kcr_resource cm = {"", "v1", "configmaps"};
     content_walk w = {.store = store, .why = why, .why_len = why_len, .ok = true};
     kcr_status st = {0};
-    kcr_err err = kcr_client_list(c, &cm, ns, NULL, compare_one, &w, NULL, &st);
+    kcr_err err = kcr_client_list(c, &(kcr_request){.resource = &cm, .ns = ns, .status = &st},
+                                  compare_one, &w, NULL);
     kcr_status_clear(&st);
     if (err != KCR_OK) {
         snprintf(why, why_len, "fresh LIST failed: %s: %s", kcr_strerror(err), kcr_last_error());

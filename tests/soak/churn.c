@@ -75,7 +75,8 @@ static kcr_err create(soak_churn *ch, int i)
              "\"labels\":{\"app\":\"kcr-soak\",\"mirror\":\"true\"}},\"data\":{\"v\":\"%s-%u\"}}",
              name, name, ++s->version);
     kcr_object *o = NULL;
-    kcr_err err = kcr_client_create(ch->c, &E2E_CM, ch->ns, json, 0, NULL, &o, NULL);
+    kcr_err err = kcr_client_create(
+        ch->c, &(kcr_request){.resource = &E2E_CM, .ns = ch->ns, .body = json}, &o);
     if (err == KCR_OK) {
         snprintf(s->uid, sizeof s->uid, "%s", kcr_object_uid(o));
         if (s->existed)
@@ -105,7 +106,8 @@ static kcr_err delete (soak_churn *ch, int i)
     slot *s = &ch->slots[i];
     char name[32];
     slot_name(i, name, sizeof name);
-    kcr_err err = kcr_client_delete(ch->c, &E2E_CM, ch->ns, name, NULL, NULL, NULL);
+    kcr_err err = kcr_client_delete(
+        ch->c, &(kcr_request){.resource = &E2E_CM, .ns = ch->ns, .name = name}, NULL);
     if (err == KCR_OK) {
         tracker_expect_deleted(ch->t, s->uid);
         ch->counts.deletes++;
@@ -123,7 +125,8 @@ static kcr_err resolve(soak_churn *ch, int i)
     char name[32];
     slot_name(i, name, sizeof name);
     kcr_object *o = NULL;
-    kcr_err err = kcr_client_get(ch->c, &E2E_CM, ch->ns, name, NULL, &o, NULL);
+    kcr_err err =
+        kcr_client_get(ch->c, &(kcr_request){.resource = &E2E_CM, .ns = ch->ns, .name = name}, &o);
     bool had = s->uid[0] != '\0';
     if (err == KCR_OK) {
         if (had && strcmp(s->uid, kcr_object_uid(o)) == 0) {

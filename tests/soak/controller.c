@@ -77,7 +77,8 @@ bool soak_mirrors_match(kcr_client *c, const char *ns, size_t *sources, char *wh
     static const kcr_resource cm = {"", "v1", "configmaps"};
     struct kcr__strmap all = {0};
     kcr_status st = {0};
-    kcr_err err = kcr_client_list(c, &cm, ns, NULL, collect, &all, NULL, &st);
+    kcr_err err = kcr_client_list(c, &(kcr_request){.resource = &cm, .ns = ns, .status = &st},
+                                  collect, &all, NULL);
     kcr_status_clear(&st);
     bool ok = err == KCR_OK;
     if (!ok)

@@ -145,9 +145,14 @@ static void restart(soak *s, bool kill, int down_s)
 
 static bool rv_compacted(soak *s, const char *rv)
 {
-    kcr_list_options o = {.resource_version = rv, .resource_version_match = "Exact"};
     kcr_status st = {0};
-    kcr_err err = kcr_client_list(s->direct, &E2E_CM, s->ns, &o, NULL, NULL, NULL, &st);
+    kcr_err err = kcr_client_list(s->direct,
+                                  &(kcr_request){.resource = &E2E_CM,
+                                                 .ns = s->ns,
+                                                 .resource_version = rv,
+                                                 .resource_version_match = "Exact",
+                                                 .status = &st},
+                                  NULL, NULL, NULL);
     kcr_status_clear(&st);
     return err == KCR_ERR_GONE;
 }

@@ -43,7 +43,7 @@ static inline void teardown(void)
 static inline kcr_object *create(const kcr_resource *res, const char *ns, const char *json)
 {
     kcr_object *o = NULL;
-    kcr_err err = kcr_client_create(c, res, ns, json, 0, NULL, &o, NULL);
+    kcr_err err = kcr_client_create(c, &(kcr_request){.resource = res, .ns = ns, .body = json}, &o);
     cr_assert_eq(err, KCR_OK, "create %s: %s", json, kcr_last_error());
     return o;
 }
@@ -71,8 +71,9 @@ static inline kcr_err collect(kcr_object *o, void *ud)
 static inline struct names list(const char *ns, const char *selector)
 {
     struct names n = {0};
-    kcr_list_options o = {.label_selector = selector};
-    kcr_err err = kcr_client_list(c, &CM, ns, &o, collect, &n, NULL, NULL);
+    kcr_err err =
+        kcr_client_list(c, &(kcr_request){.resource = &CM, .ns = ns, .label_selector = selector},
+                        collect, &n, NULL);
     cr_assert_eq(err, KCR_OK, "%s: %s", selector ? selector : "", kcr_last_error());
     return n;
 }

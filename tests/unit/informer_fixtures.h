@@ -45,7 +45,11 @@ static inline kcr_err patch_cm(kcr_client *c, const char *ns, const char *name, 
 {
     char patch[256];
     snprintf(patch, sizeof patch, "{\"data\":{\"v\":\"%s\"}}", v);
-    return kcr_client_patch(c, &CM, ns, name, KCR_PATCH_MERGE, patch, 0, NULL, NULL, NULL);
+    return kcr_client_patch(
+        c,
+        &(kcr_request){
+            .resource = &CM, .ns = ns, .name = name, .patch_type = KCR_PATCH_MERGE, .body = patch},
+        NULL);
 }
 
 /* ---- spy client ------------------------------------------------------------------------- */
@@ -104,7 +108,7 @@ static inline size_t spy_n(kcr_client *c)
     return n;
 }
 
-static inline void spy_record(spy *s, bool watch, const kcr_list_options *o)
+static inline void spy_record(spy *s, bool watch, const kcr__list_options *o)
 {
     pthread_mutex_lock(&s->mu);
     if (s->n_calls < sizeof s->calls / sizeof *s->calls) {
@@ -139,7 +143,7 @@ static inline bool spy_take(spy *s, int *counter)
 }
 
 static kcr_err spy_list(kcr_client *c, const kcr_resource *res, const char *ns,
-                        const kcr_list_options *opts, kcr_list_item_fn fn, void *ud,
+                        const kcr__list_options *opts, kcr_list_item_fn fn, void *ud,
                         kcr_list_meta *meta, kcr_status *st)
 {
     spy *s = SPY(c);
@@ -168,12 +172,12 @@ static kcr_err spy_list(kcr_client *c, const kcr_resource *res, const char *ns,
 }
 
 static kcr_err spy_watch(kcr_client *c, const kcr_resource *res, const char *ns,
-                         const kcr_list_options *opts, kcr_watch_event_fn fn, void *ud,
+                         const kcr__list_options *opts, kcr_watch_event_fn fn, void *ud,
                          kcr_status *st)
 {
     spy *s = SPY(c);
     spy_record(s, true, opts);
-    kcr_list_options o = *opts;
+    kcr__list_options o = *opts;
     pthread_mutex_lock(&s->mu);
     bool ignore = s->ignore_initial_events;
     uint64_t expired_below = s->stream_expired_below;
@@ -190,37 +194,36 @@ static kcr_err spy_watch(kcr_client *c, const kcr_resource *res, const char *ns,
     return s->inner->ops->watch(s->inner, res, ns, &o, fn, ud, st);
 }
 
-static kcr_err spy_get_op(kcr_client *c, const kcr_resource *res, const char *ns,
-                          const char *name, const kcr_get_options *opts, kcr_object **out,
-                          kcr_status *st)
+static kcr_err spy_get_op(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                          const kcr__get_options *opts, kcr_object **out, kcr_status *st)
 {
     return SPY(c)->inner->ops->get(SPY(c)->inner, res, ns, name, opts, out, st);
 }
 
-static kcr_err spy_create(kcr_client *c, const kcr_resource *res, const char *ns,
-                          const char *json, size_t len, const kcr_write_options *opts,
-                          kcr_object **out, kcr_status *st)
+static kcr_err spy_create(kcr_client *c, const kcr_resource *res, const char *ns, const char *json,
+                          size_t len, const kcr__write_options *opts, kcr_object **out,
+                          kcr_status *st)
 {
     return SPY(c)->inner->ops->create(SPY(c)->inner, res, ns, json, len, opts, out, st);
 }
 
-static kcr_err spy_update(kcr_client *c, const kcr_resource *res, const char *ns,
-                          const char *name, const char *json, size_t len,
-                          const kcr_write_options *opts, kcr_object **out, kcr_status *st)
+static kcr_err spy_update(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                          const char *json, size_t len, const kcr__write_options *opts,
+                          kcr_object **out, kcr_status *st)
 {
     return SPY(c)->inner->ops->update(SPY(c)->inner, res, ns, name, json, len, opts, out, st);
 }
 
-static kcr_err spy_patch(kcr_client *c, const kcr_resource *res, const char *ns,
-                         const char *name, kcr_patch_type type, const char *patch, size_t len,
-                         const kcr_write_options *opts, kcr_object **out, kcr_status *st)
+static kcr_err spy_patch(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
+                         kcr_patch_type type, const char *patch, size_t len,
+                         const kcr__write_options *opts, kcr_object **out, kcr_status *st)
 {
     return SPY(c)->inner->ops->patch(SPY(c)->inner, res, ns, name, type, patch, len, opts, out,
                                      st);
 }
 
 static kcr_err spy_del(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                       const kcr_delete_options *opts, kcr_object **out, kcr_status *st)
+                       const kcr__delete_options *opts, kcr_object **out, kcr_status *st)
 {
     return SPY(c)->inner->ops->del(SPY(c)->inner, res, ns, name, opts, out, st);
 }

@@ -16,6 +16,7 @@
 #include "helpers/timescale.h"
 #include "kcr/kcr.h"
 #include "kcr/fake.h"
+#include "helpers/bounded.h"
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
 
@@ -48,7 +49,7 @@ static inline void start(void)
 static inline kcr_err stop(void)
 {
     kcr_manager_stop(mgr);
-    pthread_join(runner, NULL);
+    test_join(runner, 30000, "kcr_manager_run after kcr_manager_stop");
     running = false;
     return run_result;
 }
@@ -72,8 +73,9 @@ static inline void create_cm(const char *name)
 {
     char json[256];
     snprintf(json, sizeof json, "{\"metadata\":{\"name\":\"%s\"},\"data\":{\"v\":\"1\"}}", name);
-    cr_assert_eq(kcr_client_create(client, &CM, "default", json, 0, NULL, NULL, NULL), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(kcr_client_create(
+                     client, &(kcr_request){.resource = &CM, .ns = "default", .body = json}, NULL),
+                 KCR_OK, "%s", kcr_last_error());
 }
 
 /* Polls `cond` every millisecond for up to 10 s. */
@@ -103,9 +105,14 @@ static inline kcr_result copy_reconcile(kcr_ctx *ctx, const kcr_reconcile_reques
     char name[300], body[512];
     snprintf(name, sizeof name, "%s-copy", req->name);
     snprintf(body, sizeof body, "{\"metadata\":{\"name\":\"%s\"},\"data\":{\"v\":\"1\"}}", name);
-    kcr_write_options wo = {.field_manager = "t"};
-    kcr_err err = kcr_client_patch(kcr_ctx_client(ctx), &CM, req->ns, name, KCR_PATCH_APPLY,
-                                   body, 0, &wo, NULL, NULL);
+    kcr_err err = kcr_client_patch(kcr_ctx_client(ctx),
+                                   &(kcr_request){.resource = &CM,
+                                                  .ns = req->ns,
+                                                  .name = name,
+                                                  .patch_type = KCR_PATCH_APPLY,
+                                                  .body = body,
+                                                  .field_manager = "t"},
+                                   NULL);
     if (err != KCR_OK)
         return KCR_RETRY(err);
     atomic_fetch_add(&copies, 1);
@@ -115,7 +122,8 @@ static inline kcr_result copy_reconcile(kcr_ctx *ctx, const kcr_reconcile_reques
 static inline bool exists(const char *name)
 {
     kcr_object *o = NULL;
-    kcr_err err = kcr_client_get(client, &CM, "default", name, NULL, &o, NULL);
+    kcr_err err =
+        kcr_client_get(client, &(kcr_request){.resource = &CM, .ns = "default", .name = name}, &o);
     kcr_object_unref(o);
     return err == KCR_OK;
 }

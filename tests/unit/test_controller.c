@@ -122,7 +122,8 @@ Test(manager, durations_out_of_range_are_refused, .init = setup, .fini = teardow
     static const char *const fields[] = {"reconcile_timeout_ms", "resync_period_ms",
                                          "read_your_writes_timeout_ms"};
     for (int i = 0; i < 6; i++) {
-        int64_t bad = i < 3 ? INT64_MAX : -1;
+        /* -2 (KCR_DURATION_ZERO) is no duration for these fields */
+        int64_t bad = i < 3 ? INT64_MAX : KCR_DURATION_ZERO;
         kcr_controller_options o = {.name = "x",
                                     .primary = {.resource = CM},
                                     .reconcile = copy_reconcile,
@@ -137,6 +138,13 @@ Test(manager, durations_out_of_range_are_refused, .init = setup, .fini = teardow
         else
             cr_assert(strstr(kcr_last_error(), "negative"), "%s", kcr_last_error());
     }
+    /* KCR_DURATION_INFINITE: no deadline, no resync (as 0) */
+    kcr_controller_options inf = {.name = "infinite",
+                                  .primary = {.resource = CM, .kind = "ConfigMap"},
+                                  .reconcile = copy_reconcile,
+                                  .reconcile_timeout_ms = KCR_DURATION_INFINITE,
+                                  .resync_period_ms = KCR_DURATION_INFINITE};
+    cr_assert_eq(kcr_manager_add_controller(mgr, &inf, NULL), KCR_OK, "%s", kcr_last_error());
     kcr_controller_options o = {.name = "x",
                                 .primary = {.resource = CM},
                                 .reconcile = copy_reconcile,
@@ -253,8 +261,14 @@ Test(manager, churn_every_change_reconciled, .init = setup, .fini = teardown, .t
             snprintf(n, sizeof n, "k%d", k);
             snprintf(patch, sizeof patch, "{\"data\":{\"v\":\"%d\"}}", round);
             kcr_object *out = NULL;
-            cr_assert_eq(kcr_client_patch(client, &CM, "default", n, KCR_PATCH_MERGE, patch, 0,
-                                          NULL, &out, NULL), KCR_OK);
+            cr_assert_eq(kcr_client_patch(client,
+                                          &(kcr_request){.resource = &CM,
+                                                         .ns = "default",
+                                                         .name = n,
+                                                         .patch_type = KCR_PATCH_MERGE,
+                                                         .body = patch},
+                                          &out),
+                         KCR_OK);
             final_rv[k] = atoll(kcr_object_resource_version(out));
             kcr_object_unref(out);
         }

@@ -34,9 +34,10 @@ static kcr_err ignore_event(const kcr_watch_event *ev, void *ud)
 static kcr_result watching_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
 {
     (void)req, (void)ud;
-    kcr_list_options lo = {0}; /* no token of its own: the ctx client adds the reconcile's */
-    kcr_err err = kcr_client_watch(kcr_ctx_client(ctx), &CM, "default", &lo, ignore_event, NULL,
-                                   NULL);
+    kcr_request lo = {.resource = &CM,
+                      .ns =
+                          "default"}; /* no token of its own: the ctx client adds the reconcile's */
+    kcr_err err = kcr_client_watch(kcr_ctx_client(ctx), &lo, ignore_event, NULL);
     atomic_store(&watch_result, (int)err);
     return KCR_DONE;
 }
@@ -75,23 +76,37 @@ static kcr_result late_writer_reconcile(kcr_ctx *ctx, const kcr_reconcile_reques
     kcr_client *c = kcr_ctx_client(ctx);
     const char *body = "{\"metadata\":{\"name\":\"late\"},\"data\":{\"v\":\"9\"}}";
     kcr_object *o = NULL;
-    atomic_store(&verb_result[V_GET], (int)kcr_client_get(c, &CM, "default", "a", NULL, &o, NULL));
+    atomic_store(
+        &verb_result[V_GET],
+        (int)kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = "default", .name = "a"}, &o));
     kcr_object_unref(o);
     atomic_store(&verb_result[V_CREATE],
-                 (int)kcr_client_create(c, &CM, "default", body, 0, NULL, NULL, NULL));
+                 (int)kcr_client_create(
+                     c, &(kcr_request){.resource = &CM, .ns = "default", .body = body}, NULL));
     atomic_store(&verb_result[V_UPDATE],
-                 (int)kcr_client_update(c, &CM, "default", body, 0, NULL, NULL, NULL));
-    atomic_store(&verb_result[V_STATUS],
-                 (int)kcr_client_update_status(c, &CM, "default", body, 0, NULL, NULL));
+                 (int)kcr_client_update(
+                     c, &(kcr_request){.resource = &CM, .ns = "default", .body = body}, NULL));
+    atomic_store(
+        &verb_result[V_STATUS],
+        (int)kcr_client_update(
+            c,
+            &(kcr_request){.resource = &CM, .ns = "default", .subresource = "status", .body = body},
+            NULL));
     atomic_store(&verb_result[V_PATCH],
-                 (int)kcr_client_patch(c, &CM, "default", "a", KCR_PATCH_MERGE,
-                                       "{\"data\":{\"v\":\"9\"}}", 0, NULL, NULL, NULL));
+                 (int)kcr_client_patch(c,
+                                       &(kcr_request){.resource = &CM,
+                                                      .ns = "default",
+                                                      .name = "a",
+                                                      .patch_type = KCR_PATCH_MERGE,
+                                                      .body = "{\"data\":{\"v\":\"9\"}}"},
+                                       NULL));
     atomic_store(&verb_result[V_DELETE],
-                 (int)kcr_client_delete(c, &CM, "default", "a", NULL, NULL, NULL));
+                 (int)kcr_client_delete(
+                     c, &(kcr_request){.resource = &CM, .ns = "default", .name = "a"}, NULL));
     char *raw = NULL;
-    atomic_store(&verb_result[V_RAW],
-                 (int)kcr_client_request(c, "/api/v1/namespaces/default/configmaps/a", NULL, 0,
-                                         NULL, &raw, NULL, NULL));
+    atomic_store(
+        &verb_result[V_RAW],
+        (int)kcr_client_request(c, "/api/v1/namespaces/default/configmaps/a", NULL, &raw, NULL));
     free(raw);
     atomic_store(&verbs_done, true);
     return KCR_DONE;

@@ -2,6 +2,7 @@
  * over; losing leadership cancels in-flight reconciles and run returns. */
 #include "tests/unit/manager_fixture.h"
 #include "kcr/fake.h"
+#include "helpers/bounded.h"
 
 /* ---- leader election: two managers, one fake API ---- */
 
@@ -76,7 +77,7 @@ Test(manager, leader_election_one_reconciles_then_hands_over, .init = setup, .fi
        reconciles what its warm cache already queued */
     int64_t t0 = kcr__now_ns();
     kcr_manager_stop(cd[0].m);
-    pthread_join(cd[0].thread, NULL);
+    test_join(cd[0].thread, 30000, "thread cd[0].thread");
     cr_assert_eq(cd[0].result, KCR_OK);
     WAIT_FOR(kcr_manager_is_leader(cd[1].m));
     /* a released lease has leaseDurationSeconds=1: retry + 1 s, plus scheduling slack */
@@ -84,7 +85,7 @@ Test(manager, leader_election_one_reconciles_then_hands_over, .init = setup, .fi
                  "took over within retry + 1 s");
     WAIT_FOR(atomic_load(&by_manager[1]) >= 2);
     kcr_manager_stop(cd[1].m);
-    pthread_join(cd[1].thread, NULL);
+    test_join(cd[1].thread, 30000, "thread cd[1].thread");
     cr_assert_eq(cd[1].result, KCR_OK);
     candidate_free(&cd[0]);
     candidate_free(&cd[1]);
@@ -107,10 +108,13 @@ Test(manager, leadership_loss_stops_reconciles_and_returns, .init = setup, .fini
     cr_assert_eq(pthread_create(&cd.thread, NULL, candidate_main, &cd), 0);
     WAIT_FOR(atomic_load(&started) == 1);
     kcr_resource leases = {"coordination.k8s.io", "v1", "leases"};
-    cr_assert_eq(kcr_fake_inject_error(fake, KCR_FAKE_ANY, &leases, -1, 500, "InternalError",
-                                       "etcd is gone"),
+    cr_assert_eq(kcr_fake_inject_error(fake, &(kcr_fake_error){.resource = &leases,
+                                                               .times = -1,
+                                                               .code = 500,
+                                                               .reason = "InternalError",
+                                                               .message = "etcd is gone"}),
                  KCR_OK);
-    pthread_join(cd.thread, NULL);
+    test_join(cd.thread, 30000, "thread cd.thread");
     cr_assert_eq(cd.result, KCR_ERR_LEADERSHIP_LOST);
     cr_assert_eq(atomic_load(&saw_cancel), 1, "the in-flight reconcile was cancelled");
     cr_assert_neq(kcr_manager_healthz_check(NULL, cd.m), KCR_OK);

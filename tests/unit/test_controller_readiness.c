@@ -5,9 +5,15 @@
 
 Test(manager, readiness_reports_the_servers_reason, .init = setup, .fini = teardown)
 {
-    cr_assert_eq(kcr_fake_inject_error(fake, KCR_FAKE_LIST, &CM, -1, 403, "Forbidden",
-                                       "configmaps is forbidden: User \"x\" cannot list"),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_fake_inject_error(
+            fake, &(kcr_fake_error){.verb = KCR_FAKE_LIST,
+                                    .resource = &CM,
+                                    .times = -1,
+                                    .code = 403,
+                                    .reason = "Forbidden",
+                                    .message = "configmaps is forbidden: User \"x\" cannot list"}),
+        KCR_OK);
     kcr_informer_options fast = {.reflector = {.backoff_initial_ms = 5, .backoff_max_ms = 20}};
     new_manager(&(kcr_manager_options){.cache_defaults = &fast});
     slow_controller(0);

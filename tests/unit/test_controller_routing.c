@@ -20,8 +20,12 @@ static kcr_err slow_pred(kcr_source_ctx *ctx, const kcr_object_change *change, b
     pthread_mutex_lock(&mu);
     slow_thread = pthread_self();
     blocked++;
-    while (!gate_open)
-        pthread_cond_wait(&cond, &mu);
+    /* bounded: a test that fails before opening the gate must not hang here */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 30;
+    while (!gate_open && pthread_cond_timedwait(&cond, &mu, &until) == 0)
+        ;
     blocked--;
     pthread_mutex_unlock(&mu);
     *pass = true;
@@ -134,8 +138,9 @@ static void create_labelled_cm(const char *name, const char *secret)
     char json[256];
     snprintf(json, sizeof json,
              "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"secret\":\"%s\"}}}", name, secret);
-    cr_assert_eq(kcr_client_create(client, &CM, "default", json, 0, NULL, NULL, NULL), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(kcr_client_create(
+                     client, &(kcr_request){.resource = &CM, .ns = "default", .body = json}, NULL),
+                 KCR_OK, "%s", kcr_last_error());
 }
 
 Test(manager_routing, map_functions_and_predicates_read_caches_through_their_context,
@@ -151,11 +156,17 @@ Test(manager_routing, map_functions_and_predicates_read_caches_through_their_con
     cr_assert_eq(kcr_manager_add_controller(mgr, &o, &c), KCR_OK, "%s", kcr_last_error());
     start();
     WAIT_FOR(kcr_manager_readyz_check(NULL, mgr) == KCR_OK);
-    cr_assert_eq(kcr_client_create(client, &USERS_SECRET, "default",
-                                   "{\"metadata\":{\"name\":\"unused\"}}", 0, NULL, NULL, NULL),
+    cr_assert_eq(kcr_client_create(client,
+                                   &(kcr_request){.resource = &USERS_SECRET,
+                                                  .ns = "default",
+                                                  .body = "{\"metadata\":{\"name\":\"unused\"}}"},
+                                   NULL),
                  KCR_OK);
-    cr_assert_eq(kcr_client_create(client, &USERS_SECRET, "default",
-                                   "{\"metadata\":{\"name\":\"db\"}}", 0, NULL, NULL, NULL),
+    cr_assert_eq(kcr_client_create(client,
+                                   &(kcr_request){.resource = &USERS_SECRET,
+                                                  .ns = "default",
+                                                  .body = "{\"metadata\":{\"name\":\"db\"}}"},
+                                   NULL),
                  KCR_OK);
     WAIT_FOR(atomic_load(&mapped_app1) >= 1 && atomic_load(&mapped_app2) >= 1);
     kcr_controller_stats st;

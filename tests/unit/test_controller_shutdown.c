@@ -8,6 +8,7 @@
 
 #include "helpers/hung_server.h"
 #include "tests/unit/manager_fixture.h"
+#include "helpers/bounded.h"
 
 Test(manager, shutdown_drains_in_flight_reconciles, .init = setup, .fini = teardown)
 {
@@ -20,7 +21,7 @@ Test(manager, shutdown_drains_in_flight_reconciles, .init = setup, .fini = teard
     /* the reconcile is still running: run has not returned; let it finish */
     create_cm("b"); /* new work after the stop is not started */
     atomic_store(&release_gate, true);
-    pthread_join(runner, NULL);
+    test_join(runner, 30000, "kcr_manager_run after kcr_manager_stop");
     running = false;
     cr_assert_eq(run_result, KCR_OK);
     cr_assert_eq(atomic_load(&saw_cancel), 0, "drained, not cancelled");
@@ -150,7 +151,7 @@ Test(manager, stop_cancels_discovery_on_a_hung_server, .timeout = 60)
     cr_assert(hung_server_wait_requests(srv, 1), "discovery never reached the server");
     int64_t t0 = kcr__now_ns();
     kcr_manager_stop(a.m);
-    pthread_join(t, NULL);
+    test_join(t, 30000, "thread t");
     int64_t took_ms = (kcr__now_ns() - t0) / KCR_NS_PER_MS;
     cr_assert_eq(a.err, KCR_ERR_CANCELED, "%s: %s", kcr_strerror(a.err), a.msg);
     cr_assert(strstr(a.msg, "things"), "%s", a.msg);

@@ -48,8 +48,8 @@ static kcr_object *seed(const kcr_resource *res, const char *json)
 static kcr_object *get(const kcr_resource *res, const char *name)
 {
     kcr_object *o = NULL;
-    cr_assert_eq(kcr_client_get(c, res, "ns", name, NULL, &o, NULL), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(kcr_client_get(c, &(kcr_request){.resource = res, .ns = "ns", .name = name}, &o),
+                 KCR_OK, "%s", kcr_last_error());
     return o;
 }
 
@@ -73,8 +73,8 @@ static void interfere(kcr_fake_verb verb, const kcr_resource *res, const char *n
         strcmp(name, in->name) != 0)
         return;
     in->busy = true;
-    kcr_err err =
-        kcr_client_patch(other, res, "ns", name, KCR_PATCH_JSON, in->patch, 0, NULL, NULL, NULL);
+    kcr_err err = kcr_client_patch(
+        other, &(kcr_request){.resource = res, .ns = "ns", .name = name, .body = in->patch}, NULL);
     cr_assert_eq(err, KCR_OK, "the interloper's patch: %s", kcr_last_error());
     in->done++;
     in->busy = false;
@@ -119,13 +119,16 @@ Test(ctrlutil_finalizer, add_and_remove, .init = setup, .fini = teardown)
                  KCR_OK);
     cr_assert_not(changed);
     /* deleting: removing the last finalizer lets the deletion finish */
-    cr_assert_eq(kcr_client_delete(c, &CM, "ns", "cm", NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_delete(c, &(kcr_request){.resource = &CM, .ns = "ns", .name = "cm"}, NULL),
+        KCR_OK);
     kcr_status st = {0};
     cr_assert_eq(
         kcr_ctrlutil_remove_finalizer(c, &CM, r, "kcr.dev/b \"q\"", 0, &changed, NULL, &st), KCR_OK,
         "%s", kcr_last_error());
     cr_assert(changed);
-    cr_assert_eq(kcr_client_get(c, &CM, "ns", "cm", NULL, NULL, NULL), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = "ns", .name = "cm"}, NULL),
+                 KCR_ERR_NOT_FOUND);
     /* gone (r is stale and still lists it): done, nothing changed */
     cr_assert_eq(
         kcr_ctrlutil_remove_finalizer(c, &CM, r, "kcr.dev/b \"q\"", 0, &changed, &again, &st),
@@ -194,10 +197,16 @@ Test(ctrlutil_finalizer, concurrent_adds_neither_duplicate_nor_lose, .init = set
     /* a stale view: the object gained a finalizer since; ours is appended */
     kcr_fake_set_hook(fake, NULL, NULL);
     o = seed(&CM, "{\"metadata\":{\"name\":\"cm2\",\"namespace\":\"ns\"}}");
-    cr_assert_eq(kcr_client_patch(other, &CM, "ns", "cm2", KCR_PATCH_MERGE,
-                                  "{\"metadata\":{\"finalizers\":[\"other.dev/theirs\"]}}", 0, NULL,
-                                  NULL, NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_client_patch(
+            other,
+            &(kcr_request){.resource = &CM,
+                           .ns = "ns",
+                           .name = "cm2",
+                           .patch_type = KCR_PATCH_MERGE,
+                           .body = "{\"metadata\":{\"finalizers\":[\"other.dev/theirs\"]}}"},
+            NULL),
+        KCR_OK);
     cr_assert_eq(kcr_ctrlutil_add_finalizer(c, &CM, o, "kcr.dev/mine", 0, &changed, &r, NULL),
                  KCR_OK, "%s", kcr_last_error());
     cr_assert(changed);
@@ -212,8 +221,12 @@ Test(ctrlutil_finalizer, rejections_and_bounded_retries, .init = setup, .fini = 
 {
     kcr_object *o = seed(&CM, CM_WITH(",\"finalizers\":[\"x.dev/0\"]"));
     /* a 422 with nothing changed under us is the server's verdict: no retry */
-    cr_assert_eq(kcr_fake_inject_error(fake, KCR_FAKE_PATCH, &CM, 1, 422, "Invalid",
-                                       "finalizer name is not a qualified name"),
+    cr_assert_eq(kcr_fake_inject_error(
+                     fake, &(kcr_fake_error){.verb = KCR_FAKE_PATCH,
+                                             .resource = &CM,
+                                             .code = 422,
+                                             .reason = "Invalid",
+                                             .message = "finalizer name is not a qualified name"}),
                  KCR_OK);
     kcr_status st = {0};
     cr_assert_eq(kcr_ctrlutil_add_finalizer(c, &CM, o, "kcr.dev/a", 0, NULL, NULL, &st),
@@ -330,9 +343,14 @@ static kcr_err set_label(kcr_object_edit *e, const kcr_object *cur, void *user_d
 Test(ctrlutil_status, retries_injected_conflicts, .init = setup, .fini = teardown)
 {
     kcr_object_unref(seed(&WIDGETS, WIDGET));
-    cr_assert_eq(kcr_fake_inject_error(fake, KCR_FAKE_UPDATE, &WIDGETS, 2, 409, "Conflict",
-                                       "the object has been modified"),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_fake_inject_error(fake, &(kcr_fake_error){.verb = KCR_FAKE_UPDATE,
+                                                      .resource = &WIDGETS,
+                                                      .times = 2,
+                                                      .code = 409,
+                                                      .reason = "Conflict",
+                                                      .message = "the object has been modified"}),
+        KCR_OK);
     struct ready r = {0};
     kcr_ctrlutil_op_result res = KCR_CTRLUTIL_UNCHANGED;
     kcr_object *o = NULL;
@@ -401,9 +419,12 @@ Test(ctrlutil_status, errors, .init = setup, .fini = teardown)
     kcr_object_unref(seed(&WIDGETS, WIDGET));
     struct ready r = {0};
     kcr_status st = {0};
-    cr_assert_eq(
-        kcr_fake_inject_error(fake, KCR_FAKE_UPDATE, &WIDGETS, 1, 409, "Conflict", "stale"),
-        KCR_OK);
+    cr_assert_eq(kcr_fake_inject_error(fake, &(kcr_fake_error){.verb = KCR_FAKE_UPDATE,
+                                                               .resource = &WIDGETS,
+                                                               .code = 409,
+                                                               .reason = "Conflict",
+                                                               .message = "stale"}),
+                 KCR_OK);
     cr_assert_eq(
         kcr_ctrlutil_update_status(c, &WIDGETS, "ns", "w", set_ready, &r, -1, NULL, NULL, &st),
         KCR_ERR_CONFLICT, "no retries");
@@ -495,10 +516,14 @@ static void create_first(kcr_fake_verb verb, const kcr_resource *res, const char
     int *n = user_data;
     if (verb != KCR_FAKE_CREATE || (*n)++ > 0)
         return;
-    cr_assert_eq(kcr_client_create(other, res, "ns",
-                                   "{\"metadata\":{\"name\":\"cm\"},\"data\":{\"v\":\"theirs\"}}",
-                                   0, NULL, NULL, NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_client_create(
+            other,
+            &(kcr_request){.resource = res,
+                           .ns = "ns",
+                           .body = "{\"metadata\":{\"name\":\"cm\"},\"data\":{\"v\":\"theirs\"}}"},
+            NULL),
+        KCR_OK);
 }
 
 Test(ctrlutil_create_or_update, a_lost_create_race_becomes_an_update, .init = setup,
@@ -567,7 +592,9 @@ Test(ctrlutil_delete, preconditions_and_not_found, .init = setup, .fini = teardo
 {
     kcr_object *old = seed(&CM, CM_WITH(""));
     /* recreated under the same name: deleting the old incarnation must fail */
-    cr_assert_eq(kcr_client_delete(c, &CM, "ns", "cm", NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_delete(c, &(kcr_request){.resource = &CM, .ns = "ns", .name = "cm"}, NULL),
+        KCR_OK);
     kcr_object_unref(seed(&CM, CM_WITH("")));
     kcr_status st = {0};
     cr_assert_eq(

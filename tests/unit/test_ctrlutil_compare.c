@@ -246,7 +246,8 @@ Test(ctrlutil_compare, a_cache_spares_the_read, .init = setup, .fini = teardown)
     cr_expect_eq(kcr_fake_count(fake, KCR_FAKE_UPDATE, &RQ), 3, "one conflict, two writes");
     cr_expect_eq(kcr_fake_count(fake, KCR_FAKE_GET, &RQ), 1, "one read after the conflict");
     kcr_object *now = NULL;
-    cr_assert_eq(kcr_client_get(c, &RQ, "ns", "q", NULL, &now, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_get(c, &(kcr_request){.resource = &RQ, .ns = "ns", .name = "q"}, &now), KCR_OK);
     cr_expect_str_eq(kcr_value_string(kcr_object_get(now, "spec.hard.cpu"), NULL), "3");
     kcr_object_unref(now);
 

@@ -88,25 +88,41 @@ Test(error_class, fake_refusals_on_create_update_patch)
     } while (0)
 
     /* create: an invalid name (422), a field of the wrong type (400) */
-    SEE(kcr_client_create(c, &CM, "d", "{\"metadata\":{\"name\":\"Bad_Name\"}}", 0, NULL, NULL,
-                          &st),
+    SEE(kcr_client_create(c,
+                          &(kcr_request){.resource = &CM, .ns = "d", .status = &st,
+                                         .body = "{\"metadata\":{\"name\":\"Bad_Name\"}}"},
+                          NULL),
         422, KCR_ERR_INVALID_OBJECT);
-    SEE(kcr_client_create(c, &CM, "d", "{\"metadata\":{\"name\":\"a\",\"uid\":[]}}", 0, NULL,
-                          NULL, &st),
+    SEE(kcr_client_create(c,
+                          &(kcr_request){.resource = &CM, .ns = "d", .status = &st,
+                                         .body = "{\"metadata\":{\"name\":\"a\",\"uid\":[]}}"},
+                          NULL),
         400, KCR_ERR_BAD_REQUEST);
-    cr_assert_eq(kcr_client_create(c, &CM, "d", "{\"metadata\":{\"name\":\"a\"}}", 0, NULL, NULL,
+    cr_assert_eq(kcr_client_create(c,
+                                   &(kcr_request){.resource = &CM, .ns = "d",
+                                                  .body = "{\"metadata\":{\"name\":\"a\"}}"},
                                    NULL),
                  KCR_OK);
     /* update: a namespace that contradicts the request (400) */
-    SEE(kcr_client_update(c, &CM, "d", "{\"metadata\":{\"name\":\"a\",\"namespace\":\"e\"}}", 0,
-                          NULL, NULL, &st),
+    SEE(kcr_client_update(
+            c,
+            &(kcr_request){.resource = &CM, .ns = "d", .status = &st,
+                           .body = "{\"metadata\":{\"name\":\"a\",\"namespace\":\"e\"}}"},
+            NULL),
         400, KCR_ERR_BAD_REQUEST);
     /* patch: not a JSON Patch document (400), a failed test (422) */
-    SEE(kcr_client_patch(c, &CM, "d", "a", KCR_PATCH_JSON, "{}", 0, NULL, NULL, &st), 400,
-        KCR_ERR_BAD_REQUEST);
-    SEE(kcr_client_patch(c, &CM, "d", "a", KCR_PATCH_JSON,
-                         "[{\"op\":\"test\",\"path\":\"/data\",\"value\":{\"x\":\"1\"}}]", 0, NULL,
-                         NULL, &st),
+    SEE(kcr_client_patch(c,
+                         &(kcr_request){.resource = &CM, .ns = "d", .name = "a",
+                                        .patch_type = KCR_PATCH_JSON, .body = "{}", .status = &st},
+                         NULL),
+        400, KCR_ERR_BAD_REQUEST);
+    SEE(kcr_client_patch(
+            c,
+            &(kcr_request){.resource = &CM, .ns = "d", .name = "a", .patch_type = KCR_PATCH_JSON,
+                           .body = "[{\"op\":\"test\",\"path\":\"/data\","
+                                   "\"value\":{\"x\":\"1\"}}]",
+                           .status = &st},
+            NULL),
         422, KCR_ERR_INVALID_OBJECT);
     for (size_t i = 0; i < n; i++)
         cr_expect(kcr_err_is_permanent(seen[i].got), "refusal %zu (%d) is permanent", i,
@@ -114,11 +130,15 @@ Test(error_class, fake_refusals_on_create_update_patch)
 
     /* transient: a stale resourceVersion (409), a missing object (404) */
     n = 0;
-    SEE(kcr_client_update(c, &CM, "d",
-                          "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"12345\"},\"data\":{}}",
-                          0, NULL, NULL, &st),
+    SEE(kcr_client_update(c,
+                          &(kcr_request){.resource = &CM, .ns = "d", .status = &st,
+                                         .body = "{\"metadata\":{\"name\":\"a\","
+                                                 "\"resourceVersion\":\"12345\"},\"data\":{}}"},
+                          NULL),
         409, KCR_ERR_CONFLICT);
-    SEE(kcr_client_get(c, &CM, "d", "missing", NULL, NULL, &st), 404, KCR_ERR_NOT_FOUND);
+    SEE(kcr_client_get(
+            c, &(kcr_request){.resource = &CM, .ns = "d", .name = "missing", .status = &st}, NULL),
+        404, KCR_ERR_NOT_FOUND);
     for (size_t i = 0; i < n; i++)
         cr_expect_not(kcr_err_is_permanent(seen[i].got), "%zu is transient", i);
 #undef SEE

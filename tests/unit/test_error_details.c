@@ -41,10 +41,12 @@ Test(error_details, workqueue)
     EXPECT_DETAIL(kcr_workqueue_remove(q, "ghost"), KCR_ERR_NOT_FOUND, "ghost");
     EXPECT_DETAIL(kcr_workqueue_done(q, "ghost"), KCR_ERR_STATE, "ghost");
     kcr_workqueue_shutdown(q);
-    EXPECT_DETAIL(kcr_workqueue_add(q, "late-1"), KCR_ERR_SHUTDOWN, "late-1");
+    EXPECT_DETAIL(kcr_workqueue_add(q, "late-1", NULL), KCR_ERR_SHUTDOWN, "late-1");
     EXPECT_DETAIL(kcr_workqueue_add_rate_limited(q, "late-2"), KCR_ERR_SHUTDOWN, "late-2");
-    EXPECT_DETAIL(kcr_workqueue_add_after(q, "late-3", 1000), KCR_ERR_SHUTDOWN, "late-3");
-    EXPECT_DETAIL(kcr_workqueue_add_after(q, "late-4", 0), KCR_ERR_SHUTDOWN, "late-4");
+    EXPECT_DETAIL(kcr_workqueue_add(q, "late-3",
+        &(kcr_workqueue_add_options){.delay_ms = 1000}), KCR_ERR_SHUTDOWN, "late-3");
+    EXPECT_DETAIL(kcr_workqueue_add(q, "late-4",
+        &(kcr_workqueue_add_options){.delay_ms = 0}), KCR_ERR_SHUTDOWN, "late-4");
     EXPECT_DETAIL(kcr_workqueue_get(q, &key), KCR_ERR_SHUTDOWN, "jobs");
     kcr_workqueue_free(q);
 }
@@ -114,7 +116,12 @@ Test(error_details, objects_time_and_status)
     kcr_object_edit *e = NULL;
     cr_assert_eq(kcr_object_edit_new(o, &e), KCR_OK);
     EXPECT_DETAIL(kcr_object_edit_set_string(e, "list[5]", "x"), KCR_ERR_NOT_FOUND, "list[5]");
+    EXPECT_DETAIL(kcr_object_edit_set_json(e, "spec", "{}", 0), KCR_ERR_NOT_FOUND, "list[5]");
+    kcr_object_edit_free(e);
+    cr_assert_eq(kcr_object_edit_new(o, &e), KCR_OK);
     EXPECT_DETAIL(kcr_object_edit_set_json(e, "spec", "{nope", 0), KCR_ERR_PARSE, "JSON");
+    kcr_object_edit_free(e);
+    cr_assert_eq(kcr_object_edit_new(o, &e), KCR_OK);
     EXPECT_DETAIL(kcr_object_edit_merge_patch(e, "[1]", 3), KCR_ERR_PARSE, "not an object");
     kcr_object_edit_free(e);
     kcr_object_unref(o);
@@ -131,15 +138,20 @@ Test(error_details, client_and_config)
     cr_assert_eq(kcr_fake_new(NULL, &f), KCR_OK);
     cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
     kcr_object *o = NULL;
-    EXPECT_DETAIL(kcr_client_get(c, &CM, "default", "missing-cm", NULL, &o, NULL),
-                  KCR_ERR_NOT_FOUND, "missing-cm");
-    EXPECT_DETAIL(kcr_client_get(c, NULL, "default", "x", NULL, &o, NULL), KCR_ERR_INVALID,
-                  "required");
-    kcr_list_options bad = {.label_selector = "app in (x"};
-    EXPECT_DETAIL(kcr_client_list(c, &CM, NULL, &bad, NULL, NULL, NULL, NULL), KCR_ERR_BAD_REQUEST,
-                  "app in (x");
-    EXPECT_DETAIL(kcr_client_create(c, &CM, "default", "{not json", 9, NULL, &o, NULL),
-                  KCR_ERR_INVALID, "invalid JSON");
+    EXPECT_DETAIL(
+        kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = "default", .name = "missing-cm"},
+                       &o),
+        KCR_ERR_NOT_FOUND, "missing-cm");
+    EXPECT_DETAIL(kcr_client_get(c, &(kcr_request){.ns = "default", .name = "x"}, &o),
+                  KCR_ERR_INVALID, "required");
+    EXPECT_DETAIL(kcr_client_list(c, &(kcr_request){.resource = &CM, .label_selector = "app in (x"},
+                                  NULL, NULL, NULL),
+                  KCR_ERR_BAD_REQUEST, "app in (x");
+    EXPECT_DETAIL(
+        kcr_client_create(
+            c, &(kcr_request){.resource = &CM, .ns = "default", .body = "{not json", .body_len = 9},
+            &o),
+        KCR_ERR_INVALID, "invalid JSON");
     kcr_client_free(c);
     kcr_fake_free(f);
     kcr_config *cfg = NULL;
@@ -161,7 +173,12 @@ Test(error_details, informer_and_listers)
     EXPECT_DETAIL(kcr_lister_list(kcr_informer_store(inf), NULL, "app in (", &l), KCR_ERR_INVALID,
                   "app in (");
     /* it never syncs, so after stop wait_for_sync reports the stop */
-    kcr_fake_inject_error(f, KCR_FAKE_LIST, &CM, -1, 500, "InternalError", "down");
+    kcr_fake_inject_error(f, &(kcr_fake_error){.verb = KCR_FAKE_LIST,
+                                               .resource = &CM,
+                                               .times = -1,
+                                               .code = 500,
+                                               .reason = "InternalError",
+                                               .message = "down"});
     cr_assert_eq(kcr_informer_start(inf), KCR_OK);
     EXPECT_DETAIL(kcr_informer_start(inf), KCR_ERR_STATE, "start");
     kcr_informer_stop(inf);

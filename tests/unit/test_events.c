@@ -36,7 +36,7 @@ static int64_t virtual_now(void *ud)
     return atomic_load(&clock_ms);
 }
 
-static const kcr_clock vclock = {virtual_now, NULL};
+static const kcr_clock vclock = {.now_ms = virtual_now};
 
 static void setup(void)
 {
@@ -56,8 +56,9 @@ static kcr_object *make(const kcr_resource *res, const char *ns, const char *nam
     char json[256];
     snprintf(json, sizeof json, "{\"metadata\":{\"name\":\"%s\"}}", name);
     kcr_object *o = NULL;
-    cr_assert_eq(kcr_client_create(client, res, ns, json, 0, NULL, &o, NULL), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(
+        kcr_client_create(client, &(kcr_request){.resource = res, .ns = ns, .body = json}, &o),
+        KCR_OK, "%s", kcr_last_error());
     return o;
 }
 
@@ -90,8 +91,9 @@ static kcr_err collect(kcr_object *obj, void *ud)
 static evlist list_events(const char *ns)
 {
     evlist l = {.n = 0};
-    cr_assert_eq(kcr_client_list(client, &EVENTS, ns, NULL, collect, &l, NULL, NULL), KCR_OK,
-                 "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_list(client, &(kcr_request){.resource = &EVENTS, .ns = ns}, collect, &l, NULL),
+        KCR_OK, "%s", kcr_last_error());
     return l;
 }
 
@@ -260,9 +262,12 @@ Test(events, a_repeat_of_a_deleted_event_recreates_it_with_its_series, .init = s
     cr_assert_eq(kcr_event_recorder_record(r, &ev), KCR_OK);
     evlist l = list_events("ns1");
     cr_assert_eq(l.n, 1);
-    cr_assert_eq(kcr_client_delete(client, &EVENTS, "ns1", kcr_object_name(l.items[0]), NULL,
-                                   NULL, NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_client_delete(
+            client,
+            &(kcr_request){.resource = &EVENTS, .ns = "ns1", .name = kcr_object_name(l.items[0])},
+            NULL),
+        KCR_OK);
     evlist_free(&l);
     cr_assert_eq(kcr_event_recorder_record(r, &ev), KCR_OK);
     l = list_events("ns1");
@@ -447,8 +452,13 @@ Test(events, refused_writes_are_counted_and_logged_once, .init = setup, .fini = 
     kcr_object *cm = make(&CM, "ns1", "web");
     atomic_store(&event_warnings, 0);
     kcr_log_set_handler(count_logs, NULL);
-    cr_assert_eq(kcr_fake_inject_error(fake, KCR_FAKE_CREATE, &EVENTS, -1, 403, "Forbidden",
-                                       "events.events.k8s.io is forbidden"),
+    cr_assert_eq(kcr_fake_inject_error(
+                     fake, &(kcr_fake_error){.verb = KCR_FAKE_CREATE,
+                                             .resource = &EVENTS,
+                                             .times = -1,
+                                             .code = 403,
+                                             .reason = "Forbidden",
+                                             .message = "events.events.k8s.io is forbidden"}),
                  KCR_OK);
     kcr_event_recorder *r = recorder(false, 0);
     kcr_event a = {.regarding = cm, .reason = "One"}, b = {.regarding = cm, .reason = "Two"};

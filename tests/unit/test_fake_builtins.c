@@ -66,13 +66,14 @@ Test(fake_builtins, every_resource_resolves_with_its_kind_and_scope, .init = set
         char name[600];
         snprintf(name, sizeof name, "%s.%s.%s", r->resource, r->version, r->group);
         kcr_api_resource ar;
-        cr_assert_eq(kcr_client_resolve(c, name, &ar, NULL), KCR_OK, "%s: %s", name,
+        cr_assert_eq(kcr_client_resolve(c, name, NULL, &ar), KCR_OK, "%s: %s", name,
                      kcr_last_error());
         cr_assert_str_eq(ar.kind, r->kind, "%s", name);
         cr_assert_eq(ar.namespaced, r->namespaced, "%s", name);
         if (r->preferred && *r->kind) {
-            cr_assert_eq(kcr_client_resolve_kind(c, r->group, NULL, r->kind, &ar, NULL), KCR_OK,
-                         "%s by kind: %s", name, kcr_last_error());
+            cr_assert_eq(kcr_client_resolve_kind(c, &(kcr_gvk){.group = r->group, .kind = r->kind},
+                                                 NULL, &ar),
+                         KCR_OK, "%s by kind: %s", name, kcr_last_error());
             cr_assert_str_eq(ar.version, r->version, "%s is its group's preferred version", name);
         }
     }
@@ -85,7 +86,7 @@ Test(fake_builtins, every_resource_resolves_with_its_kind_and_scope, .init = set
         "ing",            "cm",           "deploy"};
     for (size_t i = 0; i < sizeof wanted / sizeof *wanted; i++) {
         kcr_api_resource ar;
-        cr_assert_eq(kcr_client_resolve(c, wanted[i], &ar, NULL), KCR_OK, "%s: %s", wanted[i],
+        cr_assert_eq(kcr_client_resolve(c, wanted[i], NULL, &ar), KCR_OK, "%s: %s", wanted[i],
                      kcr_last_error());
     }
 }
@@ -121,46 +122,67 @@ static void crud(const kcr__fake_builtin *r)
     char rv[32];
     snprintf(rv, sizeof rv, "%llu", (unsigned long long)kcr_fake_resource_version(fake));
     kcr_object *o = NULL;
-    cr_assert_eq(kcr_client_create(c, &res, ns, body, 0, NULL, &o, &st), KCR_OK, "create %s: %s",
-                 what, kcr_last_error());
+    cr_assert_eq(kcr_client_create(c,
+                                   &(kcr_request){.resource = &res, .ns = ns, .body = body,
+                                                  .status = &st},
+                                   &o),
+                 KCR_OK, "create %s: %s", what, kcr_last_error());
     cr_assert_str_eq(kcr_object_namespace(o), r->namespaced ? "default" : "",
                      "%s: the object's namespace follows the scope", what);
     cr_assert_str_eq(kcr_object_kind(o), r->kind, "%s", what);
     kcr_object_unref(o);
     o = NULL;
-    cr_assert_eq(kcr_client_get(c, &res, ns, "kcr-t", NULL, &o, &st), KCR_OK, "get %s: %s", what,
-                 kcr_last_error());
+    cr_assert_eq(kcr_client_get(c,
+                                &(kcr_request){.resource = &res, .ns = ns, .name = "kcr-t",
+                                               .status = &st},
+                                &o),
+                 KCR_OK, "get %s: %s", what, kcr_last_error());
     kcr_object_unref(o);
     size_t n = 0;
-    kcr_list_options lo = {.label_selector = "t=1"};
-    cr_assert_eq(kcr_client_list(c, &res, ns, &lo, count_item, &n, NULL, &st), KCR_OK,
-                 "list %s: %s", what, kcr_last_error());
+    cr_assert_eq(kcr_client_list(c,
+                                 &(kcr_request){.resource = &res, .ns = ns,
+                                                .label_selector = "t=1", .status = &st},
+                                 count_item, &n, NULL),
+                 KCR_OK, "list %s: %s", what, kcr_last_error());
     cr_assert_eq(n, 1, "%s: list", what);
     if (has(r->verbs, "watch")) {
         kcr_watch_event ev = {0};
-        kcr_list_options wo = {.resource_version = rv};
-        kcr_client_watch(c, &res, ns, &wo, first_event, &ev, &st);
+        kcr_client_watch(c,
+                         &(kcr_request){.resource = &res, .ns = ns, .resource_version = rv,
+                                        .status = &st},
+                         first_event, &ev);
         cr_assert_eq(ev.type, KCR_WATCH_ADDED, "%s: watch from before the create", what);
         cr_assert_str_eq(kcr_object_name(ev.object), "kcr-t", "%s", what);
         kcr_object_unref(ev.object);
     }
     if (has(r->verbs, "patch")) {
-        cr_assert_eq(kcr_client_patch(c, &res, ns, "kcr-t", KCR_PATCH_MERGE,
-                                      "{\"metadata\":{\"annotations\":{\"a\":\"1\"}}}", 0, NULL,
-                                      NULL, &st),
+        cr_assert_eq(kcr_client_patch(
+                         c,
+                         &(kcr_request){.resource = &res, .ns = ns, .name = "kcr-t",
+                                        .patch_type = KCR_PATCH_MERGE,
+                                        .body = "{\"metadata\":{\"annotations\":{\"a\":\"1\"}}}",
+                                        .status = &st},
+                         NULL),
                      KCR_OK, "patch %s: %s", what, kcr_last_error());
     }
     char buf[200];
     const char *sv = sub_verbs(r, "status", buf, sizeof buf);
-    kcr_write_options so = {.subresource = "status"};
-    kcr_err err = kcr_client_patch(c, &res, ns, "kcr-t", KCR_PATCH_MERGE,
-                                   "{\"status\":{\"kcrTest\":1}}", 0, &so, NULL, &st);
+    kcr_err err = kcr_client_patch(c,
+                                   &(kcr_request){.resource = &res, .ns = ns, .name = "kcr-t",
+                                                  .subresource = "status",
+                                                  .patch_type = KCR_PATCH_MERGE,
+                                                  .body = "{\"status\":{\"kcrTest\":1}}",
+                                                  .status = &st},
+                                   NULL);
     if (sv && has(sv, "patch"))
         cr_assert_eq(err, KCR_OK, "%s/status: %s", what, kcr_last_error());
     else if (!sv)
         cr_assert_eq(st.code, 404, "%s has no status subresource: %s", what, kcr_last_error());
-    cr_assert_eq(kcr_client_delete(c, &res, ns, "kcr-t", NULL, NULL, &st), KCR_OK,
-                 "delete %s: %s", what, kcr_last_error());
+    cr_assert_eq(kcr_client_delete(c,
+                                   &(kcr_request){.resource = &res, .ns = ns, .name = "kcr-t",
+                                                  .status = &st},
+                                   NULL),
+                 KCR_OK, "delete %s: %s", what, kcr_last_error());
 }
 
 Test(fake_builtins, every_resource_with_the_verbs_serves_crud_in_its_scope, .init = setup,
@@ -186,8 +208,8 @@ Test(fake_builtins, verbs_and_subresources_discovery_does_not_list, .init = setu
         const kcr__fake_builtin *r = &rows[i];
         kcr_resource res = {r->group, r->version, r->resource};
         if (!has(r->verbs, "list")) {
-            cr_assert_neq(kcr_client_list(c, &res, NULL, NULL, count_item, &(size_t){0}, NULL,
-                                          &st),
+            cr_assert_neq(kcr_client_list(c, &(kcr_request){.resource = &res, .status = &st},
+                                          count_item, &(size_t){0}, NULL),
                           KCR_OK, "%s: list is not a verb of it", r->resource);
             cr_assert_eq(st.code, 405, "%s: %s", r->resource, kcr_last_error());
             cr_assert_str_eq(st.reason, "MethodNotAllowed");
@@ -198,25 +220,33 @@ Test(fake_builtins, verbs_and_subresources_discovery_does_not_list, .init = setu
 
     /* configmaps have no status subresource; deployments have a scale one the
      * fake does not implement */
-    cr_assert_eq(kcr_client_create(c, &CM, "default", "{\"metadata\":{\"name\":\"a\"}}", 0, NULL,
-                                   NULL, &st),
+    cr_assert_eq(kcr_client_create(c,
+                                   &(kcr_request){.resource = &CM, .ns = "default",
+                                                  .body = "{\"metadata\":{\"name\":\"a\"}}",
+                                                  .status = &st},
+                                   NULL),
                  KCR_OK, "%s", kcr_last_error());
-    kcr_get_options go = {.subresource = "status"};
-    cr_assert_eq(kcr_client_get(c, &CM, "default", "a", &go, NULL, &st), KCR_ERR_NOT_FOUND);
+    kcr_request go = {.resource = &CM, .ns = "default", .name = "a", .subresource = "status",
+                      .status = &st};
+    cr_assert_eq(kcr_client_get(c, &go, NULL), KCR_ERR_NOT_FOUND);
     cr_assert_str_eq(st.message, "the server could not find the requested resource");
     cr_assert(strstr(kcr_last_error(), "without a \"status\" subresource"), "%s",
               kcr_last_error());
-    cr_assert_eq(kcr_client_create(c, &DEPLOY, "default", "{\"metadata\":{\"name\":\"d\"}}", 0,
-                                   NULL, NULL, &st),
+    cr_assert_eq(kcr_client_create(c,
+                                   &(kcr_request){.resource = &DEPLOY, .ns = "default",
+                                                  .body = "{\"metadata\":{\"name\":\"d\"}}",
+                                                  .status = &st},
+                                   NULL),
                  KCR_OK);
+    go.resource = &DEPLOY;
+    go.name = "d";
     go.subresource = "status";
     kcr_object *d = NULL;
-    cr_assert_eq(kcr_client_get(c, &DEPLOY, "default", "d", &go, &d, &st), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(kcr_client_get(c, &go, &d), KCR_OK, "%s", kcr_last_error());
     cr_assert_str_eq(kcr_object_name(d), "d", "GET .../status answers the object");
     kcr_object_unref(d);
     go.subresource = "scale";
-    cr_assert_neq(kcr_client_get(c, &DEPLOY, "default", "d", &go, NULL, &st), KCR_OK);
+    cr_assert_neq(kcr_client_get(c, &go, NULL), KCR_OK);
     cr_assert_eq(st.code, 400);
     cr_assert(strstr(st.message, "does not implement the \"scale\" subresource"), "%s",
               st.message);
@@ -226,7 +256,11 @@ Test(fake_builtins, an_unserved_resource_says_how_to_register_it, .init = setup,
      .fini = builtins_teardown)
 {
     static const kcr_resource WIDGETS = {"example.com", "v1", "widgets"};
-    cr_assert_eq(kcr_client_get(c, &WIDGETS, "default", "w", NULL, NULL, &st), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_client_get(c,
+                                &(kcr_request){.resource = &WIDGETS, .ns = "default", .name = "w",
+                                               .status = &st},
+                                NULL),
+                 KCR_ERR_NOT_FOUND);
     cr_assert_str_eq(st.message, "the server could not find the requested resource",
                      "the Status is the apiserver's");
     cr_assert(strstr(kcr_last_error(), "example.com/v1 widgets"), "%s", kcr_last_error());

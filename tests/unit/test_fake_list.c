@@ -10,13 +10,14 @@ Test(fake, namespaces_and_cluster_scope, .init = setup, .fini = teardown)
     cr_assert_str_eq(kcr_object_namespace(n), "", "namespaces are cluster-scoped");
     kcr_object_unref(n);
     kcr_object *got = NULL;
-    cr_assert_eq(kcr_client_get(c, &NS, NULL, "team", NULL, &got, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_get(c, &(kcr_request){.resource = &NS, .name = "team"}, &got), KCR_OK);
     kcr_object_unref(got);
     struct names in_a = list("a", NULL);
     cr_assert_eq(in_a.n, 1, "a list in a namespace holds only its objects");
     cr_assert_str_eq(in_a.v[0], "a/x");
     kcr_list_meta meta = {0};
-    cr_assert_eq(kcr_client_list(c, &CM, "a", NULL, NULL, NULL, &meta, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_list(c, &(kcr_request){.resource = &CM, .ns = "a"}, NULL, NULL, &meta),
+                 KCR_OK);
     cr_assert_str_eq(meta.resource_version, "3");
     kcr_list_meta_clear(&meta);
 }
@@ -39,15 +40,19 @@ Test(fake, label_selectors, .init = setup, .fini = teardown)
     struct names n = list(NULL, "app");
     cr_assert_str_eq(n.v[0], "a/db", "lists are ordered by namespace/name");
     cr_assert_str_eq(n.v[1], "a/web");
-    kcr_list_options bad = {.label_selector = "app in (x"};
     kcr_status st = {0};
-    cr_assert_eq(kcr_client_list(c, &CM, NULL, &bad, collect, &n, NULL, &st),
+    cr_assert_eq(kcr_client_list(
+                     c,
+                     &(kcr_request){.resource = &CM, .label_selector = "app in (x", .status = &st},
+                     collect, &n, NULL),
                  KCR_ERR_BAD_REQUEST);
     cr_assert_eq(st.code, 400);
     kcr_status_clear(&st);
-    kcr_list_options f = {.field_selector = "metadata.name=plain"};
     n = (struct names){0};
-    cr_assert_eq(kcr_client_list(c, &CM, NULL, &f, collect, &n, NULL, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_list(c, &(kcr_request){.resource = &CM, .field_selector = "metadata.name=plain"},
+                        collect, &n, NULL),
+        KCR_OK);
     cr_assert_eq(n.n, 1);
 }
 
@@ -58,14 +63,14 @@ Test(fake, paging, .init = setup, .fini = teardown)
         snprintf(json, sizeof json, "{\"metadata\":{\"name\":\"cm-%d\"}}", i);
         kcr_object_unref(create(&CM, "p", json));
     }
-    kcr_list_options o = {.limit = 2};
+    kcr_request o = {.resource = &CM, .ns = "p", .limit = 2};
     kcr_list_meta meta = {0};
     struct names all = {0};
     int pages = 0;
     char *cont = NULL;
     do {
         o.continue_token = cont;
-        cr_assert_eq(kcr_client_list(c, &CM, "p", &o, collect, &all, &meta, NULL), KCR_OK);
+        cr_assert_eq(kcr_client_list(c, &o, collect, &all, &meta), KCR_OK);
         pages++;
         if (pages == 1) {
             cr_assert(meta.has_remaining_item_count);
@@ -79,8 +84,7 @@ Test(fake, paging, .init = setup, .fini = teardown)
     cr_assert_eq(all.n, 5);
     cr_assert_str_eq(all.v[4], "p/cm-4");
     o.continue_token = "!!not-a-token";
-    cr_assert_eq(kcr_client_list(c, &CM, "p", &o, collect, &all, &meta, NULL),
-                 KCR_ERR_BAD_REQUEST);
+    cr_assert_eq(kcr_client_list(c, &o, collect, &all, &meta), KCR_ERR_BAD_REQUEST);
 }
 
 struct types {
@@ -106,11 +110,15 @@ Test(fake, list_items_are_typed_from_the_list, .init = setup, .fini = teardown)
     kcr_object_unref(create(&CM, "t", "{\"metadata\":{\"name\":\"b\"}}"));
     kcr_object_unref(create(&DEPLOY, "t", "{\"metadata\":{\"name\":\"d\"},\"spec\":{}}"));
     struct types n = {0};
-    kcr_list_options page = {.limit = 1};
-    cr_assert_eq(kcr_client_list(c, &CM, "t", &page, collect_types, &n, NULL, NULL), KCR_OK);
-    cr_assert_eq(kcr_client_list(c, &DEPLOY, NULL, NULL, collect_types, &n, NULL, NULL), KCR_OK);
-    kcr_list_options meta = {.metadata_only = true};
-    cr_assert_eq(kcr_client_list(c, &CM, "t", &meta, collect_types, &n, NULL, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_list(c, &(kcr_request){.resource = &CM, .ns = "t", .limit = 1},
+                                 collect_types, &n, NULL),
+                 KCR_OK);
+    cr_assert_eq(kcr_client_list(c, &(kcr_request){.resource = &DEPLOY}, collect_types, &n, NULL),
+                 KCR_OK);
+    cr_assert_eq(kcr_client_list(c,
+                                 &(kcr_request){.resource = &CM, .ns = "t", .metadata_only = true},
+                                 collect_types, &n, NULL),
+                 KCR_OK);
     cr_assert_eq(n.n, 4);
     cr_assert_str_eq(n.v[0], "v1 ConfigMap");
     cr_assert_str_eq(n.v[1], "apps/v1 Deployment");

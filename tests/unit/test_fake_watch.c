@@ -10,13 +10,23 @@ Test(fake, watch_resume_and_expiry, .init = setup, .fini = teardown)
 {
     kcr_object_unref(create(&CM, "w", "{\"metadata\":{\"name\":\"a\"}}"));  /* rv 1 */
     kcr_object_unref(create(&CM, "w", "{\"metadata\":{\"name\":\"b\"}}"));  /* rv 2 */
-    cr_assert_eq(kcr_client_patch(c, &CM, "w", "a", KCR_PATCH_MERGE, "{\"data\":{\"x\":\"1\"}}", 0,
-                                  NULL, NULL, NULL),
+    cr_assert_eq(kcr_client_patch(c,
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = "w",
+                                                 .name = "a",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = "{\"data\":{\"x\":\"1\"}}"},
+                                  NULL),
                  KCR_OK); /* rv 3 */
-    cr_assert_eq(kcr_client_delete(c, &CM, "w", "b", NULL, NULL, NULL), KCR_OK); /* rv 4 */
+    cr_assert_eq(
+        kcr_client_delete(c, &(kcr_request){.resource = &CM, .ns = "w", .name = "b"}, NULL),
+        KCR_OK); /* rv 4 */
     struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER, .stop_after = 3};
-    kcr_list_options o = {.resource_version = "1"};
-    cr_assert_eq(kcr_client_watch(c, &CM, "w", &o, on_event, &s, NULL), KCR_ERR_CANCELED);
+    kcr_request o = {.resource = &CM, .ns = "w", .resource_version = "1"};
+    cr_assert_eq(
+        kcr_client_watch(c, &(kcr_request){.resource = &CM, .ns = "w", .resource_version = "1"},
+                         on_event, &s),
+        KCR_ERR_CANCELED);
     cr_assert_eq(s.n, 3);
     cr_assert_eq(s.type[0], KCR_WATCH_ADDED);
     cr_assert_str_eq(s.name[0], "b");
@@ -28,7 +38,7 @@ Test(fake, watch_resume_and_expiry, .init = setup, .fini = teardown)
     /* RV "0": the current state as ADDED events. */
     s = (struct seen){.lock = PTHREAD_MUTEX_INITIALIZER, .stop_after = 1};
     o.resource_version = "0";
-    cr_assert_eq(kcr_client_watch(c, &CM, "w", &o, on_event, &s, NULL), KCR_ERR_CANCELED);
+    cr_assert_eq(kcr_client_watch(c, &o, on_event, &s), KCR_ERR_CANCELED);
     cr_assert_str_eq(s.name[0], "a");
     cr_assert_str_eq(s.rv[0], "3");
 
@@ -36,7 +46,8 @@ Test(fake, watch_resume_and_expiry, .init = setup, .fini = teardown)
     s = (struct seen){.lock = PTHREAD_MUTEX_INITIALIZER};
     o.resource_version = "2";
     kcr_status st = {0};
-    cr_assert_eq(kcr_client_watch(c, &CM, "w", &o, on_event, &s, &st), KCR_ERR_GONE);
+    o.status = &st;
+    cr_assert_eq(kcr_client_watch(c, &o, on_event, &s), KCR_ERR_GONE);
     cr_assert_eq(s.n, 1);
     cr_assert_eq(s.type[0], KCR_WATCH_ERROR);
     cr_assert_eq(st.code, 410);
@@ -56,12 +67,15 @@ Test(fake, small_history_expires_old_versions)
         kcr_object_unref(create(&CM, "h", json));
     }
     struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER, .stop_after = 2};
-    kcr_list_options o = {.resource_version = "3"};
-    cr_assert_eq(kcr_client_watch(c, &CM, "h", &o, on_event, &s, NULL), KCR_ERR_CANCELED);
+    kcr_request o = {.resource = &CM, .ns = "h", .resource_version = "3"};
+    cr_assert_eq(
+        kcr_client_watch(c, &(kcr_request){.resource = &CM, .ns = "h", .resource_version = "3"},
+                         on_event, &s),
+        KCR_ERR_CANCELED);
     cr_assert_str_eq(s.name[0], "h3");
     o.resource_version = "2";
     s = (struct seen){.lock = PTHREAD_MUTEX_INITIALIZER};
-    cr_assert_eq(kcr_client_watch(c, &CM, "h", &o, on_event, &s, NULL), KCR_ERR_GONE);
+    cr_assert_eq(kcr_client_watch(c, &o, on_event, &s), KCR_ERR_GONE);
     teardown();
 }
 
@@ -70,10 +84,14 @@ Test(fake, initial_events_and_bookmarks, .init = setup, .fini = teardown)
     kcr_object_unref(create(&CM, "i", "{\"metadata\":{\"name\":\"a\"}}"));
     kcr_object_unref(create(&CM, "i", "{\"metadata\":{\"name\":\"b\"}}"));
     struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER, .stop_after = 3};
-    kcr_list_options o = {.send_initial_events = true,
-                          .allow_bookmarks = true,
-                          .resource_version_match = "NotOlderThan"};
-    cr_assert_eq(kcr_client_watch(c, &CM, "i", &o, on_event, &s, NULL), KCR_ERR_CANCELED);
+    cr_assert_eq(kcr_client_watch(c,
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = "i",
+                                                 .send_initial_events = true,
+                                                 .allow_bookmarks = true,
+                                                 .resource_version_match = "NotOlderThan"},
+                                  on_event, &s),
+                 KCR_ERR_CANCELED);
     cr_assert_eq(s.type[0], KCR_WATCH_ADDED);
     cr_assert_eq(s.type[1], KCR_WATCH_ADDED);
     cr_assert_eq(s.type[2], KCR_WATCH_BOOKMARK);
@@ -82,7 +100,7 @@ Test(fake, initial_events_and_bookmarks, .init = setup, .fini = teardown)
 }
 
 struct watch_thread {
-    kcr_list_options opts;
+    kcr_request opts; /* resource, namespace and status filled in by the thread */
     struct seen seen;
     kcr_err result;
     kcr_status st;
@@ -92,7 +110,11 @@ struct watch_thread {
 static void *run_watch(void *arg)
 {
     struct watch_thread *w = arg;
-    w->result = kcr_client_watch(c, &CM, "t", &w->opts, on_event, &w->seen, &w->st);
+    kcr_request r = w->opts;
+    r.resource = &CM;
+    r.ns = "t";
+    r.status = &w->st;
+    w->result = kcr_client_watch(c, &r, on_event, &w->seen);
     return NULL;
 }
 
@@ -124,12 +146,24 @@ Test(fake, live_watch_selectors_bookmarks_and_clean_end, .init = setup, .fini = 
     kcr_object_unref(create(&CM, "t", "{\"metadata\":{\"name\":\"other\"}}"));
     kcr_object_unref(create(&CM, "elsewhere", "{\"metadata\":{\"name\":\"m\",\"labels\":{\"app\":\"x\"}}}"));
     /* Stops matching: DELETED; matches again: ADDED. */
-    cr_assert_eq(kcr_client_patch(c, &CM, "t", "m", KCR_PATCH_MERGE,
-                                  "{\"metadata\":{\"labels\":{\"app\":\"y\"}}}", 0, NULL, NULL, NULL),
-                 KCR_OK);
-    cr_assert_eq(kcr_client_patch(c, &CM, "t", "other", KCR_PATCH_MERGE,
-                                  "{\"metadata\":{\"labels\":{\"app\":\"x\"}}}", 0, NULL, NULL, NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_client_patch(c,
+                         &(kcr_request){.resource = &CM,
+                                        .ns = "t",
+                                        .name = "m",
+                                        .patch_type = KCR_PATCH_MERGE,
+                                        .body = "{\"metadata\":{\"labels\":{\"app\":\"y\"}}}"},
+                         NULL),
+        KCR_OK);
+    cr_assert_eq(
+        kcr_client_patch(c,
+                         &(kcr_request){.resource = &CM,
+                                        .ns = "t",
+                                        .name = "other",
+                                        .patch_type = KCR_PATCH_MERGE,
+                                        .body = "{\"metadata\":{\"labels\":{\"app\":\"x\"}}}"},
+                         NULL),
+        KCR_OK);
     kcr_fake_bookmark(fake, &CM);
     for (int i = 0; i < 500 && seen_count(&w.seen) < 4; i++)
         nap_ms(2);
@@ -163,12 +197,12 @@ Test(fake, watch_cancel_timeout_idle_and_error, .init = setup, .fini = teardown)
 
     struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
     /* The server sees timeoutSeconds: 1 ms rounds up to a clean end after 1 s. */
-    kcr_list_options o = {.timeout_ms = 1};
+    kcr_request o = {.resource = &CM, .ns = "t", .timeout_ms = 1};
     t0 = kcr__now_ns();
-    cr_assert_eq(kcr_client_watch(c, &CM, "t", &o, on_event, &s, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_watch(c, &o, on_event, &s), KCR_OK);
     cr_assert_geq(kcr__now_ns() - t0, KCR_NS_PER_S - 10 * KCR_NS_PER_MS);
-    o = (kcr_list_options){.idle_timeout_ms = 300};
-    cr_assert_eq(kcr_client_watch(c, &CM, "t", &o, on_event, &s, NULL), KCR_ERR_TIMEOUT);
+    o = (kcr_request){.resource = &CM, .ns = "t", .idle_timeout_ms = 300};
+    cr_assert_eq(kcr_client_watch(c, &o, on_event, &s), KCR_ERR_TIMEOUT);
 
     struct watch_thread e = {.opts = {0}};
     start_watch(&e);
@@ -190,7 +224,8 @@ static void *writer(void *arg)
     for (int i = 0; i < 25; i++) {
         snprintf(json, sizeof json, "{\"metadata\":{\"name\":\"w%d-%d\"}}", id, i);
         kcr_object *o = NULL;
-        if (kcr_client_create(c, &CM, "t", json, 0, NULL, &o, NULL) != KCR_OK)
+        if (kcr_client_create(c, &(kcr_request){.resource = &CM, .ns = "t", .body = json}, &o) !=
+            KCR_OK)
             return (void *)1;
         kcr_object_unref(o);
     }
@@ -215,8 +250,9 @@ struct order_watch {
 static void *order_watch(void *arg)
 {
     struct order_watch *o = arg;
-    kcr_list_options opts = {.resource_version = "0"};
-    o->result = kcr_client_watch(c, &CM, "t", &opts, check_order, o->state, NULL);
+    o->result =
+        kcr_client_watch(c, &(kcr_request){.resource = &CM, .ns = "t", .resource_version = "0"},
+                         check_order, o->state);
     return NULL;
 }
 

@@ -40,7 +40,7 @@ static void teardown(void)
 static kcr_object *create(const kcr_resource *res, const char *ns, const char *json)
 {
     kcr_object *o = NULL;
-    kcr_err err = kcr_client_create(c, res, ns, json, 0, NULL, &o, NULL);
+    kcr_err err = kcr_client_create(c, &(kcr_request){.resource = res, .ns = ns, .body = json}, &o);
     cr_assert_eq(err, KCR_OK, "create %s: %s", json, kcr_last_error());
     return o;
 }
@@ -48,15 +48,25 @@ static kcr_object *create(const kcr_resource *res, const char *ns, const char *j
 /* PUT: the client takes the name from the body. */
 static kcr_err update(const kcr_resource *res, const char *json, const char *subresource)
 {
-    kcr_write_options o = {.subresource = subresource};
-    return kcr_client_update(c, res, "d", json, 0, &o, NULL, &st);
+    return kcr_client_update(
+        c,
+        &(kcr_request){
+            .resource = res, .ns = "d", .body = json, .subresource = subresource, .status = &st},
+        NULL);
 }
 
 static kcr_err patch(const kcr_resource *res, const char *name, kcr_patch_type type,
                      const char *json, const char *subresource)
 {
-    kcr_write_options o = {.subresource = subresource};
-    return kcr_client_patch(c, res, "d", name, type, json, 0, &o, NULL, &st);
+    return kcr_client_patch(c,
+                            &(kcr_request){.resource = res,
+                                           .ns = "d",
+                                           .name = name,
+                                           .patch_type = type,
+                                           .body = json,
+                                           .subresource = subresource,
+                                           .status = &st},
+                            NULL);
 }
 
 static void expect_stale(kcr_err err, const char *what)
@@ -132,7 +142,8 @@ Test(fake_writes, update_and_patch_share_one_conflict_rule, .init = setup, .fini
                  KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(rv_now(), 8);
     kcr_object *now = NULL;
-    cr_assert_eq(kcr_client_get(c, &CM, "d", "a", NULL, &now, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = "d", .name = "a"}, &now),
+                 KCR_OK);
     cr_assert_str_eq(kcr_object_resource_version(now), "8", "the server sets the new version");
     cr_assert_str_eq(kcr_value_string(kcr_object_get(now, "data.k"), NULL), "7");
     kcr_object_unref(now);
@@ -232,8 +243,14 @@ Test(fake_writes, update_uid_precondition_and_name_checks, .init = setup, .fini 
 static int64_t generation_after_patch(const char *json, const char *subresource)
 {
     kcr_object *o = NULL;
-    kcr_write_options w = {.subresource = subresource};
-    cr_assert_eq(kcr_client_patch(c, &DEPLOY, "d", "g", KCR_PATCH_MERGE, json, 0, &w, &o, NULL),
+    cr_assert_eq(kcr_client_patch(c,
+                                  &(kcr_request){.resource = &DEPLOY,
+                                                 .ns = "d",
+                                                 .name = "g",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = json,
+                                                 .subresource = subresource},
+                                  &o),
                  KCR_OK, "%s: %s", json, kcr_last_error());
     int64_t g = kcr_object_generation(o);
     kcr_object_unref(o);
@@ -259,17 +276,23 @@ Test(fake_writes, generation_and_marking_for_deletion, .init = setup, .fini = te
     /* An update body without a type: the object stays typed, and its type
      * is no spec. */
     kcr_object *d = NULL;
-    cr_assert_eq(kcr_client_update(c, &DEPLOY, "d",
-                                   "{\"metadata\":{\"name\":\"g\",\"finalizers\":[\"x/y\"],"
+    cr_assert_eq(
+        kcr_client_update(
+            c,
+            &(kcr_request){.resource = &DEPLOY,
+                           .ns = "d",
+                           .body = "{\"metadata\":{\"name\":\"g\",\"finalizers\":[\"x/y\"],"
                                    "\"labels\":{\"l\":\"w\"}},\"spec\":{\"replicas\":2,"
-                                   "\"paused\":true}}",
-                                   0, NULL, &d, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+                                   "\"paused\":true}}"},
+            &d),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert_str_eq(kcr_object_kind(d), "Deployment");
     cr_assert_str_eq(kcr_object_api_version(d), "apps/v1");
     cr_assert_eq(kcr_object_generation(d), 3, "a label change");
     kcr_object_unref(d);
-    cr_assert_eq(kcr_client_delete(c, &DEPLOY, "d", "g", NULL, &d, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_delete(c, &(kcr_request){.resource = &DEPLOY, .ns = "d", .name = "g"}, &d),
+        KCR_OK);
     cr_assert(kcr_object_is_deleting(d));
     cr_assert_eq(kcr_object_generation(d), 4);
     cr_assert_eq(kcr_value_int(kcr_object_get(d, "metadata.deletionGracePeriodSeconds")), 0);
@@ -277,27 +300,40 @@ Test(fake_writes, generation_and_marking_for_deletion, .init = setup, .fini = te
                  KCR_VALUE_INT);
     kcr_object_unref(d);
     rv = kcr_fake_resource_version(fake);
-    cr_assert_eq(kcr_client_delete(c, &DEPLOY, "d", "g", NULL, &d, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_delete(c, &(kcr_request){.resource = &DEPLOY, .ns = "d", .name = "g"}, &d),
+        KCR_OK);
     cr_assert_eq(kcr_object_generation(d), 4, "deleting again changes nothing");
     cr_assert_eq(kcr_fake_resource_version(fake), rv);
     kcr_object_unref(d);
     /* An update cannot take the mark away; removing the finalizer deletes. */
     cr_assert_eq(generation_after_patch("{\"metadata\":{\"deletionTimestamp\":null}}", NULL), 4);
-    cr_assert_eq(kcr_client_get(c, &DEPLOY, "d", "g", NULL, &d, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_get(c, &(kcr_request){.resource = &DEPLOY, .ns = "d", .name = "g"}, &d),
+                 KCR_OK);
     cr_assert(kcr_object_is_deleting(d));
     kcr_object_unref(d);
-    cr_assert_eq(kcr_client_patch(c, &DEPLOY, "d", "g", KCR_PATCH_MERGE,
-                                  "{\"metadata\":{\"finalizers\":[]}}", 0, NULL, &d, NULL),
+    cr_assert_eq(kcr_client_patch(c,
+                                  &(kcr_request){.resource = &DEPLOY,
+                                                 .ns = "d",
+                                                 .name = "g",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = "{\"metadata\":{\"finalizers\":[]}}"},
+                                  &d),
                  KCR_OK);
     cr_assert_eq(kcr_object_finalizer_count(d), 0, "the final state is the one without it");
     kcr_object_unref(d);
-    cr_assert_eq(kcr_client_get(c, &DEPLOY, "d", "g", NULL, &d, NULL), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_client_get(c, &(kcr_request){.resource = &DEPLOY, .ns = "d", .name = "g"}, &d),
+                 KCR_ERR_NOT_FOUND);
 }
 
 Test(fake_writes, create_validation_is_worded_as_the_apiserver, .init = setup, .fini = teardown)
 {
-    cr_assert_eq(kcr_client_create(c, &CM, "d", "{\"metadata\":{\"name\":\"Bad_Name\"}}", 0, NULL,
-                                   NULL, &st),
+    cr_assert_eq(kcr_client_create(c,
+                                   &(kcr_request){.resource = &CM,
+                                                  .ns = "d",
+                                                  .body = "{\"metadata\":{\"name\":\"Bad_Name\"}}",
+                                                  .status = &st},
+                                   NULL),
                  KCR_ERR_INVALID_OBJECT);
     cr_assert_str_eq(st.message,
                      "configmaps \"Bad_Name\" is invalid: metadata.name: Invalid value: "
@@ -306,9 +342,14 @@ Test(fake_writes, create_validation_is_worded_as_the_apiserver, .init = setup, .
                      "alphanumeric character");
     cr_assert_eq(st.details.n_causes, 1);
     cr_assert_str_eq(st.details.causes[0].type, "FieldValueInvalid");
-    cr_assert_eq(kcr_client_create(c, &CM, "d", "{\"metadata\":{\"name\":\"a\",\"uid\":[]}}", 0,
-                                   NULL, NULL, &st),
-                 KCR_ERR_BAD_REQUEST);
+    cr_assert_eq(
+        kcr_client_create(c,
+                          &(kcr_request){.resource = &CM,
+                                         .ns = "d",
+                                         .body = "{\"metadata\":{\"name\":\"a\",\"uid\":[]}}",
+                                         .status = &st},
+                          NULL),
+        KCR_ERR_BAD_REQUEST);
     cr_assert_eq(st.code, 400);
     cr_assert_eq(kcr_fake_resource_version(fake), 0, "nothing was written");
 }

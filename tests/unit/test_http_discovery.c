@@ -46,20 +46,21 @@ Test(http_discovery, legacy_discovery_fallback, .fini = stop_server)
 {
     start_server(legacy_discovery, NULL);
     kcr_api_resource r;
-    cr_assert_eq(kcr_client_resolve(client, "deploy", &r, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_client_resolve(client, "deploy", NULL, &r), KCR_OK, "%s", kcr_last_error());
     cr_assert_str_eq(r.group, "apps");
     cr_assert_str_eq(r.version, "v1");
     cr_assert_str_eq(r.resource, "deployments");
     HAS("Accept: application/json");
-    cr_assert_eq(kcr_client_resolve(client, "ConfigMap", &r, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_resolve(client, "ConfigMap", NULL, &r), KCR_OK);
     cr_assert_str_eq(r.resource, "configmaps");
     cr_assert_str_eq(r.singular, "configmap", "derived from the kind when the server omits it");
-    cr_assert_eq(kcr_client_resolve(client, "no", &r, NULL), KCR_ERR_NOT_FOUND,
+    cr_assert_eq(kcr_client_resolve(client, "no", NULL, &r), KCR_ERR_NOT_FOUND,
                  "short names come only from the server");
-    cr_assert_eq(kcr_client_resolve(client, "nodes", &r, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_resolve(client, "nodes", NULL, &r), KCR_OK);
     cr_assert_not(r.namespaced);
-    cr_assert_eq(kcr_client_resolve_kind(client, "apps", NULL, "Deployment", &r, NULL), KCR_OK);
-    cr_assert_eq(kcr_client_resolve(client, "pods", &r, NULL), KCR_ERR_NOT_FOUND,
+    cr_assert_eq(kcr_client_resolve_kind(client, &(kcr_gvk){"apps", NULL, "Deployment"}, NULL, &r),
+                 KCR_OK);
+    cr_assert_eq(kcr_client_resolve(client, "pods", NULL, &r), KCR_ERR_NOT_FOUND,
                  "subresources are not resources");
 }
 
@@ -90,7 +91,7 @@ Test(http_discovery, aggregated, .fini = stop_server)
     start_server(aggregated_discovery, NULL);
     int before = requests();
     kcr_api_resource r;
-    cr_assert_eq(kcr_client_resolve(client, "deploy", &r, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_client_resolve(client, "deploy", NULL, &r), KCR_OK, "%s", kcr_last_error());
     cr_assert_str_eq(r.group, "apps");
     cr_assert_str_eq(r.version, "v1");
     cr_assert_str_eq(r.resource, "deployments");
@@ -99,11 +100,11 @@ Test(http_discovery, aggregated, .fini = stop_server)
         "application/json");
     int fetched = requests();
     cr_assert_eq(fetched - before, 2, "aggregated discovery is two requests, not the legacy walk");
-    cr_assert_eq(kcr_client_resolve(client, "cm", &r, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_resolve(client, "cm", NULL, &r), KCR_OK);
     cr_assert_str_eq(r.kind, "ConfigMap");
     cr_assert_str_eq(r.singular, "configmap");
     cr_assert_eq(requests(), fetched, "answered from the cached table");
-    cr_assert_eq(kcr_client_resolve(client, "deployments/scale", &r, NULL), KCR_ERR_NOT_FOUND,
+    cr_assert_eq(kcr_client_resolve(client, "deployments/scale", NULL, &r), KCR_ERR_NOT_FOUND,
                  "subresources are not resources");
 }
 
@@ -119,7 +120,7 @@ Test(http_discovery, documents_that_are_not_discovery, .fini = stop_server)
 {
     start_server(not_discovery, NULL);
     kcr_api_resource r;
-    cr_assert_eq(kcr_client_resolve(client, "cm", &r, NULL), KCR_ERR_PARSE);
+    cr_assert_eq(kcr_client_resolve(client, "cm", NULL, &r), KCR_ERR_PARSE);
     cr_assert(strstr(kcr_last_error(), "/api") != NULL, "names the document: %s",
               kcr_last_error());
 }
@@ -135,11 +136,11 @@ typedef struct resolve_call {
 static void *run_resolve(void *arg)
 {
     resolve_call *r = arg;
-    kcr_resolve_options o = {.cancel = r->cancel};
     kcr_api_resource ar;
-    r->err = r->by_kind
-                 ? kcr_client_resolve_kind_opts(client, "apps", NULL, "Deployment", &o, &ar, NULL)
-                 : kcr_client_resolve_opts(client, "deploy", &o, &ar, NULL);
+    r->err = r->by_kind ? kcr_client_resolve_kind(client, &(kcr_gvk){"apps", NULL, "Deployment"},
+                                                  &(kcr_resolve_options){.cancel = r->cancel}, &ar)
+                        : kcr_client_resolve(client, "deploy",
+                                             &(kcr_resolve_options){.cancel = r->cancel}, &ar);
     return NULL;
 }
 
@@ -166,8 +167,9 @@ Test(http_discovery, discovery_cancels_on_a_hung_server, .fini = stop_server, .t
         /* a triggered token refuses before any request */
         before = requests();
         kcr_api_resource ar;
-        kcr_resolve_options o = {.cancel = r.cancel};
-        cr_assert_eq(kcr_client_resolve_opts(client, "cm", &o, &ar, NULL), KCR_ERR_CANCELED);
+        cr_assert_eq(
+            kcr_client_resolve(client, "cm", &(kcr_resolve_options){.cancel = r.cancel}, &ar),
+            KCR_ERR_CANCELED);
         cr_assert_eq(requests(), before);
         kcr_cancel_free(r.cancel);
         stop_server();

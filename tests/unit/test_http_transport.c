@@ -78,7 +78,8 @@ Test(http_transport, connection_refused, .timeout = 30)
     cr_assert_null(cl);
     o.request_timeout_ms = 0;
     cr_assert_eq(kcr_client_new(cfg, &o, &cl), KCR_OK);
-    cr_assert_eq(kcr_client_get(cl, &CM, "a", "b", NULL, NULL, NULL), KCR_ERR_TRANSPORT);
+    cr_assert_eq(kcr_client_get(cl, &(kcr_request){.resource = &CM, .ns = "a", .name = "b"}, NULL),
+                 KCR_ERR_TRANSPORT);
     cr_assert(strstr(kcr_last_error(), "127.0.0.1") != NULL || strstr(kcr_last_error(), "onnect"),
               "%s", kcr_last_error());
     kcr_client_free(cl);
@@ -128,7 +129,8 @@ Test(http_transport, request_observer_sees_every_attempt, .fini = stop_server, .
     kcr_client *cl;
     cr_assert_eq(kcr_client_new(cfg, &none, &cl), KCR_OK);
     kcr_client_set_request_observer(cl, fn, ud);
-    cr_assert_eq(kcr_client_get(cl, &CM, "a", "b", NULL, NULL, NULL), KCR_ERR_TRANSPORT);
+    cr_assert_eq(kcr_client_get(cl, &(kcr_request){.resource = &CM, .ns = "a", .name = "b"}, NULL),
+                 KCR_ERR_TRANSPORT);
     has_sample(m, "rest_client_requests_total{code=\"<error>\",method=\"GET\","
                   "host=\"127.0.0.1:1\"} 1");
     kcr_client_free(cl);
@@ -169,7 +171,7 @@ Test(http_transport, cancel_mid_transfer_and_idle_timeout, .fini = stop_server, 
     pthread_t t;
     pthread_create(&t, NULL, cancel_later, &cc);
     struct evs e = {0};
-    kcr_list_options o = {.cancel = cc.c};
+    kcr_request o = {.cancel = cc.c};
     cr_assert_eq(watch_with("x=silent", &o, &e, NULL), KCR_ERR_CANCELED);
     int64_t returned = kcr__now_ns();
     pthread_join(t, NULL);
@@ -186,7 +188,7 @@ Test(http_transport, cancel_mid_transfer_and_idle_timeout, .fini = stop_server, 
     kcr_cancel_free(cc.c);
 
     e = (struct evs){0};
-    o = (kcr_list_options){.idle_timeout_ms = 1000};
+    o = (kcr_request){.idle_timeout_ms = 1000};
     t0 = kcr__now_ns();
     cr_assert_eq(watch_with("x=silent", &o, &e, NULL), KCR_ERR_TIMEOUT);
     took = kcr__now_ns() - t0;
@@ -273,26 +275,44 @@ static const char *const verb_names[N_VERBS] = {"get",   "create", "update", "up
 
 static kcr_err call_verb(int verb, kcr_cancel *cancel)
 {
-    kcr_get_options g = {.cancel = cancel};
-    kcr_write_options w = {.cancel = cancel};
-    kcr_delete_options d = {.cancel = cancel};
-    kcr_raw_options r = {.cancel = cancel};
     const char *cm = "{\"metadata\":{\"name\":\"a\",\"namespace\":\"team\"}}";
     switch (verb) {
     case 0:
-        return kcr_client_get(client, &CM, "team", "a", &g, NULL, NULL);
+        return kcr_client_get(
+            client, &(kcr_request){.resource = &CM, .ns = "team", .name = "a", .cancel = cancel},
+            NULL);
     case 1:
-        return kcr_client_create(client, &CM, "team", cm, 0, &w, NULL, NULL);
+        return kcr_client_create(
+            client, &(kcr_request){.resource = &CM, .ns = "team", .body = cm, .cancel = cancel},
+            NULL);
     case 2:
-        return kcr_client_update(client, &CM, "team", cm, 0, &w, NULL, NULL);
+        return kcr_client_update(
+            client, &(kcr_request){.resource = &CM, .ns = "team", .body = cm, .cancel = cancel},
+            NULL);
     case 3:
-        return kcr_client_update_status_opts(client, &CM, "team", cm, 0, &w, NULL, NULL);
+        return kcr_client_update(client,
+                                 &(kcr_request){.resource = &CM,
+                                                .ns = "team",
+                                                .subresource = "status",
+                                                .body = cm,
+                                                .cancel = cancel},
+                                 NULL);
     case 4:
-        return kcr_client_patch(client, &CM, "team", "a", KCR_PATCH_MERGE, "{}", 0, &w, NULL, NULL);
+        return kcr_client_patch(client,
+                                &(kcr_request){.resource = &CM,
+                                               .ns = "team",
+                                               .name = "a",
+                                               .patch_type = KCR_PATCH_MERGE,
+                                               .body = "{}",
+                                               .cancel = cancel},
+                                NULL);
     case 5:
-        return kcr_client_delete(client, &CM, "team", "a", &d, NULL, NULL);
+        return kcr_client_delete(
+            client, &(kcr_request){.resource = &CM, .ns = "team", .name = "a", .cancel = cancel},
+            NULL);
     default:
-        return kcr_client_request(client, "/api/v1/namespaces", NULL, 0, &r, NULL, NULL, NULL);
+        return kcr_client_request(client, "/api/v1/namespaces",
+                                  &(kcr_raw_options){.cancel = cancel}, NULL, NULL);
     }
 }
 
@@ -368,8 +388,10 @@ Test(http_transport, reset_writes_are_sent_once, .fini = stop_server, .timeout =
     start_server(reset_after_reading, &o);
     atomic_store(&method_count[0], 0);
     atomic_store(&method_count[1], 0);
-    kcr_err err = kcr_client_create(client, &CM, "team", "{\"metadata\":{\"name\":\"n\"}}", 0, NULL,
-                                    NULL, NULL);
+    kcr_err err = kcr_client_create(
+        client,
+        &(kcr_request){.resource = &CM, .ns = "team", .body = "{\"metadata\":{\"name\":\"n\"}}"},
+        NULL);
     cr_assert_eq(err, KCR_ERR_TRANSPORT, "%s", kcr_strerror(err));
     cr_assert_eq(atomic_load(&method_count[1]), 1, "POST sent %d times",
                  atomic_load(&method_count[1]));
@@ -378,7 +400,13 @@ Test(http_transport, reset_writes_are_sent_once, .fini = stop_server, .timeout =
                             "[{\"op\":\"add\",\"path\":\"/data\",\"value\":{}}]",
                             "{\"data\":{\"a\":\"b\"}}"};
     for (int i = 0; i < 3; i++) {
-        err = kcr_client_patch(client, &CM, "team", "n", once[i], bodies[i], 0, NULL, NULL, NULL);
+        err = kcr_client_patch(client,
+                               &(kcr_request){.resource = &CM,
+                                              .ns = "team",
+                                              .name = "n",
+                                              .patch_type = once[i],
+                                              .body = bodies[i]},
+                               NULL);
         cr_assert_eq(err, KCR_ERR_TRANSPORT, "patch %d: %s", i, kcr_strerror(err));
         cr_assert_eq(atomic_load(&method_count[1]), 2 + i, "patch %d sent %d times in all", i,
                      atomic_load(&method_count[1]) - 1);
@@ -387,9 +415,14 @@ Test(http_transport, reset_writes_are_sent_once, .fini = stop_server, .timeout =
     cr_assert_eq(get("n", NULL), KCR_ERR_TRANSPORT);
     cr_assert_eq(atomic_load(&method_count[0]), 3, "GET sent %d times",
                  atomic_load(&method_count[0]));
-    kcr_write_options w = {.field_manager = "test"};
-    err = kcr_client_patch(client, &CM, "team", "n", KCR_PATCH_APPLY,
-                           "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}", 0, &w, NULL, NULL);
+    err = kcr_client_patch(client,
+                           &(kcr_request){.resource = &CM,
+                                          .ns = "team",
+                                          .name = "n",
+                                          .patch_type = KCR_PATCH_APPLY,
+                                          .body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}",
+                                          .field_manager = "test"},
+                           NULL);
     cr_assert_eq(err, KCR_ERR_TRANSPORT);
     cr_assert_eq(atomic_load(&method_count[1]), 4 + 3, "apply is idempotent: retried");
 }
@@ -483,10 +516,11 @@ Test(http_transport, reset_write_on_a_reused_connection_is_sent_once, .timeout =
     kcr_client *cl;
     kcr_client_options plain = {.allow_insecure_http = true};
     cr_assert_eq(kcr_client_new(cfg, &plain, &cl), KCR_OK, "%s", kcr_last_error());
-    cr_assert_eq(kcr_client_get(cl, &CM, "a", "x", NULL, NULL, NULL), KCR_OK, "%s",
-                 kcr_last_error());
-    kcr_err err =
-        kcr_client_create(cl, &CM, "a", "{\"metadata\":{\"name\":\"n\"}}", 0, NULL, NULL, NULL);
+    cr_assert_eq(kcr_client_get(cl, &(kcr_request){.resource = &CM, .ns = "a", .name = "x"}, NULL),
+                 KCR_OK, "%s", kcr_last_error());
+    kcr_err err = kcr_client_create(
+        cl, &(kcr_request){.resource = &CM, .ns = "a", .body = "{\"metadata\":{\"name\":\"n\"}}"},
+        NULL);
     cr_assert_eq(err, KCR_ERR_TRANSPORT, "%s", kcr_strerror(err));
     cr_assert_eq(atomic_load(&ka_gets), 1);
     cr_assert_eq(atomic_load(&ka_posts), 1, "POST sent %d times", atomic_load(&ka_posts));

@@ -92,7 +92,9 @@ Test(http_verbs, requests_are_encoded_and_authorized, .fini = stop_server)
     start_server(echo_handler, NULL);
     kcr_object *o = NULL;
     const kcr_resource deploy = {"apps", "v1", "deployments"};
-    cr_assert_eq(kcr_client_get(client, &deploy, "a b", "x/y", NULL, &o, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_get(client, &(kcr_request){.resource = &deploy, .ns = "a b", .name = "x/y"}, &o),
+        KCR_OK);
     kcr_object_unref(o);
     HAS("GET /apis/apps/v1/namespaces/a%20b/deployments/x%2Fy HTTP/1.1");
     HAS("Authorization: Bearer supersecret-token");
@@ -103,48 +105,73 @@ Test(http_verbs, requests_are_encoded_and_authorized, .fini = stop_server)
     HAS("Accept: application/json");
     cr_assert_str_eq(kcr_client_namespace(client), "team");
 
-    kcr_list_options lo = {.label_selector = "app in (a,b)", .field_selector = "metadata.name=x",
-                           .limit = 2, .continue_token = "c+/=", .resource_version = "0",
-                           .resource_version_match = "NotOlderThan", .timeout_ms = 8001,
-                           .metadata_only = true};
-    cr_assert_eq(kcr_client_list(client, &CM, NULL, &lo, NULL, NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_list(client,
+                                 &(kcr_request){.resource = &CM,
+                                                .label_selector = "app in (a,b)",
+                                                .field_selector = "metadata.name=x",
+                                                .limit = 2,
+                                                .continue_token = "c+/=",
+                                                .resource_version = "0",
+                                                .resource_version_match = "NotOlderThan",
+                                                .timeout_ms = 8001,
+                                                .metadata_only = true},
+                                 NULL, NULL, NULL),
+                 KCR_OK);
     HAS("GET /api/v1/configmaps?labelSelector=app%20in%20%28a%2Cb%29&fieldSelector=metadata.name%3Dx"
         "&resourceVersion=0&resourceVersionMatch=NotOlderThan&limit=2&continue=c%2B%2F%3D"
         "&timeoutSeconds=9 "); /* 8001 ms, rounded up to whole seconds */
     HAS("Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json");
 
-    kcr_list_options wo = {.allow_bookmarks = true, .send_initial_events = true,
-                           .resource_version_match = "NotOlderThan", .timeout_ms = 300000};
-    cr_assert_eq(kcr_client_watch(client, &CM, "team", &wo, NULL, NULL, NULL), KCR_ERR_PARSE,
-                 "a list body is not a watch stream");
+    cr_assert_eq(kcr_client_watch(client,
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = "team",
+                                                 .allow_bookmarks = true,
+                                                 .send_initial_events = true,
+                                                 .resource_version_match = "NotOlderThan",
+                                                 .timeout_ms = 300000},
+                                  NULL, NULL),
+                 KCR_ERR_PARSE, "a list body is not a watch stream");
     HAS("?watch=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=300&allowWatchBookmarks=true"
         "&sendInitialEvents=true ");
 
-    kcr_delete_options d = {.propagation_policy = "Foreground", .precondition_uid = "u-1",
-                            .precondition_resource_version = "42"};
-    cr_assert_eq(kcr_client_delete(client, &CM, "team", "gone", &d, &o, NULL), KCR_OK);
+    kcr_request d = {.resource = &CM,
+                     .ns = "team",
+                     .name = "gone",
+                     .propagation_policy = "Foreground",
+                     .precondition_uid = "u-1",
+                     .precondition_resource_version = "42"};
+    cr_assert_eq(kcr_client_delete(client, &d, &o), KCR_OK);
     cr_assert_null(o, "a Success Status is no object");
     HAS("DELETE /api/v1/namespaces/team/configmaps/gone ");
     HAS("\"propagationPolicy\":\"Foreground\"");
     HAS("\"preconditions\":{\"uid\":\"u-1\",\"resourceVersion\":\"42\"}");
-    d = (kcr_delete_options){.has_grace_period = true, .grace_period_ms = 2500};
-    cr_assert_eq(kcr_client_delete(client, &CM, "team", "gone", &d, NULL, NULL), KCR_OK);
+    d = (kcr_request){.resource = &CM,
+                      .ns = "team",
+                      .name = "gone",
+                      .has_grace_period = true,
+                      .grace_period_ms = 2500};
+    cr_assert_eq(kcr_client_delete(client, &d, NULL), KCR_OK);
     HAS("\"gracePeriodSeconds\":3"); /* rounded up to whole seconds */
     d.grace_period_ms = 0;
-    cr_assert_eq(kcr_client_delete(client, &CM, "team", "gone", &d, NULL, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_delete(client, &d, NULL), KCR_OK);
     HAS("\"gracePeriodSeconds\":0");
     d.grace_period_ms = -1;
-    cr_assert_eq(kcr_client_delete(client, &CM, "team", "gone", &d, NULL, NULL), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_client_delete(client, &d, NULL), KCR_ERR_INVALID);
     cr_assert(strstr(kcr_last_error(), "grace period"), "%s", kcr_last_error());
 
-    static const char *const types[] = {"application/json-patch+json",
-                                        "application/merge-patch+json",
-                                        "application/strategic-merge-patch+json",
-                                        "application/apply-patch+yaml"};
-    kcr_write_options w = {.field_manager = "kcr-test", .force = true};
+    static const char *const types[] = {
+        "application/json-patch+json", "application/merge-patch+json",
+        "application/strategic-merge-patch+json", "application/apply-patch+yaml"};
     for (int t = 0; t < 4; t++) {
-        cr_assert_eq(kcr_client_patch(client, &CM, "team", "p", (kcr_patch_type)t,
-                                      t == 0 ? "[]" : "{}", 0, &w, NULL, NULL),
+        cr_assert_eq(kcr_client_patch(client,
+                                      &(kcr_request){.resource = &CM,
+                                                     .ns = "team",
+                                                     .name = "p",
+                                                     .patch_type = (kcr_patch_type)t,
+                                                     .body = t == 0 ? "[]" : "{}",
+                                                     .field_manager = "kcr-test",
+                                                     .force = true},
+                                      NULL),
                      KCR_OK);
         char ct[128];
         snprintf(ct, sizeof ct, "Content-Type: %s", types[t]);
@@ -152,23 +179,32 @@ Test(http_verbs, requests_are_encoded_and_authorized, .fini = stop_server)
         HAS("PATCH /api/v1/namespaces/team/configmaps/p?fieldManager=kcr-test");
     }
     HAS("fieldManager=kcr-test&force=true ");
-    cr_assert_eq(kcr_client_update_status(client, &CM, NULL,
-                                          "{\"metadata\":{\"name\":\"s\",\"namespace\":\"team\"}}",
-                                          0, NULL, NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_client_update(
+            client,
+            &(kcr_request){.resource = &CM,
+                           .subresource = "status",
+                           .body = "{\"metadata\":{\"name\":\"s\",\"namespace\":\"team\"}}"},
+            NULL),
+        KCR_OK);
     char fm[128]; /* writes without a field manager get the program's name */
     snprintf(fm, sizeof fm, "PUT /api/v1/namespaces/team/configmaps/s/status?fieldManager=%s ",
              kcr__program_name());
     HAS(fm);
-    cr_assert_eq(kcr_client_create(client, &CM, "team", "{\"metadata\":{\"name\":\"n\"}}", 0, NULL,
-                                   NULL, NULL),
+    cr_assert_eq(kcr_client_create(client,
+                                   &(kcr_request){.resource = &CM,
+                                                  .ns = "team",
+                                                  .body = "{\"metadata\":{\"name\":\"n\"}}"},
+                                   NULL),
                  KCR_OK);
     snprintf(fm, sizeof fm, "POST /api/v1/namespaces/team/configmaps?fieldManager=%s ",
              kcr__program_name());
     HAS(fm);
     HAS("{\"metadata\":{\"name\":\"n\"}}");
-    cr_assert_eq(kcr_client_create(client, &CM, "team", "{not json", 0, NULL, NULL, NULL),
-                 KCR_ERR_INVALID);
+    cr_assert_eq(
+        kcr_client_create(client,
+                          &(kcr_request){.resource = &CM, .ns = "team", .body = "{not json"}, NULL),
+        KCR_ERR_INVALID);
 }
 
 /* ---- streaming ---- */
@@ -197,8 +233,9 @@ Test(http_verbs, streamed_list, .fini = stop_server)
     start_server(chunked_list, NULL);
     int n = 0;
     kcr_list_meta meta = {0};
-    cr_assert_eq(kcr_client_list(client, &CM, "team", NULL, count_item, &n, &meta, NULL), KCR_OK,
-                 "%s", kcr_last_error());
+    cr_assert_eq(kcr_client_list(client, &(kcr_request){.resource = &CM, .ns = "team"}, count_item,
+                                 &n, &meta),
+                 KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(n, 2);
     cr_assert_str_eq(meta.resource_version, "9");
     cr_assert_str_eq(meta.continue_token, "next");
@@ -239,14 +276,24 @@ Test(http_verbs, field_manager_option, .fini = stop_server)
 {
     kcr_client_options o = {.field_manager = "my-controller"};
     start_server(echo_handler, &o);
-    cr_assert_eq(
-        kcr_client_patch(client, &CM, "team", "p", KCR_PATCH_APPLY, "{}", 0, NULL, NULL, NULL),
-        KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_client_patch(client,
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = "team",
+                                                 .name = "p",
+                                                 .patch_type = KCR_PATCH_APPLY,
+                                                 .body = "{}"},
+                                  NULL),
+                 KCR_OK, "%s", kcr_last_error());
     HAS("PATCH /api/v1/namespaces/team/configmaps/p?fieldManager=my-controller ");
-    kcr_write_options w = {.field_manager = "per-call"};
-    cr_assert_eq(
-        kcr_client_patch(client, &CM, "team", "p", KCR_PATCH_MERGE, "{}", 0, &w, NULL, NULL),
-        KCR_OK);
+    cr_assert_eq(kcr_client_patch(client,
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = "team",
+                                                 .name = "p",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = "{}",
+                                                 .field_manager = "per-call"},
+                                  NULL),
+                 KCR_OK);
     HAS("?fieldManager=per-call ");
 }
 
@@ -272,9 +319,15 @@ Test(http_verbs, delete_body_and_answers, .fini = stop_server)
 {
     start_server(delete_handler, NULL);
     kcr_object *o = NULL;
-    kcr_delete_options d = {.has_grace_period = true, .grace_period_ms = 0, .dry_run = true};
-    cr_assert_eq(kcr_client_delete(client, &CM, "team", "pending", &d, &o, NULL), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(kcr_client_delete(client,
+                                   &(kcr_request){.resource = &CM,
+                                                  .ns = "team",
+                                                  .name = "pending",
+                                                  .has_grace_period = true,
+                                                  .grace_period_ms = 0,
+                                                  .dry_run = true},
+                                   &o),
+                 KCR_OK, "%s", kcr_last_error());
     HAS("{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":0,"
         "\"dryRun\":[\"All\"]}");
     cr_assert_not_null(o, "a deletion pending on a finalizer answers with the object");
@@ -283,19 +336,30 @@ Test(http_verbs, delete_body_and_answers, .fini = stop_server)
     kcr_object_unref(o);
 
     o = NULL;
-    cr_assert_eq(kcr_client_delete(client, &CM, "team", "gone", NULL, &o, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_delete(
+                     client, &(kcr_request){.resource = &CM, .ns = "team", .name = "gone"}, &o),
+                 KCR_OK);
     HAS("{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\"}");
     cr_assert_null(o, "a Success Status is no object");
-    cr_assert_eq(kcr_client_delete(client, &CM, "team", "garbage", NULL, &o, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_delete(
+                     client, &(kcr_request){.resource = &CM, .ns = "team", .name = "garbage"}, &o),
+                 KCR_OK);
     cr_assert_null(o, "an answer that is no object is ignored");
-    cr_assert_eq(kcr_client_delete(client, &CM, "team", "noname", NULL, &o, NULL), KCR_ERR_PARSE);
+    cr_assert_eq(kcr_client_delete(
+                     client, &(kcr_request){.resource = &CM, .ns = "team", .name = "noname"}, &o),
+                 KCR_ERR_PARSE);
     cr_assert_null(o);
     cr_assert(strstr(kcr_last_error(), "response: ") == kcr_last_error(), "%s", kcr_last_error());
 
     /* options that cannot be sent: a clear error, no request */
     int before = requests();
-    kcr_delete_options bad = {.propagation_policy = "Fore\xff"};
-    cr_assert_eq(kcr_client_delete(client, &CM, "team", "x", &bad, NULL, NULL), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_client_delete(client,
+                                   &(kcr_request){.resource = &CM,
+                                                  .ns = "team",
+                                                  .name = "x",
+                                                  .propagation_policy = "Fore\xff"},
+                                   NULL),
+                 KCR_ERR_INVALID);
     cr_assert(strstr(kcr_last_error(), "delete options: ") == kcr_last_error(), "%s",
               kcr_last_error());
     cr_assert_eq(requests(), before);

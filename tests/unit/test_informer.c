@@ -11,7 +11,12 @@
  * the reflector reports the failure. */
 static void break_watch(env *e)
 {
-    kcr_fake_inject_error(e->fake, KCR_FAKE_WATCH, &CM, -1, 503, "ServiceUnavailable", "down");
+    kcr_fake_inject_error(e->fake, &(kcr_fake_error){.verb = KCR_FAKE_WATCH,
+                                                     .resource = &CM,
+                                                     .times = -1,
+                                                     .code = 503,
+                                                     .reason = "ServiceUnavailable",
+                                                     .message = "down"});
     kcr_fake_end_watches(e->fake, &CM);
     kcr_reflector *r = kcr_informer_reflector(e->inf);
     WAIT_FOR(kcr_reflector_last_error(r, NULL, NULL) != KCR_OK, 5000);
@@ -27,11 +32,15 @@ static void delete_seeded(env *e, int n, tracker *t)
         snprintf(name, sizeof name, "cm-%05d", i);
         if (t) {
             kcr_object *o = NULL;
-            kcr_client_get(e->c, &CM, "default", name, NULL, &o, NULL);
+            kcr_client_get(e->c, &(kcr_request){.resource = &CM, .ns = "default", .name = name},
+                           &o);
             tracker_expect_deleted(t, kcr_object_uid(o));
             kcr_object_unref(o);
         }
-        cr_assert_eq(kcr_client_delete(e->c, &CM, "default", name, NULL, NULL, NULL), KCR_OK);
+        cr_assert_eq(
+            kcr_client_delete(e->c, &(kcr_request){.resource = &CM, .ns = "default", .name = name},
+                              NULL),
+            KCR_OK);
     }
 }
 
@@ -57,9 +66,15 @@ Test(informer, initial_list_then_add_update_delete)
     kcr_object_unref(listed);
 
     kcr_object *gone = NULL;
-    cr_assert_eq(kcr_client_get(e.c, &CM, "default", "cm-00007", NULL, &gone, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_get(e.c, &(kcr_request){.resource = &CM, .ns = "default", .name = "cm-00007"},
+                       &gone),
+        KCR_OK);
     tracker_expect_deleted(t, kcr_object_uid(gone));
-    cr_assert_eq(kcr_client_delete(e.c, &CM, "default", "cm-00007", NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_delete(e.c, &(kcr_request){.resource = &CM, .ns = "default", .name = "cm-00007"},
+                          NULL),
+        KCR_OK);
     cr_assert_eq(patch_cm(e.c, "default", "cm-00001", "v2"), KCR_OK);
     kcr_object_unref(seed_cm(e.fake, "default", "fresh", "a", "b"));
     CONVERGE(&e, t);
@@ -126,7 +141,7 @@ static kcr_err drop_data(const kcr_object *in, kcr_object **out, void *ud)
 Test(informer, user_transform_before_caching)
 {
     kcr_informer_options opts = fast();
-    opts.transform = drop_data;
+    opts.reflector.transform = drop_data;
     env e;
     env_up(&e, 2, &opts);
     env_start_synced(&e);

@@ -114,8 +114,12 @@ Test(informer, slow_handler_coalesces_by_key_and_stalls_nobody)
         cr_assert_eq(patch_cm(e.c, "default", "upd", v), KCR_OK);
     }
     cr_assert_eq(patch_cm(e.c, "default", "del", "d1"), KCR_OK);
-    cr_assert_eq(kcr_client_delete(e.c, &CM, "default", "del", NULL, NULL, NULL), KCR_OK);
-    cr_assert_eq(kcr_client_delete(e.c, &CM, "default", "re", NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_delete(
+                     e.c, &(kcr_request){.resource = &CM, .ns = "default", .name = "del"}, NULL),
+                 KCR_OK);
+    cr_assert_eq(kcr_client_delete(
+                     e.c, &(kcr_request){.resource = &CM, .ns = "default", .name = "re"}, NULL),
+                 KCR_OK);
     kcr_object_unref(seed_cm(e.fake, "default", "re", "x", "r1"));
     kcr_object_unref(seed_cm(e.fake, "default", "new", "x", "n0"));
     cr_assert_eq(patch_cm(e.c, "default", "new", "n1"), KCR_OK);

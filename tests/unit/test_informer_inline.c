@@ -86,9 +86,15 @@ Test(informer_inline, same_events_as_a_threaded_handler_on_the_informers_threads
     cr_assert_eq(n.initial_adds, 20);
 
     kcr_object *gone = NULL;
-    cr_assert_eq(kcr_client_get(e.c, &CM, "default", "cm-00004", NULL, &gone, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_get(e.c, &(kcr_request){.resource = &CM, .ns = "default", .name = "cm-00004"},
+                       &gone),
+        KCR_OK);
     tracker_expect_deleted(t, kcr_object_uid(gone));
-    cr_assert_eq(kcr_client_delete(e.c, &CM, "default", "cm-00004", NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_delete(e.c, &(kcr_request){.resource = &CM, .ns = "default", .name = "cm-00004"},
+                          NULL),
+        KCR_OK);
     for (int i = 0; i < 5; i++) {
         char v[8];
         snprintf(v, sizeof v, "v%d", i);

@@ -8,9 +8,15 @@ Test(informer, wait_for_sync_reports_a_403_with_the_server_message)
 {
     env e;
     env_up(&e, 3, NULL);
-    kcr_fake_inject_error(e.fake, KCR_FAKE_LIST, &CM, -1, 403, "Forbidden",
-                          "configmaps is forbidden: User \"kcr-limited\" cannot list resource "
-                          "\"configmaps\" in API group \"\" at the cluster scope");
+    kcr_fake_inject_error(
+        e.fake, &(kcr_fake_error){
+                    .verb = KCR_FAKE_LIST,
+                    .resource = &CM,
+                    .times = -1,
+                    .code = 403,
+                    .reason = "Forbidden",
+                    .message = "configmaps is forbidden: User \"kcr-limited\" cannot list resource "
+                               "\"configmaps\" in API group \"\" at the cluster scope"});
     cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
     kcr_status st = {0};
     int64_t t0 = now_ms();
@@ -42,7 +48,12 @@ Test(informer, wait_for_sync_times_out_with_the_last_error_and_calls_the_error_h
     o.reflector.error_user_data = &errors;
     env e;
     env_up(&e, 3, &o);
-    kcr_fake_inject_error(e.fake, KCR_FAKE_LIST, &CM, -1, 500, "InternalError", "etcd is sad");
+    kcr_fake_inject_error(e.fake, &(kcr_fake_error){.verb = KCR_FAKE_LIST,
+                                                    .resource = &CM,
+                                                    .times = -1,
+                                                    .code = 500,
+                                                    .reason = "InternalError",
+                                                    .message = "etcd is sad"});
     cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
     kcr_status st = {0};
     int64_t t0 = now_ms();

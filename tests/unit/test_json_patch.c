@@ -8,6 +8,7 @@
 
 #include "kcr/kcr.h"
 #include "kcr/fake.h"
+#include "object/edit_tree.h"
 #include "unit/object_fixtures.h"
 
 static kcr_object *doc(const char *json)
@@ -20,7 +21,8 @@ static kcr_object *doc(const char *json)
 
 /* Applies `patch` to the document `before` through an edit; returns the
  * error, and on success checks the result equals `after`. On failure the
- * edit must still hold `before` (all or nothing). */
+ * editor keeps the error (snapshot returns it) and its tree still holds
+ * `before` (all or nothing). */
 static kcr_err patch_doc(const char *before, const char *patch, const char *after)
 {
     kcr_object *b = doc(before);
@@ -31,7 +33,11 @@ static kcr_err patch_doc(const char *before, const char *patch, const char *afte
     strncpy(msg, kcr_last_error(), sizeof msg - 1);
     msg[sizeof msg - 1] = '\0';
     kcr_object *r = NULL;
-    cr_assert_eq(kcr_object_edit_snapshot(e, &r), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_object_edit_snapshot(e, &r), err, "%s", kcr_last_error());
+    if (err != KCR_OK) {
+        cr_assert_null(r);
+        cr_assert_eq(kcr__edit_freeze(e, false, &r), KCR_OK, "the tree under the kept error");
+    }
     if (err == KCR_OK) {
         kcr_object *want = doc(after);
         char *got = NULL;
@@ -243,11 +249,14 @@ Test(json_patch, failures_are_atomic_and_say_where)
     cr_assert(strstr(kcr_last_error(), "differs") != NULL, "%s", kcr_last_error());
     cr_assert_null(kcr_object_label(o, "x"), "the object is immutable");
 
-    /* the same through an edit: the first op's change is rolled back */
+    /* the same through an edit: the editor keeps the error, and the first
+     * op's change is rolled back in its tree */
     kcr_object_edit *e = NULL;
     cr_assert_eq(kcr_object_edit_new(o, &e), KCR_OK);
     cr_assert_eq(kcr_object_edit_json_patch(e, p, strlen(p)), KCR_ERR_CONFLICT);
-    cr_assert_eq(kcr_object_edit_freeze(e, &r), KCR_OK);
+    cr_assert_eq(kcr_object_edit_freeze(e, &r), KCR_ERR_CONFLICT);
+    cr_assert_null(r);
+    cr_assert_eq(kcr__edit_freeze(e, true, &r), KCR_OK);
     cr_assert_null(kcr_object_label(r, "x"));
     kcr_object_unref(r);
     kcr_object_edit_free(e);
@@ -366,10 +375,10 @@ Test(object_edit_value, copies_a_subtree_between_objects)
     cr_assert_eq(
         kcr_object_edit_set_value(e, "first", kcr_object_get(src, "spec.containers[0].image")),
         KCR_OK);
-    cr_assert_eq(kcr_object_edit_set_value(e, "missing", kcr_object_get(src, "spec.nope")),
-                 KCR_ERR_INVALID);
     kcr_object *r = NULL;
     cr_assert_eq(kcr_object_edit_freeze(e, &r), KCR_OK);
+    cr_assert_eq(kcr_object_edit_set_value(e, "missing", kcr_object_get(src, "spec.nope")),
+                 KCR_ERR_INVALID);
     kcr_object_edit_free(e);
     kcr_object_unref(dst);
     /* the copy is independent of the source object */
@@ -424,8 +433,9 @@ Test(json_patch, the_fake_applies_it_like_the_apiserver)
     const char *p = "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/1\",\"value\":\"b/y\"},"
                     "{\"op\":\"remove\",\"path\":\"/metadata/finalizers/1\"},"
                     "{\"op\":\"move\",\"from\":\"/data/k\",\"path\":\"/data/m\"}]";
-    cr_assert_eq(kcr_client_patch(c, &CM, "d", "p", KCR_PATCH_JSON, p, 0, NULL, &o, NULL), KCR_OK,
-                 "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_patch(c, &(kcr_request){.resource = &CM, .ns = "d", .name = "p", .body = p}, &o),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(kcr_object_finalizer_count(o), 1);
     cr_assert_str_eq(kcr_value_string(kcr_object_get(o, "data.m"), NULL), "1");
     snprintf(rv, sizeof rv, "%s", kcr_object_resource_version(o));
@@ -435,20 +445,27 @@ Test(json_patch, the_fake_applies_it_like_the_apiserver)
     kcr_status st = {0};
     p = "[{\"op\":\"remove\",\"path\":\"/data/m\"},"
         "{\"op\":\"test\",\"path\":\"/metadata/finalizers/0\",\"value\":\"b/y\"}]";
-    cr_assert_eq(kcr_client_patch(c, &CM, "d", "p", KCR_PATCH_JSON, p, 0, NULL, &o, &st),
-                 KCR_ERR_INVALID_OBJECT);
+    cr_assert_eq(
+        kcr_client_patch(
+            c, &(kcr_request){.resource = &CM, .ns = "d", .name = "p", .body = p, .status = &st},
+            &o),
+        KCR_ERR_INVALID_OBJECT);
     cr_assert_eq(st.code, 422);
     cr_assert_str_eq(st.reason, "Invalid");
     cr_assert_str_eq(st.message, "the server rejected our request due to an error in our request");
     kcr_status_clear(&st);
-    cr_assert_eq(kcr_client_get(c, &CM, "d", "p", NULL, &o, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = "d", .name = "p"}, &o),
+                 KCR_OK);
     cr_assert_str_eq(kcr_object_resource_version(o), rv, "a failed patch writes nothing");
     cr_assert_str_eq(kcr_value_string(kcr_object_get(o, "data.m"), NULL), "1");
     kcr_object_unref(o);
 
     /* not an array: 400 BadRequest, as the apiserver's patch decoder */
-    cr_assert_eq(kcr_client_patch(c, &CM, "d", "p", KCR_PATCH_JSON, "{}", 0, NULL, NULL, &st),
-                 KCR_ERR_BAD_REQUEST);
+    cr_assert_eq(
+        kcr_client_patch(
+            c, &(kcr_request){.resource = &CM, .ns = "d", .name = "p", .body = "{}", .status = &st},
+            NULL),
+        KCR_ERR_BAD_REQUEST);
     cr_assert_eq(st.code, 400);
     kcr_status_clear(&st);
     kcr_client_free(c);

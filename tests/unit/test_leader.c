@@ -179,8 +179,11 @@ static bool wait_renewals(cand *c, uint64_t n, int64_t timeout_ms)
 static kcr_object *get_lease(void)
 {
     kcr_object *o = NULL;
-    cr_assert_eq(kcr_client_get(admin, &LEASES, "kube-system", "my-controller", NULL, &o, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_get(
+            admin,
+            &(kcr_request){.resource = &LEASES, .ns = "kube-system", .name = "my-controller"}, &o),
+        KCR_OK, "%s", kcr_last_error());
     return o;
 }
 
@@ -344,8 +347,12 @@ Test(leader, failed_renewals_step_down_before_anyone_takes_over, .init = setup, 
     /* From now on every update fails: a's last successful renewal was sent
      * before this moment. */
     int64_t cut = mono_ms();
-    cr_assert_eq(kcr_fake_inject_error(fake, KCR_FAKE_UPDATE, &LEASES, -1, 500, "InternalError",
-                                       "etcd is gone"),
+    cr_assert_eq(kcr_fake_inject_error(fake, &(kcr_fake_error){.verb = KCR_FAKE_UPDATE,
+                                                               .resource = &LEASES,
+                                                               .times = -1,
+                                                               .code = 500,
+                                                               .reason = "InternalError",
+                                                               .message = "etcd is gone"}),
                  KCR_OK);
     cr_assert(wait_count(a, &a->stopped, 1, 5000), "a never stepped down");
     int64_t stepped_down = a->stopped_ms - cut;
@@ -457,7 +464,8 @@ static void intrude(kcr_fake_verb verb, const kcr_resource *res, const char *ns,
     kcr_object_edit_freeze(ed, &nl);
     char *json;
     kcr_object_to_json(nl, &json, NULL);
-    kcr_err err = kcr_client_update(admin, &LEASES, "kube-system", json, 0, NULL, NULL, NULL);
+    kcr_err err = kcr_client_update(
+        admin, &(kcr_request){.resource = &LEASES, .ns = "kube-system", .body = json}, NULL);
     cr_assert_eq(err, KCR_OK, "%s", kcr_last_error());
     free(json);
     kcr_object_unref(nl);
@@ -512,8 +520,10 @@ static void touch_lease(const char *holder)
     cr_assert_eq(kcr_object_edit_freeze(ed, &nl), KCR_OK);
     char *json;
     kcr_object_to_json(nl, &json, NULL);
-    cr_assert_eq(kcr_client_update(admin, &LEASES, "kube-system", json, 0, NULL, NULL, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_update(
+            admin, &(kcr_request){.resource = &LEASES, .ns = "kube-system", .body = json}, NULL),
+        KCR_OK, "%s", kcr_last_error());
     free(json);
     kcr_object_unref(nl);
     kcr_object_edit_free(ed);
@@ -690,8 +700,13 @@ Test(leader, stop_before_start_and_start_after_stop, .init = setup, .fini = tear
 
 Test(leader, unreadable_lease_is_retried_without_leading, .init = setup, .fini = teardown)
 {
-    cr_assert_eq(kcr_fake_inject_error(fake, KCR_FAKE_GET, &LEASES, -1, 403, "Forbidden",
-                                       "leases.coordination.k8s.io is forbidden"),
+    cr_assert_eq(kcr_fake_inject_error(
+                     fake, &(kcr_fake_error){.verb = KCR_FAKE_GET,
+                                             .resource = &LEASES,
+                                             .times = -1,
+                                             .code = 403,
+                                             .reason = "Forbidden",
+                                             .message = "leases.coordination.k8s.io is forbidden"}),
                  KCR_OK);
     cand *a = cand_new("a");
     cr_assert_eq(kcr_leader_elector_start(a->e), KCR_OK);

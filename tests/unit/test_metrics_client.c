@@ -50,21 +50,27 @@ Test(metrics_client, the_fake_reports_each_call_with_host_fake)
 
     const char *cm = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
                      "\"metadata\":{\"name\":\"a\",\"namespace\":\"default\"}}";
-    cr_assert_eq(kcr_client_create(c, &CM, NULL, cm, 0, NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_create(c, &(kcr_request){.resource = &CM, .body = cm}, NULL), KCR_OK);
     cr_assert_eq(s.calls, 1);
     cr_assert_str_eq(s.method, "POST");
     cr_assert_str_eq(s.host, "fake");
     cr_assert_eq(s.code, 201);
     cr_assert_geq(s.seconds, 0.0);
-    cr_assert_eq(kcr_client_get(c, &CM, "default", "missing", NULL, NULL, NULL), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_client_get(
+                     c, &(kcr_request){.resource = &CM, .ns = "default", .name = "missing"}, NULL),
+                 KCR_ERR_NOT_FOUND);
     cr_assert_eq(s.calls, 2);
     cr_assert_str_eq(s.method, "GET");
     cr_assert_eq(s.code, 404);
     /* an argument error is not a request */
-    cr_assert_eq(kcr_client_get(c, &CM, "default", "", NULL, NULL, NULL), KCR_ERR_INVALID);
+    cr_assert_eq(
+        kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = "default", .name = ""}, NULL),
+        KCR_ERR_INVALID);
     cr_assert_eq(s.calls, 2);
     kcr_client_set_request_observer(c, NULL, NULL);
-    cr_assert_eq(kcr_client_get(c, &CM, "default", "a", NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = "default", .name = "a"}, NULL),
+        KCR_OK);
     cr_assert_eq(s.calls, 2);
     kcr_client_free(c);
     kcr_fake_free(f);
@@ -85,14 +91,28 @@ Test(metrics_client, the_observer_counts_requests_by_code_method_and_host)
 
     const char *cm = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
                      "\"metadata\":{\"name\":\"a\",\"namespace\":\"default\"}}";
-    cr_assert_eq(kcr_client_create(c, &CM, NULL, cm, 0, NULL, NULL, NULL), KCR_OK);
-    cr_assert_eq(kcr_client_get(c, &CM, "default", "a", NULL, NULL, NULL), KCR_OK);
-    cr_assert_eq(kcr_client_get(c, &CM, "default", "a", NULL, NULL, NULL), KCR_OK);
-    cr_assert_eq(kcr_client_get(c, &CM, "default", "b", NULL, NULL, NULL), KCR_ERR_NOT_FOUND);
-    cr_assert_eq(kcr_fake_inject_error(f, KCR_FAKE_DELETE, &CM, 1, 500, "InternalError", "boom"),
+    cr_assert_eq(kcr_client_create(c, &(kcr_request){.resource = &CM, .body = cm}, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = "default", .name = "a"}, NULL),
+        KCR_OK);
+    cr_assert_eq(
+        kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = "default", .name = "a"}, NULL),
+        KCR_OK);
+    cr_assert_eq(
+        kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = "default", .name = "b"}, NULL),
+        KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_fake_inject_error(f, &(kcr_fake_error){.verb = KCR_FAKE_DELETE,
+                                                            .resource = &CM,
+                                                            .code = 500,
+                                                            .reason = "InternalError",
+                                                            .message = "boom"}),
                  KCR_OK);
-    cr_assert_eq(kcr_client_delete(c, &CM, "default", "a", NULL, NULL, NULL), KCR_ERR_API);
-    cr_assert_eq(kcr_client_delete(c, &CM, "default", "a", NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_delete(c, &(kcr_request){.resource = &CM, .ns = "default", .name = "a"}, NULL),
+        KCR_ERR_API);
+    cr_assert_eq(
+        kcr_client_delete(c, &(kcr_request){.resource = &CM, .ns = "default", .name = "a"}, NULL),
+        KCR_OK);
 
     expect_line(m, "rest_client_requests_total{code=\"200\",method=\"DELETE\",host=\"fake\"} 1");
     expect_line(m, "rest_client_requests_total{code=\"200\",method=\"GET\",host=\"fake\"} 2");

@@ -92,9 +92,9 @@ Test(metrics_workqueue, every_family_is_zero_before_the_first_add, .init = setup
 Test(metrics_workqueue, values_follow_adds_gets_dones_and_retries, .init = setup,
      .fini = teardown)
 {
-    cr_assert_eq(kcr_workqueue_add(q, "a"), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add(q, "b"), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add(q, "a"), KCR_OK); /* deduplicated: not an add */
+    cr_assert_eq(kcr_workqueue_add(q, "a", NULL), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "b", NULL), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "a", NULL), KCR_OK); /* deduplicated: not an add */
     cr_assert_eq(value_of("workqueue_adds_total" LABELS), 2.0);
     cr_assert_eq(value_of(DEPTH), 2.0);
 
@@ -117,7 +117,8 @@ Test(metrics_workqueue, values_follow_adds_gets_dones_and_retries, .init = setup
     cr_assert_eq(value_of("workqueue_unfinished_work_seconds" LABELS), 0.0);
     cr_assert_eq(value_of("workqueue_longest_running_processor_seconds" LABELS), 0.0);
 
-    cr_assert_eq(kcr_workqueue_add_after(q, "c", 3600 * 1000), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "c",
+                                   &(kcr_workqueue_add_options){.delay_ms = 3600 * 1000}), KCR_OK);
     cr_assert_eq(kcr_workqueue_add_rate_limited(q, "d"), KCR_OK);
     cr_assert_eq(value_of("workqueue_retries_total" LABELS), 2.0);
 

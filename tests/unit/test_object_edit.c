@@ -35,12 +35,7 @@ Test(object_edit, set_and_delete_paths_leave_base_untouched)
     cr_assert_eq(kcr_object_edit_delete(e, "spec.containers"), KCR_OK);
     cr_assert_eq(kcr_object_edit_delete(e, "status.conditions[0]"), KCR_OK);
     cr_assert_eq(kcr_object_edit_delete(e, "spec.not.there"), KCR_OK);
-    cr_assert_eq(kcr_object_edit_set_int(e, "status.conditions[7].x", 1), KCR_ERR_NOT_FOUND);
-    cr_assert_eq(kcr_object_edit_set_int(e, "spec.replicas.x", 1), KCR_ERR_INVALID);
-    cr_assert_eq(kcr_object_edit_set_int(e, "spec..x", 1), KCR_ERR_INVALID);
-    cr_assert_eq(kcr_object_edit_set_string(e, "spec.bad", "\xff"), KCR_ERR_INVALID);
-    cr_assert_eq(kcr_object_edit_set_json(e, "spec.bad", "1,2", 3), KCR_ERR_PARSE);
-    cr_assert_eq(kcr_object_edit_set_json(e, "spec.bad", "{", 1), KCR_ERR_PARSE);
+    cr_assert_eq(kcr_object_edit_error(e), KCR_OK);
 
     kcr_object *o = freeze(e);
     cr_assert_eq(kcr_value_int(kcr_object_get(o, "spec.replicas")), 5);
@@ -101,6 +96,112 @@ Test(object_edit, metadata_helpers)
     cr_assert_str_eq(got.kind, "Deployment");
     kcr_object_unref(o);
     kcr_object_edit_free(e);
+    kcr_object_unref(base);
+}
+
+/* One failing edit of a fresh editor over POD_JSON: its code, and the
+ * message naming the call and path. */
+typedef struct failing_edit {
+    const char *what;
+    kcr_err want;
+    const char *context; /* in kcr_last_error() */
+} failing_edit;
+
+static kcr_err run_failing(kcr_object_edit *e, int i)
+{
+    switch (i) {
+    case 0:
+        return kcr_object_edit_set_int(e, "status.conditions[7].x", 1);
+    case 1:
+        return kcr_object_edit_set_int(e, "spec.replicas.x", 1);
+    case 2:
+        return kcr_object_edit_set_int(e, "spec..x", 1);
+    case 3:
+        return kcr_object_edit_set_string(e, "spec.bad", "\xff");
+    case 4:
+        return kcr_object_edit_set_json(e, "spec.bad", "1,2", 3);
+    case 5:
+        return kcr_object_edit_set_json(e, "spec.bad", "{", 1);
+    case 6:
+        return kcr_object_edit_set_label(e, "app", NULL);
+    case 7:
+        return kcr_object_edit_merge_patch(e, "[", 1);
+    default:
+        return kcr_object_edit_json_patch(e, "[{\"op\":\"remove\",\"path\":\"/nope\"}]", 0);
+    }
+}
+
+Test(object_edit, each_failure_is_kept_with_its_call_and_path)
+{
+    static const failing_edit cases[] = {
+        {"index out of range", KCR_ERR_NOT_FOUND,
+         "kcr_object_edit_set_int \"status.conditions[7].x\": "},
+        {"key into a scalar", KCR_ERR_INVALID, "kcr_object_edit_set_int \"spec.replicas.x\": "},
+        {"malformed path", KCR_ERR_INVALID, "kcr_object_edit_set_int \"spec..x\": "},
+        {"bad UTF-8", KCR_ERR_INVALID, "kcr_object_edit_set_string \"spec.bad\": "},
+        {"two JSON values", KCR_ERR_PARSE, "kcr_object_edit_set_json \"spec.bad\": "},
+        {"truncated JSON", KCR_ERR_PARSE, "kcr_object_edit_set_json \"spec.bad\": "},
+        {"NULL label value", KCR_ERR_INVALID, "kcr_object_edit_set_label \"app\": "},
+        {"bad merge patch", KCR_ERR_PARSE, "kcr_object_edit_merge_patch: "},
+        {"JSON patch on a missing path", KCR_ERR_NOT_FOUND, "kcr_object_edit_json_patch: "},
+    };
+    kcr_object *base = parse_str(POD_JSON);
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        kcr_object_edit *e = NULL;
+        cr_assert_eq(kcr_object_edit_new(base, &e), KCR_OK);
+        cr_assert_eq(kcr_object_edit_set_int(e, "spec.before", 1), KCR_OK);
+        cr_assert_eq(run_failing(e, i), cases[i].want, "%s: %s", cases[i].what, kcr_last_error());
+        cr_assert(strncmp(kcr_last_error(), cases[i].context, strlen(cases[i].context)) == 0,
+                  "%s: %s", cases[i].what, kcr_last_error());
+        cr_assert_eq(kcr_object_edit_error(e), cases[i].want);
+        kcr_object *o = (kcr_object *)base;
+        cr_assert_eq(kcr_object_edit_freeze(e, &o), cases[i].want, "%s", cases[i].what);
+        cr_assert_null(o);
+        cr_assert(strncmp(kcr_last_error(), cases[i].context, strlen(cases[i].context)) == 0,
+                  "freeze reports the failing call: %s", kcr_last_error());
+        kcr_object_edit_free(e);
+    }
+    kcr_object_unref(base);
+}
+
+Test(object_edit, calls_after_a_failure_are_no_ops_returning_it)
+{
+    kcr_object *base = parse_str(POD_JSON);
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(base, &e), KCR_OK);
+    /* The straight-line style: no check between calls. */
+    kcr_object_edit_set_string(e, "spec.image", "nginx");
+    kcr_object_edit_set_int(e, "status.conditions[9].x", 1); /* fails: NOT_FOUND */
+    cr_assert_eq(kcr_object_edit_set_int(e, "spec.replicas", 7), KCR_ERR_NOT_FOUND);
+    cr_assert(strstr(kcr_last_error(), "status.conditions[9].x"),
+              "the first error, not a new one: %s", kcr_last_error());
+    cr_assert_eq(kcr_object_edit_set_string(e, "spec.bad", "\xff"), KCR_ERR_NOT_FOUND,
+                 "a second failure does not replace the first");
+    cr_assert_eq(kcr_object_edit_set_label(e, "a", "b"), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_object_edit_add_finalizer(e, "x/y"), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_object_edit_delete(e, "spec"), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_object_edit_merge_patch(e, "{\"spec\":null}", 0), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_object_edit_json_patch(e, "[]", 0), KCR_ERR_NOT_FOUND);
+    kcr_object *o = NULL;
+    cr_assert_eq(kcr_object_edit_snapshot(e, &o), KCR_ERR_NOT_FOUND);
+    cr_assert_null(o);
+    cr_assert_eq(kcr_object_edit_freeze(e, &o), KCR_ERR_NOT_FOUND);
+    cr_assert_null(o);
+    cr_assert(strstr(kcr_last_error(), "kcr_object_edit_set_int \"status.conditions[9].x\""), "%s",
+              kcr_last_error());
+    kcr_object_edit_free(e);
+
+    /* The edits after the failure really were skipped: a fresh editor with
+     * the same calls minus the failing one shows what they would have done. */
+    cr_assert_eq(kcr_object_edit_new(base, &e), KCR_OK);
+    kcr_object_edit_set_string(e, "spec.image", "nginx");
+    cr_assert_eq(kcr_object_edit_set_int(e, "spec.replicas", 7), KCR_OK);
+    o = freeze(e);
+    cr_assert_eq(kcr_value_int(kcr_object_get(o, "spec.replicas")), 7);
+    kcr_object_unref(o);
+    kcr_object_edit_free(e);
+    cr_assert_eq(kcr_object_edit_error(NULL), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_object_edit_set_int(NULL, "a", 1), KCR_ERR_INVALID);
     kcr_object_unref(base);
 }
 

@@ -193,7 +193,10 @@ Test(reflector, watch_events_and_bookmarks_move_the_rv)
     /* (not drained: the fifo has no known objects, so a delete of a popped
      * key would be ignored) */
     cr_assert_eq(patch_cm(g.w, "default", "cm-00001", "changed"), KCR_OK);
-    cr_assert_eq(kcr_client_delete(g.w, &CM, "default", "cm-00002", NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_delete(g.w, &(kcr_request){.resource = &CM, .ns = "default", .name = "cm-00002"},
+                          NULL),
+        KCR_OK);
     kcr_object_unref(seed_cm(g.fake, "default", "new", "a", "b"));
     uint64_t rv = kcr_fake_resource_version(g.fake);
     WAIT_FOR(rv_is(g.r, rv), 5000);
@@ -276,9 +279,17 @@ Test(reflector, compaction_410_event_on_rewatch_relists)
     rig_watching(&g, NULL, 5);
     /* writes, then the history is compacted and the watch ends: the
      * re-watch from the old RV gets an ERROR 410 event */
-    kcr_fake_inject_error(g.fake, KCR_FAKE_WATCH, &CM, -1, 503, "ServiceUnavailable", "down");
+    kcr_fake_inject_error(g.fake, &(kcr_fake_error){.verb = KCR_FAKE_WATCH,
+                                                    .resource = &CM,
+                                                    .times = -1,
+                                                    .code = 503,
+                                                    .reason = "ServiceUnavailable",
+                                                    .message = "down"});
     kcr_fake_end_watches(g.fake, &CM);
-    cr_assert_eq(kcr_client_delete(g.w, &CM, "default", "cm-00001", NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(
+        kcr_client_delete(g.w, &(kcr_request){.resource = &CM, .ns = "default", .name = "cm-00001"},
+                          NULL),
+        KCR_OK);
     kcr_fake_compact(g.fake);
     WAIT_FOR(stats(g.r).failures >= 1, 5000);
     kcr_fake_clear_errors(g.fake);
@@ -416,7 +427,12 @@ static size_t bo_n(bo_log *l)
 static void run_until_backoffs(rig *g, bo_log *l, int code, const char *reason, size_t n)
 {
     bo_attach(g, l);
-    kcr_fake_inject_error(g->fake, KCR_FAKE_LIST, &CM, -1, code, reason, "the list fails");
+    kcr_fake_inject_error(g->fake, &(kcr_fake_error){.verb = KCR_FAKE_LIST,
+                                                     .resource = &CM,
+                                                     .times = -1,
+                                                     .code = code,
+                                                     .reason = reason,
+                                                     .message = "the list fails"});
     cr_assert_eq(kcr_reflector_start(g->r), KCR_OK);
     WAIT_FOR(bo_n(l) >= n, 5000);
     kcr_reflector_stop(g->r);
@@ -463,12 +479,21 @@ Test(reflector, backoff_resets_after_a_quiet_period)
     rig_up(&g, &o, 1);
     bo_log l;
     bo_attach(&g, &l);
-    kcr_fake_inject_error(g.fake, KCR_FAKE_LIST, &CM, 3, 500, "InternalError", "boom");
+    kcr_fake_inject_error(g.fake, &(kcr_fake_error){.verb = KCR_FAKE_LIST,
+                                                    .resource = &CM,
+                                                    .times = 3,
+                                                    .code = 500,
+                                                    .reason = "InternalError",
+                                                    .message = "boom"});
     start_watching(&g);
     cr_assert_eq(bo_n(&l), 3);
     cr_assert_eq(l.ms[2], 40);
     sleep_ms(300); /* healthy for longer than the reset period */
-    kcr_fake_inject_error(g.fake, KCR_FAKE_WATCH, &CM, 1, 429, "TooManyRequests", "later");
+    kcr_fake_inject_error(g.fake, &(kcr_fake_error){.verb = KCR_FAKE_WATCH,
+                                                    .resource = &CM,
+                                                    .code = 429,
+                                                    .reason = "TooManyRequests",
+                                                    .message = "later"});
     kcr_fake_end_watches(g.fake, &CM);
     WAIT_FOR(bo_n(&l) >= 4, 5000);
     cr_assert_eq(l.ms[3], 10, "reset to the initial backoff, got %lld", (long long)l.ms[3]);
@@ -480,7 +505,12 @@ Test(reflector, watch_429_backs_off_and_rewatches_without_relist)
     rig g;
     rig_watching(&g, NULL, 2);
     uint64_t lists = list_reqs(g.r);
-    kcr_fake_inject_error(g.fake, KCR_FAKE_WATCH, &CM, 3, 429, "TooManyRequests", "later");
+    kcr_fake_inject_error(g.fake, &(kcr_fake_error){.verb = KCR_FAKE_WATCH,
+                                                    .resource = &CM,
+                                                    .times = 3,
+                                                    .code = 429,
+                                                    .reason = "TooManyRequests",
+                                                    .message = "later"});
     kcr_fake_end_watches(g.fake, &CM);
     WAIT_FOR(stats(g.r).failures >= 3 && kcr_fake_watch_count(g.fake, &CM) == 1, 5000);
     kcr_reflector_stats s = stats(g.r);
@@ -547,8 +577,14 @@ Test(reflector, forbidden_list_is_reported_with_the_status)
 {
     rig g;
     rig_up(&g, NULL, 2);
-    kcr_fake_inject_error(g.fake, KCR_FAKE_LIST, &CM, -1, 403, "Forbidden",
-                          "configmaps is forbidden: User \"bob\" cannot list resource");
+    kcr_fake_inject_error(
+        g.fake,
+        &(kcr_fake_error){.verb = KCR_FAKE_LIST,
+                          .resource = &CM,
+                          .times = -1,
+                          .code = 403,
+                          .reason = "Forbidden",
+                          .message = "configmaps is forbidden: User \"bob\" cannot list resource"});
     cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
     WAIT_FOR(stats(g.r).failures >= 1, 5000);
     kcr_status st = {0};
@@ -603,9 +639,15 @@ Test(reflector, streaming_list_falls_back_to_list_on_422)
     rig g;
     kcr_reflector_options o = streaming_opts();
     rig_up(&g, &o, 20);
-    kcr_fake_inject_error(g.fake, KCR_FAKE_WATCH, &CM, 1, 422, "Invalid",
-                          "sendInitialEvents is forbidden for watch unless the WatchList feature "
-                          "gate is enabled");
+    kcr_fake_inject_error(
+        g.fake,
+        &(kcr_fake_error){
+            .verb = KCR_FAKE_WATCH,
+            .resource = &CM,
+            .code = 422,
+            .reason = "Invalid",
+            .message = "sendInitialEvents is forbidden for watch unless the WatchList feature "
+                       "gate is enabled"});
     start_watching(&g);
     cr_assert(kcr_reflector_has_listed(g.r));
     cr_assert_eq(spy_count(g.c, false), 1, "fell back to LIST");
@@ -737,7 +779,11 @@ Test(reflector, stop_during_backoff_and_watch_returns_within_a_second)
     rig g;
     kcr_reflector_options o = {.backoff_initial_ms = 20000};
     rig_up(&g, &o, 2);
-    kcr_fake_inject_error(g.fake, KCR_FAKE_LIST, &CM, 1, 500, "InternalError", "boom");
+    kcr_fake_inject_error(g.fake, &(kcr_fake_error){.verb = KCR_FAKE_LIST,
+                                                    .resource = &CM,
+                                                    .code = 500,
+                                                    .reason = "InternalError",
+                                                    .message = "boom"});
     cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
     WAIT_FOR(stats(g.r).backoffs == 1, 5000);
     int64_t t0 = now_ms();

@@ -114,7 +114,9 @@ Test(reflector_sink, a_custom_sink_gets_replace_add_update_delete_and_bookmark)
 
     kcr_object_unref(seed_cm(fake, "default", "new", "a", "b"));
     cr_assert_eq(patch_cm(c, "default", "cm-00001", "changed"), KCR_OK);
-    cr_assert_eq(kcr_client_delete(c, &CM, "default", "cm-00000", NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_delete(
+                     c, &(kcr_request){.resource = &CM, .ns = "default", .name = "cm-00000"}, NULL),
+                 KCR_OK);
     WAIT_FOR(n_events(&l) == 4, 5000);
     cr_assert_eq(n_events(&l), 4);
     kcr_fake_bookmark(fake, &CM);

@@ -71,9 +71,15 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
         kcr_object_unref(p);
         if (same)
             return KCR_DONE;
-        kcr_write_options wo = {.field_manager = "t", .force = true};
-        beh.last_write = kcr_client_patch(kcr_ctx_client(ctx), &CM, req->ns, name,
-                                          KCR_PATCH_APPLY, body, 0, &wo, NULL, NULL);
+        beh.last_write = kcr_client_patch(kcr_ctx_client(ctx),
+                                          &(kcr_request){.resource = &CM,
+                                                         .ns = req->ns,
+                                                         .name = name,
+                                                         .patch_type = KCR_PATCH_APPLY,
+                                                         .body = body,
+                                                         .field_manager = "t",
+                                                         .force = true},
+                                          NULL);
         return beh.last_write == KCR_OK ? KCR_DONE : KCR_RETRY(beh.last_write);
     }
     kcr_object_unref(p);
@@ -95,8 +101,14 @@ static kcr_controller *add(kcr_controller_options *o)
 static void patch_cm(const char *name, const char *merge_patch)
 {
     kcr_status st = {0};
-    cr_assert_eq(kcr_client_patch(kcr_testkit_client(tk), &CM, "default", name, KCR_PATCH_MERGE,
-                                  merge_patch, 0, NULL, NULL, &st),
+    cr_assert_eq(kcr_client_patch(kcr_testkit_client(tk),
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = "default",
+                                                 .name = name,
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = merge_patch,
+                                                 .status = &st},
+                                  NULL),
                  KCR_OK, "%s", kcr_last_error());
 }
 
@@ -205,8 +217,14 @@ Test(testkit, retry_backs_off_and_success_resets, .init = setup, .fini = teardow
          "\"data\":{\"v\":\"1\"}}");
     beh.mirror = true;
     /* creating the copy fails twice with a 500, only for that name */
-    cr_assert_eq(kcr_testkit_inject_error(tk, KCR_FAKE_PATCH, &CM, "default", "a-copy", 2, 500,
-                                          "InternalError", "boom"),
+    cr_assert_eq(kcr_testkit_inject_error(tk, &(kcr_fake_error){.verb = KCR_FAKE_PATCH,
+                                                                .resource = &CM,
+                                                                .ns = "default",
+                                                                .name = "a-copy",
+                                                                .times = 2,
+                                                                .code = 500,
+                                                                .reason = "InternalError",
+                                                                .message = "boom"}),
                  KCR_OK);
     kcr_controller *c = add(&(kcr_controller_options){0});
     size_t n;
@@ -290,7 +308,8 @@ static kcr_result fail_with_detail(kcr_ctx *ctx, const kcr_reconcile_request *re
     (void)ud;
     /* a kcr call that fails first leaves its own detail behind */
     kcr_object *o = NULL;
-    kcr_client_get(kcr_ctx_client(ctx), &CM, req->ns, "absent", NULL, &o, NULL);
+    kcr_client_get(kcr_ctx_client(ctx),
+                   &(kcr_request){.resource = &CM, .ns = req->ns, .name = "absent"}, &o);
     return KCR_RETRY(kcr_set_error(KCR_ERR_INVALID, "spec.size %d is not a power of two", 3));
 }
 
@@ -405,8 +424,12 @@ Test(testkit, live_changes_before_initial_list, .init = setup, .fini = teardown)
          "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"b\"}}");
     add(&(kcr_controller_options){0});
     kcr_status st = {0};
-    cr_assert_eq(kcr_client_create(kcr_testkit_client(tk), &CM, "default",
-                                   "{\"metadata\":{\"name\":\"z\"}}", 0, NULL, NULL, &st),
+    cr_assert_eq(kcr_client_create(kcr_testkit_client(tk),
+                                   &(kcr_request){.resource = &CM,
+                                                  .ns = "default",
+                                                  .body = "{\"metadata\":{\"name\":\"z\"}}",
+                                                  .status = &st},
+                                   NULL),
                  KCR_OK);
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
     size_t n;
@@ -473,21 +496,38 @@ Test(testkit, conflict_injected_per_name, .init = setup, .fini = teardown)
 {
     seed("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}\n---\n"
          "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"b\"}}");
-    cr_assert_eq(kcr_testkit_inject_error(tk, KCR_FAKE_UPDATE, &CM, "default", "b", 1, 409,
-                                          "Conflict", "stale"),
+    cr_assert_eq(kcr_testkit_inject_error(tk, &(kcr_fake_error){.verb = KCR_FAKE_UPDATE,
+                                                                .resource = &CM,
+                                                                .ns = "default",
+                                                                .name = "b",
+                                                                .code = 409,
+                                                                .reason = "Conflict",
+                                                                .message = "stale"}),
                  KCR_OK);
     kcr_status st = {0};
     kcr_client *cl = kcr_testkit_client(tk);
-    cr_assert_eq(kcr_client_update(cl, &CM, "default", "{\"metadata\":{\"name\":\"a\"}}", 0, NULL,
-                                   NULL, &st),
+    cr_assert_eq(kcr_client_update(cl,
+                                   &(kcr_request){.resource = &CM,
+                                                  .ns = "default",
+                                                  .body = "{\"metadata\":{\"name\":\"a\"}}",
+                                                  .status = &st},
+                                   NULL),
                  KCR_OK);
-    cr_assert_eq(kcr_client_update(cl, &CM, "default", "{\"metadata\":{\"name\":\"b\"}}", 0, NULL,
-                                   NULL, &st),
+    cr_assert_eq(kcr_client_update(cl,
+                                   &(kcr_request){.resource = &CM,
+                                                  .ns = "default",
+                                                  .body = "{\"metadata\":{\"name\":\"b\"}}",
+                                                  .status = &st},
+                                   NULL),
                  KCR_ERR_CONFLICT);
     cr_assert_eq(st.code, 409);
     kcr_status_clear(&st);
-    cr_assert_eq(kcr_client_update(cl, &CM, "default", "{\"metadata\":{\"name\":\"b\"}}", 0, NULL,
-                                   NULL, &st),
+    cr_assert_eq(kcr_client_update(cl,
+                                   &(kcr_request){.resource = &CM,
+                                                  .ns = "default",
+                                                  .body = "{\"metadata\":{\"name\":\"b\"}}",
+                                                  .status = &st},
+                                   NULL),
                  KCR_OK, "only once");
 }
 
@@ -533,8 +573,8 @@ Test(testkit, client_writes_kcr_objects, .init = setup, .fini = teardown)
     const char *json = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
                        "{\"name\":\"o\",\"namespace\":\"ns1\"},\"data\":{\"v\":\"1\"}}";
     cr_assert_eq(kcr_object_parse(json, strlen(json), &obj), KCR_OK);
-    cr_assert_eq(kcr_client_create_object(cl, &CM, NULL, obj, NULL, &got, NULL), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(kcr_client_create(cl, &(kcr_request){.resource = &CM, .object = obj}, &got),
+                 KCR_OK, "%s", kcr_last_error());
     cr_assert_str_eq(kcr_object_namespace(got), "ns1", "the object's namespace");
     kcr_object_edit *e = NULL;
     cr_assert_eq(kcr_object_edit_new(got, &e), KCR_OK);
@@ -543,21 +583,32 @@ Test(testkit, client_writes_kcr_objects, .init = setup, .fini = teardown)
     cr_assert_eq(kcr_object_edit_freeze(e, &changed), KCR_OK);
     kcr_object_edit_free(e);
     kcr_object_unref(got);
-    cr_assert_eq(kcr_client_update_object(cl, &CM, changed, NULL, &got, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_update(cl, &(kcr_request){.resource = &CM, .object = changed}, &got),
+                 KCR_OK);
     cr_assert_str_eq(kcr_value_string(kcr_object_get(got, "data.v"), NULL), "2");
     kcr_object_unref(got);
     kcr_status st = {0};
-    cr_assert_eq(kcr_client_update_object(cl, &CM, changed, NULL, NULL, &st), KCR_ERR_CONFLICT,
-                 "its resourceVersion is stale now");
+    cr_assert_eq(kcr_client_update(
+                     cl, &(kcr_request){.resource = &CM, .object = changed, .status = &st}, NULL),
+                 KCR_ERR_CONFLICT, "its resourceVersion is stale now");
     kcr_status_clear(&st);
-    kcr_write_options wo = {.field_manager = "t"};
-    cr_assert_eq(kcr_client_apply_object(cl, &CM, obj, &wo, &got, NULL), KCR_OK);
+    cr_assert_eq(kcr_client_patch(cl,
+                                  &(kcr_request){.resource = &CM,
+                                                 .object = obj,
+                                                 .patch_type = KCR_PATCH_APPLY,
+                                                 .field_manager = "t"},
+                                  &got),
+                 KCR_OK);
     cr_assert_str_eq(kcr_value_string(kcr_object_get(got, "data.v"), NULL), "1");
     kcr_object_unref(got);
-    cr_assert_eq(kcr_client_apply_object(cl, &CM, obj, NULL, NULL, NULL), KCR_OK,
-                 "apply without options uses the client's default field manager: %s",
+    cr_assert_eq(kcr_client_patch(
+                     cl,
+                     &(kcr_request){.resource = &CM, .object = obj, .patch_type = KCR_PATCH_APPLY},
+                     NULL),
+                 KCR_OK, "apply without options uses the client's default field manager: %s",
                  kcr_last_error());
-    cr_assert_eq(kcr_client_create_object(cl, &CM, NULL, NULL, NULL, NULL, NULL), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_client_create(cl, &(kcr_request){.resource = &CM, .object = NULL}, NULL),
+                 KCR_ERR_INVALID);
     kcr_object_unref(changed);
     kcr_object_unref(obj);
 }
@@ -656,9 +707,15 @@ Test(testkit, status_update_retries_an_injected_conflict, .init = setup, .fini =
 {
     seed("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n"
          "spec: {replicas: 1}\n");
-    cr_assert_eq(kcr_testkit_inject_error(tk, KCR_FAKE_UPDATE, &DEPLOY, "default", "web", 1, 409,
-                                          "Conflict", "the object has been modified"),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_testkit_inject_error(tk, &(kcr_fake_error){.verb = KCR_FAKE_UPDATE,
+                                                       .resource = &DEPLOY,
+                                                       .ns = "default",
+                                                       .name = "web",
+                                                       .code = 409,
+                                                       .reason = "Conflict",
+                                                       .message = "the object has been modified"}),
+        KCR_OK);
     kcr_controller_options o = {.name = "status", .primary = {.resource = DEPLOY},
                                 .reconcile = status_reconcile};
     cr_assert_eq(kcr_testkit_add_controller(tk, &o, NULL), KCR_OK, "%s", kcr_last_error());

@@ -210,10 +210,14 @@ static kcr_result stamp_once(kcr_ctx *ctx, const kcr_reconcile_request *req, voi
     kcr_object_unref(p);
     if (!p || stamped)
         return KCR_DONE;
-    kcr_err err = kcr_client_patch(kcr_ctx_client(ctx), &CM, req->ns, req->name,
-                                   KCR_PATCH_MERGE,
-                                   "{\"metadata\":{\"annotations\":{\"stamped\":\"yes\"}}}", 0,
-                                   NULL, NULL, NULL);
+    kcr_err err = kcr_client_patch(
+        kcr_ctx_client(ctx),
+        &(kcr_request){.resource = &CM,
+                       .ns = req->ns,
+                       .name = req->name,
+                       .patch_type = KCR_PATCH_MERGE,
+                       .body = "{\"metadata\":{\"annotations\":{\"stamped\":\"yes\"}}}"},
+        NULL);
     return err == KCR_OK ? KCR_DONE : KCR_RETRY(err);
 }
 

@@ -66,7 +66,8 @@ static kcr_err bump_shared(kcr_ctx *ctx)
     cr_assert_eq(kcr_object_edit_set_string(e, "data.n", "1"), KCR_OK);
     cr_assert_eq(kcr_object_edit_freeze(e, &want), KCR_OK);
     kcr_object_edit_free(e);
-    kcr_err err = kcr_client_update_object(kcr_ctx_client(ctx), &CM, want, NULL, NULL, NULL);
+    kcr_err err = kcr_client_update(kcr_ctx_client(ctx),
+                                    &(kcr_request){.resource = &CM, .object = want}, NULL);
     kcr_object_unref(want);
     kcr_object_unref(shared);
     return err;
@@ -177,7 +178,8 @@ static kcr_result three_gets(kcr_ctx *ctx, const kcr_reconcile_request *req, voi
         if (kcr_ctx_canceled(ctx))
             return KCR_RETRY(kcr_set_error(KCR_ERR_CANCELED, "stopped before get %d", i));
         kcr_object *o = NULL;
-        kcr_client_get(kcr_ctx_client(ctx), &CM, req->ns, req->name, NULL, &o, NULL);
+        kcr_client_get(kcr_ctx_client(ctx),
+                       &(kcr_request){.resource = &CM, .ns = req->ns, .name = req->name}, &o);
         kcr_object_unref(o);
         beh.calls++;
     }
@@ -273,8 +275,13 @@ static kcr_result touch_self(kcr_ctx *ctx, const kcr_reconcile_request *req, voi
     bool first = n && strcmp(n, "0") == 0;
     kcr_object_unref(o);
     if (first)
-        cr_assert_eq(kcr_client_patch(kcr_ctx_client(ctx), &CM, req->ns, req->name,
-                                      KCR_PATCH_MERGE, patch, 0, NULL, NULL, NULL),
+        cr_assert_eq(kcr_client_patch(kcr_ctx_client(ctx),
+                                      &(kcr_request){.resource = &CM,
+                                                     .ns = req->ns,
+                                                     .name = req->name,
+                                                     .patch_type = KCR_PATCH_MERGE,
+                                                     .body = patch},
+                                      NULL),
                      KCR_OK, "%s", kcr_last_error());
     return KCR_DONE;
 }

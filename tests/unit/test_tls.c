@@ -72,8 +72,9 @@ static void expect_tls_error(const char *needle)
 {
     int64_t t0 = kcr__now_ns();
     kcr_object *o = NULL;
-    cr_assert_eq(kcr_client_get(client, &CM, "d", "a", NULL, &o, NULL), KCR_ERR_TLS, "%s",
-                 kcr_last_error());
+    cr_assert_eq(
+        kcr_client_get(client, &(kcr_request){.resource = &CM, .ns = "d", .name = "a"}, &o),
+        KCR_ERR_TLS, "%s", kcr_last_error());
     int64_t took = kcr__now_ns() - t0;
     cr_assert(strstr(kcr_last_error(), needle) != NULL, "\"%s\" not in \"%s\"", needle,
               kcr_last_error());
@@ -90,8 +91,9 @@ Test(tls, a_trusted_server_works, .init = make_cas, .fini = teardown)
     test_pki_leaf(&good, &ca, "apiserver", "IP:127.0.0.1", -60, 3600);
     serve(&good, NULL);
     kcr_object *o = NULL;
-    cr_assert_eq(kcr_client_get(client, &CM, "d", "a", NULL, &o, NULL), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(
+        kcr_client_get(client, &(kcr_request){.resource = &CM, .ns = "d", .name = "a"}, &o), KCR_OK,
+        "%s", kcr_last_error());
     cr_assert_str_eq(kcr_object_name(o), "a");
     kcr_object_unref(o);
     cr_assert_eq(tls_server_answered(server), 1);
@@ -118,8 +120,9 @@ Test(tls, certificate_for_another_host, .init = make_cas, .fini = teardown)
     /* tls-server-name is honoured: the name the certificate carries works */
     serve(&elsewhere, "api.elsewhere.test");
     kcr_object *o = NULL;
-    cr_assert_eq(kcr_client_get(client, &CM, "d", "a", NULL, &o, NULL), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(
+        kcr_client_get(client, &(kcr_request){.resource = &CM, .ns = "d", .name = "a"}, &o), KCR_OK,
+        "%s", kcr_last_error());
     kcr_object_unref(o);
     /* ... and checked: another one fails, naming it */
     serve(&elsewhere, "api.other.test");

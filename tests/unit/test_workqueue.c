@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "kcr/kcr.h"
 #include "workqueue/queue.h"
+#include "helpers/bounded.h"
 
 static kcr_workqueue *new_queue(void)
 {
@@ -43,10 +44,10 @@ static void expect_next(kcr_workqueue *q, const char *want)
 Test(workqueue, fifo_order_and_add_while_queued_is_noop)
 {
     kcr_workqueue *q = new_queue();
-    cr_assert_eq(kcr_workqueue_add(q, "a"), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add(q, "b"), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add(q, "a"), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add(q, "c"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "a", NULL), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "b", NULL), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "a", NULL), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "c", NULL), KCR_OK);
     cr_assert_eq(kcr_workqueue_len(q), 3);
     expect_next(q, "a");
     expect_next(q, "b");
@@ -63,12 +64,12 @@ Test(workqueue, add_while_processing_comes_back_after_done)
 {
     kcr_workqueue *q = new_queue();
     const char *key;
-    kcr_workqueue_add(q, "a");
-    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_OK);
+    kcr_workqueue_add(q, "a", NULL);
+    cr_assert_eq(test_wq_get(q, &key), KCR_OK);
     cr_assert_str_eq(key, "a");
     /* Not handed out twice: it is dirty but not queued while processing. */
-    cr_assert_eq(kcr_workqueue_add(q, "a"), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add(q, "a"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "a", NULL), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "a", NULL), KCR_OK);
     cr_assert_eq(kcr_workqueue_len(q), 0);
     cr_assert_eq(kcr_workqueue_get_timeout(q, 0, &key), KCR_ERR_TIMEOUT);
     kcr_workqueue_stats st;
@@ -87,11 +88,11 @@ Test(workqueue, done_of_key_not_handed_out_is_state_error)
     kcr_workqueue *q = new_queue();
     cr_assert_eq(kcr_workqueue_done(q, "never"), KCR_ERR_STATE);
     cr_assert_str_not_empty(kcr_last_error());
-    kcr_workqueue_add(q, "queued");
+    kcr_workqueue_add(q, "queued", NULL);
     cr_assert_eq(kcr_workqueue_done(q, "queued"), KCR_ERR_STATE, "queued is not processing");
     cr_assert_eq(kcr_workqueue_len(q), 1, "a bad done leaves the queue as it was");
     const char *key;
-    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_OK);
+    cr_assert_eq(test_wq_get(q, &key), KCR_OK);
     cr_assert_eq(q->handed_out.count, 1);
     char copy[16];
     snprintf(copy, sizeof copy, "%s", key);
@@ -99,7 +100,7 @@ Test(workqueue, done_of_key_not_handed_out_is_state_error)
     cr_assert_eq(q->handed_out.count, 0, "a done by copy leaves the fast path's set too");
     cr_assert_eq(kcr_workqueue_done(q, "queued"), KCR_ERR_STATE, "second done");
     cr_assert_eq(kcr_workqueue_done(q, NULL), KCR_ERR_INVALID);
-    kcr_workqueue_add(q, "queued");
+    kcr_workqueue_add(q, "queued", NULL);
     expect_next(q, "queued"); /* done with the pointer get returned */
     cr_assert_eq(q->handed_out.count, 0);
     kcr_workqueue_free(q);
@@ -108,19 +109,20 @@ Test(workqueue, done_of_key_not_handed_out_is_state_error)
 Test(workqueue, after_shutdown_get_drains_then_reports_shutdown)
 {
     kcr_workqueue *q = new_queue();
-    kcr_workqueue_add(q, "a");
-    kcr_workqueue_add(q, "b");
+    kcr_workqueue_add(q, "a", NULL);
+    kcr_workqueue_add(q, "b", NULL);
     cr_assert_not(kcr_workqueue_shutting_down(q));
     kcr_workqueue_shutdown(q);
     cr_assert(kcr_workqueue_shutting_down(q));
-    cr_assert_eq(kcr_workqueue_add(q, "c"), KCR_ERR_SHUTDOWN);
-    cr_assert_eq(kcr_workqueue_add_after(q, "d", 0), KCR_ERR_SHUTDOWN);
+    cr_assert_eq(kcr_workqueue_add(q, "c", NULL), KCR_ERR_SHUTDOWN);
+    cr_assert_eq(kcr_workqueue_add(q, "d",
+                                   &(kcr_workqueue_add_options){.delay_ms = 0}), KCR_ERR_SHUTDOWN);
     const char *key;
-    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_OK);
+    cr_assert_eq(test_wq_get(q, &key), KCR_OK);
     cr_assert_str_eq(key, "a");
-    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_OK);
+    cr_assert_eq(test_wq_get(q, &key), KCR_OK);
     cr_assert_str_eq(key, "b");
-    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_ERR_SHUTDOWN);
+    cr_assert_eq(test_wq_get(q, &key), KCR_ERR_SHUTDOWN);
     cr_assert_null(key);
     cr_assert_eq(kcr_workqueue_done(q, "a"), KCR_OK);
     cr_assert_eq(kcr_workqueue_done(q, "b"), KCR_OK);
@@ -187,7 +189,7 @@ Test(workqueue, shutdown_unblocks_blocked_getters)
         cr_assert_eq(atomic_load(&g[i].finished), 0);
     kcr_workqueue_shutdown(q);
     for (int i = 0; i < 3; i++) {
-        pthread_join(t[i], NULL);
+        test_join(t[i], 30000, "thread t[i]");
         cr_assert_eq(g[i].err, KCR_ERR_SHUTDOWN);
     }
     kcr_workqueue_free(q);
@@ -198,7 +200,7 @@ static void shutdown_join_free(kcr_workqueue *q, pthread_t *t, int n)
 {
     kcr_workqueue_shutdown(q);
     for (int i = 0; i < n; i++)
-        pthread_join(t[i], NULL);
+        test_join(t[i], 30000, "thread t[i]");
     kcr_workqueue_free(q);
 }
 
@@ -219,17 +221,17 @@ Test(workqueue, shutdown_with_drain_waits_for_in_flight_work)
 {
     kcr_workqueue *q = new_queue();
     const char *a, *b;
-    kcr_workqueue_add(q, "a");
-    kcr_workqueue_add(q, "b");
-    cr_assert_eq(kcr_workqueue_get(q, &a), KCR_OK);
-    cr_assert_eq(kcr_workqueue_get(q, &b), KCR_OK);
+    kcr_workqueue_add(q, "a", NULL);
+    kcr_workqueue_add(q, "b", NULL);
+    cr_assert_eq(test_wq_get(q, &a), KCR_OK);
+    cr_assert_eq(test_wq_get(q, &b), KCR_OK);
     struct drainer d = {.q = q};
     pthread_t t;
     pthread_create(&t, NULL, drain_main, &d);
     wait_for_shutdown(q);
     cr_assert_eq(atomic_load(&d.returned), 0, "returned while two keys were processing");
     cr_assert(kcr_workqueue_shutting_down(q));
-    cr_assert_eq(kcr_workqueue_add(q, "c"), KCR_ERR_SHUTDOWN);
+    cr_assert_eq(kcr_workqueue_add(q, "c", NULL), KCR_ERR_SHUTDOWN);
     cr_assert_eq(kcr_workqueue_done(q, "a"), KCR_OK);
     /* Wake the drainer (a spurious wake-up, which it must survive) and wait
      * until it has looked at the queue again since done(a): then it has
@@ -253,7 +255,7 @@ Test(workqueue, shutdown_with_drain_waits_for_in_flight_work)
     cr_assert_eq(inside, 1, "returned while one key was processing");
     cr_assert_eq(atomic_load(&d.returned), 0, "returned while one key was processing");
     cr_assert_eq(kcr_workqueue_done(q, "b"), KCR_OK);
-    pthread_join(t, NULL);
+    test_join(t, 30000, "thread t");
     cr_assert_eq(atomic_load(&d.returned), 1);
     kcr_workqueue_free(q);
 }
@@ -266,15 +268,15 @@ Test(workqueue, shutdown_with_drain_returns_at_once_when_idle_and_plain_shutdown
 
     q = new_queue();
     const char *k;
-    kcr_workqueue_add(q, "stuck");
-    kcr_workqueue_get(q, &k);
+    kcr_workqueue_add(q, "stuck", NULL);
+    test_wq_get(q, &k);
     struct drainer d = {.q = q};
     pthread_t t;
     pthread_create(&t, NULL, drain_main, &d);
     wait_for_shutdown(q);
     cr_assert_eq(atomic_load(&d.returned), 0);
     kcr_workqueue_shutdown(q);
-    pthread_join(t, NULL);
+    test_join(t, 30000, "thread t");
     cr_assert_eq(atomic_load(&d.returned), 1);
     cr_assert_eq(kcr_workqueue_done(q, "stuck"), KCR_OK);
     kcr_workqueue_free(q);
@@ -292,7 +294,7 @@ Test(workqueue, get_timeout_reports_timeout)
     cr_assert_eq(kcr_workqueue_get_timeout(q, 30, &key), KCR_ERR_TIMEOUT);
     cr_assert_geq(ms_since(t0), 29.0);
     cr_assert_lt(ms_since(t0), 5000.0);
-    kcr_workqueue_add(q, "x");
+    kcr_workqueue_add(q, "x", NULL);
     cr_assert_eq(kcr_workqueue_get_timeout(q, 30, &key), KCR_OK);
     cr_assert_str_eq(key, "x");
     kcr_workqueue_done(q, key);
@@ -302,8 +304,8 @@ Test(workqueue, get_timeout_reports_timeout)
     struct getter g;
     start_getter(&t, &g, q, 5000);
     wait_for_sleepers(q, 1);
-    kcr_workqueue_add(q, "late");
-    pthread_join(t, NULL);
+    kcr_workqueue_add(q, "late", NULL);
+    test_join(t, 30000, "thread t");
     cr_assert_eq(g.err, KCR_OK);
     cr_assert_str_eq(g.key, "late");
     kcr_workqueue_done(q, "late");
@@ -313,7 +315,8 @@ Test(workqueue, get_timeout_reports_timeout)
 Test(workqueue, wake_unblocks_getters_without_shutdown)
 {
     kcr_workqueue *q = new_queue();
-    kcr_workqueue_add_after(q, "far", 3600 * 1000); /* one of them keeps time */
+    kcr_workqueue_add(q, "far",
+        &(kcr_workqueue_add_options){.delay_ms = 3600 * 1000}); /* one of them keeps time */
     pthread_t t[2];
     struct getter g[2];
     start_getter(&t[0], &g[0], q, -1);
@@ -324,13 +327,13 @@ Test(workqueue, wake_unblocks_getters_without_shutdown)
     cr_assert_eq(atomic_load(&g[0].finished) + atomic_load(&g[1].finished), 0);
     kcr_workqueue_wake(q);
     for (int i = 0; i < 2; i++) {
-        pthread_join(t[i], NULL);
+        test_join(t[i], 30000, "thread t[i]");
         cr_assert_eq(g[i].err, KCR_ERR_CANCELED);
     }
     cr_assert_not(kcr_workqueue_shutting_down(q));
     /* The queue still works, and a wake with nobody waiting changes nothing. */
     kcr_workqueue_wake(q);
-    kcr_workqueue_add(q, "after");
+    kcr_workqueue_add(q, "after", NULL);
     expect_next(q, "after");
     kcr_workqueue_free(q);
 }
@@ -338,9 +341,9 @@ Test(workqueue, wake_unblocks_getters_without_shutdown)
 Test(workqueue, remove_drops_queued_delayed_and_readded_keys)
 {
     kcr_workqueue *q = new_queue();
-    kcr_workqueue_add(q, "a");
-    kcr_workqueue_add(q, "b");
-    kcr_workqueue_add(q, "c");
+    kcr_workqueue_add(q, "a", NULL);
+    kcr_workqueue_add(q, "b", NULL);
+    kcr_workqueue_add(q, "c", NULL);
     cr_assert_eq(kcr_workqueue_remove(q, "b"), KCR_OK);
     cr_assert_eq(kcr_workqueue_remove(q, "b"), KCR_ERR_NOT_FOUND);
     cr_assert_eq(kcr_workqueue_remove(q, "zzz"), KCR_ERR_NOT_FOUND);
@@ -348,7 +351,7 @@ Test(workqueue, remove_drops_queued_delayed_and_readded_keys)
     expect_next(q, "a");
     expect_next(q, "c");
 
-    kcr_workqueue_add_after(q, "later", 3600 * 1000);
+    kcr_workqueue_add(q, "later", &(kcr_workqueue_add_options){.delay_ms = 3600 * 1000});
     kcr_workqueue_stats st;
     kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.waiting, 1);
@@ -358,9 +361,9 @@ Test(workqueue, remove_drops_queued_delayed_and_readded_keys)
 
     /* Processing: the re-add is dropped, the key stays handed out. */
     const char *key;
-    kcr_workqueue_add(q, "p");
-    kcr_workqueue_get(q, &key);
-    kcr_workqueue_add(q, "p");
+    kcr_workqueue_add(q, "p", NULL);
+    test_wq_get(q, &key);
+    kcr_workqueue_add(q, "p", NULL);
     cr_assert_eq(kcr_workqueue_remove(q, "p"), KCR_OK);
     cr_assert_eq(kcr_workqueue_remove(q, "p"), KCR_ERR_NOT_FOUND);
     cr_assert_eq(kcr_workqueue_done(q, "p"), KCR_OK);
@@ -373,14 +376,15 @@ Test(workqueue, remove_drops_queued_delayed_and_readded_keys)
 Test(workqueue, add_after_non_positive_adds_now)
 {
     kcr_workqueue *q = new_queue();
-    cr_assert_eq(kcr_workqueue_add_after(q, "zero", 0), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add_after(q, "neg", -5000), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "zero", &(kcr_workqueue_add_options){.delay_ms = 0}), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "neg",
+                                   &(kcr_workqueue_add_options){.delay_ms = -5000}), KCR_OK);
     cr_assert_eq(kcr_workqueue_len(q), 2);
     expect_next(q, "zero");
     expect_next(q, "neg");
     kcr_workqueue_stats st;
     kcr_workqueue_get_stats(q, &st);
-    cr_assert_eq(st.retries_total, 2);
+    cr_assert_eq(st.retries_total, 0, "only a delay (> 0) or add_rate_limited is a retry");
     kcr_workqueue_free(q);
 }
 
@@ -389,9 +393,12 @@ Test(workqueue, add_after_non_positive_adds_now)
 Test(workqueue, add_after_extreme_delays_saturate)
 {
     kcr_workqueue *q = new_queue();
-    cr_assert_eq(kcr_workqueue_add_after(q, "never", INT64_MAX), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add_after(q, "past", INT64_MIN), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add_after(q, "one-ms", 1), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "never",
+                                   &(kcr_workqueue_add_options){.delay_ms = INT64_MAX}), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "past",
+                                   &(kcr_workqueue_add_options){.delay_ms = INT64_MIN}), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "one-ms",
+                                   &(kcr_workqueue_add_options){.delay_ms = 1}), KCR_OK);
     kcr_workqueue_stats st;
     kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.waiting, 2, "never and one-ms wait, past was added now");
@@ -410,9 +417,9 @@ Test(workqueue, delayed_keys_become_ready_in_deadline_order)
 {
     kcr_workqueue *q = new_queue();
     int64_t t0 = kcr__now_ns();
-    kcr_workqueue_add_after(q, "c", 60);
-    kcr_workqueue_add_after(q, "a", 20);
-    kcr_workqueue_add_after(q, "b", 40);
+    kcr_workqueue_add(q, "c", &(kcr_workqueue_add_options){.delay_ms = 60});
+    kcr_workqueue_add(q, "a", &(kcr_workqueue_add_options){.delay_ms = 20});
+    kcr_workqueue_add(q, "b", &(kcr_workqueue_add_options){.delay_ms = 40});
     kcr_workqueue_stats st;
     kcr_workqueue_get_stats(q, &st); /* does not move due keys: exact on a slow machine too */
     cr_assert_eq(st.waiting, 3);
@@ -435,7 +442,7 @@ Test(workqueue, equal_deadlines_keep_call_order)
     char key[16];
     for (int i = 0; i < 50; i++) {
         snprintf(key, sizeof key, "k%02d", i);
-        kcr_workqueue_add_after(q, key, 10);
+        kcr_workqueue_add(q, key, &(kcr_workqueue_add_options){.delay_ms = 10});
     }
     sleep_ms(30);
     cr_assert_eq(kcr_workqueue_len(q), 50);
@@ -450,11 +457,11 @@ Test(workqueue, readding_a_waiting_key_keeps_the_earlier_deadline)
 {
     kcr_workqueue *q = new_queue();
     /* Later first, then earlier: the earlier one wins. */
-    kcr_workqueue_add_after(q, "x", 3600 * 1000);
-    kcr_workqueue_add_after(q, "x", 20);
+    kcr_workqueue_add(q, "x", &(kcr_workqueue_add_options){.delay_ms = 3600 * 1000});
+    kcr_workqueue_add(q, "x", &(kcr_workqueue_add_options){.delay_ms = 20});
     /* Earlier first, then later: still the earlier one. */
-    kcr_workqueue_add_after(q, "y", 20);
-    kcr_workqueue_add_after(q, "y", 3600 * 1000);
+    kcr_workqueue_add(q, "y", &(kcr_workqueue_add_options){.delay_ms = 20});
+    kcr_workqueue_add(q, "y", &(kcr_workqueue_add_options){.delay_ms = 3600 * 1000});
     kcr_workqueue_stats st;
     kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.waiting, 2, "one heap entry per key");
@@ -473,14 +480,14 @@ Test(workqueue, readding_a_waiting_key_keeps_the_earlier_deadline)
 Test(workqueue, blocked_getter_wakes_for_an_earlier_new_deadline)
 {
     kcr_workqueue *q = new_queue();
-    kcr_workqueue_add_after(q, "far", 3600 * 1000);
+    kcr_workqueue_add(q, "far", &(kcr_workqueue_add_options){.delay_ms = 3600 * 1000});
     pthread_t t;
     struct getter g;
     start_getter(&t, &g, q, -1);
     wait_for_sleepers(q, 1);
     int64_t t0 = kcr__now_ns();
-    kcr_workqueue_add_after(q, "soon", 20);
-    pthread_join(t, NULL);
+    kcr_workqueue_add(q, "soon", &(kcr_workqueue_add_options){.delay_ms = 20});
+    test_join(t, 30000, "thread t");
     cr_assert_eq(g.err, KCR_OK);
     cr_assert_str_eq(g.key, "soon");
     cr_assert_geq(ms_since(t0), 19.0);
@@ -494,14 +501,15 @@ Test(workqueue, delayed_add_reaches_getters_while_one_keeps_time_for_a_far_deadl
     /* One getter sleeps until "far" (an hour), the other without a timer;
      * "soon" goes through the add ring and must not wait for "far". */
     kcr_workqueue *q = new_queue();
-    kcr_workqueue_add_after(q, "far", 3600 * 1000);
+    kcr_workqueue_add(q, "far", &(kcr_workqueue_add_options){.delay_ms = 3600 * 1000});
     pthread_t t[2];
     struct getter g[2];
     for (int i = 0; i < 2; i++)
         start_getter(&t[i], &g[i], q, 10000);
     wait_for_sleepers(q, 2);
     int64_t t0 = kcr__now_ns();
-    cr_assert_eq(kcr_workqueue_add_after(q, "soon", 20), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "soon",
+                                   &(kcr_workqueue_add_options){.delay_ms = 20}), KCR_OK);
     while (!atomic_load(&g[0].finished) && !atomic_load(&g[1].finished) && ms_since(t0) < 10000)
         sleep_ms(1);
     double waited = ms_since(t0);
@@ -522,14 +530,15 @@ Test(workqueue, delayed_add_after_the_timekeepers_deadline_comes_after_it)
      * valgrind too. */
     kcr_workqueue *q = new_queue();
     int64_t t0 = kcr__now_ns();
-    kcr_workqueue_add_after(q, "first", 300);
+    kcr_workqueue_add(q, "first", &(kcr_workqueue_add_options){.delay_ms = 300});
     pthread_t t;
     struct getter g;
     start_getter(&t, &g, q, 10000);
     wait_for_sleepers(q, 1);
     cr_assert_lt(ms_since(t0), 300.0, "the getter blocked only after the first deadline");
-    cr_assert_eq(kcr_workqueue_add_after(q, "second", 600), KCR_OK);
-    pthread_join(t, NULL);
+    cr_assert_eq(kcr_workqueue_add(q, "second",
+                                   &(kcr_workqueue_add_options){.delay_ms = 600}), KCR_OK);
+    test_join(t, 30000, "thread t");
     cr_assert_eq(g.err, KCR_OK);
     cr_assert_str_eq(g.key, "first");
     cr_assert_geq(ms_since(t0), 299.0);
@@ -551,7 +560,8 @@ Test(workqueue, removed_and_rescheduled_delayed_keys_do_not_pile_up)
     for (int round = 0; round < 50; round++)
         for (int i = 0; i < 100; i++) {
             snprintf(key, sizeof key, "r%d", i);
-            cr_assert_eq(kcr_workqueue_add_after(q, key, (3600 - round) * 1000), KCR_OK);
+            cr_assert_eq(kcr_workqueue_add(q, key,
+                &(kcr_workqueue_add_options){.delay_ms = (3600 - round) * 1000}), KCR_OK);
         }
     kcr_workqueue_len(q); /* applies the add ring */
     cr_assert_leq(q->heap_len, 2u * 100 + 64, "heap holds %u entries for 100 keys", q->heap_len);
@@ -564,7 +574,7 @@ Test(workqueue, removed_and_rescheduled_delayed_keys_do_not_pile_up)
     cr_assert_leq(q->heap_len, 64u);
     cr_assert_leq(q->tab.count, 64u, "%zu nodes still held", q->tab.count);
     /* The survivors of the sweep are still stale: nothing comes out. */
-    kcr_workqueue_add(q, "live");
+    kcr_workqueue_add(q, "live", NULL);
     expect_next(q, "live");
     const char *k = NULL;
     cr_assert_eq(kcr_workqueue_get_timeout(q, 0, &k), KCR_ERR_TIMEOUT);
@@ -580,7 +590,7 @@ static void *collect_main(void *arg)
 {
     struct collector *c = arg;
     const char *key;
-    while (kcr_workqueue_get(c->q, &key) == KCR_OK) {
+    while (test_wq_get(c->q, &key) == KCR_OK) {
         atomic_fetch_add(&c->got, 1);
         kcr_workqueue_done(c->q, key);
     }
@@ -597,7 +607,7 @@ Test(workqueue, many_getters_share_delayed_keys)
     char key[16];
     for (int i = 0; i < 200; i++) {
         snprintf(key, sizeof key, "d%d", i);
-        kcr_workqueue_add_after(q, key, i % 17);
+        kcr_workqueue_add(q, key, &(kcr_workqueue_add_options){.delay_ms = i % 17});
     }
     int64_t t0 = kcr__now_ns();
     while (atomic_load(&c.got) < 200 && ms_since(t0) < 10000)
@@ -613,13 +623,13 @@ Test(workqueue, a_stuck_worker_does_not_hold_back_the_next_key)
 {
     kcr_workqueue *q = new_queue();
     const char *held = NULL;
-    kcr_workqueue_add(q, "held");
+    kcr_workqueue_add(q, "held", NULL);
     cr_assert_eq(kcr_workqueue_get_timeout(q, 0, &held), KCR_OK);
     pthread_t t;
     struct getter g;
     start_getter(&t, &g, q, 10000);
-    kcr_workqueue_add(q, "next");
-    pthread_join(t, NULL); /* the getter gives up after 10 s */
+    kcr_workqueue_add(q, "next", NULL);
+    test_join(t, 30000, "thread t"); /* the getter gives up after 10 s */
     cr_assert_eq(g.err, KCR_OK);
     cr_assert_str_eq(g.key, "next");
     cr_assert_eq(kcr_workqueue_done(q, held), KCR_OK);
@@ -633,8 +643,8 @@ Test(workqueue, non_blocking_get_takes_a_key_while_another_is_processed)
 {
     kcr_workqueue *q = new_queue();
     const char *a = NULL, *b = NULL;
-    kcr_workqueue_add(q, "a");
-    kcr_workqueue_add(q, "b");
+    kcr_workqueue_add(q, "a", NULL);
+    kcr_workqueue_add(q, "b", NULL);
     cr_assert_eq(kcr_workqueue_get_timeout(q, 0, &a), KCR_OK);
     cr_assert_eq(kcr_workqueue_get_timeout(q, 0, &b), KCR_OK);
     cr_assert_str_eq(b, "b");
@@ -652,13 +662,13 @@ Test(workqueue, a_delayed_add_behind_a_long_fifo_still_arrives)
     char key[16];
     for (int i = 0; i < 600; i++) {
         snprintf(key, sizeof key, "a%d", i);
-        kcr_workqueue_add(q, key);
+        kcr_workqueue_add(q, key, NULL);
     }
     expect_next(q, "a0"); /* moves the ring into the FIFO */
-    kcr_workqueue_add_after(q, "late", 1);
+    kcr_workqueue_add(q, "late", &(kcr_workqueue_add_options){.delay_ms = 1});
     for (int i = 0; i < 400; i++) {
         snprintf(key, sizeof key, "b%d", i);
-        kcr_workqueue_add(q, key);
+        kcr_workqueue_add(q, key, NULL);
     }
     int a = 1, b = 0;
     bool late = false;
@@ -688,8 +698,8 @@ Test(workqueue, a_delayed_add_behind_a_long_fifo_still_arrives)
 Test(workqueue, len_moves_due_keys_without_a_getter_and_shutdown_drops_waiting_keys)
 {
     kcr_workqueue *q = new_queue();
-    kcr_workqueue_add_after(q, "due", 5);
-    kcr_workqueue_add_after(q, "never", 3600 * 1000);
+    kcr_workqueue_add(q, "due", &(kcr_workqueue_add_options){.delay_ms = 5});
+    kcr_workqueue_add(q, "never", &(kcr_workqueue_add_options){.delay_ms = 3600 * 1000});
     sleep_ms(20);
     cr_assert_eq(kcr_workqueue_len(q), 1);
     kcr_workqueue_shutdown(q);
@@ -698,7 +708,7 @@ Test(workqueue, len_moves_due_keys_without_a_getter_and_shutdown_drops_waiting_k
     cr_assert_eq(st.waiting, 0);
     expect_next(q, "due");
     const char *key;
-    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_ERR_SHUTDOWN);
+    cr_assert_eq(test_wq_get(q, &key), KCR_ERR_SHUTDOWN);
     kcr_workqueue_free(q);
 }
 
@@ -761,7 +771,7 @@ Test(workqueue, many_and_long_keys_grow_and_shrink_the_table)
     char key[200];
     for (int i = 0; i < N; i++) {
         table_key(key, sizeof key, i);
-        cr_assert_eq(kcr_workqueue_add(q, key), KCR_OK);
+        cr_assert_eq(kcr_workqueue_add(q, key, NULL), KCR_OK);
     }
     cr_assert_eq(kcr_workqueue_len(q), N);
     for (int i = 0; i < N; i++) {
@@ -770,18 +780,19 @@ Test(workqueue, many_and_long_keys_grow_and_shrink_the_table)
     }
     cr_assert_eq(kcr_workqueue_len(q), 0);
     /* Everything idle again: a key can come back. */
-    kcr_workqueue_add(q, "ns/1");
+    kcr_workqueue_add(q, "ns/1", NULL);
     expect_next(q, "ns/1");
-    kcr_workqueue_add(q, "left/in/queue"); /* freed by kcr_workqueue_free */
-    kcr_workqueue_add_after(q, "left/waiting", 1000);
+    kcr_workqueue_add(q, "left/in/queue", NULL); /* freed by kcr_workqueue_free */
+    kcr_workqueue_add(q, "left/waiting", &(kcr_workqueue_add_options){.delay_ms = 1000});
     kcr_workqueue_free(q);
 }
 
 Test(workqueue, null_arguments_are_rejected)
 {
     kcr_workqueue *q = new_queue();
-    cr_assert_eq(kcr_workqueue_add(q, NULL), KCR_ERR_INVALID);
-    cr_assert_eq(kcr_workqueue_add_after(q, NULL, 1), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_workqueue_add(q, NULL, NULL), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_workqueue_add(q, NULL,
+                                   &(kcr_workqueue_add_options){.delay_ms = 1}), KCR_ERR_INVALID);
     cr_assert_eq(kcr_workqueue_add_rate_limited(q, NULL), KCR_ERR_INVALID);
     cr_assert_eq(kcr_workqueue_remove(q, NULL), KCR_ERR_INVALID);
     cr_assert_eq(kcr_workqueue_get(q, NULL), KCR_ERR_INVALID);

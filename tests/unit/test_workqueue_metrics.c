@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "kcr/workqueue.h"
+#include "helpers/bounded.h"
 
 struct rec {
     pthread_mutex_t mu;
@@ -139,22 +140,22 @@ Test(metrics, callbacks_receive_correct_values)
 {
     struct rec r;
     kcr_workqueue *q = metered_queue(&r, 3600 * 1000);
-    kcr_workqueue_add(q, "a");
-    kcr_workqueue_add(q, "b");
-    kcr_workqueue_add(q, "a"); /* duplicate: no add counted */
+    kcr_workqueue_add(q, "a", NULL);
+    kcr_workqueue_add(q, "b", NULL);
+    kcr_workqueue_add(q, "a", NULL); /* duplicate: no add counted */
     cr_assert_eq(r.adds, 2);
     cr_assert_eq(r.depth, 2);
 
     sleep_ms(20);
     const char *key;
-    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_OK);
+    cr_assert_eq(test_wq_get(q, &key), KCR_OK);
     cr_assert_eq(r.depth, 1);
     cr_assert_eq(r.queue_obs, 1);
     cr_assert_geq(r.last_queue, 0.019);
     cr_assert_lt(r.last_queue, 5.0);
 
     /* Re-added while processing: counted as an add and in depth. */
-    kcr_workqueue_add(q, "a");
+    kcr_workqueue_add(q, "a", NULL);
     cr_assert_eq(r.adds, 3);
     cr_assert_eq(r.depth, 2);
 
@@ -170,9 +171,10 @@ Test(metrics, callbacks_receive_correct_values)
     cr_assert_eq(r.unfinished, 0.0, "nothing processing");
     cr_assert_eq(r.longest, 0.0);
 
-    kcr_workqueue_add_after(q, "c", 0);
+    kcr_workqueue_add(q, "c", &(kcr_workqueue_add_options){.delay_ms = 0}); /* a plain add */
+    kcr_workqueue_add(q, "e", &(kcr_workqueue_add_options){.delay_ms = 60000});
     kcr_workqueue_add_rate_limited(q, "d");
-    cr_assert_eq(r.retries, 2);
+    cr_assert_eq(r.retries, 2, "the delayed add and the rate-limited one");
 
     kcr_workqueue_stats st;
     kcr_workqueue_get_stats(q, &st);
@@ -192,12 +194,12 @@ Test(metrics, snapshot_reports_processing_ages)
     kcr_workqueue *q;
     cr_assert_eq(kcr_workqueue_new(&opts, &q), KCR_OK);
     const char *k1, *k2;
-    kcr_workqueue_add(q, "one");
-    kcr_workqueue_get(q, &k1);
+    kcr_workqueue_add(q, "one", NULL);
+    test_wq_get(q, &k1);
     sleep_ms(30);
-    kcr_workqueue_add(q, "two");
-    kcr_workqueue_get(q, &k2);
-    kcr_workqueue_add_after(q, "three", 3600 * 1000);
+    kcr_workqueue_add(q, "two", NULL);
+    test_wq_get(q, &k2);
+    kcr_workqueue_add(q, "three", &(kcr_workqueue_add_options){.delay_ms = 3600 * 1000});
     kcr_workqueue_stats st;
     kcr_workqueue_get_stats(q, &st);
     cr_assert_eq(st.processing, 2);
@@ -217,8 +219,8 @@ Test(metrics, without_metrics_times_stay_zero)
     kcr_workqueue *q;
     cr_assert_eq(kcr_workqueue_new(NULL, &q), KCR_OK);
     const char *k;
-    kcr_workqueue_add(q, "x");
-    kcr_workqueue_get(q, &k);
+    kcr_workqueue_add(q, "x", NULL);
+    test_wq_get(q, &k);
     sleep_ms(5);
     kcr_workqueue_stats st;
     kcr_workqueue_get_stats(q, &st);
@@ -240,7 +242,7 @@ static void *wait_main(void *arg)
 {
     struct waiter *w = arg;
     const char *key;
-    w->err = kcr_workqueue_get(w->q, &key);
+    w->err = test_wq_get(w->q, &key);
     return NULL;
 }
 
@@ -249,8 +251,8 @@ Test(metrics, idle_getter_refreshes_gauges_periodically)
     struct rec r;
     kcr_workqueue *q = metered_queue(&r, 10);
     const char *key;
-    kcr_workqueue_add(q, "slow");
-    kcr_workqueue_get(q, &key); /* held by this thread */
+    kcr_workqueue_add(q, "slow", NULL);
+    test_wq_get(q, &key); /* held by this thread */
     struct waiter w = {.q = q};
     pthread_t t;
     pthread_create(&t, NULL, wait_main, &w); /* blocks: queue empty */
@@ -262,7 +264,7 @@ Test(metrics, idle_getter_refreshes_gauges_periodically)
     cr_assert_geq(calls, 3, "gauges refreshed %d times in 150 ms at a 10 ms period", calls);
     cr_assert_gt(longest, 0.05);
     kcr_workqueue_shutdown(q);
-    pthread_join(t, NULL);
+    test_join(t, 30000, "thread t");
     cr_assert_eq(w.err, KCR_ERR_SHUTDOWN);
     kcr_workqueue_done(q, "slow");
     kcr_workqueue_free(q);

@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "kcr/kcr.h"
 #include "workqueue/queue.h"
+#include "helpers/bounded.h"
 
 static kcr_workqueue *new_queue(int64_t max_wait_ms)
 {
@@ -25,7 +26,8 @@ static kcr_workqueue *new_queue(int64_t max_wait_ms)
 
 static void add(kcr_workqueue *q, const char *key, int prio)
 {
-    cr_assert_eq(kcr_workqueue_add_with_priority(q, key, prio), KCR_OK, "add %s", key);
+    cr_assert_eq(kcr_workqueue_add(q, key,
+        &(kcr_workqueue_add_options){.priority = prio}), KCR_OK, "add %s", key);
 }
 
 /* Takes the next key, which must be `want`, and calls done on it. */
@@ -73,7 +75,7 @@ Test(priority, higher_first_fifo_within_a_priority_without_aging)
     add(q, "low1", KCR_WQ_PRIORITY_LOW);
     add(q, "n1", KCR_WQ_PRIORITY_NORMAL);
     add(q, "hi1", 10);
-    cr_assert_eq(kcr_workqueue_add(q, "n2"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "n2", NULL), KCR_OK);
     add(q, "low2", KCR_WQ_PRIORITY_LOW);
     add(q, "hi2", 10);
     add(q, "neg", -5);
@@ -119,10 +121,11 @@ Test(priority, many_priorities_and_extreme_values)
 Test(priority, a_normal_only_queue_never_leaves_fifo_mode)
 {
     kcr_workqueue *q = new_queue(0);
-    cr_assert_eq(kcr_workqueue_add(q, "a"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "a", NULL), KCR_OK);
     add(q, "b", KCR_WQ_PRIORITY_NORMAL);
-    cr_assert_eq(kcr_workqueue_add_after(q, "c", -1), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add_after_with_priority(q, "d", 0, KCR_WQ_PRIORITY_NORMAL),
+    cr_assert_eq(kcr_workqueue_add(q, "c", &(kcr_workqueue_add_options){.delay_ms = -1}), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "d",
+        &(kcr_workqueue_add_options){.delay_ms = 0, .priority = KCR_WQ_PRIORITY_NORMAL}),
                  KCR_OK);
     expect_next(q, "a");
     expect_next(q, "b");
@@ -137,10 +140,10 @@ Test(priority, a_normal_only_queue_never_leaves_fifo_mode)
 Test(priority, switching_to_priorities_keeps_the_normal_keys_in_order)
 {
     kcr_workqueue *q = new_queue(-1);
-    cr_assert_eq(kcr_workqueue_add(q, "n1"), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add(q, "n2"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "n1", NULL), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "n2", NULL), KCR_OK);
     add(q, "low", KCR_WQ_PRIORITY_LOW);
-    cr_assert_eq(kcr_workqueue_add(q, "n3"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "n3", NULL), KCR_OK);
     add(q, "hi", 1);
     expect_next(q, "hi");
     expect_next(q, "n1");
@@ -159,7 +162,7 @@ Test(priority, a_waiting_key_keeps_the_higher_priority)
     add(q, "n", KCR_WQ_PRIORITY_NORMAL);
     add(q, "y", KCR_WQ_PRIORITY_NORMAL); /* raised: to the end of NORMAL's line */
     add(q, "n", KCR_WQ_PRIORITY_LOW);    /* lower: no change */
-    cr_assert_eq(kcr_workqueue_add(q, "z"), KCR_OK); /* plain add raises LOW to NORMAL */
+    cr_assert_eq(kcr_workqueue_add(q, "z", NULL), KCR_OK); /* plain add raises LOW to NORMAL */
     cr_assert_eq(kcr_workqueue_len(q), 4);
     kcr_workqueue_stats st;
     kcr_workqueue_get_stats(q, &st);
@@ -207,15 +210,19 @@ Test(priority, delayed_adds_are_queued_with_their_priority)
     kcr_workqueue *q = new_queue(-1);
     add(q, "n", KCR_WQ_PRIORITY_NORMAL);
     add(q, "low", KCR_WQ_PRIORITY_LOW);
-    cr_assert_eq(kcr_workqueue_add_after_with_priority(q, "d", 20, 10), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "d",
+        &(kcr_workqueue_add_options){.delay_ms = 20, .priority = 10}), KCR_OK);
     /* Waiting twice: the earlier deadline and the higher priority stay. */
     cr_assert_eq(
-        kcr_workqueue_add_after_with_priority(q, "e", 10, KCR_WQ_PRIORITY_LOW),
+        kcr_workqueue_add(q, "e",
+            &(kcr_workqueue_add_options){.delay_ms = 10, .priority = KCR_WQ_PRIORITY_LOW}),
         KCR_OK);
-    cr_assert_eq(kcr_workqueue_add_after_with_priority(q, "e", 60 * 1000, 20), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add_after(q, "f", 10), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "e",
+        &(kcr_workqueue_add_options){.delay_ms = 60 * 1000, .priority = 20}), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "f", &(kcr_workqueue_add_options){.delay_ms = 10}), KCR_OK);
     /* Due at once: a plain add with that priority. */
-    cr_assert_eq(kcr_workqueue_add_after_with_priority(q, "now", 0, 15), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "now",
+        &(kcr_workqueue_add_options){.delay_ms = 0, .priority = 15}), KCR_OK);
     wait_len(q, 6);
     kcr_workqueue_stats st;
     kcr_workqueue_get_stats(q, &st);
@@ -278,7 +285,7 @@ static void *high_producer(void *arg)
     char key[32];
     for (long i = 0; !atomic_load(&c->stop); i++) {
         snprintf(key, sizeof key, "p%ld", i % 10000);
-        if (kcr_workqueue_add(c->q, key) == KCR_OK)
+        if (kcr_workqueue_add(c->q, key, NULL) == KCR_OK)
             atomic_fetch_add(&c->produced, 1);
     }
     return NULL;
@@ -325,7 +332,7 @@ static long run_churn(int64_t max_wait, long limit, int64_t *waited)
     int64_t low_at = 0;
     long served = serve_under_churn(&c, limit, &low_at);
     atomic_store(&c.stop, true);
-    pthread_join(producer, NULL);
+    test_join(producer, 30000, "thread producer");
     *waited = low_at ? low_at - t0 : -1;
     kcr_workqueue_free(c.q);
     return served;
@@ -356,22 +363,24 @@ Test(priority, remove_and_shutdown_drain_in_priority_order)
     add(q, "gone", KCR_WQ_PRIORITY_LOW);
     add(q, "n", KCR_WQ_PRIORITY_NORMAL);
     add(q, "hi", 3);
-    cr_assert_eq(kcr_workqueue_add_after_with_priority(q, "later", 60 * 1000, 9), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "later",
+        &(kcr_workqueue_add_options){.delay_ms = 60 * 1000, .priority = 9}), KCR_OK);
     cr_assert_eq(kcr_workqueue_remove(q, "gone"), KCR_OK);
     cr_assert_eq(kcr_workqueue_remove(q, "hi"), KCR_OK);
     cr_assert_eq(kcr_workqueue_remove(q, "hi"), KCR_ERR_NOT_FOUND);
     add(q, "hi", 3);
     kcr_workqueue_shutdown(q);
-    cr_assert_eq(kcr_workqueue_add_with_priority(q, "late", 100), KCR_ERR_SHUTDOWN);
+    cr_assert_eq(kcr_workqueue_add(q, "late",
+        &(kcr_workqueue_add_options){.priority = 100}), KCR_ERR_SHUTDOWN);
     const char *order[] = {"hi", "n", "low"};
     for (size_t i = 0; i < 3; i++) {
         const char *key;
-        cr_assert_eq(kcr_workqueue_get(q, &key), KCR_OK);
+        cr_assert_eq(test_wq_get(q, &key), KCR_OK);
         cr_assert_str_eq(key, order[i]);
         cr_assert_eq(kcr_workqueue_done(q, key), KCR_OK);
     }
     const char *key;
-    cr_assert_eq(kcr_workqueue_get(q, &key), KCR_ERR_SHUTDOWN, "delayed key dropped");
+    cr_assert_eq(test_wq_get(q, &key), KCR_ERR_SHUTDOWN, "delayed key dropped");
     cr_assert_eq(q->nlevels, 0);
     kcr_workqueue_free(q);
 }
@@ -385,7 +394,7 @@ static void *blocked_get(void *arg)
 {
     struct getter *g = arg;
     const char *key;
-    atomic_store(&g->result, (int)kcr_workqueue_get(g->q, &key));
+    atomic_store(&g->result, (int)test_wq_get(g->q, &key));
     return NULL;
 }
 
@@ -413,7 +422,7 @@ Test(priority, get_timeout_and_wake_in_priority_mode)
         sleep_ns(KCR_NS_PER_MS);
     }
     kcr_workqueue_wake(q);
-    pthread_join(t, NULL);
+    test_join(t, 30000, "thread t");
     cr_assert_eq(atomic_load(&g.result), KCR_ERR_CANCELED);
     kcr_workqueue_free(q);
 }
@@ -447,8 +456,8 @@ Test(priority, depth_priority_metric)
     kcr_workqueue_options opts = {.name = "prio", .metrics = &m, .priority_max_wait_ms = -1};
     kcr_workqueue *q;
     cr_assert_eq(kcr_workqueue_new(&opts, &q), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add(q, "a"), KCR_OK);
-    cr_assert_eq(kcr_workqueue_add(q, "b"), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "a", NULL), KCR_OK);
+    cr_assert_eq(kcr_workqueue_add(q, "b", NULL), KCR_OK);
     cr_assert_eq(d.calls, 0, "NORMAL only: depth tells it all");
     add(q, "c", KCR_WQ_PRIORITY_LOW);
     cr_assert_eq(d.normal, 2, "switching over reports NORMAL's depth");
@@ -485,13 +494,16 @@ Test(priority, adds_after_shutdown_set_the_error_detail)
 {
     kcr_workqueue *q = new_queue(0);
     kcr_workqueue_shutdown(q);
-    expect_shutdown_detail(kcr_workqueue_add(q, "a"), "kcr_workqueue_add");
-    expect_shutdown_detail(kcr_workqueue_add_with_priority(q, "a", 1),
-                           "kcr_workqueue_add_with_priority");
-    expect_shutdown_detail(kcr_workqueue_add_after(q, "a", 1000), "kcr_workqueue_add_after");
-    expect_shutdown_detail(kcr_workqueue_add_after(q, "a", 0), "kcr_workqueue_add_after");
-    expect_shutdown_detail(kcr_workqueue_add_after_with_priority(q, "a", 1000, 1),
-                           "kcr_workqueue_add_after_with_priority");
+    expect_shutdown_detail(kcr_workqueue_add(q, "a", NULL), "kcr_workqueue_add");
+    expect_shutdown_detail(kcr_workqueue_add(q, "a", &(kcr_workqueue_add_options){.priority = 1}),
+                           "kcr_workqueue_add");
+    expect_shutdown_detail(kcr_workqueue_add(q, "a",
+        &(kcr_workqueue_add_options){.delay_ms = 1000}), "kcr_workqueue_add");
+    expect_shutdown_detail(kcr_workqueue_add(q, "a",
+        &(kcr_workqueue_add_options){.delay_ms = 0}), "kcr_workqueue_add");
+    expect_shutdown_detail(kcr_workqueue_add(q, "a",
+        &(kcr_workqueue_add_options){.delay_ms = 1000, .priority = 1}),
+                           "kcr_workqueue_add");
     expect_shutdown_detail(kcr_workqueue_add_rate_limited(q, "a"),
                            "kcr_workqueue_add_rate_limited");
     kcr_workqueue_free(q);

@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "tests/unit/wq_stress.h"
 #include "workqueue/queue.h"
+#include "helpers/bounded.h"
 
 enum { KEYS = 509, PRODUCERS = 3, WORKERS = 3, REMOVABLE_EVERY = 16 };
 static const int priorities[] = {KCR_WQ_PRIORITY_LOW, -7, KCR_WQ_PRIORITY_NORMAL, 5, 40};
@@ -42,12 +43,13 @@ static void *producer(void *arg)
         }
         atomic_fetch_add(&k->adds, 1);
         if (how < 4)
-            err = kcr_workqueue_add_after_with_priority(
-                queue, k->name, (int64_t)(next_rand(&seed) % 3), prio);
+            err = kcr_workqueue_add(
+                queue, k->name, &(kcr_workqueue_add_options){.delay_ms = (int64_t)(next_rand(&seed) % 3),
+                                              .priority = prio});
         else if (how < 8)
-            err = kcr_workqueue_add(queue, k->name);
+            err = kcr_workqueue_add(queue, k->name, NULL);
         else
-            err = kcr_workqueue_add_with_priority(queue, k->name, prio);
+            err = kcr_workqueue_add(queue, k->name, &(kcr_workqueue_add_options){.priority = prio});
         if (err != KCR_OK)
             atomic_fetch_add(&errors, 1);
     }
@@ -65,7 +67,8 @@ static void *worker(void *arg)
         /* Sometimes re-add while processing, with a random priority. */
         if (atomic_load(&producing) && next_rand(&seed) % 8 == 0) {
             atomic_fetch_add(&k->adds, 1);
-            if (kcr_workqueue_add_with_priority(queue, name, priorities[next_rand(&seed) % NPRIO]) !=
+            if (kcr_workqueue_add(queue, name,
+                &(kcr_workqueue_add_options){.priority = priorities[next_rand(&seed) % NPRIO]}) !=
                 KCR_OK)
                 atomic_fetch_add(&errors, 1);
         }
@@ -139,9 +142,9 @@ Test(priority_stress, lines_stay_consistent_and_no_add_is_lost, .timeout = 120)
     for (uintptr_t i = 0; i < PRODUCERS; i++)
         pthread_create(&p[i], NULL, producer, (void *)i);
     for (int i = 0; i < PRODUCERS; i++)
-        pthread_join(p[i], NULL);
+        test_join(p[i], 240000, "thread p[i]");
     atomic_store(&producing, false);
-    pthread_join(c, NULL);
+    test_join(c, 240000, "thread c");
     /* Let delayed adds come due before shutdown drops the waiting ones. */
     kcr_workqueue_stats st;
     int64_t deadline = kcr__now_ns() + 30 * KCR_NS_PER_S;
@@ -153,7 +156,7 @@ Test(priority_stress, lines_stay_consistent_and_no_add_is_lost, .timeout = 120)
     cr_assert_eq(st.waiting, 0);
     kcr_workqueue_shutdown(queue);
     for (int i = 0; i < WORKERS; i++)
-        pthread_join(w[i], NULL);
+        test_join(w[i], 240000, "thread w[i]");
 
     long total_adds, total_processed;
     keys_expect_no_add_lost(keys, KEYS, REMOVABLE_EVERY, &total_adds, &total_processed);

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "tests/unit/wq_stress.h"
 #include "workqueue/queue.h"
+#include "helpers/bounded.h"
 
 enum { KEYS = 1031, PRODUCERS = 4, WORKERS = 4 };
 #define ADDS_PER_BUILD (SLOW_BUILD ? 60000 : 250000)
@@ -41,9 +42,10 @@ static void *producer(void *arg)
         uint32_t how = next_rand(&seed) % 16;
         kcr_err err;
         if (how == 0)
-            err = kcr_workqueue_add_after(queue, k->name, (int64_t)(next_rand(&seed) % 3));
+            err = kcr_workqueue_add(queue, k->name,
+                &(kcr_workqueue_add_options){.delay_ms = (int64_t)(next_rand(&seed) % 3)});
         else
-            err = kcr_workqueue_add(queue, k->name);
+            err = kcr_workqueue_add(queue, k->name, NULL);
         if (err != KCR_OK)
             atomic_fetch_add(&errors, 1);
     }
@@ -84,7 +86,7 @@ static void run_stress(bool light_fences, bool block)
     for (uintptr_t i = 0; i < PRODUCERS; i++)
         pthread_create(&p[i], NULL, producer, (void *)i);
     for (int i = 0; i < PRODUCERS; i++)
-        pthread_join(p[i], NULL);
+        test_join(p[i], 240000, "thread p[i]");
     /* Let delayed adds come due before shutdown drops the waiting ones. */
     kcr_workqueue_stats st;
     for (int spins = 0; spins < 10000; spins++) {
@@ -97,7 +99,7 @@ static void run_stress(bool light_fences, bool block)
     cr_assert_eq(st.waiting, 0);
     kcr_workqueue_shutdown(queue);
     for (int i = 0; i < WORKERS; i++)
-        pthread_join(w[i], NULL);
+        test_join(w[i], 240000, "thread w[i]");
     double secs = (double)(kcr__now_ns() - t0) / 1e9;
 
     long total_adds, total_processed;

@@ -27,6 +27,7 @@
 #endif
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
+#include "helpers/bounded.h"
 #else
 #define RUNNING_ON_VALGRIND 0
 #endif
@@ -73,7 +74,7 @@ static inline bool worker_get(kcr_workqueue *q, uintptr_t id, const char **name,
                               atomic_int *errors)
 {
     for (;;) {
-        kcr_err err = (id & 1) ? kcr_workqueue_get_timeout(q, 3, name) : kcr_workqueue_get(q, name);
+        kcr_err err = (id & 1) ? kcr_workqueue_get_timeout(q, 3, name) : test_wq_get(q, name);
         if (err == KCR_OK)
             return true;
         if (err == KCR_ERR_TIMEOUT)

@@ -230,8 +230,9 @@ Test(sample, the_warning_names_the_deployment, .init = setup, .fini = teardown)
     cr_assert_eq(reconcile("default/test").kind, KCR_RESULT_RETRY);
     const kcr_resource events = {"events.k8s.io", "v1", "events"};
     char seen[512] = "";
-    cr_assert_eq(kcr_client_list(kcr_testkit_client(tk), &events, "default", NULL, first_event,
-                                 seen, NULL, NULL),
+    cr_assert_eq(kcr_client_list(kcr_testkit_client(tk),
+                                 &(kcr_request){.resource = &events, .ns = "default"}, first_event,
+                                 seen, NULL),
                  KCR_OK);
     cr_assert_str_eq(seen, "Warning ErrResourceExists: Resource \"web\" already exists and is "
                            "not managed by Foo");
@@ -261,9 +262,14 @@ Test(sample, copies_available_replicas_into_the_status, .init = setup, .fini = t
     cr_assert_geq(kcr_testkit_count_events(tk, "test", "Synced"), 1);
     /* the Deployment's status moves: its Foo follows */
     kcr_testkit_clear_history(tk);
-    cr_assert_eq(kcr_client_patch(kcr_testkit_client(tk), &SAMPLE_DEPLOYMENTS, "default", "test",
-                                  KCR_PATCH_MERGE, "{\"status\":{\"availableReplicas\":2}}", 0,
-                                  &(kcr_write_options){.subresource = "status"}, NULL, NULL),
+    cr_assert_eq(kcr_client_patch(kcr_testkit_client(tk),
+                                  &(kcr_request){.resource = &SAMPLE_DEPLOYMENTS,
+                                                 .ns = "default",
+                                                 .name = "test",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = "{\"status\":{\"availableReplicas\":2}}",
+                                                 .subresource = "status"},
+                                  NULL),
                  KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
     cr_assert_eq(int_at(&SAMPLE_FOOS, "test", "status.availableReplicas"), 2);
@@ -315,8 +321,12 @@ Test(sample, missing_replicas_creates_one_and_never_scales, .init = setup, .fini
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
     cr_assert_eq(int_at(&SAMPLE_DEPLOYMENTS, "test", "spec.replicas"), 1);
     /* someone scales the Deployment: a Foo without spec.replicas leaves it */
-    cr_assert_eq(kcr_client_patch(kcr_testkit_client(tk), &SAMPLE_DEPLOYMENTS, "default", "test",
-                                  KCR_PATCH_MERGE, "{\"spec\":{\"replicas\":5}}", 0, NULL, NULL,
+    cr_assert_eq(kcr_client_patch(kcr_testkit_client(tk),
+                                  &(kcr_request){.resource = &SAMPLE_DEPLOYMENTS,
+                                                 .ns = "default",
+                                                 .name = "test",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = "{\"spec\":{\"replicas\":5}}"},
                                   NULL),
                  KCR_OK);
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
@@ -331,24 +341,37 @@ Test(sample, owner_mapping_enqueues_the_controlling_foo_only, .init = setup, .fi
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
     cr_assert_eq(kcr_testkit_queue_len(tk, ctl), 0);
     kcr_client *c = kcr_testkit_client(tk);
-    cr_assert_eq(kcr_client_patch(c, &SAMPLE_DEPLOYMENTS, "default", "unrelated", KCR_PATCH_MERGE,
-                                  "{\"metadata\":{\"labels\":{\"touched\":\"1\"}}}", 0, NULL, NULL,
-                                  NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_client_patch(c,
+                         &(kcr_request){.resource = &SAMPLE_DEPLOYMENTS,
+                                        .ns = "default",
+                                        .name = "unrelated",
+                                        .patch_type = KCR_PATCH_MERGE,
+                                        .body = "{\"metadata\":{\"labels\":{\"touched\":\"1\"}}}"},
+                         NULL),
+        KCR_OK);
     cr_assert_eq(kcr_testkit_sync(tk), KCR_OK);
     cr_assert_eq(kcr_testkit_queue_len(tk, ctl), 0, "a Deployment without a Foo enqueued something");
-    cr_assert_eq(kcr_client_patch(c, &SAMPLE_DEPLOYMENTS, "default", "test", KCR_PATCH_MERGE,
-                                  "{\"metadata\":{\"labels\":{\"touched\":\"1\"}}}", 0, NULL, NULL,
-                                  NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_client_patch(c,
+                         &(kcr_request){.resource = &SAMPLE_DEPLOYMENTS,
+                                        .ns = "default",
+                                        .name = "test",
+                                        .patch_type = KCR_PATCH_MERGE,
+                                        .body = "{\"metadata\":{\"labels\":{\"touched\":\"1\"}}}"},
+                         NULL),
+        KCR_OK);
     cr_assert_eq(kcr_testkit_sync(tk), KCR_OK);
     uint32_t reasons;
     cr_assert(kcr_testkit_queued(tk, ctl, "default/test", NULL, &reasons));
     cr_assert(reasons & KCR_REASON_BIT(KCR_REASON_OWNED));
     cr_assert_eq(kcr_testkit_queue_len(tk, ctl), 1);
     /* deleting the Deployment enqueues its Foo too, which creates it again */
-    cr_assert_eq(kcr_client_delete(c, &SAMPLE_DEPLOYMENTS, "default", "test", NULL, NULL, NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_client_delete(
+            c, &(kcr_request){.resource = &SAMPLE_DEPLOYMENTS, .ns = "default", .name = "test"},
+            NULL),
+        KCR_OK);
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
     cr_assert_eq(int_at(&SAMPLE_DEPLOYMENTS, "test", "spec.replicas"), 1, "not re-created");
 }
@@ -357,11 +380,17 @@ Test(sample, status_update_conflict_is_retried, .init = setup, .fini = teardown)
 {
     seed_foo("test", "test", 2);
     seed_deployment("test", "test", 2, 2);
-    cr_assert_eq(kcr_testkit_inject_error(tk, KCR_FAKE_UPDATE, &SAMPLE_FOOS, "default", "test", 1,
-                                          409, "Conflict",
-                                          "the object has been modified; please apply your "
-                                          "changes to the latest version and try again"),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_testkit_inject_error(
+            tk, &(kcr_fake_error){.verb = KCR_FAKE_UPDATE,
+                                  .resource = &SAMPLE_FOOS,
+                                  .ns = "default",
+                                  .name = "test",
+                                  .code = 409,
+                                  .reason = "Conflict",
+                                  .message = "the object has been modified; please apply your "
+                                             "changes to the latest version and try again"}),
+        KCR_OK);
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
     cr_assert_eq(int_at(&SAMPLE_FOOS, "test", "status.availableReplicas"), -1);
     cr_assert_eq(kcr_testkit_count_events(tk, "test", "Synced"), 0);
@@ -379,8 +408,13 @@ Test(sample, deployment_update_conflict_is_retried, .init = setup, .fini = teard
 {
     seed_foo("test", "test", 4);
     seed_deployment("test", "test", 1, 1);
-    cr_assert_eq(kcr_testkit_inject_error(tk, KCR_FAKE_UPDATE, &SAMPLE_DEPLOYMENTS, "default",
-                                          "test", 1, 409, "Conflict", "stale"),
+    cr_assert_eq(kcr_testkit_inject_error(tk, &(kcr_fake_error){.verb = KCR_FAKE_UPDATE,
+                                                                .resource = &SAMPLE_DEPLOYMENTS,
+                                                                .ns = "default",
+                                                                .name = "test",
+                                                                .code = 409,
+                                                                .reason = "Conflict",
+                                                                .message = "stale"}),
                  KCR_OK);
     kcr_result r = reconcile("default/test");
     cr_assert_eq(r.kind, KCR_RESULT_RETRY);
@@ -396,8 +430,12 @@ Test(sample, deployment_update_conflict_is_retried, .init = setup, .fini = teard
 Test(sample, create_failure_is_retried, .init = setup, .fini = teardown)
 {
     seed_foo("test", "test", 1);
-    cr_assert_eq(kcr_testkit_inject_error(tk, KCR_FAKE_CREATE, &SAMPLE_DEPLOYMENTS, "default",
-                                          NULL, 1, 500, "InternalError", "etcd is sad"),
+    cr_assert_eq(kcr_testkit_inject_error(tk, &(kcr_fake_error){.verb = KCR_FAKE_CREATE,
+                                                                .resource = &SAMPLE_DEPLOYMENTS,
+                                                                .ns = "default",
+                                                                .code = 500,
+                                                                .reason = "InternalError",
+                                                                .message = "etcd is sad"}),
                  KCR_OK);
     cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
     cr_assert_null(get(&SAMPLE_DEPLOYMENTS, "test"));
