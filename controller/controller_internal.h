@@ -40,7 +40,8 @@ typedef struct kcr__pending {
     uint32_t reasons;
     kcr_reason reason; /* most important; KCR_REASON_NONE when none */
     kcr_change change;
-    char *kind, *ns, *name;
+    const char *kind, *ns, *name; /* the trigger's object, in `strs` (NULL: none) */
+    char *strs;                   /* one allocation holding kind, ns and name */
     kcr_reason delayed; /* REQUEUE_AFTER / RETRY waiting for due_ms; NONE: none */
     int64_t due_ms;
 } kcr__pending;

@@ -10,17 +10,18 @@
 #include "controller/controller_internal.h"
 #include "core/error.h"
 
-static char *dup0(const char *s)
-{
-    return strdup(s ? s : "");
-}
-
 void kcr__pending_clear(kcr__pending *p)
 {
-    free(p->kind);
-    free(p->ns);
-    free(p->name);
+    free(p->strs);
     memset(p, 0, sizeof *p);
+}
+
+/* Drops the trigger's object (the details of a reason no longer the main one). */
+static void drop_object(kcr__pending *p)
+{
+    free(p->strs);
+    p->strs = NULL;
+    p->kind = p->ns = p->name = NULL;
 }
 
 kcr_err kcr__pending_init(kcr__pending *p, const kcr_trigger *t, int64_t now_ms, int64_t delay_ms)
@@ -31,11 +32,17 @@ kcr_err kcr__pending_init(kcr__pending *p, const kcr_trigger *t, int64_t now_ms,
         p->due_ms = delay_ms > INT64_MAX - now_ms ? INT64_MAX : now_ms + delay_ms;
         return KCR_OK;
     }
-    p->kind = dup0(t->kind), p->ns = dup0(t->ns), p->name = dup0(t->name);
-    if (!p->kind || !p->ns || !p->name) {
-        kcr__pending_clear(p);
+    /* one allocation for the three strings: most of them are dropped at
+     * the merge, when the key already waits for as important a reason */
+    const char *kind = t->kind ? t->kind : "", *ns = t->ns ? t->ns : "",
+               *name = t->name ? t->name : "";
+    size_t lk = strlen(kind) + 1, ln = strlen(ns) + 1, lm = strlen(name) + 1;
+    if (!(p->strs = malloc(lk + ln + lm)))
         return kcr__fail(KCR_ERR_NOMEM, "out of memory recording a reason");
-    }
+    memcpy(p->strs, kind, lk);
+    memcpy(p->strs + lk, ns, ln);
+    memcpy(p->strs + lk + ln, name, lm);
+    p->kind = p->strs, p->ns = p->strs + lk, p->name = p->strs + lk + ln;
     p->reason = t->reason;
     p->change = t->change;
     p->reasons = KCR_REASON_BIT(t->reason);
@@ -55,9 +62,10 @@ void kcr__pending_merge(kcr__pending *into, kcr__pending *from)
     }
     into->reasons |= from->reasons;
     if (from->reason > into->reason) {
-        free(into->kind), free(into->ns), free(into->name);
+        drop_object(into);
         into->kind = from->kind, into->ns = from->ns, into->name = from->name;
-        from->kind = from->ns = from->name = NULL;
+        into->strs = from->strs;
+        from->strs = NULL;
         into->reason = from->reason;
         into->change = from->change;
     }
@@ -69,8 +77,7 @@ void kcr__pending_take(kcr__pending *p, int64_t now_ms, kcr__pending *out)
     if (p->delayed != KCR_REASON_NONE && p->due_ms <= now_ms) {
         p->reasons |= KCR_REASON_BIT(p->delayed);
         if (p->delayed > p->reason) {
-            free(p->kind), free(p->ns), free(p->name);
-            p->kind = p->ns = p->name = NULL;
+            drop_object(p);
             p->reason = p->delayed;
             p->change = 0;
         }
