@@ -81,3 +81,50 @@ gobuild() {
 	rm -rf "$tmp"
 	log "built $name in $((SECONDS - start))s"
 }
+
+# Linux capability names by number (capability.h), for docker_missing_caps.
+cap_names=(CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP
+	LINUX_IMMUTABLE NET_BIND_SERVICE NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER
+	SYS_MODULE SYS_RAWIO SYS_CHROOT SYS_PTRACE SYS_PACCT SYS_ADMIN SYS_BOOT SYS_NICE
+	SYS_RESOURCE SYS_TIME SYS_TTY_CONFIG MKNOD LEASE AUDIT_WRITE AUDIT_CONTROL SETFCAP
+	MAC_OVERRIDE MAC_ADMIN SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ PERFMON BPF
+	CHECKPOINT_RESTORE)
+
+# docker_missing_caps IMAGE: the capabilities a container of IMAGE cannot get
+# (names, space separated; empty when --privileged works). Read from what
+# `--cap-add ALL` minus each capability yields is slow, so: the capabilities
+# missing from the bounding set of the engine's process when it runs here,
+# else from ours (a sandbox drops them for everything in it).
+docker_missing_caps() {
+	local out bnd pid i missing=()
+	out=$(docker run --rm --privileged --entrypoint true "$1" 2>&1) && return 0
+	[[ $out == *"unable to apply caps"* ]] || die "docker run --privileged $1 failed: $out"
+	pid=$(pgrep -xo dockerd || true)
+	bnd=$(awk '/^CapBnd:/ {print $2}' "/proc/${pid:-self}/status" 2>/dev/null || awk '/^CapBnd:/ {print $2}' /proc/self/status)
+	for i in "${!cap_names[@]}"; do
+		(((16#$bnd >> i) & 1)) || missing+=("${cap_names[$i]}")
+	done
+	((${#missing[@]})) || die "docker run --privileged fails ($out) but no capability is missing here"
+	echo "${missing[*]}"
+}
+
+# with_docker_shim IMAGE CMD...: run CMD (kind) with testenv/kind/docker-shim
+# first on PATH when this Docker engine cannot run IMAGE --privileged.
+with_docker_shim() {
+	local image=$1 missing
+	shift
+	missing=$(docker_missing_caps "$image")
+	if [[ -z $missing ]]; then
+		"$@"
+	else
+		log "this Docker engine cannot start privileged containers (it lacks CAP_${missing// /, CAP_}): kind runs through testenv/kind/docker-shim"
+		KCR_KIND_REAL_DOCKER=$(command -v docker) KCR_KIND_MISSING_CAPS=$missing PATH="$kind_src/docker-shim:$PATH" "$@"
+	fi
+}
+
+# pause_image BINS: the sandbox image name kubeadm expects (its own list,
+# `kubeadm config images list`, from the kubeadm in BINS).
+pause_image() {
+	"$1/kubeadm" config images list --kubernetes-version "$("$1/kubeadm" version -o short)" 2>/dev/null |
+		grep '/pause:' || die "$1/kubeadm names no pause image"
+}
