@@ -5,8 +5,8 @@
 # mounted at /var/run/secrets/kubernetes.io/serviceaccount, and
 # KUBERNETES_SERVICE_HOST/PORT: the in-cluster path, without kind.
 #
-#   incluster-docker.sh [IMAGE]      (default sample-controller:latest,
-#                                     built by testenv/kind/sample-image)
+#   incluster-docker.sh [IMAGE]      (default: testenv/kind/sample-image builds
+#                                     sample-controller:latest from this tree)
 #
 # The containers run as deployment.yaml runs them (uid 65532, read-only root,
 # no capabilities, no privilege escalation), on the host's network (the
@@ -21,10 +21,10 @@
 source "$(dirname "$0")/../../../testenv/tests/lib.sh"
 test_name=sample-controller-incluster-docker
 manifests=$(cd "$(dirname "$0")/../manifests" && pwd)
-image=${1:-sample-controller:latest}
 command -v docker >/dev/null || fail "docker not found (this test runs the controller's image on the Docker engine)"
 docker info >/dev/null 2>&1 || fail "the Docker engine does not answer (docker info failed)"
-docker image inspect "$image" >/dev/null 2>&1 || fail "no image $image: build it with testenv/kind/sample-image"
+image=${1:-$("$testenv_src/kind/sample-image")} || fail "building the image failed (testenv/kind/sample-image)"
+docker image inspect "$image" >/dev/null 2>&1 || fail "no image $image"
 [[ ${KCR_TESTENV_CLUSTER:-} == 1 ]] ||
 	fail "needs testenv cluster mode in $KCR_TESTENV_DIR (kube-controller-manager, kwok's Nodes): testenv/start --cluster"
 kc_load d "$KCR_TESTENV_KUBECONFIG"
