@@ -160,6 +160,7 @@ ok "Foo deleted: its Deployment and Pods garbage-collected"
 
 # ---- 6, 7. the testenv cluster-mode e2e suite, unchanged, on this cluster -------
 kubectl delete -f "$manifests/deployment.yaml" --wait=true --timeout "${timeout}s" >/dev/null
+kubectl -n sample-controller wait --for delete pod -l app.kubernetes.io/name=sample-controller --timeout "${timeout}s" >/dev/null
 KCR_TESTENV_DIR=$tmp/adopted "$root/testenv/adopt" "$KUBECONFIG" >/dev/null
 KCR_TESTENV_DIR=$tmp/adopted KCR_TESTENV_TEST_TIMEOUT=$timeout "$root/examples/sample-controller/tests/e2e.sh" "$bin" ||
 	fail "examples/sample-controller/tests/e2e.sh failed on the kind cluster"
