@@ -28,13 +28,9 @@ docker image inspect "$image" >/dev/null 2>&1 || fail "no image $image"
 [[ ${KCR_TESTENV_CLUSTER:-} == 1 ]] ||
 	fail "needs testenv cluster mode in $KCR_TESTENV_DIR (kube-controller-manager, kwok's Nodes): testenv/start --cluster"
 kc_load d "$KCR_TESTENV_KUBECONFIG"
-timeout=${KCR_TESTENV_TEST_TIMEOUT:-90}
-ns=kcr-sample-docker-$$
-json=(-H 'Content-Type: application/json')
-merge=(-H 'Content-Type: application/merge-patch+json')
-foos=/apis/samplecontroller.k8s.io/v1alpha1/namespaces/$ns/foos
-deploys=/apis/apps/v1/namespaces/$ns/deployments
-lease=/apis/coordination.k8s.io/v1/namespaces/sample-controller/leases/sample-controller
+ns=kcr-sample-docker-$$ # the test's own namespace
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 declare -A containers ports
 cleanup() {
@@ -46,47 +42,9 @@ cleanup() {
 		fi
 		docker rm -f "${containers[$r]}" >/dev/null 2>&1 || true
 	done
-	kcurl d "/api/v1/namespaces/$ns" -X DELETE >/dev/null 2>&1 || true
-	kcurl d "$lease" -X DELETE >/dev/null 2>&1 || true
-	rm -rf "$tmp"
+	delete_test_objects
 }
 trap cleanup EXIT
-
-get() { kcurl d "$1" && [[ $(code) == 200 ]]; }
-gone() { kcurl d "$1" >/dev/null; [[ $(code) == 404 ]] || { echo "still there (HTTP $(code))"; return 1; }; }
-check() {
-	local body
-	body=$(get "$1") || { echo "GET $1: HTTP $(code)"; return 1; }
-	jq -e "$2" <<<"$body" >/dev/null || { jq -c "${3:-.}" <<<"$body" 2>/dev/null || echo "$body"; return 1; }
-}
-listening() { [[ -n $(ss -Htln "sport = :$1") ]]; }
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 40000))
-		listening "$p" || { echo "$p"; return; }
-	done
-}
-# apply FILE: create or replace each document of a manifest (server-side apply).
-apply() {
-	local doc kind name dns path
-	while IFS= read -r -d '' doc; do
-		kind=$(sed -n 's/^kind: *//p' <<<"$doc")
-		name=$(sed -n 's/^  name: *//p' <<<"$doc" | head -n1)
-		dns=$(sed -n 's/^  namespace: *//p' <<<"$doc" | head -n1)
-		case $kind in
-		Namespace) path=/api/v1/namespaces/$name ;;
-		ServiceAccount) path=/api/v1/namespaces/$dns/serviceaccounts/$name ;;
-		ClusterRole | ClusterRoleBinding) path=/apis/rbac.authorization.k8s.io/v1/${kind,,}s/$name ;;
-		Role | RoleBinding) path=/apis/rbac.authorization.k8s.io/v1/namespaces/$dns/${kind,,}s/$name ;;
-		CustomResourceDefinition) path=/apis/apiextensions.k8s.io/v1/customresourcedefinitions/$name ;;
-		*) fail "$1: no path known for kind '$kind'" ;;
-		esac
-		kcurl d "$path?fieldManager=kcr-sample-docker" -X PATCH \
-			-H 'Content-Type: application/apply-patch+yaml' --data-binary "$doc" >/dev/null
-		[[ $(code) == 200 || $(code) == 201 ]] || fail "apply $kind $name from $1: HTTP $(cat "$tmp/code")"
-	done < <(awk 'BEGIN { RS = "\n---\n" } { printf "%s%c", $0, 0 }' "$1")
-}
 
 # ---- the CRD, RBAC, the ServiceAccount's token as a kubelet mounts it ---------
 crd=/apis/apiextensions.k8s.io/v1/customresourcedefinitions/foos.samplecontroller.k8s.io
@@ -137,17 +95,6 @@ reconciled() { # REPLICA: its /metrics count successful reconciles
 	curl -sf "http://127.0.0.1:${ports[$1]}/metrics" |
 		grep -Eq '^controller_runtime_reconcile_total\{controller="sample-controller",result="success"\} [1-9]'
 }
-running_pods() { # FOO N: exactly N Running, Ready Pods of the Foo's Deployment
-	check "/api/v1/namespaces/$ns/pods?labelSelector=controller%3D$1" \
-		"[.items[] | select(.metadata.deletionTimestamp == null)] | length == $2 and
-		 all(.[]; .status.phase == \"Running\" and any(.status.conditions[]?; .type == \"Ready\" and .status == \"True\"))" \
-		'[.items[] | [.metadata.name, .status.phase]]'
-}
-converged() { # FOO N: Deployment at N replicas, N available, Foo status N
-	check "$deploys/$1" ".spec.replicas == $2 and .status.availableReplicas == $2" '{spec: .spec.replicas, status}' &&
-		check "$foos/$1" ".status.availableReplicas == $2" .status
-}
-
 # ---- two replicas: one leader reconciles ---------------------------------------
 start_replica a
 start_replica b
@@ -158,10 +105,8 @@ for r in a b; do
 	if logs "$r" | grep -qF "${holder} acquired the lease"; then leader=$r; else standby=$r; fi
 done
 [[ -n $leader && -n $standby ]] || fail "Lease holder $holder: want exactly one replica that logged acquiring it"
-kcurl d "$foos" -X POST "${json[@]}" -d '{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo",
-	"metadata":{"name":"example-foo"},"spec":{"deploymentName":"example-foo","replicas":2}}' >/dev/null
-expect_code 201 "create Foo example-foo"
-wait_until "$timeout" "Foo example-foo converged at 2 under leader $leader" converged example-foo 2
+create_foo example-foo example-foo 2
+wait_until "$timeout" "Foo example-foo converged at 2 under leader $leader" converged example-foo example-foo 2
 wait_until "$timeout" "2 Pods of example-foo Running and Ready" running_pods example-foo 2
 check "$deploys/example-foo" '.metadata.ownerReferences[0] | .kind == "Foo" and .name == "example-foo" and .controller' \
 	.metadata.ownerReferences >/dev/null || fail "Deployment example-foo is not controlled by Foo example-foo"
@@ -176,9 +121,8 @@ docker stop -t 40 "${containers[$leader]}" >/dev/null
 rc=$(docker inspect -f '{{.State.ExitCode}}' "${containers[$leader]}")
 [[ $rc == 0 ]] || fail "leader $leader: docker stop (SIGTERM) exit status $rc"
 wait_until "$timeout" "standby $standby takes the released Lease" sh -c "docker logs ${containers[$standby]} 2>&1 | grep -q 'acquired the lease'"
-kcurl d "$foos/example-foo" -X PATCH "${merge[@]}" -d '{"spec":{"replicas":3}}' >/dev/null
-expect_code 200 "scale Foo example-foo to 3"
-wait_until "$timeout" "Foo example-foo converged at 3 under the new leader $standby" converged example-foo 3
+scale_foo example-foo 3
+wait_until "$timeout" "Foo example-foo converged at 3 under the new leader $standby" converged example-foo example-foo 3
 wait_until "$timeout" "new leader $standby's /metrics counts reconciles" reconciled "$standby"
 ok "leader's container stopped (exit 0): $standby took the Lease and reconciled the scale to 3"
 
