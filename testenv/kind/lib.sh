@@ -64,7 +64,6 @@ containerd_version=v2.3.4
 crictl_version=v1.36.0
 cni_plugins_version=v1.9.1
 coredns_version=v1.14.6
-kindnetd_commit=69b56db7
 local_path_version=v0.0.30
 
 # gobuild DIR NAME PACKAGE@VERSION [ENV...]: `go install` one command at its
