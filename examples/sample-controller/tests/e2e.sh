@@ -37,13 +37,9 @@ if [[ ${KCR_TESTENV_CLUSTER:-} != 1 ]]; then
 	kcurl d /api/v1/nodes | jq -e 'any(.items[]; any(.status.conditions[]?; .type == "Ready" and .status == "True"))' >/dev/null ||
 		fail "needs a cluster with Nodes (testenv in $KCR_TESTENV_DIR is not in cluster mode): run testenv/stop; testenv/start --cluster (or testenv/adopt a kind cluster's kubeconfig)"
 fi
-timeout=${KCR_TESTENV_TEST_TIMEOUT:-90}
-ns=kcr-sample-e2e-$$
-json=(-H 'Content-Type: application/json')
-merge=(-H 'Content-Type: application/merge-patch+json')
-foos=/apis/samplecontroller.k8s.io/v1alpha1/namespaces/$ns/foos
-deploys=/apis/apps/v1/namespaces/$ns/deployments
-lease=/apis/coordination.k8s.io/v1/namespaces/sample-controller/leases/sample-controller
+ns=kcr-sample-e2e-$$ # the test's own namespace
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 declare -A pids ports
 cleanup() {
@@ -59,28 +55,9 @@ cleanup() {
 		kill -KILL "${pids[$name]}" 2>/dev/null || true
 		wait "${pids[$name]}" 2>/dev/null || true
 	done
-	kcurl d "/api/v1/namespaces/$ns" -X DELETE >/dev/null 2>&1 || true
-	kcurl d "$lease" -X DELETE >/dev/null 2>&1 || true
-	rm -rf "$tmp"
+	delete_test_objects
 }
 trap cleanup EXIT
-
-get() { kcurl d "$1" && [[ $(code) == 200 ]]; }
-gone() { kcurl d "$1" >/dev/null; [[ $(code) == 404 ]] || { echo "still there (HTTP $(code))"; return 1; }; }
-# check PATH JQ: the object at PATH satisfies JQ (prints it when not).
-check() {
-	local body
-	body=$(get "$1") || { echo "GET $1: HTTP $(code)"; return 1; }
-	jq -e "$2" <<<"$body" >/dev/null || { jq -c "${3:-.}" <<<"$body" 2>/dev/null || echo "$body"; return 1; }
-}
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 40000))
-		listening "$p" || { echo "$p"; return; }
-	done
-}
-listening() { [[ -n $(ss -Htln "sport = :$1") ]]; }
 
 # start_ctl NAME ARGS...: runs the controller (log $tmp/NAME.log, metrics and
 # probes on one loopback port) and waits for /readyz.
@@ -105,49 +82,6 @@ stop_ctl() {
 	kill "-${2:-TERM}" "${pids[$1]}"
 	wait "${pids[$1]}" 2>/dev/null || rc=$?
 	unset "pids[$1]"
-}
-
-create_foo() { # NAME DEPLOYMENT REPLICAS
-	kcurl d "$foos" -X POST "${json[@]}" -d "{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\",
-		\"metadata\":{\"name\":\"$1\"},\"spec\":{\"deploymentName\":\"$2\",\"replicas\":$3}}" >/dev/null
-	expect_code 201 "create Foo $1"
-}
-scale_foo() { # NAME REPLICAS
-	kcurl d "$foos/$1" -X PATCH "${merge[@]}" -d "{\"spec\":{\"replicas\":$2}}" >/dev/null
-	expect_code 200 "scale Foo $1 to $2"
-}
-running_pods() { # FOO N: exactly N Running, Ready Pods of the Foo's Deployment
-	check "/api/v1/namespaces/$ns/pods?labelSelector=controller%3D$1" \
-		"[.items[] | select(.metadata.deletionTimestamp == null)] | length == $2 and
-		 all(.[]; .status.phase == \"Running\" and any(.status.conditions[]?; .type == \"Ready\" and .status == \"True\"))" \
-		'[.items[] | [.metadata.name, .status.phase]]'
-}
-converged() { # FOO DEPLOYMENT N: Deployment at N replicas, N available, Foo status N
-	check "$deploys/$2" ".spec.replicas == $3 and .status.availableReplicas == $3" '{spec: .spec.replicas, status}' &&
-		check "$foos/$1" ".status.availableReplicas == $3" .status
-}
-
-# apply FILE [QUERY]: server-side apply of each document of a manifest, YAML
-# as is (what `kubectl apply --server-side` does), QUERY e.g. "&dryRun=All".
-apply() {
-	local doc kind name dns path
-	while IFS= read -r -d '' doc; do
-		kind=$(sed -n 's/^kind: *//p' <<<"$doc")
-		name=$(sed -n 's/^  name: *//p' <<<"$doc" | head -n1)
-		dns=$(sed -n 's/^  namespace: *//p' <<<"$doc" | head -n1)
-		case $kind in
-		Namespace) path=/api/v1/namespaces/$name ;;
-		ServiceAccount) path=/api/v1/namespaces/$dns/serviceaccounts/$name ;;
-		ClusterRole | ClusterRoleBinding) path=/apis/rbac.authorization.k8s.io/v1/${kind,,}s/$name ;;
-		Role | RoleBinding) path=/apis/rbac.authorization.k8s.io/v1/namespaces/$dns/${kind,,}s/$name ;;
-		Deployment) path=/apis/apps/v1/namespaces/$dns/deployments/$name ;;
-		CustomResourceDefinition) path=/apis/apiextensions.k8s.io/v1/customresourcedefinitions/$name ;;
-		*) fail "$1: no path known for kind '$kind'" ;;
-		esac
-		kcurl d "$path?fieldManager=kcr-sample-e2e${2:-}" -X PATCH \
-			-H 'Content-Type: application/apply-patch+yaml' --data-binary "$doc" >/dev/null
-		[[ $(code) == 200 || $(code) == 201 ]] || fail "apply $kind $name from $1: HTTP $(cat "$tmp/code")"
-	done < <(awk 'BEGIN { RS = "\n---\n" } { printf "%s%c", $0, 0 }' "$1")
 }
 
 # ---- the CRD, RBAC (the controller runs as its ServiceAccount) ---------------
