@@ -17,6 +17,7 @@
 #include "kcr/metrics.h"
 #include "kcr/object.h"
 #include "kcr/quantity.h"
+#include "kcr/shard.h"
 #include "kcr/store.h"
 #include "kcr/time.h"
 #include "kcr/typed.h" /* generated types: kcr/types/<group>_<version>.h */
