@@ -271,6 +271,18 @@ static int member_index(const kcr__ring *r, const char *identity)
     return -1;
 }
 
+bool kcr__ring_same_members(const kcr__ring *r, const kcr__ring_member *members, size_t n)
+{
+    if (!r || n != r->n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        int who = members[i].identity ? member_index(r, members[i].identity) : -1;
+        if (who < 0 || r->slots[who] != members[i].slot)
+            return false;
+    }
+    return true;
+}
+
 kcr_err kcr__ring_ranges(const kcr__ring *r, const char *identity, kcr__ranges *out)
 {
     kcr__ranges_clear(out);
@@ -302,4 +314,9 @@ int kcr__ring_free_slot(const kcr__ring *r)
     while (s < KCR__RING_MAX_SLOTS && r->slot_member[s] >= 0)
         s++;
     return s;
+}
+
+bool kcr__ring_slot_held(const kcr__ring *r, int slot)
+{
+    return slot >= 0 && slot < KCR__RING_MAX_SLOTS && r->slot_member[slot] >= 0;
 }

@@ -43,6 +43,10 @@ typedef struct kcr__ring kcr__ring;
 kcr_err kcr__ring_build(const kcr__ring_member *members, size_t n, kcr__ring **out);
 void kcr__ring_free(kcr__ring *r);
 
+/* Whether r was built from exactly these members (any order): callers keep
+ * a ring while the Leases they list say the same. */
+bool kcr__ring_same_members(const kcr__ring *r, const kcr__ring_member *members, size_t n);
+
 /* The identity owning `hash` (borrowed from r), NULL when the ring has no
  * placed member. */
 const char *kcr__ring_owner(const kcr__ring *r, uint64_t hash);
@@ -53,6 +57,9 @@ kcr_err kcr__ring_ranges(const kcr__ring *r, const char *identity, kcr__ranges *
 
 /* Whether `identity` is a member that holds its slot. */
 bool kcr__ring_placed(const kcr__ring *r, const char *identity);
+
+/* Whether a placed member holds `slot`. */
+bool kcr__ring_slot_held(const kcr__ring *r, int slot);
 
 /* The lowest slot no placed member holds (KCR__RING_MAX_SLOTS when full). */
 int kcr__ring_free_slot(const kcr__ring *r);
