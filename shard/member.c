@@ -268,19 +268,26 @@ static kcr_err join(kcr__shard_member *m, const kcr__shard_lease_list *list,
     return err;
 }
 
-/* Keeps of `draining` only the ranges not admitted again with a reconcile
- * in flight. */
+static int by_hash(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Shrinks `draining` to the hashes of the reconciles still in flight in it
+ * (outside what is admitted again): one-hash ranges, so the next owner can
+ * start every other key of a lost range at once. */
 static kcr_err drop_drained(kcr__shard_member *m)
 {
     kcr__ranges still = {0};
     kcr_err err = apply(kcr__ranges_subtract, &m->draining, &m->admitted);
-    for (size_t i = 0; i < m->draining.n && !m->cfg.ack_before_drain && err == KCR_OK; i++) {
-        kcr_shard_range r = m->draining.r[i];
-        for (size_t k = 0; k < m->ninflight; k++) {
-            if (kcr_shard_range_contains(r, m->inflight[k])) {
-                err = kcr__ranges_append(&still, r.start, r.end);
-                break;
-            }
+    if (err == KCR_OK && !m->cfg.ack_before_drain && m->ninflight > 0) {
+        qsort(m->inflight, m->ninflight, sizeof *m->inflight, by_hash);
+        for (size_t k = 0; k < m->ninflight && err == KCR_OK; k++) {
+            uint64_t h = m->inflight[k];
+            if (kcr__ranges_contains(&m->draining, h) &&
+                !(still.n && kcr_shard_range_contains(still.r[still.n - 1], h)))
+                err = kcr__ranges_append(&still, h, h + 1); /* h + 1 wraps to 0: 2^64 */
         }
     }
     if (err == KCR_OK) {
@@ -325,7 +332,7 @@ static kcr_err step(kcr__shard_member *m, const kcr__shard_lease_list *list,
                       "shard identity \"%s\" of ring \"%s\" was taken over by instance \"%s\" "
                       "while this one could not renew its Lease",
                       own->holder);
-    if (m->legacy.n && now >= m->legacy_until)
+    if (m->legacy.n && now > m->legacy_until)
         kcr__ranges_clear(&m->legacy);
     bool active = m->state == KCR__SHARD_ACTIVE;
     const kcr__ring *ring = NULL;

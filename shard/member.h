@@ -4,7 +4,8 @@
  * A member holds a Lease for its identity (lease_store.h), computes the ring
  * (ring.h) from the live Leases of its ring, and keeps three sets of ranges:
  * - admitted: reconciles of keys hashing here may start (kcr__shard_member_begin);
- * - draining: ranges it no longer owns while a reconcile there is in flight;
+ * - draining: the hashes of reconciles still in flight in ranges it no
+ *   longer owns (one-hash ranges);
  * - published (the held annotation on its Lease): admitted ∪ draining ∪ what it
  *   is about to claim. Dropping a drained range from it is the acknowledgement
  *   the next owner waits for.
