@@ -22,6 +22,7 @@
 #include <valgrind/valgrind.h>
 
 #include "helpers/shard_memstore.h"
+#include "kcr/fake.h"
 #include "shard/member.h"
 
 #define MAX_REPLICAS 64
@@ -37,10 +38,39 @@
 #define MAX_RECONCILE_MS 4000
 #define QUIET_MS (LEASE_MS + MARGIN_MS + MAX_RECONCILE_MS + 2 * SYNC_MS + 2 * SKEW_MS)
 
+/* A replica's way to the Lease store, which a partition cuts. */
+typedef struct cut_store {
+    kcr__lease_store store; /* what the member uses */
+    const kcr__lease_store *inner;
+    bool partitioned;
+} cut_store;
+
+static kcr_err cut_list(const char *ring, kcr__shard_lease_list *out, void *user_data)
+{
+    cut_store *c = user_data;
+    if (c->partitioned)
+        return kcr_set_error(KCR_ERR_TRANSPORT, "partitioned from the API");
+    return c->inner->ops->list(ring, out, c->inner->user_data);
+}
+
+static kcr_err cut_put(const char *ring, const kcr__shard_lease *l, char **version,
+                       void *user_data)
+{
+    cut_store *c = user_data;
+    *version = NULL;
+    if (c->partitioned)
+        return kcr_set_error(KCR_ERR_TRANSPORT, "partitioned from the API");
+    return c->inner->ops->put(ring, l, version, c->inner->user_data);
+}
+
+static const kcr__lease_store_ops cut_ops = {cut_list, cut_put};
+
+typedef enum backend { MEMORY, FAKE } backend;
+
 typedef struct replica {
     bool alive;
     kcr__shard_member *m;
-    memstore_handle h;
+    cut_store h;
     char identity[16], instance[32];
     int64_t skew_ms, next_sync, partition_until;
     int64_t run_end[NKEYS]; /* 0: not running that key */
@@ -54,7 +84,12 @@ typedef struct restart {
 typedef struct sim {
     uint64_t rng;
     bool broken;
-    memstore table;
+    memstore table;        /* MEMORY */
+    memstore_handle mem;
+    kcr_fake *fake;        /* FAKE */
+    kcr_client *client;
+    kcr__lease_store *client_store;
+    const kcr__lease_store *store; /* the one every replica reaches */
     replica r[MAX_REPLICAS];
     int nr;
     uint64_t hash[NKEYS];
@@ -99,7 +134,7 @@ static void start_replica(sim *s, const char *identity)
     snprintf(p->instance, sizeof p->instance, "%s_%d", identity, ++s->instances);
     p->skew_ms = between(s, -SKEW_MS, SKEW_MS);
     p->next_sync = s->t;
-    memstore_init(&p->h, &s->table);
+    p->h = (cut_store){.store = {&cut_ops, &p->h}, .inner = s->store};
     kcr__shard_member_config cfg = {.ring = "sim",
                                     .identity = p->identity,
                                     .instance = p->instance,
@@ -237,11 +272,14 @@ static void check_coverage(sim *s)
                         running, text);
             free(text);
         }
-        for (size_t i = 0; i < s->table.leases.n; i++) {
-            const kcr__shard_lease *l = &s->table.leases.items[i];
+        kcr__shard_lease_list leases = {0};
+        s->store->ops->list("sim", &leases, s->store->user_data);
+        for (size_t i = 0; i < leases.n; i++) {
+            const kcr__shard_lease *l = &leases.items[i];
             cr_log_warn("  lease %s holder %s slot %d renew %lld held %s", l->identity, l->holder,
                         l->slot, (long long)l->renew_ms, l->held);
         }
+        kcr__shard_lease_list_clear(&leases);
     }
     if (total_members > 0) {
         double mean = 18446744073709551616.0 / (double)total_members;
@@ -323,11 +361,20 @@ static void step(sim *s)
     s->t += STEP_MS;
 }
 
-static void run(sim *s, uint64_t seed, int events, bool broken)
+static void run(sim *s, uint64_t seed, int events, bool broken, backend b)
 {
     memset(s, 0, sizeof *s);
     s->rng = seed;
     s->broken = broken;
+    if (b == MEMORY) {
+        memstore_init(&s->mem, &s->table);
+        s->store = &s->mem.store;
+    } else {
+        cr_assert_eq(kcr_fake_new(NULL, &s->fake), KCR_OK);
+        cr_assert_eq(kcr_fake_client(s->fake, "sim", &s->client), KCR_OK);
+        cr_assert_eq(kcr__lease_store_client_new(s->client, "sim", &s->client_store), KCR_OK);
+        s->store = s->client_store;
+    }
     for (int k = 0; k < NKEYS; k++)
         s->hash[k] = rnd(s);
     for (int i = 0; i < 3; i++) {
@@ -360,9 +407,18 @@ static void run(sim *s, uint64_t seed, int events, bool broken)
     for (int i = 0; i < s->nr; i++)
         if (s->r[i].alive)
             stop_process(&s->r[i]);
-    s->lease_puts = s->table.puts;
-    s->lease_lists = s->table.lists;
-    memstore_free(&s->table);
+    if (b == MEMORY) {
+        s->lease_puts = s->table.puts;
+        s->lease_lists = s->table.lists;
+        memstore_free(&s->table);
+    } else {
+        s->lease_puts = (long long)(kcr_fake_count(s->fake, KCR_FAKE_CREATE, NULL) +
+                                    kcr_fake_count(s->fake, KCR_FAKE_UPDATE, NULL));
+        s->lease_lists = (long long)kcr_fake_count(s->fake, KCR_FAKE_LIST, NULL);
+        kcr__lease_store_client_free(s->client_store);
+        kcr_client_free(s->client);
+        kcr_fake_free(s->fake);
+    }
 }
 
 /* KCR_SHARD_SIM_SEED=<n> runs another seed (to explore; CI runs the fixed one). */
@@ -374,35 +430,59 @@ static uint64_t sim_seed(void)
 
 static int sim_events(void)
 {
-    /* valgrind runs this about 50x slower: fewer events keep it in minutes */
+    /* valgrind runs this about 50x slower: fewer events keep it under a minute */
     return RUNNING_ON_VALGRIND ? 200 : 1000;
+}
+
+static void report(const char *what, const sim *s, int events)
+{
+    cr_log_info("%s: events=%d t=%llds reconciles=%ld joins=%ld leaves=%ld crashes=%ld "
+                "restarts=%ld partitions=%ld duplicates=%ld refusals=%ld coverage_checks=%ld "
+                "worst_balance=%.3f lease_writes=%lld lease_lists=%lld overlaps=%ld",
+                what, events, (long long)(s->t / 1000), s->reconciles, s->joins, s->leaves,
+                s->crashes, s->restarts_done, s->partitions, s->duplicates, s->refusals,
+                s->coverage_checks, s->worst_balance, s->lease_puts, s->lease_lists, s->overlaps);
+}
+
+/* The checks of a correct hand-over. */
+static void expect_correct(const sim *s, int events)
+{
+    cr_expect_eq(s->overlaps, 0, "%ld reconciles of a key overlapped across replicas",
+                 s->overlaps);
+    cr_expect_eq(s->coverage_failures, 0,
+                 "%ld of %ld quiet points left keys unowned or doubly owned",
+                 s->coverage_failures, s->coverage_checks);
+    cr_expect_geq(s->coverage_checks, events / 20, "only %ld liveness checks ran",
+                  s->coverage_checks);
+    cr_expect_gt(s->refusals, 0, "no duplicate identity was refused");
+    cr_expect_gt(s->crashes + s->partitions, events / 4);
+    cr_expect_leq(s->worst_balance, 2.0, "a member held %.2f x the mean share", s->worst_balance);
+    cr_expect_gt(s->reconciles, 10 * events);
 }
 
 Test(shard_sim, a_thousand_random_events_and_no_key_runs_twice, .timeout = 600)
 {
     static sim s;
     int events = sim_events();
-    run(&s, sim_seed(), events, false);
-    cr_log_info("events=%d t=%llds reconciles=%ld joins=%ld leaves=%ld crashes=%ld restarts=%ld "
-                "partitions=%ld duplicates=%ld refusals=%ld coverage_checks=%ld "
-                "worst_balance=%.3f lease_puts=%lld lease_lists=%lld",
-                events, (long long)(s.t / 1000), s.reconciles, s.joins, s.leaves, s.crashes,
-                s.restarts_done, s.partitions, s.duplicates, s.refusals, s.coverage_checks,
-                s.worst_balance, s.lease_puts, s.lease_lists);
-    cr_expect_eq(s.overlaps, 0, "%ld reconciles of a key overlapped across replicas", s.overlaps);
-    cr_expect_eq(s.coverage_failures, 0, "%ld of %ld quiet points left keys unowned or doubly owned",
-                 s.coverage_failures, s.coverage_checks);
-    cr_expect_geq(s.coverage_checks, events / 20, "only %ld liveness checks ran", s.coverage_checks);
-    cr_expect_gt(s.refusals, 0, "no duplicate identity was refused");
-    cr_expect_gt(s.crashes + s.partitions, events / 4);
-    cr_expect_leq(s.worst_balance, 2.0, "a member held %.2f x the mean share", s.worst_balance);
-    cr_expect_gt(s.reconciles, 10 * events);
+    run(&s, sim_seed(), events, false, MEMORY);
+    report("memory store", &s, events);
+    expect_correct(&s, events);
+}
+
+Test(shard_sim, on_the_fake_api, .timeout = 600)
+{
+    static sim s;
+    int events = sim_events() / 5; /* every Lease call goes through JSON and the fake */
+    run(&s, sim_seed() + 1, events, false, FAKE);
+    report("fake API", &s, events);
+    expect_correct(&s, events);
 }
 
 Test(shard_sim, acknowledging_before_draining_is_caught, .timeout = 600)
 {
     static sim s;
-    run(&s, sim_seed(), sim_events(), true);
-    cr_log_info("broken hand-over: overlaps=%ld of %ld reconciles", s.overlaps, s.reconciles);
+    int events = sim_events();
+    run(&s, sim_seed(), events, true, MEMORY);
+    report("ack before drain", &s, events);
     cr_expect_gt(s.overlaps, 0, "the exclusivity checker missed a broken hand-over");
 }
