@@ -104,6 +104,7 @@ typedef struct sim {
     long joins, leaves, crashes, partitions, duplicates, restarts_done;
     double worst_balance;
     long long lease_puts, lease_lists;
+    int64_t member_ms; /* replica-milliseconds alive, for per-member costs */
 } sim;
 
 static uint64_t rnd(sim *s)
@@ -308,6 +309,7 @@ static void step(sim *s)
         replica *p = &s->r[i];
         if (!p->alive)
             continue;
+        s->member_ms += STEP_MS;
         if (p->partition_until && s->t >= p->partition_until) {
             p->h.partitioned = false;
             p->partition_until = 0;
@@ -438,10 +440,13 @@ static void report(const char *what, const sim *s, int events)
 {
     cr_log_info("%s: events=%d t=%llds reconciles=%ld joins=%ld leaves=%ld crashes=%ld "
                 "restarts=%ld partitions=%ld duplicates=%ld refusals=%ld coverage_checks=%ld "
-                "worst_balance=%.3f lease_writes=%lld lease_lists=%lld overlaps=%ld",
+                "worst_balance=%.3f lease_writes=%lld lease_lists=%lld overlaps=%ld "
+                "per_member_minute: writes=%.1f lists=%.1f",
                 what, events, (long long)(s->t / 1000), s->reconciles, s->joins, s->leaves,
                 s->crashes, s->restarts_done, s->partitions, s->duplicates, s->refusals,
-                s->coverage_checks, s->worst_balance, s->lease_puts, s->lease_lists, s->overlaps);
+                s->coverage_checks, s->worst_balance, s->lease_puts, s->lease_lists, s->overlaps,
+                (double)s->lease_puts * 60000.0 / (double)s->member_ms,
+                (double)s->lease_lists * 60000.0 / (double)s->member_ms);
 }
 
 /* The checks of a correct hand-over. */
