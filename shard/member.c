@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "shard/ring.h"
 
 struct kcr__shard_member {
@@ -26,6 +27,8 @@ struct kcr__shard_member {
     int64_t last_write_ms; /* when the last write was sent */
     int64_t probe_renew_ms, probe_until_ms;
     char *probe_holder;
+    char skew[320];    /* the last clock-skew report, "" while none */
+    char skew_of[64];  /* whose Lease it was about (truncated), for logging once */
     kcr__ring *cached; /* the last ring built, reused while its members stay */
 };
 
@@ -392,6 +395,33 @@ static kcr_err step(kcr__shard_member *m, const kcr__shard_lease_list *list,
     return err;
 }
 
+/* A Lease renewed further in our future than the margin means clocks differ
+ * by more than the margin allows: the guarantee no longer holds. Reported
+ * (logged once per change) and kept for kcr__shard_member_skew. */
+static void note_skew(kcr__shard_member *m, const kcr__shard_lease_list *list, int64_t now)
+{
+    const kcr__shard_lease *worst = NULL;
+    for (size_t i = 0; i < list->n; i++) {
+        const kcr__shard_lease *l = &list->items[i];
+        if (*l->holder && strcmp(l->identity, m->identity) != 0 &&
+            l->renew_ms - now > m->cfg.margin_ms &&
+            (!worst || l->renew_ms > worst->renew_ms))
+            worst = l;
+    }
+    char report[sizeof m->skew] = "";
+    if (worst)
+        snprintf(report, sizeof report,
+                 "shard ring \"%s\": the Lease of \"%s\" was renewed %lld ms ahead of this "
+                 "replica's clock, more than the fencing margin (%lld ms): clocks are skewed "
+                 "past the bound the hand-over relies on",
+                 m->ring, worst->identity, (long long)(worst->renew_ms - now),
+                 (long long)m->cfg.margin_ms);
+    if (worst && (!*m->skew || strncmp(m->skew_of, worst->identity, sizeof m->skew_of - 1) != 0))
+        kcr__log(KCR_LOG_WARN, "shard", "%s", report);
+    snprintf(m->skew_of, sizeof m->skew_of, "%s", worst ? worst->identity : "");
+    memcpy(m->skew, report, sizeof report);
+}
+
 kcr_err kcr__shard_member_sync(kcr__shard_member *m, int64_t now_ms)
 {
     if (m->state == KCR__SHARD_REFUSED)
@@ -403,6 +433,7 @@ kcr_err kcr__shard_member_sync(kcr__shard_member *m, int64_t now_ms)
     kcr_err err = m->store->ops->list(m->ring, &list, m->store->user_data);
     if (err != KCR_OK)
         return err;
+    note_skew(m, &list, now_ms);
     kcr__shard_lease *own = find_own(m, &list);
     if (m->state == KCR__SHARD_JOINING || m->state == KCR__SHARD_PROBING)
         err = join(m, &list, own, now_ms);
@@ -472,4 +503,9 @@ const kcr__ranges *kcr__shard_member_published(const kcr__shard_member *m)
 size_t kcr__shard_member_inflight(const kcr__shard_member *m)
 {
     return m->ninflight;
+}
+
+const char *kcr__shard_member_skew(const kcr__shard_member *m)
+{
+    return m->skew;
 }

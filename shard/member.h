@@ -80,6 +80,11 @@ const char *kcr__shard_member_error(const kcr__shard_member *m);
 /* The ranges it admits now (borrowed until the next call). */
 const kcr__ranges *kcr__shard_member_admitted(const kcr__shard_member *m);
 
+/* "" while the Lease times are consistent with the margin; else which
+ * member's Lease showed a clock skewed past it (also logged, as a warning,
+ * when it first shows). Borrowed until the next call. */
+const char *kcr__shard_member_skew(const kcr__shard_member *m);
+
 /* What it publishes on its Lease, and how many reconciles it has in flight
  * (for reports and tests). */
 const kcr__ranges *kcr__shard_member_published(const kcr__shard_member *m);

@@ -3,7 +3,8 @@
  * writes), a second replica with a live identity refused and named, a
  * restart that takes its identity back without running what the previous
  * instance may still run, the hand-over waiting for the old owner to drain,
- * and a replica that cannot renew stopping before anyone takes its keys. */
+ * a replica that cannot renew stopping before anyone takes its keys, and a
+ * clock skewed past the margin reported. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,6 +283,34 @@ Test(shard_member, a_graceful_leave_hands_over_at_once)
     sync_ok(a, t += 100);
     cr_expect_eq(kcr__ranges_measure(kcr__shard_member_admitted(a)), UINT64_MAX,
                  "a took everything within one step, not after a lease duration");
+    kcr__shard_member_free(a);
+    kcr__shard_member_free(b);
+    memstore_free(&table);
+}
+
+Test(shard_member, a_clock_skewed_past_the_margin_is_reported)
+{
+    memstore table = {0};
+    memstore_handle ha, hb;
+    memstore_init(&ha, &table);
+    memstore_init(&hb, &table);
+    kcr__shard_member *a = member(&ha.store, "a", "a_1");
+    kcr__shard_member *b = member(&hb.store, "b", "b_1");
+    int64_t t = T0;
+    for (int i = 0; i < 3; i++, t += 1000) { /* b's clock runs 1.5 s ahead: within the margin */
+        sync_ok(a, t);
+        sync_ok(b, t + 1500);
+    }
+    cr_expect_str_eq(kcr__shard_member_skew(a), "");
+    for (int i = 0; i < 3; i++, t += 1000) { /* now 5 s ahead */
+        sync_ok(b, t + 5000);
+        sync_ok(a, t);
+    }
+    const char *report = kcr__shard_member_skew(a);
+    cr_expect_not_null(strstr(report, "Lease of \"b\" was renewed"), "%s", report);
+    cr_expect_not_null(strstr(report, "fencing margin (2000 ms)"), "%s", report);
+    cr_expect_str_eq(kcr__shard_member_skew(b), "",
+                     "b, ahead, sees a's renewals in its past: only the member behind notices");
     kcr__shard_member_free(a);
     kcr__shard_member_free(b);
     memstore_free(&table);
