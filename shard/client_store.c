@@ -39,7 +39,8 @@ static kcr_err read_lease(kcr_object *obj, kcr__shard_lease *out)
                           .holder = rec.holder,
                           .duration_ms = rec.duration_s * 1000,
                           .renew_ms = rec.renew_us / 1000,
-                          .slot = parse_slot(kcr_object_annotation(obj, KCR__SHARD_SLOT_ANNOTATION)),
+                          .slot =
+                              parse_slot(kcr_object_annotation(obj, KCR__SHARD_SLOT_ANNOTATION)),
                           .held = (char *)(held ? held : ""),
                           .version = (char *)kcr_object_resource_version(obj)};
     err = kcr__shard_lease_copy(&l, out);
@@ -80,8 +81,9 @@ static kcr_err store_list(const char *ring, kcr__shard_lease_list *out, void *us
         return kcr__fail(KCR_ERR_INVALID, "shard ring name \"%.40s...\" is too long", ring);
     list_ctx ctx = {out, 0};
     kcr_err err = kcr_client_list(
-        s->client, &(kcr_request){.resource = &KCR__LEASES, .ns = s->ns, .label_selector = selector},
-        add_item, &ctx, NULL);
+        s->client,
+        &(kcr_request){.resource = &KCR__LEASES, .ns = s->ns, .label_selector = selector}, add_item,
+        &ctx, NULL);
     if (err != KCR_OK)
         kcr__shard_lease_list_clear(out);
     return err;

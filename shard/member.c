@@ -32,8 +32,8 @@ struct kcr__shard_member {
     kcr__ring *cached; /* the last ring built, reused while its members stay */
 };
 
-kcr_err kcr__shard_member_new(const kcr__shard_member_config *config,
-                              const kcr__lease_store *store, kcr__shard_member **out)
+kcr_err kcr__shard_member_new(const kcr__shard_member_config *config, const kcr__lease_store *store,
+                              kcr__shard_member **out)
 {
     *out = NULL;
     const kcr__shard_member_config *c = config;
@@ -234,8 +234,8 @@ static kcr_err join(kcr__shard_member *m, const kcr__shard_lease_list *list,
             m->state = KCR__SHARD_PROBING;
             return KCR_OK;
         }
-        if (*own->holder && (own->renew_ms != m->probe_renew_ms ||
-                             strcmp(own->holder, m->probe_holder) != 0))
+        if (*own->holder &&
+            (own->renew_ms != m->probe_renew_ms || strcmp(own->holder, m->probe_holder) != 0))
             return refuse(m,
                           "shard identity \"%s\" of ring \"%s\" is held by instance \"%s\", "
                           "which is still renewing its Lease: refusing to start a second replica "
@@ -404,8 +404,7 @@ static void note_skew(kcr__shard_member *m, const kcr__shard_lease_list *list, i
     for (size_t i = 0; i < list->n; i++) {
         const kcr__shard_lease *l = &list->items[i];
         if (*l->holder && strcmp(l->identity, m->identity) != 0 &&
-            l->renew_ms - now > m->cfg.margin_ms &&
-            (!worst || l->renew_ms > worst->renew_ms))
+            l->renew_ms - now > m->cfg.margin_ms && (!worst || l->renew_ms > worst->renew_ms))
             worst = l;
     }
     char report[sizeof m->skew] = "";

@@ -29,34 +29,34 @@
 #include "shard/ranges.h"
 
 typedef struct kcr__shard_member_config {
-    const char *ring;           /* the ring's name (label value) */
-    const char *identity;       /* this replica's stable identity */
-    const char *instance;       /* this process (holderIdentity); unique per start */
-    int64_t lease_ms;           /* leaseDuration; whole seconds on a real Lease */
-    int64_t renew_deadline_ms;  /* < lease_ms: stop admitting after this long unrenewed */
-    int64_t retry_ms;           /* renew every retry_ms */
-    int64_t margin_ms;          /* fencing margin: >= the clock-skew bound between replicas */
+    const char *ring;          /* the ring's name (label value) */
+    const char *identity;      /* this replica's stable identity */
+    const char *instance;      /* this process (holderIdentity); unique per start */
+    int64_t lease_ms;          /* leaseDuration; whole seconds on a real Lease */
+    int64_t renew_deadline_ms; /* < lease_ms: stop admitting after this long unrenewed */
+    int64_t retry_ms;          /* renew every retry_ms */
+    int64_t margin_ms;         /* fencing margin: >= the clock-skew bound between replicas */
     /* TEST ONLY: acknowledge a lost range at once instead of after its
      * in-flight reconciles end, to prove the checkers notice. */
     bool ack_before_drain;
 } kcr__shard_member_config;
 
 typedef enum kcr__shard_state {
-    KCR__SHARD_JOINING,  /* reading the ring, writing its Lease */
-    KCR__SHARD_PROBING,  /* its identity's Lease is held by another instance: watching
-                            whether that one still renews */
-    KCR__SHARD_ACTIVE,   /* in the ring */
-    KCR__SHARD_FENCED,   /* past its renew deadline: admits nothing until a write succeeds */
-    KCR__SHARD_LEAVING,  /* out of the ring, draining, then releases its Lease */
-    KCR__SHARD_LEFT,     /* released */
-    KCR__SHARD_REFUSED   /* another live instance holds its identity (kcr__shard_member_error) */
+    KCR__SHARD_JOINING, /* reading the ring, writing its Lease */
+    KCR__SHARD_PROBING, /* its identity's Lease is held by another instance: watching
+                           whether that one still renews */
+    KCR__SHARD_ACTIVE,  /* in the ring */
+    KCR__SHARD_FENCED,  /* past its renew deadline: admits nothing until a write succeeds */
+    KCR__SHARD_LEAVING, /* out of the ring, draining, then releases its Lease */
+    KCR__SHARD_LEFT,    /* released */
+    KCR__SHARD_REFUSED  /* another live instance holds its identity (kcr__shard_member_error) */
 } kcr__shard_state;
 
 typedef struct kcr__shard_member kcr__shard_member;
 
 /* The config's strings are copied; `store` is borrowed for the member's life. */
-kcr_err kcr__shard_member_new(const kcr__shard_member_config *config,
-                              const kcr__lease_store *store, kcr__shard_member **out);
+kcr_err kcr__shard_member_new(const kcr__shard_member_config *config, const kcr__lease_store *store,
+                              kcr__shard_member **out);
 void kcr__shard_member_free(kcr__shard_member *m);
 
 /* One step: join, renew, follow the ring, drain and acknowledge, claim.

@@ -218,7 +218,8 @@ kcr_err kcr__ranges_parse(const char *text, kcr__ranges *out)
             ok = hex_field(&p, 16, &end) && end > start;
         }
         uint64_t prev_end = out->n ? out->r[out->n - 1].end : 1;
-        ok = ok && (*p == '\0' || *p == ',') && (out->n == 0 || (prev_end != 0 && start > prev_end));
+        ok =
+            ok && (*p == '\0' || *p == ',') && (out->n == 0 || (prev_end != 0 && start > prev_end));
         if (!ok) {
             kcr__ranges_clear(out);
             return kcr__fail(KCR_ERR_PARSE,

@@ -24,7 +24,7 @@ typedef struct segs {
 } segs;
 
 struct kcr__ring {
-    char **ids;  /* members sorted by identity */
+    char **ids; /* members sorted by identity */
     int *slots;
     bool *placed;
     size_t n;
@@ -165,8 +165,7 @@ static kcr_err assign(kcr__ring *r, const segs *l)
 
 static int by_identity(const void *a, const void *b)
 {
-    return strcmp(((const kcr__ring_member *)a)->identity,
-                  ((const kcr__ring_member *)b)->identity);
+    return strcmp(((const kcr__ring_member *)a)->identity, ((const kcr__ring_member *)b)->identity);
 }
 
 kcr_err kcr__ring_build(const kcr__ring_member *members, size_t n, kcr__ring **out)

@@ -68,12 +68,15 @@ static uint64_t first_admitted(const kcr__shard_member *m)
 
 Test(shard_member, lease_store_on_the_fake, .init = setup, .fini = teardown)
 {
-    kcr__shard_lease l = {.identity = "pod-0", .holder = "pod-0_abc", .duration_ms = 14500,
-                          .renew_ms = T0 + 123, .slot = 3,
-                          .held = "0000000000000000-8000000000000000", .version = ""};
+    kcr__shard_lease l = {.identity = "pod-0",
+                          .holder = "pod-0_abc",
+                          .duration_ms = 14500,
+                          .renew_ms = T0 + 123,
+                          .slot = 3,
+                          .held = "0000000000000000-8000000000000000",
+                          .version = ""};
     char *v1 = NULL, *v2 = NULL;
-    cr_assert_eq(store->ops->put("web", &l, &v1, store->user_data), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(store->ops->put("web", &l, &v1, store->user_data), KCR_OK, "%s", kcr_last_error());
     cr_expect_eq(store->ops->put("web", &l, &v2, store->user_data), KCR_ERR_EXISTS);
     /* another ring's Lease is not listed */
     kcr__shard_lease other = l;
@@ -96,8 +99,7 @@ Test(shard_member, lease_store_on_the_fake, .init = setup, .fini = teardown)
 
     l.version = v1;
     l.slot = 4;
-    cr_assert_eq(store->ops->put("web", &l, &v2, store->user_data), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(store->ops->put("web", &l, &v2, store->user_data), KCR_OK, "%s", kcr_last_error());
     cr_expect_eq(store->ops->put("web", &l, &v2, store->user_data) == KCR_ERR_CONFLICT, true,
                  "a stale resourceVersion is a conflict");
     kcr__shard_lease_list_clear(&list);
@@ -110,8 +112,11 @@ Test(shard_member, bad_config)
     memstore table = {0};
     memstore_handle h;
     memstore_init(&h, &table);
-    kcr__shard_member_config cfg = {.ring = "web", .identity = "a", .instance = "a_1",
-                                    .lease_ms = 10000, .renew_deadline_ms = 10000,
+    kcr__shard_member_config cfg = {.ring = "web",
+                                    .identity = "a",
+                                    .instance = "a_1",
+                                    .lease_ms = 10000,
+                                    .renew_deadline_ms = 10000,
                                     .retry_ms = 2000};
     kcr__shard_member *m = NULL;
     cr_expect_eq(kcr__shard_member_new(&cfg, &h.store, &m), KCR_ERR_INVALID);
@@ -139,8 +144,8 @@ Test(shard_member, a_live_identity_is_refused_and_named, .init = setup, .fini = 
     }
     cr_expect_eq(err, KCR_ERR_EXISTS);
     cr_expect_eq(kcr__shard_member_state(b), KCR__SHARD_REFUSED);
-    cr_expect_not_null(strstr(kcr__shard_member_error(b), "held by instance \"pod-0_first\""),
-                       "%s", kcr__shard_member_error(b));
+    cr_expect_not_null(strstr(kcr__shard_member_error(b), "held by instance \"pod-0_first\""), "%s",
+                       kcr__shard_member_error(b));
     cr_expect_eq(kcr__shard_member_state(a), KCR__SHARD_ACTIVE, "the holder is untouched");
     kcr__shard_member_free(a);
     kcr__shard_member_free(b);
@@ -159,7 +164,8 @@ Test(shard_member, a_restart_takes_its_identity_back_safely, .init = setup, .fin
     int64_t t = T0 + 3000;
     for (; kcr__shard_member_state(b) != KCR__SHARD_ACTIVE && t < T0 + 20000; t += 500)
         sync_ok(b, t);
-    cr_assert_eq(kcr__shard_member_state(b), KCR__SHARD_ACTIVE, "the dead holder was not taken over");
+    cr_assert_eq(kcr__shard_member_state(b), KCR__SHARD_ACTIVE,
+                 "the dead holder was not taken over");
     cr_expect_lt(t, T0 + 1000 + LEASE, "took over before the old Lease expired");
     /* the old instance may still run what it published until renew + lease + margin */
     for (; t <= T0 + 1000 + LEASE + MARGIN; t += 500) {
@@ -202,8 +208,8 @@ Test(shard_member, the_new_owner_waits_for_the_old_one_to_drain, .init = setup, 
     cr_expect_gt(kcr__ranges_measure(kcr__shard_member_admitted(b)), 0,
                  "b admits the part nobody was running");
     kcr__shard_member_end(a, h); /* the in-flight reconcile ends */
-    sync_ok(a, t += 500);          /* a acknowledges */
-    sync_ok(b, t);                 /* b claims */
+    sync_ok(a, t += 500);        /* a acknowledges */
+    sync_ok(b, t);               /* b claims */
     cr_expect(kcr__shard_member_begin(b, h, t), "b did not take the drained range");
     kcr__shard_member_end(b, h);
     kcr__shard_member_free(a);
@@ -254,8 +260,8 @@ Test(shard_member, a_replica_that_cannot_renew_stops_first)
     }
     cr_expect_eq(kcr__shard_member_state(a), KCR__SHARD_ACTIVE);
     cr_expect_gt(kcr__ranges_measure(kcr__shard_member_admitted(a)), 0);
-    cr_expect_not(kcr__ranges_intersects(kcr__shard_member_admitted(a),
-                                         kcr__shard_member_admitted(b)));
+    cr_expect_not(
+        kcr__ranges_intersects(kcr__shard_member_admitted(a), kcr__shard_member_admitted(b)));
     kcr__shard_member_free(a);
     kcr__shard_member_free(b);
     memstore_free(&table);

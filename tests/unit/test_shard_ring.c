@@ -176,12 +176,12 @@ Test(shard_ring, a_leave_moves_only_the_leavers_keys)
     struct {
         int before[8], nb, after[8], na, leaver;
     } cases[] = {
-        {{0, 1, 2, 3, 4}, 5, {0, 1, 2, 3}, 4, 4},         /* the top slot */
-        {{0, 1, 2, 3, 4}, 5, {0, 1, 3, 4}, 4, 2},         /* a middle slot: vacant */
-        {{0, 1, 3, 4}, 4, {0, 3, 4}, 3, 1},               /* a second vacancy */
-        {{0, 1, 3, 4}, 4, {0, 1, 3}, 3, 4},               /* the top, with slot 2 vacant */
-        {{0, 1, 3, 6, 7}, 5, {0, 1, 3, 6}, 4, 7},         /* the top, 3 vacant below */
-        {{0, 1, 3}, 3, {1, 3}, 2, 0},                     /* slot 0 */
+        {{0, 1, 2, 3, 4}, 5, {0, 1, 2, 3}, 4, 4}, /* the top slot */
+        {{0, 1, 2, 3, 4}, 5, {0, 1, 3, 4}, 4, 2}, /* a middle slot: vacant */
+        {{0, 1, 3, 4}, 4, {0, 3, 4}, 3, 1},       /* a second vacancy */
+        {{0, 1, 3, 4}, 4, {0, 1, 3}, 3, 4},       /* the top, with slot 2 vacant */
+        {{0, 1, 3, 6, 7}, 5, {0, 1, 3, 6}, 4, 7}, /* the top, 3 vacant below */
+        {{0, 1, 3}, 3, {1, 3}, 2, 0},             /* slot 0 */
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         kcr__ring *a = ring_of(cases[c].before, (size_t)cases[c].nb);
@@ -277,10 +277,12 @@ Test(shard_ranges, algebra_and_text)
     free(text);
     cr_assert_eq(kcr__ranges_parse("", &out), KCR_OK);
     cr_expect_eq(out.n, 0);
-    const char *bad[] = {"1-2", "000000000000000a-0000000000000005",
+    const char *bad[] = {"1-2",
+                         "000000000000000a-0000000000000005",
                          "000000000000000a-000000000000001e,",
                          "0000000000000010-0000000000000020,0000000000000000-0000000000000005",
-                         "000000000000000a-000000000000001e;", "zz"};
+                         "000000000000000a-000000000000001e;",
+                         "zz"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         cr_expect_eq(kcr__ranges_parse(bad[i], &out), KCR_ERR_PARSE, "accepted \"%s\"", bad[i]);
         cr_expect_not_null(strstr(kcr_last_error(), "shard ranges"));

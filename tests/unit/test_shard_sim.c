@@ -33,8 +33,8 @@
 #define LEASE_MS 15000
 #define RENEW_DEADLINE_MS 10000
 #define RETRY_MS 2000
-#define SKEW_MS 500     /* each clock is off by at most this: pairs by 2x */
-#define MARGIN_MS 2000  /* >= the pairwise skew bound */
+#define SKEW_MS 500    /* each clock is off by at most this: pairs by 2x */
+#define MARGIN_MS 2000 /* >= the pairwise skew bound */
 #define MAX_RECONCILE_MS 4000
 #define QUIET_MS (LEASE_MS + MARGIN_MS + MAX_RECONCILE_MS + 2 * SYNC_MS + 2 * SKEW_MS)
 
@@ -53,8 +53,7 @@ static kcr_err cut_list(const char *ring, kcr__shard_lease_list *out, void *user
     return c->inner->ops->list(ring, out, c->inner->user_data);
 }
 
-static kcr_err cut_put(const char *ring, const kcr__shard_lease *l, char **version,
-                       void *user_data)
+static kcr_err cut_put(const char *ring, const kcr__shard_lease *l, char **version, void *user_data)
 {
     cut_store *c = user_data;
     *version = NULL;
@@ -84,9 +83,9 @@ typedef struct restart {
 typedef struct sim {
     uint64_t rng;
     bool broken;
-    memstore table;        /* MEMORY */
+    memstore table; /* MEMORY */
     memstore_handle mem;
-    kcr_fake *fake;        /* FAKE */
+    kcr_fake *fake; /* FAKE */
     kcr_client *client;
     kcr__lease_store *client_store;
     const kcr__lease_store *store; /* the one every replica reaches */
@@ -144,8 +143,7 @@ static void start_replica(sim *s, const char *identity)
                                     .retry_ms = RETRY_MS,
                                     .margin_ms = MARGIN_MS,
                                     .ack_before_drain = s->broken};
-    cr_assert_eq(kcr__shard_member_new(&cfg, &p->h.store, &p->m), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(kcr__shard_member_new(&cfg, &p->h.store, &p->m), KCR_OK, "%s", kcr_last_error());
 }
 
 /* The process exits (crash or end): its reconciles stop with it. */
@@ -269,8 +267,8 @@ static void check_coverage(sim *s)
                 running += s->r[i].run_end[k] != 0;
             cr_log_warn("  %s state %d partitioned %d inflight %zu running %d admitted %s",
                         s->r[i].instance, (int)kcr__shard_member_state(s->r[i].m),
-                        (int)s->r[i].h.partitioned, kcr__shard_member_inflight(s->r[i].m),
-                        running, text);
+                        (int)s->r[i].h.partitioned, kcr__shard_member_inflight(s->r[i].m), running,
+                        text);
             free(text);
         }
         kcr__shard_lease_list leases = {0};
@@ -344,7 +342,8 @@ static void step(sim *s)
         bool started = false;
         for (int i = 0; i < s->nr; i++) {
             replica *p = &s->r[i];
-            if (!p->alive || p->run_end[k] || !kcr__shard_member_begin(p->m, s->hash[k], s->t + p->skew_ms))
+            if (!p->alive || p->run_end[k] ||
+                !kcr__shard_member_begin(p->m, s->hash[k], s->t + p->skew_ms))
                 continue;
             for (int j = 0; j < s->nr; j++)
                 if (j != i && s->r[j].alive && s->r[j].run_end[k])
@@ -452,11 +451,10 @@ static void report(const char *what, const sim *s, int events)
 /* The checks of a correct hand-over. */
 static void expect_correct(const sim *s, int events)
 {
-    cr_expect_eq(s->overlaps, 0, "%ld reconciles of a key overlapped across replicas",
-                 s->overlaps);
+    cr_expect_eq(s->overlaps, 0, "%ld reconciles of a key overlapped across replicas", s->overlaps);
     cr_expect_eq(s->coverage_failures, 0,
-                 "%ld of %ld quiet points left keys unowned or doubly owned",
-                 s->coverage_failures, s->coverage_checks);
+                 "%ld of %ld quiet points left keys unowned or doubly owned", s->coverage_failures,
+                 s->coverage_checks);
     cr_expect_geq(s->coverage_checks, events / 20, "only %ld liveness checks ran",
                   s->coverage_checks);
     cr_expect_gt(s->refusals, 0, "no duplicate identity was refused");
