@@ -100,11 +100,13 @@ Test(shard_member, lease_store_on_the_fake, .init = setup, .fini = teardown)
     l.version = v1;
     l.slot = 4;
     cr_assert_eq(store->ops->put("web", &l, &v2, store->user_data), KCR_OK, "%s", kcr_last_error());
-    cr_expect_eq(store->ops->put("web", &l, &v2, store->user_data) == KCR_ERR_CONFLICT, true,
+    char *v3 = NULL;
+    cr_expect_eq(store->ops->put("web", &l, &v3, store->user_data) == KCR_ERR_CONFLICT, true,
                  "a stale resourceVersion is a conflict");
     kcr__shard_lease_list_clear(&list);
     free(v1);
     free(v2);
+    cr_expect_null(v3, "a failed write returns no version");
 }
 
 Test(shard_member, bad_config)
