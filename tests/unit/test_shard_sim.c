@@ -2,7 +2,8 @@
  * process on an in-memory Lease store with a virtual clock, random joins,
  * graceful leaves, crashes (some restarting with their identity),
  * partitions (a replica that cannot reach the API keeps running what it
- * admitted), duplicate starts of a live identity, skewed clocks, and keys
+ * admitted), API outages (all of them cut off at once), duplicate starts of
+ * a live identity, skewed clocks, and keys
  * whose reconciles take time. Every replica sees every key (filter mode)
  * and reconciles the ones its member admits.
  *
@@ -12,7 +13,9 @@
  * - liveness: once nothing changed for QUIET_MS (the bound: lease + margin +
  *   the longest reconcile + two steps), the live members' admitted ranges
  *   partition the whole hash space, so every key has exactly one owner;
- * - balance: the largest admitted share against the mean at those points.
+ * - balance: the largest admitted share against the mean at those points;
+ * - fencing: no reconcile starts on a replica cut off for longer than its
+ *   renew deadline.
  * The 1,000-event run must show zero overlaps; the same run with the
  * hand-over broken (acknowledge before draining) must show some. */
 #include <criterion/criterion.h>
@@ -71,7 +74,7 @@ typedef struct replica {
     kcr__shard_member *m;
     cut_store h;
     char identity[16], instance[32];
-    int64_t skew_ms, next_sync, partition_until;
+    int64_t skew_ms, next_sync, partition_from, partition_until;
     int64_t run_end[NKEYS]; /* 0: not running that key */
 } replica;
 
@@ -100,7 +103,9 @@ typedef struct sim {
     bool checked; /* coverage checked since last_change */
     /* results */
     long overlaps, reconciles, coverage_checks, coverage_failures, refusals;
-    long joins, leaves, crashes, partitions, duplicates, restarts_done;
+    long joins, leaves, crashes, partitions, outages, duplicates, restarts_done;
+    long late_admissions; /* admitted while cut off past the renew deadline */
+    size_t most_ranges;   /* the most ranges one member admitted at a quiet point */
     double worst_balance;
     long long lease_puts, lease_lists;
     int64_t member_ms; /* replica-milliseconds alive, for per-member costs */
@@ -179,23 +184,31 @@ static bool identity_in_use(sim *s, const char *id)
     return false;
 }
 
+static void cut_off(sim *s, replica *p, int64_t until)
+{
+    if (!p->h.partitioned)
+        p->partition_from = s->t;
+    p->h.partitioned = true;
+    p->partition_until = until > p->partition_until ? until : p->partition_until;
+}
+
 static void random_event(sim *s)
 {
     int idx[MAX_REPLICAS];
     int nlive = live(s, idx, false);
     int nactive = live(s, idx, true); /* idx: the active ones */
-    int kind = (int)(rnd(s) % 10);
-    if (nlive < 2 || (kind < 3 && nlive < MAX_LIVE)) { /* join */
+    int kind = (int)(rnd(s) % 20);
+    if (nlive < 2 || (kind < 6 && nlive < MAX_LIVE)) { /* join */
         char id[16];
         do
             snprintf(id, sizeof id, "r%d", s->next_id++ % 12); /* identities come back */
         while (identity_in_use(s, id));
         start_replica(s, id);
         s->joins++;
-    } else if (kind < 5 && nactive > 1) { /* graceful leave */
+    } else if (kind < 10 && nactive > 1) { /* graceful leave */
         kcr__shard_member_leave(s->r[idx[rnd(s) % (uint64_t)nactive]].m);
         s->leaves++;
-    } else if (kind < 7) { /* crash, maybe restart with the same identity */
+    } else if (kind < 14) { /* crash, maybe restart with the same identity */
         nlive = live(s, idx, false);
         replica *p = &s->r[idx[rnd(s) % (uint64_t)nlive]];
         if (rnd(s) % 2 && s->nrestarts < MAX_REPLICAS) {
@@ -205,12 +218,16 @@ static void random_event(sim *s)
         }
         stop_process(p);
         s->crashes++;
-    } else if (kind < 9) { /* partition */
+    } else if (kind < 18) { /* partition */
         nlive = live(s, idx, false);
-        replica *p = &s->r[idx[rnd(s) % (uint64_t)nlive]];
-        p->h.partitioned = true;
-        p->partition_until = s->t + between(s, 2000, 30000);
+        cut_off(s, &s->r[idx[rnd(s) % (uint64_t)nlive]], s->t + between(s, 2000, 30000));
         s->partitions++;
+    } else if (kind == 19) { /* the API is down for everyone */
+        nlive = live(s, idx, false);
+        int64_t until = s->t + between(s, 5000, 40000);
+        for (int i = 0; i < nlive; i++)
+            cut_off(s, &s->r[idx[i]], until);
+        s->outages++;
     } else if (nactive > 0) { /* a second process with a live identity */
         start_replica(s, s->r[idx[rnd(s) % (uint64_t)nactive]].identity);
         s->duplicates++;
@@ -238,6 +255,7 @@ static void check_coverage(sim *s)
             ok = false;
         cr_assert_eq(kcr__ranges_union(&all, a, &tmp), KCR_OK);
         cr_assert_eq(kcr__ranges_copy(&tmp, &all), KCR_OK);
+        s->most_ranges = a->n > s->most_ranges ? a->n : s->most_ranges;
         if (kcr__shard_member_state(s->r[i].m) == KCR__SHARD_ACTIVE) {
             uint64_t share = kcr__ranges_measure(a);
             max = share > max ? share : max;
@@ -348,6 +366,9 @@ static void step(sim *s)
             for (int j = 0; j < s->nr; j++)
                 if (j != i && s->r[j].alive && s->r[j].run_end[k])
                     s->overlaps++;
+            /* its last write was sent before the cut: skew only shifts its own clock */
+            if (p->h.partitioned && s->t - p->partition_from >= RENEW_DEADLINE_MS)
+                s->late_admissions++;
             p->run_end[k] = s->t + between(s, 100, MAX_RECONCILE_MS);
             s->reconciles++;
             started = true;
@@ -438,12 +459,14 @@ static int sim_events(void)
 static void report(const char *what, const sim *s, int events)
 {
     cr_log_info("%s: events=%d t=%llds reconciles=%ld joins=%ld leaves=%ld crashes=%ld "
-                "restarts=%ld partitions=%ld duplicates=%ld refusals=%ld coverage_checks=%ld "
-                "worst_balance=%.3f lease_writes=%lld lease_lists=%lld overlaps=%ld "
+                "restarts=%ld partitions=%ld outages=%ld duplicates=%ld refusals=%ld "
+                "coverage_checks=%ld worst_balance=%.3f most_ranges=%zu lease_writes=%lld "
+                "lease_lists=%lld overlaps=%ld late_admissions=%ld "
                 "per_member_minute: writes=%.1f lists=%.1f",
                 what, events, (long long)(s->t / 1000), s->reconciles, s->joins, s->leaves,
-                s->crashes, s->restarts_done, s->partitions, s->duplicates, s->refusals,
-                s->coverage_checks, s->worst_balance, s->lease_puts, s->lease_lists, s->overlaps,
+                s->crashes, s->restarts_done, s->partitions, s->outages, s->duplicates, s->refusals,
+                s->coverage_checks, s->worst_balance, s->most_ranges, s->lease_puts, s->lease_lists,
+                s->overlaps, s->late_admissions,
                 (double)s->lease_puts * 60000.0 / (double)s->member_ms,
                 (double)s->lease_lists * 60000.0 / (double)s->member_ms);
 }
@@ -458,7 +481,12 @@ static void expect_correct(const sim *s, int events)
     cr_expect_geq(s->coverage_checks, events / 20, "only %ld liveness checks ran",
                   s->coverage_checks);
     cr_expect_gt(s->refusals, 0, "no duplicate identity was refused");
+    cr_expect_eq(s->late_admissions, 0,
+                 "%ld reconciles started past a cut-off replica's "
+                 "renew deadline",
+                 s->late_admissions);
     cr_expect_gt(s->crashes + s->partitions, events / 4);
+    cr_expect(events < 100 || s->outages > 0, "no API outage in %d events", events);
     cr_expect_leq(s->worst_balance, 2.0, "a member held %.2f x the mean share", s->worst_balance);
     cr_expect_gt(s->reconciles, 10 * events);
 }
