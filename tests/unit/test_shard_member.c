@@ -323,3 +323,59 @@ Test(shard_member, a_clock_skewed_past_the_margin_is_reported)
     kcr__shard_member_free(b);
     memstore_free(&table);
 }
+
+Test(shard_member, malformed_leases_are_reported_and_kept_safe)
+{
+    memstore table = {0};
+    memstore_handle ha, hx;
+    memstore_init(&ha, &table);
+    memstore_init(&hx, &table);
+    kcr__shard_member *a = member(&ha.store, "a", "a_1");
+    int64_t t = T0;
+    sync_ok(a, t);
+    sync_ok(a, t += 1000);
+    cr_expect_str_eq(kcr__shard_member_problem(a), "");
+    cr_assert_eq(kcr__ranges_measure(kcr__shard_member_admitted(a)), UINT64_MAX);
+
+    /* someone else's Lease in the ring with unreadable held ranges */
+    kcr__shard_lease bad = {.identity = "x",
+                            .holder = "x_1",
+                            .duration_ms = LEASE,
+                            .renew_ms = t,
+                            .slot = 1,
+                            .held = "everything",
+                            .version = ""};
+    char *v = NULL;
+    cr_assert_eq(hx.store.ops->put("web", &bad, &v, hx.store.user_data), KCR_OK);
+    free(v);
+    sync_ok(a, t += 1000);
+    const char *problem = kcr__shard_member_problem(a);
+    cr_expect_not_null(strstr(problem, "annotation of \"x\" does not parse"), "%s", problem);
+    cr_expect_not_null(strstr(problem, "until its Lease expires"), "%s", problem);
+    /* x is in the ring (slot 1): a gives up x's half and claims nothing of it */
+    for (int i = 0; i < 3; i++)
+        sync_ok(a, t += 1000);
+    uint64_t half = kcr__ranges_measure(kcr__shard_member_admitted(a));
+    cr_expect_lt(half, UINT64_MAX / 3 * 2, "a kept x's half");
+    /* once x's Lease expires, a takes everything back */
+    for (; t < T0 + 2000 + LEASE + MARGIN + 3000; t += 1000)
+        sync_ok(a, t);
+    cr_expect_eq(kcr__ranges_measure(kcr__shard_member_admitted(a)), UINT64_MAX);
+
+    /* a Lease with no identity label is not a member */
+    kcr__shard_lease anon = {.identity = "",
+                             .holder = "y_1",
+                             .duration_ms = LEASE,
+                             .renew_ms = t,
+                             .slot = 2,
+                             .held = "",
+                             .version = ""};
+    cr_assert_eq(hx.store.ops->put("web", &anon, &v, hx.store.user_data), KCR_OK);
+    free(v);
+    sync_ok(a, t += 1000);
+    problem = kcr__shard_member_problem(a);
+    cr_expect_not_null(strstr(problem, "has no kcr.dev/shard-identity label"), "%s", problem);
+    cr_expect_eq(kcr__ranges_measure(kcr__shard_member_admitted(a)), UINT64_MAX);
+    kcr__shard_member_free(a);
+    memstore_free(&table);
+}
