@@ -530,11 +530,6 @@ const kcr__ranges *kcr__shard_member_admitted(const kcr__shard_member *m)
     return &m->admitted;
 }
 
-const kcr__ranges *kcr__shard_member_published(const kcr__shard_member *m)
-{
-    return &m->published;
-}
-
 size_t kcr__shard_member_inflight(const kcr__shard_member *m)
 {
     return m->ninflight;

@@ -91,9 +91,7 @@ const char *kcr__shard_member_skew(const kcr__shard_member *m);
  * Borrowed until the next call. */
 const char *kcr__shard_member_problem(const kcr__shard_member *m);
 
-/* What it publishes on its Lease, and how many reconciles it has in flight
- * (for reports and tests). */
-const kcr__ranges *kcr__shard_member_published(const kcr__shard_member *m);
+/* How many reconciles it has in flight (for reports and tests). */
 size_t kcr__shard_member_inflight(const kcr__shard_member *m);
 
 #endif
