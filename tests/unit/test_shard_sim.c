@@ -15,7 +15,10 @@
  *   partition the whole hash space, so every key has exactly one owner;
  * - balance: the largest admitted share against the mean at those points;
  * - fencing: no reconcile starts on a replica cut off for longer than its
- *   renew deadline.
+ *   renew deadline;
+ * - hand-over latency: how long keys go without an admitting replica; in a
+ *   graceful hand-over (a join or leave with no crash, restart or cut-off
+ *   near) at most the longest reconcile (the drain) plus three steps.
  * The 1,000-event run must show zero overlaps; the same run with the
  * hand-over broken (acknowledge before draining) must show some. */
 #include <criterion/criterion.h>
@@ -109,7 +112,67 @@ typedef struct sim {
     double worst_balance;
     long long lease_puts, lease_lists;
     int64_t member_ms; /* replica-milliseconds alive, for per-member costs */
+    /* how long keys went without an admitting replica (sampled every
+     * GAP_SAMPLE_MS), for the hand-over latency */
+    int64_t gap_from[NKEYS];  /* -1: owned */
+    bool gap_graceful[NKEYS]; /* that gap began with no crash, restart or cut-off near */
+    int64_t *gaps, *graceful;
+    size_t ngaps, capgaps, ngraceful, capgraceful;
+    int64_t disrupted_until; /* a crash, restart or cut-off is near until then */
 } sim;
+
+#define GAP_SAMPLE_MS 200
+
+static void record(int64_t **v, size_t *n, size_t *cap, int64_t x)
+{
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 1024;
+        *v = realloc(*v, *cap * sizeof **v);
+        cr_assert_not_null(*v);
+    }
+    (*v)[(*n)++] = x;
+}
+
+/* A crash, restart or cut-off moves keys only after a Lease expires: the
+ * gaps open at one or beginning near one are not graceful hand-overs. */
+static void disrupted(sim *s, int64_t until)
+{
+    until += QUIET_MS;
+    s->disrupted_until = until > s->disrupted_until ? until : s->disrupted_until;
+    for (int k = 0; k < NKEYS; k++)
+        s->gap_graceful[k] = false;
+}
+
+static void sample_gaps(sim *s)
+{
+    for (int k = 0; k < NKEYS; k++) {
+        bool owned = false;
+        for (int i = 0; i < s->nr && !owned; i++)
+            owned = s->r[i].alive &&
+                    kcr__ranges_contains(kcr__shard_member_admitted(s->r[i].m), s->hash[k]);
+        if (!owned && s->gap_from[k] < 0) {
+            s->gap_from[k] = s->t;
+            s->gap_graceful[k] = s->t >= s->disrupted_until;
+        } else if (owned && s->gap_from[k] >= 0) {
+            record(&s->gaps, &s->ngaps, &s->capgaps, s->t - s->gap_from[k]);
+            if (s->gap_graceful[k])
+                record(&s->graceful, &s->ngraceful, &s->capgraceful, s->t - s->gap_from[k]);
+            s->gap_from[k] = -1;
+        }
+    }
+}
+
+static int by_value(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The q-quantile of sorted values, in ms (0 when none). */
+static int64_t quantile(const int64_t *v, size_t n, double q)
+{
+    return n ? v[(size_t)(q * (double)(n - 1))] : 0;
+}
 
 static uint64_t rnd(sim *s)
 {
@@ -186,6 +249,7 @@ static bool identity_in_use(sim *s, const char *id)
 
 static void cut_off(sim *s, replica *p, int64_t until)
 {
+    disrupted(s, until);
     if (!p->h.partitioned)
         p->partition_from = s->t;
     p->h.partitioned = true;
@@ -218,6 +282,7 @@ static void random_event(sim *s)
         }
         stop_process(p);
         s->crashes++;
+        disrupted(s, s->t);
     } else if (kind < 18) { /* partition */
         nlive = live(s, idx, false);
         cut_off(s, &s->r[idx[rnd(s) % (uint64_t)nlive]], s->t + between(s, 2000, 30000));
@@ -318,6 +383,7 @@ static void step(sim *s)
             i--;
             start_replica(s, id);
             s->restarts_done++;
+            disrupted(s, s->t);
             s->last_change = s->t;
         }
     }
@@ -376,6 +442,8 @@ static void step(sim *s)
         if (started) /* else it stays due: retried at the next step */
             s->next_work[k] = s->t + between(s, 0, 3000);
     }
+    if (s->t % GAP_SAMPLE_MS == 0)
+        sample_gaps(s);
     if (!s->checked && s->t - s->last_change >= QUIET_MS) {
         check_coverage(s);
         s->checked = true;
@@ -397,8 +465,10 @@ static void run(sim *s, uint64_t seed, int events, bool broken, backend b)
         cr_assert_eq(kcr__lease_store_client_new(s->client, "sim", &s->client_store), KCR_OK);
         s->store = s->client_store;
     }
-    for (int k = 0; k < NKEYS; k++)
+    for (int k = 0; k < NKEYS; k++) {
         s->hash[k] = rnd(s);
+        s->gap_from[k] = -1;
+    }
     for (int i = 0; i < 3; i++) {
         char id[16];
         snprintf(id, sizeof id, "r%d", s->next_id++);
@@ -426,6 +496,8 @@ static void run(sim *s, uint64_t seed, int events, bool broken, backend b)
         if (s->t - s->last_change < STEP_MS)
             s->checked = false;
     }
+    qsort(s->gaps, s->ngaps, sizeof *s->gaps, by_value);
+    qsort(s->graceful, s->ngraceful, sizeof *s->graceful, by_value);
     for (int i = 0; i < s->nr; i++)
         if (s->r[i].alive)
             stop_process(&s->r[i]);
@@ -458,17 +530,24 @@ static int sim_events(void)
 
 static void report(const char *what, const sim *s, int events)
 {
-    cr_log_info("%s: events=%d t=%llds reconciles=%ld joins=%ld leaves=%ld crashes=%ld "
-                "restarts=%ld partitions=%ld outages=%ld duplicates=%ld refusals=%ld "
-                "coverage_checks=%ld worst_balance=%.3f most_ranges=%zu lease_writes=%lld "
-                "lease_lists=%lld overlaps=%ld late_admissions=%ld "
-                "per_member_minute: writes=%.1f lists=%.1f",
-                what, events, (long long)(s->t / 1000), s->reconciles, s->joins, s->leaves,
-                s->crashes, s->restarts_done, s->partitions, s->outages, s->duplicates, s->refusals,
-                s->coverage_checks, s->worst_balance, s->most_ranges, s->lease_puts, s->lease_lists,
-                s->overlaps, s->late_admissions,
-                (double)s->lease_puts * 60000.0 / (double)s->member_ms,
-                (double)s->lease_lists * 60000.0 / (double)s->member_ms);
+    cr_log_info(
+        "%s: events=%d t=%llds reconciles=%ld joins=%ld leaves=%ld crashes=%ld "
+        "restarts=%ld partitions=%ld outages=%ld duplicates=%ld refusals=%ld "
+        "coverage_checks=%ld worst_balance=%.3f most_ranges=%zu lease_writes=%lld "
+        "lease_lists=%lld overlaps=%ld late_admissions=%ld "
+        "per_member_minute: writes=%.1f lists=%.1f "
+        "unowned_gaps: n=%zu p50=%lldms p99=%lldms max=%lldms; graceful (joins, leaves): "
+        "n=%zu p50=%lldms p99=%lldms max=%lldms",
+        what, events, (long long)(s->t / 1000), s->reconciles, s->joins, s->leaves, s->crashes,
+        s->restarts_done, s->partitions, s->outages, s->duplicates, s->refusals, s->coverage_checks,
+        s->worst_balance, s->most_ranges, s->lease_puts, s->lease_lists, s->overlaps,
+        s->late_admissions, (double)s->lease_puts * 60000.0 / (double)s->member_ms,
+        (double)s->lease_lists * 60000.0 / (double)s->member_ms, s->ngaps,
+        (long long)quantile(s->gaps, s->ngaps, 0.5), (long long)quantile(s->gaps, s->ngaps, 0.99),
+        (long long)quantile(s->gaps, s->ngaps, 1.0), s->ngraceful,
+        (long long)quantile(s->graceful, s->ngraceful, 0.5),
+        (long long)quantile(s->graceful, s->ngraceful, 0.99),
+        (long long)quantile(s->graceful, s->ngraceful, 1.0));
 }
 
 /* The checks of a correct hand-over. */
@@ -488,6 +567,12 @@ static void expect_correct(const sim *s, int events)
     cr_expect_gt(s->crashes + s->partitions, events / 4);
     cr_expect(events < 100 || s->outages > 0, "no API outage in %d events", events);
     cr_expect_leq(s->worst_balance, 2.0, "a member held %.2f x the mean share", s->worst_balance);
+    /* graceful hand-over: the old owner's drain plus a step or two */
+    int64_t graceful_max = quantile(s->graceful, s->ngraceful, 1.0);
+    cr_expect_gt(s->ngraceful, 0);
+    cr_expect_leq(graceful_max, MAX_RECONCILE_MS + 3 * SYNC_MS,
+                  "a key waited %lld ms for its next owner in a graceful hand-over",
+                  (long long)graceful_max);
     cr_expect_gt(s->reconciles, 10 * events);
 }
 
@@ -498,6 +583,8 @@ Test(shard_sim, a_thousand_random_events_and_no_key_runs_twice, .timeout = 600)
     run(&s, sim_seed(), events, false, MEMORY);
     report("memory store", &s, events);
     expect_correct(&s, events);
+    free(s.gaps);
+    free(s.graceful);
 }
 
 Test(shard_sim, on_the_fake_api, .timeout = 600)
@@ -507,6 +594,8 @@ Test(shard_sim, on_the_fake_api, .timeout = 600)
     run(&s, sim_seed() + 1, events, false, FAKE);
     report("fake API", &s, events);
     expect_correct(&s, events);
+    free(s.gaps);
+    free(s.graceful);
 }
 
 Test(shard_sim, acknowledging_before_draining_is_caught, .timeout = 600)
@@ -516,4 +605,6 @@ Test(shard_sim, acknowledging_before_draining_is_caught, .timeout = 600)
     run(&s, sim_seed(), events, true, MEMORY);
     report("ack before drain", &s, events);
     cr_expect_gt(s.overlaps, 0, "the exclusivity checker missed a broken hand-over");
+    free(s.gaps);
+    free(s.graceful);
 }
