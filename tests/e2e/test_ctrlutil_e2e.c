@@ -131,6 +131,9 @@ Test(ctrlutil_e2e, controller_reference_on_a_real_configmap, .init = setup, .fin
     cr_assert_eq(kcr_ctrlutil_delete(client, &d, NULL), KCR_ERR_CONFLICT);
     cr_assert_eq(st.code, 409);
     cr_assert(strstr(st.message, "does not match the UID in record"), "%s", st.message);
+    char want[300];
+    snprintf(want, sizeof want, "delete configmaps %s/dep: ", ns);
+    cr_assert(strstr(kcr_last_error(), want), "%s", kcr_last_error());
     kcr_status_clear(&st);
     cr_assert_eq(kcr_ctrlutil_delete(client,
                                      &(kcr_ctrlutil_delete_options){
@@ -434,6 +437,10 @@ Test(ctrlutil_e2e, create_or_update_and_apply_with_field_managers, .init = setup
         KCR_ERR_CONFLICT);
     cr_assert_eq(st.code, 409);
     cr_assert(strstr(st.message, "kcr-a"), "the conflict names the owner: %s", st.message);
+    char want[300];
+    snprintf(want, sizeof want, "apply ConfigMap %s/ssa: ", ns);
+    cr_assert(strstr(kcr_last_error(), want) && strstr(kcr_last_error(), "kcr-a"),
+              "the message names the verb, the object and the owner: %s", kcr_last_error());
     kcr_status_clear(&st);
     /* forced, it takes the field over; the other field stays kcr-a's */
     cr_assert_eq(kcr_ctrlutil_apply(client,

@@ -300,6 +300,9 @@ Test(ctrlutil_finalizer, rejections_and_bounded_retries, .init = setup, .fini = 
     cr_assert_eq(st.code, 422);
     cr_assert_str_eq(st.message, "finalizer name is not a qualified name");
     cr_assert(strstr(kcr_last_error(), "not a qualified name"), "%s", kcr_last_error());
+    /* the message says what failed: verb, kind, object */
+    cr_assert(strstr(kcr_last_error(), "add finalizer kcr.dev/a to ConfigMap ns/cm: "), "%s",
+              kcr_last_error());
     cr_assert_eq(kcr_fake_count(fake, KCR_FAKE_PATCH, &CM), 1);
     kcr_status_clear(&st);
     /* an object that changes before every patch: 1 + max_retries attempts */
@@ -543,6 +546,7 @@ Test(ctrlutil_status, errors, .init = setup, .fini = teardown)
                                             NULL),
                  KCR_ERR_CONFLICT, "no retries");
     cr_assert_eq(st.code, 409);
+    cr_assert(strstr(kcr_last_error(), "update status of Widget ns/w: "), "%s", kcr_last_error());
     cr_assert_str_eq(st.message, "stale");
     cr_assert_eq(kcr_ctrlutil_update_status(c,
                                             &(kcr_ctrlutil_write_options){.resource = &WIDGETS,
@@ -554,6 +558,8 @@ Test(ctrlutil_status, errors, .init = setup, .fini = teardown)
                                             NULL),
                  KCR_ERR_NOT_FOUND);
     cr_assert_eq(st.code, 404);
+    /* no object read: the resource stands for the kind */
+    cr_assert(strstr(kcr_last_error(), "get widgets ns/nope: "), "%s", kcr_last_error());
     kcr_status_clear(&st);
     cr_assert_eq(kcr_ctrlutil_update_status(
                      c,
@@ -788,6 +794,7 @@ Test(ctrlutil_delete, preconditions_and_not_found, .init = setup, .fini = teardo
                                      NULL),
                  KCR_ERR_CONFLICT);
     cr_assert_eq(st.code, 409);
+    cr_assert(strstr(kcr_last_error(), "delete ConfigMap ns/cm: "), "%s", kcr_last_error());
     kcr_status_clear(&st);
     kcr_object *now = get(&CM, "cm");
     cr_assert_eq(kcr_ctrlutil_delete(c,
@@ -812,6 +819,7 @@ Test(ctrlutil_delete, preconditions_and_not_found, .init = setup, .fini = teardo
                                      NULL),
                  KCR_ERR_NOT_FOUND);
     cr_assert_eq(st.code, 404);
+    cr_assert(strstr(kcr_last_error(), "delete configmaps ns/cm: "), "%s", kcr_last_error());
     kcr_ctrlutil_delete_options o = {.resource = &CM,
                                      .ns = "ns",
                                      .name = "cm",

@@ -342,9 +342,7 @@ static kcr_result reconcile_team(kcr_ctx *ctx, const kcr_reconcile_request *req,
                                     .user_data = &h,
                                     .cache = kcr_ctx_cache(ctx, &RQ),
                                     .result = &r};
-    kcr_err err = kcr_ctrlutil_create_or_update(kcr_ctx_client(ctx), &o, NULL);
-    if (err != KCR_OK)
-        return kcr_err_is_permanent(err) ? KCR_TERMINAL(err) : KCR_RETRY(err);
+    KCR_TRY(kcr_ctrlutil_create_or_update(kcr_ctx_client(ctx), &o, NULL));
     if (r != KCR_CTRLUTIL_UNCHANGED)
         quota_writes++;
     return KCR_DONE;
