@@ -45,8 +45,8 @@ static kcr_err apply_object(kcr_client *c, const kcr_ctrlutil_apply_options *o,
     return err;
 }
 
-kcr_err(kcr_ctrlutil_apply)(size_t opts_size, kcr_client *c, const kcr_ctrlutil_apply_options *opts,
-                            kcr_object **out)
+kcr_err (kcr_ctrlutil_apply)(size_t opts_size, kcr_client *c,
+                             const kcr_ctrlutil_apply_options *opts, kcr_object **out)
 {
     if (out)
         *out = NULL;

@@ -50,8 +50,8 @@ static kcr_err target_of_object(kcr_ctrlutil_delete_options *o)
     return KCR_OK;
 }
 
-kcr_err(kcr_ctrlutil_delete)(size_t opts_size, kcr_client *c,
-                             const kcr_ctrlutil_delete_options *opts, kcr_object **out)
+kcr_err (kcr_ctrlutil_delete)(size_t opts_size, kcr_client *c,
+                              const kcr_ctrlutil_delete_options *opts, kcr_object **out)
 {
     if (out)
         *out = NULL;

@@ -73,12 +73,6 @@ static kcr_err fail_on(kcr_err err, bool add, const char *finalizer, const kcr_r
 static kcr_err change_finalizer(kcr_client *c, const kcr_ctrlutil_finalizer_options *o, bool add,
                                 kcr_object **out)
 {
-    if (out)
-        *out = NULL;
-    if (!o)
-        return kcr__fail(KCR_ERR_INVALID,
-                         "finalizer helper: NULL options (resource, object and finalizer are "
-                         "required)");
     bool *changed = o->changed;
     kcr_status *st = o->status;
     const kcr_resource *res = o->resource;
@@ -178,16 +172,21 @@ gone:
     return KCR_OK;
 }
 
-kcr_err(kcr_ctrlutil_add_finalizer)(size_t opts_size, kcr_client *c,
-                                    const kcr_ctrlutil_finalizer_options *opts, kcr_object **out)
+kcr_err (kcr_ctrlutil_add_finalizer)(size_t opts_size, kcr_client *c,
+                                     const kcr_ctrlutil_finalizer_options *opts, kcr_object **out)
 {
+    if (out)
+        *out = NULL;
     KCR__ABI_OPTS(kcr_ctrlutil_finalizer_options, opts, opts_size);
     return change_finalizer(c, opts, true, out);
 }
 
-kcr_err(kcr_ctrlutil_remove_finalizer)(size_t opts_size, kcr_client *c,
-                                       const kcr_ctrlutil_finalizer_options *opts, kcr_object **out)
+kcr_err (kcr_ctrlutil_remove_finalizer)(size_t opts_size, kcr_client *c,
+                                        const kcr_ctrlutil_finalizer_options *opts,
+                                        kcr_object **out)
 {
+    if (out)
+        *out = NULL;
     KCR__ABI_OPTS(kcr_ctrlutil_finalizer_options, opts, opts_size);
     return change_finalizer(c, opts, false, out);
 }

@@ -226,30 +226,29 @@ static kcr_err run(const struct target *t, enum write_kind kind,
     }
 }
 
+/* The target named by opts (never NULL: KCR__ABI_OPTS gave the defaults). */
 static kcr_err run_opts(kcr_client *c, const kcr_ctrlutil_write_options *opts, kcr_object **out,
                         enum write_kind kind)
 {
-    if (out)
-        *out = NULL;
-    if (!opts)
-        return kcr__fail(KCR_ERR_INVALID,
-                         "controller helper: NULL options (resource, name and mutate are "
-                         "required)");
-    struct target t = {c,          opts->resource, opts->ns ? opts->ns : "",
-                       opts->name, opts->mutate,   opts->user_data};
+    struct target t = {c, opts->resource, opts->ns ? opts->ns : "", opts->name, opts->mutate,
+                       opts->user_data};
     return run(&t, kind, opts, out);
 }
 
-kcr_err(kcr_ctrlutil_update_status)(size_t opts_size, kcr_client *c,
-                                    const kcr_ctrlutil_write_options *opts, kcr_object **out)
+kcr_err (kcr_ctrlutil_update_status)(size_t opts_size, kcr_client *c,
+                                     const kcr_ctrlutil_write_options *opts, kcr_object **out)
 {
+    if (out)
+        *out = NULL;
     KCR__ABI_OPTS(kcr_ctrlutil_write_options, opts, opts_size);
     return run_opts(c, opts, out, WRITE_STATUS);
 }
 
-kcr_err(kcr_ctrlutil_create_or_update)(size_t opts_size, kcr_client *c,
-                                       const kcr_ctrlutil_write_options *opts, kcr_object **out)
+kcr_err (kcr_ctrlutil_create_or_update)(size_t opts_size, kcr_client *c,
+                                        const kcr_ctrlutil_write_options *opts, kcr_object **out)
 {
+    if (out)
+        *out = NULL;
     KCR__ABI_OPTS(kcr_ctrlutil_write_options, opts, opts_size);
     return run_opts(c, opts, out, WRITE_OBJECT);
 }
