@@ -3,15 +3,17 @@
  * create-or-update with conflict retries, server-side apply, and deletes
  * with a propagation policy and preconditions. docs/ctrlutil.md.
  *
- * Calls: every helper takes one sized options struct (docs/abi.md: the
- * macro passes its size first) and at most 5 parameters. The helpers that
- * talk to the server have the client verbs' shape,
+ * Calls: every helper (but kcr_ctrlutil_op_result_string) takes one sized
+ * options struct (docs/abi.md: the macro passes its size first) and at most
+ * 5 parameters. The helpers that talk to the server have the client verbs'
+ * shape,
  *     kcr_ctrlutil_<verb>(client, &(kcr_ctrlutil_<x>_options){...}, &out)
- * and one rule for what they hand back: the object is the last parameter
- * `out` (may be NULL: not wanted), everything else a call reports (the
- * server's Status, what was done, whether it wrote) goes through pointers
- * in the options (each may be NULL). The options name the target (resource,
- * namespace and name, or an object).
+ * where the options name the target (resource, namespace and name, or an
+ * object). One rule for what every helper hands back: an object is the last
+ * parameter `out` (NULL: not wanted, for the helpers that talk to the
+ * server); everything else a call reports (the server's Status, what was
+ * done, whether it wrote) goes through pointers in the options (each may be
+ * NULL).
  *
  * Thread-safety: every function is thread-safe (a kcr_client may be shared);
  * an object edit passed in is used by the calling thread only. Mutate
