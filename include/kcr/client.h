@@ -244,7 +244,7 @@ typedef struct kcr_request {
     kcr_status *status; /* NULL, or where the server's Status goes on an API error
                            (cleared on entry; see kcr_status) */
     /* ---- list and watch: server-side sharding (KEP-5866, alpha feature
-     * gate ShardedListAndWatch; docs/sharding.md) */
+     * gate ShardedListAndWatch; docs/informer.md) */
     const char *shard_selector; /* shardSelector, e.g. from kcr_shard_selector_format();
                                    NULL or "": none. Sent as it is: an apiserver with the
                                    gate off ignores it (no shard_info comes back), one

@@ -81,7 +81,7 @@ typedef struct kcr_reflector_options {
     void *transform_user_data;
     kcr_watch_error_fn on_error; /* NULL: none */
     void *error_user_data;
-    /* Server-side shard selector (KEP-5866, docs/sharding.md): list and
+    /* Server-side shard selector (KEP-5866, docs/informer.md): list and
      * watch only the objects whose shard key hashes into its ranges. The
      * text of kcr_shard_selector_format() (copied, parsed at once: malformed
      * text is KCR_ERR_INVALID with the parser's words). NULL or "":
