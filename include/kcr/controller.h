@@ -465,7 +465,8 @@ typedef struct kcr_manager_options {
                                            first stops gracefully, a second exits at once
                                            (_exit(1)); the previous handlers are restored */
     const kcr_informer_options *cache_defaults; /* informer options for every cache (copied;
-                                           transform, timings); sources override namespace,
+                                           transform, timings, shard_selector); sources
+                                           override namespace,
                                            selectors and metadata_only */
     kcr_metrics *metrics;               /* borrowed; NULL: the manager makes its own. The
                                            manager adds a collector to it: do not scrape it
