@@ -19,6 +19,22 @@ void kcr__lease_record_clear(kcr__lease_record *r)
     memset(r, 0, sizeof *r);
 }
 
+/* A MicroTime ("2006-01-02T15:04:05.000000Z") in microseconds since the
+ * epoch; 0 when absent or unreadable. */
+static int64_t micro_time(const char *text)
+{
+    int64_t s;
+    if (!text || kcr_time_parse(text, &s) != KCR_OK)
+        return 0;
+    int64_t us = 0, scale = 100000;
+    const char *frac = strchr(text, '.');
+    for (const char *p = frac ? frac + 1 : ""; *p >= '0' && *p <= '9' && scale > 0; p++) {
+        us += (*p - '0') * scale;
+        scale /= 10;
+    }
+    return s * 1000000 + us;
+}
+
 kcr_err kcr__lease_read(const kcr_object *lease, kcr__lease_record *out)
 {
     kcr__lease_record_clear(out);
@@ -28,6 +44,7 @@ kcr_err kcr__lease_read(const kcr_object *lease, kcr__lease_record *out)
         dup_or_empty(kcr_value_string(kcr_value_member(spec, "acquireTime"), NULL));
     out->duration_s = kcr_value_int(kcr_value_member(spec, "leaseDurationSeconds"));
     out->transitions = kcr_value_int(kcr_value_member(spec, "leaseTransitions"));
+    out->renew_us = micro_time(kcr_value_string(kcr_value_member(spec, "renewTime"), NULL));
     kcr_err err = KCR_OK;
     if (kcr_value_get_type(spec) == KCR_VALUE_ABSENT)
         out->spec_json = strdup("");
@@ -40,6 +57,22 @@ kcr_err kcr__lease_read(const kcr_object *lease, kcr__lease_record *out)
     return err;
 }
 
+kcr_err kcr__lease_edit_spec(kcr_object_edit *e, const kcr__lease_spec *spec)
+{
+    char renew[32];
+    kcr_time_format_micro(spec->renew_us, renew, sizeof renew);
+    kcr_err err = kcr_object_edit_set_string(e, "spec.holderIdentity", spec->holder);
+    if (err == KCR_OK)
+        err = kcr_object_edit_set_int(e, "spec.leaseDurationSeconds", spec->duration_s);
+    if (err == KCR_OK)
+        err = kcr_object_edit_set_string(e, "spec.acquireTime", spec->acquire_time);
+    if (err == KCR_OK)
+        err = kcr_object_edit_set_string(e, "spec.renewTime", renew);
+    if (err == KCR_OK)
+        err = kcr_object_edit_set_int(e, "spec.leaseTransitions", spec->transitions);
+    return err;
+}
+
 kcr_err kcr__lease_json(const kcr_object *base, const char *ns, const char *name,
                         const kcr__lease_spec *spec, char **json)
 {
@@ -48,8 +81,6 @@ kcr_err kcr__lease_json(const kcr_object *base, const char *ns, const char *name
     kcr_err err = kcr_object_edit_new(base, &e);
     if (err != KCR_OK)
         return err;
-    char renew[32];
-    kcr_time_format_micro(spec->renew_us, renew, sizeof renew);
     if (!base) {
         err = kcr_object_edit_set_string(e, "apiVersion", "coordination.k8s.io/v1");
         if (err == KCR_OK)
@@ -60,15 +91,7 @@ kcr_err kcr__lease_json(const kcr_object *base, const char *ns, const char *name
             err = kcr_object_edit_set_string(e, "metadata.namespace", ns);
     }
     if (err == KCR_OK)
-        err = kcr_object_edit_set_string(e, "spec.holderIdentity", spec->holder);
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_int(e, "spec.leaseDurationSeconds", spec->duration_s);
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_string(e, "spec.acquireTime", spec->acquire_time);
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_string(e, "spec.renewTime", renew);
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_int(e, "spec.leaseTransitions", spec->transitions);
+        err = kcr__lease_edit_spec(e, spec);
     kcr_object *obj = NULL;
     if (err == KCR_OK)
         err = kcr_object_edit_freeze(e, &obj);

@@ -1,6 +1,8 @@
 /* Internal: reading and writing the leader-election record of a
  * coordination.k8s.io/v1 Lease (spec.holderIdentity, leaseDurationSeconds,
- * acquireTime, renewTime, leaseTransitions). Pure functions, thread-safe. */
+ * acquireTime, renewTime, leaseTransitions), shared by the leader elector
+ * and the shard layer's membership Leases (shard/lease_store.h). Pure
+ * functions, thread-safe. */
 #ifndef KCR_LEADER_LEASE_H
 #define KCR_LEADER_LEASE_H
 
@@ -18,6 +20,8 @@ typedef struct kcr__lease_record {
     int64_t duration_s;   /* spec.leaseDurationSeconds; 0 when absent */
     int64_t transitions;  /* spec.leaseTransitions; 0 when absent */
     char *acquire_time;   /* spec.acquireTime text; "" when absent */
+    int64_t renew_us;     /* spec.renewTime, microseconds since the epoch; 0 when absent
+                             or unreadable */
     char *spec_json;      /* the whole spec, to notice any change */
 } kcr__lease_record;
 
@@ -33,6 +37,10 @@ typedef struct kcr__lease_spec {
     int64_t renew_us;         /* renewTime, microseconds since the epoch */
     int64_t transitions;
 } kcr__lease_spec;
+
+/* Sets the record's fields (spec.*) on an edit in progress: for callers
+ * that add their own labels and annotations to the Lease. */
+kcr_err kcr__lease_edit_spec(kcr_object_edit *e, const kcr__lease_spec *spec);
 
 /* The JSON of the Lease to send (malloc'd into *json): `base` (borrowed, with
  * its resourceVersion, so an update is conditional) with the record set, or

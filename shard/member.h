@@ -1,0 +1,93 @@
+/* Internal: one replica's membership in a shard ring and the hand-over of
+ * keys between replicas (docs/sharding.md, "The protocol").
+ *
+ * A member holds a Lease for its identity (lease_store.h), computes the ring
+ * (ring.h) from the live Leases of its ring, and keeps three sets of ranges:
+ * - admitted: reconciles of keys hashing here may start (kcr__shard_member_begin);
+ * - draining: the hashes of reconciles still in flight in ranges it no
+ *   longer owns (one-hash ranges);
+ * - published (the held annotation on its Lease): admitted ∪ draining ∪ what it
+ *   is about to claim. Dropping a drained range from it is the acknowledgement
+ *   the next owner waits for.
+ * A range is admitted only after it was published AND a fresh list showed no
+ * other unexpired Lease publishing any of it. A Lease is expired on a reader's
+ * clock once renewTime + leaseDuration + margin has passed; a member stops
+ * admitting once renew_deadline_ms have passed since it sent its last
+ * successful write.
+ *
+ * Nothing here reads a clock or sleeps: every call takes `now_ms`, the
+ * caller's wall clock, so tests drive it with a virtual one. Not
+ * thread-safe: one caller at a time (the caller's own lock if needed). */
+#ifndef KCR_SHARD_MEMBER_H
+#define KCR_SHARD_MEMBER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kcr/error.h"
+#include "shard/lease_store.h"
+#include "shard/ranges.h"
+
+typedef struct kcr__shard_member_config {
+    const char *ring;          /* the ring's name (label value) */
+    const char *identity;      /* this replica's stable identity */
+    const char *instance;      /* this process (holderIdentity); unique per start */
+    int64_t lease_ms;          /* leaseDuration; whole seconds on a real Lease */
+    int64_t renew_deadline_ms; /* < lease_ms: stop admitting after this long unrenewed */
+    int64_t retry_ms;          /* renew every retry_ms */
+    int64_t margin_ms;         /* fencing margin: >= the clock-skew bound between replicas */
+    /* TEST ONLY: acknowledge a lost range at once instead of after its
+     * in-flight reconciles end, to prove the checkers notice. */
+    bool ack_before_drain;
+} kcr__shard_member_config;
+
+typedef enum kcr__shard_state {
+    KCR__SHARD_JOINING, /* reading the ring, writing its Lease */
+    KCR__SHARD_PROBING, /* its identity's Lease is held by another instance: watching
+                           whether that one still renews */
+    KCR__SHARD_ACTIVE,  /* in the ring */
+    KCR__SHARD_FENCED,  /* past its renew deadline: admits nothing until a write succeeds */
+    KCR__SHARD_LEAVING, /* out of the ring, draining, then releases its Lease */
+    KCR__SHARD_LEFT,    /* released */
+    KCR__SHARD_REFUSED  /* another live instance holds its identity (kcr__shard_member_error) */
+} kcr__shard_state;
+
+typedef struct kcr__shard_member kcr__shard_member;
+
+/* The config's strings are copied; `store` is borrowed for the member's life. */
+kcr_err kcr__shard_member_new(const kcr__shard_member_config *config, const kcr__lease_store *store,
+                              kcr__shard_member **out);
+void kcr__shard_member_free(kcr__shard_member *m);
+
+/* One step: join, renew, follow the ring, drain and acknowledge, claim.
+ * Call it every retry_ms or more often. Returns the store's error when a
+ * Lease request failed (the member retries at the next step);
+ * KCR_ERR_EXISTS once it has refused to start. */
+kcr_err kcr__shard_member_sync(kcr__shard_member *m, int64_t now_ms);
+
+/* Whether a reconcile of a key with this shard hash may start now; if so it
+ * is in flight until kcr__shard_member_end(m, hash). */
+bool kcr__shard_member_begin(kcr__shard_member *m, uint64_t hash, int64_t now_ms);
+void kcr__shard_member_end(kcr__shard_member *m, uint64_t hash);
+
+/* Starts a graceful leave: stop admitting, drain, release the Lease (over
+ * the following steps). */
+void kcr__shard_member_leave(kcr__shard_member *m);
+
+kcr__shard_state kcr__shard_member_state(const kcr__shard_member *m);
+/* Why the member refused to start ("" otherwise); borrowed until the next call. */
+const char *kcr__shard_member_error(const kcr__shard_member *m);
+/* The ranges it admits now (borrowed until the next call). */
+const kcr__ranges *kcr__shard_member_admitted(const kcr__shard_member *m);
+
+/* "" while the Lease times are consistent with the margin; else which
+ * member's Lease showed a clock skewed past it (also logged, as a warning,
+ * when it first shows). Borrowed until the next call. */
+const char *kcr__shard_member_skew(const kcr__shard_member *m);
+
+/* What it publishes on its Lease, and how many reconciles it has in flight
+ * (for reports and tests). */
+const kcr__ranges *kcr__shard_member_published(const kcr__shard_member *m);
+size_t kcr__shard_member_inflight(const kcr__shard_member *m);
+
+#endif

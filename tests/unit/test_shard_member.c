@@ -1,0 +1,325 @@
+/* shard/member.c and shard/client_store.c, step by step with a virtual
+ * clock: the Lease store on the fake API (labels, annotations, conditional
+ * writes), a second replica with a live identity refused and named, a
+ * restart that takes its identity back without running what the previous
+ * instance may still run, the hand-over waiting for the old owner to drain,
+ * a replica that cannot renew stopping before anyone takes its keys, and a
+ * clock skewed past the margin reported. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers/shard_memstore.h"
+#include "kcr/fake.h"
+#include "shard/member.h"
+#include "shard/ring.h"
+
+#define T0 INT64_C(1780000000000) /* a wall clock in 2026, ms */
+#define LEASE 15000
+#define DEADLINE 10000
+#define RETRY 2000
+#define MARGIN 2000
+
+static kcr_fake *fake;
+static kcr_client *client;
+static kcr__lease_store *store;
+
+static void setup(void)
+{
+    cr_assert_eq(kcr_fake_new(NULL, &fake), KCR_OK);
+    cr_assert_eq(kcr_fake_client(fake, "ns", &client), KCR_OK);
+    cr_assert_eq(kcr__lease_store_client_new(client, "ns", &store), KCR_OK);
+}
+
+static void teardown(void)
+{
+    kcr__lease_store_client_free(store);
+    kcr_client_free(client);
+    kcr_fake_free(fake);
+}
+
+static kcr__shard_member *member(const kcr__lease_store *s, const char *identity,
+                                 const char *instance)
+{
+    kcr__shard_member_config cfg = {.ring = "web",
+                                    .identity = identity,
+                                    .instance = instance,
+                                    .lease_ms = LEASE,
+                                    .renew_deadline_ms = DEADLINE,
+                                    .retry_ms = RETRY,
+                                    .margin_ms = MARGIN};
+    kcr__shard_member *m = NULL;
+    cr_assert_eq(kcr__shard_member_new(&cfg, s, &m), KCR_OK, "%s", kcr_last_error());
+    return m;
+}
+
+static void sync_ok(kcr__shard_member *m, int64_t now)
+{
+    cr_assert_eq(kcr__shard_member_sync(m, now), KCR_OK, "%s", kcr_last_error());
+}
+
+/* A hash `m` owns in `ring`-view terms: the first hash of its first admitted range. */
+static uint64_t first_admitted(const kcr__shard_member *m)
+{
+    const kcr__ranges *a = kcr__shard_member_admitted(m);
+    cr_assert_gt(a->n, 0, "admits nothing");
+    return a->r[0].start;
+}
+
+Test(shard_member, lease_store_on_the_fake, .init = setup, .fini = teardown)
+{
+    kcr__shard_lease l = {.identity = "pod-0",
+                          .holder = "pod-0_abc",
+                          .duration_ms = 14500,
+                          .renew_ms = T0 + 123,
+                          .slot = 3,
+                          .held = "0000000000000000-8000000000000000",
+                          .version = ""};
+    char *v1 = NULL, *v2 = NULL;
+    cr_assert_eq(store->ops->put("web", &l, &v1, store->user_data), KCR_OK, "%s", kcr_last_error());
+    cr_expect_eq(store->ops->put("web", &l, &v2, store->user_data), KCR_ERR_EXISTS);
+    /* another ring's Lease is not listed */
+    kcr__shard_lease other = l;
+    other.identity = "pod-9";
+    cr_assert_eq(store->ops->put("api", &other, &v2, store->user_data), KCR_OK);
+    free(v2);
+    v2 = NULL;
+
+    kcr__shard_lease_list list = {0};
+    cr_assert_eq(store->ops->list("web", &list, store->user_data), KCR_OK);
+    cr_assert_eq(list.n, 1);
+    kcr__shard_lease *got = &list.items[0];
+    cr_expect_str_eq(got->identity, "pod-0");
+    cr_expect_str_eq(got->holder, "pod-0_abc");
+    cr_expect_eq(got->duration_ms, 15000, "leaseDurationSeconds rounds up");
+    cr_expect_eq(got->renew_ms, T0 + 123);
+    cr_expect_eq(got->slot, 3);
+    cr_expect_str_eq(got->held, "0000000000000000-8000000000000000");
+    cr_expect_str_eq(got->version, v1);
+
+    l.version = v1;
+    l.slot = 4;
+    cr_assert_eq(store->ops->put("web", &l, &v2, store->user_data), KCR_OK, "%s", kcr_last_error());
+    char *v3 = NULL;
+    cr_expect_eq(store->ops->put("web", &l, &v3, store->user_data) == KCR_ERR_CONFLICT, true,
+                 "a stale resourceVersion is a conflict");
+    kcr__shard_lease_list_clear(&list);
+    free(v1);
+    free(v2);
+    cr_expect_null(v3, "a failed write returns no version");
+}
+
+Test(shard_member, bad_config)
+{
+    memstore table = {0};
+    memstore_handle h;
+    memstore_init(&h, &table);
+    kcr__shard_member_config cfg = {.ring = "web",
+                                    .identity = "a",
+                                    .instance = "a_1",
+                                    .lease_ms = 10000,
+                                    .renew_deadline_ms = 10000,
+                                    .retry_ms = 2000};
+    kcr__shard_member *m = NULL;
+    cr_expect_eq(kcr__shard_member_new(&cfg, &h.store, &m), KCR_ERR_INVALID);
+    cr_expect_not_null(strstr(kcr_last_error(), "renew deadline"), "%s", kcr_last_error());
+    cfg.renew_deadline_ms = 8000;
+    cfg.identity = "";
+    cr_expect_eq(kcr__shard_member_new(&cfg, &h.store, &m), KCR_ERR_INVALID);
+    cr_expect_null(m);
+}
+
+Test(shard_member, a_live_identity_is_refused_and_named, .init = setup, .fini = teardown)
+{
+    kcr__shard_member *a = member(store, "pod-0", "pod-0_first");
+    sync_ok(a, T0);
+    cr_assert_eq(kcr__shard_member_state(a), KCR__SHARD_ACTIVE);
+    kcr__shard_member *b = member(store, "pod-0", "pod-0_second");
+    int64_t t = T0 + 500;
+    sync_ok(b, t);
+    cr_expect_eq(kcr__shard_member_state(b), KCR__SHARD_PROBING);
+    kcr_err err = KCR_OK;
+    for (t = T0 + 1000; t < T0 + 20000 && err == KCR_OK; t += 1000) {
+        sync_ok(a, t); /* a keeps renewing */
+        err = kcr__shard_member_sync(b, t);
+        cr_expect_eq(kcr__shard_member_admitted(b)->n, 0);
+    }
+    cr_expect_eq(err, KCR_ERR_EXISTS);
+    cr_expect_eq(kcr__shard_member_state(b), KCR__SHARD_REFUSED);
+    cr_expect_not_null(strstr(kcr__shard_member_error(b), "held by instance \"pod-0_first\""), "%s",
+                       kcr__shard_member_error(b));
+    cr_expect_eq(kcr__shard_member_state(a), KCR__SHARD_ACTIVE, "the holder is untouched");
+    kcr__shard_member_free(a);
+    kcr__shard_member_free(b);
+}
+
+Test(shard_member, a_restart_takes_its_identity_back_safely, .init = setup, .fini = teardown)
+{
+    kcr__shard_member *a = member(store, "pod-0", "pod-0_old");
+    sync_ok(a, T0);
+    sync_ok(a, T0 + 1000); /* claims: the whole ring */
+    uint64_t h = first_admitted(a);
+    cr_assert(kcr__shard_member_begin(a, h, T0 + 1000));
+    kcr__shard_member_free(a); /* crashed mid-reconcile; its Lease stays */
+
+    kcr__shard_member *b = member(store, "pod-0", "pod-0_new");
+    int64_t t = T0 + 3000;
+    for (; kcr__shard_member_state(b) != KCR__SHARD_ACTIVE && t < T0 + 20000; t += 500)
+        sync_ok(b, t);
+    cr_assert_eq(kcr__shard_member_state(b), KCR__SHARD_ACTIVE,
+                 "the dead holder was not taken over");
+    cr_expect_lt(t, T0 + 1000 + LEASE, "took over before the old Lease expired");
+    /* the old instance may still run what it published until renew + lease + margin */
+    for (; t <= T0 + 1000 + LEASE + MARGIN; t += 500) {
+        sync_ok(b, t);
+        cr_expect_not(kcr__shard_member_begin(b, h, t), "admitted at %lld", (long long)(t - T0));
+    }
+    for (int i = 0; i < 3; i++, t += 500)
+        sync_ok(b, t);
+    cr_expect(kcr__shard_member_begin(b, h, t), "its own keys came back");
+    kcr__shard_member_end(b, h);
+    kcr__shard_member_free(b);
+}
+
+Test(shard_member, the_new_owner_waits_for_the_old_one_to_drain, .init = setup, .fini = teardown)
+{
+    kcr__shard_member *a = member(store, "a", "a_1");
+    int64_t t = T0;
+    sync_ok(a, t);
+    sync_ok(a, t += 500);
+    cr_assert_eq(kcr__ranges_measure(kcr__shard_member_admitted(a)), UINT64_MAX, "a owns all");
+    /* b will own slot 1's half: find a hash there and start it on a */
+    kcr__ring_member two[] = {{"a", 0}, {"b", 1}};
+    kcr__ring *ring = NULL;
+    cr_assert_eq(kcr__ring_build(two, 2, &ring), KCR_OK);
+    kcr__ranges bs = {0};
+    cr_assert_eq(kcr__ring_ranges(ring, "b", &bs), KCR_OK);
+    uint64_t h = bs.r[0].start;
+    kcr__ranges_clear(&bs);
+    kcr__ring_free(ring);
+    cr_assert(kcr__shard_member_begin(a, h, t));
+
+    kcr__shard_member *b = member(store, "b", "b_1");
+    sync_ok(b, t += 500); /* joins */
+    for (int i = 0; i < 5; i++) {
+        sync_ok(a, t += 500);
+        sync_ok(b, t);
+        cr_expect_not(kcr__shard_member_begin(a, h, t), "a still admits a key it lost");
+        cr_expect_not(kcr__shard_member_begin(b, h, t), "b started before a drained");
+    }
+    cr_expect_gt(kcr__ranges_measure(kcr__shard_member_admitted(b)), 0,
+                 "b admits the part nobody was running");
+    kcr__shard_member_end(a, h); /* the in-flight reconcile ends */
+    sync_ok(a, t += 500);        /* a acknowledges */
+    sync_ok(b, t);               /* b claims */
+    cr_expect(kcr__shard_member_begin(b, h, t), "b did not take the drained range");
+    kcr__shard_member_end(b, h);
+    kcr__shard_member_free(a);
+    kcr__shard_member_free(b);
+}
+
+Test(shard_member, a_replica_that_cannot_renew_stops_first)
+{
+    memstore table = {0};
+    memstore_handle ha, hb;
+    memstore_init(&ha, &table);
+    memstore_init(&hb, &table);
+    kcr__shard_member *a = member(&ha.store, "a", "a_1");
+    kcr__shard_member *b = member(&hb.store, "b", "b_1");
+    int64_t t = T0;
+    for (int i = 0; i < 4; i++, t += 1000) {
+        sync_ok(a, t);
+        sync_ok(b, t);
+    }
+    uint64_t h = first_admitted(a);
+    int64_t last_renew = memstore_find(&table, "a")->renew_ms;
+    ha.partitioned = true;
+    bool stopped = false;
+    for (; t < last_renew + LEASE + MARGIN + 3000; t += 250) {
+        cr_expect_eq(kcr__shard_member_sync(a, t), KCR_ERR_TRANSPORT);
+        bool a_runs = kcr__shard_member_begin(a, h, t);
+        if (a_runs)
+            kcr__shard_member_end(a, h);
+        else
+            stopped = true;
+        cr_expect(!a_runs || t < last_renew + DEADLINE, "a admitted past its renew deadline");
+        cr_expect(!stopped || !a_runs, "a resumed while cut off");
+        sync_ok(b, t);
+        bool b_runs = kcr__shard_member_begin(b, h, t);
+        if (b_runs)
+            kcr__shard_member_end(b, h);
+        cr_expect(!b_runs || t > last_renew + LEASE + MARGIN, "b took a's keys at %lld",
+                  (long long)(t - last_renew));
+    }
+    cr_expect_eq(kcr__shard_member_state(a), KCR__SHARD_FENCED);
+    cr_expect(kcr__shard_member_begin(b, h, t), "b never took a's keys");
+    kcr__shard_member_end(b, h);
+    /* back: a renews, rejoins the ring and gets its share back through the protocol */
+    ha.partitioned = false;
+    for (int i = 0; i < 6; i++, t += 1000) {
+        sync_ok(a, t);
+        sync_ok(b, t);
+    }
+    cr_expect_eq(kcr__shard_member_state(a), KCR__SHARD_ACTIVE);
+    cr_expect_gt(kcr__ranges_measure(kcr__shard_member_admitted(a)), 0);
+    cr_expect_not(
+        kcr__ranges_intersects(kcr__shard_member_admitted(a), kcr__shard_member_admitted(b)));
+    kcr__shard_member_free(a);
+    kcr__shard_member_free(b);
+    memstore_free(&table);
+}
+
+Test(shard_member, a_graceful_leave_hands_over_at_once)
+{
+    memstore table = {0};
+    memstore_handle ha, hb;
+    memstore_init(&ha, &table);
+    memstore_init(&hb, &table);
+    kcr__shard_member *a = member(&ha.store, "a", "a_1");
+    kcr__shard_member *b = member(&hb.store, "b", "b_1");
+    int64_t t = T0;
+    for (int i = 0; i < 4; i++, t += 1000) {
+        sync_ok(a, t);
+        sync_ok(b, t);
+    }
+    uint64_t h = first_admitted(b);
+    kcr__shard_member_leave(b);
+    cr_expect_not(kcr__shard_member_begin(b, h, t), "a leaving replica admits nothing");
+    sync_ok(b, t);
+    cr_expect_eq(kcr__shard_member_state(b), KCR__SHARD_LEFT);
+    cr_expect_str_eq(memstore_find(&table, "b")->holder, "", "its Lease is released");
+    sync_ok(a, t += 100);
+    cr_expect_eq(kcr__ranges_measure(kcr__shard_member_admitted(a)), UINT64_MAX,
+                 "a took everything within one step, not after a lease duration");
+    kcr__shard_member_free(a);
+    kcr__shard_member_free(b);
+    memstore_free(&table);
+}
+
+Test(shard_member, a_clock_skewed_past_the_margin_is_reported)
+{
+    memstore table = {0};
+    memstore_handle ha, hb;
+    memstore_init(&ha, &table);
+    memstore_init(&hb, &table);
+    kcr__shard_member *a = member(&ha.store, "a", "a_1");
+    kcr__shard_member *b = member(&hb.store, "b", "b_1");
+    int64_t t = T0;
+    for (int i = 0; i < 3; i++, t += 1000) { /* b's clock runs 1.5 s ahead: within the margin */
+        sync_ok(a, t);
+        sync_ok(b, t + 1500);
+    }
+    cr_expect_str_eq(kcr__shard_member_skew(a), "");
+    for (int i = 0; i < 3; i++, t += 1000) { /* now 5 s ahead */
+        sync_ok(b, t + 5000);
+        sync_ok(a, t);
+    }
+    const char *report = kcr__shard_member_skew(a);
+    cr_expect_not_null(strstr(report, "Lease of \"b\" was renewed"), "%s", report);
+    cr_expect_not_null(strstr(report, "fencing margin (2000 ms)"), "%s", report);
+    cr_expect_str_eq(kcr__shard_member_skew(b), "",
+                     "b, ahead, sees a's renewals in its past: only the member behind notices");
+    kcr__shard_member_free(a);
+    kcr__shard_member_free(b);
+    memstore_free(&table);
+}

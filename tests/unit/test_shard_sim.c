@@ -1,0 +1,491 @@
+/* A seeded simulation of a shard ring (shard/member.c): replicas in one
+ * process on an in-memory Lease store with a virtual clock, random joins,
+ * graceful leaves, crashes (some restarting with their identity),
+ * partitions (a replica that cannot reach the API keeps running what it
+ * admitted), duplicate starts of a live identity, skewed clocks, and keys
+ * whose reconciles take time. Every replica sees every key (filter mode)
+ * and reconciles the ones its member admits.
+ *
+ * Checkers:
+ * - exclusivity: no key's reconcile starts on one replica while it runs on
+ *   another;
+ * - liveness: once nothing changed for QUIET_MS (the bound: lease + margin +
+ *   the longest reconcile + two steps), the live members' admitted ranges
+ *   partition the whole hash space, so every key has exactly one owner;
+ * - balance: the largest admitted share against the mean at those points.
+ * The 1,000-event run must show zero overlaps; the same run with the
+ * hand-over broken (acknowledge before draining) must show some. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <valgrind/valgrind.h>
+
+#include "helpers/shard_memstore.h"
+#include "kcr/fake.h"
+#include "shard/member.h"
+
+#define MAX_REPLICAS 64
+#define MAX_LIVE 8
+#define NKEYS 48
+#define STEP_MS 100
+#define SYNC_MS 1000
+#define LEASE_MS 15000
+#define RENEW_DEADLINE_MS 10000
+#define RETRY_MS 2000
+#define SKEW_MS 500    /* each clock is off by at most this: pairs by 2x */
+#define MARGIN_MS 2000 /* >= the pairwise skew bound */
+#define MAX_RECONCILE_MS 4000
+#define QUIET_MS (LEASE_MS + MARGIN_MS + MAX_RECONCILE_MS + 2 * SYNC_MS + 2 * SKEW_MS)
+
+/* A replica's way to the Lease store, which a partition cuts. */
+typedef struct cut_store {
+    kcr__lease_store store; /* what the member uses */
+    const kcr__lease_store *inner;
+    bool partitioned;
+} cut_store;
+
+static kcr_err cut_list(const char *ring, kcr__shard_lease_list *out, void *user_data)
+{
+    cut_store *c = user_data;
+    if (c->partitioned)
+        return kcr_set_error(KCR_ERR_TRANSPORT, "partitioned from the API");
+    return c->inner->ops->list(ring, out, c->inner->user_data);
+}
+
+static kcr_err cut_put(const char *ring, const kcr__shard_lease *l, char **version, void *user_data)
+{
+    cut_store *c = user_data;
+    *version = NULL;
+    if (c->partitioned)
+        return kcr_set_error(KCR_ERR_TRANSPORT, "partitioned from the API");
+    return c->inner->ops->put(ring, l, version, c->inner->user_data);
+}
+
+static const kcr__lease_store_ops cut_ops = {cut_list, cut_put};
+
+typedef enum backend { MEMORY, FAKE } backend;
+
+typedef struct replica {
+    bool alive;
+    kcr__shard_member *m;
+    cut_store h;
+    char identity[16], instance[32];
+    int64_t skew_ms, next_sync, partition_until;
+    int64_t run_end[NKEYS]; /* 0: not running that key */
+} replica;
+
+typedef struct restart {
+    int64_t at;
+    char identity[16];
+} restart;
+
+typedef struct sim {
+    uint64_t rng;
+    bool broken;
+    memstore table; /* MEMORY */
+    memstore_handle mem;
+    kcr_fake *fake; /* FAKE */
+    kcr_client *client;
+    kcr__lease_store *client_store;
+    const kcr__lease_store *store; /* the one every replica reaches */
+    replica r[MAX_REPLICAS];
+    int nr;
+    uint64_t hash[NKEYS];
+    int64_t next_work[NKEYS];
+    restart restarts[MAX_REPLICAS];
+    int nrestarts;
+    int next_id, instances;
+    int64_t t, last_change;
+    bool checked; /* coverage checked since last_change */
+    /* results */
+    long overlaps, reconciles, coverage_checks, coverage_failures, refusals;
+    long joins, leaves, crashes, partitions, duplicates, restarts_done;
+    double worst_balance;
+    long long lease_puts, lease_lists;
+    int64_t member_ms; /* replica-milliseconds alive, for per-member costs */
+} sim;
+
+static uint64_t rnd(sim *s)
+{
+    s->rng ^= s->rng << 13;
+    s->rng ^= s->rng >> 7;
+    s->rng ^= s->rng << 17;
+    return s->rng;
+}
+
+static int64_t between(sim *s, int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(rnd(s) % (uint64_t)(hi - lo + 1));
+}
+
+static void start_replica(sim *s, const char *identity)
+{
+    int slot = 0; /* reuse an exited process's entry */
+    while (slot < s->nr && s->r[slot].alive)
+        slot++;
+    cr_assert_lt(slot, MAX_REPLICAS, "too many replica processes");
+    if (slot == s->nr)
+        s->nr++;
+    replica *p = &s->r[slot];
+    memset(p, 0, sizeof *p);
+    p->alive = true;
+    snprintf(p->identity, sizeof p->identity, "%s", identity);
+    snprintf(p->instance, sizeof p->instance, "%s_%d", identity, ++s->instances);
+    p->skew_ms = between(s, -SKEW_MS, SKEW_MS);
+    p->next_sync = s->t;
+    p->h = (cut_store){.store = {&cut_ops, &p->h}, .inner = s->store};
+    kcr__shard_member_config cfg = {.ring = "sim",
+                                    .identity = p->identity,
+                                    .instance = p->instance,
+                                    .lease_ms = LEASE_MS,
+                                    .renew_deadline_ms = RENEW_DEADLINE_MS,
+                                    .retry_ms = RETRY_MS,
+                                    .margin_ms = MARGIN_MS,
+                                    .ack_before_drain = s->broken};
+    cr_assert_eq(kcr__shard_member_new(&cfg, &p->h.store, &p->m), KCR_OK, "%s", kcr_last_error());
+}
+
+/* The process exits (crash or end): its reconciles stop with it. */
+static void stop_process(replica *p)
+{
+    p->alive = false;
+    memset(p->run_end, 0, sizeof p->run_end);
+    kcr__shard_member_free(p->m);
+    p->m = NULL;
+}
+
+static int live(sim *s, int *idx, bool active_only)
+{
+    int n = 0;
+    for (int i = 0; i < s->nr; i++) {
+        if (!s->r[i].alive)
+            continue;
+        if (active_only && kcr__shard_member_state(s->r[i].m) != KCR__SHARD_ACTIVE)
+            continue;
+        idx[n++] = i;
+    }
+    return n;
+}
+
+static bool identity_in_use(sim *s, const char *id)
+{
+    for (int i = 0; i < s->nr; i++)
+        if (s->r[i].alive && strcmp(s->r[i].identity, id) == 0)
+            return true;
+    for (int i = 0; i < s->nrestarts; i++)
+        if (strcmp(s->restarts[i].identity, id) == 0)
+            return true;
+    return false;
+}
+
+static void random_event(sim *s)
+{
+    int idx[MAX_REPLICAS];
+    int nlive = live(s, idx, false);
+    int nactive = live(s, idx, true); /* idx: the active ones */
+    int kind = (int)(rnd(s) % 10);
+    if (nlive < 2 || (kind < 3 && nlive < MAX_LIVE)) { /* join */
+        char id[16];
+        do
+            snprintf(id, sizeof id, "r%d", s->next_id++ % 12); /* identities come back */
+        while (identity_in_use(s, id));
+        start_replica(s, id);
+        s->joins++;
+    } else if (kind < 5 && nactive > 1) { /* graceful leave */
+        kcr__shard_member_leave(s->r[idx[rnd(s) % (uint64_t)nactive]].m);
+        s->leaves++;
+    } else if (kind < 7) { /* crash, maybe restart with the same identity */
+        nlive = live(s, idx, false);
+        replica *p = &s->r[idx[rnd(s) % (uint64_t)nlive]];
+        if (rnd(s) % 2 && s->nrestarts < MAX_REPLICAS) {
+            restart *re = &s->restarts[s->nrestarts++];
+            re->at = s->t + between(s, 0, 20000);
+            memcpy(re->identity, p->identity, sizeof re->identity);
+        }
+        stop_process(p);
+        s->crashes++;
+    } else if (kind < 9) { /* partition */
+        nlive = live(s, idx, false);
+        replica *p = &s->r[idx[rnd(s) % (uint64_t)nlive]];
+        p->h.partitioned = true;
+        p->partition_until = s->t + between(s, 2000, 30000);
+        s->partitions++;
+    } else if (nactive > 0) { /* a second process with a live identity */
+        start_replica(s, s->r[idx[rnd(s) % (uint64_t)nactive]].identity);
+        s->duplicates++;
+    }
+    s->last_change = s->t;
+}
+
+/* Liveness and balance once quiet: the admitted ranges of the live members
+ * partition the space. */
+static void check_coverage(sim *s)
+{
+    kcr__ranges all = {0}, tmp = {0};
+    uint64_t max = 0, total_members = 0;
+    bool ok = true;
+    int reachable = 0;
+    for (int i = 0; i < s->nr; i++)
+        reachable += s->r[i].alive && !s->r[i].h.partitioned;
+    if (reachable == 0)
+        return; /* nobody can own anything: not a liveness point */
+    for (int i = 0; i < s->nr; i++) {
+        if (!s->r[i].alive)
+            continue;
+        const kcr__ranges *a = kcr__shard_member_admitted(s->r[i].m);
+        if (kcr__ranges_intersects(&all, a))
+            ok = false;
+        cr_assert_eq(kcr__ranges_union(&all, a, &tmp), KCR_OK);
+        cr_assert_eq(kcr__ranges_copy(&tmp, &all), KCR_OK);
+        if (kcr__shard_member_state(s->r[i].m) == KCR__SHARD_ACTIVE) {
+            uint64_t share = kcr__ranges_measure(a);
+            max = share > max ? share : max;
+            total_members++;
+        }
+    }
+    ok = ok && all.n == 1 && all.r[0].start == 0 && all.r[0].end == 0;
+    if (!ok) {
+        s->coverage_failures++;
+        kcr__ranges whole = {0}, gap = {0};
+        kcr__ranges_append(&whole, 0, 0);
+        kcr__ranges_subtract(&whole, &all, &gap);
+        char *gaps = NULL;
+        kcr__ranges_format(&gap, &gaps);
+        cr_log_warn("coverage failed at t=%lldms (last change %lldms): unowned %s", (long long)s->t,
+                    (long long)s->last_change, gaps);
+        free(gaps);
+        kcr__ranges_clear(&whole);
+        kcr__ranges_clear(&gap);
+        for (int i = 0; i < s->nr; i++) {
+            if (!s->r[i].alive)
+                continue;
+            char *text = NULL;
+            kcr__ranges_format(kcr__shard_member_admitted(s->r[i].m), &text);
+            int running = 0;
+            for (int k = 0; k < NKEYS; k++)
+                running += s->r[i].run_end[k] != 0;
+            cr_log_warn("  %s state %d partitioned %d inflight %zu running %d admitted %s",
+                        s->r[i].instance, (int)kcr__shard_member_state(s->r[i].m),
+                        (int)s->r[i].h.partitioned, kcr__shard_member_inflight(s->r[i].m), running,
+                        text);
+            free(text);
+        }
+        kcr__shard_lease_list leases = {0};
+        s->store->ops->list("sim", &leases, s->store->user_data);
+        for (size_t i = 0; i < leases.n; i++) {
+            const kcr__shard_lease *l = &leases.items[i];
+            cr_log_warn("  lease %s holder %s slot %d renew %lld held %s", l->identity, l->holder,
+                        l->slot, (long long)l->renew_ms, l->held);
+        }
+        kcr__shard_lease_list_clear(&leases);
+    }
+    if (total_members > 0) {
+        double mean = 18446744073709551616.0 / (double)total_members;
+        double balance = (double)max / mean;
+        s->worst_balance = balance > s->worst_balance ? balance : s->worst_balance;
+    }
+    s->coverage_checks++;
+    kcr__ranges_clear(&all);
+    kcr__ranges_clear(&tmp);
+}
+
+static void step(sim *s)
+{
+    for (int i = 0; i < s->nrestarts; i++) {
+        if (s->t >= s->restarts[i].at) {
+            char id[16];
+            memcpy(id, s->restarts[i].identity, sizeof id);
+            s->restarts[i] = s->restarts[--s->nrestarts];
+            i--;
+            start_replica(s, id);
+            s->restarts_done++;
+            s->last_change = s->t;
+        }
+    }
+    for (int i = 0; i < s->nr; i++) {
+        replica *p = &s->r[i];
+        if (!p->alive)
+            continue;
+        s->member_ms += STEP_MS;
+        if (p->partition_until && s->t >= p->partition_until) {
+            p->h.partitioned = false;
+            p->partition_until = 0;
+            s->last_change = s->t;
+        }
+        for (int k = 0; k < NKEYS; k++) {
+            if (p->run_end[k] && s->t >= p->run_end[k]) {
+                p->run_end[k] = 0;
+                kcr__shard_member_end(p->m, s->hash[k]);
+            }
+        }
+        if (s->t >= p->next_sync) {
+            p->next_sync = s->t + SYNC_MS;
+            kcr_err err = kcr__shard_member_sync(p->m, s->t + p->skew_ms);
+            cr_assert(err == KCR_OK || err == KCR_ERR_TRANSPORT || err == KCR_ERR_EXISTS ||
+                          err == KCR_ERR_CONFLICT,
+                      "sync of %s: %s", p->instance, kcr_last_error());
+            kcr__shard_state st = kcr__shard_member_state(p->m);
+            if (st == KCR__SHARD_REFUSED) {
+                cr_assert_not_null(strstr(kcr__shard_member_error(p->m), "instance"));
+                s->refusals++;
+            }
+            if (st == KCR__SHARD_REFUSED || st == KCR__SHARD_LEFT) {
+                stop_process(p); /* the reconciles it ran had ended: it drained first */
+                s->last_change = s->t;
+            }
+        }
+    }
+    for (int k = 0; k < NKEYS; k++) {
+        if (s->t < s->next_work[k])
+            continue;
+        bool started = false;
+        for (int i = 0; i < s->nr; i++) {
+            replica *p = &s->r[i];
+            if (!p->alive || p->run_end[k] ||
+                !kcr__shard_member_begin(p->m, s->hash[k], s->t + p->skew_ms))
+                continue;
+            for (int j = 0; j < s->nr; j++)
+                if (j != i && s->r[j].alive && s->r[j].run_end[k])
+                    s->overlaps++;
+            p->run_end[k] = s->t + between(s, 100, MAX_RECONCILE_MS);
+            s->reconciles++;
+            started = true;
+        }
+        if (started) /* else it stays due: retried at the next step */
+            s->next_work[k] = s->t + between(s, 0, 3000);
+    }
+    if (!s->checked && s->t - s->last_change >= QUIET_MS) {
+        check_coverage(s);
+        s->checked = true;
+    }
+    s->t += STEP_MS;
+}
+
+static void run(sim *s, uint64_t seed, int events, bool broken, backend b)
+{
+    memset(s, 0, sizeof *s);
+    s->rng = seed;
+    s->broken = broken;
+    if (b == MEMORY) {
+        memstore_init(&s->mem, &s->table);
+        s->store = &s->mem.store;
+    } else {
+        cr_assert_eq(kcr_fake_new(NULL, &s->fake), KCR_OK);
+        cr_assert_eq(kcr_fake_client(s->fake, "sim", &s->client), KCR_OK);
+        cr_assert_eq(kcr__lease_store_client_new(s->client, "sim", &s->client_store), KCR_OK);
+        s->store = s->client_store;
+    }
+    for (int k = 0; k < NKEYS; k++)
+        s->hash[k] = rnd(s);
+    for (int i = 0; i < 3; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "r%d", s->next_id++);
+        start_replica(s, id);
+    }
+    int64_t next_event = 5000;
+    for (int done = 0; done < events;) {
+        if (s->t >= next_event) {
+            random_event(s);
+            s->checked = false;
+            done++;
+            /* mostly busy, sometimes quiet long enough for the liveness check */
+            next_event = s->t + (rnd(s) % 10 == 0 ? QUIET_MS + between(s, 20000, 40000)
+                                                  : between(s, 500, 6000));
+        }
+        step(s);
+        if (s->t - s->last_change < STEP_MS)
+            s->checked = false;
+    }
+    /* the end: heal every partition, run the pending restarts, settle */
+    for (int i = 0; i < s->nr; i++)
+        s->r[i].partition_until = s->r[i].partition_until ? s->t : 0;
+    while (s->nrestarts > 0 || s->t - s->last_change < QUIET_MS + STEP_MS) {
+        step(s);
+        if (s->t - s->last_change < STEP_MS)
+            s->checked = false;
+    }
+    for (int i = 0; i < s->nr; i++)
+        if (s->r[i].alive)
+            stop_process(&s->r[i]);
+    if (b == MEMORY) {
+        s->lease_puts = s->table.puts;
+        s->lease_lists = s->table.lists;
+        memstore_free(&s->table);
+    } else {
+        s->lease_puts = (long long)(kcr_fake_count(s->fake, KCR_FAKE_CREATE, NULL) +
+                                    kcr_fake_count(s->fake, KCR_FAKE_UPDATE, NULL));
+        s->lease_lists = (long long)kcr_fake_count(s->fake, KCR_FAKE_LIST, NULL);
+        kcr__lease_store_client_free(s->client_store);
+        kcr_client_free(s->client);
+        kcr_fake_free(s->fake);
+    }
+}
+
+/* KCR_SHARD_SIM_SEED=<n> runs another seed (to explore; CI runs the fixed one). */
+static uint64_t sim_seed(void)
+{
+    const char *env = getenv("KCR_SHARD_SIM_SEED");
+    return env && *env ? strtoull(env, NULL, 0) : 0x5eed0022;
+}
+
+static int sim_events(void)
+{
+    /* valgrind runs this about 50x slower: fewer events keep it under a minute */
+    return RUNNING_ON_VALGRIND ? 200 : 1000;
+}
+
+static void report(const char *what, const sim *s, int events)
+{
+    cr_log_info("%s: events=%d t=%llds reconciles=%ld joins=%ld leaves=%ld crashes=%ld "
+                "restarts=%ld partitions=%ld duplicates=%ld refusals=%ld coverage_checks=%ld "
+                "worst_balance=%.3f lease_writes=%lld lease_lists=%lld overlaps=%ld "
+                "per_member_minute: writes=%.1f lists=%.1f",
+                what, events, (long long)(s->t / 1000), s->reconciles, s->joins, s->leaves,
+                s->crashes, s->restarts_done, s->partitions, s->duplicates, s->refusals,
+                s->coverage_checks, s->worst_balance, s->lease_puts, s->lease_lists, s->overlaps,
+                (double)s->lease_puts * 60000.0 / (double)s->member_ms,
+                (double)s->lease_lists * 60000.0 / (double)s->member_ms);
+}
+
+/* The checks of a correct hand-over. */
+static void expect_correct(const sim *s, int events)
+{
+    cr_expect_eq(s->overlaps, 0, "%ld reconciles of a key overlapped across replicas", s->overlaps);
+    cr_expect_eq(s->coverage_failures, 0,
+                 "%ld of %ld quiet points left keys unowned or doubly owned", s->coverage_failures,
+                 s->coverage_checks);
+    cr_expect_geq(s->coverage_checks, events / 20, "only %ld liveness checks ran",
+                  s->coverage_checks);
+    cr_expect_gt(s->refusals, 0, "no duplicate identity was refused");
+    cr_expect_gt(s->crashes + s->partitions, events / 4);
+    cr_expect_leq(s->worst_balance, 2.0, "a member held %.2f x the mean share", s->worst_balance);
+    cr_expect_gt(s->reconciles, 10 * events);
+}
+
+Test(shard_sim, a_thousand_random_events_and_no_key_runs_twice, .timeout = 600)
+{
+    static sim s;
+    int events = sim_events();
+    run(&s, sim_seed(), events, false, MEMORY);
+    report("memory store", &s, events);
+    expect_correct(&s, events);
+}
+
+Test(shard_sim, on_the_fake_api, .timeout = 600)
+{
+    static sim s;
+    int events = sim_events() / 5; /* every Lease call goes through JSON and the fake */
+    run(&s, sim_seed() + 1, events, false, FAKE);
+    report("fake API", &s, events);
+    expect_correct(&s, events);
+}
+
+Test(shard_sim, acknowledging_before_draining_is_caught, .timeout = 600)
+{
+    static sim s;
+    int events = sim_events();
+    run(&s, sim_seed(), events, true, MEMORY);
+    report("ack before drain", &s, events);
+    cr_expect_gt(s.overlaps, 0, "the exclusivity checker missed a broken hand-over");
+}
