@@ -331,7 +331,9 @@ kcr__list_options kcr__list_options_of(const kcr_request *r)
                                .allow_bookmarks = r->allow_bookmarks,
                                .send_initial_events = r->send_initial_events,
                                .idle_timeout_ms = r->idle_timeout_ms,
-                               .cancel = r->cancel};
+                               .cancel = r->cancel,
+                               .shard_selector = r->shard_selector,
+                               .shard_info = r->shard_info};
 }
 
 /* The checks shared by list and watch: client, resource, no name, durations,
@@ -360,6 +362,8 @@ kcr_err (kcr_client_list)(size_t req_size, kcr_client *c, const kcr_request *req
 {
     KCR__ABI_OPTS(kcr_request, req, req_size);
     kcr_list_meta_clear(meta);
+    if (req)
+        kcr_shard_info_clear(req->shard_info);
     kcr_err err = stream_check(c, req, "list");
     if (err != KCR_OK)
         return err;

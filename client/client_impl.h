@@ -51,6 +51,8 @@ typedef struct kcr__list_options {
     bool send_initial_events;
     int64_t idle_timeout_ms;
     kcr_cancel *cancel;
+    const char *shard_selector; /* NULL or "": none */
+    kcr_shard_info *shard_info; /* list: NULL, or where shardInfo goes (cleared by the caller) */
 } kcr__list_options;
 
 /* The list/watch options of a request. */

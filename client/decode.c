@@ -36,12 +36,21 @@ typedef enum list_state {
     LIST_TOP_VALUE,  /* after a List key (`top` says which), before its value */
     LIST_META,       /* in metadata, before a key or its end */
     LIST_META_VALUE, /* after a metadata key (`meta` says which), before its value */
+    LIST_SHARD,      /* in metadata.shardInfo, before a key or its end */
+    LIST_SHARD_VALUE, /* after a shardInfo key (`shard_key_selector` says if it is
+                         "selector"), before its value */
     LIST_ITEMS,      /* in items, before an item or the array's end */
     LIST_AFTER       /* the List object has ended */
 } list_state;
 
 typedef enum list_key { TOP_METADATA, TOP_ITEMS, TOP_KIND, TOP_API_VERSION, TOP_OTHER } list_key;
-typedef enum meta_key { META_RV, META_CONTINUE, META_REMAINING, META_OTHER } meta_key;
+typedef enum meta_key {
+    META_RV,
+    META_CONTINUE,
+    META_REMAINING,
+    META_SHARD_INFO,
+    META_OTHER
+} meta_key;
 
 struct kcr__list_decoder {
     kcr__framer *f;
@@ -53,6 +62,9 @@ struct kcr__list_decoder {
     char *rv, *cont;
     int64_t remaining;
     bool has_remaining;
+    /* metadata.shardInfo: present, and its selector (NULL until read) */
+    bool has_shard_info, shard_key_selector;
+    char *shard_selector;
     size_t n_items;
     /* A List's items carry no kind/apiVersion; each is stamped with the
      * List's (kind without "List"), as client-go does for unstructured
@@ -172,7 +184,10 @@ static kcr_err list_top_value(kcr__list_decoder *d, const kcr__jev *ev)
 static kcr_err list_meta_value(kcr__list_decoder *d, const kcr__jev *ev)
 {
     d->state = LIST_META;
-    if (is_start(ev)) {
+    if (d->meta == META_SHARD_INFO && ev->type == KCR__JEV_START_MAP) {
+        d->has_shard_info = true;
+        d->state = LIST_SHARD;
+    } else if (is_start(ev)) {
         kcr__framer_skip(d->f);
     } else if (d->meta == META_REMAINING && ev->type == KCR__JEV_NUMBER) {
         char num[32]; /* yajl's number text is not NUL-terminated */
@@ -217,10 +232,26 @@ static kcr_err list_event(kcr__framer *f, const kcr__jev *ev, void *user_data)
         d->meta = key_is(ev, "resourceVersion")      ? META_RV
                   : key_is(ev, "continue")           ? META_CONTINUE
                   : key_is(ev, "remainingItemCount") ? META_REMAINING
+                  : key_is(ev, "shardInfo")          ? META_SHARD_INFO
                                                      : META_OTHER;
         d->state = LIST_META_VALUE;
         return KCR_OK;
     case LIST_META_VALUE: return list_meta_value(d, ev);
+    case LIST_SHARD:
+        if (ev->type == KCR__JEV_END_MAP) {
+            d->state = LIST_META;
+            return KCR_OK;
+        }
+        d->shard_key_selector = key_is(ev, "selector");
+        d->state = LIST_SHARD_VALUE;
+        return KCR_OK;
+    case LIST_SHARD_VALUE:
+        d->state = LIST_SHARD;
+        if (is_start(ev))
+            kcr__framer_skip(f);
+        else if (d->shard_key_selector && ev->type == KCR__JEV_STRING)
+            return list_string(&d->shard_selector, ev, ev->len);
+        return KCR_OK;
     case LIST_ITEMS:
         switch (ev->type) {
         case KCR__JEV_START_MAP:
@@ -301,6 +332,7 @@ void kcr__list_decoder_free(kcr__list_decoder *d)
     kcr__framer_free(d->f);
     free(d->rv);
     free(d->cont);
+    free(d->shard_selector);
     free(d->item_kind);
     free(d->item_api_version);
     for (size_t i = 0; i < d->n_pending; i++)
@@ -337,6 +369,25 @@ kcr_err kcr__list_decoder_finish(kcr__list_decoder *d, kcr_list_meta *meta)
         }
     }
     return KCR_OK;
+}
+
+kcr_err kcr__list_decoder_shard_info(const kcr__list_decoder *d, kcr_shard_info *out)
+{
+    kcr_shard_info_clear(out);
+    if (!d->has_shard_info)
+        return KCR_OK;
+    if (!(out->selector = strdup(d->shard_selector ? d->shard_selector : "")))
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory returning the list's shardInfo");
+    out->present = true;
+    return KCR_OK;
+}
+
+void kcr_shard_info_clear(kcr_shard_info *info)
+{
+    if (!info)
+        return;
+    free(info->selector);
+    memset(info, 0, sizeof *info);
 }
 
 size_t kcr__list_decoder_items(const kcr__list_decoder *d)

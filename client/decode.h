@@ -31,6 +31,10 @@ kcr_err kcr__list_decoder_feed(kcr__list_decoder *d, const char *buf, size_t len
 /* Ends the body: KCR_ERR_PARSE when it was incomplete. Fills meta (may be NULL). */
 kcr_err kcr__list_decoder_finish(kcr__list_decoder *d, kcr_list_meta *meta);
 
+/* After a successful finish: the List's metadata.shardInfo into *out
+ * (cleared first; present false when the body had none). KCR_ERR_NOMEM. */
+kcr_err kcr__list_decoder_shard_info(const kcr__list_decoder *d, kcr_shard_info *out);
+
 /* Number of items decoded so far (delivered, or held until the List's
  * kind/apiVersion are known). */
 size_t kcr__list_decoder_items(const kcr__list_decoder *d);

@@ -270,6 +270,8 @@ static kcr_err list_query(kcr__buf *path, const kcr__list_options *o, bool watch
         kcr__buf_query(path, "watch", "true");
     kcr__buf_query(path, "labelSelector", o->label_selector);
     kcr__buf_query(path, "fieldSelector", o->field_selector);
+    kcr__buf_query(path, "shardSelector",
+                   o->shard_selector && *o->shard_selector ? o->shard_selector : NULL);
     kcr__buf_query(path, "resourceVersion", o->resource_version);
     kcr__buf_query(path, "resourceVersionMatch", o->resource_version_match);
     char num[32];
@@ -324,6 +326,8 @@ static kcr_err http_list(kcr_client *c, const kcr_resource *res, const char *ns,
         err = kcr__transport_do(transport_of(c), &req, NULL, NULL, st);
         if (err == KCR_OK)
             err = kcr__list_decoder_finish(d, meta);
+        if (err == KCR_OK && opts->shard_info)
+            err = kcr__list_decoder_shard_info(d, opts->shard_info);
     }
     kcr__list_decoder_free(d);
     kcr__buf_free(&path);

@@ -107,6 +107,12 @@ kcr_err (kcr_manager_new)(size_t opts_size, kcr_client *client, const kcr_manage
         else
             *m->cache_defaults = *o.cache_defaults;
     }
+    /* the one string of cache_defaults the sources do not override: copied
+     * as the other options are */
+    if (err == KCR_OK && m->cache_defaults && m->cache_defaults->reflector.shard_selector &&
+        !(m->cache_defaults->reflector.shard_selector = m->cache_shard_selector =
+              strdup(m->cache_defaults->reflector.shard_selector)))
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory making a manager");
     if (err == KCR_OK)
         err = kcr_cancel_new(&m->stop_cancel);
     if (err == KCR_OK && pipe(m->wake) != 0)

@@ -73,6 +73,7 @@ struct kcr_manager {
     kcr_manager_options opts; /* strings below */
     char *le_ns, *le_id, *le_identity;
     kcr_informer_options *cache_defaults;
+    char *cache_shard_selector; /* the copy behind cache_defaults->reflector.shard_selector */
     kcr_informer_factory *factory;
     kcr_metrics *metrics;
     bool own_metrics;

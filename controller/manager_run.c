@@ -157,6 +157,7 @@ void kcr_manager_free(kcr_manager *m)
             close(m->wake[i]);
     kcr_cancel_free(m->stop_cancel);
     free(m->cache_defaults);
+    free(m->cache_shard_selector);
     free(m->name);
     free(m->le_ns);
     free(m->le_id);

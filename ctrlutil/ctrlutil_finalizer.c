@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctrlutil/ctrlutil_internal.h"
+#include "core/abi.h"
 #include "core/error.h"
+#include "ctrlutil/ctrlutil_internal.h"
 #include "core/log.h"
 
 /* The patch turning `cur` into the wanted state; *needed false when `cur`
@@ -57,22 +58,39 @@ static void build_patch(const kcr_object *cur, const char *finalizer, bool add, 
     kcr__buf_str(b, "]");
 }
 
-static kcr_err change_finalizer(kcr_client *c, const kcr_resource *res, const kcr_object *obj,
-                                const char *finalizer, bool add, int max_retries, bool *changed,
-                                kcr_object **out, kcr_status *st)
+/* "add finalizer F to" / "remove finalizer F from", as the context of an
+ * error about the object. */
+static kcr_err fail_on(kcr_err err, bool add, const char *finalizer, const kcr_resource *res,
+                       const kcr_object *obj)
 {
+    char verb[320];
+    snprintf(verb, sizeof verb, "%s finalizer %s %s", add ? "add" : "remove", finalizer,
+             add ? "to" : "from");
+    return kcr__ctrlutil_context(err, verb, obj, res, kcr_object_namespace(obj),
+                                 kcr_object_name(obj));
+}
+
+static kcr_err change_finalizer(kcr_client *c, const kcr_ctrlutil_finalizer_options *o, bool add,
+                                kcr_object **out)
+{
+    bool *changed = o->changed;
+    kcr_status *st = o->status;
+    const kcr_resource *res = o->resource;
+    const kcr_object *obj = o->object;
+    const char *finalizer = o->finalizer;
     if (changed)
         *changed = false;
-    if (out)
-        *out = NULL;
     if (st)
         kcr_status_clear(st);
-    if (!c || !res || !obj || !finalizer)
-        return kcr__fail(KCR_ERR_INVALID, "finalizer helper: NULL argument");
+    if (!c)
+        return kcr__fail(KCR_ERR_INVALID, "finalizer helper: NULL client");
+    if (!res || !obj || !finalizer)
+        return kcr__fail(KCR_ERR_INVALID, "finalizer helper: the options need a resource, an "
+                                          "object and a finalizer");
     if (!*finalizer)
         return kcr__fail(KCR_ERR_INVALID, "finalizer helper: empty finalizer name");
     const char *ns = kcr_object_namespace(obj), *name = kcr_object_name(obj);
-    int retries = kcr__ctrlutil_retries(max_retries);
+    int retries = kcr__ctrlutil_retries(o->max_retries);
     kcr_object *cur = kcr_object_ref(obj);
     kcr_err err;
     for (int attempt = 0;; attempt++) {
@@ -142,6 +160,8 @@ static kcr_err change_finalizer(kcr_client *c, const kcr_resource *res, const kc
         kcr__log(KCR_LOG_DEBUG, "ctrlutil", "%s finalizer %s on %s%s%s: object changed, retrying",
                  add ? "adding" : "removing", finalizer, ns, *ns ? "/" : "", name);
     }
+    if (err != KCR_OK)
+        err = fail_on(err, add, finalizer, res, cur);
     kcr_object_unref(cur);
     return err;
 gone:
@@ -152,16 +172,21 @@ gone:
     return KCR_OK;
 }
 
-kcr_err kcr_ctrlutil_add_finalizer(kcr_client *c, const kcr_resource *res, const kcr_object *obj,
-                                   const char *finalizer, int max_retries, bool *changed,
-                                   kcr_object **out, kcr_status *status)
+kcr_err (kcr_ctrlutil_add_finalizer)(size_t opts_size, kcr_client *c,
+                                     const kcr_ctrlutil_finalizer_options *opts, kcr_object **out)
 {
-    return change_finalizer(c, res, obj, finalizer, true, max_retries, changed, out, status);
+    if (out)
+        *out = NULL;
+    KCR__ABI_OPTS(kcr_ctrlutil_finalizer_options, opts, opts_size);
+    return change_finalizer(c, opts, true, out);
 }
 
-kcr_err kcr_ctrlutil_remove_finalizer(kcr_client *c, const kcr_resource *res, const kcr_object *obj,
-                                      const char *finalizer, int max_retries, bool *changed,
-                                      kcr_object **out, kcr_status *status)
+kcr_err (kcr_ctrlutil_remove_finalizer)(size_t opts_size, kcr_client *c,
+                                        const kcr_ctrlutil_finalizer_options *opts,
+                                        kcr_object **out)
 {
-    return change_finalizer(c, res, obj, finalizer, false, max_retries, changed, out, status);
+    if (out)
+        *out = NULL;
+    KCR__ABI_OPTS(kcr_ctrlutil_finalizer_options, opts, opts_size);
+    return change_finalizer(c, opts, false, out);
 }

@@ -1,6 +1,6 @@
 /* Internal: small pieces shared by the controller helpers (controllerutil.h):
- * JSON values for patch bodies (built in a core/buf.h string), and retry
- * bookkeeping. */
+ * JSON values for patch bodies (built in a core/buf.h string), retry
+ * bookkeeping, and the context of an error. */
 #ifndef KCR_CTRLUTIL_INTERNAL_H
 #define KCR_CTRLUTIL_INTERNAL_H
 
@@ -38,6 +38,13 @@ typedef enum kcr__quantity_path {
  * *.emptyDir.sizeLimit, *.resourceFieldRef.divisor, and a top-level
  * capacity or maximumVolumeSize (CSIStorageCapacity). */
 kcr__quantity_path kcr__ctrlutil_quantity_path(const char *const *keys, size_t n);
+
+/* Prefixes kcr_last_error() (kcr_strerror(err) when it is empty) with what
+ * failed: "<verb> <Kind> <ns>/<name>: ", the kind taken from `obj` (may be
+ * NULL), else res->resource (a metadata-only object's kind,
+ * PartialObjectMetadata, says nothing). Returns err. */
+kcr_err kcr__ctrlutil_context(kcr_err err, const char *verb, const kcr_object *obj,
+                              const kcr_resource *res, const char *ns, const char *name);
 
 /* max_retries as the public functions take it: 0 is the default, < 0 none. */
 int kcr__ctrlutil_retries(int max_retries);

@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctrlutil/ctrlutil_internal.h"
+#include "core/abi.h"
 #include "core/error.h"
+#include "ctrlutil/ctrlutil_internal.h"
 #include "core/log.h"
 
 struct target {
@@ -20,8 +21,15 @@ struct target {
 
 static kcr_err check_args(const struct target *t)
 {
-    if (!t->c || !t->res || !t->res->version || !t->res->resource || !t->name || !t->mutate)
-        return kcr__fail(KCR_ERR_INVALID, "controller helper: NULL argument");
+    if (!t->c)
+        return kcr__fail(KCR_ERR_INVALID, "controller helper: NULL client");
+    if (!t->res || !t->res->version || !t->res->resource)
+        return kcr__fail(KCR_ERR_INVALID, "controller helper: no resource (or one without "
+                                          "version or resource name) in the options");
+    if (!t->name)
+        return kcr__fail(KCR_ERR_INVALID, "controller helper: no name in the options");
+    if (!t->mutate)
+        return kcr__fail(KCR_ERR_INVALID, "controller helper: no mutate callback in the options");
     if (!*t->name)
         return kcr__fail(KCR_ERR_INVALID, "controller helper: empty name");
     return KCR_OK;
@@ -105,11 +113,16 @@ static bool nothing_to_write(enum write_kind kind, const kcr_object *cur, const 
     return kcr__ctrlutil_equal(kcr_object_root(cur), kcr_object_root(next), NULL);
 }
 
+/* kcr__ctrlutil_context for a target. */
+static kcr_err fail_on(const struct target *t, kcr_err err, const char *verb, const kcr_object *obj)
+{
+    return kcr__ctrlutil_context(err, verb, obj, t->res, t->ns, t->name);
+}
+
 static kcr_err run(const struct target *t, enum write_kind kind,
-                   const kcr_ctrlutil_write_options *o)
+                   const kcr_ctrlutil_write_options *o, kcr_object **out)
 {
     kcr_ctrlutil_op_result *result = o->result;
-    kcr_object **out = o->out;
     kcr_status *st = o->status;
     if (result)
         *result = KCR_CTRLUTIL_UNCHANGED;
@@ -127,13 +140,15 @@ static kcr_err run(const struct target *t, enum write_kind kind,
         err = read_current(t, attempt == 0 ? o->cache : NULL, &cur, st);
         bool create = err == KCR_ERR_NOT_FOUND && kind == WRITE_OBJECT;
         if (err != KCR_OK && !create)
-            return err;
+            return fail_on(t, err, "get", NULL);
         if (create) { /* an expected 404: not the caller's error */
             if (st)
                 kcr_status_clear(st);
             kcr__clear_error();
         }
         if ((err = mutate_copy(t, create ? NULL : cur, &next)) != KCR_OK) {
+            err = fail_on(t, err, kind == WRITE_STATUS ? "update status of" : "create-or-update",
+                          cur);
             kcr_object_unref(cur);
             return err;
         }
@@ -148,8 +163,8 @@ static kcr_err run(const struct target *t, enum write_kind kind,
         char *json = NULL;
         size_t len = 0;
         err = kcr_object_to_json(next, &json, &len);
-        kcr_object_unref(next);
         if (err != KCR_OK) {
+            kcr_object_unref(next);
             kcr_object_unref(cur);
             return err;
         }
@@ -176,6 +191,7 @@ static kcr_err run(const struct target *t, enum write_kind kind,
                 &written);
         free(json);
         if (err == KCR_OK) {
+            kcr_object_unref(next);
             /* the server keeps the resourceVersion of a write it did not
              * apply (it stored what it had): that is no update */
             bool applied = create || strcmp(kcr_object_resource_version(written),
@@ -190,54 +206,49 @@ static kcr_err run(const struct target *t, enum write_kind kind,
                 kcr_object_unref(written);
             return KCR_OK;
         }
-        kcr_object_unref(cur);
         /* a stale resourceVersion, or a create that lost a race */
         bool lost = err == KCR_ERR_CONFLICT || (create && err == KCR_ERR_EXISTS);
-        if (!lost || attempt >= retries)
+        if (!lost || attempt >= retries) {
+            err = fail_on(t, err,
+                          create                 ? "create"
+                          : kind == WRITE_STATUS ? "update status of"
+                                                 : "update",
+                          cur ? cur : next);
+            kcr_object_unref(next);
+            kcr_object_unref(cur);
             return err;
+        }
+        kcr_object_unref(next);
+        kcr_object_unref(cur);
         kcr__log(KCR_LOG_DEBUG, "ctrlutil", "%s %s%s%s: %s, retrying",
                  kind == WRITE_STATUS ? "status update of" : "create-or-update of", t->ns,
                  *t->ns ? "/" : "", t->name, kcr_strerror(err));
     }
 }
 
-static kcr_err run_with(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
-                        const kcr_ctrlutil_write_options *opts, enum write_kind kind)
+/* The target named by opts (never NULL: KCR__ABI_OPTS gave the defaults). */
+static kcr_err run_opts(kcr_client *c, const kcr_ctrlutil_write_options *opts, kcr_object **out,
+                        enum write_kind kind)
 {
-    if (!opts)
-        return kcr__fail(KCR_ERR_INVALID, "controller helper: NULL options (mutate is required)");
-    struct target t = {c, res, ns ? ns : "", name, opts->mutate, opts->user_data};
-    return run(&t, kind, opts);
+    struct target t = {c, opts->resource, opts->ns ? opts->ns : "", opts->name, opts->mutate,
+                       opts->user_data};
+    return run(&t, kind, opts, out);
 }
 
-kcr_err kcr_ctrlutil_update_status_with(kcr_client *c, const kcr_resource *res, const char *ns,
-                                        const char *name, const kcr_ctrlutil_write_options *opts)
+kcr_err (kcr_ctrlutil_update_status)(size_t opts_size, kcr_client *c,
+                                     const kcr_ctrlutil_write_options *opts, kcr_object **out)
 {
-    return run_with(c, res, ns, name, opts, WRITE_STATUS);
+    if (out)
+        *out = NULL;
+    KCR__ABI_OPTS(kcr_ctrlutil_write_options, opts, opts_size);
+    return run_opts(c, opts, out, WRITE_STATUS);
 }
 
-kcr_err kcr_ctrlutil_create_or_update_with(kcr_client *c, const kcr_resource *res,
-                                           const char *ns, const char *name,
-                                           const kcr_ctrlutil_write_options *opts)
+kcr_err (kcr_ctrlutil_create_or_update)(size_t opts_size, kcr_client *c,
+                                        const kcr_ctrlutil_write_options *opts, kcr_object **out)
 {
-    return run_with(c, res, ns, name, opts, WRITE_OBJECT);
-}
-
-kcr_err kcr_ctrlutil_update_status(kcr_client *c, const kcr_resource *res, const char *ns,
-                                   const char *name, kcr_ctrlutil_mutate_fn mutate, void *user_data,
-                                   int max_retries, kcr_ctrlutil_op_result *result,
-                                   kcr_object **out, kcr_status *status)
-{
-    kcr_ctrlutil_write_options o = {mutate, user_data, NULL, max_retries, result, out, status};
-    return run_with(c, res, ns, name, &o, WRITE_STATUS);
-}
-
-kcr_err kcr_ctrlutil_create_or_update(kcr_client *c, const kcr_resource *res, const char *ns,
-                                      const char *name, kcr_ctrlutil_mutate_fn mutate,
-                                      void *user_data, int max_retries,
-                                      kcr_ctrlutil_op_result *result, kcr_object **out,
-                                      kcr_status *status)
-{
-    kcr_ctrlutil_write_options o = {mutate, user_data, NULL, max_retries, result, out, status};
-    return run_with(c, res, ns, name, &o, WRITE_OBJECT);
+    if (out)
+        *out = NULL;
+    KCR__ABI_OPTS(kcr_ctrlutil_write_options, opts, opts_size);
+    return run_opts(c, opts, out, WRITE_OBJECT);
 }

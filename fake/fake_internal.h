@@ -28,6 +28,7 @@
 
 #include "client/client_impl.h"
 #include "kcr/fake.h"
+#include "kcr/shard.h"
 #include "object/edit_tree.h"
 #include "object/selector.h"
 
@@ -58,9 +59,18 @@ typedef struct kcr__fqitem {
     struct kcr__fqitem *next;
 } kcr__fqitem;
 
+/* A list's or watch's shard selector, parsed (kcr/shard.h). n 0: none, or
+ * the fake ignores it (kcr_fake_options.ignore_shard_selector). */
+typedef struct kcr__fshard {
+    kcr_shard_field field;
+    kcr_shard_range *ranges;
+    size_t n;
+} kcr__fshard;
+
 typedef struct kcr__fwatcher {
     char *rkey, *ns;
     kcr__selector *labels, *fields;
+    kcr__fshard shard;
     bool bookmarks, metadata_only;
     kcr__fqitem *head, *tail;
     size_t len;
@@ -307,6 +317,15 @@ kcr_err kcr__fake_create_doc(kcr_fake *f, const kcr_resource *res, const char *n
 
 /* A PartialObjectMetadata view of obj (new reference), NULL when out of memory. */
 kcr_object *kcr__fake_metadata_view(const kcr_object *obj);
+
+/* Parses opts->shard_selector into *out unless the fake ignores selectors;
+ * malformed text is a 500 InternalError with the parser's words, as the
+ * apiserver answers. Lock not held. */
+kcr_err kcr__fake_parse_shard(const kcr_fake *f, const kcr__list_options *opts, kcr__fshard *out,
+                              kcr_status *st);
+/* Whether obj is in the shard (always without a selector). */
+bool kcr__fake_shard_selects(const kcr__fshard *s, const kcr_object *obj);
+void kcr__fake_shard_clear(kcr__fshard *s);
 
 /* Parses list/watch label and field selectors (400 BadRequest when bad). */
 kcr_err kcr__fake_parse_selectors(const kcr__list_options *opts, kcr__selector **labels,

@@ -59,6 +59,39 @@ kcr_err kcr__fake_parse_selectors(const kcr__list_options *opts, kcr__selector *
     return KCR_OK;
 }
 
+kcr_err kcr__fake_parse_shard(const kcr_fake *f, const kcr__list_options *opts, kcr__fshard *out,
+                              kcr_status *st)
+{
+    memset(out, 0, sizeof *out);
+    if (f->opts.ignore_shard_selector || !opts->shard_selector || !*opts->shard_selector)
+        return KCR_OK;
+    if (kcr_shard_selector_parse(opts->shard_selector, &out->field, &out->ranges, &out->n) !=
+        KCR_OK)
+        return kcr__fake_status(st, 500, "InternalError", NULL, NULL, "invalid shard selector: %s",
+                                kcr_last_error());
+    return KCR_OK;
+}
+
+bool kcr__fake_shard_selects(const kcr__fshard *s, const kcr_object *obj)
+{
+    return s->n == 0 || kcr_shard_match(obj, s->field, s->ranges, s->n);
+}
+
+void kcr__fake_shard_clear(kcr__fshard *s)
+{
+    free(s->ranges);
+    memset(s, 0, sizeof *s);
+}
+
+/* A sharded list's shardInfo: the selector in normal form. */
+static kcr_err fill_shard_info(const kcr__fshard *s, kcr_shard_info *info)
+{
+    kcr_shard_info_clear(info);
+    kcr_err err = kcr_shard_selector_format(s->field, s->ranges, s->n, &info->selector);
+    info->present = err == KCR_OK;
+    return err;
+}
+
 kcr_err kcr__fake_get(kcr_client *c, const kcr_resource *res, const char *ns, const char *name,
                       const kcr__get_options *opts, kcr_object **out, kcr_status *st)
 {
@@ -193,9 +226,14 @@ kcr_err kcr__fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
     kcr_err err = kcr__fake_begin(f, KCR_FAKE_LIST, res, ns, NULL, NULL, NULL, st);
     if (err != KCR_OK)
         return err;
-    kcr__selector *labels, *fields;
-    if ((err = kcr__fake_parse_selectors(opts, &labels, &fields, st)) != KCR_OK)
+    kcr__fshard shard;
+    if ((err = kcr__fake_parse_shard(f, opts, &shard, st)) != KCR_OK)
         return err;
+    kcr__selector *labels, *fields;
+    if ((err = kcr__fake_parse_selectors(opts, &labels, &fields, st)) != KCR_OK) {
+        kcr__fake_shard_clear(&shard);
+        return err;
+    }
     char *after_ns = NULL, *after_name = NULL;
     char *rkey = NULL;
     kcr_object **items = NULL;
@@ -229,7 +267,8 @@ kcr_err kcr__fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
                 if (cmp < 0 || (cmp == 0 && strcmp(o->name, after_name) <= 0))
                     continue;
             }
-            if (!kcr__fake_selects(labels, fields, o->obj))
+            if (!kcr__fake_selects(labels, fields, o->obj) ||
+                !kcr__fake_shard_selects(&shard, o->obj))
                 continue;
             if (opts->limit > 0 && (int64_t)n_items >= opts->limit)
                 remaining++;
@@ -244,6 +283,8 @@ kcr_err kcr__fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
         err = serve_page(kind, api_version, opts->metadata_only, items, n_items, fn, ud);
     if (err == KCR_OK && meta)
         err = fill_meta(meta, rv, items, n_items, remaining);
+    if (err == KCR_OK && shard.n && opts->shard_info)
+        err = fill_shard_info(&shard, opts->shard_info);
     for (size_t i = 0; i < n_items; i++)
         kcr_object_unref(items[i]);
     free(items);
@@ -252,5 +293,6 @@ kcr_err kcr__fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
     free(after_name);
     kcr__selector_free(labels);
     kcr__selector_free(fields);
+    kcr__fake_shard_clear(&shard);
     return err;
 }

@@ -21,7 +21,9 @@ enum { WAIT_SLICE_MS = 50 };
 
 static bool watcher_selects(const kcr__fwatcher *w, const kcr_object *obj)
 {
-    return kcr__fake_selects(w->labels, w->fields, obj);
+    /* an object's uid and namespace never change: it never moves in or out
+     * of a shard, so MODIFIED needs no ADDED/DELETED for it */
+    return kcr__fake_selects(w->labels, w->fields, obj) && kcr__fake_shard_selects(&w->shard, obj);
 }
 
 static void free_item(kcr__fqitem *it)
@@ -165,6 +167,7 @@ static void watcher_free(kcr__fwatcher *w)
     free(w->ns);
     kcr__selector_free(w->labels);
     kcr__selector_free(w->fields);
+    kcr__fake_shard_clear(&w->shard);
     pthread_cond_destroy(&w->cond);
     free(w);
 }
@@ -193,7 +196,8 @@ kcr_err kcr__fake_watch(kcr_client *c, const kcr_resource *res, const char *ns,
     w->bookmarks = opts->allow_bookmarks;
     w->metadata_only = opts->metadata_only;
     w->rkey = kcr__fake_rkey(res);
-    if ((err = kcr__fake_parse_selectors(opts, &w->labels, &w->fields, st)) != KCR_OK || !w->rkey) {
+    if ((err = kcr__fake_parse_shard(f, opts, &w->shard, st)) != KCR_OK ||
+        (err = kcr__fake_parse_selectors(opts, &w->labels, &w->fields, st)) != KCR_OK || !w->rkey) {
         watcher_free(w);
         return err != KCR_OK ? err : kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }

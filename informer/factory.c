@@ -17,7 +17,7 @@ typedef struct entry {
 struct kcr_informer_factory {
     kcr_client *client;
     kcr_informer_options defaults;
-    char *d_ns, *d_label, *d_field; /* copies behind defaults' strings */
+    char *d_ns, *d_label, *d_field, *d_shard; /* copies behind defaults' strings */
     pthread_mutex_t mu;
     entry *entries;
     bool started;
@@ -53,6 +53,8 @@ kcr_err kcr_informer_factory_new(kcr_client *client, const kcr_informer_options 
             dup_opt(defaults->reflector.label_selector, &oom);
         f->defaults.reflector.field_selector = f->d_field =
             dup_opt(defaults->reflector.field_selector, &oom);
+        f->defaults.reflector.shard_selector = f->d_shard =
+            dup_opt(defaults->reflector.shard_selector, &oom);
     }
     pthread_mutex_init(&f->mu, NULL);
     if (oom) {
@@ -70,6 +72,7 @@ static char *make_id(const kcr_resource *res, const kcr_informer_options *o)
                            r->ns ? r->ns : "",
                            r->label_selector ? r->label_selector : "",
                            r->field_selector ? r->field_selector : "",
+                           r->shard_selector ? r->shard_selector : "",
                            r->metadata_only ? "meta" : "full"};
     size_t len = 1;
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
@@ -213,5 +216,6 @@ void kcr_informer_factory_free(kcr_informer_factory *f)
     free(f->d_ns);
     free(f->d_label);
     free(f->d_field);
+    free(f->d_shard);
     free(f);
 }

@@ -32,6 +32,12 @@ struct kcr_reflector {
     void *transform_ud;
     kcr_watch_error_fn on_error;
     void *error_ud;
+    /* The shard selector in normal form (NULL: none) and its parsed ranges,
+     * kept to filter client-side whenever the server did not. */
+    char *shard_sel;
+    kcr_shard_field shard_field;
+    kcr_shard_range *shard_ranges;
+    size_t n_shard_ranges;
     kcr__backoff_hook_fn backoff_hook;
     void *backoff_hook_ud;
 
@@ -52,6 +58,7 @@ struct kcr_reflector {
     /* reflector thread only */
     bool rv_unavailable;   /* the last RV is gone: next list/stream at "" */
     bool paginated_result; /* the server paged a list: no watch cache, keep paging */
+    bool shard_fallback_logged; /* the client-side filtering was announced */
     int64_t bo_cur_ms, bo_last_ns;
     uint64_t rng;
 };
@@ -200,6 +207,45 @@ static kcr_err transform(kcr_reflector *r, kcr_object *in, kcr_object **out)
     return err;
 }
 
+/* Whether the reflector keeps obj: always without a shard selector, else
+ * when its shard key falls in the selector's ranges. Applied to everything
+ * received, whoever filtered it first: an object's uid and namespace never
+ * change, so an object never moves in or out of the selection, and a server
+ * that did filter makes this a no-op. Counts what it drops. */
+static bool in_shard(kcr_reflector *r, const kcr_object *obj)
+{
+    if (!r->shard_sel ||
+        kcr_shard_match(obj, r->shard_field, r->shard_ranges, r->n_shard_ranges))
+        return true;
+    pthread_mutex_lock(&r->mu);
+    r->stats.shard_filtered++;
+    pthread_mutex_unlock(&r->mu);
+    return false;
+}
+
+/* After a complete LIST: who applied the selector. `server` is true when
+ * every page carried metadata.shardInfo. */
+static void note_shard_mode(kcr_reflector *r, bool server)
+{
+    if (!r->shard_sel)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->stats.shard_mode = server ? KCR_SHARD_SELECTOR_SERVER : KCR_SHARD_SELECTOR_CLIENT;
+    pthread_mutex_unlock(&r->mu);
+    if (!server && !r->shard_fallback_logged) {
+        r->shard_fallback_logged = true;
+        kcr__log(KCR_LOG_WARN, "reflector",
+                 "%s: the apiserver ignored shardSelector (no metadata.shardInfo in the list: "
+                 "feature gate ShardedListAndWatch off, or an apiserver before 1.36); filtering "
+                 "%s client-side, which lists and watches every object",
+                 r->res.resource, r->shard_sel);
+    } else if (server && r->shard_fallback_logged) {
+        r->shard_fallback_logged = false;
+        kcr__log(KCR_LOG_INFO, "reflector", "%s: the apiserver applies shardSelector again",
+                 r->res.resource);
+    }
+}
+
 /* A growable array of object references. */
 typedef struct objvec {
     kcr_object **v;
@@ -257,6 +303,8 @@ static kcr_err list_item(kcr_object *obj, void *ud)
     list_ctx *l = ud;
     if (stopping(l->r))
         return kcr__fail(KCR_ERR_CANCELED, "reflector stopped");
+    if (!in_shard(l->r, obj))
+        return KCR_OK;
     kcr_object *t;
     kcr_err err = transform(l->r, obj, &t);
     if (err == KCR_OK && (err = objvec_push(&l->objs, t)) != KCR_OK)
@@ -288,6 +336,7 @@ static kcr_err do_list(kcr_reflector *r)
     char *cont = NULL;
     bool full = false;         /* a continue token expired: one unpaged list */
     bool retried_quorum = false;
+    bool shard_server = true;  /* every page so far carried shardInfo */
     for (;;) {
         int64_t limit = r->page_size > 0 ? r->page_size : 0;
         /* A relist at a specific RV is served from the watch cache only
@@ -296,6 +345,7 @@ static kcr_err do_list(kcr_reflector *r)
             limit = 0;
         kcr_list_meta meta = {0};
         kcr_status st = {0};
+        kcr_shard_info shard = {0};
         pthread_mutex_lock(&r->mu);
         r->stats.list_requests++;
         pthread_mutex_unlock(&r->mu);
@@ -310,8 +360,12 @@ static kcr_err do_list(kcr_reflector *r)
                                              .metadata_only = r->metadata_only,
                                              .drop_managed_fields = r->drop_managed_fields,
                                              .cancel = r->cancel,
-                                             .status = &st},
+                                             .status = &st,
+                                             .shard_selector = r->shard_sel,
+                                             .shard_info = r->shard_sel ? &shard : NULL},
                               list_item, &l, &meta);
+        shard_server = shard_server && shard.present;
+        kcr_shard_info_clear(&shard);
         if (err == KCR_OK) {
             if (meta.continue_token && *meta.continue_token && !full) {
                 r->paginated_result = true;
@@ -324,6 +378,7 @@ static kcr_err do_list(kcr_reflector *r)
                 }
                 continue;
             }
+            note_shard_mode(r, shard_server);
             err = deliver_replace(r, &l.objs, meta.resource_version ? meta.resource_version : "",
                                   false);
             kcr_list_meta_clear(&meta);
@@ -344,6 +399,7 @@ static kcr_err do_list(kcr_reflector *r)
             free(cont);
             cont = NULL;
             full = true;
+            shard_server = true;
             kcr_status_clear(&st);
             continue;
         }
@@ -356,6 +412,7 @@ static kcr_err do_list(kcr_reflector *r)
             free(cont);
             cont = NULL;
             full = false;
+            shard_server = true;
             free(rv);
             rv = strdup("");
             kcr_status_clear(&st);
@@ -412,6 +469,12 @@ static kcr_err on_event(const kcr_watch_event *ev, void *ud)
             return kcr__fail(KCR_ERR_UNSUPPORTED,
                              "%s: streaming list: initial event not ADDED (no streaming support)",
                              r->res.resource);
+        }
+        if (!in_shard(r, ev->object)) {
+            if (!w->initial)
+                set_rv(r, ev->resource_version);
+            w->events++;
+            return KCR_OK;
         }
         kcr_object *obj;
         if ((err = transform(r, ev->object, &obj)) != KCR_OK) {
@@ -497,7 +560,8 @@ static next_step watch_once(kcr_reflector *r, bool streaming)
                      .allow_bookmarks = true,
                      .idle_timeout_ms = idle,
                      .cancel = r->cancel,
-                     .status = &st};
+                     .status = &st,
+                     .shard_selector = r->shard_sel};
     if (streaming) {
         o.send_initial_events = true;
         o.resource_version_match = "NotOlderThan";
@@ -647,6 +711,18 @@ kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
     kcr_reflector *r = calloc(1, sizeof *r);
     if (!r)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    if (opts->shard_selector && *opts->shard_selector) {
+        kcr_err err = kcr_shard_selector_parse(opts->shard_selector, &r->shard_field,
+                                               &r->shard_ranges, &r->n_shard_ranges);
+        if (err == KCR_OK)
+            err = kcr_shard_selector_format(r->shard_field, r->shard_ranges, r->n_shard_ranges,
+                                            &r->shard_sel);
+        if (err != KCR_OK) {
+            free(r->shard_ranges);
+            free(r);
+            return kcr__refail(err, "kcr_reflector_new: ");
+        }
+    }
     r->client = client;
     r->sink = *sink;
     r->group = strdup(res->group ? res->group : "");
@@ -669,6 +745,11 @@ kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
     r->metadata_only = opts->metadata_only;
     r->consistent_list = opts->consistent_list;
     r->mode = opts->list_mode == KCR_LIST_MODE_DEFAULT ? KCR_LIST_MODE_PAGED : opts->list_mode;
+    /* A streaming list (sendInitialEvents) ends with a bookmark that carries
+     * no shardInfo, so it cannot tell whether the server applied the
+     * selector: with one, the state always comes from LIST. */
+    if (r->shard_sel)
+        r->mode = KCR_LIST_MODE_PAGED;
     r->page_size = opts->page_size == 0 ? 500 : opts->page_size;
     r->min_watch_timeout_ms = opts->min_watch_timeout_ms > 0 ? opts->min_watch_timeout_ms : 300000;
     r->idle_limit_ms = opts->idle_limit_ms;
@@ -750,6 +831,8 @@ void kcr_reflector_free(kcr_reflector *r)
     free(r->ns);
     free(r->label);
     free(r->field);
+    free(r->shard_sel);
+    free(r->shard_ranges);
     free(r);
 }
 

@@ -169,6 +169,17 @@ typedef enum kcr_patch_type {
     KCR_PATCH_APPLY = 3      /* server-side apply as the write's field manager */
 } kcr_patch_type;
 
+/* What a sharded LIST answered in metadata.shardInfo. Zero-initialize;
+ * kcr_shard_info_clear() frees. Not thread-safe on one struct. */
+typedef struct kcr_shard_info {
+    bool present;   /* the List carried shardInfo: the server filtered it */
+    char *selector; /* malloc'd: the selector as the server echoed it (its normal
+                       form, kcr_shard_selector_format's); NULL when absent */
+} kcr_shard_info;
+
+/* Frees the selector and zeroes `info`; safe on a zeroed struct and NULL. */
+KCR_API void kcr_shard_info_clear(kcr_shard_info *info);
+
 /* One request of a verb: what it names, its body, its options and where the
  * server's Status goes. Zero means the default for every field; each verb
  * reads the fields of its own group (the comments below name them) and
@@ -232,6 +243,16 @@ typedef struct kcr_request {
     kcr_cancel *cancel; /* NULL: not cancellable (the request timeout still bounds it) */
     kcr_status *status; /* NULL, or where the server's Status goes on an API error
                            (cleared on entry; see kcr_status) */
+    /* ---- list and watch: server-side sharding (KEP-5866, alpha feature
+     * gate ShardedListAndWatch; docs/informer.md) */
+    const char *shard_selector; /* shardSelector, e.g. from kcr_shard_selector_format();
+                                   NULL or "": none. Sent as it is: an apiserver with the
+                                   gate off ignores it (no shard_info comes back), one
+                                   with it on answers malformed text with a 500 Status
+                                   carrying the parser's words */
+    kcr_shard_info *shard_info; /* list: NULL, or where the List's metadata.shardInfo
+                                   goes (cleared on entry; present only when the server
+                                   applied the selector) */
 } kcr_request;
 
 /* GET one object (req->name). On success *out is a new reference the caller

@@ -144,6 +144,26 @@ typedef struct kcr_result {
 #define KCR_TERMINAL(e) KCR__RESULT(KCR_RESULT_TERMINAL, 0, (e))
 #define KCR_REQUEUE KCR__RESULT(KCR_RESULT_REQUEUE, 0, KCR_OK)
 
+/* The result a reconcile returns for a failed call: KCR_DONE for KCR_OK,
+ * KCR_TERMINAL(err) when kcr_err_is_permanent(err) (a refused request: 400,
+ * 422, a bad argument ...), KCR_RETRY(err) otherwise (conflicts, 5xx,
+ * timeouts ...). kcr_last_error() is left as the call set it, so the worker
+ * logs the call's message. Thread-safe. */
+KCR_API kcr_result kcr_result_of(kcr_err err);
+
+/* In a reconcile: evaluates `expr` (a kcr_err) once and, when it is not
+ * KCR_OK, returns kcr_result_of() of it from the reconcile. The kcr helpers
+ * name what failed in kcr_last_error() (e.g. "create ResourceQuota
+ * team-a/team-quota: <server's message>"), which the worker logs:
+ *     KCR_TRY(kcr_ctrlutil_create_or_update(kcr_ctx_client(ctx), &opts, NULL));
+ *     return KCR_DONE; */
+#define KCR_TRY(expr)                                                                              \
+    do {                                                                                           \
+        kcr_err kcr__try_err = (expr);                                                             \
+        if (kcr__try_err != KCR_OK)                                                                \
+            return kcr_result_of(kcr__try_err);                                                    \
+    } while (0)
+
 /* The reconcile callback. Runs on a worker thread (manager) or the test
  * kit's caller thread, with no kcr lock held; `ctx` and `req` are borrowed
  * for the call. Never called for the same key twice at once. */
@@ -445,7 +465,8 @@ typedef struct kcr_manager_options {
                                            first stops gracefully, a second exits at once
                                            (_exit(1)); the previous handlers are restored */
     const kcr_informer_options *cache_defaults; /* informer options for every cache (copied;
-                                           transform, timings); sources override namespace,
+                                           transform, timings, shard_selector); sources
+                                           override namespace,
                                            selectors and metadata_only */
     kcr_metrics *metrics;               /* borrowed; NULL: the manager makes its own. The
                                            manager adds a collector to it: do not scrape it

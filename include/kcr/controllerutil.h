@@ -1,16 +1,33 @@
 /* Controller helpers (controller-runtime's controllerutil, for C): owner
  * references, finalizers that never drop someone else's, status updates and
  * create-or-update with conflict retries, server-side apply, and deletes
- * with a propagation policy and preconditions. docs/controller.md § Helpers.
+ * with a propagation policy and preconditions. docs/ctrlutil.md.
+ *
+ * Calls: every helper (but kcr_ctrlutil_op_result_string) takes one sized
+ * options struct (docs/abi.md: the macro passes its size first) and at most
+ * 5 parameters. The helpers that talk to the server have the client verbs'
+ * shape,
+ *     kcr_ctrlutil_<verb>(client, &(kcr_ctrlutil_<x>_options){...}, &out)
+ * where the options name the target (resource, namespace and name, or an
+ * object). One rule for what every helper hands back: an object is the last
+ * parameter `out` (NULL: not wanted, for the helpers that talk to the
+ * server); everything else a call reports (the server's Status, what was
+ * done, whether it wrote) goes through pointers in the options (each may be
+ * NULL).
  *
  * Thread-safety: every function is thread-safe (a kcr_client may be shared);
  * an object edit passed in is used by the calling thread only. Mutate
  * callbacks run on the calling thread, inside the call, with no kcr lock
  * held.
  *
- * Errors: functions that talk to the server fill *status (may be NULL; zero
- * it before first use, as for kcr_client_*) with the server's Status when a
- * server answered with an error, and kcr_last_error() says what failed. */
+ * Errors: `status` (zero it before first use, as for kcr_request.status)
+ * gets the server's Status when a server answered with an error, and
+ * kcr_last_error() says what failed, naming the verb, the kind and the
+ * object: "create ResourceQuota team-a/team-quota: <server's message>" (the
+ * kind comes from the object read or written; before there is one, or for
+ * a metadata-only object, the resource's plural stands for it:
+ * "delete configmaps ns/name: ..."). In a reconcile, KCR_TRY (kcr/controller.h)
+ * turns such an error into the result. */
 #ifndef KCR_CONTROLLERUTIL_H
 #define KCR_CONTROLLERUTIL_H
 
@@ -108,34 +125,45 @@ KCR_API kcr_err kcr_ctrlutil_set_owner_reference_edit(size_t opts_size, const kc
 
 /* ---- Finalizers ----------------------------------------------------------------------- */
 
-/* Adds `finalizer` to the object `obj` names (res, its namespace and name)
- * through a JSON Patch guarded by a `test` of the whole current
- * metadata.finalizers, so concurrent adds neither duplicate nor lose one.
- * `obj` (borrowed) is the caller's view, e.g. from a cache: when it is stale
- * the guard fails, the object is read again and the patch rebuilt, at most
- * max_retries times (0: KCR_CTRLUTIL_DEFAULT_RETRIES, < 0: none). A 422 that
- * a fresh read shows was not a lost race (e.g. the object is being deleted,
- * which forbids new finalizers) is returned at once.
- * *changed (may be NULL): true when this call wrote. *out (may be NULL): a
- * new reference to the latest object (as patched, or as read when already
- * present). When `obj` already shows the finalizer no request is sent (if
- * that view was stale, the next event brings the fresh object).
- * KCR_ERR_INVALID for an empty finalizer. */
-KCR_API kcr_err kcr_ctrlutil_add_finalizer(kcr_client *c, const kcr_resource *res,
-                                           const kcr_object *obj, const char *finalizer,
-                                           int max_retries, bool *changed, kcr_object **out,
-                                           kcr_status *status);
+/* Options of kcr_ctrlutil_add_finalizer / _remove_finalizer. Zero means
+ * default for the other fields; pointers are borrowed for the call. */
+typedef struct kcr_ctrlutil_finalizer_options {
+    const kcr_resource *resource; /* required: the object's resource */
+    /* required: the caller's view of the object (e.g. from a cache); it
+     * names the object (namespace and name) and the patch is built from it */
+    const kcr_object *object;
+    const char *finalizer; /* required, not empty */
+    int max_retries;       /* 0: KCR_CTRLUTIL_DEFAULT_RETRIES, < 0: none */
+    bool *changed;         /* may be NULL: true when this call wrote */
+    kcr_status *status;    /* may be NULL: the server's Status on an API error */
+} kcr_ctrlutil_finalizer_options;
 
-/* Removes every occurrence of `finalizer` with `test` + `remove` operations
- * on exactly the indexes where it is, so a finalizer someone else added or
- * removed meanwhile can never be dropped by mistake: a shifted index fails
- * the test, and the call re-reads and retries as add_finalizer does. An
- * object that is gone (404) counts as done: KCR_OK, *changed false, *out
- * NULL. Other arguments as kcr_ctrlutil_add_finalizer. */
-KCR_API kcr_err kcr_ctrlutil_remove_finalizer(kcr_client *c, const kcr_resource *res,
-                                              const kcr_object *obj, const char *finalizer,
-                                              int max_retries, bool *changed, kcr_object **out,
-                                              kcr_status *status);
+/* Adds opts->finalizer to opts->object through a JSON Patch guarded by a
+ * `test` of the whole current metadata.finalizers, so concurrent adds
+ * neither duplicate nor lose one. When the object as given is stale the
+ * guard fails, the object is read again and the patch rebuilt, at most
+ * max_retries times. A 422 that a fresh read shows was not a lost race (e.g.
+ * the object is being deleted, which forbids new finalizers) is returned at
+ * once. *out (may be NULL): a new reference to the latest object (as
+ * patched, or as known when the finalizer was already there). When the
+ * object as given already shows the finalizer no request is sent (if that
+ * view was stale, the next event brings the fresh object). KCR_ERR_INVALID
+ * for NULL opts, a missing resource, object or finalizer. */
+KCR_API kcr_err kcr_ctrlutil_add_finalizer(size_t opts_size, kcr_client *c,
+                                           const kcr_ctrlutil_finalizer_options *opts,
+                                           kcr_object **out);
+#define kcr_ctrlutil_add_finalizer(...) (kcr_ctrlutil_add_finalizer)(sizeof(kcr_ctrlutil_finalizer_options), __VA_ARGS__)
+
+/* Removes every occurrence of opts->finalizer with `test` + `remove`
+ * operations on exactly the indexes where it is, so a finalizer someone
+ * else added or removed meanwhile can never be dropped by mistake: a shifted
+ * index fails the test, and the call re-reads and retries as add_finalizer
+ * does. An object that is gone (404) counts as done: KCR_OK, *changed
+ * false, *out NULL. Otherwise as kcr_ctrlutil_add_finalizer. */
+KCR_API kcr_err kcr_ctrlutil_remove_finalizer(size_t opts_size, kcr_client *c,
+                                              const kcr_ctrlutil_finalizer_options *opts,
+                                              kcr_object **out);
+#define kcr_ctrlutil_remove_finalizer(...) (kcr_ctrlutil_remove_finalizer)(sizeof(kcr_ctrlutil_finalizer_options), __VA_ARGS__)
 
 /* ---- Mutate-and-write with conflict retries --------------------------------------- */
 
@@ -167,98 +195,96 @@ typedef kcr_err (*kcr_ctrlutil_mutate_fn)(kcr_object_edit *edit, const kcr_objec
  * object. A write the server did not apply (it answered with the
  * resourceVersion it had) is reported UNCHANGED, not UPDATED. */
 
-/* Options of the *_with write helpers. Zero means default for every field
- * but `mutate`. Pointers are borrowed for the call. */
+/* Options of kcr_ctrlutil_update_status / _create_or_update. Zero means
+ * default for the fields not marked required. Pointers are borrowed for the
+ * call. */
 typedef struct kcr_ctrlutil_write_options {
+    const kcr_resource *resource;  /* required */
+    const char *ns;                /* NULL or "": cluster-scoped */
+    const char *name;              /* required, not empty */
     kcr_ctrlutil_mutate_fn mutate; /* required: sets the desired state */
     void *user_data;               /* passed to mutate */
     /* A cache of the resource (kcr_ctx_cache(ctx, res) in a reconcile): the
-     * current object is taken from it when it has it, so an unchanged
-     * object costs no request. NULL, or a cache without the object: read
-     * from the server (a GET); after a conflict the server is read again. */
+     * current object is taken from it when it has it (with apiVersion and
+     * kind), so an unchanged object costs no request. NULL, or a cache
+     * without the object: read from the server (a GET); after a conflict
+     * the server is read again. */
     kcr_store *cache;
     int max_retries;                /* 0: KCR_CTRLUTIL_DEFAULT_RETRIES, < 0: none */
     kcr_ctrlutil_op_result *result; /* may be NULL: what was done */
-    kcr_object **out;               /* may be NULL: a new reference to the object written,
-                                       or as read when nothing was written */
     kcr_status *status;             /* may be NULL: the server's Status on an API error */
 } kcr_ctrlutil_write_options;
 
-/* Reads res ns/name, lets `mutate` change its status, and writes the status
- * subresource with the read resourceVersion (PUT .../status); on 409
- * Conflict it reads again and re-applies `mutate`, at most max_retries times
- * (0: KCR_CTRLUTIL_DEFAULT_RETRIES, < 0: none). Only the status is written
- * (the server ignores other changes). When the mutated status equals the
- * one read (compared as described above) nothing is sent: *result
- * UNCHANGED, else UPDATED (UNCHANGED again when the server kept the
- * resourceVersion). Always reads the server (use
- * kcr_ctrlutil_update_status_with to read a cache). *result and *out (a new
- * reference to the object written or read) may be NULL. Errors: the
- * server's (KCR_ERR_NOT_FOUND, KCR_ERR_CONFLICT when retries ran out ...),
- * the callback's, KCR_ERR_INVALID when mutate changed metadata.name or
- * metadata.namespace. */
-KCR_API kcr_err kcr_ctrlutil_update_status(kcr_client *c, const kcr_resource *res, const char *ns,
-                                           const char *name, kcr_ctrlutil_mutate_fn mutate,
-                                           void *user_data, int max_retries,
-                                           kcr_ctrlutil_op_result *result, kcr_object **out,
-                                           kcr_status *status);
+/* Reads opts->resource ns/name (from opts->cache when it has it), lets
+ * `mutate` change its status, and writes the status subresource with the
+ * read resourceVersion (PUT .../status); on 409 Conflict it reads the
+ * server again and re-applies `mutate`, at most max_retries times. Only the
+ * status is written (the server ignores other changes). When the mutated
+ * status equals the one read (compared as described above) nothing is sent:
+ * *result UNCHANGED, else UPDATED (UNCHANGED again when the server kept the
+ * resourceVersion). *out (may be NULL): a new reference to the object
+ * written, or as read when nothing was written. Errors: the server's
+ * (KCR_ERR_NOT_FOUND, KCR_ERR_CONFLICT when retries ran out ...), the
+ * callback's, KCR_ERR_INVALID for NULL opts, a missing resource, name or
+ * mutate, or when mutate changed metadata.name or metadata.namespace. */
+KCR_API kcr_err kcr_ctrlutil_update_status(size_t opts_size, kcr_client *c,
+                                           const kcr_ctrlutil_write_options *opts,
+                                           kcr_object **out);
+#define kcr_ctrlutil_update_status(...) (kcr_ctrlutil_update_status)(sizeof(kcr_ctrlutil_write_options), __VA_ARGS__)
 
-/* controller-runtime's CreateOrUpdate, with retries: reads res ns/name
- * from the server (a GET on every call; kcr_ctrlutil_create_or_update_with
- * reads a cache); when missing, runs `mutate` on a new object (current
- * NULL) and creates it (CREATED); else runs `mutate` on a copy and updates
- * it with the read resourceVersion unless nothing changed as the server
- * compares (UNCHANGED; see above), UPDATED when the server applied the
- * update. A 409 (a conflict, or a create that lost a race) reads again and
- * retries, at most max_retries times. The status is not written by a
- * main-resource update (use kcr_ctrlutil_update_status). `mutate` sets the
- * desired fields (kind may be left out: the apiserver takes it from the
- * resource). Other arguments and errors as kcr_ctrlutil_update_status. */
-KCR_API kcr_err kcr_ctrlutil_create_or_update(kcr_client *c, const kcr_resource *res,
-                                              const char *ns, const char *name,
-                                              kcr_ctrlutil_mutate_fn mutate, void *user_data,
-                                              int max_retries, kcr_ctrlutil_op_result *result,
-                                              kcr_object **out, kcr_status *status);
-
-/* kcr_ctrlutil_update_status with options (mutate, cache, retries, outputs
- * in opts; required). With opts->cache the current object comes from the
- * cache when it has it. Errors as kcr_ctrlutil_update_status, and
- * KCR_ERR_INVALID for NULL opts or mutate. */
-KCR_API kcr_err kcr_ctrlutil_update_status_with(kcr_client *c, const kcr_resource *res,
-                                                const char *ns, const char *name,
-                                                const kcr_ctrlutil_write_options *opts);
-
-/* kcr_ctrlutil_create_or_update with options. With opts->cache the current
- * object comes from the cache when it has it (apiVersion and kind set), so
- * a reconcile whose object is already as desired sends no request at all;
- * a cache miss reads the server before creating. Errors as
- * kcr_ctrlutil_create_or_update, and KCR_ERR_INVALID for NULL opts or
- * mutate. In a reconcile:
- *     kcr_ctrlutil_write_options o = {.mutate = desired_quota, .user_data = team,
- *                                     .cache = kcr_ctx_cache(ctx, &QUOTAS), .result = &r};
- *     err = kcr_ctrlutil_create_or_update_with(kcr_ctx_client(ctx), &QUOTAS, ns, "quota", &o); */
-KCR_API kcr_err kcr_ctrlutil_create_or_update_with(kcr_client *c, const kcr_resource *res,
-                                                   const char *ns, const char *name,
-                                                   const kcr_ctrlutil_write_options *opts);
+/* controller-runtime's CreateOrUpdate, with retries: reads opts->resource
+ * ns/name (from opts->cache when it has it, so a reconcile whose object is
+ * already as desired sends no request at all; a cache miss reads the
+ * server before creating); when missing, runs `mutate` on a new object
+ * (current NULL) and creates it (CREATED); else runs `mutate` on a copy and
+ * updates it with the read resourceVersion unless nothing changed as the
+ * server compares (UNCHANGED; see above), UPDATED when the server applied
+ * the update. A 409 (a conflict, or a create that lost a race) reads the
+ * server again and retries, at most max_retries times. The status is not
+ * written by a main-resource update (use kcr_ctrlutil_update_status).
+ * `mutate` sets the desired fields (kind may be left out: the apiserver
+ * takes it from the resource). Output and errors as
+ * kcr_ctrlutil_update_status. In a reconcile:
+ *     KCR_TRY(kcr_ctrlutil_create_or_update(
+ *         kcr_ctx_client(ctx),
+ *         &(kcr_ctrlutil_write_options){.resource = &QUOTAS, .ns = ns, .name = "quota",
+ *                                       .mutate = desired_quota, .user_data = team,
+ *                                       .cache = kcr_ctx_cache(ctx, &QUOTAS)},
+ *         NULL)); */
+KCR_API kcr_err kcr_ctrlutil_create_or_update(size_t opts_size, kcr_client *c,
+                                              const kcr_ctrlutil_write_options *opts,
+                                              kcr_object **out);
+#define kcr_ctrlutil_create_or_update(...) (kcr_ctrlutil_create_or_update)(sizeof(kcr_ctrlutil_write_options), __VA_ARGS__)
 
 /* ---- Server-side apply ------------------------------------------------------------- */
 
-/* Applies `obj` (borrowed; the applied configuration: only the fields this
- * manager owns) with server-side apply as `field_manager` (required);
- * `force` takes over fields other managers own instead of failing with a
- * 409 conflict. The name comes from obj; ns NULL: obj's namespace (a
- * different non-NULL ns is KCR_ERR_INVALID). obj needs apiVersion and kind,
- * and no metadata.managedFields (KCR_ERR_INVALID otherwise). Creates the
- * object when missing. *out (may be NULL) gets the object as stored. */
-KCR_API kcr_err kcr_ctrlutil_apply(kcr_client *c, const kcr_resource *res, const char *ns,
-                                   const kcr_object *obj, const char *field_manager, bool force,
-                                   kcr_object **out, kcr_status *status);
+/* Options of kcr_ctrlutil_apply. Pointers are borrowed for the call. */
+typedef struct kcr_ctrlutil_apply_options {
+    const kcr_resource *resource; /* required */
+    /* NULL: the configuration's namespace; a different non-NULL one is
+     * KCR_ERR_INVALID */
+    const char *ns;
+    /* The applied configuration (only the fields this manager owns), as an
+     * object or as JSON text (json_len 0: strlen): exactly one of them. It
+     * needs apiVersion, kind and metadata.name, and no
+     * metadata.managedFields. */
+    const kcr_object *object;
+    const char *json;
+    size_t json_len;
+    const char *field_manager; /* required, not empty */
+    bool force;                /* take over fields other managers own instead of a 409 */
+    kcr_status *status;        /* may be NULL: the server's Status on an API error */
+} kcr_ctrlutil_apply_options;
 
-/* kcr_ctrlutil_apply of a configuration given as JSON text (copied; len 0:
- * strlen). KCR_ERR_PARSE for bad JSON or a missing metadata.name. */
-KCR_API kcr_err kcr_ctrlutil_apply_json(kcr_client *c, const kcr_resource *res, const char *ns,
-                                        const char *json, size_t len, const char *field_manager,
-                                        bool force, kcr_object **out, kcr_status *status);
+/* Applies the configuration with server-side apply as opts->field_manager;
+ * creates the object when missing. *out (may be NULL) gets the object as
+ * stored. KCR_ERR_INVALID for NULL opts, a missing resource or field
+ * manager, both or neither of object and json, a configuration without
+ * apiVersion or kind or with managedFields, a namespace mismatch;
+ * KCR_ERR_PARSE for bad JSON or a missing metadata.name. */
+KCR_API kcr_err kcr_ctrlutil_apply(size_t opts_size, kcr_client *c,
+                                   const kcr_ctrlutil_apply_options *opts, kcr_object **out);
+#define kcr_ctrlutil_apply(...) (kcr_ctrlutil_apply)(sizeof(kcr_ctrlutil_apply_options), __VA_ARGS__)
 
 /* ---- Delete ---------------------------------------------------------------------------- */
 
@@ -272,31 +298,34 @@ typedef enum kcr_ctrlutil_propagation {
     KCR_CTRLUTIL_PROPAGATION_ORPHAN = 3      /* dependents are kept, their references removed */
 } kcr_ctrlutil_propagation;
 
-/* Zero means default for every field; strings are borrowed for the call. */
+/* Options of kcr_ctrlutil_delete. Zero means default for the fields not
+ * marked required; pointers are borrowed for the call. */
 typedef struct kcr_ctrlutil_delete_options {
+    const kcr_resource *resource; /* required */
+    /* What to delete: ns and name, or `object`: exactly that incarnation
+     * (its namespace and name, with its metadata.uid as the uid
+     * precondition, so a newer object of the same name is never deleted by
+     * mistake). With object, ns, name and precondition_uid must be NULL or
+     * equal to the object's. */
+    const char *ns;
+    const char *name;
+    const kcr_object *object;
     kcr_ctrlutil_propagation propagation;
     const char *precondition_uid;              /* delete only this incarnation; NULL: any */
     const char *precondition_resource_version; /* delete only this version; NULL: any */
     bool ignore_not_found;                     /* an object already gone is KCR_OK (*out NULL) */
+    kcr_status *status; /* may be NULL: the server's Status on an API error */
 } kcr_ctrlutil_delete_options;
 
-/* DELETE res ns/name with DeleteOptions built from opts (may be NULL). A
- * failed precondition is the server's 409: KCR_ERR_CONFLICT. *out (may be
- * NULL) gets the object when the server returned it (deletion pending on
- * finalizers or foreground propagation), else NULL. */
-KCR_API kcr_err kcr_ctrlutil_delete(size_t opts_size, kcr_client *c, const kcr_resource *res,
-                                    const char *ns, const char *name,
-                                    const kcr_ctrlutil_delete_options *opts, kcr_object **out,
-                                    kcr_status *status);
+/* DELETE with DeleteOptions built from opts. A failed precondition is the
+ * server's 409: KCR_ERR_CONFLICT. *out (may be NULL) gets the object when
+ * the server returned it (deletion pending on finalizers or foreground
+ * propagation), else NULL. KCR_ERR_INVALID for NULL opts, a missing
+ * resource, neither name nor object, an object without metadata.uid, a
+ * name, namespace or uid precondition the object contradicts. */
+KCR_API kcr_err kcr_ctrlutil_delete(size_t opts_size, kcr_client *c,
+                                    const kcr_ctrlutil_delete_options *opts, kcr_object **out);
 #define kcr_ctrlutil_delete(...) (kcr_ctrlutil_delete)(sizeof(kcr_ctrlutil_delete_options), __VA_ARGS__)
-
-/* Deletes exactly the incarnation `obj` (borrowed) is: its namespace and
- * name, with its uid as a precondition, so a newer object of the same name
- * is never deleted by mistake. A gone object is KCR_OK. */
-KCR_API kcr_err kcr_ctrlutil_delete_object(kcr_client *c, const kcr_resource *res,
-                                           const kcr_object *obj,
-                                           kcr_ctrlutil_propagation propagation, kcr_object **out,
-                                           kcr_status *status);
 
 #ifdef __cplusplus
 }

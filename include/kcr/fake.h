@@ -64,6 +64,12 @@ typedef struct kcr_fake_options {
     int64_t bookmark_interval_ms; /* periodic BOOKMARK to watches that allow them; 0: none */
     size_t max_watch_queue;       /* events queued per slow watcher before it is
                                      closed (like the apiserver does); 0: 100000 */
+    bool ignore_shard_selector;   /* false: list and watch apply kcr_request.shard_selector
+                                     and a list answers with shardInfo, as an apiserver
+                                     with the ShardedListAndWatch gate on (a malformed
+                                     selector: 500, as there); true: the selector is
+                                     ignored and no shardInfo comes back, as with the
+                                     gate off */
 } kcr_fake_options;
 
 typedef enum kcr_fake_verb {

@@ -21,6 +21,7 @@
 #include "kcr/export.h"
 #include "kcr/time.h"
 #include "kcr/object.h"
+#include "kcr/shard.h"
 #include "kcr/store.h"
 
 #ifdef __cplusplus
@@ -80,11 +81,32 @@ typedef struct kcr_reflector_options {
     void *transform_user_data;
     kcr_watch_error_fn on_error; /* NULL: none */
     void *error_user_data;
+    /* Server-side shard selector (KEP-5866, docs/informer.md): list and
+     * watch only the objects whose shard key hashes into its ranges. The
+     * text of kcr_shard_selector_format() (copied, parsed at once: malformed
+     * text is KCR_ERR_INVALID with the parser's words). NULL or "":
+     * everything. With a selector the first state always comes from a paged
+     * LIST (list_mode STREAMING is not used: only a List carries
+     * metadata.shardInfo), and when a List comes back without shardInfo (an
+     * apiserver with the ShardedListAndWatch gate off, or older) the
+     * reflector filters list items and watch events itself, logs a warning
+     * once and says so in kcr_reflector_stats.shard_mode. */
+    union {
+        const char *shard_selector;
+        uint64_t shard_selector_slot; /* the pointer's slot: 8 bytes on every target */
+    };
     /* Zero. Fields added after 1.0 take these bytes: the struct is nested or
      * sits in arrays, so its size never changes (docs/abi.md). Not zero:
      * KCR_ERR_INVALID. */
-    uint64_t reserved[8];
+    uint64_t reserved[7];
 } kcr_reflector_options;
+
+/* Who applies a reflector's shard selector (kcr_reflector_stats.shard_mode). */
+typedef enum kcr_shard_selector_mode {
+    KCR_SHARD_SELECTOR_NONE = 0,   /* no selector, or no List answered yet */
+    KCR_SHARD_SELECTOR_SERVER = 1, /* the last List carried shardInfo: the apiserver filters */
+    KCR_SHARD_SELECTOR_CLIENT = 2  /* it did not: the reflector filters what it receives */
+} kcr_shard_selector_mode;
 
 /* Counters, for metrics and tests. */
 typedef struct kcr_reflector_stats {
@@ -98,6 +120,9 @@ typedef struct kcr_reflector_stats {
     int64_t last_backoff_ms; /* length of the last backoff wait */
     bool streaming;          /* the last initial state came from a streaming list */
     bool streaming_unsupported; /* fell back to LIST for good */
+    kcr_shard_selector_mode shard_mode; /* who applies kcr_reflector_options.shard_selector */
+    uint64_t shard_filtered; /* list items and watch events outside the shard selector that
+                                the reflector dropped (0 while the server filters) */
 } kcr_reflector_stats;
 
 /* Where a reflector puts what it sees (client-go's ReflectorStore). Every

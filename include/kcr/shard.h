@@ -9,7 +9,8 @@
  * apiserver's shardRange() computes it. A range is a half-open interval
  * [start, end) of that 64-bit space.
  *
- * Value types and pure functions: safe from any thread, nothing allocated. */
+ * Value types and pure functions: safe from any thread; only the selector
+ * functions allocate, and only what they hand back. */
 #ifndef KCR_SHARD_H
 #define KCR_SHARD_H
 
@@ -17,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kcr/error.h"
 #include "kcr/export.h"
 #include "kcr/object.h"
 
@@ -50,6 +52,44 @@ KCR_API uint64_t kcr_object_shard_hash(const kcr_object *obj, kcr_shard_field fi
 
 /* Whether `hash` falls in r. */
 KCR_API bool kcr_shard_range_contains(kcr_shard_range r, uint64_t hash);
+
+/* ---- Shard selectors: the shardSelector parameter of list and watch -------------------
+ * The text is the apiserver's: one or more
+ *     shardRange(object.metadata.uid, '0x<16 hex digits>', '0x<16 hex digits>')
+ * terms joined with ||, every term on the same field, start inclusive, end
+ * exclusive, lower-case hex, the top written '0x10000000000000000'. The
+ * apiserver echoes it in metadata.shardInfo.selector in its normal form:
+ * terms in the order given, ", " between arguments, " || " between terms
+ * (what kcr_shard_selector_format() writes). */
+
+/* The text `field` takes in a selector ("object.metadata.uid" or
+ * "object.metadata.namespace"); NULL for a value outside the enum. Static. */
+KCR_API const char *kcr_shard_field_path(kcr_shard_field field);
+
+/* Writes the selector of `n` ranges (n >= 1) on `field` in the apiserver's
+ * normal form into *out (malloc'd, caller frees). Each range must be
+ * non-empty: start < end, or end 0 (the top); the apiserver refuses an
+ * empty one. KCR_ERR_INVALID (with kcr_last_error() naming the range) for
+ * n 0, an empty range or an unknown field; KCR_ERR_NOMEM. ranges is
+ * borrowed for the call. Thread-safe. */
+KCR_API kcr_err kcr_shard_selector_format(kcr_shard_field field, const kcr_shard_range *ranges,
+                                          size_t n, char **out);
+
+/* Parses a selector as the apiserver does: whitespace and parentheses
+ * around terms allowed, strings in '...' or "...", the same validation
+ * (0x prefix, exactly 16 lower-case hex digits or the top, start < end,
+ * one field for every term). On success *field, *ranges (malloc'd, caller
+ * frees) and *n (>= 1); on failure KCR_ERR_INVALID with kcr_last_error()
+ * saying what and at which byte offset, and *ranges NULL, *n 0. text is
+ * borrowed for the call. Thread-safe. */
+KCR_API kcr_err kcr_shard_selector_parse(const char *text, kcr_shard_field *field,
+                                         kcr_shard_range **ranges, size_t *n);
+
+/* Whether obj's shard key on `field` hashes into any of the n ranges (n 0:
+ * false). What the apiserver keeps for a selector of those ranges; obj and
+ * ranges are borrowed for the call. Thread-safe. */
+KCR_API bool kcr_shard_match(const kcr_object *obj, kcr_shard_field field,
+                             const kcr_shard_range *ranges, size_t n);
 
 #ifdef __cplusplus
 }

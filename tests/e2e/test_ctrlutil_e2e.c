@@ -101,28 +101,47 @@ Test(ctrlutil_e2e, controller_reference_on_a_real_configmap, .init = setup, .fin
     /* Foreground: the owner stays, marked, while a blocking dependent exists
      * (testenv runs no garbage collector, so it stays for good) */
     kcr_object *gone = NULL;
-    kcr_ctrlutil_delete_options d = {.propagation = KCR_CTRLUTIL_PROPAGATION_FOREGROUND};
-    cr_assert_eq(kcr_ctrlutil_delete(client, &E2E_CM, ns, "owner", &d, &gone, NULL), KCR_OK, "%s",
-                 kcr_last_error());
+    kcr_ctrlutil_delete_options d = {.resource = &E2E_CM,
+                                     .ns = ns,
+                                     .name = "owner",
+                                     .propagation = KCR_CTRLUTIL_PROPAGATION_FOREGROUND};
+    cr_assert_eq(kcr_ctrlutil_delete(client, &d, &gone), KCR_OK, "%s", kcr_last_error());
     cr_assert_not_null(gone, "a pending deletion returns the object");
     cr_assert(kcr_object_is_deleting(gone));
     cr_assert(kcr_object_has_finalizer(gone, "foregroundDeletion"));
     kcr_object_unref(gone);
     /* Orphan marks with the orphan finalizer */
-    cr_assert_eq(kcr_ctrlutil_delete_object(client, &E2E_CM, rival, KCR_CTRLUTIL_PROPAGATION_ORPHAN,
-                                            &gone, NULL),
+    cr_assert_eq(kcr_ctrlutil_delete(
+                     client,
+                     &(kcr_ctrlutil_delete_options){.resource = &E2E_CM,
+                                                    .object = rival,
+                                                    .propagation = KCR_CTRLUTIL_PROPAGATION_ORPHAN,
+                                                    .ignore_not_found = true},
+                     &gone),
                  KCR_OK, "%s", kcr_last_error());
     cr_assert(gone && kcr_object_has_finalizer(gone, "orphan"));
     kcr_object_unref(gone);
     /* a uid precondition of another incarnation: the server's 409 */
     kcr_status st = {0};
-    d = (kcr_ctrlutil_delete_options){.precondition_uid = "00000000-0000-0000-0000-000000000000"};
-    cr_assert_eq(kcr_ctrlutil_delete(client, &E2E_CM, ns, "dep", &d, NULL, &st), KCR_ERR_CONFLICT);
+    d = (kcr_ctrlutil_delete_options){.resource = &E2E_CM,
+                                      .ns = ns,
+                                      .name = "dep",
+                                      .precondition_uid = "00000000-0000-0000-0000-000000000000",
+                                      .status = &st};
+    cr_assert_eq(kcr_ctrlutil_delete(client, &d, NULL), KCR_ERR_CONFLICT);
     cr_assert_eq(st.code, 409);
     cr_assert(strstr(st.message, "does not match the UID in record"), "%s", st.message);
+    char want[300];
+    snprintf(want, sizeof want, "delete configmaps %s/dep: ", ns);
+    cr_assert(strstr(kcr_last_error(), want), "%s", kcr_last_error());
     kcr_status_clear(&st);
-    cr_assert_eq(kcr_ctrlutil_delete_object(client, &E2E_CM, dep,
-                                            KCR_CTRLUTIL_PROPAGATION_BACKGROUND, NULL, NULL),
+    cr_assert_eq(kcr_ctrlutil_delete(client,
+                                     &(kcr_ctrlutil_delete_options){
+                                         .resource = &E2E_CM,
+                                         .object = dep,
+                                         .propagation = KCR_CTRLUTIL_PROPAGATION_BACKGROUND,
+                                         .ignore_not_found = true},
+                                     NULL),
                  KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(
         kcr_client_get(client, &(kcr_request){.resource = &E2E_CM, .ns = ns, .name = "dep"}, NULL),
@@ -173,7 +192,13 @@ Test(ctrlutil_e2e, finalizer_removal_guard_against_a_concurrent_add, .init = set
     /* the helper, from the stale view: re-reads, removes only ours */
     bool changed = false;
     cr_assert_eq(
-        kcr_ctrlutil_remove_finalizer(client, &E2E_CM, seen, "kcr.dev/mine", 0, &changed, &o, &st),
+        kcr_ctrlutil_remove_finalizer(client,
+                                      &(kcr_ctrlutil_finalizer_options){.resource = &E2E_CM,
+                                                                        .object = seen,
+                                                                        .finalizer = "kcr.dev/mine",
+                                                                        .changed = &changed,
+                                                                        .status = &st},
+                                      &o),
         KCR_OK, "%s", kcr_last_error());
     cr_assert(changed);
     cr_assert_eq(kcr_object_finalizer_count(o), 1);
@@ -181,7 +206,13 @@ Test(ctrlutil_e2e, finalizer_removal_guard_against_a_concurrent_add, .init = set
     kcr_object_unref(o);
     /* adding from a stale view appends instead of overwriting */
     cr_assert_eq(
-        kcr_ctrlutil_add_finalizer(client, &E2E_CM, seen, "kcr.dev/again", 0, &changed, &o, &st),
+        kcr_ctrlutil_add_finalizer(client,
+                                   &(kcr_ctrlutil_finalizer_options){.resource = &E2E_CM,
+                                                                     .object = seen,
+                                                                     .finalizer = "kcr.dev/again",
+                                                                     .changed = &changed,
+                                                                     .status = &st},
+                                   &o),
         KCR_OK, "%s", kcr_last_error());
     cr_assert(changed);
     cr_assert_eq(kcr_object_finalizer_count(o), 2);
@@ -198,16 +229,29 @@ Test(ctrlutil_e2e, finalizer_removal_guard_against_a_concurrent_add, .init = set
                                 &deleting),
                  KCR_OK);
     cr_assert_eq(
-        kcr_ctrlutil_add_finalizer(client, &E2E_CM, deleting, "kcr.dev/late", 0, NULL, NULL, &st),
+        kcr_ctrlutil_add_finalizer(client,
+                                   &(kcr_ctrlutil_finalizer_options){.resource = &E2E_CM,
+                                                                     .object = deleting,
+                                                                     .finalizer = "kcr.dev/late",
+                                                                     .status = &st},
+                                   NULL),
         KCR_ERR_INVALID_OBJECT);
     cr_assert_eq(st.code, 422);
     kcr_status_clear(&st);
     /* cleanup: removing both finalizers lets the deletion finish */
-    cr_assert_eq(kcr_ctrlutil_remove_finalizer(client, &E2E_CM, deleting, "kcr.dev/again", 0, NULL,
-                                               NULL, NULL),
+    cr_assert_eq(kcr_ctrlutil_remove_finalizer(
+                     client,
+                     &(kcr_ctrlutil_finalizer_options){
+                         .resource = &E2E_CM, .object = deleting, .finalizer = "kcr.dev/again"},
+                     NULL),
                  KCR_OK, "%s", kcr_last_error());
-    cr_assert_eq(kcr_ctrlutil_remove_finalizer(client, &E2E_CM, deleting, "other.dev/theirs", 0,
-                                               &changed, NULL, NULL),
+    cr_assert_eq(kcr_ctrlutil_remove_finalizer(
+                     client,
+                     &(kcr_ctrlutil_finalizer_options){.resource = &E2E_CM,
+                                                       .object = deleting,
+                                                       .finalizer = "other.dev/theirs",
+                                                       .changed = &changed},
+                     NULL),
                  KCR_OK, "%s", kcr_last_error());
     cr_assert(changed);
     cr_assert_eq(
@@ -279,9 +323,15 @@ Test(ctrlutil_e2e, status_update_retries_a_real_conflict, .init = setup, .fini =
     struct mirror m = {0};
     kcr_ctrlutil_op_result r;
     kcr_object *o = NULL;
-    cr_assert_eq(
-        kcr_ctrlutil_update_status(client, &GADGETS, ns, "g1", mirror_size, &m, 0, &r, &o, NULL),
-        KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_ctrlutil_update_status(client,
+                                            &(kcr_ctrlutil_write_options){.resource = &GADGETS,
+                                                                          .ns = ns,
+                                                                          .name = "g1",
+                                                                          .mutate = mirror_size,
+                                                                          .user_data = &m,
+                                                                          .result = &r},
+                                            &o),
+                 KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(m.calls, 2, "the first write hit a 409, the second went through");
     cr_assert_eq(r, KCR_CTRLUTIL_UPDATED);
     cr_assert_eq(kcr_value_int(kcr_object_get(o, "status.seen")), 7);
@@ -299,9 +349,17 @@ Test(ctrlutil_e2e, status_update_retries_a_real_conflict, .init = setup, .fini =
                                                  .body = "{\"spec\":{\"size\":1}}"},
                                   NULL),
                  KCR_OK);
-    cr_assert_eq(
-        kcr_ctrlutil_update_status(client, &GADGETS, ns, "g1", mirror_size, &m, -1, &r, NULL, &st),
-        KCR_ERR_CONFLICT);
+    cr_assert_eq(kcr_ctrlutil_update_status(client,
+                                            &(kcr_ctrlutil_write_options){.resource = &GADGETS,
+                                                                          .ns = ns,
+                                                                          .name = "g1",
+                                                                          .mutate = mirror_size,
+                                                                          .user_data = &m,
+                                                                          .max_retries = -1,
+                                                                          .result = &r,
+                                                                          .status = &st},
+                                            NULL),
+                 KCR_ERR_CONFLICT);
     cr_assert_eq(st.code, 409);
     cr_assert_str_eq(st.reason, "Conflict");
     kcr_status_clear(&st);
@@ -320,19 +378,37 @@ Test(ctrlutil_e2e, create_or_update_and_apply_with_field_managers, .init = setup
 {
     kcr_ctrlutil_op_result r;
     kcr_object *o = NULL;
-    cr_assert_eq(
-        kcr_ctrlutil_create_or_update(client, &E2E_CM, ns, "cou", desired_cm, "1", 0, &r, &o, NULL),
-        KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_ctrlutil_create_or_update(client,
+                                               &(kcr_ctrlutil_write_options){.resource = &E2E_CM,
+                                                                             .ns = ns,
+                                                                             .name = "cou",
+                                                                             .mutate = desired_cm,
+                                                                             .user_data = "1",
+                                                                             .result = &r},
+                                               &o),
+                 KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(r, KCR_CTRLUTIL_CREATED);
     cr_assert_str_eq(kcr_object_kind(o), "ConfigMap");
     kcr_object_unref(o);
-    cr_assert_eq(kcr_ctrlutil_create_or_update(client, &E2E_CM, ns, "cou", desired_cm, "1", 0, &r,
-                                               NULL, NULL),
+    cr_assert_eq(kcr_ctrlutil_create_or_update(client,
+                                               &(kcr_ctrlutil_write_options){.resource = &E2E_CM,
+                                                                             .ns = ns,
+                                                                             .name = "cou",
+                                                                             .mutate = desired_cm,
+                                                                             .user_data = "1",
+                                                                             .result = &r},
+                                               NULL),
                  KCR_OK);
     cr_assert_eq(r, KCR_CTRLUTIL_UNCHANGED);
-    cr_assert_eq(
-        kcr_ctrlutil_create_or_update(client, &E2E_CM, ns, "cou", desired_cm, "2", 0, &r, &o, NULL),
-        KCR_OK);
+    cr_assert_eq(kcr_ctrlutil_create_or_update(client,
+                                               &(kcr_ctrlutil_write_options){.resource = &E2E_CM,
+                                                                             .ns = ns,
+                                                                             .name = "cou",
+                                                                             .mutate = desired_cm,
+                                                                             .user_data = "2",
+                                                                             .result = &r},
+                                               &o),
+                 KCR_OK);
     cr_assert_eq(r, KCR_CTRLUTIL_UPDATED);
     cr_assert_str_eq(kcr_value_string(kcr_object_get(o, "data.v"), NULL), "2");
     kcr_object_unref(o);
@@ -341,21 +417,41 @@ Test(ctrlutil_e2e, create_or_update_and_apply_with_field_managers, .init = setup
                     "\"data\":{\"shared\":\"a\",\"only-a\":\"1\"}}";
     const char *b = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"ssa\"},"
                     "\"data\":{\"shared\":\"b\"}}";
-    cr_assert_eq(kcr_ctrlutil_apply_json(client, &E2E_CM, ns, a, 0, "kcr-a", false, &o, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_ctrlutil_apply(client,
+                           &(kcr_ctrlutil_apply_options){
+                               .resource = &E2E_CM, .ns = ns, .json = a, .field_manager = "kcr-a"},
+                           &o),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert_str_eq(kcr_value_string(kcr_object_get(o, "metadata.managedFields[0].manager"), NULL),
                      "kcr-a");
     kcr_object_unref(o);
     /* another manager changing an owned field: the server's apply conflict */
     kcr_status st = {0};
-    cr_assert_eq(kcr_ctrlutil_apply_json(client, &E2E_CM, ns, b, 0, "kcr-b", false, NULL, &st),
-                 KCR_ERR_CONFLICT);
+    cr_assert_eq(
+        kcr_ctrlutil_apply(
+            client,
+            &(kcr_ctrlutil_apply_options){
+                .resource = &E2E_CM, .ns = ns, .json = b, .field_manager = "kcr-b", .status = &st},
+            NULL),
+        KCR_ERR_CONFLICT);
     cr_assert_eq(st.code, 409);
     cr_assert(strstr(st.message, "kcr-a"), "the conflict names the owner: %s", st.message);
+    char want[300];
+    snprintf(want, sizeof want, "apply ConfigMap %s/ssa: ", ns);
+    cr_assert(strstr(kcr_last_error(), want) && strstr(kcr_last_error(), "kcr-a"),
+              "the message names the verb, the object and the owner: %s", kcr_last_error());
     kcr_status_clear(&st);
     /* forced, it takes the field over; the other field stays kcr-a's */
-    cr_assert_eq(kcr_ctrlutil_apply_json(client, &E2E_CM, ns, b, 0, "kcr-b", true, &o, &st), KCR_OK,
-                 "%s", kcr_last_error());
+    cr_assert_eq(kcr_ctrlutil_apply(client,
+                                    &(kcr_ctrlutil_apply_options){.resource = &E2E_CM,
+                                                                  .ns = ns,
+                                                                  .json = b,
+                                                                  .field_manager = "kcr-b",
+                                                                  .force = true,
+                                                                  .status = &st},
+                                    &o),
+                 KCR_OK, "%s", kcr_last_error());
     cr_assert_str_eq(kcr_value_string(kcr_object_get(o, "data.shared"), NULL), "b");
     cr_assert_str_eq(kcr_value_string(kcr_object_get(o, "data[\"only-a\"]"), NULL), "1");
     kcr_value mf = kcr_object_get(o, "metadata.managedFields");

@@ -111,9 +111,16 @@ Test(quantity_e2e, a_normalised_quota_is_written_once, .init = setup, .fini = te
     struct quota_want w = {"0.5", "1.5Gi", NULL};
     kcr_ctrlutil_op_result r;
     kcr_object *out = NULL;
-    cr_assert_eq(kcr_ctrlutil_create_or_update(client, &RQ, ns, "team", desired_quota, &w, 0, &r,
-                                               &out, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_ctrlutil_create_or_update(client,
+                                      &(kcr_ctrlutil_write_options){.resource = &RQ,
+                                                                    .ns = ns,
+                                                                    .name = "team",
+                                                                    .mutate = desired_quota,
+                                                                    .user_data = &w,
+                                                                    .result = &r},
+                                      &out),
+        KCR_OK, "%s", kcr_last_error());
     cr_expect_eq(r, KCR_CTRLUTIL_CREATED);
     cr_expect_str_eq(kcr_value_string(kcr_object_get(out, "spec.hard.cpu"), NULL), "500m");
     cr_expect_str_eq(kcr_value_string(kcr_object_get(out, "spec.hard.memory"), NULL), "1536Mi");
@@ -126,9 +133,16 @@ Test(quantity_e2e, a_normalised_quota_is_written_once, .init = setup, .fini = te
     /* several reconciles later: nothing written, same resourceVersion */
     for (int i = 0; i < 4; i++) {
         out = NULL;
-        cr_assert_eq(kcr_ctrlutil_create_or_update(client, &RQ, ns, "team", desired_quota, &w, 0,
-                                                   &r, &out, NULL),
-                     KCR_OK, "%s", kcr_last_error());
+        cr_assert_eq(
+            kcr_ctrlutil_create_or_update(client,
+                                          &(kcr_ctrlutil_write_options){.resource = &RQ,
+                                                                        .ns = ns,
+                                                                        .name = "team",
+                                                                        .mutate = desired_quota,
+                                                                        .user_data = &w,
+                                                                        .result = &r},
+                                          &out),
+            KCR_OK, "%s", kcr_last_error());
         cr_expect_eq(r, KCR_CTRLUTIL_UNCHANGED, "reconcile %d: %s", i,
                      kcr_ctrlutil_op_result_string(r));
         cr_expect_str_eq(kcr_object_resource_version(out), rv);
@@ -137,9 +151,16 @@ Test(quantity_e2e, a_normalised_quota_is_written_once, .init = setup, .fini = te
 
     /* a status change through the main resource: sent, not applied */
     struct quota_want with_status = {"0.5", "1.5Gi", "7"};
-    cr_assert_eq(kcr_ctrlutil_create_or_update(client, &RQ, ns, "team", desired_quota,
-                                               &with_status, 0, &r, &out, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_ctrlutil_create_or_update(client,
+                                      &(kcr_ctrlutil_write_options){.resource = &RQ,
+                                                                    .ns = ns,
+                                                                    .name = "team",
+                                                                    .mutate = desired_quota,
+                                                                    .user_data = &with_status,
+                                                                    .result = &r},
+                                      &out),
+        KCR_OK, "%s", kcr_last_error());
     cr_expect_eq(r, KCR_CTRLUTIL_UNCHANGED, "the apiserver ignored it: %s",
                  kcr_ctrlutil_op_result_string(r));
     cr_expect_str_eq(kcr_object_resource_version(out), rv);
@@ -147,9 +168,16 @@ Test(quantity_e2e, a_normalised_quota_is_written_once, .init = setup, .fini = te
 
     /* a real change is written */
     w.cpu = "750m";
-    cr_assert_eq(kcr_ctrlutil_create_or_update(client, &RQ, ns, "team", desired_quota, &w, 0, &r,
-                                               &out, NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_ctrlutil_create_or_update(client,
+                                      &(kcr_ctrlutil_write_options){.resource = &RQ,
+                                                                    .ns = ns,
+                                                                    .name = "team",
+                                                                    .mutate = desired_quota,
+                                                                    .user_data = &w,
+                                                                    .result = &r},
+                                      &out),
+        KCR_OK);
     cr_expect_eq(r, KCR_CTRLUTIL_UPDATED);
     cr_expect_str_neq(kcr_object_resource_version(out), rv);
     kcr_object_unref(out);

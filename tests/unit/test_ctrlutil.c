@@ -87,61 +87,108 @@ Test(ctrlutil_finalizer, add_and_remove, .init = setup, .fini = teardown)
 {
     kcr_object *o = seed(&CM, CM_WITH("")), *r = NULL;
     bool changed = false;
-    cr_assert_eq(kcr_ctrlutil_add_finalizer(c, &CM, o, "kcr.dev/a", 0, &changed, &r, NULL), KCR_OK,
-                 "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_ctrlutil_add_finalizer(
+            c,
+            &(kcr_ctrlutil_finalizer_options){
+                .resource = &CM, .object = o, .finalizer = "kcr.dev/a", .changed = &changed},
+            &r),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert(changed);
     cr_assert_eq(kcr_object_finalizer_count(r), 1);
     cr_assert_str_eq(kcr_object_finalizer(r, 0), "kcr.dev/a");
     /* present already: no request */
     uint64_t patches = kcr_fake_count(fake, KCR_FAKE_PATCH, &CM);
     kcr_object *again = NULL;
-    cr_assert_eq(kcr_ctrlutil_add_finalizer(c, &CM, r, "kcr.dev/a", 0, &changed, &again, NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_ctrlutil_add_finalizer(
+            c,
+            &(kcr_ctrlutil_finalizer_options){
+                .resource = &CM, .object = r, .finalizer = "kcr.dev/a", .changed = &changed},
+            &again),
+        KCR_OK);
     cr_assert_not(changed);
     cr_assert_eq(again, r);
     cr_assert_eq(kcr_fake_count(fake, KCR_FAKE_PATCH, &CM), patches);
     kcr_object_unref(again);
     /* a second one is appended */
     cr_assert_eq(
-        kcr_ctrlutil_add_finalizer(c, &CM, r, "kcr.dev/b \"q\"", 0, &changed, &again, NULL), KCR_OK,
-        "%s", kcr_last_error());
+        kcr_ctrlutil_add_finalizer(
+            c,
+            &(kcr_ctrlutil_finalizer_options){
+                .resource = &CM, .object = r, .finalizer = "kcr.dev/b \"q\"", .changed = &changed},
+            &again),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(kcr_object_finalizer_count(again), 2);
     cr_assert_str_eq(kcr_object_finalizer(again, 1), "kcr.dev/b \"q\"");
     kcr_object_unref(r);
-    cr_assert_eq(kcr_ctrlutil_remove_finalizer(c, &CM, again, "kcr.dev/a", 0, &changed, &r, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_ctrlutil_remove_finalizer(
+            c,
+            &(kcr_ctrlutil_finalizer_options){
+                .resource = &CM, .object = again, .finalizer = "kcr.dev/a", .changed = &changed},
+            &r),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert(changed);
     cr_assert_eq(kcr_object_finalizer_count(r), 1);
     cr_assert_str_eq(kcr_object_finalizer(r, 0), "kcr.dev/b \"q\"");
     kcr_object_unref(again);
     /* absent: nothing to do */
-    cr_assert_eq(kcr_ctrlutil_remove_finalizer(c, &CM, r, "kcr.dev/a", 0, &changed, NULL, NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_ctrlutil_remove_finalizer(
+            c,
+            &(kcr_ctrlutil_finalizer_options){
+                .resource = &CM, .object = r, .finalizer = "kcr.dev/a", .changed = &changed},
+            NULL),
+        KCR_OK);
     cr_assert_not(changed);
     /* deleting: removing the last finalizer lets the deletion finish */
     cr_assert_eq(
         kcr_client_delete(c, &(kcr_request){.resource = &CM, .ns = "ns", .name = "cm"}, NULL),
         KCR_OK);
     kcr_status st = {0};
-    cr_assert_eq(
-        kcr_ctrlutil_remove_finalizer(c, &CM, r, "kcr.dev/b \"q\"", 0, &changed, NULL, &st), KCR_OK,
-        "%s", kcr_last_error());
+    cr_assert_eq(kcr_ctrlutil_remove_finalizer(
+                     c,
+                     &(kcr_ctrlutil_finalizer_options){.resource = &CM,
+                                                       .object = r,
+                                                       .finalizer = "kcr.dev/b \"q\"",
+                                                       .changed = &changed,
+                                                       .status = &st},
+                     NULL),
+                 KCR_OK, "%s", kcr_last_error());
     cr_assert(changed);
     cr_assert_eq(kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = "ns", .name = "cm"}, NULL),
                  KCR_ERR_NOT_FOUND);
     /* gone (r is stale and still lists it): done, nothing changed */
-    cr_assert_eq(
-        kcr_ctrlutil_remove_finalizer(c, &CM, r, "kcr.dev/b \"q\"", 0, &changed, &again, &st),
-        KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_ctrlutil_remove_finalizer(
+                     c,
+                     &(kcr_ctrlutil_finalizer_options){.resource = &CM,
+                                                       .object = r,
+                                                       .finalizer = "kcr.dev/b \"q\"",
+                                                       .changed = &changed,
+                                                       .status = &st},
+                     &again),
+                 KCR_OK, "%s", kcr_last_error());
     cr_assert_not(changed);
     cr_assert_null(again);
     cr_assert_eq(st.code, 0);
     /* ... but adding to a gone object is an error */
-    cr_assert_eq(kcr_ctrlutil_add_finalizer(c, &CM, r, "kcr.dev/c", 0, &changed, NULL, &st),
-                 KCR_ERR_NOT_FOUND);
+    cr_assert_eq(
+        kcr_ctrlutil_add_finalizer(c,
+                                   &(kcr_ctrlutil_finalizer_options){.resource = &CM,
+                                                                     .object = r,
+                                                                     .finalizer = "kcr.dev/c",
+                                                                     .changed = &changed,
+                                                                     .status = &st},
+                                   NULL),
+        KCR_ERR_NOT_FOUND);
     cr_assert_eq(st.code, 404);
     kcr_status_clear(&st);
-    cr_assert_eq(kcr_ctrlutil_add_finalizer(c, &CM, r, "", 0, NULL, NULL, NULL), KCR_ERR_INVALID);
+    cr_assert_eq(
+        kcr_ctrlutil_add_finalizer(
+            c, &(kcr_ctrlutil_finalizer_options){.resource = &CM, .object = r, .finalizer = ""},
+            NULL),
+        KCR_ERR_INVALID);
     kcr_object_unref(r);
     kcr_object_unref(o);
 }
@@ -159,8 +206,13 @@ Test(ctrlutil_finalizer, removal_never_drops_a_finalizer_added_concurrently, .in
     kcr_fake_set_hook(fake, interfere, &in);
     bool changed = false;
     kcr_object *r = NULL;
-    cr_assert_eq(kcr_ctrlutil_remove_finalizer(c, &CM, o, "kcr.dev/mine", 0, &changed, &r, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_ctrlutil_remove_finalizer(
+            c,
+            &(kcr_ctrlutil_finalizer_options){
+                .resource = &CM, .object = o, .finalizer = "kcr.dev/mine", .changed = &changed},
+            &r),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(in.done, 1);
     cr_assert(changed);
     cr_assert_eq(kcr_object_finalizer_count(r), 1);
@@ -188,8 +240,13 @@ Test(ctrlutil_finalizer, concurrent_adds_neither_duplicate_nor_lose, .init = set
     kcr_fake_set_hook(fake, interfere, &in);
     bool changed = true;
     kcr_object *r = NULL;
-    cr_assert_eq(kcr_ctrlutil_add_finalizer(c, &CM, o, "kcr.dev/mine", 0, &changed, &r, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_ctrlutil_add_finalizer(
+            c,
+            &(kcr_ctrlutil_finalizer_options){
+                .resource = &CM, .object = o, .finalizer = "kcr.dev/mine", .changed = &changed},
+            &r),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert_not(changed, "someone else added it meanwhile");
     cr_assert_eq(kcr_object_finalizer_count(r), 2);
     kcr_object_unref(r);
@@ -207,8 +264,13 @@ Test(ctrlutil_finalizer, concurrent_adds_neither_duplicate_nor_lose, .init = set
                            .body = "{\"metadata\":{\"finalizers\":[\"other.dev/theirs\"]}}"},
             NULL),
         KCR_OK);
-    cr_assert_eq(kcr_ctrlutil_add_finalizer(c, &CM, o, "kcr.dev/mine", 0, &changed, &r, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_ctrlutil_add_finalizer(
+            c,
+            &(kcr_ctrlutil_finalizer_options){
+                .resource = &CM, .object = o, .finalizer = "kcr.dev/mine", .changed = &changed},
+            &r),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert(changed);
     cr_assert_eq(kcr_object_finalizer_count(r), 2);
     cr_assert_str_eq(kcr_object_finalizer(r, 0), "other.dev/theirs");
@@ -229,11 +291,18 @@ Test(ctrlutil_finalizer, rejections_and_bounded_retries, .init = setup, .fini = 
                                              .message = "finalizer name is not a qualified name"}),
                  KCR_OK);
     kcr_status st = {0};
-    cr_assert_eq(kcr_ctrlutil_add_finalizer(c, &CM, o, "kcr.dev/a", 0, NULL, NULL, &st),
+    cr_assert_eq(kcr_ctrlutil_add_finalizer(
+                     c,
+                     &(kcr_ctrlutil_finalizer_options){
+                         .resource = &CM, .object = o, .finalizer = "kcr.dev/a", .status = &st},
+                     NULL),
                  KCR_ERR_INVALID_OBJECT);
     cr_assert_eq(st.code, 422);
     cr_assert_str_eq(st.message, "finalizer name is not a qualified name");
     cr_assert(strstr(kcr_last_error(), "not a qualified name"), "%s", kcr_last_error());
+    /* the message says what failed: verb, kind, object */
+    cr_assert(strstr(kcr_last_error(), "add finalizer kcr.dev/a to ConfigMap ns/cm: "), "%s",
+              kcr_last_error());
     cr_assert_eq(kcr_fake_count(fake, KCR_FAKE_PATCH, &CM), 1);
     kcr_status_clear(&st);
     /* an object that changes before every patch: 1 + max_retries attempts */
@@ -244,8 +313,15 @@ Test(ctrlutil_finalizer, rejections_and_bounded_retries, .init = setup, .fini = 
                                      "\"value\":\"x.dev/more\"}]"};
     kcr_fake_set_hook(fake, interfere, &in);
     /* every interloper patch grows the list: our test of it always fails */
-    cr_assert_eq(kcr_ctrlutil_add_finalizer(c, &CM, o, "kcr.dev/a", 2, NULL, NULL, &st),
-                 KCR_ERR_INVALID_OBJECT);
+    cr_assert_eq(
+        kcr_ctrlutil_add_finalizer(c,
+                                   &(kcr_ctrlutil_finalizer_options){.resource = &CM,
+                                                                     .object = o,
+                                                                     .finalizer = "kcr.dev/a",
+                                                                     .max_retries = 2,
+                                                                     .status = &st},
+                                   NULL),
+        KCR_ERR_INVALID_OBJECT);
     cr_assert_eq(in.done, 3);
     kcr_status_clear(&st);
     kcr_object_unref(o);
@@ -262,10 +338,22 @@ struct racer {
 static void *race(void *arg)
 {
     struct racer *r = arg;
-    r->err = r->add ? kcr_ctrlutil_add_finalizer(c, &CM, r->seen, r->finalizer, 50, &r->changed,
-                                                 NULL, NULL)
-                    : kcr_ctrlutil_remove_finalizer(c, &CM, r->seen, r->finalizer, 50, &r->changed,
-                                                    NULL, NULL);
+    r->err = r->add ? kcr_ctrlutil_add_finalizer(
+                          c,
+                          &(kcr_ctrlutil_finalizer_options){.resource = &CM,
+                                                            .object = r->seen,
+                                                            .finalizer = r->finalizer,
+                                                            .max_retries = 50,
+                                                            .changed = &r->changed},
+                          NULL)
+                    : kcr_ctrlutil_remove_finalizer(
+                          c,
+                          &(kcr_ctrlutil_finalizer_options){.resource = &CM,
+                                                            .object = r->seen,
+                                                            .finalizer = r->finalizer,
+                                                            .max_retries = 50,
+                                                            .changed = &r->changed},
+                          NULL);
     return NULL;
 }
 
@@ -354,9 +442,15 @@ Test(ctrlutil_status, retries_injected_conflicts, .init = setup, .fini = teardow
     struct ready r = {0};
     kcr_ctrlutil_op_result res = KCR_CTRLUTIL_UNCHANGED;
     kcr_object *o = NULL;
-    cr_assert_eq(
-        kcr_ctrlutil_update_status(c, &WIDGETS, "ns", "w", set_ready, &r, 0, &res, &o, NULL),
-        KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_ctrlutil_update_status(c,
+                                            &(kcr_ctrlutil_write_options){.resource = &WIDGETS,
+                                                                          .ns = "ns",
+                                                                          .name = "w",
+                                                                          .mutate = set_ready,
+                                                                          .user_data = &r,
+                                                                          .result = &res},
+                                            &o),
+                 KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(r.calls, 3, "mutate runs once per attempt");
     cr_assert_eq(res, KCR_CTRLUTIL_UPDATED);
     cr_assert_eq(kcr_value_int(kcr_object_get(o, "status.ready")), 3);
@@ -364,15 +458,25 @@ Test(ctrlutil_status, retries_injected_conflicts, .init = setup, .fini = teardow
     kcr_object_unref(o);
     /* nothing left to change: no write */
     uint64_t updates = kcr_fake_count(fake, KCR_FAKE_UPDATE, &WIDGETS);
-    cr_assert_eq(
-        kcr_ctrlutil_update_status(c, &WIDGETS, "ns", "w", set_ready, &r, 0, &res, NULL, NULL),
-        KCR_OK);
+    cr_assert_eq(kcr_ctrlutil_update_status(c,
+                                            &(kcr_ctrlutil_write_options){.resource = &WIDGETS,
+                                                                          .ns = "ns",
+                                                                          .name = "w",
+                                                                          .mutate = set_ready,
+                                                                          .user_data = &r,
+                                                                          .result = &res},
+                                            NULL),
+                 KCR_OK);
     cr_assert_eq(res, KCR_CTRLUTIL_UNCHANGED);
     cr_assert_str_eq(kcr_ctrlutil_op_result_string(res), "unchanged");
     cr_assert_eq(kcr_fake_count(fake, KCR_FAKE_UPDATE, &WIDGETS), updates);
     /* a change outside the status cannot be written there: nothing is sent */
     cr_assert_eq(
-        kcr_ctrlutil_update_status(c, &WIDGETS, "ns", "w", set_label, NULL, 0, &res, NULL, NULL),
+        kcr_ctrlutil_update_status(
+            c,
+            &(kcr_ctrlutil_write_options){
+                .resource = &WIDGETS, .ns = "ns", .name = "w", .mutate = set_label, .result = &res},
+            NULL),
         KCR_OK);
     cr_assert_eq(res, KCR_CTRLUTIL_UNCHANGED);
     cr_assert_eq(kcr_fake_count(fake, KCR_FAKE_UPDATE, &WIDGETS), updates);
@@ -391,9 +495,15 @@ Test(ctrlutil_status, a_real_conflict_reapplies_mutate_on_the_new_object, .init 
     struct ready r = {0};
     kcr_ctrlutil_op_result res;
     kcr_object *o = NULL;
-    cr_assert_eq(
-        kcr_ctrlutil_update_status(c, &WIDGETS, "ns", "w", set_ready, &r, 0, &res, &o, NULL),
-        KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_ctrlutil_update_status(c,
+                                            &(kcr_ctrlutil_write_options){.resource = &WIDGETS,
+                                                                          .ns = "ns",
+                                                                          .name = "w",
+                                                                          .mutate = set_ready,
+                                                                          .user_data = &r,
+                                                                          .result = &res},
+                                            &o),
+                 KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(r.calls, 2);
     cr_assert_eq(kcr_value_int(kcr_object_get(o, "status.ready")), 5, "computed from the re-read");
     cr_assert_eq(kcr_value_int(kcr_object_get(o, "spec.size")), 5, "their change survives");
@@ -425,28 +535,51 @@ Test(ctrlutil_status, errors, .init = setup, .fini = teardown)
                                                                .reason = "Conflict",
                                                                .message = "stale"}),
                  KCR_OK);
-    cr_assert_eq(
-        kcr_ctrlutil_update_status(c, &WIDGETS, "ns", "w", set_ready, &r, -1, NULL, NULL, &st),
-        KCR_ERR_CONFLICT, "no retries");
+    cr_assert_eq(kcr_ctrlutil_update_status(c,
+                                            &(kcr_ctrlutil_write_options){.resource = &WIDGETS,
+                                                                          .ns = "ns",
+                                                                          .name = "w",
+                                                                          .mutate = set_ready,
+                                                                          .user_data = &r,
+                                                                          .max_retries = -1,
+                                                                          .status = &st},
+                                            NULL),
+                 KCR_ERR_CONFLICT, "no retries");
     cr_assert_eq(st.code, 409);
+    cr_assert(strstr(kcr_last_error(), "update status of Widget ns/w: "), "%s", kcr_last_error());
     cr_assert_str_eq(st.message, "stale");
-    cr_assert_eq(
-        kcr_ctrlutil_update_status(c, &WIDGETS, "ns", "nope", set_ready, &r, 0, NULL, NULL, &st),
-        KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_ctrlutil_update_status(c,
+                                            &(kcr_ctrlutil_write_options){.resource = &WIDGETS,
+                                                                          .ns = "ns",
+                                                                          .name = "nope",
+                                                                          .mutate = set_ready,
+                                                                          .user_data = &r,
+                                                                          .status = &st},
+                                            NULL),
+                 KCR_ERR_NOT_FOUND);
     cr_assert_eq(st.code, 404);
+    /* no object read: the resource stands for the kind */
+    cr_assert(strstr(kcr_last_error(), "get widgets ns/nope: "), "%s", kcr_last_error());
     kcr_status_clear(&st);
-    cr_assert_eq(
-        kcr_ctrlutil_update_status(c, &WIDGETS, "ns", "w", fail_mutate, NULL, 0, NULL, NULL, NULL),
-        KCR_ERR_INVALID);
+    cr_assert_eq(kcr_ctrlutil_update_status(
+                     c,
+                     &(kcr_ctrlutil_write_options){
+                         .resource = &WIDGETS, .ns = "ns", .name = "w", .mutate = fail_mutate},
+                     NULL),
+                 KCR_ERR_INVALID);
     cr_assert(strstr(kcr_last_error(), "mutate callback failed") &&
                   strstr(kcr_last_error(), "UTF-8"),
               "%s", kcr_last_error());
-    cr_assert_eq(kcr_ctrlutil_update_status(c, &WIDGETS, "ns", "w", rename_mutate, NULL, 0, NULL,
-                                            NULL, NULL),
+    cr_assert_eq(kcr_ctrlutil_update_status(
+                     c,
+                     &(kcr_ctrlutil_write_options){
+                         .resource = &WIDGETS, .ns = "ns", .name = "w", .mutate = rename_mutate},
+                     NULL),
                  KCR_ERR_INVALID);
     cr_assert(strstr(kcr_last_error(), "must not change metadata.name"), "%s", kcr_last_error());
     cr_assert_eq(
-        kcr_ctrlutil_update_status(c, &WIDGETS, "ns", "w", NULL, NULL, 0, NULL, NULL, NULL),
+        kcr_ctrlutil_update_status(
+            c, &(kcr_ctrlutil_write_options){.resource = &WIDGETS, .ns = "ns", .name = "w"}, NULL),
         KCR_ERR_INVALID);
 }
 
@@ -482,23 +615,41 @@ Test(ctrlutil_create_or_update, created_updated_unchanged, .init = setup, .fini 
     struct desired d = {.value = "1", .owner = owner};
     kcr_ctrlutil_op_result res;
     kcr_object *o = NULL;
-    cr_assert_eq(
-        kcr_ctrlutil_create_or_update(c, &CM, "ns", "cm", desired_cm, &d, 0, &res, &o, NULL),
-        KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_ctrlutil_create_or_update(c,
+                                               &(kcr_ctrlutil_write_options){.resource = &CM,
+                                                                             .ns = "ns",
+                                                                             .name = "cm",
+                                                                             .mutate = desired_cm,
+                                                                             .user_data = &d,
+                                                                             .result = &res},
+                                               &o),
+                 KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(res, KCR_CTRLUTIL_CREATED);
     cr_assert_eq(d.creates, 1);
     kcr_owner_ref ref;
     cr_assert(kcr_object_controller_ref(o, &ref));
     cr_assert_str_eq(ref.uid, kcr_object_uid(owner));
     kcr_object_unref(o);
-    cr_assert_eq(
-        kcr_ctrlutil_create_or_update(c, &CM, "ns", "cm", desired_cm, &d, 0, &res, NULL, NULL),
-        KCR_OK);
+    cr_assert_eq(kcr_ctrlutil_create_or_update(c,
+                                               &(kcr_ctrlutil_write_options){.resource = &CM,
+                                                                             .ns = "ns",
+                                                                             .name = "cm",
+                                                                             .mutate = desired_cm,
+                                                                             .user_data = &d,
+                                                                             .result = &res},
+                                               NULL),
+                 KCR_OK);
     cr_assert_eq(res, KCR_CTRLUTIL_UNCHANGED);
     d.value = "2";
-    cr_assert_eq(
-        kcr_ctrlutil_create_or_update(c, &CM, "ns", "cm", desired_cm, &d, 0, &res, &o, NULL),
-        KCR_OK);
+    cr_assert_eq(kcr_ctrlutil_create_or_update(c,
+                                               &(kcr_ctrlutil_write_options){.resource = &CM,
+                                                                             .ns = "ns",
+                                                                             .name = "cm",
+                                                                             .mutate = desired_cm,
+                                                                             .user_data = &d,
+                                                                             .result = &res},
+                                               &o),
+                 KCR_OK);
     cr_assert_eq(res, KCR_CTRLUTIL_UPDATED);
     cr_assert_str_eq(kcr_value_string(kcr_object_get(o, "data.v"), NULL), "2");
     cr_assert_eq(kcr_object_owner_ref_count(o), 1);
@@ -534,9 +685,15 @@ Test(ctrlutil_create_or_update, a_lost_create_race_becomes_an_update, .init = se
     struct desired d = {.value = "mine"};
     kcr_ctrlutil_op_result res;
     kcr_object *o = NULL;
-    cr_assert_eq(
-        kcr_ctrlutil_create_or_update(c, &CM, "ns", "cm", desired_cm, &d, 0, &res, &o, NULL),
-        KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_ctrlutil_create_or_update(c,
+                                               &(kcr_ctrlutil_write_options){.resource = &CM,
+                                                                             .ns = "ns",
+                                                                             .name = "cm",
+                                                                             .mutate = desired_cm,
+                                                                             .user_data = &d,
+                                                                             .result = &res},
+                                               &o),
+                 KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(res, KCR_CTRLUTIL_UPDATED);
     cr_assert_str_eq(kcr_value_string(kcr_object_get(o, "data.v"), NULL), "mine");
     kcr_object_unref(o);
@@ -549,8 +706,12 @@ Test(ctrlutil_apply, object_and_json, .init = setup, .fini = teardown)
     kcr_object *o = NULL;
     const char *cfg = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"},"
                       "\"data\":{\"x\":\"1\"}}";
-    cr_assert_eq(kcr_ctrlutil_apply_json(c, &CM, "ns", cfg, 0, "kcr-test", false, &o, NULL), KCR_OK,
-                 "%s", kcr_last_error());
+    cr_assert_eq(kcr_ctrlutil_apply(
+                     c,
+                     &(kcr_ctrlutil_apply_options){
+                         .resource = &CM, .ns = "ns", .json = cfg, .field_manager = "kcr-test"},
+                     &o),
+                 KCR_OK, "%s", kcr_last_error());
     cr_assert_str_eq(kcr_object_namespace(o), "ns");
     cr_assert_str_eq(kcr_value_string(kcr_object_get(o, "data.x"), NULL), "1");
     /* applying what was read back is refused before any request */
@@ -562,18 +723,39 @@ Test(ctrlutil_apply, object_and_json, .init = setup, .fini = teardown)
     kcr_object *with_mf = NULL;
     cr_assert_eq(kcr_object_edit_freeze(e, &with_mf), KCR_OK);
     kcr_object_edit_free(e);
-    cr_assert_eq(kcr_ctrlutil_apply(c, &CM, NULL, with_mf, "kcr-test", false, NULL, NULL),
+    cr_assert_eq(kcr_ctrlutil_apply(c,
+                                    &(kcr_ctrlutil_apply_options){.resource = &CM,
+                                                                  .object = with_mf,
+                                                                  .field_manager = "kcr-test"},
+                                    NULL),
                  KCR_ERR_INVALID);
     cr_assert(strstr(kcr_last_error(), "managedFields"), "%s", kcr_last_error());
     kcr_object_unref(with_mf);
-    cr_assert_eq(kcr_ctrlutil_apply(c, &CM, NULL, o, "", false, NULL, NULL), KCR_ERR_INVALID);
-    cr_assert_eq(kcr_ctrlutil_apply(c, &CM, "elsewhere", o, "m", false, NULL, NULL),
+    cr_assert_eq(
+        kcr_ctrlutil_apply(
+            c, &(kcr_ctrlutil_apply_options){.resource = &CM, .object = o, .field_manager = ""},
+            NULL),
+        KCR_ERR_INVALID);
+    cr_assert_eq(kcr_ctrlutil_apply(
+                     c,
+                     &(kcr_ctrlutil_apply_options){
+                         .resource = &CM, .ns = "elsewhere", .object = o, .field_manager = "m"},
+                     NULL),
                  KCR_ERR_INVALID);
-    cr_assert_eq(kcr_ctrlutil_apply_json(c, &CM, "ns", "{\"metadata\":{\"name\":\"b\"}}", 0, "m",
-                                         false, NULL, NULL),
-                 KCR_ERR_INVALID, "no apiVersion/kind");
-    cr_assert_eq(kcr_ctrlutil_apply_json(c, &CM, "ns", "{", 0, "m", false, NULL, NULL),
-                 KCR_ERR_PARSE);
+    cr_assert_eq(
+        kcr_ctrlutil_apply(c,
+                           &(kcr_ctrlutil_apply_options){.resource = &CM,
+                                                         .ns = "ns",
+                                                         .json = "{\"metadata\":{\"name\":\"b\"}}",
+                                                         .field_manager = "m"},
+                           NULL),
+        KCR_ERR_INVALID, "no apiVersion/kind");
+    cr_assert_eq(
+        kcr_ctrlutil_apply(c,
+                           &(kcr_ctrlutil_apply_options){
+                               .resource = &CM, .ns = "ns", .json = "{", .field_manager = "m"},
+                           NULL),
+        KCR_ERR_PARSE);
     cr_assert_eq(kcr_fake_count(fake, KCR_FAKE_PATCH, NULL), patches);
     kcr_object_unref(o);
     /* an object built in code, namespace from the object */
@@ -581,8 +763,13 @@ Test(ctrlutil_apply, object_and_json, .init = setup, .fini = teardown)
                        "{\"name\":\"a\",\"namespace\":\"ns\"},\"data\":{\"y\":\"2\"}}";
     kcr_object *built = NULL;
     cr_assert_eq(kcr_object_parse(json, strlen(json), &built), KCR_OK, "%s", kcr_last_error());
-    cr_assert_eq(kcr_ctrlutil_apply(c, &CM, NULL, built, "kcr-test", true, &o, NULL), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(kcr_ctrlutil_apply(c,
+                                    &(kcr_ctrlutil_apply_options){.resource = &CM,
+                                                                  .object = built,
+                                                                  .field_manager = "kcr-test",
+                                                                  .force = true},
+                                    &o),
+                 KCR_OK, "%s", kcr_last_error());
     cr_assert_str_eq(kcr_value_string(kcr_object_get(o, "data.y"), NULL), "2");
     kcr_object_unref(o);
     kcr_object_unref(built);
@@ -597,34 +784,75 @@ Test(ctrlutil_delete, preconditions_and_not_found, .init = setup, .fini = teardo
         KCR_OK);
     kcr_object_unref(seed(&CM, CM_WITH("")));
     kcr_status st = {0};
-    cr_assert_eq(
-        kcr_ctrlutil_delete_object(c, &CM, old, KCR_CTRLUTIL_PROPAGATION_FOREGROUND, NULL, &st),
-        KCR_ERR_CONFLICT);
+    cr_assert_eq(kcr_ctrlutil_delete(c,
+                                     &(kcr_ctrlutil_delete_options){
+                                         .resource = &CM,
+                                         .object = old,
+                                         .propagation = KCR_CTRLUTIL_PROPAGATION_FOREGROUND,
+                                         .ignore_not_found = true,
+                                         .status = &st},
+                                     NULL),
+                 KCR_ERR_CONFLICT);
     cr_assert_eq(st.code, 409);
+    cr_assert(strstr(kcr_last_error(), "delete ConfigMap ns/cm: "), "%s", kcr_last_error());
     kcr_status_clear(&st);
     kcr_object *now = get(&CM, "cm");
-    cr_assert_eq(
-        kcr_ctrlutil_delete_object(c, &CM, now, KCR_CTRLUTIL_PROPAGATION_BACKGROUND, NULL, &st),
-        KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_ctrlutil_delete(c,
+                                     &(kcr_ctrlutil_delete_options){
+                                         .resource = &CM,
+                                         .object = now,
+                                         .propagation = KCR_CTRLUTIL_PROPAGATION_BACKGROUND,
+                                         .ignore_not_found = true,
+                                         .status = &st},
+                                     NULL),
+                 KCR_OK, "%s", kcr_last_error());
     /* gone: delete_object is done; plain delete says so unless asked not to */
-    cr_assert_eq(
-        kcr_ctrlutil_delete_object(c, &CM, now, KCR_CTRLUTIL_PROPAGATION_DEFAULT, NULL, &st),
-        KCR_OK);
-    cr_assert_eq(kcr_ctrlutil_delete(c, &CM, "ns", "cm", NULL, NULL, &st), KCR_ERR_NOT_FOUND);
+    cr_assert_eq(kcr_ctrlutil_delete(
+                     c,
+                     &(kcr_ctrlutil_delete_options){
+                         .resource = &CM, .object = now, .ignore_not_found = true, .status = &st},
+                     NULL),
+                 KCR_OK);
+    cr_assert_eq(kcr_ctrlutil_delete(c,
+                                     &(kcr_ctrlutil_delete_options){
+                                         .resource = &CM, .ns = "ns", .name = "cm", .status = &st},
+                                     NULL),
+                 KCR_ERR_NOT_FOUND);
     cr_assert_eq(st.code, 404);
-    kcr_ctrlutil_delete_options o = {.ignore_not_found = true,
-                                     .propagation = KCR_CTRLUTIL_PROPAGATION_ORPHAN};
-    cr_assert_eq(kcr_ctrlutil_delete(c, &CM, "ns", "cm", &o, NULL, &st), KCR_OK);
+    cr_assert(strstr(kcr_last_error(), "delete configmaps ns/cm: "), "%s", kcr_last_error());
+    kcr_ctrlutil_delete_options o = {.resource = &CM,
+                                     .ns = "ns",
+                                     .name = "cm",
+                                     .ignore_not_found = true,
+                                     .propagation = KCR_CTRLUTIL_PROPAGATION_ORPHAN,
+                                     .status = &st};
+    cr_assert_eq(kcr_ctrlutil_delete(c, &o, NULL), KCR_OK);
     cr_assert_eq(st.code, 0);
     o.propagation = (kcr_ctrlutil_propagation)7;
-    cr_assert_eq(kcr_ctrlutil_delete(c, &CM, "ns", "cm", &o, NULL, &st), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_ctrlutil_delete(c, &o, NULL), KCR_ERR_INVALID);
     /* a stale resourceVersion precondition */
     kcr_object *fresh = seed(&CM, CM_WITH(""));
-    o = (kcr_ctrlutil_delete_options){.precondition_resource_version = "1"};
-    cr_assert_eq(kcr_ctrlutil_delete(c, &CM, "ns", "cm", &o, NULL, &st), KCR_ERR_CONFLICT);
-    o.precondition_resource_version = kcr_object_resource_version(fresh);
-    cr_assert_eq(kcr_ctrlutil_delete(c, &CM, "ns", "cm", &o, NULL, &st), KCR_OK, "%s",
-                 kcr_last_error());
+    o = (kcr_ctrlutil_delete_options){.resource = &CM,
+                                      .ns = "ns",
+                                      .name = "cm",
+                                      .precondition_resource_version = "1",
+                                      .status = &st};
+    cr_assert_eq(kcr_ctrlutil_delete(c, &o, NULL), KCR_ERR_CONFLICT);
+    /* the options must not name another object than the one given */
+    o = (kcr_ctrlutil_delete_options){.resource = &CM, .name = "other", .object = fresh};
+    cr_assert_eq(kcr_ctrlutil_delete(c, &o, NULL), KCR_ERR_INVALID);
+    cr_assert(strstr(kcr_last_error(), "another object"), "%s", kcr_last_error());
+    o = (kcr_ctrlutil_delete_options){.resource = &CM, .object = fresh, .precondition_uid = "u"};
+    cr_assert_eq(kcr_ctrlutil_delete(c, &o, NULL), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_ctrlutil_delete(c, &(kcr_ctrlutil_delete_options){.resource = &CM}, NULL),
+                 KCR_ERR_INVALID, "neither name nor object");
+    o = (kcr_ctrlutil_delete_options){.resource = &CM,
+                                      .ns = "ns",
+                                      .name = "cm",
+                                      .precondition_resource_version =
+                                          kcr_object_resource_version(fresh),
+                                      .status = &st};
+    cr_assert_eq(kcr_ctrlutil_delete(c, &o, NULL), KCR_OK, "%s", kcr_last_error());
     kcr_status_clear(&st);
     kcr_object_unref(fresh);
     kcr_object_unref(now);

@@ -81,7 +81,13 @@ Test(ctrlutil_compare, normalised_quantities_compare_by_value, .init = setup, .f
     struct hard h = {"0.5", "1.5Gi", "1024Mi", 10};
     kcr_ctrlutil_op_result r = KCR_CTRLUTIL_CREATED;
     for (int i = 0; i < 3; i++) {
-        cr_assert_eq(kcr_ctrlutil_create_or_update(c, &RQ, "ns", "q", set_hard, &h, 0, &r, NULL,
+        cr_assert_eq(kcr_ctrlutil_create_or_update(c,
+                                                   &(kcr_ctrlutil_write_options){.resource = &RQ,
+                                                                                 .ns = "ns",
+                                                                                 .name = "q",
+                                                                                 .mutate = set_hard,
+                                                                                 .user_data = &h,
+                                                                                 .result = &r},
                                                    NULL),
                      KCR_OK, "%s", kcr_last_error());
         cr_expect_eq(r, KCR_CTRLUTIL_UNCHANGED, "reconcile %d: %s", i,
@@ -91,13 +97,27 @@ Test(ctrlutil_compare, normalised_quantities_compare_by_value, .init = setup, .f
 
     /* a real change is written */
     h.cpu = "0.6";
-    cr_assert_eq(kcr_ctrlutil_create_or_update(c, &RQ, "ns", "q", set_hard, &h, 0, &r, NULL, NULL),
+    cr_assert_eq(kcr_ctrlutil_create_or_update(c,
+                                               &(kcr_ctrlutil_write_options){.resource = &RQ,
+                                                                             .ns = "ns",
+                                                                             .name = "q",
+                                                                             .mutate = set_hard,
+                                                                             .user_data = &h,
+                                                                             .result = &r},
+                                               NULL),
                  KCR_OK);
     cr_expect_eq(r, KCR_CTRLUTIL_UPDATED);
     cr_expect_eq(kcr_fake_count(fake, KCR_FAKE_UPDATE, &RQ), 1);
     h.cpu = "500m";
     h.pods = 11;
-    cr_assert_eq(kcr_ctrlutil_create_or_update(c, &RQ, "ns", "q", set_hard, &h, 0, &r, NULL, NULL),
+    cr_assert_eq(kcr_ctrlutil_create_or_update(c,
+                                               &(kcr_ctrlutil_write_options){.resource = &RQ,
+                                                                             .ns = "ns",
+                                                                             .name = "q",
+                                                                             .mutate = set_hard,
+                                                                             .user_data = &h,
+                                                                             .result = &r},
+                                               NULL),
                  KCR_OK);
     cr_expect_eq(r, KCR_CTRLUTIL_UPDATED, "pods 10 -> 11 is a change");
 }
@@ -117,7 +137,13 @@ Test(ctrlutil_compare, strings_elsewhere_compare_as_text, .init = setup, .fini =
                               NULL),
                  KCR_OK);
     kcr_ctrlutil_op_result r;
-    cr_assert_eq(kcr_ctrlutil_create_or_update(c, &CM, "ns", "m", set_data, "0.5", 0, &r, NULL,
+    cr_assert_eq(kcr_ctrlutil_create_or_update(c,
+                                               &(kcr_ctrlutil_write_options){.resource = &CM,
+                                                                             .ns = "ns",
+                                                                             .name = "m",
+                                                                             .mutate = set_data,
+                                                                             .user_data = "0.5",
+                                                                             .result = &r},
                                                NULL),
                  KCR_OK);
     cr_expect_eq(r, KCR_CTRLUTIL_UPDATED);
@@ -171,11 +197,25 @@ Test(ctrlutil_compare, resource_lists_round_up_to_milli, .init = setup, .fini = 
                  KCR_OK);
     struct hard h = {"0.0001", "1.5Gi", "1Gi", 10};
     kcr_ctrlutil_op_result r;
-    cr_assert_eq(kcr_ctrlutil_create_or_update(c, &RQ, "ns", "q", set_hard, &h, 0, &r, NULL, NULL),
+    cr_assert_eq(kcr_ctrlutil_create_or_update(c,
+                                               &(kcr_ctrlutil_write_options){.resource = &RQ,
+                                                                             .ns = "ns",
+                                                                             .name = "q",
+                                                                             .mutate = set_hard,
+                                                                             .user_data = &h,
+                                                                             .result = &r},
+                                               NULL),
                  KCR_OK);
     cr_expect_eq(r, KCR_CTRLUTIL_UNCHANGED);
     h.cpu = "0.0011";
-    cr_assert_eq(kcr_ctrlutil_create_or_update(c, &RQ, "ns", "q", set_hard, &h, 0, &r, NULL, NULL),
+    cr_assert_eq(kcr_ctrlutil_create_or_update(c,
+                                               &(kcr_ctrlutil_write_options){.resource = &RQ,
+                                                                             .ns = "ns",
+                                                                             .name = "q",
+                                                                             .mutate = set_hard,
+                                                                             .user_data = &h,
+                                                                             .result = &r},
+                                               NULL),
                  KCR_OK);
     cr_expect_eq(r, KCR_CTRLUTIL_UPDATED, "2m differs from 1m");
 }
@@ -202,8 +242,14 @@ Test(ctrlutil_compare, an_unapplied_write_is_unchanged, .init = setup, .fini = t
                  KCR_OK);
     kcr_ctrlutil_op_result r = KCR_CTRLUTIL_CREATED;
     kcr_object *out = NULL;
-    cr_assert_eq(kcr_ctrlutil_create_or_update(c, &WIDGETS, "ns", "w", set_phase, "New", 0, &r,
-                                               &out, NULL),
+    cr_assert_eq(kcr_ctrlutil_create_or_update(c,
+                                               &(kcr_ctrlutil_write_options){.resource = &WIDGETS,
+                                                                             .ns = "ns",
+                                                                             .name = "w",
+                                                                             .mutate = set_phase,
+                                                                             .user_data = "New",
+                                                                             .result = &r},
+                                               &out),
                  KCR_OK, "%s", kcr_last_error());
     cr_expect_eq(kcr_fake_count(fake, KCR_FAKE_UPDATE, &WIDGETS), 1, "the update was sent");
     cr_expect_eq(r, KCR_CTRLUTIL_UNCHANGED, "but not applied: %s",
@@ -214,8 +260,13 @@ Test(ctrlutil_compare, an_unapplied_write_is_unchanged, .init = setup, .fini = t
     kcr_object_unref(w);
 
     /* the status subresource does apply it */
-    kcr_ctrlutil_write_options o = {.mutate = set_phase, .user_data = "New", .result = &r};
-    cr_assert_eq(kcr_ctrlutil_update_status_with(c, &WIDGETS, "ns", "w", &o), KCR_OK);
+    kcr_ctrlutil_write_options o = {.resource = &WIDGETS,
+                                    .ns = "ns",
+                                    .name = "w",
+                                    .mutate = set_phase,
+                                    .user_data = "New",
+                                    .result = &r};
+    cr_assert_eq(kcr_ctrlutil_update_status(c, &o, NULL), KCR_OK);
     cr_expect_eq(r, KCR_CTRLUTIL_UPDATED);
 }
 
@@ -228,20 +279,23 @@ Test(ctrlutil_compare, a_cache_spares_the_read, .init = setup, .fini = teardown)
     cr_assert_eq(kcr_store_add(cache, stored), KCR_OK);
     struct hard h = {"0.5", "1.5Gi", "1024Mi", 10};
     kcr_ctrlutil_op_result r = KCR_CTRLUTIL_CREATED;
-    kcr_ctrlutil_write_options o = {
-        .mutate = set_hard, .user_data = &h, .cache = cache, .result = &r};
-    cr_assert_eq(kcr_ctrlutil_create_or_update_with(c, &RQ, "ns", "q", &o), KCR_OK, "%s",
-                 kcr_last_error());
+    kcr_ctrlutil_write_options o = {.resource = &RQ,
+                                    .ns = "ns",
+                                    .name = "q",
+                                    .mutate = set_hard,
+                                    .user_data = &h,
+                                    .cache = cache,
+                                    .result = &r};
+    cr_assert_eq(kcr_ctrlutil_create_or_update(c, &o, NULL), KCR_OK, "%s", kcr_last_error());
     cr_expect_eq(r, KCR_CTRLUTIL_UNCHANGED);
     cr_expect_eq(kcr_fake_count(fake, KCR_FAKE_GET, &RQ), 0, "read from the cache");
 
     /* a stale cache: the update conflicts, the retry reads the server */
     h.cpu = "2";
-    cr_assert_eq(kcr_ctrlutil_create_or_update_with(c, &RQ, "ns", "q", &o), KCR_OK);
+    cr_assert_eq(kcr_ctrlutil_create_or_update(c, &o, NULL), KCR_OK);
     cr_expect_eq(r, KCR_CTRLUTIL_UPDATED);
     h.cpu = "3";
-    cr_assert_eq(kcr_ctrlutil_create_or_update_with(c, &RQ, "ns", "q", &o), KCR_OK, "%s",
-                 kcr_last_error());
+    cr_assert_eq(kcr_ctrlutil_create_or_update(c, &o, NULL), KCR_OK, "%s", kcr_last_error());
     cr_expect_eq(r, KCR_CTRLUTIL_UPDATED);
     cr_expect_eq(kcr_fake_count(fake, KCR_FAKE_UPDATE, &RQ), 3, "one conflict, two writes");
     cr_expect_eq(kcr_fake_count(fake, KCR_FAKE_GET, &RQ), 1, "one read after the conflict");
@@ -253,13 +307,15 @@ Test(ctrlutil_compare, a_cache_spares_the_read, .init = setup, .fini = teardown)
 
     /* not in the cache: read the server, then create */
     h.cpu = "1";
-    cr_assert_eq(kcr_ctrlutil_create_or_update_with(c, &RQ, "ns", "q2", &o), KCR_OK);
+    o.name = "q2";
+    cr_assert_eq(kcr_ctrlutil_create_or_update(c, &o, NULL), KCR_OK);
     cr_expect_eq(r, KCR_CTRLUTIL_CREATED);
     cr_expect_eq(kcr_fake_count(fake, KCR_FAKE_GET, &RQ), 3, "the test's own get, then the miss");
 
-    cr_expect_eq(kcr_ctrlutil_create_or_update_with(c, &RQ, "ns", "q", NULL), KCR_ERR_INVALID);
-    kcr_ctrlutil_write_options none = {0};
-    cr_expect_eq(kcr_ctrlutil_create_or_update_with(c, &RQ, "ns", "q", &none), KCR_ERR_INVALID);
+    cr_expect_eq(kcr_ctrlutil_create_or_update(c, NULL, NULL), KCR_ERR_INVALID);
+    o = (kcr_ctrlutil_write_options){.resource = &RQ, .ns = "ns", .name = "q"};
+    cr_expect_eq(kcr_ctrlutil_create_or_update(c, &o, NULL), KCR_ERR_INVALID, "no mutate");
+    cr_expect(strstr(kcr_last_error(), "mutate"), "%s", kcr_last_error());
     kcr_store_free(cache);
     kcr_object_unref(stored);
 }
@@ -279,11 +335,14 @@ static kcr_result reconcile_team(kcr_ctx *ctx, const kcr_reconcile_request *req,
     kcr_object_unref(team);
     struct hard h = {"0.5", "1.5Gi", "1024Mi", 10};
     kcr_ctrlutil_op_result r;
-    kcr_ctrlutil_write_options o = {
-        .mutate = set_hard, .user_data = &h, .cache = kcr_ctx_cache(ctx, &RQ), .result = &r};
-    kcr_err err = kcr_ctrlutil_create_or_update_with(kcr_ctx_client(ctx), &RQ, ns, req->name, &o);
-    if (err != KCR_OK)
-        return kcr_err_is_permanent(err) ? KCR_TERMINAL(err) : KCR_RETRY(err);
+    kcr_ctrlutil_write_options o = {.resource = &RQ,
+                                    .ns = ns,
+                                    .name = req->name,
+                                    .mutate = set_hard,
+                                    .user_data = &h,
+                                    .cache = kcr_ctx_cache(ctx, &RQ),
+                                    .result = &r};
+    KCR_TRY(kcr_ctrlutil_create_or_update(kcr_ctx_client(ctx), &o, NULL));
     if (r != KCR_CTRLUTIL_UNCHANGED)
         quota_writes++;
     return KCR_DONE;

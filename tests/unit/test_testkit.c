@@ -697,9 +697,14 @@ static kcr_result status_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *re
 {
     (void)ud;
     kcr_ctrlutil_op_result r;
-    kcr_err err = kcr_ctrlutil_update_status(kcr_ctx_client(ctx), &DEPLOY, req->ns,
-                                             req->name, observe_generation, NULL, 0, &r, NULL,
-                                             NULL);
+    kcr_err err =
+        kcr_ctrlutil_update_status(kcr_ctx_client(ctx),
+                                   &(kcr_ctrlutil_write_options){.resource = &DEPLOY,
+                                                                 .ns = req->ns,
+                                                                 .name = req->name,
+                                                                 .mutate = observe_generation,
+                                                                 .result = &r},
+                                   NULL);
     return err == KCR_OK ? KCR_DONE : KCR_RETRY(err);
 }
 

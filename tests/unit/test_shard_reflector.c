@@ -1,0 +1,345 @@
+/* Server-side shard selectors on the fake, the reflector and the informer:
+ * the fake applies shardSelector on list and watch and answers with
+ * shardInfo (gate on), or ignores it (kcr_fake_options.ignore_shard_selector,
+ * gate off); informers with two complementary selectors hold every object
+ * exactly once, the server filtering (stats SERVER, nothing dropped) or,
+ * when the server ignores the selector, the reflector (stats CLIENT, the
+ * other half dropped, one warning); a malformed selector is refused up
+ * front; the factory shares an informer only for the same selector. */
+#include <criterion/criterion.h>
+#include <stdatomic.h>
+
+#include "tests/unit/informer_fixtures.h"
+#include "kcr/fake.h"
+
+#define N_SEED 200
+#define WAIT_MS 10000
+
+static const kcr_shard_range LO = {0, UINT64_C(0x8000000000000000)};
+static const kcr_shard_range HI = {UINT64_C(0x8000000000000000), 0};
+
+static char *selector_of(kcr_shard_range r)
+{
+    char *s = NULL;
+    cr_assert_eq(kcr_shard_selector_format(KCR_SHARD_BY_UID, &r, 1, &s), KCR_OK);
+    return s;
+}
+
+static kcr_fake *fake_with(bool ignore, int seed)
+{
+    kcr_fake *f = NULL;
+    cr_assert_eq(kcr_fake_new(&(kcr_fake_options){.ignore_shard_selector = ignore}, &f), KCR_OK);
+    seed_many(f, "default", seed);
+    return f;
+}
+
+typedef struct tally {
+    int n, outside;
+    kcr_shard_range r;
+} tally;
+
+static kcr_err tally_item(kcr_object *o, void *ud)
+{
+    tally *t = ud;
+    t->n++;
+    t->outside += !kcr_shard_match(o, KCR_SHARD_BY_UID, &t->r, 1);
+    return KCR_OK;
+}
+
+static kcr_err tally_event(const kcr_watch_event *ev, void *ud)
+{
+    if (ev->object && ev->type != KCR_WATCH_BOOKMARK)
+        tally_item(ev->object, ud);
+    return KCR_OK;
+}
+
+Test(shard_fake, list_applies_selector_and_answers_shard_info)
+{
+    kcr_fake *f = fake_with(false, N_SEED);
+    kcr_client *c = NULL;
+    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
+    /* other spellings come back in normal form, as the apiserver echoes */
+    const char *lo_text = "shardRange(object.metadata.uid,\"0x0000000000000000\","
+                          "\"0x8000000000000000\")";
+    char *lo_normal = selector_of(LO), *hi = selector_of(HI);
+    tally a = {.r = LO}, b = {.r = HI};
+    kcr_shard_info info = {0};
+    cr_assert_eq(kcr_client_list(c,
+                                 &(kcr_request){.resource = &CM,
+                                                .shard_selector = lo_text,
+                                                .shard_info = &info},
+                                 tally_item, &a, NULL),
+                 KCR_OK, "%s", kcr_last_error());
+    cr_assert(info.present);
+    cr_expect_str_eq(info.selector, lo_normal);
+    cr_assert_eq(kcr_client_list(c,
+                                 &(kcr_request){.resource = &CM,
+                                                .shard_selector = hi,
+                                                .shard_info = &info,
+                                                .limit = 7},
+                                 tally_item, &b, NULL),
+                 KCR_OK);
+    cr_expect(info.present, "a page carries shardInfo too");
+    cr_expect_eq(a.outside, 0);
+    cr_expect_eq(b.outside, 0);
+    cr_expect_eq(b.n, 7);
+    b.n = 0;
+    cr_assert_eq(kcr_client_list(c, &(kcr_request){.resource = &CM, .shard_selector = hi},
+                                 tally_item, &b, NULL),
+                 KCR_OK);
+    cr_expect_eq(a.n + b.n, N_SEED, "the halves partition the list: %d + %d", a.n, b.n);
+    cr_expect_gt(a.n, N_SEED / 4);
+    cr_expect_gt(b.n, N_SEED / 4);
+
+    /* no selector: no shardInfo */
+    cr_assert_eq(kcr_client_list(c, &(kcr_request){.resource = &CM, .shard_info = &info}, NULL,
+                                 NULL, NULL),
+                 KCR_OK);
+    cr_expect_not(info.present);
+    kcr_shard_info_clear(&info);
+    free(lo_normal);
+    free(hi);
+    kcr_client_free(c);
+    kcr_fake_free(f);
+}
+
+Test(shard_fake, watch_applies_selector)
+{
+    kcr_fake *f = fake_with(false, 0);
+    kcr_client *c = NULL;
+    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
+    seed_many(f, "default", 100); /* history: a watch from rv 0+1 replays it */
+    char *lo = selector_of(LO);
+    tally a = {.r = LO}, all = {.r = {0, 0}};
+    /* a watch from "1" replays the history after it, filtered */
+    cr_assert_eq(kcr_client_watch(c,
+                                  &(kcr_request){.resource = &CM,
+                                                 .resource_version = "1",
+                                                 .shard_selector = lo,
+                                                 .timeout_ms = 1},
+                                  tally_event, &a),
+                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_client_watch(c,
+                                  &(kcr_request){.resource = &CM,
+                                                 .resource_version = "1",
+                                                 .timeout_ms = 1},
+                                  tally_event, &all),
+                 KCR_OK);
+    cr_expect_eq(all.n, 99);
+    cr_expect_eq(a.outside, 0);
+    cr_expect_gt(a.n, 20);
+    cr_expect_lt(a.n, 80);
+    free(lo);
+    kcr_client_free(c);
+    kcr_fake_free(f);
+}
+
+Test(shard_fake, gate_off_ignores_selector)
+{
+    kcr_fake *f = fake_with(true, 50);
+    kcr_client *c = NULL;
+    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
+    char *lo = selector_of(LO);
+    tally a = {.r = LO};
+    kcr_shard_info info = {0};
+    cr_assert_eq(kcr_client_list(c,
+                                 &(kcr_request){.resource = &CM,
+                                                .shard_selector = lo,
+                                                .shard_info = &info},
+                                 tally_item, &a, NULL),
+                 KCR_OK);
+    cr_expect_eq(a.n, 50, "every object");
+    cr_expect_gt(a.outside, 0);
+    cr_expect_not(info.present);
+    /* even malformed text is ignored, as with the gate off */
+    cr_expect_eq(kcr_client_list(c, &(kcr_request){.resource = &CM, .shard_selector = "x"}, NULL,
+                                 NULL, NULL),
+                 KCR_OK);
+    free(lo);
+    kcr_client_free(c);
+    kcr_fake_free(f);
+}
+
+Test(shard_fake, malformed_selector_is_a_500_with_the_parsers_words)
+{
+    kcr_fake *f = fake_with(false, 1);
+    kcr_client *c = NULL;
+    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
+    kcr_status st = {0};
+    const char *bad = "shardRange(object.metadata.name, '0x0000000000000000', "
+                      "'0x8000000000000000')";
+    cr_expect_neq(kcr_client_list(c, &(kcr_request){.resource = &CM, .shard_selector = bad,
+                                                    .status = &st},
+                                  NULL, NULL, NULL),
+                  KCR_OK);
+    cr_expect_eq(st.code, 500);
+    cr_expect(strstr(st.message, "object.metadata.name") != NULL, "%s", st.message);
+    cr_expect_neq(kcr_client_watch(c, &(kcr_request){.resource = &CM, .shard_selector = bad,
+                                                     .status = &st, .timeout_ms = 1},
+                                   tally_event, &(tally){0}),
+                  KCR_OK);
+    cr_expect_eq(st.code, 500);
+    kcr_status_clear(&st);
+    kcr_client_free(c);
+    kcr_fake_free(f);
+}
+
+/* ---- informers ---- */
+
+static atomic_int fallback_warnings;
+
+static void count_fallback(kcr_log_level level, const char *module, const char *message,
+                           void *user_data)
+{
+    if (level == KCR_LOG_WARN && strstr(message, "ignored shardSelector"))
+        atomic_fetch_add(&fallback_warnings, 1);
+}
+
+typedef struct pair {
+    kcr_fake *fake;
+    kcr_client *c;
+    kcr_informer_factory *fac;
+    kcr_informer *lo, *hi;
+    char *lo_sel, *hi_sel;
+} pair;
+
+static void pair_start(pair *p, bool ignore)
+{
+    p->fake = fake_with(ignore, N_SEED);
+    cr_assert_eq(kcr_fake_client(p->fake, NULL, &p->c), KCR_OK);
+    cr_assert_eq(kcr_informer_factory_new(p->c, NULL, &p->fac), KCR_OK);
+    p->lo_sel = selector_of(LO);
+    p->hi_sel = selector_of(HI);
+    /* streaming asked for, LIST used: only a List says who filtered */
+    kcr_informer_options o = {.reflector = {.list_mode = KCR_LIST_MODE_STREAMING,
+                                            .page_size = 16,
+                                            .shard_selector = p->lo_sel}};
+    cr_assert_eq(kcr_informer_factory_informer(p->fac, &CM, &o, &p->lo), KCR_OK);
+    o.reflector.shard_selector = p->hi_sel;
+    cr_assert_eq(kcr_informer_factory_informer(p->fac, &CM, &o, &p->hi), KCR_OK);
+    cr_assert_neq(p->lo, p->hi, "another selector is another informer");
+    kcr_informer *again = NULL;
+    o.reflector.shard_selector = p->lo_sel;
+    cr_assert_eq(kcr_informer_factory_informer(p->fac, &CM, &o, &again), KCR_OK);
+    cr_assert_eq(again, p->lo, "the same selector shares the informer");
+    cr_assert_eq(kcr_informer_factory_start(p->fac), KCR_OK);
+    cr_assert_eq(kcr_informer_factory_wait_for_sync(p->fac, WAIT_MS, NULL), KCR_OK, "%s",
+                 kcr_last_error());
+}
+
+static void pair_free(pair *p)
+{
+    kcr_informer_factory_free(p->fac);
+    kcr_client_free(p->c);
+    kcr_fake_free(p->fake);
+    free(p->lo_sel);
+    free(p->hi_sel);
+}
+
+static kcr_reflector_stats rstats(kcr_informer *inf)
+{
+    kcr_reflector_stats st;
+    kcr_reflector_get_stats(kcr_informer_reflector(inf), &st);
+    return st;
+}
+
+/* Every object of the fake is in exactly one of the two caches, each in the
+ * right one. */
+static bool partitioned(pair *p, size_t want)
+{
+    kcr_object_list l = {0}, h = {0};
+    if (kcr_store_list(kcr_informer_store(p->lo), &l) != KCR_OK ||
+        kcr_store_list(kcr_informer_store(p->hi), &h) != KCR_OK)
+        return false;
+    bool ok = l.len + h.len == want;
+    for (size_t i = 0; ok && i < l.len; i++)
+        ok = kcr_shard_match(l.items[i], KCR_SHARD_BY_UID, &LO, 1);
+    for (size_t i = 0; ok && i < h.len; i++)
+        ok = kcr_shard_match(h.items[i], KCR_SHARD_BY_UID, &HI, 1);
+    kcr_object_list_free(&l);
+    kcr_object_list_free(&h);
+    return ok;
+}
+
+static void churn(pair *p)
+{
+    for (int i = 0; i < 40; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "new-%02d", i);
+        kcr_object_unref(seed_cm(p->fake, "default", name, "x", "y"));
+    }
+    for (int i = 0; i < 10; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "cm-%05d", i);
+        cr_assert_eq(kcr_client_delete(p->c, &(kcr_request){.resource = &CM, .ns = "default",
+                                                            .name = name},
+                                       NULL),
+                     KCR_OK);
+    }
+    cr_assert_eq(patch_cm(p->c, "default", "cm-00100", "changed"), KCR_OK);
+}
+
+Test(shard_informer, server_filters)
+{
+    atomic_store(&fallback_warnings, 0);
+    kcr_log_set_handler(count_fallback, NULL);
+    pair p = {0};
+    pair_start(&p, false);
+    cr_assert(partitioned(&p, N_SEED));
+    kcr_reflector_stats a = rstats(p.lo), b = rstats(p.hi);
+    cr_expect_eq(a.shard_mode, KCR_SHARD_SELECTOR_SERVER);
+    cr_expect_eq(b.shard_mode, KCR_SHARD_SELECTOR_SERVER);
+    cr_expect_eq(a.shard_filtered + b.shard_filtered, 0, "the server sent only the shard");
+    cr_expect_not(a.streaming, "a selector means LIST");
+    cr_expect_gt(a.list_requests, 1, "paged");
+    churn(&p);
+    WAIT_FOR(partitioned(&p, N_SEED + 40 - 10), WAIT_MS);
+    cr_expect_eq(rstats(p.lo).shard_filtered + rstats(p.hi).shard_filtered, 0);
+    cr_expect_eq(atomic_load(&fallback_warnings), 0);
+    pair_free(&p);
+    kcr_log_set_handler(NULL, NULL);
+}
+
+Test(shard_informer, client_filters_when_the_server_ignores_the_selector)
+{
+    atomic_store(&fallback_warnings, 0);
+    kcr_log_set_handler(count_fallback, NULL);
+    pair p = {0};
+    pair_start(&p, true);
+    cr_assert(partitioned(&p, N_SEED));
+    kcr_reflector_stats a = rstats(p.lo), b = rstats(p.hi);
+    cr_expect_eq(a.shard_mode, KCR_SHARD_SELECTOR_CLIENT);
+    cr_expect_eq(b.shard_mode, KCR_SHARD_SELECTOR_CLIENT);
+    cr_expect_eq(a.shard_filtered + b.shard_filtered, N_SEED,
+                 "each dropped the other's half of the list");
+    churn(&p);
+    WAIT_FOR(partitioned(&p, N_SEED + 40 - 10), WAIT_MS);
+    /* 40 creates, 10 deletes and 1 update, each seen by both, kept by one */
+    WAIT_FOR(rstats(p.lo).shard_filtered + rstats(p.hi).shard_filtered == N_SEED + 51, WAIT_MS);
+    /* a relist does not warn again */
+    kcr_fake_watch_error(p.fake, &CM, 410, "Expired", "too old resource version");
+    WAIT_FOR(rstats(p.lo).lists == 2 && rstats(p.hi).lists == 2, WAIT_MS);
+    cr_assert(partitioned(&p, N_SEED + 40 - 10));
+    cr_expect_eq(atomic_load(&fallback_warnings), 2, "one warning per informer");
+    pair_free(&p);
+    kcr_log_set_handler(NULL, NULL);
+}
+
+Test(shard_informer, malformed_selector_is_refused_up_front)
+{
+    kcr_fake *f = fake_with(false, 0);
+    kcr_client *c = NULL;
+    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
+    kcr_informer *inf = NULL;
+    kcr_informer_options o = {.reflector = {.shard_selector = "shardRange(object.metadata.uid, "
+                                                              "'0x8', '0x9')"}};
+    cr_expect_eq(kcr_informer_new(c, &CM, &o, &inf), KCR_ERR_INVALID);
+    cr_expect_null(inf);
+    cr_expect(strstr(kcr_last_error(), "16 hex digits") != NULL, "%s", kcr_last_error());
+    /* no selector: "" is none */
+    o.reflector.shard_selector = "";
+    cr_assert_eq(kcr_informer_new(c, &CM, &o, &inf), KCR_OK);
+    kcr_informer_free(inf);
+    kcr_client_free(c);
+    kcr_fake_free(f);
+}
