@@ -11,14 +11,16 @@
  *       managedFields entry, rising resourceVersions), then one MODIFIED of
  *       the sentinel (data.replay "end"). Deterministic: the same arguments
  *       give the same bytes, and the list does not depend on EVENTS.
- *   replay_server serve DIR NAMESPACE
+ *   replay_server serve DIR NAMESPACE [RATE]
  *       listens on 127.0.0.1 (a free port, printed as "port=<n>" on stdout)
  *       and answers, one thread per connection, keep-alive:
  *         GET .../namespaces/NS/configmaps (no watch=true)   DIR/list.json
  *         GET .../namespaces/NS/configmaps?watch=true...     a chunked stream
  *             of DIR/events.json, one chunk per event (as the apiserver
- *             flushes them), sent once the sentinel was read (below); then
- *             the watch is held open until the client closes it
+ *             flushes them), sent once the sentinel was read (below), at
+ *             RATE events per second (default 0: as fast as the socket
+ *             takes them); then the watch is held open until the client
+ *             closes it
  *         GET .../namespaces/NS/configmaps/replay-end        the sentinel,
  *             and the cue to start the watch stream: bench_controller reads
  *             it once every listed ConfigMap was reconciled, so no event is
@@ -42,6 +44,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SENTINEL "replay-end"
@@ -183,6 +186,7 @@ static int gen(const char *dir, const char *ns, unsigned objects, unsigned event
 
 static struct {
     const char *ns;
+    unsigned rate; /* watch events per second; 0: no pacing */
     char *list;
     size_t list_len;
     char *events;
@@ -245,7 +249,18 @@ static void stream_watch(int fd)
     while (!srv.go)
         pthread_cond_wait(&srv.cond, &srv.mu);
     pthread_mutex_unlock(&srv.mu);
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
     for (char *p = srv.events, *end = srv.events + srv.events_len; p < end;) {
+        if (srv.rate) { /* paced: event i leaves at start + i / rate */
+            next.tv_nsec += 1000000000L / srv.rate;
+            if (next.tv_nsec >= 1000000000L) {
+                next.tv_sec += next.tv_nsec / 1000000000L;
+                next.tv_nsec %= 1000000000L;
+            }
+            while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+                ;
+        }
         char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t len = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
         char size[32];
@@ -340,9 +355,10 @@ static void *connection(void *arg)
     return NULL;
 }
 
-static _Noreturn void serve(const char *dir, const char *ns)
+static _Noreturn void serve(const char *dir, const char *ns, unsigned rate)
 {
     srv.ns = ns;
+    srv.rate = rate;
     srv.list = slurp(dir, "list.json", &srv.list_len);
     srv.events = slurp(dir, "events.json", &srv.events_len);
     int ls = socket(AF_INET, SOCK_STREAM, 0);
@@ -383,9 +399,9 @@ int main(int argc, char **argv)
 {
     if (argc == 6 && strcmp(argv[1], "gen") == 0)
         return gen(argv[2], argv[3], count_arg(argv[4]), count_arg(argv[5]));
-    if (argc == 4 && strcmp(argv[1], "serve") == 0)
-        serve(argv[2], argv[3]);
+    if ((argc == 4 || argc == 5) && strcmp(argv[1], "serve") == 0)
+        serve(argv[2], argv[3], argc == 5 ? count_arg(argv[4]) : 0);
     fprintf(stderr, "usage: replay_server gen DIR NAMESPACE OBJECTS EVENTS\n"
-                    "       replay_server serve DIR NAMESPACE\n");
+                    "       replay_server serve DIR NAMESPACE [RATE]\n");
     return 2;
 }

@@ -15,9 +15,12 @@ function is counted once:
   object build    the framer's callbacks, the decoder and the object builder,
                   minus what the decoder hands on (reflector on_event)
   DeltaFIFO push  reflector on_event: transform, DeltaFIFO update
-  pop + store     the informer's thread minus the inline handlers: DeltaFIFO
-                  pop, indexer update
+  pop + store     kcr_delta_fifo_pop: the pop and the informer's processing
+                  of the delta (indexer update, queueing for the handlers)
   handler + workqueue  inline delivery: controller routing, workqueue add
+                  (on the informer's thread; the first list's on the
+                  reflector's, whichever comes first, which is why these
+                  rows use functions, not threads)
   worker: queue   the worker minus the reconcile: workqueue get (waits
                   included), done
   reconcile       kcr__reconcile_key: the context, the cache read, the
@@ -65,7 +68,7 @@ def stages(c, total):
     sinks = get(c, "http_verbs.c", "watch_sink") + get(c, "http_verbs.c", "list_sink")
     transport = get(c, "http_transport.c", "kcr__transport_do") - sinks
     inline = get(c, "informer_handlers.c", "kcr__informer_deliver_inline")
-    process = get(c, "informer.c", "process_main")
+    pop = get(c, "delta_fifo.c", "kcr_delta_fifo_pop")
     reconcile = get(c, "reconcile.c", "kcr__reconcile_key")
     worker = get(c, "workers.c", "worker_main")
     rows = [
@@ -73,7 +76,7 @@ def stages(c, total):
         ("yajl parse (yajl's own lexing)", yajl - callbacks),
         ("object build (framer, decoder, builder)", decode - (yajl - callbacks) - on_event),
         ("DeltaFIFO push (reflector on_event)", on_event),
-        ("DeltaFIFO pop + store update (informer thread)", process - inline),
+        ("DeltaFIFO pop + store update (kcr_delta_fifo_pop)", pop),
         ("handler + workqueue add (inline routing)", inline),
         ("worker: workqueue get/done, waits", worker - reconcile),
         ("reconcile (kcr__reconcile_key + the bench's reconcile)", reconcile),
