@@ -296,5 +296,8 @@ int main(int argc, char **argv)
     } else {
         rc = die("stopped before the work was done");
     }
+    kcr_store_free(t.seen);
+    free(t.latencies);
+    free(t.sent);
     return rc;
 }

@@ -332,8 +332,11 @@ static void *connection(void *arg)
     for (;;) {
         char *end = have ? memmem(buf, have, "\r\n\r\n", 4) : NULL;
         if (!end) {
-            if (have == sizeof buf)
-                break; /* headers too large */
+            if (have == sizeof buf) {
+                fprintf(stderr, "replay_server: request headers over %zu bytes, closing\n",
+                        sizeof buf);
+                break;
+            }
             ssize_t r = recv(fd, buf + have, sizeof buf - have, 0);
             if (r < 0 && errno == EINTR)
                 continue;
@@ -346,7 +349,11 @@ static void *connection(void *arg)
         size_t used = (size_t)(end - buf) + 4;
         *end = 0;
         char method[16], target[8192];
-        if (sscanf(buf, "%15s %8191s", method, target) != 2 || !handle(fd, method, target))
+        if (sscanf(buf, "%15s %8191s", method, target) != 2) {
+            fprintf(stderr, "replay_server: malformed request, closing the connection\n");
+            break;
+        }
+        if (!handle(fd, method, target))
             break;
         memmove(buf, buf + used, have - used);
         have -= used;
