@@ -45,7 +45,8 @@ typedef enum bench_mode { MODE_INITIAL, MODE_CHURN, MODE_REPLAY } bench_mode;
 /* What the reconciles saw; the worker writes, main reads after `done`. */
 typedef struct tally {
     pthread_mutex_t mu;
-    kcr_store *seen;   /* keys reconciled at least once (a set; values unused) */
+    kcr_store *seen;   /* keys reconciled at least once: a set of stubs (namespace and
+                          name only), so no cache object is kept alive past its time */
     size_t total;      /* ConfigMaps in the namespace (churn, replay) */
     size_t want;       /* distinct keys (initial), updates (churn) or events (replay) */
     bench_mode mode;
@@ -94,6 +95,17 @@ static int64_t wall_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* A new object holding only obj's namespace and name (NULL: out of memory),
+ * the entry of the `seen` set: the twin's set holds names, not objects. */
+static kcr_object *seen_stub(const kcr_object *obj)
+{
+    char json[512];
+    snprintf(json, sizeof json, "{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\"}}",
+             kcr_object_namespace(obj), kcr_object_name(obj));
+    kcr_object *stub = NULL;
+    return kcr_object_parse(json, 0, &stub) == KCR_OK ? stub : NULL;
+}
+
 /* Replay: reads the sentinel, the replay server's cue to stream its events. */
 static kcr_result replay_cue(kcr_ctx *ctx, const kcr_reconcile_request *req)
 {
@@ -123,7 +135,13 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
         t->window_reconciles++;
     kcr_object *prev = kcr_store_get(t->seen, cm);
     if (!prev) {
-        kcr_store_add(t->seen, cm);
+        kcr_object *stub = seen_stub(cm);
+        if (!stub) {
+            fprintf(stderr, "bench_controller: out of memory\n");
+            exit(1);
+        }
+        kcr_store_add(t->seen, stub);
+        kcr_object_unref(stub);
         size_t seen = kcr_store_len(t->seen);
         if (t->mode == MODE_INITIAL && seen == t->want) {
             clock_gettime(CLOCK_MONOTONIC, &t->end);
