@@ -45,8 +45,10 @@ typedef enum bench_mode { MODE_INITIAL, MODE_CHURN, MODE_REPLAY } bench_mode;
 /* What the reconciles saw; the worker writes, main reads after `done`. */
 typedef struct tally {
     pthread_mutex_t mu;
-    kcr_store *seen;   /* keys reconciled at least once: a set of stubs (namespace and
-                          name only), so no cache object is kept alive past its time */
+    kcr_store *seen;   /* keys reconciled at least once. initial: the cache's objects
+                          (shared, no memory of its own); churn, replay: stubs
+                          (namespace and name only), so no replaced object is kept
+                          alive past the cache's update */
     size_t total;      /* ConfigMaps in the namespace (churn, replay) */
     size_t want;       /* distinct keys (initial), updates (churn) or events (replay) */
     bench_mode mode;
@@ -96,7 +98,8 @@ static int64_t wall_ns(void)
 }
 
 /* A new object holding only obj's namespace and name (NULL: out of memory),
- * the entry of the `seen` set: the twin's set holds names, not objects. */
+ * an entry of the `seen` set in churn and replay (the twin's set holds
+ * names, not objects). */
 static kcr_object *seen_stub(const kcr_object *obj)
 {
     char json[512];
@@ -135,13 +138,13 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
         t->window_reconciles++;
     kcr_object *prev = kcr_store_get(t->seen, cm);
     if (!prev) {
-        kcr_object *stub = seen_stub(cm);
-        if (!stub) {
+        kcr_object *entry = t->mode == MODE_INITIAL ? kcr_object_ref(cm) : seen_stub(cm);
+        if (!entry) {
             fprintf(stderr, "bench_controller: out of memory\n");
             exit(1);
         }
-        kcr_store_add(t->seen, stub);
-        kcr_object_unref(stub);
+        kcr_store_add(t->seen, entry);
+        kcr_object_unref(entry);
         size_t seen = kcr_store_len(t->seen);
         if (t->mode == MODE_INITIAL && seen == t->want) {
             clock_gettime(CLOCK_MONOTONIC, &t->end);
