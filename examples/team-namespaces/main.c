@@ -5,7 +5,6 @@
 
 static kcr_err setup(kcr_manager *m, const kcr_main_flags *f, void *user_data)
 {
-    (void)user_data;
     kcr_controller_options ctl;
     teams_controller(&ctl);
     ctl.max_concurrent_reconciles = f->workers;

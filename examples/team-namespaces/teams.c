@@ -13,13 +13,11 @@ const kcr_resource TEAM_BINDINGS = {"rbac.authorization.k8s.io", "v1", "rolebind
 
 static kcr_err desired_namespace(kcr_object_edit *e, const kcr_object *current, void *team)
 {
-    (void)current;
     return kcr_ctrlutil_set_controller_reference_edit(team, e, NULL);
 }
 
 static kcr_err desired_quota(kcr_object_edit *e, const kcr_object *current, void *team)
 {
-    (void)current;
     team_TeamSpecQuota q = team_TeamSpec_quota(team_Team_spec(team_Team_of(team)));
     kcr_core_v1_ResourceQuotaSpecEdit spec =
         kcr_core_v1_ResourceQuotaEdit_spec(kcr_core_v1_ResourceQuota_edit(e));
@@ -34,7 +32,6 @@ static kcr_err desired_quota(kcr_object_edit *e, const kcr_object *current, void
 
 static kcr_err desired_binding(kcr_object_edit *e, const kcr_object *current, void *team)
 {
-    (void)current;
     team_TeamSpec spec = team_Team_spec(team_Team_of(team));
     kcr_rbac_v1_RoleBindingEdit b = kcr_rbac_v1_RoleBinding_edit(e);
     kcr_rbac_v1_RoleRefEdit role = kcr_rbac_v1_RoleBindingEdit_role_ref(b);
@@ -55,25 +52,25 @@ static kcr_err desired_binding(kcr_object_edit *e, const kcr_object *current, vo
 
 static kcr_err desired_status(kcr_object_edit *e, const kcr_object *current, void *ns)
 {
-    (void)current;
     team_TeamStatusEdit status = team_TeamEdit_status(team_Team_edit(e));
     team_TeamStatusEdit_set_namespace(status, ns);
     return team_TeamStatusEdit_set_ready(status, true);
 }
 
-/* Creates or updates res ns/name as `mutate` wants it, reading the cache. */
+/* Creates or updates res ns/name as `mutate` wants it (a Team: only its
+ * status), reading the cache first. */
 static kcr_err ensure(kcr_ctx *ctx, const kcr_resource *res, const char *ns, const char *name,
                       kcr_ctrlutil_mutate_fn mutate, void *user_data)
 {
-    return kcr_ctrlutil_create_or_update(
-        kcr_ctx_client(ctx),
-        &(kcr_ctrlutil_write_options){.resource = res,
-                                      .ns = ns,
-                                      .name = name,
-                                      .mutate = mutate,
-                                      .user_data = user_data,
-                                      .cache = kcr_ctx_cache(ctx, res)},
-        NULL);
+    kcr_ctrlutil_write_options o = {.resource = res,
+                                    .ns = ns,
+                                    .name = name,
+                                    .mutate = mutate,
+                                    .user_data = user_data,
+                                    .cache = kcr_ctx_cache(ctx, res)};
+    if (res == &TEAMS)
+        return kcr_ctrlutil_update_status(kcr_ctx_client(ctx), &o, NULL);
+    return kcr_ctrlutil_create_or_update(kcr_ctx_client(ctx), &o, NULL);
 }
 
 static kcr_result sync_team(kcr_ctx *ctx, kcr_object *team)
@@ -83,20 +80,12 @@ static kcr_result sync_team(kcr_ctx *ctx, kcr_object *team)
     KCR_TRY(ensure(ctx, &TEAM_NAMESPACES, NULL, ns, desired_namespace, team));
     KCR_TRY(ensure(ctx, &TEAM_QUOTAS, ns, "team-quota", desired_quota, team));
     KCR_TRY(ensure(ctx, &TEAM_BINDINGS, ns, "team-members", desired_binding, team));
-    KCR_TRY(kcr_ctrlutil_update_status(
-        kcr_ctx_client(ctx),
-        &(kcr_ctrlutil_write_options){.resource = &TEAMS,
-                                      .name = kcr_object_name(team),
-                                      .mutate = desired_status,
-                                      .user_data = ns,
-                                      .cache = kcr_ctx_cache(ctx, &TEAMS)},
-        NULL));
+    KCR_TRY(ensure(ctx, &TEAMS, NULL, kcr_object_name(team), desired_status, ns));
     return KCR_DONE;
 }
 
 static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void *user_data)
 {
-    (void)req, (void)user_data;
     kcr_object *team = kcr_ctx_get_primary(ctx);
     if (!team)
         return KCR_DONE; /* deleted: the garbage collector removes what it owned */
