@@ -130,12 +130,13 @@ static void halves(bool gate_on)
     /* ---- the client's LIST with each selector */
     tally a = {.r = LO}, b = {.r = HI};
     kcr_shard_info info = {0};
+    kcr_list_meta before = {0};
     cr_assert_eq(kcr_client_list(c,
                                  &(kcr_request){.resource = &E2E_CM,
                                                 .ns = ns,
                                                 .shard_selector = lo_sel,
                                                 .shard_info = &info},
-                                 tally_item, &a, NULL),
+                                 tally_item, &a, &before),
                  KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(info.present, gate_on, "shardInfo comes back exactly when the gate is on");
     if (gate_on)
@@ -209,6 +210,25 @@ static void halves(bool gate_on)
     cr_assert_eq(e2e_update_cm(c, ns, "cm-00100", "changed"), KCR_OK, "%s", kcr_last_error());
     int want_n = server_count(c, ns);
     cr_assert_eq(want_n, N_OBJS + 40 - 10);
+
+    /* a snapshot of one half at the first list's resourceVersion (what an
+     * in-place range change would list for gained ranges): the same
+     * objects as then, despite the writes since */
+    tally snap = {.r = LO};
+    cr_assert_eq(kcr_client_list(c,
+                                 &(kcr_request){.resource = &E2E_CM,
+                                                .ns = ns,
+                                                .shard_selector = lo_sel,
+                                                .shard_info = &info,
+                                                .resource_version = before.resource_version,
+                                                .resource_version_match = "Exact"},
+                                 tally_item, &snap, NULL),
+                 KCR_OK, "%s", kcr_last_error());
+    cr_expect_eq(info.present, gate_on);
+    cr_expect_eq(snap.n, a.n, "the snapshot at %s", before.resource_version);
+    cr_expect_eq(snap.outside, gate_on ? 0 : a.outside);
+    kcr_shard_info_clear(&info);
+    kcr_list_meta_clear(&before);
     int64_t deadline = now_ms() + WAIT_MS;
     while (!partitioned(lo, hi, (size_t)want_n, why, sizeof why) && now_ms() < deadline)
         sleep_ms(20);
