@@ -214,8 +214,7 @@ static kcr_err transform(kcr_reflector *r, kcr_object *in, kcr_object **out)
  * that did filter makes this a no-op. Counts what it drops. */
 static bool in_shard(kcr_reflector *r, const kcr_object *obj)
 {
-    if (!r->shard_sel ||
-        kcr_shard_match(obj, r->shard_field, r->shard_ranges, r->n_shard_ranges))
+    if (!r->shard_sel || kcr_shard_match(obj, r->shard_field, r->shard_ranges, r->n_shard_ranges))
         return true;
     pthread_mutex_lock(&r->mu);
     r->stats.shard_filtered++;
@@ -336,7 +335,7 @@ static kcr_err do_list(kcr_reflector *r)
     char *cont = NULL;
     bool full = false;         /* a continue token expired: one unpaged list */
     bool retried_quorum = false;
-    bool shard_server = true;  /* every page so far carried shardInfo */
+    bool shard_server = true; /* every page so far carried shardInfo */
     for (;;) {
         int64_t limit = r->page_size > 0 ? r->page_size : 0;
         /* A relist at a specific RV is served from the watch cache only

@@ -58,9 +58,9 @@ static kcr_err tally_item(kcr_object *o, void *ud)
 static int server_count(kcr_client *c, const char *ns)
 {
     tally all = {.r = {0, 0}};
-    cr_assert_eq(kcr_client_list(c, &(kcr_request){.resource = &E2E_CM, .ns = ns}, tally_item,
-                                 &all, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_list(c, &(kcr_request){.resource = &E2E_CM, .ns = ns}, tally_item, &all, NULL),
+        KCR_OK, "%s", kcr_last_error());
     return all.n;
 }
 
@@ -122,8 +122,8 @@ static void halves(bool gate_on)
     kcr_client *c = e2e_client("KCR_TESTENV_KUBECONFIG");
     cr_assert_not_null(c, "admin client");
     char ns[64];
-    cr_assert_eq(e2e_namespace(c, gate_on ? "shard-on" : "shard-off", ns, sizeof ns), KCR_OK,
-                 "%s", kcr_last_error());
+    cr_assert_eq(e2e_namespace(c, gate_on ? "shard-on" : "shard-off", ns, sizeof ns), KCR_OK, "%s",
+                 kcr_last_error());
     cr_assert_eq(e2e_create_cms(c, ns, "cm", N_OBJS, 64), KCR_OK, "%s", kcr_last_error());
     char *lo_sel = selector_of(LO), *hi_sel = selector_of(HI);
 
@@ -150,12 +150,10 @@ static void halves(bool gate_on)
                                  NULL, NULL, NULL),
                  KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(info.present, gate_on, "a page carries shardInfo too");
-    cr_assert_eq(kcr_client_list(c,
-                                 &(kcr_request){.resource = &E2E_CM,
-                                                .ns = ns,
-                                                .shard_selector = hi_sel},
-                                 tally_item, &b, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_list(c, &(kcr_request){.resource = &E2E_CM, .ns = ns, .shard_selector = hi_sel},
+                        tally_item, &b, NULL),
+        KCR_OK, "%s", kcr_last_error());
     if (gate_on) {
         cr_expect_eq(a.outside + b.outside, 0, "the server sent only each half");
         cr_expect_eq(a.n + b.n, N_OBJS, "every object in exactly one half: %d + %d", a.n, b.n);

@@ -76,13 +76,14 @@ static void sharded_run(int *want_out)
     *want_out = want;
 }
 
-Test(shard_manager, cache_defaults_selector_is_copied_and_applied, .init = setup,
-     .fini = teardown)
+Test(shard_manager, cache_defaults_selector_is_copied_and_applied, .init = setup, .fini = teardown)
 {
     int want;
     sharded_run(&want);
-    expect_metric("kcr_cache_shard_selector_mode{resource=\"configmaps\",group=\"\",namespace=\"\"} 1");
-    expect_metric("kcr_cache_shard_filtered_total{resource=\"configmaps\",group=\"\",namespace=\"\"} 0");
+    expect_metric(
+        "kcr_cache_shard_selector_mode{resource=\"configmaps\",group=\"\",namespace=\"\"} 1");
+    expect_metric(
+        "kcr_cache_shard_filtered_total{resource=\"configmaps\",group=\"\",namespace=\"\"} 0");
 }
 
 /* The fake plays an apiserver with the gate off: same reconciles, the
@@ -93,7 +94,8 @@ Test(shard_manager, gate_off_falls_back_and_says_so_in_metrics, .fini = teardown
     cr_assert_eq(kcr_fake_client(fake, "default", &client), KCR_OK);
     int want;
     sharded_run(&want);
-    expect_metric("kcr_cache_shard_selector_mode{resource=\"configmaps\",group=\"\",namespace=\"\"} 2");
+    expect_metric(
+        "kcr_cache_shard_selector_mode{resource=\"configmaps\",group=\"\",namespace=\"\"} 2");
     char line[256];
     snprintf(line, sizeof line,
              "kcr_cache_shard_filtered_total{resource=\"configmaps\",group=\"\",namespace=\"\"} %d",

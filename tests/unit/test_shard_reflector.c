@@ -64,21 +64,19 @@ Test(shard_fake, list_applies_selector_and_answers_shard_info)
     char *lo_normal = selector_of(LO), *hi = selector_of(HI);
     tally a = {.r = LO}, b = {.r = HI};
     kcr_shard_info info = {0};
-    cr_assert_eq(kcr_client_list(c,
-                                 &(kcr_request){.resource = &CM,
-                                                .shard_selector = lo_text,
-                                                .shard_info = &info},
-                                 tally_item, &a, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_list(
+            c, &(kcr_request){.resource = &CM, .shard_selector = lo_text, .shard_info = &info},
+            tally_item, &a, NULL),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert(info.present);
     cr_expect_str_eq(info.selector, lo_normal);
-    cr_assert_eq(kcr_client_list(c,
-                                 &(kcr_request){.resource = &CM,
-                                                .shard_selector = hi,
-                                                .shard_info = &info,
-                                                .limit = 7},
-                                 tally_item, &b, NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_client_list(
+            c,
+            &(kcr_request){.resource = &CM, .shard_selector = hi, .shard_info = &info, .limit = 7},
+            tally_item, &b, NULL),
+        KCR_OK);
     cr_expect(info.present, "a page carries shardInfo too");
     cr_expect_eq(a.outside, 0);
     cr_expect_eq(b.outside, 0);
@@ -92,9 +90,9 @@ Test(shard_fake, list_applies_selector_and_answers_shard_info)
     cr_expect_gt(b.n, N_SEED / 4);
 
     /* no selector: no shardInfo */
-    cr_assert_eq(kcr_client_list(c, &(kcr_request){.resource = &CM, .shard_info = &info}, NULL,
-                                 NULL, NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_client_list(c, &(kcr_request){.resource = &CM, .shard_info = &info}, NULL, NULL, NULL),
+        KCR_OK);
     cr_expect_not(info.present);
     kcr_shard_info_clear(&info);
     free(lo_normal);
@@ -119,11 +117,9 @@ Test(shard_fake, watch_applies_selector)
                                                  .timeout_ms = 1},
                                   tally_event, &a),
                  KCR_OK, "%s", kcr_last_error());
-    cr_assert_eq(kcr_client_watch(c,
-                                  &(kcr_request){.resource = &CM,
-                                                 .resource_version = "1",
-                                                 .timeout_ms = 1},
-                                  tally_event, &all),
+    cr_assert_eq(kcr_client_watch(
+                     c, &(kcr_request){.resource = &CM, .resource_version = "1", .timeout_ms = 1},
+                     tally_event, &all),
                  KCR_OK);
     cr_expect_eq(all.n, 99);
     cr_expect_eq(a.outside, 0);
@@ -142,11 +138,9 @@ Test(shard_fake, gate_off_ignores_selector)
     char *lo = selector_of(LO);
     tally a = {.r = LO};
     kcr_shard_info info = {0};
-    cr_assert_eq(kcr_client_list(c,
-                                 &(kcr_request){.resource = &CM,
-                                                .shard_selector = lo,
-                                                .shard_info = &info},
-                                 tally_item, &a, NULL),
+    cr_assert_eq(kcr_client_list(
+                     c, &(kcr_request){.resource = &CM, .shard_selector = lo, .shard_info = &info},
+                     tally_item, &a, NULL),
                  KCR_OK);
     cr_expect_eq(a.n, 50, "every object");
     cr_expect_gt(a.outside, 0);
@@ -168,16 +162,18 @@ Test(shard_fake, malformed_selector_is_a_500_with_the_parsers_words)
     kcr_status st = {0};
     const char *bad = "shardRange(object.metadata.name, '0x0000000000000000', "
                       "'0x8000000000000000')";
-    cr_expect_neq(kcr_client_list(c, &(kcr_request){.resource = &CM, .shard_selector = bad,
-                                                    .status = &st},
-                                  NULL, NULL, NULL),
-                  KCR_OK);
+    cr_expect_neq(
+        kcr_client_list(c, &(kcr_request){.resource = &CM, .shard_selector = bad, .status = &st},
+                        NULL, NULL, NULL),
+        KCR_OK);
     cr_expect_eq(st.code, 500);
     cr_expect(strstr(st.message, "object.metadata.name") != NULL, "%s", st.message);
-    cr_expect_neq(kcr_client_watch(c, &(kcr_request){.resource = &CM, .shard_selector = bad,
-                                                     .status = &st, .timeout_ms = 1},
-                                   tally_event, &(tally){0}),
-                  KCR_OK);
+    cr_expect_neq(
+        kcr_client_watch(
+            c,
+            &(kcr_request){.resource = &CM, .shard_selector = bad, .status = &st, .timeout_ms = 1},
+            tally_event, &(tally){0}),
+        KCR_OK);
     cr_expect_eq(st.code, 500);
     kcr_status_clear(&st);
     kcr_client_free(c);
@@ -271,10 +267,10 @@ static void churn(pair *p)
     for (int i = 0; i < 10; i++) {
         char name[32];
         snprintf(name, sizeof name, "cm-%05d", i);
-        cr_assert_eq(kcr_client_delete(p->c, &(kcr_request){.resource = &CM, .ns = "default",
-                                                            .name = name},
-                                       NULL),
-                     KCR_OK);
+        cr_assert_eq(
+            kcr_client_delete(p->c, &(kcr_request){.resource = &CM, .ns = "default", .name = name},
+                              NULL),
+            KCR_OK);
     }
     cr_assert_eq(patch_cm(p->c, "default", "cm-00100", "changed"), KCR_OK);
 }
