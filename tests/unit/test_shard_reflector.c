@@ -339,3 +339,101 @@ Test(shard_informer, malformed_selector_is_refused_up_front)
     kcr_client_free(c);
     kcr_fake_free(f);
 }
+
+/* ---- changing the selector of a running informer ---- */
+
+typedef struct seen {
+    atomic_int adds, tombstones, deletes, updates;
+} seen;
+
+static void seen_add(const char *key, const kcr_object *obj, bool initial, void *ud)
+{
+    atomic_fetch_add(&((seen *)ud)->adds, 1);
+}
+
+static void seen_update(const char *key, const kcr_object *o, const kcr_object *n, void *ud)
+{
+    atomic_fetch_add(&((seen *)ud)->updates, 1);
+}
+
+static void seen_delete(const char *key, const kcr_object *obj, const kcr_tombstone *t, void *ud)
+{
+    seen *s = ud;
+    atomic_fetch_add(t ? &s->tombstones : &s->deletes, 1);
+}
+
+/* The store holds exactly the fake's objects in r (n 0: all of them). */
+static bool holds_exactly(kcr_informer *inf, const kcr_shard_range *r, size_t n, int want)
+{
+    kcr_object_list l = {0};
+    if (kcr_store_list(kcr_informer_store(inf), &l) != KCR_OK)
+        return false;
+    bool ok = (int)l.len == want;
+    for (size_t i = 0; ok && n && i < l.len; i++)
+        ok = kcr_shard_match(l.items[i], KCR_SHARD_BY_UID, r, n);
+    kcr_object_list_free(&l);
+    return ok;
+}
+
+static int count_in(kcr_fake *f, kcr_shard_range r)
+{
+    kcr_client *c = NULL;
+    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
+    tally t = {.r = r};
+    cr_assert_eq(kcr_client_list(c, &(kcr_request){.resource = &CM}, tally_item, &t, NULL), KCR_OK);
+    kcr_client_free(c);
+    return t.n - t.outside;
+}
+
+static void change_selector(bool ignore)
+{
+    kcr_fake *f = fake_with(ignore, N_SEED);
+    kcr_client *c = NULL;
+    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
+    char *lo = selector_of(LO), *hi = selector_of(HI);
+    int n_lo = count_in(f, LO), n_hi = count_in(f, HI);
+    kcr_informer *inf = NULL;
+    kcr_informer_options o = {.reflector = {.shard_selector = lo}};
+    cr_assert_eq(kcr_informer_new(c, &CM, &o, &inf), KCR_OK);
+    seen s = {0};
+    kcr_event_handler h = {
+        .on_add = seen_add, .on_update = seen_update, .on_delete = seen_delete, .user_data = &s};
+    cr_assert_eq(kcr_informer_add_handler(inf, &h, NULL), KCR_OK);
+    cr_assert_eq(kcr_informer_start(inf), KCR_OK);
+    cr_assert_eq(kcr_informer_wait_for_sync(inf, WAIT_MS, NULL), KCR_OK);
+    WAIT_FOR(atomic_load(&s.adds) == n_lo, WAIT_MS);
+    cr_assert(holds_exactly(inf, &LO, 1, n_lo));
+    kcr_reflector *r = kcr_informer_reflector(inf);
+
+    cr_expect_eq(kcr_reflector_set_shard_selector(r, "shardRange(bad)"), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_reflector_set_shard_selector(r, hi), KCR_OK, "%s", kcr_last_error());
+    WAIT_FOR(holds_exactly(inf, &HI, 1, n_hi), WAIT_MS);
+    WAIT_FOR(atomic_load(&s.tombstones) == n_lo && atomic_load(&s.adds) == n_lo + n_hi, WAIT_MS);
+    cr_expect_eq(atomic_load(&s.deletes), 0, "objects that left the shard come as tombstones");
+    cr_expect_eq(rstats(inf).shard_mode,
+                 ignore ? KCR_SHARD_SELECTOR_CLIENT : KCR_SHARD_SELECTOR_SERVER);
+    /* the watch follows the new selector */
+    kcr_object_unref(seed_cm(f, "default", "late", "x", "y"));
+    int n_hi2 = count_in(f, HI);
+    WAIT_FOR(holds_exactly(inf, &HI, 1, n_hi2), WAIT_MS);
+
+    /* "" is no selector: everything */
+    cr_assert_eq(kcr_reflector_set_shard_selector(r, ""), KCR_OK);
+    WAIT_FOR(holds_exactly(inf, NULL, 0, N_SEED + 1), WAIT_MS);
+    cr_expect_eq(rstats(inf).shard_mode, KCR_SHARD_SELECTOR_NONE);
+    kcr_informer_free(inf);
+    free(lo);
+    free(hi);
+    kcr_client_free(c);
+    kcr_fake_free(f);
+}
+
+Test(shard_informer, selector_changes_at_run_time)
+{
+    change_selector(false);
+}
+
+Test(shard_informer, selector_changes_at_run_time_gate_off)
+{
+    change_selector(true);
+}
