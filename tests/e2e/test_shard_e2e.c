@@ -5,7 +5,9 @@
  * those selectors list and watch, the server filtering (shard_mode SERVER,
  * nothing dropped client-side), and every object created, updated or
  * deleted lands in exactly one cache; a malformed selector is a 500 with the
- * parser's words. gate_off (fixture testenv, gate off): the server ignores
+ * parser's words; a sharded LIST at an earlier resourceVersion (Exact) is
+ * that snapshot of the shard; an informer moved to the other half at run
+ * time (kcr_reflector_set_shard_selector) ends up holding that half. gate_off (fixture testenv, gate off): the server ignores
  * the selector (no shardInfo, every object), and the informers fall back to
  * filtering client-side (shard_mode CLIENT), with the same partition. */
 #include <criterion/criterion.h>
@@ -97,6 +99,19 @@ static bool cached_value_is(kcr_informer *lo, kcr_informer *hi, const char *ns, 
     bool is = v && strcmp(v, value) == 0;
     kcr_object_unref(o);
     return is;
+}
+
+/* Both caches hold the same objects, all in HI. */
+static bool same_half(kcr_informer *a, kcr_informer *b)
+{
+    kcr_object_list x = {0}, y = {0};
+    bool ok = kcr_store_list(kcr_informer_store(a), &x) == KCR_OK &&
+              kcr_store_list(kcr_informer_store(b), &y) == KCR_OK && x.len == y.len;
+    for (size_t i = 0; ok && i < x.len; i++)
+        ok = kcr_shard_match(x.items[i], KCR_SHARD_BY_UID, &HI, 1);
+    kcr_object_list_free(&x);
+    kcr_object_list_free(&y);
+    return ok;
 }
 
 static kcr_informer *shard_informer(kcr_client *c, const char *ns, const char *sel)
@@ -242,6 +257,13 @@ static void halves(bool gate_on)
     else
         cr_expect_gt(rstats(lo).shard_filtered + rstats(hi).shard_filtered, (uint64_t)N_OBJS,
                      "each reflector dropped the other half's events");
+
+    /* the first informer moves to the other half at run time */
+    cr_assert_eq(kcr_reflector_set_shard_selector(kcr_informer_reflector(lo), hi_sel), KCR_OK);
+    deadline = now_ms() + WAIT_MS;
+    while (!same_half(lo, hi) && now_ms() < deadline)
+        sleep_ms(20);
+    cr_assert(same_half(lo, hi), "after moving the LO informer to HI");
 
     kcr_informer_free(lo);
     kcr_informer_free(hi);
