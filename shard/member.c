@@ -29,6 +29,7 @@ struct kcr__shard_member {
     char *probe_holder;
     char skew[320];    /* the last clock-skew report, "" while none */
     char skew_of[64];  /* whose Lease it was about (truncated), for logging once */
+    char problem[320]; /* the last report of a malformed Lease in the ring, "" while none */
     kcr__ring *cached; /* the last ring built, reused while its members stay */
 };
 
@@ -421,6 +422,40 @@ static void note_skew(kcr__shard_member *m, const kcr__shard_lease_list *list, i
     memcpy(m->skew, report, sizeof report);
 }
 
+/* The first unexpired Lease of the ring that cannot take part as it is: no
+ * identity label, no slot, unreadable held ranges. The member copes
+ * (ignores it, or treats it as holding everything until it expires); this
+ * says so, logged once per change, kept for kcr__shard_member_problem. */
+static void note_problems(kcr__shard_member *m, const kcr__shard_lease_list *list, int64_t now)
+{
+    char report[sizeof m->problem] = "";
+    for (size_t i = 0; i < list->n && !*report; i++) {
+        const kcr__shard_lease *l = &list->items[i];
+        kcr__ranges held = {0};
+        if (expired(m, l, now))
+            continue; /* takes no part any more */
+        if (!*l->identity)
+            snprintf(report, sizeof report,
+                     "shard ring \"%s\": a Lease (holder \"%s\") has no %s label: it is not a "
+                     "member",
+                     m->ring, l->holder, KCR__SHARD_IDENTITY_LABEL);
+        else if (*l->holder && l->slot < 0)
+            snprintf(report, sizeof report,
+                     "shard ring \"%s\": the Lease of \"%s\" has no valid %s annotation: it "
+                     "owns nothing",
+                     m->ring, l->identity, KCR__SHARD_SLOT_ANNOTATION);
+        else if (kcr__ranges_parse(l->held, &held) == KCR_ERR_PARSE)
+            snprintf(report, sizeof report,
+                     "shard ring \"%s\": the %s annotation of \"%s\" does not parse (%s): "
+                     "taken as holding every key until its Lease expires",
+                     m->ring, KCR__SHARD_HELD_ANNOTATION, l->identity, kcr_last_error());
+        kcr__ranges_clear(&held);
+    }
+    if (*report && strcmp(report, m->problem) != 0)
+        kcr__log(KCR_LOG_WARN, "shard", "%s", report);
+    memcpy(m->problem, report, sizeof report);
+}
+
 kcr_err kcr__shard_member_sync(kcr__shard_member *m, int64_t now_ms)
 {
     if (m->state == KCR__SHARD_REFUSED)
@@ -433,6 +468,7 @@ kcr_err kcr__shard_member_sync(kcr__shard_member *m, int64_t now_ms)
     if (err != KCR_OK)
         return err;
     note_skew(m, &list, now_ms);
+    note_problems(m, &list, now_ms);
     kcr__shard_lease *own = find_own(m, &list);
     if (m->state == KCR__SHARD_JOINING || m->state == KCR__SHARD_PROBING)
         err = join(m, &list, own, now_ms);
@@ -494,11 +530,6 @@ const kcr__ranges *kcr__shard_member_admitted(const kcr__shard_member *m)
     return &m->admitted;
 }
 
-const kcr__ranges *kcr__shard_member_published(const kcr__shard_member *m)
-{
-    return &m->published;
-}
-
 size_t kcr__shard_member_inflight(const kcr__shard_member *m)
 {
     return m->ninflight;
@@ -507,4 +538,9 @@ size_t kcr__shard_member_inflight(const kcr__shard_member *m)
 const char *kcr__shard_member_skew(const kcr__shard_member *m)
 {
     return m->skew;
+}
+
+const char *kcr__shard_member_problem(const kcr__shard_member *m)
+{
+    return m->problem;
 }

@@ -85,9 +85,13 @@ const kcr__ranges *kcr__shard_member_admitted(const kcr__shard_member *m);
  * when it first shows). Borrowed until the next call. */
 const char *kcr__shard_member_skew(const kcr__shard_member *m);
 
-/* What it publishes on its Lease, and how many reconciles it has in flight
- * (for reports and tests). */
-const kcr__ranges *kcr__shard_member_published(const kcr__shard_member *m);
+/* "" while every Lease of the ring is well formed; else what is wrong with
+ * one (no identity label, no slot, unreadable held ranges) and how the
+ * member treats it (also logged, as a warning, when it first shows).
+ * Borrowed until the next call. */
+const char *kcr__shard_member_problem(const kcr__shard_member *m);
+
+/* How many reconciles it has in flight (for reports and tests). */
 size_t kcr__shard_member_inflight(const kcr__shard_member *m);
 
 #endif

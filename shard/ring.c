@@ -64,20 +64,29 @@ static kcr_err segs_push(segs *l, uint64_t start, int who)
     return segs_insert(l, l->n, (seg){start, who});
 }
 
-/* Moves `amount` from the tail of slot `donor` to slot `taker`. */
+/* Moves `amount` from slot `donor` to slot `taker`, cut from the tail of
+ * the donor's largest segment (the first of equals), so the donor keeps its
+ * number of ranges and the taker gets one piece: a donor holding 1/k in at
+ * most k segments always has one of at least 1/k^2, more than the
+ * 1/(k(k+1)) it gives. Should rounding ever leave it short, the rest comes
+ * from the next largest. */
 static kcr_err take_tail(segs *l, int donor, int taker, uint64_t amount)
 {
-    for (size_t j = l->n; j-- > 0 && amount > 0;) {
-        if (l->s[j].who != donor)
-            continue;
-        uint64_t len = seg_len(l, j);
+    while (amount > 0) {
+        size_t best = l->n;
+        for (size_t j = 0; j < l->n; j++)
+            if (l->s[j].who == donor && (best == l->n || seg_len(l, j) > seg_len(l, best)))
+                best = j;
+        if (best == l->n)
+            return KCR_OK; /* the donor has nothing left */
+        uint64_t len = seg_len(l, best);
         if (amount >= len) {
-            l->s[j].who = taker;
+            l->s[best].who = taker;
             amount -= len;
-        } else {
-            uint64_t end = j + 1 < l->n ? l->s[j + 1].start : 0;
-            return segs_insert(l, j + 1, (seg){end - amount, taker});
+            continue;
         }
+        uint64_t end = best + 1 < l->n ? l->s[best + 1].start : 0;
+        return segs_insert(l, best + 1, (seg){end - amount, taker});
     }
     return KCR_OK;
 }

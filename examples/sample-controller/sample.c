@@ -219,7 +219,7 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
     }
     kcr_object_unref(d);
     kcr_object_unref(foo);
-    return err == KCR_OK ? KCR_DONE : KCR_RETRY(err);
+    return kcr_result_of(err); /* a write the server refused is not retried */
 }
 
 void sample_controller(kcr_controller_options *opts, const sample_config *cfg)

@@ -323,3 +323,128 @@ Test(shard_member, a_clock_skewed_past_the_margin_is_reported)
     kcr__shard_member_free(b);
     memstore_free(&table);
 }
+
+Test(shard_member, malformed_leases_are_reported_and_kept_safe)
+{
+    memstore table = {0};
+    memstore_handle ha, hx;
+    memstore_init(&ha, &table);
+    memstore_init(&hx, &table);
+    kcr__shard_member *a = member(&ha.store, "a", "a_1");
+    int64_t t = T0;
+    sync_ok(a, t);
+    sync_ok(a, t += 1000);
+    cr_expect_str_eq(kcr__shard_member_problem(a), "");
+    cr_assert_eq(kcr__ranges_measure(kcr__shard_member_admitted(a)), UINT64_MAX);
+
+    /* someone else's Lease in the ring with unreadable held ranges */
+    kcr__shard_lease bad = {.identity = "x",
+                            .holder = "x_1",
+                            .duration_ms = LEASE,
+                            .renew_ms = t,
+                            .slot = 1,
+                            .held = "everything",
+                            .version = ""};
+    char *v = NULL;
+    cr_assert_eq(hx.store.ops->put("web", &bad, &v, hx.store.user_data), KCR_OK);
+    free(v);
+    sync_ok(a, t += 1000);
+    const char *problem = kcr__shard_member_problem(a);
+    cr_expect_not_null(strstr(problem, "annotation of \"x\" does not parse"), "%s", problem);
+    cr_expect_not_null(strstr(problem, "until its Lease expires"), "%s", problem);
+    /* x is in the ring (slot 1): a gives up x's half and claims nothing of it */
+    for (int i = 0; i < 3; i++)
+        sync_ok(a, t += 1000);
+    uint64_t half = kcr__ranges_measure(kcr__shard_member_admitted(a));
+    cr_expect_lt(half, UINT64_MAX / 3 * 2, "a kept x's half");
+    /* once x's Lease expires, a takes everything back */
+    for (; t < T0 + 2000 + LEASE + MARGIN + 3000; t += 1000)
+        sync_ok(a, t);
+    cr_expect_eq(kcr__ranges_measure(kcr__shard_member_admitted(a)), UINT64_MAX);
+
+    /* a Lease with no identity label is not a member */
+    kcr__shard_lease anon = {.identity = "",
+                             .holder = "y_1",
+                             .duration_ms = LEASE,
+                             .renew_ms = t,
+                             .slot = 2,
+                             .held = "",
+                             .version = ""};
+    cr_assert_eq(hx.store.ops->put("web", &anon, &v, hx.store.user_data), KCR_OK);
+    free(v);
+    sync_ok(a, t += 1000);
+    problem = kcr__shard_member_problem(a);
+    cr_expect_not_null(strstr(problem, "has no kcr.dev/shard-identity label"), "%s", problem);
+    cr_expect_eq(kcr__ranges_measure(kcr__shard_member_admitted(a)), UINT64_MAX);
+    kcr__shard_member_free(a);
+    memstore_free(&table);
+}
+
+/* A store whose next list hides one identity: two joiners that listed
+ * before either wrote. */
+typedef struct hiding_store {
+    kcr__lease_store store;
+    const kcr__lease_store *inner;
+    const char *hide; /* hidden from the next list, then NULL */
+} hiding_store;
+
+static kcr_err hiding_list(const char *ring, kcr__shard_lease_list *out, void *user_data)
+{
+    hiding_store *h = user_data;
+    kcr_err err = h->inner->ops->list(ring, out, h->inner->user_data);
+    for (size_t i = 0; err == KCR_OK && h->hide && i < out->n; i++) {
+        if (strcmp(out->items[i].identity, h->hide) == 0) {
+            kcr__shard_lease_clear(&out->items[i]);
+            out->items[i] = out->items[--out->n];
+            h->hide = NULL;
+        }
+    }
+    return err;
+}
+
+static kcr_err hiding_put(const char *ring, const kcr__shard_lease *l, char **version,
+                          void *user_data)
+{
+    hiding_store *h = user_data;
+    return h->inner->ops->put(ring, l, version, h->inner->user_data);
+}
+
+static const kcr__lease_store_ops hiding_ops = {hiding_list, hiding_put};
+
+Test(shard_member, two_joiners_on_one_slot)
+{
+    memstore table = {0};
+    memstore_handle ha, hb;
+    memstore_init(&ha, &table);
+    memstore_init(&hb, &table);
+    hiding_store hide = {{&hiding_ops, &hide}, &hb.store, NULL};
+    kcr__shard_member *a = member(&ha.store, "a", "a_1");
+    kcr__shard_member *b = member(&hide.store, "b", "b_1");
+    int64_t t = T0;
+    sync_ok(a, t);
+    hide.hide = "a"; /* b joins as if a had not written yet */
+    sync_ok(b, t);
+    cr_assert_eq(memstore_find(&table, "a")->slot, 0);
+    cr_assert_eq(memstore_find(&table, "b")->slot, 0, "the race did not happen");
+    for (int i = 0; i < 4; i++) {
+        t += 1000;
+        sync_ok(a, t);
+        sync_ok(b, t);
+        cr_expect_not(
+            kcr__ranges_intersects(kcr__shard_member_admitted(a), kcr__shard_member_admitted(b)),
+            "both admit the same keys at step %d", i);
+    }
+    cr_expect_eq(memstore_find(&table, "a")->slot, 0, "the smaller identity keeps the slot");
+    cr_expect_eq(memstore_find(&table, "b")->slot, 1, "the other moved to the free slot");
+    for (int i = 0; i < 3; i++, t += 1000) {
+        sync_ok(a, t);
+        sync_ok(b, t);
+    }
+    uint64_t sa = kcr__ranges_measure(kcr__shard_member_admitted(a));
+    uint64_t sb = kcr__ranges_measure(kcr__shard_member_admitted(b));
+    cr_expect(sa > UINT64_MAX / 5 * 2 && sb > UINT64_MAX / 5 * 2, "not split in two: %llx %llx",
+              (unsigned long long)sa, (unsigned long long)sb);
+    kcr__shard_member_free(a);
+    kcr__shard_member_free(b);
+    memstore_free(&table);
+}

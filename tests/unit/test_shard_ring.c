@@ -128,9 +128,8 @@ Test(shard_ring, balance_and_few_ranges)
             max = count[s] > max ? count[s] : max;
             kcr__ranges own = {0};
             cr_assert_eq(kcr__ring_ranges(r, names[s], &own), KCR_OK);
-            /* slot s got at most two pieces from each slot below it */
-            cr_expect_leq(own.n, (size_t)(s > 1 ? 2 * s : 1), "N=%d slot %d: %zu ranges", n, s,
-                          own.n);
+            /* slot s got one piece from each slot below it */
+            cr_expect_leq(own.n, (size_t)(s > 1 ? s : 1), "N=%d slot %d: %zu ranges", n, s, own.n);
             cr_expect_leq(own.n, 32, "N=%d slot %d: %zu ranges", n, s, own.n);
             most_ranges = own.n > most_ranges ? own.n : most_ranges;
             kcr__ranges_clear(&own);

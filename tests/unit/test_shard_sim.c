@@ -2,7 +2,8 @@
  * process on an in-memory Lease store with a virtual clock, random joins,
  * graceful leaves, crashes (some restarting with their identity),
  * partitions (a replica that cannot reach the API keeps running what it
- * admitted), duplicate starts of a live identity, skewed clocks, and keys
+ * admitted), API outages (all of them cut off at once), duplicate starts of
+ * a live identity, skewed clocks, and keys
  * whose reconciles take time. Every replica sees every key (filter mode)
  * and reconciles the ones its member admits.
  *
@@ -12,7 +13,12 @@
  * - liveness: once nothing changed for QUIET_MS (the bound: lease + margin +
  *   the longest reconcile + two steps), the live members' admitted ranges
  *   partition the whole hash space, so every key has exactly one owner;
- * - balance: the largest admitted share against the mean at those points.
+ * - balance: the largest admitted share against the mean at those points;
+ * - fencing: no reconcile starts on a replica cut off for longer than its
+ *   renew deadline;
+ * - hand-over latency: how long keys go without an admitting replica; in a
+ *   graceful hand-over (a join or leave with no crash, restart or cut-off
+ *   near) at most the longest reconcile (the drain) plus three steps.
  * The 1,000-event run must show zero overlaps; the same run with the
  * hand-over broken (acknowledge before draining) must show some. */
 #include <criterion/criterion.h>
@@ -71,7 +77,7 @@ typedef struct replica {
     kcr__shard_member *m;
     cut_store h;
     char identity[16], instance[32];
-    int64_t skew_ms, next_sync, partition_until;
+    int64_t skew_ms, next_sync, partition_from, partition_until;
     int64_t run_end[NKEYS]; /* 0: not running that key */
 } replica;
 
@@ -100,11 +106,73 @@ typedef struct sim {
     bool checked; /* coverage checked since last_change */
     /* results */
     long overlaps, reconciles, coverage_checks, coverage_failures, refusals;
-    long joins, leaves, crashes, partitions, duplicates, restarts_done;
+    long joins, leaves, crashes, partitions, outages, duplicates, restarts_done;
+    long late_admissions; /* admitted while cut off past the renew deadline */
+    size_t most_ranges;   /* the most ranges one member admitted at a quiet point */
     double worst_balance;
     long long lease_puts, lease_lists;
     int64_t member_ms; /* replica-milliseconds alive, for per-member costs */
+    /* how long keys went without an admitting replica (sampled every
+     * GAP_SAMPLE_MS), for the hand-over latency */
+    int64_t gap_from[NKEYS];  /* -1: owned */
+    bool gap_graceful[NKEYS]; /* that gap began with no crash, restart or cut-off near */
+    int64_t *gaps, *graceful;
+    size_t ngaps, capgaps, ngraceful, capgraceful;
+    int64_t disrupted_until; /* a crash, restart or cut-off is near until then */
 } sim;
+
+#define GAP_SAMPLE_MS 200
+
+static void record(int64_t **v, size_t *n, size_t *cap, int64_t x)
+{
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 1024;
+        *v = realloc(*v, *cap * sizeof **v);
+        cr_assert_not_null(*v);
+    }
+    (*v)[(*n)++] = x;
+}
+
+/* A crash, restart or cut-off moves keys only after a Lease expires: the
+ * gaps open at one or beginning near one are not graceful hand-overs. */
+static void disrupted(sim *s, int64_t until)
+{
+    until += QUIET_MS;
+    s->disrupted_until = until > s->disrupted_until ? until : s->disrupted_until;
+    for (int k = 0; k < NKEYS; k++)
+        s->gap_graceful[k] = false;
+}
+
+static void sample_gaps(sim *s)
+{
+    for (int k = 0; k < NKEYS; k++) {
+        bool owned = false;
+        for (int i = 0; i < s->nr && !owned; i++)
+            owned = s->r[i].alive &&
+                    kcr__ranges_contains(kcr__shard_member_admitted(s->r[i].m), s->hash[k]);
+        if (!owned && s->gap_from[k] < 0) {
+            s->gap_from[k] = s->t;
+            s->gap_graceful[k] = s->t >= s->disrupted_until;
+        } else if (owned && s->gap_from[k] >= 0) {
+            record(&s->gaps, &s->ngaps, &s->capgaps, s->t - s->gap_from[k]);
+            if (s->gap_graceful[k])
+                record(&s->graceful, &s->ngraceful, &s->capgraceful, s->t - s->gap_from[k]);
+            s->gap_from[k] = -1;
+        }
+    }
+}
+
+static int by_value(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The q-quantile of sorted values, in ms (0 when none). */
+static int64_t quantile(const int64_t *v, size_t n, double q)
+{
+    return n ? v[(size_t)(q * (double)(n - 1))] : 0;
+}
 
 static uint64_t rnd(sim *s)
 {
@@ -179,23 +247,32 @@ static bool identity_in_use(sim *s, const char *id)
     return false;
 }
 
+static void cut_off(sim *s, replica *p, int64_t until)
+{
+    disrupted(s, until);
+    if (!p->h.partitioned)
+        p->partition_from = s->t;
+    p->h.partitioned = true;
+    p->partition_until = until > p->partition_until ? until : p->partition_until;
+}
+
 static void random_event(sim *s)
 {
     int idx[MAX_REPLICAS];
     int nlive = live(s, idx, false);
     int nactive = live(s, idx, true); /* idx: the active ones */
-    int kind = (int)(rnd(s) % 10);
-    if (nlive < 2 || (kind < 3 && nlive < MAX_LIVE)) { /* join */
+    int kind = (int)(rnd(s) % 20);
+    if (nlive < 2 || (kind < 6 && nlive < MAX_LIVE)) { /* join */
         char id[16];
         do
             snprintf(id, sizeof id, "r%d", s->next_id++ % 12); /* identities come back */
         while (identity_in_use(s, id));
         start_replica(s, id);
         s->joins++;
-    } else if (kind < 5 && nactive > 1) { /* graceful leave */
+    } else if (kind < 10 && nactive > 1) { /* graceful leave */
         kcr__shard_member_leave(s->r[idx[rnd(s) % (uint64_t)nactive]].m);
         s->leaves++;
-    } else if (kind < 7) { /* crash, maybe restart with the same identity */
+    } else if (kind < 14) { /* crash, maybe restart with the same identity */
         nlive = live(s, idx, false);
         replica *p = &s->r[idx[rnd(s) % (uint64_t)nlive]];
         if (rnd(s) % 2 && s->nrestarts < MAX_REPLICAS) {
@@ -205,12 +282,17 @@ static void random_event(sim *s)
         }
         stop_process(p);
         s->crashes++;
-    } else if (kind < 9) { /* partition */
+        disrupted(s, s->t);
+    } else if (kind < 18) { /* partition */
         nlive = live(s, idx, false);
-        replica *p = &s->r[idx[rnd(s) % (uint64_t)nlive]];
-        p->h.partitioned = true;
-        p->partition_until = s->t + between(s, 2000, 30000);
+        cut_off(s, &s->r[idx[rnd(s) % (uint64_t)nlive]], s->t + between(s, 2000, 30000));
         s->partitions++;
+    } else if (kind == 19) { /* the API is down for everyone */
+        nlive = live(s, idx, false);
+        int64_t until = s->t + between(s, 5000, 40000);
+        for (int i = 0; i < nlive; i++)
+            cut_off(s, &s->r[idx[i]], until);
+        s->outages++;
     } else if (nactive > 0) { /* a second process with a live identity */
         start_replica(s, s->r[idx[rnd(s) % (uint64_t)nactive]].identity);
         s->duplicates++;
@@ -238,6 +320,7 @@ static void check_coverage(sim *s)
             ok = false;
         cr_assert_eq(kcr__ranges_union(&all, a, &tmp), KCR_OK);
         cr_assert_eq(kcr__ranges_copy(&tmp, &all), KCR_OK);
+        s->most_ranges = a->n > s->most_ranges ? a->n : s->most_ranges;
         if (kcr__shard_member_state(s->r[i].m) == KCR__SHARD_ACTIVE) {
             uint64_t share = kcr__ranges_measure(a);
             max = share > max ? share : max;
@@ -300,6 +383,7 @@ static void step(sim *s)
             i--;
             start_replica(s, id);
             s->restarts_done++;
+            disrupted(s, s->t);
             s->last_change = s->t;
         }
     }
@@ -348,6 +432,9 @@ static void step(sim *s)
             for (int j = 0; j < s->nr; j++)
                 if (j != i && s->r[j].alive && s->r[j].run_end[k])
                     s->overlaps++;
+            /* its last write was sent before the cut: skew only shifts its own clock */
+            if (p->h.partitioned && s->t - p->partition_from >= RENEW_DEADLINE_MS)
+                s->late_admissions++;
             p->run_end[k] = s->t + between(s, 100, MAX_RECONCILE_MS);
             s->reconciles++;
             started = true;
@@ -355,6 +442,8 @@ static void step(sim *s)
         if (started) /* else it stays due: retried at the next step */
             s->next_work[k] = s->t + between(s, 0, 3000);
     }
+    if (s->t % GAP_SAMPLE_MS == 0)
+        sample_gaps(s);
     if (!s->checked && s->t - s->last_change >= QUIET_MS) {
         check_coverage(s);
         s->checked = true;
@@ -376,8 +465,10 @@ static void run(sim *s, uint64_t seed, int events, bool broken, backend b)
         cr_assert_eq(kcr__lease_store_client_new(s->client, "sim", &s->client_store), KCR_OK);
         s->store = s->client_store;
     }
-    for (int k = 0; k < NKEYS; k++)
+    for (int k = 0; k < NKEYS; k++) {
         s->hash[k] = rnd(s);
+        s->gap_from[k] = -1;
+    }
     for (int i = 0; i < 3; i++) {
         char id[16];
         snprintf(id, sizeof id, "r%d", s->next_id++);
@@ -405,6 +496,8 @@ static void run(sim *s, uint64_t seed, int events, bool broken, backend b)
         if (s->t - s->last_change < STEP_MS)
             s->checked = false;
     }
+    qsort(s->gaps, s->ngaps, sizeof *s->gaps, by_value);
+    qsort(s->graceful, s->ngraceful, sizeof *s->graceful, by_value);
     for (int i = 0; i < s->nr; i++)
         if (s->r[i].alive)
             stop_process(&s->r[i]);
@@ -437,15 +530,24 @@ static int sim_events(void)
 
 static void report(const char *what, const sim *s, int events)
 {
-    cr_log_info("%s: events=%d t=%llds reconciles=%ld joins=%ld leaves=%ld crashes=%ld "
-                "restarts=%ld partitions=%ld duplicates=%ld refusals=%ld coverage_checks=%ld "
-                "worst_balance=%.3f lease_writes=%lld lease_lists=%lld overlaps=%ld "
-                "per_member_minute: writes=%.1f lists=%.1f",
-                what, events, (long long)(s->t / 1000), s->reconciles, s->joins, s->leaves,
-                s->crashes, s->restarts_done, s->partitions, s->duplicates, s->refusals,
-                s->coverage_checks, s->worst_balance, s->lease_puts, s->lease_lists, s->overlaps,
-                (double)s->lease_puts * 60000.0 / (double)s->member_ms,
-                (double)s->lease_lists * 60000.0 / (double)s->member_ms);
+    cr_log_info(
+        "%s: events=%d t=%llds reconciles=%ld joins=%ld leaves=%ld crashes=%ld "
+        "restarts=%ld partitions=%ld outages=%ld duplicates=%ld refusals=%ld "
+        "coverage_checks=%ld worst_balance=%.3f most_ranges=%zu lease_writes=%lld "
+        "lease_lists=%lld overlaps=%ld late_admissions=%ld "
+        "per_member_minute: writes=%.1f lists=%.1f "
+        "unowned_gaps: n=%zu p50=%lldms p99=%lldms max=%lldms; graceful (joins, leaves): "
+        "n=%zu p50=%lldms p99=%lldms max=%lldms",
+        what, events, (long long)(s->t / 1000), s->reconciles, s->joins, s->leaves, s->crashes,
+        s->restarts_done, s->partitions, s->outages, s->duplicates, s->refusals, s->coverage_checks,
+        s->worst_balance, s->most_ranges, s->lease_puts, s->lease_lists, s->overlaps,
+        s->late_admissions, (double)s->lease_puts * 60000.0 / (double)s->member_ms,
+        (double)s->lease_lists * 60000.0 / (double)s->member_ms, s->ngaps,
+        (long long)quantile(s->gaps, s->ngaps, 0.5), (long long)quantile(s->gaps, s->ngaps, 0.99),
+        (long long)quantile(s->gaps, s->ngaps, 1.0), s->ngraceful,
+        (long long)quantile(s->graceful, s->ngraceful, 0.5),
+        (long long)quantile(s->graceful, s->ngraceful, 0.99),
+        (long long)quantile(s->graceful, s->ngraceful, 1.0));
 }
 
 /* The checks of a correct hand-over. */
@@ -458,8 +560,19 @@ static void expect_correct(const sim *s, int events)
     cr_expect_geq(s->coverage_checks, events / 20, "only %ld liveness checks ran",
                   s->coverage_checks);
     cr_expect_gt(s->refusals, 0, "no duplicate identity was refused");
+    cr_expect_eq(s->late_admissions, 0,
+                 "%ld reconciles started past a cut-off replica's "
+                 "renew deadline",
+                 s->late_admissions);
     cr_expect_gt(s->crashes + s->partitions, events / 4);
+    cr_expect(events < 100 || s->outages > 0, "no API outage in %d events", events);
     cr_expect_leq(s->worst_balance, 2.0, "a member held %.2f x the mean share", s->worst_balance);
+    /* graceful hand-over: the old owner's drain plus a step or two */
+    int64_t graceful_max = quantile(s->graceful, s->ngraceful, 1.0);
+    cr_expect_gt(s->ngraceful, 0);
+    cr_expect_leq(graceful_max, MAX_RECONCILE_MS + 3 * SYNC_MS,
+                  "a key waited %lld ms for its next owner in a graceful hand-over",
+                  (long long)graceful_max);
     cr_expect_gt(s->reconciles, 10 * events);
 }
 
@@ -470,6 +583,8 @@ Test(shard_sim, a_thousand_random_events_and_no_key_runs_twice, .timeout = 600)
     run(&s, sim_seed(), events, false, MEMORY);
     report("memory store", &s, events);
     expect_correct(&s, events);
+    free(s.gaps);
+    free(s.graceful);
 }
 
 Test(shard_sim, on_the_fake_api, .timeout = 600)
@@ -479,6 +594,8 @@ Test(shard_sim, on_the_fake_api, .timeout = 600)
     run(&s, sim_seed() + 1, events, false, FAKE);
     report("fake API", &s, events);
     expect_correct(&s, events);
+    free(s.gaps);
+    free(s.graceful);
 }
 
 Test(shard_sim, acknowledging_before_draining_is_caught, .timeout = 600)
@@ -488,4 +605,6 @@ Test(shard_sim, acknowledging_before_draining_is_caught, .timeout = 600)
     run(&s, sim_seed(), events, true, MEMORY);
     report("ack before drain", &s, events);
     cr_expect_gt(s.overlaps, 0, "the exclusivity checker missed a broken hand-over");
+    free(s.gaps);
+    free(s.graceful);
 }

@@ -11,8 +11,11 @@
 //	    ConfigMaps were reconciled, timed from manager creation.
 //	twin churn KUBECONFIG NAMESPACE UPDATES
 //	    prints "ready" once every ConfigMap was reconciled once, then
-//	    "p50_ms=<ms> p99_ms=<ms> updates=<n> rss_mb=<MB>" once UPDATES
-//	    updated ConfigMaps were reconciled (or after 120 s: exit 1).
+//	    "p50_ms=<ms> p99_ms=<ms> updates=<n> rss_mb=<MB> cpu_us=<us> events=<n>"
+//	    once UPDATES updated ConfigMaps were reconciled (or after 300 s:
+//	    exit 1). cpu_us is the process's user + system CPU time (getrusage)
+//	    from "ready" to the last update's reconcile, events the reconciles
+//	    in that window (as bench_controller counts them).
 package main
 
 import (
@@ -24,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,6 +70,19 @@ type tally struct {
 	ready     chan struct{}
 	done      chan struct{}
 	total     int // ConfigMaps in the namespace, for the churn's ready line
+	// churn: reconciles after "ready", and the process's CPU time at
+	// "ready" and at the last update's reconcile
+	windowReconciles int
+	cpuStart, cpuEnd time.Duration
+}
+
+// cpuTime is the process's user + system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		die(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func (t *tally) Reconcile(ctx context.Context, req ctrl.Request, c client.Client) (ctrl.Result, error) {
@@ -76,12 +93,16 @@ func (t *tally) Reconcile(ctx context.Context, req ctrl.Request, c client.Client
 	now := time.Now().UnixNano()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.churning {
+		t.windowReconciles++
+	}
 	if !t.seen[req.Name] {
 		t.seen[req.Name] = true
 		if !t.churn && len(t.seen) == t.want {
 			close(t.done)
 		}
 		if t.churn && len(t.seen) == t.total {
+			t.cpuStart = cpuTime()
 			close(t.ready)
 			t.churning = true
 			return ctrl.Result{}, nil
@@ -91,6 +112,7 @@ func (t *tally) Reconcile(ctx context.Context, req ctrl.Request, c client.Client
 		if ns, err := strconv.ParseInt(sent, 10, 64); err == nil {
 			t.latencies = append(t.latencies, float64(now-ns)/1e6)
 			if len(t.latencies) == t.want {
+				t.cpuEnd = cpuTime()
 				close(t.done)
 			}
 		}
@@ -188,8 +210,9 @@ func main() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.churn {
-		fmt.Printf("p50_ms=%.3f p99_ms=%.3f updates=%d rss_mb=%.1f\n",
-			percentile(t.latencies, 0.50), percentile(t.latencies, 0.99), len(t.latencies), vmHWM())
+		fmt.Printf("p50_ms=%.3f p99_ms=%.3f updates=%d rss_mb=%.1f cpu_us=%d events=%d\n",
+			percentile(t.latencies, 0.50), percentile(t.latencies, 0.99), len(t.latencies), vmHWM(),
+			(t.cpuEnd - t.cpuStart).Microseconds(), t.windowReconciles)
 	} else {
 		fmt.Printf("seconds=%.3f rss_mb=%.1f reconciles=%d\n", secs, vmHWM(), len(t.seen))
 	}
