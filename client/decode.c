@@ -31,16 +31,16 @@ static bool is_start(const kcr__jev *ev)
 /* Where the LIST machine is in the List object. Values it does not read
  * (other members, nested values of metadata) are skipped by the framer. */
 typedef enum list_state {
-    LIST_BEFORE,     /* nothing parsed yet */
-    LIST_TOP,        /* in the List object, before a key or its end */
-    LIST_TOP_VALUE,  /* after a List key (`top` says which), before its value */
-    LIST_META,       /* in metadata, before a key or its end */
-    LIST_META_VALUE, /* after a metadata key (`meta` says which), before its value */
-    LIST_SHARD,      /* in metadata.shardInfo, before a key or its end */
+    LIST_BEFORE,      /* nothing parsed yet */
+    LIST_TOP,         /* in the List object, before a key or its end */
+    LIST_TOP_VALUE,   /* after a List key (`top` says which), before its value */
+    LIST_META,        /* in metadata, before a key or its end */
+    LIST_META_VALUE,  /* after a metadata key (`meta` says which), before its value */
+    LIST_SHARD,       /* in metadata.shardInfo, before a key or its end */
     LIST_SHARD_VALUE, /* after a shardInfo key (`shard_key_selector` says if it is
                          "selector"), before its value */
-    LIST_ITEMS,      /* in items, before an item or the array's end */
-    LIST_AFTER       /* the List object has ended */
+    LIST_ITEMS,       /* in items, before an item or the array's end */
+    LIST_AFTER        /* the List object has ended */
 } list_state;
 
 typedef enum list_key { TOP_METADATA, TOP_ITEMS, TOP_KIND, TOP_API_VERSION, TOP_OTHER } list_key;

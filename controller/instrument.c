@@ -116,6 +116,7 @@ void kcr__instrument_reconcile(mgr_ctl *mc, kcr__outcome out, double seconds, bo
 
 typedef struct own_series {
     kcr_metric_family *objects, *bytes, *lists, *watches, *relists, *dropped;
+    kcr_metric_family *shard_mode, *shard_filtered;
     kcr_metric_family *routing, *ryw_waits, *ryw_timeouts;
 } own_series;
 
@@ -174,6 +175,10 @@ static void collect(kcr_metrics *metrics, void *ud)
                 counter_to(x, (double)rs.watch_requests);
             if ((x = get(o->relists, v)))
                 counter_to(x, rs.lists > 1 ? (double)(rs.lists - 1) : 0);
+            if ((x = get(o->shard_mode, v)))
+                kcr_metric_set(x, (double)rs.shard_mode);
+            if ((x = get(o->shard_filtered, v)))
+                counter_to(x, (double)rs.shard_filtered);
         }
         kcr_controller_stats cs;
         kcr_controller_get_stats(mc->c, &cs);
@@ -237,6 +242,16 @@ kcr_err kcr__instrument_manager(kcr_manager *m)
                      "Initial states listed again after the first (410 Gone, errors)",
                      KCR_METRIC_COUNTER, cache_l, 3, &o->relists);
     if (err == KCR_OK)
+        err = family(m->metrics, "kcr_cache_shard_selector_mode",
+                     "Who applies the cache's shard selector: 0 none (no selector, or not listed "
+                     "yet), 1 the apiserver, 2 the client (the apiserver ignored it)",
+                     KCR_METRIC_GAUGE, cache_l, 3, &o->shard_mode);
+    if (err == KCR_OK)
+        err = family(m->metrics, "kcr_cache_shard_filtered_total",
+                     "List items and watch events outside the cache's shard selector dropped "
+                     "client-side",
+                     KCR_METRIC_COUNTER, cache_l, 3, &o->shard_filtered);
+    if (err == KCR_OK)
         err = family(m->metrics, "kcr_events_dropped_total",
                      "Events the recorder dropped (queue full, spam limit)", KCR_METRIC_COUNTER,
                      drop_l, 1, &o->dropped);
@@ -297,7 +312,7 @@ kcr_err kcr__instrument_caches(mgr_ctl *mc)
         const kcr__source *s = &mc->c->sources[j];
         const char *v[] = {s->resource, s->group, s->ns ? s->ns : ""};
         if (!get(o->objects, v) || !get(o->bytes, v) || !get(o->lists, v) || !get(o->watches, v) ||
-            !get(o->relists, v))
+            !get(o->relists, v) || !get(o->shard_mode, v) || !get(o->shard_filtered, v))
             return kcr__fail(KCR_ERR_NOMEM, "out of memory registering cache metrics");
     }
     return KCR_OK;

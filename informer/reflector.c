@@ -42,6 +42,7 @@ struct kcr_reflector {
     void *backoff_hook_ud;
 
     kcr_cancel *cancel;
+    kcr_cancel *watch_cancel; /* the running watch's: stop and a selector change trigger it */
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cond;
@@ -54,6 +55,14 @@ struct kcr_reflector {
     kcr_status last_st;
     char *last_msg;
     kcr_reflector_stats stats;
+    /* kcr_reflector_set_shard_selector's change, taken by the reflector
+     * thread before its next list (pending_sel NULL with shard_pending:
+     * no selector any more) */
+    bool shard_pending;
+    char *pending_sel;
+    kcr_shard_field pending_field;
+    kcr_shard_range *pending_ranges;
+    size_t pending_n;
 
     /* reflector thread only */
     bool rv_unavailable;   /* the last RV is gone: next list/stream at "" */
@@ -214,8 +223,7 @@ static kcr_err transform(kcr_reflector *r, kcr_object *in, kcr_object **out)
  * that did filter makes this a no-op. Counts what it drops. */
 static bool in_shard(kcr_reflector *r, const kcr_object *obj)
 {
-    if (!r->shard_sel ||
-        kcr_shard_match(obj, r->shard_field, r->shard_ranges, r->n_shard_ranges))
+    if (!r->shard_sel || kcr_shard_match(obj, r->shard_field, r->shard_ranges, r->n_shard_ranges))
         return true;
     pthread_mutex_lock(&r->mu);
     r->stats.shard_filtered++;
@@ -326,8 +334,40 @@ static char *relist_rv(kcr_reflector *r)
     return rv;
 }
 
+/* Reflector thread: swaps in a selector kcr_reflector_set_shard_selector()
+ * left, before a list. */
+static void take_shard_change(kcr_reflector *r)
+{
+    pthread_mutex_lock(&r->mu);
+    if (r->shard_pending) {
+        free(r->shard_sel);
+        free(r->shard_ranges);
+        r->shard_sel = r->pending_sel;
+        r->shard_field = r->pending_field;
+        r->shard_ranges = r->pending_ranges;
+        r->n_shard_ranges = r->pending_n;
+        r->pending_sel = NULL;
+        r->pending_ranges = NULL;
+        r->pending_n = 0;
+        r->shard_pending = false;
+        r->shard_fallback_logged = false;
+        if (!r->shard_sel)
+            r->stats.shard_mode = KCR_SHARD_SELECTOR_NONE;
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+static bool shard_change_pending(kcr_reflector *r)
+{
+    pthread_mutex_lock(&r->mu);
+    bool p = r->shard_pending;
+    pthread_mutex_unlock(&r->mu);
+    return p;
+}
+
 static kcr_err do_list(kcr_reflector *r)
 {
+    take_shard_change(r);
     char *rv = relist_rv(r);
     if (!rv)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
@@ -336,7 +376,7 @@ static kcr_err do_list(kcr_reflector *r)
     char *cont = NULL;
     bool full = false;         /* a continue token expired: one unpaged list */
     bool retried_quorum = false;
-    bool shard_server = true;  /* every page so far carried shardInfo */
+    bool shard_server = true; /* every page so far carried shardInfo */
     for (;;) {
         int64_t limit = r->page_size > 0 ? r->page_size : 0;
         /* A relist at a specific RV is served from the watch cache only
@@ -569,14 +609,28 @@ static next_step watch_once(kcr_reflector *r, bool streaming)
     watch_ctx w = {.r = r, .initial = streaming};
     pthread_mutex_lock(&r->mu);
     r->stats.watch_requests++;
+    kcr_cancel_reset(r->watch_cancel);
+    bool skip = r->stopping || r->shard_pending; /* checked under the lock the setters take */
     pthread_mutex_unlock(&r->mu);
+    o.cancel = r->watch_cancel;
+    if (skip) {
+        kcr_status_clear(&st);
+        free(rv);
+        return stopping(r) ? NEXT_STOP : NEXT_RELIST;
+    }
     int64_t start = kcr__now_ns();
     kcr_err err = kcr_client_watch(r->client, &o, on_event, &w);
     bool healthy = w.events > 0 || kcr__now_ns() - start >= HEALTHY_WATCH_NS;
     bool was_initial = w.initial;
     objvec_clear(&w.objs);
     next_step next;
-    if (err == KCR_ERR_CANCELED || stopping(r)) {
+    if (stopping(r)) {
+        next = NEXT_STOP;
+    } else if (err == KCR_ERR_CANCELED && shard_change_pending(r)) {
+        kcr__log(KCR_LOG_INFO, "reflector", "%s: shard selector changed: relisting",
+                 r->res.resource);
+        next = NEXT_RELIST;
+    } else if (err == KCR_ERR_CANCELED) {
         next = NEXT_STOP;
     } else if (w.sink_err != KCR_OK) {
         record_failure(r, "watch (sink)", w.sink_err, NULL);
@@ -622,7 +676,7 @@ static void *run(void *arg)
     bool streaming_unsupported = r->mode != KCR_LIST_MODE_STREAMING;
     while (!stopping(r)) {
         next_step next;
-        if (need_list && !streaming_unsupported) {
+        if (need_list && !streaming_unsupported && !r->shard_sel && !shard_change_pending(r)) {
             next = watch_once(r, true);
             if (next == NEXT_FALLBACK) {
                 streaming_unsupported = true;
@@ -737,7 +791,7 @@ kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
                (opts->ns && *opts->ns && !r->ns) ||
                (opts->label_selector && *opts->label_selector && !r->label) ||
                (opts->field_selector && *opts->field_selector && !r->field);
-    if (oom || kcr_cancel_new(&r->cancel) != KCR_OK) {
+    if (oom || kcr_cancel_new(&r->cancel) != KCR_OK || kcr_cancel_new(&r->watch_cancel) != KCR_OK) {
         kcr_reflector_free(r);
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
@@ -747,9 +801,8 @@ kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
     r->mode = opts->list_mode == KCR_LIST_MODE_DEFAULT ? KCR_LIST_MODE_PAGED : opts->list_mode;
     /* A streaming list (sendInitialEvents) ends with a bookmark that carries
      * no shardInfo, so it cannot tell whether the server applied the
-     * selector: with one, the state always comes from LIST. */
-    if (r->shard_sel)
-        r->mode = KCR_LIST_MODE_PAGED;
+     * selector: with one, the state always comes from LIST (the run loop
+     * checks, as a selector can be set later). */
     r->page_size = opts->page_size == 0 ? 500 : opts->page_size;
     r->min_watch_timeout_ms = opts->min_watch_timeout_ms > 0 ? opts->min_watch_timeout_ms : 300000;
     r->idle_limit_ms = opts->idle_limit_ms;
@@ -806,6 +859,7 @@ void kcr_reflector_stop(kcr_reflector *r)
     bool join = r->started && !r->joined;
     r->joined = r->joined || join;
     pthread_cond_broadcast(&r->cond);
+    kcr_cancel_trigger(r->watch_cancel);
     pthread_mutex_unlock(&r->mu);
     kcr_cancel_trigger(r->cancel);
     if (join)
@@ -822,6 +876,7 @@ void kcr_reflector_free(kcr_reflector *r)
         pthread_cond_destroy(&r->cond);
     }
     kcr_cancel_free(r->cancel);
+    kcr_cancel_free(r->watch_cancel);
     kcr_status_clear(&r->last_st);
     free(r->last_msg);
     free(r->rv);
@@ -833,7 +888,39 @@ void kcr_reflector_free(kcr_reflector *r)
     free(r->field);
     free(r->shard_sel);
     free(r->shard_ranges);
+    free(r->pending_sel);
+    free(r->pending_ranges);
     free(r);
+}
+
+kcr_err kcr_reflector_set_shard_selector(kcr_reflector *r, const char *selector)
+{
+    if (!r)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_reflector_set_shard_selector: NULL reflector");
+    char *sel = NULL;
+    kcr_shard_field field = KCR_SHARD_BY_UID;
+    kcr_shard_range *ranges = NULL;
+    size_t n = 0;
+    if (selector && *selector) {
+        kcr_err err = kcr_shard_selector_parse(selector, &field, &ranges, &n);
+        if (err == KCR_OK)
+            err = kcr_shard_selector_format(field, ranges, n, &sel);
+        if (err != KCR_OK) {
+            free(ranges);
+            return kcr__refail(err, "kcr_reflector_set_shard_selector: ");
+        }
+    }
+    pthread_mutex_lock(&r->mu);
+    free(r->pending_sel);
+    free(r->pending_ranges);
+    r->pending_sel = sel;
+    r->pending_field = field;
+    r->pending_ranges = ranges;
+    r->pending_n = n;
+    r->shard_pending = true;
+    kcr_cancel_trigger(r->watch_cancel); /* the watch ends; the thread relists */
+    pthread_mutex_unlock(&r->mu);
+    return KCR_OK;
 }
 
 kcr_err kcr_reflector_last_error(kcr_reflector *r, kcr_status *status, char **message)

@@ -44,8 +44,10 @@ bool kcr_shard_range_contains(kcr_shard_range r, uint64_t hash)
 const char *kcr_shard_field_path(kcr_shard_field field)
 {
     switch (field) {
-    case KCR_SHARD_BY_UID: return "object.metadata.uid";
-    case KCR_SHARD_BY_NAMESPACE: return "object.metadata.namespace";
+    case KCR_SHARD_BY_UID:
+        return "object.metadata.uid";
+    case KCR_SHARD_BY_NAMESPACE:
+        return "object.metadata.namespace";
     }
     return NULL;
 }
@@ -70,10 +72,9 @@ kcr_err kcr_shard_selector_format(kcr_shard_field field, const kcr_shard_range *
     for (size_t i = 0; i < n; i++) {
         if (range_empty(ranges[i])) {
             kcr__buf_free(&b);
-            return kcr__fail(KCR_ERR_INVALID,
-                             "shard selector: range %zu [0x%016llx, 0x%016llx) is empty", i,
-                             (unsigned long long)ranges[i].start,
-                             (unsigned long long)ranges[i].end);
+            return kcr__fail(
+                KCR_ERR_INVALID, "shard selector: range %zu [0x%016llx, 0x%016llx) is empty", i,
+                (unsigned long long)ranges[i].start, (unsigned long long)ranges[i].end);
         }
         if (i)
             kcr__buf_str(&b, " || ");
@@ -197,11 +198,11 @@ static kcr_err parse_bound(sel_parser *p, const char *name, uint64_t *value, boo
     size_t len = (size_t)(close - s);
     p->pos += len + 1;
     if (memchr(s, '\\', len))
-        return kcr__fail(KCR_ERR_INVALID, "shard selector: %s: escapes are not allowed at offset %zu",
-                         name, at);
+        return kcr__fail(KCR_ERR_INVALID,
+                         "shard selector: %s: escapes are not allowed at offset %zu", name, at);
     if (len < 2 || s[0] != '0' || s[1] != 'x')
-        return kcr__fail(KCR_ERR_INVALID, "shard selector: %s must have a '0x' prefix at offset %zu",
-                         name, at);
+        return kcr__fail(KCR_ERR_INVALID,
+                         "shard selector: %s must have a '0x' prefix at offset %zu", name, at);
     if (len == sizeof SHARD_TOP_TEXT - 1 && memcmp(s, SHARD_TOP_TEXT, len) == 0) {
         *is_top = true;
         *value = 0;
@@ -315,8 +316,8 @@ static kcr_err parse_or(sel_parser *p, int depth)
     return err;
 }
 
-kcr_err kcr_shard_selector_parse(const char *text, kcr_shard_field *field,
-                                 kcr_shard_range **ranges, size_t *n)
+kcr_err kcr_shard_selector_parse(const char *text, kcr_shard_field *field, kcr_shard_range **ranges,
+                                 size_t *n)
 {
     if (ranges)
         *ranges = NULL;

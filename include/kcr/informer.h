@@ -184,6 +184,19 @@ KCR_API kcr_err kcr_reflector_last_error(kcr_reflector *r, kcr_status *status, c
 /* True once a first initial state (list or streaming) reached the sink. */
 KCR_API bool kcr_reflector_has_listed(kcr_reflector *r);
 
+/* Changes the shard selector of a running (or not yet started) reflector:
+ * `selector` as kcr_reflector_options.shard_selector (copied; NULL or "":
+ * none). The running watch ends and the reflector relists with the new
+ * selector: the sink gets one replace, so an informer's handlers see the
+ * objects of ranges given up as on_delete with a tombstone (they left the
+ * shard; the tombstone holds their last state), gained ones as on_add and
+ * kept ones as on_update with old == new. Every object of the new ranges is
+ * listed again, kept ones too (listing only the gained ranges is designed
+ * in docs/informer.md, not built). An informer from a factory stays under
+ * the key of the selector it was made with. Malformed text:
+ * KCR_ERR_INVALID, nothing changes. Thread-safe. */
+KCR_API kcr_err kcr_reflector_set_shard_selector(kcr_reflector *r, const char *selector);
+
 KCR_API void kcr_reflector_get_stats(size_t out_size, kcr_reflector *r, kcr_reflector_stats *out);
 #define kcr_reflector_get_stats(...) (kcr_reflector_get_stats)(sizeof(kcr_reflector_stats), __VA_ARGS__)
 

@@ -5,7 +5,9 @@
  * those selectors list and watch, the server filtering (shard_mode SERVER,
  * nothing dropped client-side), and every object created, updated or
  * deleted lands in exactly one cache; a malformed selector is a 500 with the
- * parser's words. gate_off (fixture testenv, gate off): the server ignores
+ * parser's words; a sharded LIST at an earlier resourceVersion (Exact) is
+ * that snapshot of the shard; an informer moved to the other half at run
+ * time (kcr_reflector_set_shard_selector) ends up holding that half. gate_off (fixture testenv, gate off): the server ignores
  * the selector (no shardInfo, every object), and the informers fall back to
  * filtering client-side (shard_mode CLIENT), with the same partition. */
 #include <criterion/criterion.h>
@@ -58,9 +60,9 @@ static kcr_err tally_item(kcr_object *o, void *ud)
 static int server_count(kcr_client *c, const char *ns)
 {
     tally all = {.r = {0, 0}};
-    cr_assert_eq(kcr_client_list(c, &(kcr_request){.resource = &E2E_CM, .ns = ns}, tally_item,
-                                 &all, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_list(c, &(kcr_request){.resource = &E2E_CM, .ns = ns}, tally_item, &all, NULL),
+        KCR_OK, "%s", kcr_last_error());
     return all.n;
 }
 
@@ -99,6 +101,19 @@ static bool cached_value_is(kcr_informer *lo, kcr_informer *hi, const char *ns, 
     return is;
 }
 
+/* Both caches hold the same objects, all in HI. */
+static bool same_half(kcr_informer *a, kcr_informer *b)
+{
+    kcr_object_list x = {0}, y = {0};
+    bool ok = kcr_store_list(kcr_informer_store(a), &x) == KCR_OK &&
+              kcr_store_list(kcr_informer_store(b), &y) == KCR_OK && x.len == y.len;
+    for (size_t i = 0; ok && i < x.len; i++)
+        ok = kcr_shard_match(x.items[i], KCR_SHARD_BY_UID, &HI, 1);
+    kcr_object_list_free(&x);
+    kcr_object_list_free(&y);
+    return ok;
+}
+
 static kcr_informer *shard_informer(kcr_client *c, const char *ns, const char *sel)
 {
     kcr_informer_options o = {.reflector = {.ns = ns, .page_size = 50, .shard_selector = sel}};
@@ -122,20 +137,21 @@ static void halves(bool gate_on)
     kcr_client *c = e2e_client("KCR_TESTENV_KUBECONFIG");
     cr_assert_not_null(c, "admin client");
     char ns[64];
-    cr_assert_eq(e2e_namespace(c, gate_on ? "shard-on" : "shard-off", ns, sizeof ns), KCR_OK,
-                 "%s", kcr_last_error());
+    cr_assert_eq(e2e_namespace(c, gate_on ? "shard-on" : "shard-off", ns, sizeof ns), KCR_OK, "%s",
+                 kcr_last_error());
     cr_assert_eq(e2e_create_cms(c, ns, "cm", N_OBJS, 64), KCR_OK, "%s", kcr_last_error());
     char *lo_sel = selector_of(LO), *hi_sel = selector_of(HI);
 
     /* ---- the client's LIST with each selector */
     tally a = {.r = LO}, b = {.r = HI};
     kcr_shard_info info = {0};
+    kcr_list_meta before = {0};
     cr_assert_eq(kcr_client_list(c,
                                  &(kcr_request){.resource = &E2E_CM,
                                                 .ns = ns,
                                                 .shard_selector = lo_sel,
                                                 .shard_info = &info},
-                                 tally_item, &a, NULL),
+                                 tally_item, &a, &before),
                  KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(info.present, gate_on, "shardInfo comes back exactly when the gate is on");
     if (gate_on)
@@ -149,12 +165,10 @@ static void halves(bool gate_on)
                                  NULL, NULL, NULL),
                  KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(info.present, gate_on, "a page carries shardInfo too");
-    cr_assert_eq(kcr_client_list(c,
-                                 &(kcr_request){.resource = &E2E_CM,
-                                                .ns = ns,
-                                                .shard_selector = hi_sel},
-                                 tally_item, &b, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_list(c, &(kcr_request){.resource = &E2E_CM, .ns = ns, .shard_selector = hi_sel},
+                        tally_item, &b, NULL),
+        KCR_OK, "%s", kcr_last_error());
     if (gate_on) {
         cr_expect_eq(a.outside + b.outside, 0, "the server sent only each half");
         cr_expect_eq(a.n + b.n, N_OBJS, "every object in exactly one half: %d + %d", a.n, b.n);
@@ -209,6 +223,25 @@ static void halves(bool gate_on)
     cr_assert_eq(e2e_update_cm(c, ns, "cm-00100", "changed"), KCR_OK, "%s", kcr_last_error());
     int want_n = server_count(c, ns);
     cr_assert_eq(want_n, N_OBJS + 40 - 10);
+
+    /* a snapshot of one half at the first list's resourceVersion (what an
+     * in-place range change would list for gained ranges): the same
+     * objects as then, despite the writes since */
+    tally snap = {.r = LO};
+    cr_assert_eq(kcr_client_list(c,
+                                 &(kcr_request){.resource = &E2E_CM,
+                                                .ns = ns,
+                                                .shard_selector = lo_sel,
+                                                .shard_info = &info,
+                                                .resource_version = before.resource_version,
+                                                .resource_version_match = "Exact"},
+                                 tally_item, &snap, NULL),
+                 KCR_OK, "%s", kcr_last_error());
+    cr_expect_eq(info.present, gate_on);
+    cr_expect_eq(snap.n, a.n, "the snapshot at %s", before.resource_version);
+    cr_expect_eq(snap.outside, gate_on ? 0 : a.outside);
+    kcr_shard_info_clear(&info);
+    kcr_list_meta_clear(&before);
     int64_t deadline = now_ms() + WAIT_MS;
     while (!partitioned(lo, hi, (size_t)want_n, why, sizeof why) && now_ms() < deadline)
         sleep_ms(20);
@@ -224,6 +257,13 @@ static void halves(bool gate_on)
     else
         cr_expect_gt(rstats(lo).shard_filtered + rstats(hi).shard_filtered, (uint64_t)N_OBJS,
                      "each reflector dropped the other half's events");
+
+    /* the first informer moves to the other half at run time */
+    cr_assert_eq(kcr_reflector_set_shard_selector(kcr_informer_reflector(lo), hi_sel), KCR_OK);
+    deadline = now_ms() + WAIT_MS;
+    while (!same_half(lo, hi) && now_ms() < deadline)
+        sleep_ms(20);
+    cr_assert(same_half(lo, hi), "after moving the LO informer to HI");
 
     kcr_informer_free(lo);
     kcr_informer_free(hi);

@@ -12,10 +12,9 @@
 #include "helpers/http_loopback.h"
 #include "kcr/kcr.h"
 
-#define SEL_TEXT                                                                                 \
-    "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
-#define SEL_QUERY                                                                                \
-    "shardSelector=shardRange%28object.metadata.uid%2C%20%270x0000000000000000%27%2C%20"          \
+#define SEL_TEXT "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
+#define SEL_QUERY                                                                                  \
+    "shardSelector=shardRange%28object.metadata.uid%2C%20%270x0000000000000000%27%2C%20"           \
     "%270x8000000000000000%27%29"
 
 static const char *const LIST_HEAD = "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\","
@@ -33,9 +32,8 @@ static void gate_on(int fd, const char *req)
     else if (strstr(req, "watch=true"))
         watch_stream(fd, req);
     else if (strstr(req, SEL_QUERY)) {
-        snprintf(body, sizeof body,
-                 "%s,\"shardInfo\":{\"selector\":\"%s\"},\"continue\":\"\"}%s", LIST_HEAD,
-                 SEL_TEXT, LIST_ITEMS);
+        snprintf(body, sizeof body, "%s,\"shardInfo\":{\"selector\":\"%s\"},\"continue\":\"\"}%s",
+                 LIST_HEAD, SEL_TEXT, LIST_ITEMS);
         json_reply(fd, 200, body);
     } else {
         snprintf(body, sizeof body, "%s}%s", LIST_HEAD, LIST_ITEMS);
@@ -92,12 +90,12 @@ Test(shard_client, gate_off_answers_without_shard_info, .fini = stop_server)
 {
     start_server(gate_off, NULL);
     kcr_shard_info info = {.present = true, .selector = strdup("stale")};
-    cr_assert_eq(kcr_client_list(client,
-                                 &(kcr_request){.resource = &CM,
-                                                .shard_selector = SEL_TEXT,
-                                                .shard_info = &info},
-                                 NULL, NULL, NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_client_list(
+            client,
+            &(kcr_request){.resource = &CM, .shard_selector = SEL_TEXT, .shard_info = &info}, NULL,
+            NULL, NULL),
+        KCR_OK);
     HAS("?" SEL_QUERY " ");
     cr_expect_not(info.present, "no shardInfo in the answer: the server ignored the selector");
     cr_expect_null(info.selector);

@@ -1,6 +1,8 @@
 /* A manager's cache_defaults.reflector.shard_selector is copied (the
  * caller's string is gone before the manager runs) and reaches the
- * controller's cache: only the objects of the shard are reconciled. */
+ * controller's cache: only the objects of the shard are reconciled, and
+ * /metrics says who filtered (kcr_cache_shard_selector_mode, and
+ * kcr_cache_shard_filtered_total when the apiserver ignored the selector). */
 #include "tests/unit/manager_fixture.h"
 
 #define N_CMS 60
@@ -39,8 +41,18 @@ static int in_half(void)
     return n;
 }
 
-Test(shard_manager, cache_defaults_selector_is_copied_and_applied, .init = setup,
-     .fini = teardown)
+static void expect_metric(const char *line)
+{
+    char *text = NULL;
+    cr_assert_eq(kcr_metrics_write_text(kcr_manager_metrics(mgr), &text, NULL), KCR_OK);
+    cr_expect(strstr(text, line) != NULL, "want %s in:\n%s", line, text);
+    free(text);
+}
+
+/* Seeds N_CMS ConfigMaps, runs a manager whose caches take HALF's
+ * selector, and waits until every object of HALF was reconciled; *want_out
+ * gets how many that is. */
+static void sharded_run(int *want_out)
 {
     for (int i = 0; i < N_CMS; i++) {
         char name[32];
@@ -61,4 +73,32 @@ Test(shard_manager, cache_defaults_selector_is_copied_and_applied, .init = setup
     start();
     WAIT_FOR(atomic_load(&reconciled) == want);
     cr_expect_eq(atomic_load(&outside), 0, "only the shard's objects are reconciled");
+    *want_out = want;
+}
+
+Test(shard_manager, cache_defaults_selector_is_copied_and_applied, .init = setup, .fini = teardown)
+{
+    int want;
+    sharded_run(&want);
+    expect_metric(
+        "kcr_cache_shard_selector_mode{resource=\"configmaps\",group=\"\",namespace=\"\"} 1");
+    expect_metric(
+        "kcr_cache_shard_filtered_total{resource=\"configmaps\",group=\"\",namespace=\"\"} 0");
+}
+
+/* The fake plays an apiserver with the gate off: same reconciles, the
+ * client filtered the other half. */
+Test(shard_manager, gate_off_falls_back_and_says_so_in_metrics, .fini = teardown)
+{
+    cr_assert_eq(kcr_fake_new(&(kcr_fake_options){.ignore_shard_selector = true}, &fake), KCR_OK);
+    cr_assert_eq(kcr_fake_client(fake, "default", &client), KCR_OK);
+    int want;
+    sharded_run(&want);
+    expect_metric(
+        "kcr_cache_shard_selector_mode{resource=\"configmaps\",group=\"\",namespace=\"\"} 2");
+    char line[256];
+    snprintf(line, sizeof line,
+             "kcr_cache_shard_filtered_total{resource=\"configmaps\",group=\"\",namespace=\"\"} %d",
+             N_CMS - want);
+    expect_metric(line);
 }

@@ -64,21 +64,19 @@ Test(shard_fake, list_applies_selector_and_answers_shard_info)
     char *lo_normal = selector_of(LO), *hi = selector_of(HI);
     tally a = {.r = LO}, b = {.r = HI};
     kcr_shard_info info = {0};
-    cr_assert_eq(kcr_client_list(c,
-                                 &(kcr_request){.resource = &CM,
-                                                .shard_selector = lo_text,
-                                                .shard_info = &info},
-                                 tally_item, &a, NULL),
-                 KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(
+        kcr_client_list(
+            c, &(kcr_request){.resource = &CM, .shard_selector = lo_text, .shard_info = &info},
+            tally_item, &a, NULL),
+        KCR_OK, "%s", kcr_last_error());
     cr_assert(info.present);
     cr_expect_str_eq(info.selector, lo_normal);
-    cr_assert_eq(kcr_client_list(c,
-                                 &(kcr_request){.resource = &CM,
-                                                .shard_selector = hi,
-                                                .shard_info = &info,
-                                                .limit = 7},
-                                 tally_item, &b, NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_client_list(
+            c,
+            &(kcr_request){.resource = &CM, .shard_selector = hi, .shard_info = &info, .limit = 7},
+            tally_item, &b, NULL),
+        KCR_OK);
     cr_expect(info.present, "a page carries shardInfo too");
     cr_expect_eq(a.outside, 0);
     cr_expect_eq(b.outside, 0);
@@ -92,9 +90,9 @@ Test(shard_fake, list_applies_selector_and_answers_shard_info)
     cr_expect_gt(b.n, N_SEED / 4);
 
     /* no selector: no shardInfo */
-    cr_assert_eq(kcr_client_list(c, &(kcr_request){.resource = &CM, .shard_info = &info}, NULL,
-                                 NULL, NULL),
-                 KCR_OK);
+    cr_assert_eq(
+        kcr_client_list(c, &(kcr_request){.resource = &CM, .shard_info = &info}, NULL, NULL, NULL),
+        KCR_OK);
     cr_expect_not(info.present);
     kcr_shard_info_clear(&info);
     free(lo_normal);
@@ -119,11 +117,9 @@ Test(shard_fake, watch_applies_selector)
                                                  .timeout_ms = 1},
                                   tally_event, &a),
                  KCR_OK, "%s", kcr_last_error());
-    cr_assert_eq(kcr_client_watch(c,
-                                  &(kcr_request){.resource = &CM,
-                                                 .resource_version = "1",
-                                                 .timeout_ms = 1},
-                                  tally_event, &all),
+    cr_assert_eq(kcr_client_watch(
+                     c, &(kcr_request){.resource = &CM, .resource_version = "1", .timeout_ms = 1},
+                     tally_event, &all),
                  KCR_OK);
     cr_expect_eq(all.n, 99);
     cr_expect_eq(a.outside, 0);
@@ -142,11 +138,9 @@ Test(shard_fake, gate_off_ignores_selector)
     char *lo = selector_of(LO);
     tally a = {.r = LO};
     kcr_shard_info info = {0};
-    cr_assert_eq(kcr_client_list(c,
-                                 &(kcr_request){.resource = &CM,
-                                                .shard_selector = lo,
-                                                .shard_info = &info},
-                                 tally_item, &a, NULL),
+    cr_assert_eq(kcr_client_list(
+                     c, &(kcr_request){.resource = &CM, .shard_selector = lo, .shard_info = &info},
+                     tally_item, &a, NULL),
                  KCR_OK);
     cr_expect_eq(a.n, 50, "every object");
     cr_expect_gt(a.outside, 0);
@@ -168,16 +162,18 @@ Test(shard_fake, malformed_selector_is_a_500_with_the_parsers_words)
     kcr_status st = {0};
     const char *bad = "shardRange(object.metadata.name, '0x0000000000000000', "
                       "'0x8000000000000000')";
-    cr_expect_neq(kcr_client_list(c, &(kcr_request){.resource = &CM, .shard_selector = bad,
-                                                    .status = &st},
-                                  NULL, NULL, NULL),
-                  KCR_OK);
+    cr_expect_neq(
+        kcr_client_list(c, &(kcr_request){.resource = &CM, .shard_selector = bad, .status = &st},
+                        NULL, NULL, NULL),
+        KCR_OK);
     cr_expect_eq(st.code, 500);
     cr_expect(strstr(st.message, "object.metadata.name") != NULL, "%s", st.message);
-    cr_expect_neq(kcr_client_watch(c, &(kcr_request){.resource = &CM, .shard_selector = bad,
-                                                     .status = &st, .timeout_ms = 1},
-                                   tally_event, &(tally){0}),
-                  KCR_OK);
+    cr_expect_neq(
+        kcr_client_watch(
+            c,
+            &(kcr_request){.resource = &CM, .shard_selector = bad, .status = &st, .timeout_ms = 1},
+            tally_event, &(tally){0}),
+        KCR_OK);
     cr_expect_eq(st.code, 500);
     kcr_status_clear(&st);
     kcr_client_free(c);
@@ -271,10 +267,10 @@ static void churn(pair *p)
     for (int i = 0; i < 10; i++) {
         char name[32];
         snprintf(name, sizeof name, "cm-%05d", i);
-        cr_assert_eq(kcr_client_delete(p->c, &(kcr_request){.resource = &CM, .ns = "default",
-                                                            .name = name},
-                                       NULL),
-                     KCR_OK);
+        cr_assert_eq(
+            kcr_client_delete(p->c, &(kcr_request){.resource = &CM, .ns = "default", .name = name},
+                              NULL),
+            KCR_OK);
     }
     cr_assert_eq(patch_cm(p->c, "default", "cm-00100", "changed"), KCR_OK);
 }
@@ -342,4 +338,102 @@ Test(shard_informer, malformed_selector_is_refused_up_front)
     kcr_informer_free(inf);
     kcr_client_free(c);
     kcr_fake_free(f);
+}
+
+/* ---- changing the selector of a running informer ---- */
+
+typedef struct seen {
+    atomic_int adds, tombstones, deletes, updates;
+} seen;
+
+static void seen_add(const char *key, const kcr_object *obj, bool initial, void *ud)
+{
+    atomic_fetch_add(&((seen *)ud)->adds, 1);
+}
+
+static void seen_update(const char *key, const kcr_object *o, const kcr_object *n, void *ud)
+{
+    atomic_fetch_add(&((seen *)ud)->updates, 1);
+}
+
+static void seen_delete(const char *key, const kcr_object *obj, const kcr_tombstone *t, void *ud)
+{
+    seen *s = ud;
+    atomic_fetch_add(t ? &s->tombstones : &s->deletes, 1);
+}
+
+/* The store holds exactly the fake's objects in r (n 0: all of them). */
+static bool holds_exactly(kcr_informer *inf, const kcr_shard_range *r, size_t n, int want)
+{
+    kcr_object_list l = {0};
+    if (kcr_store_list(kcr_informer_store(inf), &l) != KCR_OK)
+        return false;
+    bool ok = (int)l.len == want;
+    for (size_t i = 0; ok && n && i < l.len; i++)
+        ok = kcr_shard_match(l.items[i], KCR_SHARD_BY_UID, r, n);
+    kcr_object_list_free(&l);
+    return ok;
+}
+
+static int count_in(kcr_fake *f, kcr_shard_range r)
+{
+    kcr_client *c = NULL;
+    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
+    tally t = {.r = r};
+    cr_assert_eq(kcr_client_list(c, &(kcr_request){.resource = &CM}, tally_item, &t, NULL), KCR_OK);
+    kcr_client_free(c);
+    return t.n - t.outside;
+}
+
+static void change_selector(bool ignore)
+{
+    kcr_fake *f = fake_with(ignore, N_SEED);
+    kcr_client *c = NULL;
+    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
+    char *lo = selector_of(LO), *hi = selector_of(HI);
+    int n_lo = count_in(f, LO), n_hi = count_in(f, HI);
+    kcr_informer *inf = NULL;
+    kcr_informer_options o = {.reflector = {.shard_selector = lo}};
+    cr_assert_eq(kcr_informer_new(c, &CM, &o, &inf), KCR_OK);
+    seen s = {0};
+    kcr_event_handler h = {
+        .on_add = seen_add, .on_update = seen_update, .on_delete = seen_delete, .user_data = &s};
+    cr_assert_eq(kcr_informer_add_handler(inf, &h, NULL), KCR_OK);
+    cr_assert_eq(kcr_informer_start(inf), KCR_OK);
+    cr_assert_eq(kcr_informer_wait_for_sync(inf, WAIT_MS, NULL), KCR_OK);
+    WAIT_FOR(atomic_load(&s.adds) == n_lo, WAIT_MS);
+    cr_assert(holds_exactly(inf, &LO, 1, n_lo));
+    kcr_reflector *r = kcr_informer_reflector(inf);
+
+    cr_expect_eq(kcr_reflector_set_shard_selector(r, "shardRange(bad)"), KCR_ERR_INVALID);
+    cr_assert_eq(kcr_reflector_set_shard_selector(r, hi), KCR_OK, "%s", kcr_last_error());
+    WAIT_FOR(holds_exactly(inf, &HI, 1, n_hi), WAIT_MS);
+    WAIT_FOR(atomic_load(&s.tombstones) == n_lo && atomic_load(&s.adds) == n_lo + n_hi, WAIT_MS);
+    cr_expect_eq(atomic_load(&s.deletes), 0, "objects that left the shard come as tombstones");
+    cr_expect_eq(rstats(inf).shard_mode,
+                 ignore ? KCR_SHARD_SELECTOR_CLIENT : KCR_SHARD_SELECTOR_SERVER);
+    /* the watch follows the new selector */
+    kcr_object_unref(seed_cm(f, "default", "late", "x", "y"));
+    int n_hi2 = count_in(f, HI);
+    WAIT_FOR(holds_exactly(inf, &HI, 1, n_hi2), WAIT_MS);
+
+    /* "" is no selector: everything */
+    cr_assert_eq(kcr_reflector_set_shard_selector(r, ""), KCR_OK);
+    WAIT_FOR(holds_exactly(inf, NULL, 0, N_SEED + 1), WAIT_MS);
+    cr_expect_eq(rstats(inf).shard_mode, KCR_SHARD_SELECTOR_NONE);
+    kcr_informer_free(inf);
+    free(lo);
+    free(hi);
+    kcr_client_free(c);
+    kcr_fake_free(f);
+}
+
+Test(shard_informer, selector_changes_at_run_time)
+{
+    change_selector(false);
+}
+
+Test(shard_informer, selector_changes_at_run_time_gate_off)
+{
+    change_selector(true);
 }

@@ -9,8 +9,8 @@
 
 #include "kcr/shard.h"
 
-#define UID_HALVES                                                                               \
-    "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000') || "            \
+#define UID_HALVES                                                                                 \
+    "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000') || "              \
     "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')"
 
 Test(shard_selector, format_normal_form)
@@ -170,7 +170,8 @@ Test(shard_selector, parse_refuses_malformed)
          "exactly 3 arguments"},
         {"shardRange(object.metadata.uid, '0x0000000000000000, '0x8000000000000000')",
          "got 18 digits"},
-        {"shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000", "unterminated"},
+        {"shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000",
+         "unterminated"},
         {"shardRange(object.metadata.uid, '0x000000000000000\\0', '0x8000000000000000')",
          "escapes"},
         {"hashRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')",
@@ -233,7 +234,8 @@ Test(shard_selector, prefixes_and_depth)
     }
 
     char deep[1024] = "";
-    const char *term = "shardRange(object.metadata.uid, '0x0000000000000000', '0x0000000000000001')";
+    const char *term =
+        "shardRange(object.metadata.uid, '0x0000000000000000', '0x0000000000000001')";
     for (int depth = 30; depth <= 34; depth++) {
         size_t k = 0;
         for (int i = 0; i < depth; i++)
@@ -258,7 +260,8 @@ Test(shard_selector, mutations)
 {
     const char *full = UID_HALVES;
     size_t len = strlen(full);
-    static const char bytes[] = {'\0', ' ', '(', ')', '\'', '"', ',', '|', 'x', 'f', '0', '9', '\\'};
+    static const char bytes[] = {'\0', ' ', '(', ')', '\'', '"', ',',
+                                 '|',  'x', 'f', '0', '9',  '\\'};
     char buf[512];
     size_t accepted = 0, refused = 0;
     for (size_t pos = 0; pos < len; pos++) {
