@@ -3,13 +3,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "foo_types.h"
+#include "kcr/types/apps_v1.h"
 #include "sample.h"
 
-const kcr_resource SAMPLE_FOOS = {"samplecontroller.k8s.io", "v1alpha1", "foos"};
+const kcr_resource SAMPLE_FOOS = {SAMPLE_FOO_GROUP, SAMPLE_FOO_VERSION, SAMPLE_FOO_RESOURCE};
 const kcr_resource SAMPLE_DEPLOYMENTS = {"apps", "v1", "deployments"};
-
-#define FOO_API_VERSION "samplecontroller.k8s.io/v1alpha1"
-#define FOO_KIND "Foo"
 
 static void say(const sample_config *cfg, kcr_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -26,55 +25,37 @@ static void say(const sample_config *cfg, kcr_log_level level, const char *fmt, 
     cfg->log(level, SAMPLE_NAME, line, cfg->log_user_data);
 }
 
-/* An edit of a Deployment (base, or a new one when NULL) with its type set:
- * what is written must say what it is, whatever the cache kept. */
-static kcr_err deployment_edit(const kcr_object *base, kcr_object_edit **out)
-{
-    kcr_err err = kcr_object_edit_new(base, out);
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_string(*out, "apiVersion", "apps/v1");
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_string(*out, "kind", "Deployment");
-    if (err != KCR_OK) {
-        kcr_object_edit_free(*out);
-        *out = NULL;
-    }
-    return err;
-}
-
-/* The Deployment a Foo wants (sample-controller's newDeployment). */
+/* The Deployment a Foo wants (sample-controller's newDeployment). The CRD
+ * bounds spec.replicas to 1..10, so it fits the Deployment's int32. */
 static kcr_err new_deployment(const kcr_object *foo, const char *name, int64_t replicas,
                               kcr_object **out)
 {
-    static const char containers[] = "[{\"name\":\"nginx\",\"image\":\"nginx:latest\"}]";
-    const kcr_ctrlutil_owner_options owner = {.api_version = FOO_API_VERSION, .kind = FOO_KIND};
+    const kcr_ctrlutil_owner_options owner = {.api_version = SAMPLE_FOO_API_VERSION,
+                                              .kind = SAMPLE_FOO_KIND};
     const char *foo_name = kcr_object_name(foo);
     kcr_object_edit *e;
-    kcr_err err = deployment_edit(NULL, &e);
+    kcr_err err = kcr_apps_v1_Deployment_new(NULL, &e);
     if (err != KCR_OK)
         return err;
-    err = kcr_object_edit_set_string(e, "metadata.name", name);
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_string(e, "metadata.namespace", kcr_object_namespace(foo));
-    if (err == KCR_OK)
-        err = kcr_ctrlutil_set_controller_reference_edit(foo, e, &owner);
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_int(e, "spec.replicas", replicas);
-    static const char *const label_paths[] = {"spec.selector.matchLabels",
-                                              "spec.template.metadata.labels"};
-    for (size_t i = 0; i < 2 && err == KCR_OK; i++) {
-        char path[64];
-        snprintf(path, sizeof path, "%s.app", label_paths[i]);
-        err = kcr_object_edit_set_string(e, path, "nginx");
-        snprintf(path, sizeof path, "%s.controller", label_paths[i]);
-        if (err == KCR_OK)
-            err = kcr_object_edit_set_string(e, path, foo_name);
-    }
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_json(e, "spec.template.spec.containers", containers,
-                                       sizeof containers - 1);
-    if (err == KCR_OK)
-        err = kcr_object_edit_freeze(e, out);
+    kcr_apps_v1_DeploymentEdit d = kcr_apps_v1_Deployment_edit(e);
+    kcr_meta_v1_ObjectMetaEdit meta = kcr_apps_v1_DeploymentEdit_metadata(d);
+    kcr_meta_v1_ObjectMetaEdit_set_name(meta, name);
+    kcr_meta_v1_ObjectMetaEdit_set_namespace(meta, kcr_object_namespace(foo));
+    kcr_ctrlutil_set_controller_reference_edit(foo, e, &owner);
+    kcr_apps_v1_DeploymentSpecEdit spec = kcr_apps_v1_DeploymentEdit_spec(d);
+    kcr_apps_v1_DeploymentSpecEdit_set_replicas(spec, (int32_t)replicas);
+    kcr_meta_v1_LabelSelectorEdit selector = kcr_apps_v1_DeploymentSpecEdit_selector(spec);
+    kcr_meta_v1_LabelSelectorEdit_set_match_labels(selector, "app", "nginx");
+    kcr_meta_v1_LabelSelectorEdit_set_match_labels(selector, "controller", foo_name);
+    kcr_core_v1_PodTemplateSpecEdit tmpl = kcr_apps_v1_DeploymentSpecEdit_template(spec);
+    kcr_meta_v1_ObjectMetaEdit labels = kcr_core_v1_PodTemplateSpecEdit_metadata(tmpl);
+    kcr_meta_v1_ObjectMetaEdit_set_labels(labels, "app", "nginx");
+    kcr_meta_v1_ObjectMetaEdit_set_labels(labels, "controller", foo_name);
+    kcr_core_v1_ContainerEdit c =
+        kcr_core_v1_PodSpecEdit_append_containers(kcr_core_v1_PodTemplateSpecEdit_spec(tmpl));
+    kcr_core_v1_ContainerEdit_set_name(c, "nginx");
+    kcr_core_v1_ContainerEdit_set_image(c, "nginx:latest");
+    err = kcr_object_edit_freeze(e, out); /* the edit's first error, if any */
     kcr_object_edit_free(e);
     return err;
 }
@@ -103,12 +84,12 @@ static kcr_err scale_deployment(kcr_ctx *ctx, const kcr_object *d, int64_t repli
 {
     kcr_object *want = NULL;
     kcr_object_edit *e;
-    kcr_err err = deployment_edit(d, &e);
+    kcr_err err = kcr_apps_v1_Deployment_new(d, &e);
     if (err != KCR_OK)
         return err;
-    err = kcr_object_edit_set_int(e, "spec.replicas", replicas);
-    if (err == KCR_OK)
-        err = kcr_object_edit_freeze(e, &want);
+    kcr_apps_v1_DeploymentSpecEdit_set_replicas(
+        kcr_apps_v1_DeploymentEdit_spec(kcr_apps_v1_Deployment_edit(e)), (int32_t)replicas);
+    err = kcr_object_edit_freeze(e, &want);
     kcr_object_edit_free(e);
     if (err == KCR_OK)
         err = kcr_client_update(kcr_ctx_client(ctx),
@@ -120,28 +101,35 @@ static kcr_err scale_deployment(kcr_ctx *ctx, const kcr_object *d, int64_t repli
     return err;
 }
 
+/* The Deployment's status.availableReplicas (absent: 0). */
+static int32_t available_replicas(const kcr_object *d)
+{
+    int32_t n = 0;
+    kcr_apps_v1_DeploymentStatus_available_replicas(
+        kcr_apps_v1_Deployment_status(kcr_apps_v1_Deployment_of(d)), &n);
+    return n;
+}
+
 /* Copies the Deployment's status.availableReplicas (absent: 0) into the Foo's
  * status through the status subresource, conditional on the Foo's cached
  * resourceVersion. Nothing is sent when the Foo already shows it (the server
  * would not change anything either). */
 static kcr_err update_foo_status(kcr_ctx *ctx, const kcr_object *foo, const kcr_object *d)
 {
-    int64_t available = kcr_value_int(kcr_object_get(d, "status.availableReplicas"));
-    kcr_value cur = kcr_object_get(foo, "status.availableReplicas");
-    if (kcr_value_get_type(cur) == KCR_VALUE_INT && kcr_value_int(cur) == available)
+    int32_t available = available_replicas(d);
+    int64_t cur;
+    if (sample_FooStatus_available_replicas(sample_Foo_status(sample_Foo_of(foo)), &cur) ==
+            KCR_FIELD_SET &&
+        cur == available)
         return KCR_OK;
     kcr_object *want = NULL;
     kcr_object_edit *e;
-    kcr_err err = kcr_object_edit_new(foo, &e);
+    kcr_err err = sample_Foo_new(foo, &e);
     if (err != KCR_OK)
         return err;
-    err = kcr_object_edit_set_string(e, "apiVersion", FOO_API_VERSION);
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_string(e, "kind", FOO_KIND);
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_int(e, "status.availableReplicas", available);
-    if (err == KCR_OK)
-        err = kcr_object_edit_freeze(e, &want);
+    sample_FooStatusEdit_set_available_replicas(sample_FooEdit_status(sample_Foo_edit(e)),
+                                                available);
+    err = kcr_object_edit_freeze(e, &want);
     kcr_object_edit_free(e);
     if (err == KCR_OK)
         err = kcr_client_update(
@@ -164,9 +152,9 @@ static kcr_err sync_deployment(kcr_ctx *ctx, const sample_config *cfg,
                                const kcr_reconcile_request *req, const kcr_object *foo,
                                const char *name, kcr_object **d)
 {
-    kcr_value spec_replicas = kcr_object_get(foo, "spec.replicas");
-    bool has_replicas = kcr_value_get_type(spec_replicas) == KCR_VALUE_INT;
-    int64_t replicas = has_replicas ? kcr_value_int(spec_replicas) : 1;
+    int64_t replicas = 1;
+    bool has_replicas =
+        sample_FooSpec_replicas(sample_Foo_spec(sample_Foo_of(foo)), &replicas) == KCR_FIELD_SET;
     if (!*d) {
         kcr_err err = create_deployment(ctx, foo, name, replicas, d);
         if (err != KCR_OK)
@@ -180,7 +168,9 @@ static kcr_err sync_deployment(kcr_ctx *ctx, const sample_config *cfg,
             req->key, name);
         return KCR_ERR_EXISTS;
     }
-    int64_t have = kcr_value_int(kcr_object_get(*d, "spec.replicas"));
+    int32_t have = 0;
+    kcr_apps_v1_DeploymentSpec_replicas(kcr_apps_v1_Deployment_spec(kcr_apps_v1_Deployment_of(*d)),
+                                        &have);
     if (has_replicas && have != replicas) {
         kcr_object *scaled = NULL;
         kcr_err err = scale_deployment(ctx, *d, replicas, &scaled);
@@ -202,7 +192,8 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
         say(cfg, KCR_LOG_DEBUG, "%s: Foo no longer exists", req->key);
         return KCR_DONE;
     }
-    const char *name = kcr_value_string(kcr_object_get(foo, "spec.deploymentName"), NULL);
+    const char *name = NULL;
+    sample_FooSpec_deployment_name(sample_Foo_spec(sample_Foo_of(foo)), &name);
     if (!name || !*name) {
         say(cfg, KCR_LOG_ERROR, "%s: deployment name must be specified", req->key);
         kcr_object_unref(foo);
@@ -215,7 +206,7 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
     if (err == KCR_OK) {
         kcr_ctx_eventf(ctx, foo, KCR_EVENT_NORMAL, "Synced", "Foo synced successfully");
         say(cfg, KCR_LOG_INFO, "%s: synced (Deployment %s, %lld available)", req->key, name,
-            (long long)kcr_value_int(kcr_object_get(d, "status.availableReplicas")));
+            (long long)available_replicas(d));
     }
     kcr_object_unref(d);
     kcr_object_unref(foo);
@@ -225,11 +216,10 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
 void sample_controller(kcr_controller_options *opts, const sample_config *cfg)
 {
     static kcr_source owns;
-    owns = (kcr_source){.resource = SAMPLE_DEPLOYMENTS, .kind = "Deployment",
-                        .ns = cfg->ns};
+    owns = (kcr_source){.resource = SAMPLE_DEPLOYMENTS, .kind = "Deployment", .ns = cfg->ns};
     *opts = (kcr_controller_options){
         .name = SAMPLE_NAME,
-        .primary = {.resource = SAMPLE_FOOS, .kind = FOO_KIND, .ns = cfg->ns},
+        .primary = {.resource = SAMPLE_FOOS, .kind = SAMPLE_FOO_KIND, .ns = cfg->ns},
         .owns = &owns,
         .n_owns = 1,
         .reconcile = reconcile,
