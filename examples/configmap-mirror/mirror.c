@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kcr/types/core_v1.h"
 #include "mirror.h"
 
 static const kcr_resource CM = {"", "v1", "configmaps"};
@@ -10,24 +11,20 @@ static const kcr_resource CM = {"", "v1", "configmaps"};
  * text), controlled by `src`. */
 static kcr_err desired(const kcr_object *src, const char *name, kcr_object **out)
 {
-    kcr_object_edit *e = NULL;
-    kcr_err err = kcr_object_edit_new(NULL, &e);
-    kcr_ctrlutil_owner_options owner = {.api_version = "v1", .kind = "ConfigMap"};
+    const kcr_ctrlutil_owner_options owner = {.api_version = "v1", .kind = "ConfigMap"};
     kcr_value data = kcr_object_get(src, "data");
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_string(e, "apiVersion", "v1");
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_string(e, "kind", "ConfigMap");
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_string(e, "metadata.name", name);
-    if (err == KCR_OK)
-        err = kcr_object_edit_set_string(e, "metadata.namespace", kcr_object_namespace(src));
-    if (err == KCR_OK)
-        err = kcr_ctrlutil_set_controller_reference_edit(src, e, &owner);
-    if (err == KCR_OK && kcr_value_get_type(data) != KCR_VALUE_ABSENT)
-        err = kcr_object_edit_set_value(e, "data", data);
-    if (err == KCR_OK)
-        err = kcr_object_edit_freeze(e, out);
+    kcr_object_edit *e;
+    kcr_err err = kcr_core_v1_ConfigMap_new(NULL, &e);
+    if (err != KCR_OK)
+        return err;
+    kcr_core_v1_ConfigMapEdit cm = kcr_core_v1_ConfigMap_edit(e);
+    kcr_meta_v1_ObjectMetaEdit meta = kcr_core_v1_ConfigMapEdit_metadata(cm);
+    kcr_meta_v1_ObjectMetaEdit_set_name(meta, name);
+    kcr_meta_v1_ObjectMetaEdit_set_namespace(meta, kcr_object_namespace(src));
+    kcr_ctrlutil_set_controller_reference_edit(src, e, &owner);
+    if (kcr_value_get_type(data) != KCR_VALUE_ABSENT)
+        kcr_core_v1_ConfigMapEdit_set_data_value(cm, data);
+    err = kcr_object_edit_freeze(e, out); /* the edit's first error, if any */
     kcr_object_edit_free(e);
     return err;
 }
