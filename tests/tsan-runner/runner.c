@@ -1,11 +1,16 @@
 /* main() for the TSan stand-in of Criterion (see criterion/criterion.h):
- * runs every registered test in a forked child, enforces .timeout, .signal
- * and .exit_code, and prints Criterion's summary line. */
+ * runs every registered test (or those matching Criterion's
+ * --filter=SUITE/NAME glob) in a forked child, enforces .timeout, .signal
+ * and .exit_code, and prints Criterion's summary line. Other Criterion
+ * options (--jobs=N) are accepted and ignored: tests run one at a time. */
 #include "criterion/criterion.h"
 
+#include <fnmatch.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -103,11 +108,25 @@ static int run_one(const struct kcr_shim_test *t)
     return code == EXIT_ASSERTION || code == EXIT_EXPECTATION ? 1 : 2;
 }
 
-int main(void)
+/* Whether t is selected by `filter` ("SUITE/NAME", a glob; NULL: all). */
+static bool selected(const struct kcr_shim_test *t, const char *filter)
 {
+    if (!filter)
+        return true;
+    char full[512];
+    snprintf(full, sizeof full, "%s/%s", t->suite, t->name);
+    return fnmatch(filter, full, 0) == 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *filter = NULL;
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "--filter=", 9) == 0)
+            filter = argv[i] + 9;
     int tested = 0, passing = 0, failing = 0, crashing = 0;
     for (const struct kcr_shim_test *t = tests; t; t = t->next) {
-        if (t->disabled)
+        if (t->disabled || !selected(t, filter))
             continue;
         tested++;
         switch (run_one(t)) {
