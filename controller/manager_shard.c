@@ -283,8 +283,9 @@ typedef struct effects {
     kcr__shard_state state;
 } effects;
 
-/* Under the lock, after a step: what changed since the last one. */
-static void observe(mgr_shard *s, kcr__shard_state st, effects *e)
+/* Under the lock, after a step that began at start_ns: what changed since
+ * the last one. */
+static void observe(mgr_shard *s, kcr__shard_state st, int64_t start_ns, effects *e)
 {
     const kcr__shard_member *mb = s->member;
     e->state = st;
@@ -303,8 +304,8 @@ static void observe(mgr_shard *s, kcr__shard_state st, effects *e)
     kcr__ranges missing = {0};
     kcr__ranges_subtract(kcr__shard_member_want(mb), admitted, &missing);
     int64_t now = kcr__now_ns();
-    if (e->gained.n && s->want_since_ns)
-        e->handover_s = (double)(now - s->want_since_ns) / 1e9;
+    if (e->gained.n) /* wanted since an earlier step, or since this one began */
+        e->handover_s = (double)(now - (s->want_since_ns ? s->want_since_ns : start_ns)) / 1e9;
     if (!missing.n)
         s->want_since_ns = 0;
     else if (!s->want_since_ns || e->gained.n)
@@ -326,6 +327,7 @@ static void observe(mgr_shard *s, kcr__shard_state st, effects *e)
 static void apply(mgr_shard *s, effects *e)
 {
     kcr_manager *m = s->m;
+    kcr_metric_set(s->state_metric, (double)e->state);
     if (e->cancel) {
         kcr__log(KCR_LOG_WARN, "shard",
                  "shard ring \"%s\": %s is %s: cancelling its in-flight reconciles", s->ring,
@@ -342,7 +344,6 @@ static void apply(mgr_shard *s, effects *e)
             kcr_metric_observe(s->handover, e->handover_s);
         enqueue_gained(s, &e->gained);
     }
-    kcr_metric_set(s->state_metric, (double)e->state);
     if (e->refused) {
         kcr__log(KCR_LOG_ERROR, "shard", "%s", s->refused ? s->refused : "refused");
         kcr_manager_stop(m);
@@ -371,7 +372,7 @@ static void *step_main(void *arg)
         }
         kcr__shard_state before = s->state;
         effects e = {0};
-        observe(s, kcr__shard_member_check(s->member, member_now(s)), &e);
+        observe(s, kcr__shard_member_check(s->member, member_now(s)), start, &e);
         bool soon = e.state != before || e.gained.n || s->want_since_ns;
         pthread_mutex_unlock(&s->lock);
         apply(s, &e);
