@@ -373,6 +373,7 @@ static void *step_main(void *arg)
         kcr__shard_state before = s->state;
         effects e = {0};
         observe(s, kcr__shard_member_check(s->member, member_now(s)), start, &e);
+        pthread_cond_broadcast(&s->cond); /* kcr__mgr_shard_stop waits for LEFT */
         bool soon = e.state != before || e.gained.n || s->want_since_ns;
         pthread_mutex_unlock(&s->lock);
         apply(s, &e);

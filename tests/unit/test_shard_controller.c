@@ -29,7 +29,7 @@ static replica reps[MAX_R];
 static atomic_int running_now[N_KEYS];
 static atomic_int by[N_KEYS][MAX_R];
 static atomic_int overlaps, wrong_info, owned_by_child[N_KEYS][MAX_R];
-/* A reconcile of "block" waits for its cancel (the fence test). */
+/* The first reconcile of "block" waits for its cancel (the fence tests). */
 static atomic_int blocking, saw_cancel;
 
 static int key_index(const kcr_reconcile_request *req)
@@ -45,7 +45,7 @@ static kcr_result note(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
     if (!sh || strcmp(sh->identity, reps[r].identity) != 0 || strcmp(sh->ring, "ring") != 0 ||
         sh->slot < 0)
         atomic_fetch_add(&wrong_info, 1);
-    if (strcmp(req->name, "block") == 0) {
+    if (strcmp(req->name, "block") == 0 && !atomic_load(&saw_cancel)) { /* blocks once */
         atomic_store(&blocking, 1);
         while (!kcr_ctx_canceled(ctx)) {
             struct timespec ts = {0, 1000000};
@@ -189,7 +189,7 @@ static bool active(int r)
 
 /* Every listed replica active, and their admitted ranges hold every key
  * exactly once between them (no range in two, none in none). */
-static bool settled(const int *rs, int n)
+static bool partitioned(const int *rs, int n)
 {
     double sum = 0;
     for (int k = 0; k < n; k++) {
@@ -202,6 +202,26 @@ static bool settled(const int *rs, int n)
     }
     return sum == N_KEYS &&
            metric(reps[rs[0]].m, "kcr_shard_unowned_objects{ring=\"ring\"}") == 0;
+}
+
+/* partitioned(), and still so with the same shares a few steps later: a
+ * ring change seen by some replicas only can partition the keys for a
+ * moment (a joiner took what one replica gave and not yet what another
+ * will give). */
+static bool settled(const int *rs, int n)
+{
+    double before[MAX_R];
+    if (!partitioned(rs, n))
+        return false;
+    for (int k = 0; k < n; k++)
+        before[k] = metric(reps[rs[k]].m, "kcr_shard_owned_objects{controller=\"c\"}");
+    int64_t ms = test_ms(800);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+    for (int k = 0; k < n; k++)
+        if (metric(reps[rs[k]].m, "kcr_shard_owned_objects{controller=\"c\"}") != before[k])
+            return false;
+    return partitioned(rs, n);
 }
 
 static void clear_counts(void)
@@ -342,6 +362,47 @@ static int children_ran(void)
     for (int i = 0; i < N_KEYS; i++)
         n += atomic_load(&owned_by_child[i][0]) + atomic_load(&owned_by_child[i][1]) > 0;
     return n;
+}
+
+/* The fake's hook: while `hang` is set, every Lease request blocks (a
+ * server that accepted the connection and never answers). */
+static atomic_int hang, hung;
+
+static void hang_leases(kcr_fake_verb verb, const kcr_resource *res, const char *ns,
+                        const char *name, void *ud)
+{
+    (void)verb, (void)ns, (void)name, (void)ud;
+    if (strcmp(res->resource, "leases") != 0)
+        return;
+    while (atomic_load(&hang)) {
+        atomic_store(&hung, 1);
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+Test(shard_controller, a_hung_lease_request_does_not_delay_the_fence, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    create_cm("block");
+    kcr_fake_set_hook(fake, hang_leases, NULL);
+    replica_new(0, KCR_SHARD_FILTER, NULL);
+    replica_start(0);
+    WAIT_FOR(atomic_load(&blocking) == 1);
+    atomic_store(&hang, 1);
+    int64_t cut = kcr__now_ns();
+    WAIT_FOR(atomic_load(&saw_cancel) == 1);
+    cr_expect_eq(atomic_load(&hung), 1, "a Lease request hung");
+    /* the member's thread gave up on the request at the fence time: the
+     * reconcile was cancelled before the Lease could expire elsewhere */
+    cr_expect_lt(kcr__now_ns() - cut, test_ms(1500) * KCR_NS_PER_MS,
+                 "cancelled before the lease could expire");
+    char *why = NULL;
+    cr_assert_neq(kcr_manager_shard_readyz_check(&why, reps[0].m), KCR_OK);
+    cr_expect(strstr(why, "fenced") != NULL, "%s", why);
+    free(why);
+    atomic_store(&hang, 0); /* the server answers again */
+    WAIT_FOR(active(0));
 }
 
 Test(shard_controller, a_child_runs_on_its_owners_replica, .init = setup,
