@@ -29,6 +29,8 @@ static replica reps[MAX_R];
 static atomic_int running_now[N_KEYS];
 static atomic_int by[N_KEYS][MAX_R];
 static atomic_int overlaps, wrong_info, owned_by_child[N_KEYS][MAX_R];
+/* The unsharded controller's reconciles, per key and replica. */
+static atomic_int everywhere[N_KEYS][MAX_R], unsharded_with_info;
 /* The first reconcile of "block" waits for its cancel (the fence tests). */
 static atomic_int blocking, saw_cancel;
 
@@ -134,6 +136,7 @@ static void replicas_teardown(void)
     }
     memset(by, 0, sizeof by);
     memset(owned_by_child, 0, sizeof owned_by_child);
+    memset(everywhere, 0, sizeof everywhere);
     memset(running_now, 0, sizeof running_now);
     atomic_store(&overlaps, 0);
     atomic_store(&wrong_info, 0);
@@ -482,6 +485,91 @@ Test(shard_controller, server_mode_caches_only_the_shard, .init = setup, .fini =
     WAIT_FOR(metric(reps[0].m,
                     "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"}") ==
              N_KEYS);
+}
+
+
+static kcr_result note_everywhere(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    if (kcr_ctx_shard(ctx))
+        atomic_fetch_add(&unsharded_with_info, 1);
+    int i = key_index(req);
+    if (i >= 0)
+        atomic_fetch_add(&everywhere[i][(intptr_t)ud], 1);
+    return KCR_DONE;
+}
+
+static bool everywhere_done(int n)
+{
+    for (int i = 0; i < N_KEYS; i++)
+        for (int r = 0; r < n; r++)
+            if (!atomic_load(&everywhere[i][r]))
+                return false;
+    return true;
+}
+
+Test(shard_controller, an_unsharded_controller_runs_every_key_everywhere, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    for (int r = 0; r < 2; r++) {
+        replica_new(r, KCR_SHARD_SERVER, NULL);
+        kcr_controller_options o = {.name = "all",
+                                    .primary = {.resource = CM},
+                                    .unsharded = true,
+                                    .reconcile = note_everywhere,
+                                    .user_data = (void *)(intptr_t)r};
+        cr_assert_eq(kcr_manager_add_controller(reps[r].m, &o, NULL), KCR_OK, "%s",
+                     kcr_last_error());
+        replica_start(r);
+    }
+    int two[] = {0, 1};
+    WAIT_FOR(settled(two, 2));
+    /* its cache is not the sharded one (server mode): it sees every key */
+    WAIT_FOR(everywhere_done(2));
+    cr_expect_eq(atomic_load(&unsharded_with_info), 0, "kcr_ctx_shard is NULL when unsharded");
+    clear_counts();
+    touch_all(6);
+    WAIT_FOR(each_once());
+}
+
+/* A fake that ignores shard selectors, as an apiserver with the
+ * ShardedListAndWatch gate off. */
+static void setup_ignoring(void)
+{
+    kcr_fake_options fo = {.ignore_shard_selector = true};
+    cr_assert_eq(kcr_fake_new(&fo, &fake), KCR_OK);
+    cr_assert_eq(kcr_fake_client(fake, "default", &client), KCR_OK);
+}
+
+Test(shard_controller, server_mode_falls_back_when_the_server_ignores_it, .init = setup_ignoring,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    for (int r = 0; r < 2; r++) {
+        replica_new(r, KCR_SHARD_SERVER, NULL);
+        replica_start(r);
+    }
+    int two[] = {0, 1};
+    WAIT_FOR(settled(two, 2));
+    /* no shardInfo: each reflector filters on the client, says so in the
+     * metric and in the shard readiness text; admission is unchanged */
+    for (int r = 0; r < 2; r++) {
+        cr_expect_eq(metric(reps[r].m, "kcr_cache_shard_selector_mode{resource=\"configmaps\","
+                                       "group=\"\",namespace=\"\"}"),
+                     2, "replica %d filters on the client", r);
+        char *msg = NULL;
+        cr_assert_eq(kcr_manager_shard_readyz_check(&msg, reps[r].m), KCR_OK);
+        cr_expect(strstr(msg, "ignored the shard selector") != NULL, "%s", msg);
+        free(msg);
+    }
+    cr_expect_lt(metric(reps[0].m,
+                        "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"}"),
+                 N_KEYS, "the client-side filter keeps only the shard");
+    clear_counts();
+    touch_all(5);
+    WAIT_FOR(each_once());
+    cr_expect(keys_of(0) > 0 && keys_of(1) > 0);
+    cr_expect_eq(atomic_load(&overlaps), 0);
 }
 
 Test(shard_controller, bad_options, .init = setup, .fini = teardown)
