@@ -293,9 +293,15 @@ Test(shard_controller, a_stopping_replica_hands_its_keys_over, .init = setup,
     }
     int all[] = {0, 1, 2}, two[] = {0, 1};
     WAIT_FOR(settled(all, 3));
+    int64_t t0 = kcr__now_ns();
     cr_assert_eq(replica_stop(2), KCR_OK, "%s", kcr_last_error());
     /* it released its Lease: the others take its keys within steps, not
      * after a lease duration */
+    WAIT_FOR(partitioned(two, 2));
+    cr_log_info("graceful hand-over: %.3f s from kcr_manager_stop to the keys partitioned "
+                "again (retry period %.1f s, lease %.1f s)",
+                (double)(kcr__now_ns() - t0) / 1e9, (double)test_ms(200) / 1000,
+                (double)test_ms(1500) / 1000);
     WAIT_FOR(settled(two, 2));
     clear_counts();
     touch_all(2);
@@ -346,6 +352,10 @@ Test(shard_controller, a_replica_cut_off_fences_and_comes_back, .init = setup,
                  KCR_OK);
     int64_t cut = kcr__now_ns();
     WAIT_FOR(atomic_load(&saw_cancel) == 1);
+    cr_log_info("Lease requests failing: the reconcile was cancelled %.3f s after the cut "
+                "(renew deadline %.1f s, lease %.1f s)",
+                (double)(kcr__now_ns() - cut) / 1e9, (double)test_ms(1000) / 1000,
+                (double)test_ms(1500) / 1000);
     /* the fence comes at the renew deadline: before anyone could take over */
     cr_expect_lt(kcr__now_ns() - cut, test_ms(1500) * KCR_NS_PER_MS,
                  "cancelled before the lease could expire");
@@ -396,6 +406,10 @@ Test(shard_controller, a_hung_lease_request_does_not_delay_the_fence, .init = se
     int64_t cut = kcr__now_ns();
     WAIT_FOR(atomic_load(&saw_cancel) == 1);
     cr_expect_eq(atomic_load(&hung), 1, "a Lease request hung");
+    cr_log_info("hung Lease requests: the reconcile was cancelled %.3f s after the hang "
+                "(renew deadline %.1f s, lease %.1f s)",
+                (double)(kcr__now_ns() - cut) / 1e9, (double)test_ms(1000) / 1000,
+                (double)test_ms(1500) / 1000);
     /* the member's thread gave up on the request at the fence time: the
      * reconcile was cancelled before the Lease could expire elsewhere */
     cr_expect_lt(kcr__now_ns() - cut, test_ms(1500) * KCR_NS_PER_MS,
