@@ -152,6 +152,7 @@ kcr_err (kcr_manager_new)(size_t opts_size, kcr_client *client, const kcr_manage
         err = kcr__instrument_manager(m);
     if (err == KCR_OK && o.sharding)
         err = kcr__mgr_shard_new(m, o.sharding, &m->shard);
+    m->opts.sharding = NULL; /* the caller's: what is needed was copied */
     if (err != KCR_OK) {
         kcr_manager_free(m);
         return err;
