@@ -44,8 +44,9 @@ kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)
          * starts with a selector of its own, so an unsharded controller
          * never shares it); children and watched objects hash elsewhere
          * than their owner's key, so their caches stay whole */
-        if (mc->sharded && s->role == KCR__ROLE_PRIMARY && kcr__mgr_shard_initial_selector(m->shard))
-            io.reflector.shard_selector = kcr__mgr_shard_initial_selector(m->shard);
+        const char *shard_sel = mc->sharded ? kcr__mgr_shard_initial_selector(m->shard) : NULL;
+        if (shard_sel && s->role == KCR__ROLE_PRIMARY)
+            io.reflector.shard_selector = shard_sel;
         kcr_resource res = {s->group, s->version, s->resource};
         kcr_err err = kcr_informer_factory_informer(m->factory, &res, &io, &mc->infs[i]);
         if (err != KCR_OK)

@@ -9,6 +9,7 @@
 #include "tests/unit/manager_fixture.h"
 
 #define N_KEYS 48
+#define CM_OBJECTS "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"}"
 #define MAX_R 3
 
 static const kcr_resource SECRET = {"", "v1", "secrets"};
@@ -478,14 +479,9 @@ Test(shard_controller, server_mode_caches_only_the_shard, .init = setup, .fini =
     WAIT_FOR(settled(two, 2));
     /* each primary cache follows its replica's ranges: together they hold
      * every ConfigMap once, and the fake answered with shardInfo */
-    WAIT_FOR(metric(reps[0].m, "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"}") +
-                 metric(reps[1].m,
-                        "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"}") ==
-             N_KEYS);
+    WAIT_FOR(metric(reps[0].m, CM_OBJECTS) + metric(reps[1].m, CM_OBJECTS) == N_KEYS);
     for (int r = 0; r < 2; r++)
-        cr_expect_lt(metric(reps[r].m,
-                            "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"}"),
-                     N_KEYS, "replica %d caches only its shard", r);
+        cr_expect_lt(metric(reps[r].m, CM_OBJECTS), N_KEYS, "replica %d caches only its shard", r);
     cr_expect_eq(metric(reps[0].m, "kcr_cache_shard_selector_mode{resource=\"configmaps\","
                                    "group=\"\",namespace=\"\"}"),
                  1, "the server applied the selector");
@@ -496,11 +492,8 @@ Test(shard_controller, server_mode_caches_only_the_shard, .init = setup, .fini =
     cr_expect_eq(atomic_load(&overlaps), 0);
     /* one replica leaves: the other's selector grows to the whole space */
     cr_assert_eq(replica_stop(1), KCR_OK);
-    WAIT_FOR(metric(reps[0].m,
-                    "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"}") ==
-             N_KEYS);
+    WAIT_FOR(metric(reps[0].m, CM_OBJECTS) == N_KEYS);
 }
-
 
 static kcr_result note_everywhere(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
 {
@@ -576,9 +569,8 @@ Test(shard_controller, server_mode_falls_back_when_the_server_ignores_it, .init 
         cr_expect(strstr(msg, "ignored the shard selector") != NULL, "%s", msg);
         free(msg);
     }
-    cr_expect_lt(metric(reps[0].m,
-                        "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"}"),
-                 N_KEYS, "the client-side filter keeps only the shard");
+    cr_expect_lt(metric(reps[0].m, CM_OBJECTS), N_KEYS,
+                 "the client-side filter keeps only the shard");
     clear_counts();
     touch_all(5);
     WAIT_FOR(each_once());
