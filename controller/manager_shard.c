@@ -311,7 +311,10 @@ static void observe(mgr_shard *s, kcr__shard_state st, int64_t start_ns, effects
     else if (!s->want_since_ns || e->gained.n)
         s->want_since_ns = now;
     kcr__ranges_clear(&missing);
-    if (s->mode == KCR_SHARD_SERVER && st != KCR__SHARD_LEAVING && st != KCR__SHARD_LEFT) {
+    /* only an active member moves the selectors: a fenced one (the API
+     * unreachable) keeps its cache for when it is back, a leaving one is
+     * about to stop its caches */
+    if (s->mode == KCR_SHARD_SERVER && st == KCR__SHARD_ACTIVE) {
         kcr__ranges a = {0};
         if (kcr__ranges_union(kcr__shard_member_want(mb), admitted, &a) == KCR_OK &&
             kcr__ranges_union(&a, kcr__shard_member_draining(mb), &e->selection) == KCR_OK &&
