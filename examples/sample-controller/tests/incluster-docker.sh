@@ -92,8 +92,9 @@ ready() {
 }
 logs() { docker logs "${containers[$1]}" 2>&1; }
 reconciled() { # REPLICA: its /metrics count successful reconciles
-	curl -sf "http://127.0.0.1:${ports[$1]}/metrics" |
-		grep -Eq '^controller_runtime_reconcile_total\{controller="sample-controller",result="success"\} [1-9]'
+	local metrics
+	metrics=$(curl -sf "http://127.0.0.1:${ports[$1]}/metrics") || return 1
+	grep -Eq '^controller_runtime_reconcile_total\{controller="sample-controller",result="success"\} [1-9]' <<<"$metrics"
 }
 # ---- two replicas: one leader reconciles ---------------------------------------
 start_replica a
@@ -102,7 +103,7 @@ wait_until "$timeout" "a Lease holder" check "$lease" '.spec.holderIdentity | le
 holder=$(get "$lease" | jq -r .spec.holderIdentity)
 leader= standby=
 for r in a b; do
-	if logs "$r" | grep -qF "${holder} acquired the lease"; then leader=$r; else standby=$r; fi
+	if grep -qF "${holder} acquired the lease" <<<"$(logs "$r")"; then leader=$r; else standby=$r; fi
 done
 [[ -n $leader && -n $standby ]] || fail "Lease holder $holder: want exactly one replica that logged acquiring it"
 create_foo example-foo example-foo 2
@@ -110,8 +111,8 @@ wait_until "$timeout" "Foo example-foo converged at 2 under leader $leader" conv
 wait_until "$timeout" "2 Pods of example-foo Running and Ready" running_pods example-foo 2
 check "$deploys/example-foo" '.metadata.ownerReferences[0] | .kind == "Foo" and .name == "example-foo" and .controller' \
 	.metadata.ownerReferences >/dev/null || fail "Deployment example-foo is not controlled by Foo example-foo"
-logs "$leader" | grep -q "$ns/example-foo: synced" || fail "leader $leader did not log reconciling $ns/example-foo"
-if logs "$standby" | grep -q ": synced"; then fail "standby $standby reconciled"; fi
+grep -q "$ns/example-foo: synced" <<<"$(logs "$leader")" || fail "leader $leader did not log reconciling $ns/example-foo"
+if grep -q ": synced" <<<"$(logs "$standby")"; then fail "standby $standby reconciled"; fi
 reconciled "$leader" || fail "leader $leader's /metrics counts no successful reconcile"
 if reconciled "$standby"; then fail "standby $standby's /metrics counts reconciles"; fi
 ok "in-cluster config: $leader holds the Lease ($holder) and alone reconciles Foo example-foo (2 Pods Running); $standby stands by"

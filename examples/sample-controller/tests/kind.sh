@@ -137,7 +137,7 @@ wait_until "the standby $standby takes the Lease" new_holder
 kubectl patch foo example-foo --type merge -p '{"spec":{"replicas":2}}' >/dev/null
 wait_until "2 Pods of example-foo Running and Ready under the new leader" pods_ready 2
 wait_until "Foo example-foo status.availableReplicas 2" foo_status 2
-kubectl -n sample-controller logs "$standby" | grep -q 'default/example-foo: synced' ||
+grep -q 'default/example-foo: synced' <<<"$(kubectl -n sample-controller logs "$standby")" ||
 	fail "the new leader $standby did not log reconciling default/example-foo"
 ok "leader Pod $leader deleted: $standby took the Lease and reconciled the scale to 2"
 
