@@ -376,6 +376,20 @@ kcr_err kcr__controller_enqueue(kcr_controller *c, const char *key, const kcr_tr
     return err;
 }
 
+kcr_err kcr__controller_enqueue_uid(kcr_controller *c, const char *key, const kcr_trigger *trig,
+                                    const char *uid, int priority)
+{
+    kcr__pending p;
+    kcr_err err = kcr__pending_init(&p, trig, c->env_ops->now_ms(c->env), 0);
+    if (err == KCR_OK && uid && *uid) {
+        p.has_uid = true;
+        p.uid_hash = kcr_shard_hash(uid, strlen(uid));
+    }
+    if (err == KCR_OK)
+        err = c->env_ops->enqueue(c, key, priority, 0, &p, c->env);
+    return err;
+}
+
 kcr_err kcr_controller_enqueue(kcr_controller *c, const char *ns, const char *name)
 {
     if (!c)

@@ -44,6 +44,12 @@ typedef struct kcr__pending {
     char *strs;                   /* one allocation holding kind, ns and name */
     kcr_reason delayed; /* REQUEUE_AFTER / RETRY waiting for due_ms; NONE: none */
     int64_t due_ms;
+    /* The shard hash of the uid of the object the key names, when a change
+     * of it (or of a child's controller reference) said so: a sharded
+     * manager's admission uses it for a key no longer in the cache.
+     * Kept by kcr__pending_take, the latest wins on merge. */
+    bool has_uid;
+    uint64_t uid_hash;
 } kcr__pending;
 
 /* The environment's hooks. Called with no kcr lock held. */
@@ -120,6 +126,10 @@ void kcr__route(kcr__source *src, const char *key, kcr_change change, const kcr_
 /* Enqueues key with a trigger (copied) at priority after delay_ms. */
 kcr_err kcr__controller_enqueue(kcr_controller *c, const char *key, const kcr_trigger *trig,
                                 int priority, int64_t delay_ms);
+/* Enqueues key now, recording the uid (NULL or "": none) of the object it
+ * names for sharded admission (kcr__pending.uid_hash). */
+kcr_err kcr__controller_enqueue_uid(kcr_controller *c, const char *key, const kcr_trigger *trig,
+                                    const char *uid, int priority);
 
 /* Validates ns/name for the controller's primary scope and makes the key
  * (malloc'd) into *out; KCR_ERR_INVALID with a message. */
@@ -162,6 +172,7 @@ struct kcr_ctx {
     kcr_client *client;
     kcr_event_recorder *recorder;
     kcr_cancel *cancel;
+    const kcr_shard_member_info *shard; /* NULL: not sharded */
 };
 
 /* Builds the request for key from its pending reasons (strings point into
@@ -176,6 +187,7 @@ typedef struct kcr__run {
     kcr_client *client;           /* the ctx client */
     kcr_event_recorder *recorder; /* may be NULL */
     kcr_cancel *cancel;           /* may be NULL */
+    const kcr_shard_member_info *shard;  /* kcr_ctx_shard; NULL: not sharded */
     int64_t limiter_now_ns;       /* the rate limiter's notion of now */
     kcr__pending *pending;        /* the key's reasons: what is due is taken, the rest stays */
     /* out */

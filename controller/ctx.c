@@ -81,6 +81,11 @@ kcr_controller *kcr_ctx_controller(kcr_ctx *ctx)
     return ctx->ctl;
 }
 
+const kcr_shard_member_info *kcr_ctx_shard(kcr_ctx *ctx)
+{
+    return ctx ? ctx->shard : NULL;
+}
+
 kcr_controller *kcr_source_ctx_controller(kcr_source_ctx *ctx)
 {
     return ctx ? ctx->src->ctl : NULL;

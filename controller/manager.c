@@ -150,6 +150,8 @@ kcr_err (kcr_manager_new)(size_t opts_size, kcr_client *client, const kcr_manage
     }
     if (err == KCR_OK)
         err = kcr__instrument_manager(m);
+    if (err == KCR_OK && o.sharding)
+        err = kcr__mgr_shard_new(m, o.sharding, &m->shard);
     if (err != KCR_OK) {
         kcr_manager_free(m);
         return err;
@@ -211,6 +213,7 @@ kcr_err (kcr_manager_add_controller)(size_t opts_size, kcr_manager *m,
         err = kcr__mgr_ctl_new(m, c, &mc);
     }
     if (err == KCR_OK) {
+        mc->sharded = m->shard && !opts->unsharded;
         c->env_ctl = mc;
         err = kcr__mgr_bind_sources(mc);
         if (err == KCR_OK)

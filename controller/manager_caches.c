@@ -40,6 +40,12 @@ kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)
         io.reflector.label_selector = s->label_selector;
         io.reflector.field_selector = s->field_selector;
         io.reflector.metadata_only = s->metadata_only;
+        /* server-mode sharding: the primary cache follows the shard (and
+         * starts with a selector of its own, so an unsharded controller
+         * never shares it); children and watched objects hash elsewhere
+         * than their owner's key, so their caches stay whole */
+        if (mc->sharded && s->role == KCR__ROLE_PRIMARY && kcr__mgr_shard_initial_selector(m->shard))
+            io.reflector.shard_selector = kcr__mgr_shard_initial_selector(m->shard);
         kcr_resource res = {s->group, s->version, s->resource};
         kcr_err err = kcr_informer_factory_informer(m->factory, &res, &io, &mc->infs[i]);
         if (err != KCR_OK)

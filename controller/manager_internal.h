@@ -11,6 +11,7 @@
 #include "kcr/leader.h"
 
 typedef struct mgr_ctl mgr_ctl;
+typedef struct mgr_shard mgr_shard;
 
 /* Metric series of one controller (instrument.c). */
 typedef struct ctl_series {
@@ -47,6 +48,7 @@ typedef struct mgr_worker {
     ryw_list writes;     /* fences recorded by the running reconcile */
     bool busy;           /* under mc->lock */
     int64_t deadline_ns; /* 0: none; under mc->lock */
+    kcr_shard_member_info shard; /* what kcr_ctx_shard gives its reconcile (sharded controllers) */
 } mgr_worker;
 
 struct mgr_ctl {
@@ -59,6 +61,7 @@ struct mgr_ctl {
     int n_w;
     pthread_mutex_t lock;
     pthread_cond_t cond;
+    bool sharded; /* the manager is sharded and this controller is not opted out */
     int live; /* worker threads running */
     bool workers_started;
     bool closed; /* stop_workers ran: no (re)start */
@@ -79,6 +82,7 @@ struct kcr_manager {
     bool own_metrics;
     kcr_event_recorder *recorder;
     kcr_leader_elector *elector;
+    mgr_shard *shard; /* NULL: not sharded (manager_shard.c) */
     kcr_metric *leader_status;
     void *own; /* kcr's own metric families (instrument.c) */
     mgr_ctl **ctls;
@@ -105,6 +109,41 @@ extern const kcr__env_ops kcr__mgr_env_ops;
 kcr_err kcr__mgr_bind_sources(mgr_ctl *mc);
 /* A readiness message for the first cache that is not synced, or NULL. */
 char *kcr__mgr_caches_not_ready(kcr_manager *m);
+
+/* manager_shard.c: the manager's shard member (docs/sharding.md). */
+typedef enum kcr__admission {
+    KCR__ADMIT_RUN,   /* reconcile it now; kcr__mgr_shard_end(hash) after */
+    KCR__ADMIT_LATER, /* this replica wants its range but has not got it yet: requeue */
+    KCR__ADMIT_DROP   /* another replica's (or nothing to hash): drop */
+} kcr__admission;
+/* Copies o (validated: KCR_ERR_INVALID / KCR_ERR_UNSUPPORTED naming the
+ * field) and makes the member; starts nothing. */
+kcr_err kcr__mgr_shard_new(kcr_manager *m, const kcr_sharding_options *o, mgr_shard **out);
+void kcr__mgr_shard_free(mgr_shard *s);
+/* The selector a sharded primary cache starts with in server mode (a
+ * one-hash range: the member owns nothing yet); NULL in filter mode. */
+const char *kcr__mgr_shard_initial_selector(const mgr_shard *s);
+/* Starts the member's threads (after the controllers are final). */
+kcr_err kcr__mgr_shard_start(mgr_shard *s);
+/* Stops admitting: the member drains and releases its Lease (graceful leave). */
+void kcr__mgr_shard_leave(mgr_shard *s);
+/* Waits (until deadline_ns, monotonic) for the leave to finish, then stops
+ * the member's threads. */
+void kcr__mgr_shard_stop(mgr_shard *s, int64_t deadline_ns);
+/* Admission of `key` of mc taken by worker w (its rec borrowed): on RUN,
+ * *hash is what to end and w->shard is filled. */
+kcr__admission kcr__mgr_shard_begin(mgr_shard *s, mgr_worker *w, const char *key,
+                                    const mgr_keyrec *rec, uint64_t *hash);
+void kcr__mgr_shard_end(mgr_shard *s, uint64_t hash);
+/* The retry period (how long a LATER key waits). */
+int64_t kcr__mgr_shard_retry_ms(const mgr_shard *s);
+/* Why the member refused to run (malloc'd), or NULL. */
+char *kcr__mgr_shard_refused(mgr_shard *s);
+/* The shard readiness: KCR_OK once active; *text (malloc'd) names the
+ * state and ranges either way. */
+kcr_err kcr__mgr_shard_ready(mgr_shard *s, char **text);
+/* ring, identity (borrowed from s) and slot now. */
+void kcr__mgr_shard_info(mgr_shard *s, kcr_shard_member_info *out);
 
 /* ryw.c */
 kcr_err kcr__ryw_client_new(mgr_worker *w, kcr_client **out);

@@ -96,6 +96,8 @@ kcr_err kcr_manager_run(kcr_manager *m)
     bool warm = !m->opts.no_warm_standby || !m->elector;
     if (warm && !atomic_exchange(&m->caches_started, true))
         err = kcr_informer_factory_start(m->factory);
+    if (err == KCR_OK && m->shard)
+        err = kcr__mgr_shard_start(m->shard); /* workers ask it before each reconcile */
     if (err == KCR_OK && m->elector) {
         err = kcr_leader_elector_start(m->elector);
     } else if (err == KCR_OK) {
@@ -105,13 +107,20 @@ kcr_err kcr_manager_run(kcr_manager *m)
     }
     if (err == KCR_OK) {
         kcr__log(KCR_LOG_INFO, "manager", "%s: running %zu controller(s)%s", m->name, m->n_ctls,
-                 m->elector ? " (leader election on)" : "");
+                 m->elector ? " (leader election on)" : m->shard ? " (sharded)" : "");
         wait_wake(m);
         kcr__log(KCR_LOG_INFO, "manager", "%s: %s", m->name,
                  atomic_load(&m->lost) ? "leadership lost" : "stopping");
     }
-    /* the order matters: no new work, drain, THEN release the lease, then caches */
+    /* the order matters: no new work, drain, THEN release the lease, then
+     * caches. A shard member stops admitting first, so its ranges drain
+     * with the workers and it releases its Lease once they did. */
+    if (m->shard)
+        kcr__mgr_shard_leave(m->shard);
     shutdown_workers(m);
+    if (m->shard)
+        kcr__mgr_shard_stop(m->shard,
+                            kcr__now_ns() + 2 * kcr__mgr_shard_retry_ms(m->shard) * KCR_NS_PER_MS);
     kcr_leader_elector_stop(m->elector);
     kcr_informer_factory_stop(m->factory);
     if (m->recorder)
@@ -124,6 +133,12 @@ kcr_err kcr_manager_run(kcr_manager *m)
     }
     if (err != KCR_OK)
         return err;
+    char *refused = m->shard ? kcr__mgr_shard_refused(m->shard) : NULL;
+    if (refused) {
+        err = kcr__fail(KCR_ERR_EXISTS, "%s: %s", m->name, refused);
+        free(refused);
+        return err;
+    }
     if (atomic_load(&m->lost))
         return kcr__fail(KCR_ERR_LEADERSHIP_LOST, "%s: lost the lease %s/%s", m->name, m->le_ns,
                          m->le_id);
@@ -138,6 +153,7 @@ void kcr_manager_free(kcr_manager *m)
     for (size_t i = 0; i < m->n_ctls; i++)
         kcr__mgr_stop_workers(m->ctls[i], 0);
     kcr_leader_elector_free(m->elector);
+    kcr__mgr_shard_free(m->shard); /* before the informers: its collector reads the caches */
     /* the informers (and their handlers, whose user_data are the controllers'
        sources) go first */
     kcr_informer_factory_free(m->factory);
@@ -216,6 +232,31 @@ kcr_err kcr_manager_readyz_check(char **message, void *manager)
         return err;
     }
     return KCR_OK;
+}
+
+bool kcr_manager_shard_info(kcr_manager *m, kcr_shard_member_info *out)
+{
+    if (!m || !m->shard)
+        return false;
+    if (out)
+        kcr__mgr_shard_info(m->shard, out);
+    return true;
+}
+
+kcr_err kcr_manager_shard_readyz_check(char **message, void *manager)
+{
+    kcr_manager *m = manager;
+    if (message)
+        *message = NULL;
+    if (!m || !m->shard)
+        return KCR_OK;
+    char *text = NULL;
+    kcr_err err = kcr__mgr_shard_ready(m->shard, &text);
+    if (message)
+        *message = text;
+    else
+        free(text);
+    return err;
 }
 
 kcr_err kcr_manager_healthz_check(char **message, void *manager)

@@ -60,6 +60,10 @@ void kcr__pending_merge(kcr__pending *into, kcr__pending *from)
             into->delayed = from->delayed;
         }
     }
+    if (from->has_uid) {
+        into->has_uid = true;
+        into->uid_hash = from->uid_hash;
+    }
     into->reasons |= from->reasons;
     if (from->reason > into->reason) {
         drop_object(into);
@@ -88,5 +92,8 @@ void kcr__pending_take(kcr__pending *p, int64_t now_ms, kcr__pending *out)
     out->delayed = KCR_REASON_NONE;
     out->due_ms = 0;
     /* a delayed reason not due yet stays: its delayed add is still queued */
-    *p = (kcr__pending){.delayed = p->delayed, .due_ms = p->due_ms};
+    *p = (kcr__pending){.delayed = p->delayed,
+                        .due_ms = p->due_ms,
+                        .has_uid = p->has_uid,
+                        .uid_hash = p->uid_hash};
 }

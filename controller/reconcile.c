@@ -18,6 +18,7 @@ void kcr__reconcile_key(kcr_controller *c, const char *key, kcr__run *run)
         .client = run->client,
         .recorder = run->recorder,
         .cancel = run->cancel,
+        .shard = run->shard,
     };
     KCR__COUNT(c, reconciles, 1);
     KCR__COUNT(c, active_workers, 1);

@@ -41,8 +41,9 @@ static const char *kind_of(const kcr__source *s, const kcr_object *obj)
     return s->resource;
 }
 
+/* uid: the uid of the object `key` names, when known (sharded admission). */
 static void enqueue(kcr__source *s, const char *key, kcr_reason reason, kcr_change change,
-                    const kcr_object *obj, bool low)
+                    const kcr_object *obj, const char *uid, bool low)
 {
     kcr_trigger t = {
         .reason = reason,
@@ -52,8 +53,8 @@ static void enqueue(kcr__source *s, const char *key, kcr_reason reason, kcr_chan
         .name = obj ? kcr_object_name(obj) : "",
     };
     KCR__COUNT(s->ctl, enqueues, 1);
-    kcr_err err = kcr__controller_enqueue(s->ctl, key, &t,
-                                          low ? KCR_WQ_PRIORITY_LOW : KCR_WQ_PRIORITY_NORMAL, 0);
+    kcr_err err = kcr__controller_enqueue_uid(
+        s->ctl, key, &t, uid, low ? KCR_WQ_PRIORITY_LOW : KCR_WQ_PRIORITY_NORMAL);
     if (err != KCR_OK && err != KCR_ERR_SHUTDOWN)
         kcr__log(KCR_LOG_WARN, "controller", "controller \"%s\": enqueue %s: %s", s->ctl->name, key,
                  kcr_last_error());
@@ -70,7 +71,7 @@ kcr_err kcr_map_emit(kcr_map_out *out, const char *ns, const char *name)
         refuse_key(s, "map function emitted an invalid key");
         return err;
     }
-    enqueue(s, key, KCR_REASON_MAPPED, 0, out->from, out->low);
+    enqueue(s, key, KCR_REASON_MAPPED, 0, out->from, NULL, out->low);
     free(key);
     return KCR_OK;
 }
@@ -98,7 +99,7 @@ static void route_owner(kcr__source *s, const kcr_object *obj, kcr_change change
         refuse_key(s, "owner reference names an invalid key");
         return;
     }
-    enqueue(s, key, KCR_REASON_OWNED, change, obj, low);
+    enqueue(s, key, KCR_REASON_OWNED, change, obj, ref.uid, low);
     free(key);
 }
 
@@ -125,7 +126,7 @@ static void route_primary(kcr__source *s, const char *key, const kcr_object *obj
                    : change == KCR_CHANGE_ADDED   ? KCR_REASON_PRIMARY_ADDED
                    : change == KCR_CHANGE_UPDATED ? KCR_REASON_PRIMARY_UPDATED
                                                   : KCR_REASON_PRIMARY_DELETED;
-    enqueue(s, key ? key : made, r, change, obj, initial || resync);
+    enqueue(s, key ? key : made, r, change, obj, kcr_object_uid(obj), initial || resync);
     free(made);
 }
 

@@ -137,7 +137,7 @@ static bool wait_synced(mgr_ctl *mc)
     return !atomic_load(&mc->m->stopping) && !kcr_workqueue_shutting_down(mc->q);
 }
 
-static void run_key(mgr_worker *w, const char *key, mgr_keyrec *rec)
+static kcr__outcome run_key(mgr_worker *w, const char *key, mgr_keyrec *rec)
 {
     mgr_ctl *mc = w->mc;
     kcr_controller *c = mc->c;
@@ -157,6 +157,7 @@ static void run_key(mgr_worker *w, const char *key, mgr_keyrec *rec)
         .cancel = w->cancel,
         .limiter_now_ns = start,
         .pending = &rec->p,
+        .shard = mc->sharded ? &w->shard : NULL,
     };
     kcr_metric_add(mc->series.active, 1);
     kcr__reconcile_key(c, key, &run);
@@ -181,6 +182,33 @@ static void run_key(mgr_worker *w, const char *key, mgr_keyrec *rec)
                  key, names[run.outcome], kcr_reason_name(run.reason),
                  (long long)(wall_end - (end - start) / KCR_NS_PER_MS), (long long)wall_end);
     }
+    return run.outcome;
+}
+
+/* A sharded controller's key: reconciled only when this replica's shard
+ * member admits it (manager_shard.c); a key of a range it wants but has
+ * not got yet waits a retry period, any other is dropped (another replica
+ * owns it, or it names nothing). Returns whether the key's record must
+ * stay with it: it waits, or ran and is queued again. */
+static bool run_sharded(mgr_worker *w, const char *key, mgr_keyrec *rec)
+{
+    mgr_ctl *mc = w->mc;
+    mgr_shard *s = mc->m->shard;
+    uint64_t hash = 0;
+    kcr__admission a = kcr__mgr_shard_begin(s, w, key, rec, &hash);
+    if (a == KCR__ADMIT_LATER) {
+        kcr_workqueue_add_options ao = {.delay_ms = kcr__mgr_shard_retry_ms(s)};
+        if (kcr_workqueue_add(mc->q, key, &ao) != KCR_OK && !kcr_workqueue_shutting_down(mc->q))
+            kcr__log(KCR_LOG_WARN, "controller", "controller \"%s\": requeue %s: %s",
+                     mc->c->name, key, kcr_last_error());
+        return true;
+    }
+    if (a != KCR__ADMIT_RUN)
+        return false;
+    kcr__outcome out = run_key(w, key, rec);
+    kcr__mgr_shard_end(s, hash); /* before the key is done */
+    /* a key queued again keeps the uid it hashes by (its object may be gone) */
+    return out == KCR__OUT_ERROR || out == KCR__OUT_REQUEUE || out == KCR__OUT_REQUEUE_AFTER;
 }
 
 static void *worker_main(void *arg)
@@ -208,13 +236,19 @@ static void *worker_main(void *arg)
                 kcr_workqueue_done(mc->q, key);
                 continue;
             }
+            bool keep = false;
             if (!kcr_cancel_triggered(mc->m->stop_cancel) && !atomic_load(&mc->m->stopping) &&
-                !kcr_workqueue_shutting_down(mc->q))
-                run_key(w, key, rec);
+                !kcr_workqueue_shutting_down(mc->q)) {
+                if (mc->sharded)
+                    keep = run_sharded(w, key, rec);
+                else
+                    run_key(w, key, rec);
+            }
             /* what outlives the reconcile (a delayed reason not due yet, the
-             * fences of its writes) goes back before done: the key's next
-             * get finds it */
-            if (rec->p.delayed != KCR_REASON_NONE || rec->fences.n)
+             * fences of its writes, a sharded key's record while it is
+             * queued again) goes back before done: the key's next get finds
+             * it */
+            if (rec->p.delayed != KCR_REASON_NONE || rec->fences.n || keep)
                 kcr_workqueue_put_payload(mc->q, key, rec);
             else
                 keyrec_free(rec, NULL);

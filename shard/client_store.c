@@ -13,6 +13,7 @@
 typedef struct client_store {
     kcr__lease_store store; /* first: the handle given out */
     kcr_client *client;     /* borrowed */
+    kcr_cancel *cancel;     /* borrowed; may be NULL */
     char *ns;
 } client_store;
 
@@ -82,7 +83,11 @@ static kcr_err store_list(const char *ring, kcr__shard_lease_list *out, void *us
     list_ctx ctx = {out, 0};
     kcr_err err = kcr_client_list(
         s->client,
-        &(kcr_request){.resource = &KCR__LEASES, .ns = s->ns, .label_selector = selector}, add_item,
+        &(kcr_request){.resource = &KCR__LEASES,
+                       .ns = s->ns,
+                       .label_selector = selector,
+                       .cancel = s->cancel},
+        add_item,
         &ctx, NULL);
     if (err != KCR_OK)
         kcr__shard_lease_list_clear(out);
@@ -134,7 +139,7 @@ static kcr_err store_put(const char *ring, const kcr__shard_lease *l, char **ver
     kcr_err err = lease_object(s, ring, l, &obj);
     if (err != KCR_OK)
         return err;
-    kcr_request req = {.resource = &KCR__LEASES, .ns = s->ns, .object = obj};
+    kcr_request req = {.resource = &KCR__LEASES, .ns = s->ns, .object = obj, .cancel = s->cancel};
     err = *l->version ? kcr_client_update(s->client, &req, &written)
                       : kcr_client_create(s->client, &req, &written);
     kcr_object_unref(obj);
@@ -173,4 +178,9 @@ void kcr__lease_store_client_free(kcr__lease_store *store)
     client_store *s = store->user_data;
     free(s->ns);
     free(s);
+}
+
+void kcr__lease_store_client_set_cancel(kcr__lease_store *store, kcr_cancel *cancel)
+{
+    ((client_store *)store->user_data)->cancel = cancel;
 }

@@ -69,4 +69,9 @@ typedef struct kcr__lease_store {
 kcr_err kcr__lease_store_client_new(kcr_client *client, const char *ns, kcr__lease_store **out);
 void kcr__lease_store_client_free(kcr__lease_store *store);
 
+/* Makes every later request of a client store carry `cancel` (borrowed;
+ * NULL: none), so whoever waits for a request with a deadline can end a
+ * hung one. Set it before the store is used. */
+void kcr__lease_store_client_set_cancel(kcr__lease_store *store, kcr_cancel *cancel);
+
 #endif

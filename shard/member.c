@@ -18,6 +18,8 @@ struct kcr__shard_member {
     char error[320];
     int slot;
     kcr__ranges admitted, draining, published;
+    kcr__ranges want;     /* what the ring gave it at the last step (empty unless active) */
+    kcr__ranges covered;  /* what the live Leases published at the last step, ours included */
     kcr__ranges legacy;   /* what a previous instance of our identity published */
     int64_t legacy_until; /* ... and until when it may still be reconciling there */
     uint64_t *inflight;   /* hashes of reconciles in flight (a multiset) */
@@ -77,6 +79,8 @@ void kcr__shard_member_free(kcr__shard_member *m)
     kcr__ranges_clear(&m->admitted);
     kcr__ranges_clear(&m->draining);
     kcr__ranges_clear(&m->published);
+    kcr__ranges_clear(&m->want);
+    kcr__ranges_clear(&m->covered);
     kcr__ranges_clear(&m->legacy);
     free(m->inflight);
     free(m->probe_holder);
@@ -115,6 +119,7 @@ static kcr_err apply(kcr_err (*op)(const kcr__ranges *, const kcr__ranges *, kcr
  * of memory): the admitted set then drains at the next step. */
 static kcr_err stop_admitting(kcr__shard_member *m)
 {
+    kcr__ranges_clear(&m->want);
     kcr_err err = apply(kcr__ranges_union, &m->draining, &m->admitted);
     if (err == KCR_OK)
         kcr__ranges_clear(&m->admitted);
@@ -355,6 +360,8 @@ static kcr_err step(kcr__shard_member *m, const kcr__shard_lease_list *list,
     if (err == KCR_OK && active)
         err = kcr__ring_ranges(ring, m->identity, &want);
     if (err == KCR_OK)
+        err = kcr__ranges_copy(&want, &m->want);
+    if (err == KCR_OK)
         err = kcr__ranges_subtract(&m->admitted, &want, &lost);
     if (err == KCR_OK)
         err = apply(kcr__ranges_intersect, &m->admitted, &want);
@@ -474,6 +481,11 @@ kcr_err kcr__shard_member_sync(kcr__shard_member *m, int64_t now_ms)
         err = join(m, &list, own, now_ms);
     else
         err = step(m, &list, own, now_ms);
+    kcr__ranges others = {0};
+    if (others_held(m, &list, now_ms, &others) == KCR_OK &&
+        kcr__ranges_union(&others, &m->published, &m->covered) != KCR_OK)
+        kcr__ranges_clear(&m->covered);
+    kcr__ranges_clear(&others);
     kcr__shard_lease_list_clear(&list);
     return err;
 }
@@ -543,4 +555,40 @@ const char *kcr__shard_member_skew(const kcr__shard_member *m)
 const char *kcr__shard_member_problem(const kcr__shard_member *m)
 {
     return m->problem;
+}
+
+bool kcr__shard_member_wants(const kcr__shard_member *m, uint64_t hash)
+{
+    return m->state == KCR__SHARD_ACTIVE && kcr__ranges_contains(&m->want, hash);
+}
+
+const kcr__ranges *kcr__shard_member_want(const kcr__shard_member *m)
+{
+    return &m->want;
+}
+
+const kcr__ranges *kcr__shard_member_draining(const kcr__shard_member *m)
+{
+    return &m->draining;
+}
+
+kcr__shard_state kcr__shard_member_check(kcr__shard_member *m, int64_t now_ms)
+{
+    fence_if_late(m, now_ms);
+    return m->state;
+}
+
+int64_t kcr__shard_member_fence_at(const kcr__shard_member *m)
+{
+    return m->state == KCR__SHARD_ACTIVE ? m->last_ok_ms + m->cfg.renew_deadline_ms : INT64_MAX;
+}
+
+int kcr__shard_member_slot(const kcr__shard_member *m)
+{
+    return m->slot;
+}
+
+const kcr__ranges *kcr__shard_member_covered(const kcr__shard_member *m)
+{
+    return &m->covered;
 }

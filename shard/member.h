@@ -16,8 +16,14 @@
  * successful write.
  *
  * Nothing here reads a clock or sleeps: every call takes `now_ms`, the
- * caller's wall clock, so tests drive it with a virtual one. Not
- * thread-safe: one caller at a time (the caller's own lock if needed). */
+ * caller's wall clock, so tests drive it with a virtual one. Differences of
+ * now_ms measure the renew deadline, so a caller feeds a clock that never
+ * jumps (the manager: the wall clock read once, advanced by the monotonic
+ * one). Not thread-safe: one caller at a time (the caller's own lock if
+ * needed). A store op called by kcr__shard_member_sync may release that lock
+ * while its request runs: begin, end, check, state, wants and the ranges
+ * getters are safe to call meanwhile (sync keeps nothing they change across
+ * a store call); sync and leave are not. */
 #ifndef KCR_SHARD_MEMBER_H
 #define KCR_SHARD_MEMBER_H
 
@@ -93,5 +99,32 @@ const char *kcr__shard_member_problem(const kcr__shard_member *m);
 
 /* How many reconciles it has in flight (for reports and tests). */
 size_t kcr__shard_member_inflight(const kcr__shard_member *m);
+
+/* Whether the ring gives this member `hash` (at its last step) while it is
+ * active: a key it does not admit yet but will once its claim succeeds. */
+bool kcr__shard_member_wants(const kcr__shard_member *m, uint64_t hash);
+
+/* What the ring gives it (empty unless active) and what it drains (the
+ * hashes of reconciles in flight in ranges it lost). Borrowed until the
+ * next sync, check or leave. */
+const kcr__ranges *kcr__shard_member_want(const kcr__shard_member *m);
+const kcr__ranges *kcr__shard_member_draining(const kcr__shard_member *m);
+
+/* What the live Leases of the ring published at the last sync, its own
+ * included: a hash outside it has no replica that may be reconciling it.
+ * Borrowed until the next sync. */
+const kcr__ranges *kcr__shard_member_covered(const kcr__shard_member *m);
+
+/* Fences it if its renew deadline has passed at now_ms (as sync and begin
+ * do); returns its state. */
+kcr__shard_state kcr__shard_member_check(kcr__shard_member *m, int64_t now_ms);
+
+/* When (now_ms clock) an active member fences unless a write succeeds
+ * first: its last successful write's send time + renew_deadline_ms;
+ * INT64_MAX when not active. */
+int64_t kcr__shard_member_fence_at(const kcr__shard_member *m);
+
+/* Its slot in the ring; -1 before it joined. */
+int kcr__shard_member_slot(const kcr__shard_member *m);
 
 #endif

@@ -354,6 +354,9 @@ typedef struct kcr_controller_options {
     int64_t read_your_writes_timeout_ms; /* bound of that wait; 0: 5000 */
     kcr_reconcile_fn reconcile;     /* required */
     void *user_data;                /* passed to reconcile; borrowed */
+    bool unsharded;                 /* on a sharded manager (kcr_manager_options.sharding):
+                                       this controller reconciles every key on every replica
+                                       (no admission, full caches); ignored when unsharded */
 } kcr_controller_options;
 
 /* Counters of one controller (kcr_controller_get_stats). */
@@ -441,7 +444,49 @@ KCR_API int64_t kcr_ctx_now_ms(kcr_ctx *ctx);
 /* The controller running this reconcile. */
 KCR_API kcr_controller *kcr_ctx_controller(kcr_ctx *ctx);
 
+/* The shard a reconcile runs on (docs/sharding.md): the ring, this
+ * replica's identity and its slot in the ring. */
+typedef struct kcr_shard_member_info {
+    const char *ring;
+    const char *identity;
+    int slot; /* -1 while it holds none */
+} kcr_shard_member_info;
+
+/* The shard this reconcile runs on, borrowed for the call; NULL when the
+ * controller is not sharded (no kcr_manager_options.sharding, an
+ * unsharded controller, or the test kit). */
+KCR_API const kcr_shard_member_info *kcr_ctx_shard(kcr_ctx *ctx);
+
 /* ---- Manager ---------------------------------------------------------------------------------- */
+
+/* How a sharded controller's cache follows its shard (docs/sharding.md). */
+typedef enum kcr_shard_mode {
+    KCR_SHARD_FILTER = 0, /* full list+watch; a replica reconciles only keys it admits */
+    KCR_SHARD_SERVER = 1, /* the primary's list+watch carries a shardSelector of the ranges the
+                             replica admits, claims or drains; falls back to filtering on the
+                             client when the server ignores it (no shardInfo) */
+    KCR_SHARD_LABEL = 2   /* reserved: KCR_ERR_UNSUPPORTED from kcr_manager_new for now */
+} kcr_shard_mode;
+
+/* Sharding a manager's controllers over its replicas: one ring per manager,
+ * one coordination.k8s.io/v1 Lease per replica (docs/sharding.md). Reached
+ * through kcr_manager_options.sharding, which the manager copies (strings
+ * included). */
+typedef struct kcr_sharding_options {
+    kcr_shard_mode mode;
+    kcr_shard_field field;        /* KCR_SHARD_BY_UID (default) or BY_NAMESPACE */
+    const char *ring;             /* NULL: the manager's name */
+    const char *identity;         /* NULL: $POD_NAME, else the hostname */
+    const char *lease_namespace;  /* NULL: the client's namespace */
+    int64_t lease_duration_ms;    /* 0: 15000 */
+    int64_t renew_deadline_ms;    /* 0: 10000 */
+    int64_t retry_period_ms;      /* 0: 2000 */
+    int64_t skew_margin_ms;       /* 0: 2000; the clock-skew bound the guarantee assumes */
+    /* Zero. Fields added later take these bytes: the struct is reached
+     * through options, so its size never changes (docs/abi.md). Not zero:
+     * KCR_ERR_INVALID. */
+    uint64_t reserved[4];
+} kcr_sharding_options;
 
 /* Zero means default for every field; strings are copied. A graceful
  * shutdown timeout above 2^40 ms (about 35 years) is refused with
@@ -473,6 +518,10 @@ typedef struct kcr_manager_options {
                                            after kcr_manager_free */
     bool no_events;                     /* true: no event recorder (kcr_ctx_recorder NULL) */
     const kcr_clock *clock;             /* events and kcr_ctx_now_ms; NULL: real */
+    const kcr_sharding_options *sharding; /* NULL: unsharded. Copied. Every replica with the
+                                           same ring reconciles its share of the keys of each
+                                           controller (except kcr_controller_options.unsharded
+                                           ones); exclusive with leader_election */
 } kcr_manager_options;
 
 /* A manager using `client` (borrowed until kcr_manager_free: the manager
@@ -504,8 +553,11 @@ KCR_API kcr_err kcr_manager_add_controller(size_t opts_size, kcr_manager *m,
  * drain in-flight reconciles (graceful_shutdown_timeout_ms, then cancel
  * them), release the lease, stop the caches. Returns KCR_OK after a stop or
  * signal, KCR_ERR_LEADERSHIP_LOST when the lease was lost (every reconcile
- * was stopped first), or the error that kept it from starting. Once only
- * (KCR_ERR_STATE again). */
+ * was stopped first), KCR_ERR_EXISTS when sharded and another live
+ * instance holds this replica's shard identity (the message names it), or
+ * the error that kept it from starting. Sharded, a stop first stops
+ * admitting keys, drains, releases the shard Lease, then stops the caches.
+ * Once only (KCR_ERR_STATE again). */
 KCR_API kcr_err kcr_manager_run(kcr_manager *m);
 
 /* Asks a running (or about to run) manager to stop gracefully: from its
@@ -535,6 +587,21 @@ KCR_API bool kcr_manager_is_leader(kcr_manager *m);
  * list/watch (e.g. "configmaps: 403 Forbidden: ..." or a 404 for a resource
  * the server does not have). Thread-safe. */
 KCR_API kcr_err kcr_manager_readyz_check(char **message, void *manager);
+
+/* Whether the manager is sharded (kcr_manager_options.sharding); if so and
+ * out is not NULL, *out gets its ring and identity (borrowed until
+ * kcr_manager_free) and its slot now (-1 before it joined). Thread-safe. */
+KCR_API bool kcr_manager_shard_info(kcr_manager *m, kcr_shard_member_info *out);
+
+/* The shard's readiness (kcr_health_check_fn, user_data = the manager):
+ * KCR_OK once the replica is an active member of its ring (and for an
+ * unsharded manager); *message (malloc'd; set either way for a sharded
+ * manager) names the ring, identity, state, slot and admitted ranges, and
+ * says when the apiserver ignored the shard selector (server mode fell back
+ * to filtering), a clock skewed past the margin, a malformed Lease of the
+ * ring or a refusal. kcr_manager_serve_http adds it as the check "shard".
+ * Thread-safe. */
+KCR_API kcr_err kcr_manager_shard_readyz_check(char **message, void *manager);
 
 /* Liveness (kcr_health_check_fn): KCR_OK unless the manager is stopping
  * after leadership loss or its workers were cancelled at a shutdown

@@ -75,7 +75,8 @@ typedef struct kcr_manager kcr_manager;
 /* A started server for a manager: /metrics from kcr_manager_metrics (unless
  * opts->metrics is set), /readyz with the check "informers"
  * (kcr_manager_readyz_check: caches synced, with the server's reason when a
- * list/watch fails) and /healthz with "manager" (kcr_manager_healthz_check).
+ * list/watch fails), for a sharded manager "shard"
+ * (kcr_manager_shard_readyz_check), and /healthz with "manager" (kcr_manager_healthz_check).
  * More checks can be added to *out. The manager is borrowed: free the
  * server before it. opts is copied. */
 KCR_API kcr_err kcr_manager_serve_http(size_t opts_size, kcr_manager *m,

@@ -19,6 +19,9 @@ kcr_err (kcr_manager_serve_http)(size_t opts_size, kcr_manager *m,
     if (err == KCR_OK)
         err = kcr_health_server_add_check(s, KCR_PROBE_READYZ, "informers",
                                           kcr_manager_readyz_check, m);
+    if (err == KCR_OK && kcr_manager_shard_info(m, NULL))
+        err = kcr_health_server_add_check(s, KCR_PROBE_READYZ, "shard",
+                                          kcr_manager_shard_readyz_check, m);
     if (err == KCR_OK)
         err = kcr_health_server_add_check(s, KCR_PROBE_HEALTHZ, "manager",
                                           kcr_manager_healthz_check, m);

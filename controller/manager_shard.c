@@ -1,0 +1,828 @@
+/* The manager's shard member (docs/sharding.md, "In the manager"): the
+ * shard layer's member (shard/member.c) run like leader/'s elector.
+ *
+ * - The member's thread steps it every retry period, sooner when asked
+ *   (a reconcile of a lost range ended, a leave), and at its fence time.
+ * - Its Lease requests run on a request thread; the member's thread waits
+ *   for each until min(now + renew deadline, the member's fence time) and
+ *   then abandons it (cancelling it), so a hung request cannot delay the
+ *   fence. While it waits, the member's lock is released (the condition
+ *   wait), so workers keep asking for admission (member.h allows it).
+ * - The member's clock is the wall clock read once at start, advanced by
+ *   the monotonic clock: the renew deadline (a difference of it) is
+ *   monotonic, as leader/ measures it, and the times written on the Lease
+ *   are wall-clock times; a wall-clock step after start is not followed
+ *   (other replicas see it as skew, which the member reports).
+ * - After each step, outside the lock: at a fence every in-flight
+ *   reconcile of a sharded controller is cancelled; the keys of gained
+ *   ranges in the primary caches are enqueued; in server mode the primary
+ *   caches' shard selector follows want ∪ admitted ∪ draining.
+ *
+ * Everything in mgr_shard below `lock` is guarded by it. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "controller/manager_internal.h"
+#include "core/abi.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "shard/lease_store.h"
+#include "shard/member.h"
+
+typedef enum call_state { CALL_IDLE, CALL_PENDING, CALL_RUNNING, CALL_DONE } call_state;
+typedef enum call_op { OP_LIST, OP_PUT } call_op;
+
+/* kcr_shard_handover_seconds buckets. */
+static const double handover_buckets[] = {0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 15, 20, 30, 60, 120};
+
+struct mgr_shard {
+    kcr_manager *m;
+    kcr_shard_mode mode;
+    kcr_shard_field field;
+    char *ring, *identity, *ns, *instance;
+    int64_t lease_ms, renew_ms, retry_ms, margin_ms;
+    int64_t anchor_wall_ms, anchor_mono_ns; /* the member's clock */
+    char *initial_selector;                  /* server mode */
+    kcr__lease_store *inner;                 /* the client store (request thread only) */
+    kcr__lease_store outer;                  /* the member's: hands requests over */
+    kcr_cancel *call_cancel;
+    kcr_metric *state_metric, *moves, *handover, *unowned;
+    kcr_metric_family *owned_family;
+
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* monotonic; every change below */
+    kcr__shard_member *member;
+    pthread_t step_thread, call_thread;
+    bool started, quit, calls_quit, poke;
+    kcr__shard_state state; /* as of the last step or check */
+    char *refused;          /* the member's refusal, once */
+    kcr__ranges admitted;   /* as of the last step: what gains are measured against */
+    kcr__ranges selection;  /* server mode: the ranges the selectors were last set to */
+    int64_t want_since_ns;  /* the first step that wanted a range not admitted; 0: none */
+    char *last_err;         /* the last step's error, logged when it changes */
+    /* the request slot */
+    call_state call;
+    bool call_abandoned;
+    call_op op;
+    char *call_ring;
+    kcr__shard_lease call_lease;
+    kcr__shard_lease_list call_list;
+    char *call_version, *call_msg;
+    kcr_err call_err;
+};
+
+static const char *const state_names[] = {"joining", "probing", "active",  "fenced",
+                                          "leaving", "left",    "refused"};
+
+static int64_t member_now(const mgr_shard *s)
+{
+    return s->anchor_wall_ms + (kcr__now_ns() - s->anchor_mono_ns) / KCR_NS_PER_MS;
+}
+
+/* A time of the member's clock as a monotonic instant. */
+static int64_t mono_of(const mgr_shard *s, int64_t member_ms)
+{
+    return s->anchor_mono_ns + (member_ms - s->anchor_wall_ms) * KCR_NS_PER_MS;
+}
+
+/* ---- the request thread and the member's store ---- */
+
+static void *call_main(void *arg)
+{
+    mgr_shard *s = arg;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (s->call != CALL_PENDING && !s->calls_quit)
+            pthread_cond_wait(&s->cond, &s->lock);
+        if (s->call != CALL_PENDING)
+            break;
+        s->call = CALL_RUNNING;
+        call_op op = s->op;
+        kcr__shard_lease lease = s->call_lease;
+        memset(&s->call_lease, 0, sizeof s->call_lease);
+        pthread_mutex_unlock(&s->lock);
+
+        kcr__shard_lease_list list = {0};
+        char *version = NULL;
+        kcr_err err = op == OP_LIST
+                          ? s->inner->ops->list(s->call_ring, &list, s->inner->user_data)
+                          : s->inner->ops->put(s->call_ring, &lease, &version, s->inner->user_data);
+        char *msg = err != KCR_OK ? strdup(kcr_last_error()) : NULL;
+        kcr__shard_lease_clear(&lease);
+
+        pthread_mutex_lock(&s->lock);
+        if (s->call_abandoned) {
+            kcr__shard_lease_list_clear(&list);
+            free(version);
+            free(msg);
+            kcr_cancel_reset(s->call_cancel); /* no request uses it now */
+            s->call_abandoned = false;
+            s->call = CALL_IDLE;
+        } else {
+            s->call_list = list;
+            s->call_version = version;
+            s->call_msg = msg;
+            s->call_err = err;
+            s->call = CALL_DONE;
+        }
+        pthread_cond_broadcast(&s->cond);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* Waits (lock held; released while waiting) until the slot is `want`, the
+ * deadline passes or the requests stop. */
+static void wait_call(mgr_shard *s, call_state want, int64_t deadline_ns)
+{
+    struct timespec ts = kcr__timespec_at(deadline_ns);
+    while (s->call != want && !s->calls_quit && kcr__now_ns() < deadline_ns)
+        pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+}
+
+/* Runs one request on the request thread, from the member's sync (lock
+ * held): waits until the renew deadline from now or the member's fence
+ * time, whichever is first, then abandons it (KCR_ERR_TIMEOUT). */
+static kcr_err call(mgr_shard *s, call_op op, const char *ring, const kcr__shard_lease *lease,
+                    kcr__shard_lease_list *list, char **version)
+{
+    int64_t deadline = kcr__now_ns() + s->renew_ms * KCR_NS_PER_MS;
+    int64_t fence = kcr__shard_member_fence_at(s->member);
+    if (fence != INT64_MAX && mono_of(s, fence) < deadline)
+        deadline = mono_of(s, fence);
+    wait_call(s, CALL_IDLE, deadline);
+    if (s->calls_quit)
+        return kcr__fail(KCR_ERR_CANCELED, "shard ring \"%s\": stopping", s->ring);
+    if (s->call != CALL_IDLE)
+        return kcr__fail(KCR_ERR_TIMEOUT,
+                         "shard ring \"%s\": an earlier Lease request is still running", s->ring);
+    free(s->call_ring);
+    s->call_ring = strdup(ring);
+    kcr_err err = s->call_ring ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    if (err == KCR_OK && op == OP_PUT)
+        err = kcr__shard_lease_copy(lease, &s->call_lease);
+    if (err != KCR_OK)
+        return err;
+    s->op = op;
+    s->call = CALL_PENDING;
+    pthread_cond_broadcast(&s->cond);
+    wait_call(s, CALL_DONE, deadline);
+    if (s->call == CALL_DONE) {
+        err = s->call_err;
+        if (op == OP_LIST) {
+            *list = s->call_list;
+        } else {
+            kcr__shard_lease_list_clear(&s->call_list);
+            *version = s->call_version;
+        }
+        memset(&s->call_list, 0, sizeof s->call_list);
+        s->call_version = NULL;
+        if (err != KCR_OK)
+            kcr__fail(err, "%s", s->call_msg ? s->call_msg : kcr_strerror(err));
+        free(s->call_msg);
+        s->call_msg = NULL;
+        s->call = CALL_IDLE;
+        return err;
+    }
+    if (s->call == CALL_PENDING) { /* never started: take it back */
+        kcr__shard_lease_clear(&s->call_lease);
+        s->call = CALL_IDLE;
+    } else {
+        s->call_abandoned = true;
+        kcr_cancel_trigger(s->call_cancel); /* a hung request returns now */
+    }
+    return s->calls_quit ? kcr__fail(KCR_ERR_CANCELED, "shard ring \"%s\": stopping", s->ring)
+                         : kcr__fail(KCR_ERR_TIMEOUT,
+                                     "shard ring \"%s\": a Lease request ran past its deadline",
+                                     s->ring);
+}
+
+static kcr_err outer_list(const char *ring, kcr__shard_lease_list *out, void *user_data)
+{
+    kcr__shard_lease_list_clear(out);
+    return call(user_data, OP_LIST, ring, NULL, out, NULL);
+}
+
+static kcr_err outer_put(const char *ring, const kcr__shard_lease *lease, char **version,
+                         void *user_data)
+{
+    *version = NULL;
+    return call(user_data, OP_PUT, ring, lease, NULL, version);
+}
+
+static const kcr__lease_store_ops outer_ops = {outer_list, outer_put};
+
+/* ---- after a step: cancel, enqueue, selectors, metrics ---- */
+
+/* The shard hash of obj on s's field. */
+static uint64_t obj_hash(const mgr_shard *s, const kcr_object *obj)
+{
+    return kcr_object_shard_hash(obj, s->field);
+}
+
+/* Enqueues every object of the sharded primary caches hashing into `gained`. */
+static void enqueue_gained(mgr_shard *s, const kcr__ranges *gained)
+{
+    kcr_manager *m = s->m;
+    for (size_t i = 0; i < m->n_ctls; i++) {
+        mgr_ctl *mc = m->ctls[i];
+        if (!mc->sharded)
+            continue;
+        kcr_object_list all = {0};
+        if (kcr_store_list(mc->c->sources[0].cache, &all) != KCR_OK)
+            continue;
+        for (size_t j = 0; j < all.len; j++) {
+            const kcr_object *o = all.items[j];
+            char *key = NULL;
+            if (!kcr__ranges_contains(gained, obj_hash(s, o)) || kcr_store_key(o, &key) != KCR_OK)
+                continue;
+            kcr_trigger t = {.reason = KCR_REASON_ENQUEUED,
+                             .kind = mc->c->sources[0].kind,
+                             .ns = kcr_object_namespace(o),
+                             .name = kcr_object_name(o)};
+            kcr__controller_enqueue_uid(mc->c, key, &t, kcr_object_uid(o), KCR_WQ_PRIORITY_LOW);
+            free(key);
+        }
+        kcr_object_list_free(&all);
+    }
+}
+
+/* Sets the shard selector of every sharded primary cache to `sel`. */
+static void set_selectors(mgr_shard *s, const kcr__ranges *sel)
+{
+    char *text = NULL;
+    if (sel->n ? kcr_shard_selector_format(s->field, sel->r, sel->n, &text) != KCR_OK
+               : !(text = strdup(s->initial_selector)))
+        return;
+    kcr_manager *m = s->m;
+    for (size_t i = 0; i < m->n_ctls; i++) {
+        mgr_ctl *mc = m->ctls[i];
+        bool seen = false; /* informers are shared: set each once */
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = m->ctls[k]->sharded && m->ctls[k]->infs[0] == mc->infs[0];
+        if (mc->sharded && !seen &&
+            kcr_reflector_set_shard_selector(kcr_informer_reflector(mc->infs[0]), text) != KCR_OK)
+            kcr__log(KCR_LOG_ERROR, "shard", "shard ring \"%s\": setting the selector: %s",
+                     s->ring, kcr_last_error());
+    }
+    free(text);
+}
+
+/* What a step changed, for the work done outside the lock. */
+typedef struct effects {
+    bool cancel;        /* it stopped being active (fence, refusal): cancel in-flight reconciles */
+    bool refused;       /* stop the manager */
+    kcr__ranges gained; /* newly admitted */
+    bool reselect;      /* server mode: set the selectors to `selection` */
+    kcr__ranges selection;
+    double handover_s; /* < 0: none */
+    kcr__shard_state state;
+} effects;
+
+/* Under the lock, after a step that began at start_ns: what changed since
+ * the last one. */
+static void observe(mgr_shard *s, kcr__shard_state st, int64_t start_ns, effects *e)
+{
+    const kcr__shard_member *mb = s->member;
+    e->state = st;
+    e->handover_s = -1;
+    e->cancel = s->state == KCR__SHARD_ACTIVE && st != KCR__SHARD_ACTIVE &&
+                st != KCR__SHARD_LEAVING && st != KCR__SHARD_LEFT;
+    e->refused = st == KCR__SHARD_REFUSED && !s->refused;
+    if (e->refused)
+        s->refused = strdup(kcr__shard_member_error(mb));
+    s->state = st;
+    const kcr__ranges *admitted = kcr__shard_member_admitted(mb);
+    if (kcr__ranges_subtract(admitted, &s->admitted, &e->gained) != KCR_OK ||
+        kcr__ranges_copy(admitted, &s->admitted) != KCR_OK)
+        kcr__ranges_clear(&s->admitted); /* out of memory: the next step sees it all gained */
+    /* hand-over: from the first step wanting a range not admitted to its admission */
+    kcr__ranges missing = {0};
+    kcr__ranges_subtract(kcr__shard_member_want(mb), admitted, &missing);
+    int64_t now = kcr__now_ns();
+    if (e->gained.n) /* wanted since an earlier step, or since this one began */
+        e->handover_s = (double)(now - (s->want_since_ns ? s->want_since_ns : start_ns)) / 1e9;
+    if (!missing.n)
+        s->want_since_ns = 0;
+    else if (!s->want_since_ns || e->gained.n)
+        s->want_since_ns = now;
+    kcr__ranges_clear(&missing);
+    if (s->mode == KCR_SHARD_SERVER && st != KCR__SHARD_LEAVING && st != KCR__SHARD_LEFT) {
+        kcr__ranges a = {0};
+        if (kcr__ranges_union(kcr__shard_member_want(mb), admitted, &a) == KCR_OK &&
+            kcr__ranges_union(&a, kcr__shard_member_draining(mb), &e->selection) == KCR_OK &&
+            !kcr__ranges_equal(&e->selection, &s->selection)) {
+            e->reselect = true;
+            kcr__ranges_copy(&e->selection, &s->selection);
+        }
+        kcr__ranges_clear(&a);
+    }
+}
+
+/* Outside the lock: acts on what observe() found. */
+static void apply(mgr_shard *s, effects *e)
+{
+    kcr_manager *m = s->m;
+    kcr_metric_set(s->state_metric, (double)e->state);
+    if (e->cancel) {
+        kcr__log(KCR_LOG_WARN, "shard",
+                 "shard ring \"%s\": %s is %s: cancelling its in-flight reconciles", s->ring,
+                 s->identity, state_names[e->state]);
+        for (size_t i = 0; i < m->n_ctls; i++)
+            if (m->ctls[i]->sharded)
+                kcr__mgr_cancel_all(m->ctls[i]);
+    }
+    if (e->reselect)
+        set_selectors(s, &e->selection);
+    if (e->gained.n) {
+        kcr_metric_add(s->moves, (double)e->gained.n);
+        if (e->handover_s >= 0)
+            kcr_metric_observe(s->handover, e->handover_s);
+        enqueue_gained(s, &e->gained);
+    }
+    if (e->refused) {
+        kcr__log(KCR_LOG_ERROR, "shard", "%s", s->refused ? s->refused : "refused");
+        kcr_manager_stop(m);
+    }
+    kcr__ranges_clear(&e->gained);
+    kcr__ranges_clear(&e->selection);
+}
+
+static void *step_main(void *arg)
+{
+    mgr_shard *s = arg;
+    pthread_mutex_lock(&s->lock);
+    while (!s->quit) {
+        s->poke = false;
+        int64_t start = kcr__now_ns();
+        kcr_err err = kcr__shard_member_sync(s->member, member_now(s));
+        if (err != KCR_OK && err != KCR_ERR_EXISTS &&
+            (!s->last_err || strcmp(s->last_err, kcr_last_error()) != 0)) {
+            kcr__log(KCR_LOG_INFO, "shard", "shard ring \"%s\": %s: step failed: %s", s->ring,
+                     s->identity, kcr_last_error());
+            free(s->last_err);
+            s->last_err = strdup(kcr_last_error());
+        } else if (err == KCR_OK && s->last_err) {
+            free(s->last_err);
+            s->last_err = NULL;
+        }
+        kcr__shard_state before = s->state;
+        effects e = {0};
+        observe(s, kcr__shard_member_check(s->member, member_now(s)), start, &e);
+        pthread_cond_broadcast(&s->cond); /* kcr__mgr_shard_stop waits for LEFT */
+        bool soon = e.state != before || e.gained.n || s->want_since_ns;
+        pthread_mutex_unlock(&s->lock);
+        apply(s, &e);
+        pthread_mutex_lock(&s->lock);
+        /* the next step: a retry period on, a quarter of it while something
+         * moves, at the fence time at the latest, or when poked */
+        int64_t next = start + (soon ? s->retry_ms / 4 : s->retry_ms) * KCR_NS_PER_MS;
+        int64_t fence = kcr__shard_member_fence_at(s->member);
+        if (fence != INT64_MAX && mono_of(s, fence) + KCR_NS_PER_MS < next)
+            next = mono_of(s, fence) + KCR_NS_PER_MS;
+        struct timespec ts = kcr__timespec_at(next);
+        while (!s->quit && !s->poke && kcr__now_ns() < next)
+            pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* ---- metrics ---- */
+
+static void collect(kcr_metrics *reg, void *user_data)
+{
+    (void)reg;
+    mgr_shard *s = user_data;
+    kcr__ranges admitted = {0}, covered = {0};
+    pthread_mutex_lock(&s->lock);
+    kcr_err err = kcr__ranges_copy(kcr__shard_member_admitted(s->member), &admitted);
+    if (err == KCR_OK)
+        err = kcr__ranges_copy(kcr__shard_member_covered(s->member), &covered);
+    pthread_mutex_unlock(&s->lock);
+    kcr_manager *m = s->m;
+    double unowned = 0;
+    /* the controller list is final once the manager ran */
+    for (size_t i = 0; err == KCR_OK && atomic_load(&m->ran) && i < m->n_ctls; i++) {
+        mgr_ctl *mc = m->ctls[i];
+        if (!mc->sharded)
+            continue;
+        kcr_object_list all = {0};
+        if (kcr_store_list(mc->c->sources[0].cache, &all) != KCR_OK)
+            continue;
+        double owned = 0;
+        for (size_t j = 0; j < all.len; j++) {
+            uint64_t h = obj_hash(s, all.items[j]);
+            owned += kcr__ranges_contains(&admitted, h);
+            unowned += !kcr__ranges_contains(&covered, h);
+        }
+        kcr_object_list_free(&all);
+        const char *v[] = {mc->c->name};
+        kcr_metric *series = NULL;
+        if (kcr_metric_family_series(s->owned_family, v, &series) == KCR_OK)
+            kcr_metric_set(series, owned);
+    }
+    if (err == KCR_OK)
+        kcr_metric_set(s->unowned, unowned);
+    kcr__ranges_clear(&admitted);
+    kcr__ranges_clear(&covered);
+}
+
+static kcr_err family(kcr_metrics *reg, const kcr_metric_desc *d, kcr_metric_family **out)
+{
+    return kcr_metrics_register(reg, d, out);
+}
+
+static kcr_err instrument(mgr_shard *s)
+{
+    kcr_metrics *reg = s->m->metrics;
+    static const char *const ri_l[] = {"ring", "identity"}, *const r_l[] = {"ring"},
+                             *const c_l[] = {"controller"};
+    const char *ri_v[] = {s->ring, s->identity}, *r_v[] = {s->ring};
+    kcr_metric_family *f = NULL;
+    kcr_err err = family(
+        reg,
+        &(kcr_metric_desc){.name = "kcr_shard_state",
+                           .help = "The shard member's state: 0 joining, 1 probing, 2 active, 3 "
+                                   "fenced, 4 leaving, 5 left, 6 refused",
+                           .type = KCR_METRIC_GAUGE,
+                           .label_names = ri_l,
+                           .n_labels = 2},
+        &f);
+    if (err == KCR_OK)
+        err = kcr_metric_family_series(f, ri_v, &s->state_metric);
+    if (err == KCR_OK)
+        err = family(reg,
+                     &(kcr_metric_desc){.name = "kcr_shard_owned_objects",
+                                        .help = "Objects of the controller's primary cache this "
+                                                "replica admits",
+                                        .type = KCR_METRIC_GAUGE,
+                                        .label_names = c_l,
+                                        .n_labels = 1},
+                     &s->owned_family);
+    if (err == KCR_OK)
+        err = family(reg,
+                     &(kcr_metric_desc){.name = "kcr_shard_unowned_objects",
+                                        .help = "Objects of the sharded primary caches that no "
+                                                "live Lease of the ring publishes",
+                                        .type = KCR_METRIC_GAUGE,
+                                        .label_names = r_l,
+                                        .n_labels = 1},
+                     &f);
+    if (err == KCR_OK)
+        err = kcr_metric_family_series(f, r_v, &s->unowned);
+    if (err == KCR_OK)
+        err = family(reg,
+                     &(kcr_metric_desc){.name = "kcr_shard_moves_total",
+                                        .help = "Hash ranges this replica gained",
+                                        .type = KCR_METRIC_COUNTER,
+                                        .label_names = r_l,
+                                        .n_labels = 1},
+                     &f);
+    if (err == KCR_OK)
+        err = kcr_metric_family_series(f, r_v, &s->moves);
+    if (err == KCR_OK)
+        err = family(reg,
+                     &(kcr_metric_desc){.name = "kcr_shard_handover_seconds",
+                                        .help = "From the step that first wanted a range this "
+                                                "replica did not admit to its admission",
+                                        .type = KCR_METRIC_HISTOGRAM,
+                                        .label_names = r_l,
+                                        .n_labels = 1,
+                                        .buckets = handover_buckets,
+                                        .n_buckets = sizeof handover_buckets /
+                                                     sizeof *handover_buckets},
+                     &f);
+    if (err == KCR_OK)
+        err = kcr_metric_family_series(f, r_v, &s->handover);
+    if (err == KCR_OK)
+        err = kcr_metrics_add_collector(reg, collect, s);
+    return err;
+}
+
+/* ---- lifecycle ---- */
+
+static int64_t or_default(int64_t v, int64_t def)
+{
+    return v ? v : def;
+}
+
+static kcr_err check(const kcr_manager *m, const kcr_sharding_options *o)
+{
+    if (kcr__abi_reserved(o->reserved, sizeof o->reserved, "kcr_sharding_options") != KCR_OK)
+        return KCR_ERR_INVALID; /* detail: kcr__abi_reserved */
+    if (o->mode == KCR_SHARD_LABEL)
+        return kcr__fail(KCR_ERR_UNSUPPORTED,
+                         "kcr_manager_new: sharding mode KCR_SHARD_LABEL (shard labels written by "
+                         "a coordinator) is not built yet: use KCR_SHARD_FILTER or "
+                         "KCR_SHARD_SERVER");
+    if (o->mode != KCR_SHARD_FILTER && o->mode != KCR_SHARD_SERVER)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_manager_new: sharding.mode %d is unknown",
+                         (int)o->mode);
+    if (o->field != KCR_SHARD_BY_UID && o->field != KCR_SHARD_BY_NAMESPACE)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_manager_new: sharding.field %d is unknown",
+                         (int)o->field);
+    if (m->opts.leader_election)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_manager_new: sharding and leader_election are "
+                                          "exclusive (a sharded manager runs on every replica)");
+    if (m->cache_defaults && m->cache_defaults->reflector.shard_selector)
+        return kcr__fail(KCR_ERR_INVALID,
+                         "kcr_manager_new: sharding and cache_defaults.reflector.shard_selector "
+                         "are exclusive (the shard decides the selector)");
+    const int64_t *d[] = {&o->lease_duration_ms, &o->renew_deadline_ms, &o->retry_period_ms,
+                          &o->skew_margin_ms};
+    static const char *const names[] = {"lease_duration_ms", "renew_deadline_ms",
+                                        "retry_period_ms", "skew_margin_ms"};
+    for (size_t i = 0; i < 4; i++)
+        if (*d[i] < 0 || *d[i] > KCR__MAX_DURATION_MS)
+            return kcr__fail(KCR_ERR_INVALID, "kcr_manager_new: sharding.%s %lld is out of range",
+                             names[i], (long long)*d[i]);
+    return KCR_OK;
+}
+
+/* This replica's default identity: $POD_NAME, else the hostname. */
+static char *default_identity(void)
+{
+    const char *pod = getenv("POD_NAME");
+    if (pod && *pod)
+        return strdup(pod);
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0 || !*host)
+        snprintf(host, sizeof host, "replica");
+    return strdup(host);
+}
+
+kcr_err kcr__mgr_shard_new(kcr_manager *m, const kcr_sharding_options *o, mgr_shard **out)
+{
+    *out = NULL;
+    kcr_err err = check(m, o);
+    if (err != KCR_OK)
+        return err;
+    mgr_shard *s = calloc(1, sizeof *s);
+    if (!s)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory making a shard member");
+    pthread_mutex_init(&s->lock, NULL);
+    kcr__cond_init_monotonic(&s->cond);
+    s->m = m;
+    s->mode = o->mode;
+    s->field = o->field;
+    s->lease_ms = or_default(o->lease_duration_ms, 15000);
+    s->renew_ms = or_default(o->renew_deadline_ms, 10000);
+    s->retry_ms = or_default(o->retry_period_ms, 2000);
+    s->margin_ms = or_default(o->skew_margin_ms, 2000);
+    s->ring = strdup(o->ring && *o->ring ? o->ring : m->name);
+    s->identity = o->identity && *o->identity ? strdup(o->identity) : default_identity();
+    s->ns = strdup(o->lease_namespace && *o->lease_namespace ? o->lease_namespace
+                                                              : kcr_client_namespace(m->client));
+    s->anchor_wall_ms = kcr__wall_ns() / KCR_NS_PER_MS;
+    s->anchor_mono_ns = kcr__now_ns();
+    char inst[64];
+    snprintf(inst, sizeof inst, "_%ld_%" PRIx64, (long)getpid(), (uint64_t)kcr__wall_ns());
+    if (s->identity && (s->instance = malloc(strlen(s->identity) + strlen(inst) + 1)))
+        strcat(strcpy(s->instance, s->identity), inst);
+    s->state = KCR__SHARD_JOINING;
+    if (!s->ring || !s->identity || !s->ns || !s->instance)
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory making a shard member");
+    if (err == KCR_OK && s->mode == KCR_SHARD_SERVER)
+        err = kcr_shard_selector_format(s->field, &(kcr_shard_range){0, 1}, 1,
+                                        &s->initial_selector);
+    if (err == KCR_OK)
+        err = kcr_cancel_new(&s->call_cancel);
+    if (err == KCR_OK)
+        err = kcr__lease_store_client_new(m->client, s->ns, &s->inner);
+    if (err == KCR_OK) {
+        kcr__lease_store_client_set_cancel(s->inner, s->call_cancel);
+        s->outer = (kcr__lease_store){&outer_ops, s};
+        kcr__shard_member_config c = {.ring = s->ring,
+                                      .identity = s->identity,
+                                      .instance = s->instance,
+                                      .lease_ms = s->lease_ms,
+                                      .renew_deadline_ms = s->renew_ms,
+                                      .retry_ms = s->retry_ms,
+                                      .margin_ms = s->margin_ms};
+        err = kcr__shard_member_new(&c, &s->outer, &s->member);
+        if (err != KCR_OK)
+            kcr__refail(err, "kcr_manager_new: sharding: ");
+    }
+    if (err == KCR_OK)
+        err = instrument(s);
+    if (err != KCR_OK) {
+        kcr__mgr_shard_free(s);
+        return err;
+    }
+    *out = s;
+    return KCR_OK;
+}
+
+const char *kcr__mgr_shard_initial_selector(const mgr_shard *s)
+{
+    return s->initial_selector;
+}
+
+kcr_err kcr__mgr_shard_start(mgr_shard *s)
+{
+    if (pthread_create(&s->call_thread, NULL, call_main, s) != 0)
+        return kcr__fail(KCR_ERR_NOMEM, "cannot start the shard member's request thread");
+    if (pthread_create(&s->step_thread, NULL, step_main, s) != 0) {
+        pthread_mutex_lock(&s->lock);
+        s->calls_quit = true;
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->call_thread, NULL);
+        return kcr__fail(KCR_ERR_NOMEM, "cannot start the shard member's thread");
+    }
+    s->started = true;
+    kcr__log(KCR_LOG_INFO, "shard", "shard ring \"%s\": %s (instance %s) joining, Leases in %s",
+             s->ring, s->identity, s->instance, s->ns);
+    return KCR_OK;
+}
+
+void kcr__mgr_shard_leave(mgr_shard *s)
+{
+    pthread_mutex_lock(&s->lock);
+    kcr__shard_member_leave(s->member);
+    s->poke = true;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void kcr__mgr_shard_stop(mgr_shard *s, int64_t deadline_ns)
+{
+    if (!s->started)
+        return;
+    pthread_mutex_lock(&s->lock);
+    struct timespec ts = kcr__timespec_at(deadline_ns);
+    while (s->state != KCR__SHARD_LEFT && s->state != KCR__SHARD_REFUSED &&
+           kcr__now_ns() < deadline_ns)
+        pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+    if (s->state != KCR__SHARD_LEFT && s->state != KCR__SHARD_REFUSED)
+        kcr__log(KCR_LOG_WARN, "shard",
+                 "shard ring \"%s\": %s did not release its Lease in time (%s): its ranges move "
+                 "when it expires",
+                 s->ring, s->identity, state_names[s->state]);
+    s->quit = s->calls_quit = true;
+    if (s->call == CALL_RUNNING)
+        kcr_cancel_trigger(s->call_cancel);
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->step_thread, NULL);
+    pthread_join(s->call_thread, NULL);
+    s->started = false;
+}
+
+void kcr__mgr_shard_free(mgr_shard *s)
+{
+    if (!s)
+        return;
+    kcr__mgr_shard_stop(s, 0);
+    kcr__shard_member_free(s->member);
+    kcr__lease_store_client_free(s->inner);
+    kcr_cancel_free(s->call_cancel);
+    kcr__shard_lease_clear(&s->call_lease);
+    kcr__shard_lease_list_clear(&s->call_list);
+    free(s->call_version);
+    free(s->call_msg);
+    free(s->call_ring);
+    kcr__ranges_clear(&s->admitted);
+    kcr__ranges_clear(&s->selection);
+    free(s->last_err);
+    free(s->refused);
+    free(s->initial_selector);
+    free(s->ring);
+    free(s->identity);
+    free(s->ns);
+    free(s->instance);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cond);
+    free(s);
+}
+
+/* ---- admission ---- */
+
+/* The shard hash of the key: its namespace (BY_NAMESPACE), else the uid of
+ * the cached object, else the last uid a change of it recorded. false:
+ * nothing to hash (no object, no uid seen). */
+static bool key_hash(const mgr_shard *s, mgr_ctl *mc, const char *key, const mgr_keyrec *rec,
+                     uint64_t *hash)
+{
+    if (s->field == KCR_SHARD_BY_NAMESPACE) {
+        const char *slash = strchr(key, '/');
+        *hash = kcr_shard_hash(key, slash ? (size_t)(slash - key) : 0);
+        return true;
+    }
+    kcr_object *o = kcr_store_get_by_key(mc->c->sources[0].cache, key);
+    if (o) {
+        *hash = kcr_object_shard_hash(o, KCR_SHARD_BY_UID);
+        kcr_object_unref(o);
+        return true;
+    }
+    *hash = rec->p.uid_hash;
+    return rec->p.has_uid;
+}
+
+kcr__admission kcr__mgr_shard_begin(mgr_shard *s, mgr_worker *w, const char *key,
+                                    const mgr_keyrec *rec, uint64_t *hash)
+{
+    if (!key_hash(s, w->mc, key, rec, hash)) {
+        kcr__log(KCR_LOG_DEBUG, "shard",
+                 "controller \"%s\": %s: no cached object and no uid seen: not reconciled here",
+                 w->mc->c->name, key);
+        return KCR__ADMIT_DROP;
+    }
+    pthread_mutex_lock(&s->lock);
+    kcr__admission a = kcr__shard_member_begin(s->member, *hash, member_now(s)) ? KCR__ADMIT_RUN
+                       : kcr__shard_member_wants(s->member, *hash)          ? KCR__ADMIT_LATER
+                                                                            : KCR__ADMIT_DROP;
+    w->shard = (kcr_shard_member_info){s->ring, s->identity, kcr__shard_member_slot(s->member)};
+    pthread_mutex_unlock(&s->lock);
+    return a;
+}
+
+void kcr__mgr_shard_end(mgr_shard *s, uint64_t hash)
+{
+    pthread_mutex_lock(&s->lock);
+    kcr__shard_member_end(s->member, hash);
+    /* the end of a reconcile in a lost range: acknowledge it at once */
+    if (!kcr__ranges_contains(kcr__shard_member_admitted(s->member), hash)) {
+        s->poke = true;
+        pthread_cond_broadcast(&s->cond);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+int64_t kcr__mgr_shard_retry_ms(const mgr_shard *s)
+{
+    return s->retry_ms;
+}
+
+char *kcr__mgr_shard_refused(mgr_shard *s)
+{
+    pthread_mutex_lock(&s->lock);
+    char *r = s->refused ? strdup(s->refused) : NULL;
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+void kcr__mgr_shard_info(mgr_shard *s, kcr_shard_member_info *out)
+{
+    pthread_mutex_lock(&s->lock);
+    *out = (kcr_shard_member_info){s->ring, s->identity, kcr__shard_member_slot(s->member)};
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Whether a sharded primary cache filters on the client (the server
+ * ignored its selector). */
+static bool server_ignored(mgr_shard *s)
+{
+    kcr_manager *m = s->m;
+    for (size_t i = 0; s->mode == KCR_SHARD_SERVER && atomic_load(&m->ran) && i < m->n_ctls;
+         i++) {
+        if (!m->ctls[i]->sharded)
+            continue;
+        kcr_reflector_stats st = {0};
+        kcr_reflector_get_stats(kcr_informer_reflector(m->ctls[i]->infs[0]), &st);
+        if (st.shard_mode == KCR_SHARD_SELECTOR_CLIENT)
+            return true;
+    }
+    return false;
+}
+
+kcr_err kcr__mgr_shard_ready(mgr_shard *s, char **text)
+{
+    *text = NULL;
+    pthread_mutex_lock(&s->lock);
+    kcr__shard_state st = kcr__shard_member_check(s->member, member_now(s));
+    char *ranges = NULL;
+    kcr_err err = kcr__ranges_format(kcr__shard_member_admitted(s->member), &ranges);
+    char *skew = strdup(kcr__shard_member_skew(s->member));
+    char *problem = strdup(kcr__shard_member_problem(s->member));
+    int slot = kcr__shard_member_slot(s->member);
+    char *refused = s->refused ? strdup(s->refused) : NULL;
+    pthread_mutex_unlock(&s->lock);
+    bool ignored = server_ignored(s);
+    size_t cap = 512 + (ranges ? strlen(ranges) : 0) + (skew ? strlen(skew) : 0) +
+                 (problem ? strlen(problem) : 0) + (refused ? strlen(refused) : 0);
+    char *out = malloc(cap);
+    if (err == KCR_OK && out && skew && problem)
+        snprintf(out, cap, "shard ring \"%s\": %s %s (slot %d), admitted [%s]%s%s%s%s%s%s%s%s",
+                 s->ring, s->identity, state_names[st], slot, ranges,
+                 s->mode == KCR_SHARD_SERVER ? "; mode server" : "; mode filter",
+                 ignored ? " (the apiserver ignored the shard selector: filtering on the client)"
+                         : "",
+                 *skew ? "; " : "", skew, *problem ? "; " : "", problem, refused ? "; " : "",
+                 refused ? refused : "");
+    else if (out)
+        snprintf(out, cap, "shard ring \"%s\": %s %s", s->ring, s->identity, state_names[st]);
+    free(ranges);
+    free(skew);
+    free(problem);
+    free(refused);
+    *text = out;
+    if (!out)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    return st == KCR__SHARD_ACTIVE ? KCR_OK : kcr__fail(KCR_ERR_STATE, "%s", out);
+}

@@ -1,0 +1,595 @@
+/* A sharded manager (kcr_manager_options.sharding) on the fake API: two or
+ * three managers in one process, one ring. Every key is reconciled by
+ * exactly one of them (and never by two at once), a manager that stops
+ * hands its keys to the others, a second replica with a live identity is
+ * refused, a replica cut off from the API fences (its in-flight reconcile
+ * is cancelled, /readyz says fenced) and comes back, a child's change runs
+ * on the replica owning its controller owner, and server mode caches only
+ * the shard's objects. */
+#include "tests/unit/manager_fixture.h"
+
+#define N_KEYS 48
+#define MAX_R 3
+
+static const kcr_resource SECRET = {"", "v1", "secrets"};
+static const kcr_resource LEASES = {"coordination.k8s.io", "v1", "leases"};
+
+typedef struct replica {
+    kcr_client *client;
+    kcr_manager *m;
+    pthread_t thread;
+    bool running;
+    kcr_err result;
+    char identity[32];
+} replica;
+
+static replica reps[MAX_R];
+
+/* Per key: reconciles running now, and per replica how many ran. */
+static atomic_int running_now[N_KEYS];
+static atomic_int by[N_KEYS][MAX_R];
+static atomic_int overlaps, wrong_info, owned_by_child[N_KEYS][MAX_R];
+/* The unsharded controller's reconciles, per key and replica. */
+static atomic_int everywhere[N_KEYS][MAX_R], unsharded_with_info;
+/* The first reconcile of "block" waits for its cancel (the fence tests). */
+static atomic_int blocking, saw_cancel;
+
+static int key_index(const kcr_reconcile_request *req)
+{
+    int i = -1;
+    return sscanf(req->name, "cm-%d", &i) == 1 && i >= 0 && i < N_KEYS ? i : -1;
+}
+
+static kcr_result note(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    int r = (int)(intptr_t)ud;
+    const kcr_shard_member_info *sh = kcr_ctx_shard(ctx);
+    if (!sh || strcmp(sh->identity, reps[r].identity) != 0 || strcmp(sh->ring, "ring") != 0 ||
+        sh->slot < 0)
+        atomic_fetch_add(&wrong_info, 1);
+    if (strcmp(req->name, "block") == 0 && !atomic_load(&saw_cancel)) { /* blocks once */
+        atomic_store(&blocking, 1);
+        while (!kcr_ctx_canceled(ctx)) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+        atomic_store(&saw_cancel, 1);
+        return KCR_REQUEUE;
+    }
+    int i = key_index(req);
+    if (i < 0)
+        return KCR_DONE;
+    if (atomic_fetch_add(&running_now[i], 1) != 0)
+        atomic_fetch_add(&overlaps, 1);
+    struct timespec ts = {0, 2000000}; /* long enough for an overlap to show */
+    nanosleep(&ts, NULL);
+    atomic_fetch_add(&by[i][r], 1);
+    if (req->trigger.reason == KCR_REASON_OWNED)
+        atomic_fetch_add(&owned_by_child[i][r], 1);
+    atomic_fetch_sub(&running_now[i], 1);
+    return KCR_DONE;
+}
+
+static void *replica_main(void *arg)
+{
+    replica *rp = arg;
+    rp->result = kcr_manager_run(rp->m);
+    return NULL;
+}
+
+static kcr_sharding_options shard_opts(kcr_shard_mode mode, const char *identity)
+{
+    return (kcr_sharding_options){.mode = mode,
+                                  .ring = "ring",
+                                  .identity = identity,
+                                  .lease_duration_ms = test_ms(1500),
+                                  .renew_deadline_ms = test_ms(1000),
+                                  .retry_period_ms = test_ms(200),
+                                  .skew_margin_ms = test_ms(200)};
+}
+
+/* Makes replica r (identity "rep-<r>" unless given) with one controller on
+ * ConfigMaps owning Secrets. */
+static void replica_new(int r, kcr_shard_mode mode, const char *identity)
+{
+    replica *rp = &reps[r];
+    snprintf(rp->identity, sizeof rp->identity, "%s", identity ? identity : "");
+    if (!identity)
+        snprintf(rp->identity, sizeof rp->identity, "rep-%d", r);
+    cr_assert_eq(kcr_fake_client(fake, "default", &rp->client), KCR_OK);
+    kcr_sharding_options so = shard_opts(mode, rp->identity);
+    kcr_manager_options mo = {.name = "sharded", .no_events = true, .sharding = &so};
+    cr_assert_eq(kcr_manager_new(rp->client, &mo, &rp->m), KCR_OK, "%s", kcr_last_error());
+    kcr_source owns = {.resource = SECRET};
+    kcr_controller_options o = {.name = "c",
+                                .primary = {.resource = CM},
+                                .owns = &owns,
+                                .n_owns = 1,
+                                .max_concurrent_reconciles = 4,
+                                .reconcile = note,
+                                .user_data = (void *)(intptr_t)r};
+    cr_assert_eq(kcr_manager_add_controller(rp->m, &o, NULL), KCR_OK, "%s", kcr_last_error());
+}
+
+static void replica_start(int r)
+{
+    cr_assert_eq(pthread_create(&reps[r].thread, NULL, replica_main, &reps[r]), 0);
+    reps[r].running = true;
+}
+
+static kcr_err replica_stop(int r)
+{
+    kcr_manager_stop(reps[r].m);
+    test_join(reps[r].thread, 30000, "a sharded kcr_manager_run after kcr_manager_stop");
+    reps[r].running = false;
+    return reps[r].result;
+}
+
+static void replicas_teardown(void)
+{
+    for (int r = 0; r < MAX_R; r++) {
+        if (reps[r].running)
+            replica_stop(r);
+        kcr_manager_free(reps[r].m);
+        kcr_client_free(reps[r].client);
+        memset(&reps[r], 0, sizeof reps[r]);
+    }
+    memset(by, 0, sizeof by);
+    memset(owned_by_child, 0, sizeof owned_by_child);
+    memset(everywhere, 0, sizeof everywhere);
+    memset(running_now, 0, sizeof running_now);
+    atomic_store(&overlaps, 0);
+    atomic_store(&wrong_info, 0);
+    teardown();
+}
+
+static void seed(void)
+{
+    for (int i = 0; i < N_KEYS; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "cm-%02d", i);
+        create_cm(name);
+    }
+}
+
+/* Patches every ConfigMap, so each key is reconciled once more. */
+static void touch_all(int round)
+{
+    for (int i = 0; i < N_KEYS; i++) {
+        char name[16], patch[64];
+        snprintf(name, sizeof name, "cm-%02d", i);
+        snprintf(patch, sizeof patch, "{\"data\":{\"v\":\"r%d\"}}", round);
+        cr_assert_eq(kcr_client_patch(client,
+                                      &(kcr_request){.resource = &CM,
+                                                     .ns = "default",
+                                                     .name = name,
+                                                     .patch_type = KCR_PATCH_MERGE,
+                                                     .body = patch},
+                                      NULL),
+                     KCR_OK, "%s", kcr_last_error());
+    }
+}
+
+/* A metric's value in m's registry (-1 when absent). */
+static double metric(kcr_manager *m, const char *series)
+{
+    char *text = NULL;
+    cr_assert_eq(kcr_metrics_write_text(kcr_manager_metrics(m), &text, NULL), KCR_OK);
+    if (getenv("DUMP_METRICS"))
+        fprintf(stderr, "%s\n", text);
+    const char *at = strstr(text, series);
+    double v = -1;
+    if (at)
+        sscanf(at + strlen(series), " %lf", &v);
+    free(text);
+    return v;
+}
+
+static bool active(int r)
+{
+    return kcr_manager_shard_readyz_check(NULL, reps[r].m) == KCR_OK;
+}
+
+/* Every listed replica active, and their admitted ranges hold every key
+ * exactly once between them (no range in two, none in none). */
+static bool partitioned(const int *rs, int n)
+{
+    double sum = 0;
+    for (int k = 0; k < n; k++) {
+        if (!active(rs[k]))
+            return false;
+        double owned = metric(reps[rs[k]].m, "kcr_shard_owned_objects{controller=\"c\"}");
+        if (owned <= 0)
+            return false;
+        sum += owned;
+    }
+    return sum == N_KEYS &&
+           metric(reps[rs[0]].m, "kcr_shard_unowned_objects{ring=\"ring\"}") == 0;
+}
+
+/* partitioned(), and still so with the same shares a few steps later: a
+ * ring change seen by some replicas only can partition the keys for a
+ * moment (a joiner took what one replica gave and not yet what another
+ * will give). */
+static bool settled(const int *rs, int n)
+{
+    double before[MAX_R];
+    if (!partitioned(rs, n))
+        return false;
+    for (int k = 0; k < n; k++)
+        before[k] = metric(reps[rs[k]].m, "kcr_shard_owned_objects{controller=\"c\"}");
+    int64_t ms = test_ms(800);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+    for (int k = 0; k < n; k++)
+        if (metric(reps[rs[k]].m, "kcr_shard_owned_objects{controller=\"c\"}") != before[k])
+            return false;
+    return partitioned(rs, n);
+}
+
+static void clear_counts(void)
+{
+    memset(by, 0, sizeof by);
+}
+
+/* Every key reconciled at least once since clear_counts, each by one replica only. */
+static bool each_once(void)
+{
+    for (int i = 0; i < N_KEYS; i++) {
+        int who = 0;
+        for (int r = 0; r < MAX_R; r++)
+            who += atomic_load(&by[i][r]) > 0;
+        if (who != 1)
+            return false;
+    }
+    return true;
+}
+
+static int keys_of(int r)
+{
+    int n = 0;
+    for (int i = 0; i < N_KEYS; i++)
+        n += atomic_load(&by[i][r]) > 0;
+    return n;
+}
+
+Test(shard_controller, every_key_on_exactly_one_replica, .init = setup, .fini = replicas_teardown,
+     .timeout = 120)
+{
+    seed();
+    for (int r = 0; r < 3; r++) {
+        replica_new(r, KCR_SHARD_FILTER, NULL);
+        replica_start(r);
+    }
+    int all[] = {0, 1, 2};
+    WAIT_FOR(settled(all, 3));
+    clear_counts();
+    touch_all(1);
+    WAIT_FOR(each_once());
+    struct timespec ts = {0, 200000000}; /* a late duplicate would show by now */
+    nanosleep(&ts, NULL);
+    cr_assert(each_once(), "a key was reconciled by two replicas");
+    for (int r = 0; r < 3; r++) {
+        cr_expect_gt(keys_of(r), 0, "replica %d reconciled nothing", r);
+        char series[96];
+        snprintf(series, sizeof series, "kcr_shard_state{ring=\"ring\",identity=\"rep-%d\"}", r);
+        cr_expect_eq(metric(reps[r].m, series), 2, "replica %d is active", r);
+    }
+    cr_expect_eq(atomic_load(&overlaps), 0, "no key ran on two replicas at once");
+    cr_expect_eq(atomic_load(&wrong_info), 0, "kcr_ctx_shard named the replica");
+    char *msg = NULL;
+    cr_assert_eq(kcr_manager_shard_readyz_check(&msg, reps[0].m), KCR_OK);
+    cr_expect(strstr(msg, "rep-0 active") && strstr(msg, "admitted ["), "%s", msg);
+    free(msg);
+}
+
+Test(shard_controller, a_stopping_replica_hands_its_keys_over, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    for (int r = 0; r < 3; r++) {
+        replica_new(r, KCR_SHARD_FILTER, NULL);
+        replica_start(r);
+    }
+    int all[] = {0, 1, 2}, two[] = {0, 1};
+    WAIT_FOR(settled(all, 3));
+    cr_assert_eq(replica_stop(2), KCR_OK, "%s", kcr_last_error());
+    /* it released its Lease: the others take its keys within steps, not
+     * after a lease duration */
+    WAIT_FOR(settled(two, 2));
+    clear_counts();
+    touch_all(2);
+    WAIT_FOR(each_once());
+    cr_expect_eq(keys_of(2), 0, "the stopped replica reconciled nothing");
+    cr_expect_eq(keys_of(0) + keys_of(1), N_KEYS);
+    cr_expect_eq(atomic_load(&overlaps), 0);
+    kcr_object *lease = NULL;
+    cr_assert_eq(kcr_client_get(client,
+                                &(kcr_request){.resource = &LEASES,
+                                               .ns = "default",
+                                               .name = "ring-rep-2"},
+                                &lease),
+                 KCR_OK);
+    kcr_object_unref(lease);
+}
+
+Test(shard_controller, a_live_duplicate_identity_is_refused, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    replica_new(0, KCR_SHARD_FILTER, "same");
+    replica_start(0);
+    WAIT_FOR(active(0));
+    replica_new(1, KCR_SHARD_FILTER, "same");
+    replica_start(1);
+    test_join(reps[1].thread, 30000, "the duplicate's kcr_manager_run");
+    reps[1].running = false;
+    cr_assert_eq(reps[1].result, KCR_ERR_EXISTS);
+    char *why = NULL;
+    cr_assert_neq(kcr_manager_shard_readyz_check(&why, reps[1].m), KCR_OK);
+    cr_expect(strstr(why, "held by instance \"same_") && strstr(why, "refused"), "%s", why);
+    free(why);
+    cr_expect(active(0), "the first replica keeps running");
+}
+
+Test(shard_controller, a_replica_cut_off_fences_and_comes_back, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    create_cm("block");
+    replica_new(0, KCR_SHARD_FILTER, NULL);
+    replica_start(0);
+    WAIT_FOR(atomic_load(&blocking) == 1);
+    cr_assert_eq(kcr_fake_inject_error(fake, &(kcr_fake_error){.resource = &LEASES,
+                                                               .times = -1,
+                                                               .code = 500,
+                                                               .reason = "InternalError",
+                                                               .message = "etcd is gone"}),
+                 KCR_OK);
+    int64_t cut = kcr__now_ns();
+    WAIT_FOR(atomic_load(&saw_cancel) == 1);
+    /* the fence comes at the renew deadline: before anyone could take over */
+    cr_expect_lt(kcr__now_ns() - cut, test_ms(1500) * KCR_NS_PER_MS,
+                 "cancelled before the lease could expire");
+    char *why = NULL;
+    cr_assert_neq(kcr_manager_shard_readyz_check(&why, reps[0].m), KCR_OK);
+    cr_expect(strstr(why, "fenced") != NULL, "%s", why);
+    free(why);
+    cr_expect_eq(metric(reps[0].m, "kcr_shard_state{ring=\"ring\",identity=\"rep-0\"}"), 3);
+    kcr_fake_clear_errors(fake);
+    WAIT_FOR(active(0));
+}
+
+/* How many keys had a reconcile triggered by their child. */
+static int children_ran(void)
+{
+    int n = 0;
+    for (int i = 0; i < N_KEYS; i++)
+        n += atomic_load(&owned_by_child[i][0]) + atomic_load(&owned_by_child[i][1]) > 0;
+    return n;
+}
+
+/* The fake's hook: while `hang` is set, every Lease request blocks (a
+ * server that accepted the connection and never answers). */
+static atomic_int hang, hung;
+
+static void hang_leases(kcr_fake_verb verb, const kcr_resource *res, const char *ns,
+                        const char *name, void *ud)
+{
+    (void)verb, (void)ns, (void)name, (void)ud;
+    if (strcmp(res->resource, "leases") != 0)
+        return;
+    while (atomic_load(&hang)) {
+        atomic_store(&hung, 1);
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+Test(shard_controller, a_hung_lease_request_does_not_delay_the_fence, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    create_cm("block");
+    kcr_fake_set_hook(fake, hang_leases, NULL);
+    replica_new(0, KCR_SHARD_FILTER, NULL);
+    replica_start(0);
+    WAIT_FOR(atomic_load(&blocking) == 1);
+    atomic_store(&hang, 1);
+    int64_t cut = kcr__now_ns();
+    WAIT_FOR(atomic_load(&saw_cancel) == 1);
+    cr_expect_eq(atomic_load(&hung), 1, "a Lease request hung");
+    /* the member's thread gave up on the request at the fence time: the
+     * reconcile was cancelled before the Lease could expire elsewhere */
+    cr_expect_lt(kcr__now_ns() - cut, test_ms(1500) * KCR_NS_PER_MS,
+                 "cancelled before the lease could expire");
+    char *why = NULL;
+    cr_assert_neq(kcr_manager_shard_readyz_check(&why, reps[0].m), KCR_OK);
+    cr_expect(strstr(why, "fenced") != NULL, "%s", why);
+    free(why);
+    atomic_store(&hang, 0); /* the server answers again */
+    WAIT_FOR(active(0));
+}
+
+Test(shard_controller, a_child_runs_on_its_owners_replica, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    for (int r = 0; r < 2; r++) {
+        replica_new(r, KCR_SHARD_FILTER, NULL);
+        replica_start(r);
+    }
+    int two[] = {0, 1};
+    WAIT_FOR(settled(two, 2));
+    clear_counts();
+    touch_all(3);
+    WAIT_FOR(each_once());
+    /* a Secret controlled by each ConfigMap: its change runs on the replica
+     * that owns the ConfigMap's hash (the owner's key, the owner's uid) */
+    for (int i = 0; i < N_KEYS; i++) {
+        char name[16], json[512];
+        snprintf(name, sizeof name, "cm-%02d", i);
+        kcr_object *cm = NULL;
+        cr_assert_eq(kcr_client_get(client,
+                                    &(kcr_request){.resource = &CM, .ns = "default", .name = name},
+                                    &cm),
+                     KCR_OK);
+        snprintf(json, sizeof json,
+                 "{\"metadata\":{\"name\":\"s-%02d\",\"ownerReferences\":[{\"apiVersion\":\"v1\","
+                 "\"kind\":\"ConfigMap\",\"name\":\"%s\",\"uid\":\"%s\",\"controller\":true}]}}",
+                 i, name, kcr_object_uid(cm));
+        kcr_object_unref(cm);
+        cr_assert_eq(kcr_client_create(client,
+                                       &(kcr_request){.resource = &SECRET,
+                                                      .ns = "default",
+                                                      .body = json},
+                                       NULL),
+                     KCR_OK, "%s", kcr_last_error());
+    }
+    WAIT_FOR(children_ran() == N_KEYS);
+    for (int i = 0; i < N_KEYS; i++)
+        for (int r = 0; r < 2; r++)
+            if (atomic_load(&owned_by_child[i][r]))
+                cr_expect(atomic_load(&by[i][r]) > 0 && atomic_load(&by[i][1 - r]) == 0,
+                          "cm-%02d: its child ran on replica %d, not its owner's", i, r);
+    cr_expect_eq(atomic_load(&overlaps), 0);
+}
+
+Test(shard_controller, server_mode_caches_only_the_shard, .init = setup, .fini = replicas_teardown,
+     .timeout = 120)
+{
+    seed();
+    for (int r = 0; r < 2; r++) {
+        replica_new(r, KCR_SHARD_SERVER, NULL);
+        replica_start(r);
+    }
+    int two[] = {0, 1};
+    WAIT_FOR(settled(two, 2));
+    /* each primary cache follows its replica's ranges: together they hold
+     * every ConfigMap once, and the fake answered with shardInfo */
+    WAIT_FOR(metric(reps[0].m, "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"}") +
+                 metric(reps[1].m,
+                        "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"}") ==
+             N_KEYS);
+    for (int r = 0; r < 2; r++)
+        cr_expect_lt(metric(reps[r].m,
+                            "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"}"),
+                     N_KEYS, "replica %d caches only its shard", r);
+    cr_expect_eq(metric(reps[0].m, "kcr_cache_shard_selector_mode{resource=\"configmaps\","
+                                   "group=\"\",namespace=\"\"}"),
+                 1, "the server applied the selector");
+    clear_counts();
+    touch_all(4);
+    WAIT_FOR(each_once());
+    cr_expect(keys_of(0) > 0 && keys_of(1) > 0);
+    cr_expect_eq(atomic_load(&overlaps), 0);
+    /* one replica leaves: the other's selector grows to the whole space */
+    cr_assert_eq(replica_stop(1), KCR_OK);
+    WAIT_FOR(metric(reps[0].m,
+                    "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"}") ==
+             N_KEYS);
+}
+
+
+static kcr_result note_everywhere(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
+{
+    if (kcr_ctx_shard(ctx))
+        atomic_fetch_add(&unsharded_with_info, 1);
+    int i = key_index(req);
+    if (i >= 0)
+        atomic_fetch_add(&everywhere[i][(intptr_t)ud], 1);
+    return KCR_DONE;
+}
+
+static bool everywhere_done(int n)
+{
+    for (int i = 0; i < N_KEYS; i++)
+        for (int r = 0; r < n; r++)
+            if (!atomic_load(&everywhere[i][r]))
+                return false;
+    return true;
+}
+
+Test(shard_controller, an_unsharded_controller_runs_every_key_everywhere, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    for (int r = 0; r < 2; r++) {
+        replica_new(r, KCR_SHARD_SERVER, NULL);
+        kcr_controller_options o = {.name = "all",
+                                    .primary = {.resource = CM},
+                                    .unsharded = true,
+                                    .reconcile = note_everywhere,
+                                    .user_data = (void *)(intptr_t)r};
+        cr_assert_eq(kcr_manager_add_controller(reps[r].m, &o, NULL), KCR_OK, "%s",
+                     kcr_last_error());
+        replica_start(r);
+    }
+    int two[] = {0, 1};
+    WAIT_FOR(settled(two, 2));
+    /* its cache is not the sharded one (server mode): it sees every key */
+    WAIT_FOR(everywhere_done(2));
+    cr_expect_eq(atomic_load(&unsharded_with_info), 0, "kcr_ctx_shard is NULL when unsharded");
+    clear_counts();
+    touch_all(6);
+    WAIT_FOR(each_once());
+}
+
+/* A fake that ignores shard selectors, as an apiserver with the
+ * ShardedListAndWatch gate off. */
+static void setup_ignoring(void)
+{
+    kcr_fake_options fo = {.ignore_shard_selector = true};
+    cr_assert_eq(kcr_fake_new(&fo, &fake), KCR_OK);
+    cr_assert_eq(kcr_fake_client(fake, "default", &client), KCR_OK);
+}
+
+Test(shard_controller, server_mode_falls_back_when_the_server_ignores_it, .init = setup_ignoring,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    for (int r = 0; r < 2; r++) {
+        replica_new(r, KCR_SHARD_SERVER, NULL);
+        replica_start(r);
+    }
+    int two[] = {0, 1};
+    WAIT_FOR(settled(two, 2));
+    /* no shardInfo: each reflector filters on the client, says so in the
+     * metric and in the shard readiness text; admission is unchanged */
+    for (int r = 0; r < 2; r++) {
+        cr_expect_eq(metric(reps[r].m, "kcr_cache_shard_selector_mode{resource=\"configmaps\","
+                                       "group=\"\",namespace=\"\"}"),
+                     2, "replica %d filters on the client", r);
+        char *msg = NULL;
+        cr_assert_eq(kcr_manager_shard_readyz_check(&msg, reps[r].m), KCR_OK);
+        cr_expect(strstr(msg, "ignored the shard selector") != NULL, "%s", msg);
+        free(msg);
+    }
+    cr_expect_lt(metric(reps[0].m,
+                        "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"}"),
+                 N_KEYS, "the client-side filter keeps only the shard");
+    clear_counts();
+    touch_all(5);
+    WAIT_FOR(each_once());
+    cr_expect(keys_of(0) > 0 && keys_of(1) > 0);
+    cr_expect_eq(atomic_load(&overlaps), 0);
+}
+
+Test(shard_controller, bad_options, .init = setup, .fini = teardown)
+{
+    kcr_sharding_options so = {.mode = KCR_SHARD_LABEL};
+    kcr_manager_options mo = {.sharding = &so};
+    cr_expect_eq(kcr_manager_new(client, &mo, &mgr), KCR_ERR_UNSUPPORTED);
+    cr_expect(strstr(kcr_last_error(), "KCR_SHARD_LABEL") != NULL, "%s", kcr_last_error());
+    so.mode = KCR_SHARD_FILTER;
+    mo.leader_election = true;
+    mo.leader_election_id = "x";
+    cr_expect_eq(kcr_manager_new(client, &mo, &mgr), KCR_ERR_INVALID);
+    cr_expect(strstr(kcr_last_error(), "leader_election") && strstr(kcr_last_error(), "sharding"),
+              "%s", kcr_last_error());
+    mo.leader_election = false;
+    so.retry_period_ms = 20000; /* above the renew deadline */
+    cr_expect_eq(kcr_manager_new(client, &mo, &mgr), KCR_ERR_INVALID);
+    cr_expect(strstr(kcr_last_error(), "retry") != NULL, "%s", kcr_last_error());
+    so.retry_period_ms = 0;
+    so.reserved[0] = 1;
+    cr_expect_eq(kcr_manager_new(client, &mo, &mgr), KCR_ERR_INVALID);
+    cr_expect_null(mgr);
+}
