@@ -50,8 +50,11 @@ static kcr_result logged_reconcile(kcr_ctx *ctx, const kcr_reconcile_request *re
     int64_t start = realtime_ns();
     kcr_result res = l->inner(ctx, req, l->inner_user_data);
     int64_t end = realtime_ns();
+    /* sharded: the identity of the replica's Lease, which is what matters */
+    const kcr_shard_member_info *shard = kcr_ctx_shard(ctx);
     char line[1024];
-    int n = snprintf(line, sizeof line, "%s %s/%s %lld %lld\n", l->identity, req->ns, req->name,
+    int n = snprintf(line, sizeof line, "%s %s/%s %lld %lld\n",
+                     shard ? shard->identity : l->identity, req->ns, req->name,
                      (long long)start, (long long)end);
     /* A short or failed write loses this line only; the checker then sees
      * fewer intervals, never a false one. Names are bounded (253 + 63). */

@@ -23,7 +23,8 @@ typedef struct sample_reconcile_log {
 
 /* Opens path for appending (created 0644 when missing) and sets the
  * identity: `identity` if not NULL or empty, else $POD_NAME, else the host
- * name (the rule sharding uses for a replica's identity). Returns 0, or 1
+ * name (the rule sharding uses for a replica's identity; a sharded
+ * reconcile logs kcr_ctx_shard's identity instead). Returns 0, or 1
  * after printing to stderr why the file cannot be opened or the identity
  * is unusable (empty, or with a space or newline). Not thread-safe. */
 int sample_reconcile_log_open(sample_reconcile_log *l, const char *path, const char *identity);
