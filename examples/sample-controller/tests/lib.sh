@@ -101,6 +101,8 @@ apply() {
 		ClusterRole | ClusterRoleBinding) path=/apis/rbac.authorization.k8s.io/v1/${kind,,}s/$name ;;
 		Role | RoleBinding) path=/apis/rbac.authorization.k8s.io/v1/namespaces/$dns/${kind,,}s/$name ;;
 		Deployment) path=/apis/apps/v1/namespaces/$dns/deployments/$name ;;
+		StatefulSet) path=/apis/apps/v1/namespaces/$dns/statefulsets/$name ;;
+		Service) path=/api/v1/namespaces/$dns/services/$name ;;
 		CustomResourceDefinition) path=/apis/apiextensions.k8s.io/v1/customresourcedefinitions/$name ;;
 		*) fail "$1: no path known for kind '$kind'" ;;
 		esac

@@ -134,11 +134,12 @@ kcurl d /api/v1/namespaces -X POST "${json[@]}" \
 	-d "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\"}}" >/dev/null
 expect_code 201 "create namespace $ns"
 apply "$manifests/rbac.yaml"
+apply "$manifests/statefulset.yaml" "&dryRun=All"
 kubeconfig=$tmp/sa.kubeconfig
 sa_kubeconfig "$kubeconfig"
 : >"$tmp/keys"
 create_foos 1 "$n_foos"
-ok "$n_foos Foos in $ns; replicas run as the ServiceAccount of rbac.yaml"
+ok "$n_foos Foos in $ns; replicas run as the ServiceAccount of rbac.yaml (statefulset.yaml passes a server dry run)"
 
 # check_logs WANT: shard-check on every replica's reconcile log exits WANT.
 check_logs() {
