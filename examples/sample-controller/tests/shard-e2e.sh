@@ -8,9 +8,12 @@
 #   leader election reconcile every Foo each: the checker MUST find
 #   overlapping intervals (else it could not fail), and every Foo converges.
 # MODE filter | server | server-fallback: 3 replicas with --shard-mode
-#   (server-fallback: server against an apiserver with ShardedListAndWatch
-#   off, which must log that it ignored the selector; server: the gate on,
-#   which must not). Then kill -9 of one, a fourth added, every replica
+#   (server: against an apiserver with ShardedListAndWatch on, checked with
+#   a ConfigMap list; server-fallback: off. Either way a replica must fall
+#   back to filtering, and log it, exactly when the apiserver answers a
+#   Foo list with a shardSelector without metadata.shardInfo: v1.37.2 does
+#   so for custom resources even with the gate on). Then kill -9 of one, a
+#   fourth added, every replica
 #   rolled (SIGTERM, restart with the same identity, one by one); new Foos
 #   after each step; every Foo converges and the checker finds no overlap
 #   and no Foo never reconciled.
@@ -197,11 +200,29 @@ wait_converged "rolled"
 ok "r0, r2, r3 rolled one by one: $step more Foos converged"
 
 # ---- the modes' own evidence, then the logs -------------------------------------
-fallback="the apiserver ignored shardSelector"
-case $mode in
-server-fallback) grep -q "$fallback" "$tmp/r0.log" || fail "server mode with the gate off did not log \"$fallback\"" ;;
-server) ! grep -q "$fallback" "$tmp"/r*.log || fail "server mode with the gate on fell back: $(grep -h "$fallback" "$tmp"/r*.log | head -n 1)" ;;
-esac
+# server mode follows the apiserver: it filters on the server when a list
+# with a shardSelector answers with metadata.shardInfo, and falls back (and
+# says so) when not. Which it is, is asked of the apiserver here, for Foos
+# (a custom resource) and ConfigMaps (built in: the gate's own witness).
+fallback="foos: the apiserver ignored shardSelector"
+shard_info() { # PATH: does a list of PATH with a shardSelector carry shardInfo?
+	local sel
+	sel=$(jq -rn '"shardRange(object.metadata.uid, '"'"'0x0000000000000000'"'"', '"'"'0x10000000000000000'"'"')" | @uri')
+	kcurl d "$1?limit=1&shardSelector=$sel" | jq -e '.metadata.shardInfo != null' >/dev/null
+}
+if [[ $mode == server* ]]; then
+	gate=off foos_served=no
+	shard_info /api/v1/configmaps && gate=on
+	shard_info "$foos" && foos_served=yes
+	[[ $mode == server && $gate == on ]] || [[ $mode == server-fallback && $gate == off ]] ||
+		fail "mode $mode, yet the apiserver's ShardedListAndWatch is $gate (a ConfigMap list with a shardSelector)"
+	if [[ $foos_served == yes ]]; then
+		! grep -q "$fallback" "$tmp"/r*.log || fail "the apiserver applies shardSelector to Foos, yet a replica fell back: $(grep -h "$fallback" "$tmp"/r*.log | head -n 1)"
+	else
+		grep -q "$fallback" "$tmp/r0.log" || fail "the apiserver ignores shardSelector for Foos, yet r0 did not log \"$fallback\""
+	fi
+	ok "server mode: ShardedListAndWatch $gate; the apiserver applies shardSelector to Foos: $foos_served; the replicas followed"
+fi
 for r in r0 r2 r3; do stop_ctl "$r" TERM; ((rc == 0)) || fail "replica $r exited $rc after SIGTERM"; done
 check_logs 0
 for r in r0 r1 r2 r3; do
