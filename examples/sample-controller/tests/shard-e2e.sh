@@ -17,6 +17,7 @@
 #   rolled (SIGTERM, restart with the same identity, one by one); new Foos
 #   after each step; every Foo converges and the checker finds no overlap
 #   and no Foo never reconciled.
+# KCR_SHARD_E2E_WRAPPER runs each replica under a command (valgrind).
 # A Foo has converged when its Deployment exists with the Foo's replicas and
 # its status.availableReplicas is set (whatever its value: Pods are not
 # needed, so a testenv without controllers serves, where it stays 0). KCR_SHARD_E2E_FOOS Foos (default 1000)
@@ -40,6 +41,9 @@ ring=sample-shard-e2e-$$ # a ring of this run only: Leases of earlier runs stay 
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 n_foos=${KCR_SHARD_E2E_FOOS:-1000}
+# KCR_SHARD_E2E_WRAPPER: a command the replicas run under, e.g. "valgrind
+# --error-exitcode=99 ...": an error then fails the replica's SIGTERM exit.
+read -r -a wrapper <<<"${KCR_SHARD_E2E_WRAPPER:-}"
 step=$(((n_foos + 9) / 10))
 converge_timeout=$((timeout * 4))
 
@@ -76,7 +80,7 @@ start_ctl() {
 	*) args=(--shard-mode="$mode" --shard-identity="$name" --shard-ring="$ring") ;;
 	esac
 	ports[$name]=$(free_port)
-	POD_NAME=$name "$bin" --kubeconfig "$kubeconfig" --namespace "$ns" \
+	POD_NAME=$name "${wrapper[@]}" "$bin" --kubeconfig "$kubeconfig" --namespace "$ns" \
 		--metrics-bind-address "127.0.0.1:${ports[$name]}" \
 		--health-probe-bind-address "127.0.0.1:${ports[$name]}" \
 		--reconcile-log "$tmp/$name.reconciles" "${args[@]}" >>"$tmp/$name.log" 2>&1 &
