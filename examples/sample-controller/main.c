@@ -7,22 +7,62 @@
  * With --webhook-cert-dir DIR (tls.crt, tls.key) it also serves the Foo
  * webhooks of webhook.c over HTTPS on --webhook-bind-address (default
  * :9443), reloading the certificate when it changes (docs/webhooks.md).
+ * With --reconcile-log FILE it appends one line per reconcile to FILE
+ * (reconcile_log.h), the record the sharding e2e checks. With
+ * --shard-mode filter|server it runs as one replica of a shard ring
+ * (--shard-ring, default "sample-controller") under the identity
+ * --shard-identity (default $POD_NAME, else the host name): it reconciles
+ * only its share of the Foos (docs/sample-controller.md, "Running sharded").
  * Exits 0 after SIGINT/SIGTERM (a second one exits at once), 1 when the
  * lease is lost or it cannot start, 2 for bad arguments. */
 #include <stdio.h>
+#include <string.h>
 
+#include "flags.h"
 #include "kcr/main.h"
+#include "reconcile_log.h"
 #include "sample.h"
 #include "webhook.h"
 
+/* What setup fills and the controller borrows: main's, it outlives the
+ * manager. */
+typedef struct sample_program {
+    sample_config sc;
+    sample_reconcile_log log; /* fd -1: no --reconcile-log */
+} sample_program;
+
 static kcr_err setup(kcr_manager *m, const kcr_main_flags *f, void *ud)
 {
-    sample_config *sc = ud; /* main's: lives until the manager is freed */
-    *sc = (sample_config){.ns = f->ns, .log = kcr_log_stderr, .level = f->log_level};
+    sample_program *p = ud;
+    p->sc = (sample_config){.ns = f->ns, .log = kcr_log_stderr, .level = f->log_level};
     kcr_controller_options ctl;
-    sample_controller(&ctl, sc);
+    sample_controller(&ctl, &p->sc);
     ctl.max_concurrent_reconciles = f->workers;
+    if (p->log.fd >= 0)
+        sample_reconcile_log_wrap(&p->log, &ctl);
     return kcr_manager_add_controller(m, &ctl, NULL);
+}
+
+/* --shard-mode, --shard-identity, --shard-ring into *out; 0, or 2 after
+ * printing what is wrong. *sharded is false without --shard-mode. */
+static int shard_flags(const char *mode, const char *identity, const char *ring,
+                       kcr_sharding_options *out, bool *sharded)
+{
+    *out = (kcr_sharding_options){.identity = identity, .ring = ring};
+    *sharded = mode != NULL;
+    if (!mode && (identity || ring)) {
+        fprintf(stderr, "%s: --shard-identity and --shard-ring need --shard-mode\n", SAMPLE_NAME);
+        return 2;
+    }
+    if (!mode || !strcmp(mode, "filter"))
+        out->mode = KCR_SHARD_FILTER;
+    else if (!strcmp(mode, "server"))
+        out->mode = KCR_SHARD_SERVER;
+    else {
+        fprintf(stderr, "%s: --shard-mode is filter or server, not '%s'\n", SAMPLE_NAME, mode);
+        return 2;
+    }
+    return 0;
 }
 
 /* The webhook server of --webhook-cert-dir, started before the manager. */
@@ -49,16 +89,33 @@ static int start_webhooks(const sample_webhook_cli *wh, kcr_webhook_server **out
 int main(int argc, char **argv)
 {
     sample_webhook_cli wh = {.bind_address = ":9443"};
+    const char *log_path = NULL, *shard_mode = NULL, *shard_identity = NULL, *shard_ring = NULL;
+    const sample_flag own[] = {{"--reconcile-log", &log_path},
+                               {"--shard-mode", &shard_mode},
+                               {"--shard-identity", &shard_identity},
+                               {"--shard-ring", &shard_ring}};
+    sample_program p = {.log = {.fd = -1}};
+    kcr_sharding_options sharding;
+    bool sharded = false;
     kcr_webhook_server *server = NULL;
     int rc = sample_webhook_flags(&argc, argv, &wh);
     if (!rc)
+        rc = sample_take_flags(&argc, argv, own, sizeof own / sizeof *own);
+    if (!rc)
+        rc = shard_flags(shard_mode, shard_identity, shard_ring, &sharding, &sharded);
+    if (!rc && log_path && sample_reconcile_log_open(&p.log, log_path, shard_identity))
+        rc = 1;
+    if (!rc)
         rc = start_webhooks(&wh, &server);
-    if (rc)
+    if (rc) {
+        sample_reconcile_log_close(&p.log);
         return rc;
-    sample_config sc;
+    }
     kcr_main_options o = {
-        .name = SAMPLE_NAME, .setup = setup, .user_data = &sc, .default_workers = 2};
+        .name = SAMPLE_NAME, .setup = setup, .user_data = &p, .default_workers = 2,
+        .sharding = sharded ? &sharding : NULL};
     rc = kcr_main_run(argc, argv, &o);
     kcr_webhook_server_free(server);
+    sample_reconcile_log_close(&p.log);
     return rc;
 }

@@ -1,7 +1,8 @@
 /* The sample controller's webhooks: see webhook.h. */
 #include "webhook.h"
 
-#include <stdio.h>
+#include "flags.h"
+
 #include <string.h>
 
 #define ALPHA "samplecontroller.k8s.io/v1alpha1"
@@ -88,44 +89,9 @@ kcr_err sample_webhooks_register(kcr_webhook_server *s)
     return kcr_webhook_server_add_conversion(s, &c);
 }
 
-/* The value of flag `name` at argv[*i] ("--name V" or "--name=V"), or NULL
- * when argv[*i] is another flag; *i moves past the value. */
-static const char *flag_value(char **argv, int argc, int *i, const char *name, bool *missing)
-{
-    size_t n = strlen(name);
-    const char *a = argv[*i];
-    if (strncmp(a, name, n) != 0)
-        return NULL;
-    if (a[n] == '=')
-        return a + n + 1;
-    if (a[n] != '\0')
-        return NULL;
-    if (*i + 1 >= argc) {
-        *missing = true;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
 int sample_webhook_flags(int *argc, char **argv, sample_webhook_cli *cli)
 {
-    int out = 1;
-    for (int i = 1; i < *argc; i++) {
-        bool missing = false;
-        int at = i;
-        const char *v;
-        if ((v = flag_value(argv, *argc, &i, "--webhook-bind-address", &missing)))
-            cli->bind_address = v;
-        else if ((v = flag_value(argv, *argc, &i, "--webhook-cert-dir", &missing)))
-            cli->cert_dir = v;
-        else if (!missing)
-            argv[out++] = argv[i];
-        if (missing) {
-            fprintf(stderr, "%s: %s needs a value\n", argv[0], argv[at]);
-            return 2;
-        }
-    }
-    argv[out] = NULL;
-    *argc = out;
-    return 0;
+    const sample_flag flags[] = {{"--webhook-bind-address", &cli->bind_address},
+                                 {"--webhook-cert-dir", &cli->cert_dir}};
+    return sample_take_flags(argc, argv, flags, sizeof flags / sizeof *flags);
 }

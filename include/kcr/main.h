@@ -87,6 +87,10 @@ typedef struct kcr_main_options {
     int default_workers;
     bool set_default_log_level;
     kcr_log_level default_log_level;
+    /* NULL: unsharded. Else the manager runs as one replica of a shard ring
+     * (kcr_manager_options.sharding, docs/sharding.md); borrowed until
+     * kcr_main_run returns. With --leader-elect the manager refuses both. */
+    const kcr_sharding_options *sharding;
 } kcr_main_options;
 
 /* Parses argv[1..argc-1] into *out (defaults first). KCR_ERR_INVALID with

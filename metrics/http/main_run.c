@@ -22,7 +22,8 @@ static kcr_err run(const kcr_main_options *o, const kcr_main_flags *f)
                               .leader_election = f->leader_elect,
                               .leader_election_id = f->leader_election_id,
                               .leader_election_namespace = f->leader_election_namespace,
-                              .handle_signals = true};
+                              .handle_signals = true,
+                              .sharding = o->sharding};
     kcr_health_server_options ho = {.metrics_bind_address = f->metrics_bind_address,
                                     .probe_bind_address = f->health_probe_bind_address};
     kcr_err err = kcr_config_load(&co, &cfg);

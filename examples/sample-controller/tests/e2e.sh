@@ -94,31 +94,8 @@ kcurl d /api/v1/namespaces -X POST "${json[@]}" \
 expect_code 201 "create namespace $ns"
 apply "$manifests/rbac.yaml"
 apply "$manifests/deployment.yaml" "&dryRun=All"
-token=$(kcurl d /api/v1/namespaces/sample-controller/serviceaccounts/sample-controller/token -X POST "${json[@]}" \
-	-d '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":3600}}' |
-	jq -r .status.token)
-expect_code 201 "token of ServiceAccount sample-controller/sample-controller"
 kubeconfig=$tmp/sa.kubeconfig # the controller's identity: only what rbac.yaml grants
-cat >"$kubeconfig" <<-YAML
-	apiVersion: v1
-	kind: Config
-	clusters:
-	- name: testenv
-	  cluster:
-	    server: $(cat "$tmp/d.server")
-	    certificate-authority-data: $(base64 -w0 "$tmp/d.ca")
-	users:
-	- name: sample-controller
-	  user:
-	    token: $token
-	contexts:
-	- name: sample-controller
-	  context:
-	    cluster: testenv
-	    user: sample-controller
-	    namespace: sample-controller
-	current-context: sample-controller
-YAML
+sa_kubeconfig "$kubeconfig"
 kcurl d "$lease" -X DELETE >/dev/null # a Lease left by an earlier run would delay the election
 ok "CRD established, namespace $ns, RBAC of rbac.yaml applied (deployment.yaml passes a server dry run)"
 

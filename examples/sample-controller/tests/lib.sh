@@ -36,6 +36,37 @@ free_port() {
 }
 listening() { [[ -n $(ss -Htln "sport = :$1") ]]; }
 
+# sa_kubeconfig FILE: a kubeconfig for the ServiceAccount of rbac.yaml
+# (apply it first), with a token from the TokenRequest API: a controller
+# run with it can do only what rbac.yaml grants.
+sa_kubeconfig() {
+	local token
+	token=$(kcurl d /api/v1/namespaces/sample-controller/serviceaccounts/sample-controller/token -X POST "${json[@]}" \
+		-d '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":3600}}' |
+		jq -r .status.token)
+	expect_code 201 "token of ServiceAccount sample-controller/sample-controller"
+	cat >"$1" <<-YAML
+		apiVersion: v1
+		kind: Config
+		clusters:
+		- name: testenv
+		  cluster:
+		    server: $(cat "$tmp/d.server")
+		    certificate-authority-data: $(base64 -w0 "$tmp/d.ca")
+		users:
+		- name: sample-controller
+		  user:
+		    token: $token
+		contexts:
+		- name: sample-controller
+		  context:
+		    cluster: testenv
+		    user: sample-controller
+		    namespace: sample-controller
+		current-context: sample-controller
+	YAML
+}
+
 create_foo() { # NAME DEPLOYMENT REPLICAS
 	kcurl d "$foos" -X POST "${json[@]}" -d "{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\",
 		\"metadata\":{\"name\":\"$1\"},\"spec\":{\"deploymentName\":\"$2\",\"replicas\":$3}}" >/dev/null
@@ -70,6 +101,8 @@ apply() {
 		ClusterRole | ClusterRoleBinding) path=/apis/rbac.authorization.k8s.io/v1/${kind,,}s/$name ;;
 		Role | RoleBinding) path=/apis/rbac.authorization.k8s.io/v1/namespaces/$dns/${kind,,}s/$name ;;
 		Deployment) path=/apis/apps/v1/namespaces/$dns/deployments/$name ;;
+		StatefulSet) path=/apis/apps/v1/namespaces/$dns/statefulsets/$name ;;
+		Service) path=/api/v1/namespaces/$dns/services/$name ;;
 		CustomResourceDefinition) path=/apis/apiextensions.k8s.io/v1/customresourcedefinitions/$name ;;
 		*) fail "$1: no path known for kind '$kind'" ;;
 		esac

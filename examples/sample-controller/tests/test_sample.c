@@ -2,14 +2,17 @@
  * reconciler test kit: sample-controller's own four tests (creates the
  * Deployment, does nothing when in sync, updates the Deployment, not
  * controlled by us) and the rest of its behaviour. The CRD is the one in
- * ../manifests, the declaration the one main.c runs on a manager. */
+ * ../manifests, the declaration the one main.c runs on a manager; and the
+ * --reconcile-log wrapper (../reconcile_log.c). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <kcr/fake.h>
 #include <kcr/testkit.h>
 
+#include "../reconcile_log.h"
 #include "../sample.h"
 
 static kcr_testkit *tk;
@@ -477,4 +480,54 @@ Test(sample, namespace_limits_what_is_watched, .fini = teardown)
     cr_assert(a, "the watched namespace's Foo has no Deployment");
     cr_assert_null(b, "a Foo of another namespace was reconciled");
     kcr_object_unref(a);
+}
+
+/* --reconcile-log: every reconcile on the kit is one line "<identity>
+ * <ns>/<name> <start> <end>" with start <= end, appended to what the file
+ * held. */
+Test(sample, reconcile_log_appends_one_line_per_reconcile, .fini = teardown)
+{
+    char path[] = "/tmp/sample-reconcile-log-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, "earlier line\n", 13), 13);
+    close(fd);
+    static sample_reconcile_log log;
+    cr_assert_eq(sample_reconcile_log_open(&log, path, "replica-0"), 0);
+    cr_assert_eq(kcr_testkit_new(NULL, &tk), KCR_OK);
+    cr_assert_eq(kcr_testkit_seed(tk, slurp(SAMPLE_MANIFESTS "/crd.yaml")), KCR_OK);
+    kcr_controller_options opts;
+    sample_controller(&opts, &cfg);
+    sample_reconcile_log_wrap(&log, &opts);
+    cr_assert_eq(kcr_testkit_add_controller(tk, &opts, &ctl), KCR_OK, "%s", kcr_last_error());
+    seed_foo("logged", "logged", 1);
+    cr_assert_eq(kcr_testkit_run_until_idle(tk, 0, NULL), KCR_OK);
+    kcr_controller_stats stats;
+    kcr_controller_get_stats(ctl, &stats);
+    uint64_t reconciles = stats.reconciles;
+    cr_assert_gt(reconciles, 0);
+    sample_reconcile_log_close(&log);
+    char *text = slurp(path);
+    unlink(path);
+    cr_assert(!strncmp(text, "earlier line\n", 13), "the file was not appended to: %s", text);
+    uint64_t lines = 0;
+    for (char *line = strtok(text + 13, "\n"); line; line = strtok(NULL, "\n"), lines++) {
+        char who[64], key[128];
+        long long start, end;
+        cr_assert_eq(sscanf(line, "%63s %127s %lld %lld", who, key, &start, &end), 4, "%s", line);
+        cr_assert_str_eq(who, "replica-0");
+        cr_assert_str_eq(key, "default/logged");
+        cr_assert_leq(start, end, "%s", line);
+    }
+    cr_assert_eq(lines, reconciles, "%llu lines for %llu reconciles", (unsigned long long)lines,
+                 (unsigned long long)reconciles);
+}
+
+/* An identity with a space would make the lines unreadable: refused. */
+Test(sample, reconcile_log_refuses_an_identity_with_a_space)
+{
+    sample_reconcile_log log;
+    cr_assert_eq(sample_reconcile_log_open(&log, "/dev/null", "two words"), 1);
+    cr_assert_eq(log.fd, -1);
+    sample_reconcile_log_close(&log);
 }
