@@ -64,6 +64,25 @@ static const unsigned char cls[256] = {
     ['t'] = C_WORD,  ['u'] = C_WORD,
 };
 
+/* Grows *p (of *cap bytes) to hold need bytes. */
+static bool grow(char **p, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return true;
+    size_t cap2 = *cap ? *cap : 256;
+    while (cap2 < need) {
+        if (cap2 > SIZE_MAX / 2)
+            return false;
+        cap2 *= 2;
+    }
+    char *q = realloc(*p, cap2);
+    if (!q)
+        return false;
+    *p = q;
+    *cap = cap2;
+    return true;
+}
+
 kcr__jreader *kcr__jreader_new(bool multiple_values, kcr__jreader_fn fn, void *user_data)
 {
     kcr__jreader *r = calloc(1, sizeof *r);
@@ -73,6 +92,11 @@ kcr__jreader *kcr__jreader_new(bool multiple_values, kcr__jreader_fn fn, void *u
     r->ud = user_data;
     r->multi = multiple_values;
     r->state = ST_TOP;
+    /* never NULL, so a kept token (an empty one too) always has storage */
+    if (!grow(&r->tok, &r->tok_cap, 256)) {
+        free(r);
+        return NULL;
+    }
     return r;
 }
 
@@ -120,25 +144,6 @@ static kcr__jreader_status nomem(kcr__jreader *r, size_t at)
 {
     r->oom = true;
     return fail_at(r, "out of memory", at);
-}
-
-/* Grows *p (of *cap bytes) to hold need bytes. */
-static bool grow(char **p, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return true;
-    size_t cap2 = *cap ? *cap : 256;
-    while (cap2 < need) {
-        if (cap2 > SIZE_MAX / 2)
-            return false;
-        cap2 *= 2;
-    }
-    char *q = realloc(*p, cap2);
-    if (!q)
-        return false;
-    *p = q;
-    *cap = cap2;
-    return true;
 }
 
 static kcr__jreader_status emit(kcr__jreader *r, const kcr__jev *ev, size_t end)
