@@ -151,7 +151,7 @@ static kcr_err list_string(char **dst, const kcr__jev *ev, size_t len)
         return kcr__fail(KCR_ERR_PARSE, "list: string is not valid UTF-8 (byte %zu of %zu)", ok,
                          ev->len);
     free(*dst);
-    /* not strndup: yajl's strings are not NUL-terminated and may end where
+    /* not strndup: the reader's strings are not NUL-terminated and may end where
      * curl's buffer ends */
     if (!(*dst = kcr__memdup_str(ev->s, len)))
         return kcr__fail(KCR_ERR_NOMEM, "out of memory reading the list's metadata");
@@ -190,7 +190,7 @@ static kcr_err list_meta_value(kcr__list_decoder *d, const kcr__jev *ev)
     } else if (is_start(ev)) {
         kcr__framer_skip(d->f);
     } else if (d->meta == META_REMAINING && ev->type == KCR__JEV_NUMBER) {
-        char num[32]; /* yajl's number text is not NUL-terminated */
+        char num[32]; /* the reader's number text is not NUL-terminated */
         size_t n = ev->len < sizeof num - 1 ? ev->len : sizeof num - 1;
         memcpy(num, ev->s, n);
         num[n] = '\0';
@@ -348,7 +348,7 @@ kcr_err kcr__list_decoder_feed(kcr__list_decoder *d, const char *buf, size_t len
 
 kcr_err kcr__list_decoder_finish(kcr__list_decoder *d, kcr_list_meta *meta)
 {
-    kcr_err err = kcr__framer_flush(d->f);
+    kcr_err err = kcr__framer_error(d->f);
     if (err != KCR_OK)
         return err;
     if (kcr__framer_complete(d->f) != KCR_OK)
@@ -594,14 +594,15 @@ kcr_err kcr__watch_decoder_feed(kcr__watch_decoder *d, const char *buf, size_t l
 
 kcr_err kcr__watch_decoder_finish(kcr__watch_decoder *d)
 {
-    kcr_err err = kcr__framer_flush(d->f);
+    kcr_err err = kcr__framer_error(d->f);
     if (err != KCR_OK)
         return err;
     if (d->state != WATCH_BETWEEN)
         return kcr__fail(KCR_ERR_TRANSPORT, "watch stream ended inside event %zu (truncated)",
                          d->n_events);
-    /* Between events yajl holds at most whitespace (anything else at the top
-     * level is rejected when it completes), so the stream ended cleanly. */
+    /* Between events the reader holds at most whitespace or part of a
+     * top-level word, which the machine would reject once complete: nothing
+     * of an event is lost, so the stream ended cleanly. */
     return KCR_OK;
 }
 

@@ -1,7 +1,7 @@
 /* Internal: streaming decoders for LIST bodies and watch streams.
  *
  * Pure: bytes in (any chunking, one byte at a time works), callbacks out, on
- * the thread that feeds. One yajl parser runs over the whole body; the events
+ * the thread that feeds. One JSON reader runs over the whole body; the events
  * of each item go to a kcr__object_builder, so memory is bounded by the
  * largest item and no body is ever buffered whole. Any single item, event or
  * token larger than `max_item_bytes` gives KCR_ERR_TOO_LARGE.

@@ -1,23 +1,13 @@
-/* The stream framer under the LIST and watch decoders: one yajl parser,
+/* The stream framer under the LIST and watch decoders: one JSON reader,
  * capture of objects into a builder, skipping, size limits. See framer.h. */
 #include "client/framer.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <yajl/yajl_parse.h>
-
-#include "core/buf.h"
 #include "core/error.h"
 
-/* Bytes handed to yajl per call, so size limits are checked often. */
+/* Bytes handed to the reader per call, so size limits are checked often. */
 enum { SLICE = 64 << 10 };
-
-/* yajl re-lexes a token split across yajl_parse() calls from its start each
- * time, so a long token fed in small chunks costs quadratic time. Once no
- * event has been seen for STASH_AFTER bytes, incoming bytes are stashed and
- * handed to yajl in one call when the stash has grown as large as the token
- * so far (amortized linear) or may hold the token's end (a '"'). */
-enum { STASH_AFTER = 256 << 10 };
 
 /* What the framer does with the events it parses. */
 typedef enum framer_mode {
@@ -27,7 +17,7 @@ typedef enum framer_mode {
 } framer_mode;
 
 struct kcr__framer {
-    yajl_handle h;
+    kcr__jreader *rd;
     kcr__object_builder *b;
     const kcr__framer_ops *ops;
     void *ud;
@@ -42,7 +32,7 @@ struct kcr__framer {
     bool drop_managed_fields, last_key_metadata, in_metadata, drop_pending;
     size_t drop_depth;
     /* Size accounting. A unit's bytes are counted exactly: from the offset
-     * of its opening brace in the slice where it starts (yajl reports the
+     * of its opening brace in the slice where it starts (the reader reports the
      * offset inside callbacks) to that of its closing brace, plus the whole
      * slices in between; so any number of units under the limit pass,
      * however the body is chunked. Token bytes (since the last parse event)
@@ -51,7 +41,6 @@ struct kcr__framer {
      * late. */
     bool in_unit;
     size_t unit_bytes, unit_from, token_bytes, n_units;
-    kcr__buf stash;
     kcr_err err;
 };
 
@@ -68,7 +57,7 @@ static kcr_err token_too_large(const kcr__framer *f)
 
 static size_t slice_offset(const kcr__framer *f)
 {
-    return yajl_get_bytes_consumed(f->h);
+    return kcr__jreader_consumed(f->rd);
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -131,11 +120,15 @@ static int to_builder(kcr__framer *f, const kcr__jev *ev)
     case KCR__JEV_NULL: err = kcr__object_builder_null(b); break;
     case KCR__JEV_BOOL: err = kcr__object_builder_bool(b, ev->b); break;
     case KCR__JEV_NUMBER: err = kcr__object_builder_number(b, ev->s, ev->len); break;
-    case KCR__JEV_STRING: err = kcr__object_builder_string(b, ev->s, ev->len); break;
+    case KCR__JEV_STRING:
+        err = ev->ascii ? kcr__object_builder_string_ascii(b, ev->s, ev->len)
+                        : kcr__object_builder_string(b, ev->s, ev->len);
+        break;
     case KCR__JEV_KEY:
         if (f->capture_depth == 1 && f->ops->capture_key)
             f->ops->capture_key(f, ev->s, ev->len, f->ud);
-        err = kcr__object_builder_map_key(b, ev->s, ev->len);
+        err = ev->ascii ? kcr__object_builder_map_key_ascii(b, ev->s, ev->len)
+                        : kcr__object_builder_map_key(b, ev->s, ev->len);
         break;
     case KCR__JEV_START_MAP:
         f->capture_depth++;
@@ -173,72 +166,22 @@ static int to_builder(kcr__framer *f, const kcr__jev *ev)
     return to_machine(f, &done);
 }
 
-static int deliver(void *ctx, kcr__jev ev)
+static int deliver(kcr__framer *f, const kcr__jev *ev)
 {
-    kcr__framer *f = ctx;
     f->token_bytes = 0;
     switch (f->mode) {
-    case MODE_CAPTURE: return to_builder(f, &ev);
+    case MODE_CAPTURE: return to_builder(f, ev);
     case MODE_SKIP:
-        if (ev.type == KCR__JEV_START_MAP || ev.type == KCR__JEV_START_ARRAY)
+        if (ev->type == KCR__JEV_START_MAP || ev->type == KCR__JEV_START_ARRAY)
             f->skip_depth++;
-        else if ((ev.type == KCR__JEV_END_MAP || ev.type == KCR__JEV_END_ARRAY) &&
+        else if ((ev->type == KCR__JEV_END_MAP || ev->type == KCR__JEV_END_ARRAY) &&
                  --f->skip_depth == 0)
             f->mode = MODE_MACHINE;
         return 1;
     case MODE_MACHINE: break;
     }
-    return to_machine(f, &ev);
+    return to_machine(f, ev);
 }
-
-static int on_null(void *ctx)
-{
-    return deliver(ctx, (kcr__jev){.type = KCR__JEV_NULL});
-}
-static int on_bool(void *ctx, int v)
-{
-    return deliver(ctx, (kcr__jev){.type = KCR__JEV_BOOL, .b = v != 0});
-}
-static int on_number(void *ctx, const char *s, size_t len)
-{
-    return deliver(ctx, (kcr__jev){.type = KCR__JEV_NUMBER, .s = s, .len = len});
-}
-static int on_string(void *ctx, const unsigned char *s, size_t len)
-{
-    return deliver(ctx, (kcr__jev){.type = KCR__JEV_STRING, .s = (const char *)s, .len = len});
-}
-static int on_key(void *ctx, const unsigned char *s, size_t len)
-{
-    return deliver(ctx, (kcr__jev){.type = KCR__JEV_KEY, .s = (const char *)s, .len = len});
-}
-static int on_start_map(void *ctx)
-{
-    return deliver(ctx, (kcr__jev){.type = KCR__JEV_START_MAP});
-}
-static int on_end_map(void *ctx)
-{
-    return deliver(ctx, (kcr__jev){.type = KCR__JEV_END_MAP});
-}
-static int on_start_array(void *ctx)
-{
-    return deliver(ctx, (kcr__jev){.type = KCR__JEV_START_ARRAY});
-}
-static int on_end_array(void *ctx)
-{
-    return deliver(ctx, (kcr__jev){.type = KCR__JEV_END_ARRAY});
-}
-
-static const yajl_callbacks callbacks = {
-    .yajl_null = on_null,
-    .yajl_boolean = on_bool,
-    .yajl_number = on_number,
-    .yajl_string = on_string,
-    .yajl_start_map = on_start_map,
-    .yajl_map_key = on_key,
-    .yajl_end_map = on_end_map,
-    .yajl_start_array = on_start_array,
-    .yajl_end_array = on_end_array,
-};
 
 kcr_err kcr__framer_capture(kcr__framer *f)
 {
@@ -291,6 +234,11 @@ size_t kcr__framer_units(const kcr__framer *f)
 
 /* ---- parsing ----------------------------------------------------------- */
 
+static bool on_event(void *ctx, const kcr__jev *ev)
+{
+    return deliver(ctx, ev) != 0;
+}
+
 kcr__framer *kcr__framer_new(size_t max, const char *unit, const char *stream,
                              bool multiple_values, const kcr__framer_ops *ops, void *user_data)
 {
@@ -303,14 +251,11 @@ kcr__framer *kcr__framer_new(size_t max, const char *unit, const char *stream,
     f->stream = stream;
     f->max = max;
     f->b = kcr__object_builder_new();
-    f->h = yajl_alloc(&callbacks, NULL, f);
-    if (!f->b || !f->h) {
+    f->rd = kcr__jreader_new(multiple_values, on_event, f);
+    if (!f->b || !f->rd) {
         kcr__framer_free(f);
         return NULL;
     }
-    yajl_config(f->h, yajl_dont_validate_strings, 1); /* the builder validates (object/utf8.h) */
-    if (multiple_values)
-        yajl_config(f->h, yajl_allow_multiple_values, 1);
     return f;
 }
 
@@ -318,36 +263,30 @@ void kcr__framer_free(kcr__framer *f)
 {
     if (!f)
         return;
-    if (f->h)
-        yajl_free(f->h);
+    kcr__jreader_free(f->rd);
     kcr__object_builder_free(f->b);
-    kcr__buf_free(&f->stash);
     free(f);
 }
 
-static kcr_err yajl_failure(kcr__framer *f, const unsigned char *buf, size_t n)
+static kcr_err reader_failure(kcr__framer *f)
 {
-    unsigned char *msg = yajl_get_error(f->h, 0, buf, n);
-    size_t len = msg ? strlen((char *)msg) : 0;
-    while (len && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
-        msg[--len] = '\0';
-    kcr_err err =
-        kcr__fail(KCR_ERR_PARSE, "%s: invalid JSON: %s", f->stream, msg ? (char *)msg : "?");
-    if (msg)
-        yajl_free_error(f->h, msg);
-    return err;
+    size_t at;
+    bool oom;
+    const char *msg = kcr__jreader_error(f->rd, &at, &oom);
+    if (oom)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory reading %s", f->stream);
+    return kcr__fail(KCR_ERR_PARSE, "%s: invalid JSON: %s at byte %zu", f->stream, msg, at);
 }
 
-static kcr_err parse(kcr__framer *f, const char *buf, size_t len, size_t slice)
+kcr_err kcr__framer_feed(kcr__framer *f, const char *buf, size_t len)
 {
     while (f->err == KCR_OK && len > 0) {
-        size_t n = len < slice ? len : slice;
+        size_t n = len < SLICE ? len : SLICE;
         size_t token_before = f->token_bytes;
         f->token_bytes = 1; /* parse events reset it to 0 */
         f->unit_from = 0;
-        yajl_status st = yajl_parse(f->h, (const unsigned char *)buf, n);
-        if (st == yajl_status_error && f->err == KCR_OK)
-            f->err = yajl_failure(f, (const unsigned char *)buf, n);
+        if (kcr__jreader_feed(f->rd, buf, n) == KCR__JR_ERROR && f->err == KCR_OK)
+            f->err = reader_failure(f);
         if (f->err != KCR_OK)
             break;
         f->token_bytes = f->token_bytes ? token_before + n : 0;
@@ -363,52 +302,14 @@ static kcr_err parse(kcr__framer *f, const char *buf, size_t len, size_t slice)
     return f->err;
 }
 
-/* True when buf was stashed and parsing should wait. */
-static bool stash_add(kcr__framer *f, const char *buf, size_t len)
+kcr_err kcr__framer_error(const kcr__framer *f)
 {
-    if (f->token_bytes < STASH_AFTER && f->stash.len == 0)
-        return false;
-    if (kcr__buf_add(&f->stash, buf, len) != KCR_OK) {
-        f->err =
-            kcr__fail(KCR_ERR_NOMEM, "out of memory holding a long JSON token of %s", f->stream);
-        return true;
-    }
-    return f->stash.len < f->token_bytes && !memchr(buf, '"', len);
-}
-
-kcr_err kcr__framer_flush(kcr__framer *f)
-{
-    if (f->err != KCR_OK || f->stash.len == 0)
-        return f->err;
-    char *s = f->stash.s;
-    size_t n = f->stash.len;
-    f->stash = (kcr__buf){0};
-    parse(f, s, n, n);
-    free(s);
     return f->err;
-}
-
-kcr_err kcr__framer_feed(kcr__framer *f, const char *buf, size_t len)
-{
-    if (f->err != KCR_OK)
-        return f->err;
-    size_t unit_bytes = f->in_unit ? f->unit_bytes : 0;
-    if ((f->token_bytes + f->stash.len + len > f->max ||
-         unit_bytes + f->stash.len + len > f->max) &&
-        (f->stash.len || f->token_bytes >= STASH_AFTER))
-        return f->err = f->in_unit ? too_large(f->unit, f->max) : token_too_large(f);
-    if (stash_add(f, buf, len))
-        return f->err;
-    if (f->stash.len)
-        return kcr__framer_flush(f);
-    return parse(f, buf, len, SLICE);
 }
 
 kcr_err kcr__framer_complete(kcr__framer *f)
 {
-    if (kcr__framer_flush(f) != KCR_OK)
-        return f->err;
-    if (yajl_complete_parse(f->h) == yajl_status_error && f->err == KCR_OK)
+    if (f->err == KCR_OK && kcr__jreader_complete(f->rd) == KCR__JR_ERROR && f->err == KCR_OK)
         f->err = kcr__fail(KCR_ERR_PARSE, "%s ended early", f->stream);
     return f->err;
 }

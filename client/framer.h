@@ -1,14 +1,14 @@
 /* Internal: the stream framer under the LIST and watch decoders (decode.c).
  *
- * One yajl parser over a whole body or stream, fed in any chunking. The
+ * One JSON reader (object/json_reader.h) over a whole body or stream, fed in
+ * any chunking. The
  * decoder's state machine sees the JSON events outside the values it hands
  * over: when it meets an object it wants (a list item, a watch event's
  * object) it calls kcr__framer_capture() and the framer forwards that
  * object's events straight to an object builder, then reports
  * KCR__JEV_CAPTURED; a value it does not care about it hands to
  * kcr__framer_skip(). The framer also owns the size limits (one "unit" -
- * an item, an event - and any single token at most `max` bytes) and the
- * stash that keeps long tokens split over many small chunks linear.
+ * an item, an event - and any single token at most `max` bytes).
  * A framer belongs to the thread that feeds it. */
 #ifndef KCR_CLIENT_FRAMER_H
 #define KCR_CLIENT_FRAMER_H
@@ -17,27 +17,8 @@
 #include <stddef.h>
 
 #include "kcr/error.h"
+#include "object/json_reader.h"
 #include "object/object_builder.h"
-
-typedef enum kcr__jev_type {
-    KCR__JEV_NULL,
-    KCR__JEV_BOOL,
-    KCR__JEV_NUMBER, /* s/len: the number's text */
-    KCR__JEV_STRING, /* s/len: the string (not NUL-terminated) */
-    KCR__JEV_KEY,    /* s/len: the key */
-    KCR__JEV_START_MAP,
-    KCR__JEV_END_MAP,
-    KCR__JEV_START_ARRAY,
-    KCR__JEV_END_ARRAY,
-    KCR__JEV_CAPTURED /* a captured object is complete in the builder */
-} kcr__jev_type;
-
-typedef struct kcr__jev {
-    kcr__jev_type type;
-    const char *s;
-    size_t len;
-    bool b; /* KCR__JEV_BOOL */
-} kcr__jev;
 
 typedef struct kcr__framer kcr__framer;
 
@@ -63,9 +44,10 @@ void kcr__framer_free(kcr__framer *f);
 /* Parses the next bytes: KCR_OK, a parse/size error, or the error an ops
  * callback returned. After an error, stop feeding. */
 kcr_err kcr__framer_feed(kcr__framer *f, const char *buf, size_t len);
-/* At the end of the body: parses what is still stashed. */
-kcr_err kcr__framer_flush(kcr__framer *f);
-/* Then, for a body holding one value: tells the parser the body ended;
+/* The error that stopped the framer (fed again it returns the same), KCR_OK
+ * while none. */
+kcr_err kcr__framer_error(const kcr__framer *f);
+/* For a body holding one value, at its end: tells the reader the body ended;
  * KCR_ERR_PARSE when the value is incomplete. */
 kcr_err kcr__framer_complete(kcr__framer *f);
 

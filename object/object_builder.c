@@ -357,19 +357,29 @@ kcr_err kcr__object_builder_number(kcr__object_builder *b, const char *text, siz
     return add_value(b, KCR__REF(KCR__T_NUM, off));
 }
 
-kcr_err kcr__object_builder_string(kcr__object_builder *b, const char *text, size_t len)
+static kcr_err add_string(kcr__object_builder *b, const char *text, size_t len, bool ascii)
 {
     kcr_err err = check(b);
     if (err)
         return err;
     if (len == 0)
         return add_value(b, KCR__REF_EMPTY_STR);
-    if ((err = check_utf8(b, text, len, "string")) != KCR_OK)
+    if (!ascii && (err = check_utf8(b, text, len, "string")) != KCR_OK)
         return err;
     uint32_t off;
     if ((err = put_string(b, text, len, &off, false)) != KCR_OK)
         return err;
     return add_value(b, KCR__REF(KCR__T_STR, off));
+}
+
+kcr_err kcr__object_builder_string(kcr__object_builder *b, const char *text, size_t len)
+{
+    return add_string(b, text, len, false);
+}
+
+kcr_err kcr__object_builder_string_ascii(kcr__object_builder *b, const char *text, size_t len)
+{
+    return add_string(b, text, len, true);
 }
 
 static kcr_err open_container(kcr__object_builder *b, bool is_map)
@@ -496,7 +506,7 @@ kcr_err kcr__object_builder_end_array(kcr__object_builder *b)
     return close_container(b, false);
 }
 
-kcr_err kcr__object_builder_map_key(kcr__object_builder *b, const char *key, size_t len)
+static kcr_err add_key(kcr__object_builder *b, const char *key, size_t len, bool ascii)
 {
     kcr_err err = check(b);
     if (err)
@@ -506,7 +516,7 @@ kcr_err kcr__object_builder_map_key(kcr__object_builder *b, const char *key, siz
     struct frame *f = &b->frames[b->depth - 1];
     if (f->key != KEY_NONE)
         return bfail(b, KCR_ERR_PARSE, "key without a value");
-    if ((err = check_utf8(b, key, len, "key")) != KCR_OK)
+    if (!ascii && (err = check_utf8(b, key, len, "key")) != KCR_OK)
         return err;
     uint32_t id = kcr__intern(key, len, kcr__hash_bytes(key, len));
     if (id != KCR__INTERN_NONE) {
@@ -518,6 +528,16 @@ kcr_err kcr__object_builder_map_key(kcr__object_builder *b, const char *key, siz
         return err;
     f->key = off;
     return KCR_OK;
+}
+
+kcr_err kcr__object_builder_map_key(kcr__object_builder *b, const char *key, size_t len)
+{
+    return add_key(b, key, len, false);
+}
+
+kcr_err kcr__object_builder_map_key_ascii(kcr__object_builder *b, const char *key, size_t len)
+{
+    return add_key(b, key, len, true);
 }
 
 /* ---- freezing ----------------------------------------------------------- */

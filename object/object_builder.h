@@ -32,6 +32,11 @@ kcr_err kcr__object_builder_map_key(kcr__object_builder *b, const char *key, siz
 kcr_err kcr__object_builder_end_map(kcr__object_builder *b);
 kcr_err kcr__object_builder_start_array(kcr__object_builder *b);
 kcr_err kcr__object_builder_end_array(kcr__object_builder *b);
+/* Like string and map_key, for text the caller found to be ASCII (every
+ * byte < 0x80, as object/json_reader.h reports it): the UTF-8 check is
+ * skipped. */
+kcr_err kcr__object_builder_string_ascii(kcr__object_builder *b, const char *text, size_t len);
+kcr_err kcr__object_builder_map_key_ascii(kcr__object_builder *b, const char *key, size_t len);
 
 /* True once the top-level object has been closed. */
 bool kcr__object_builder_done(const kcr__object_builder *b);

@@ -1,70 +1,45 @@
-/* kcr_object_parse: a yajl parser whose events feed the streaming builder. */
+/* kcr_object_parse: the JSON reader's events feed the streaming builder. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <yajl/yajl_parse.h>
-
 #include "core/error.h"
+#include "object/json_reader.h"
 #include "object/object_builder.h"
 #include "object/object_internal.h"
 #include "object/value.h"
 
-/* The yajl callbacks' context: the builder they feed and its error when a
- * callback stopped the parse. */
+/* The reader callback's context: the builder it feeds and its error when a
+ * builder call stopped the parse. */
 struct parse_ctx {
     kcr__object_builder *b;
     kcr_err err;
 };
 
-#define CB(call)                                                                                   \
-    do {                                                                                           \
-        struct parse_ctx *c = ctx;                                                                 \
-        c->err = (call);                                                                           \
-        return c->err == KCR_OK;                                                                   \
-    } while (0)
-
-static int cb_null(void *ctx)
+static bool on_event(void *ctx, const kcr__jev *ev)
 {
-    CB(kcr__object_builder_null(c->b));
+    struct parse_ctx *c = ctx;
+    kcr__object_builder *b = c->b;
+    switch (ev->type) {
+    case KCR__JEV_NULL: c->err = kcr__object_builder_null(b); break;
+    case KCR__JEV_BOOL: c->err = kcr__object_builder_bool(b, ev->b); break;
+    case KCR__JEV_NUMBER: c->err = kcr__object_builder_number(b, ev->s, ev->len); break;
+    case KCR__JEV_STRING:
+        c->err = ev->ascii ? kcr__object_builder_string_ascii(b, ev->s, ev->len)
+                           : kcr__object_builder_string(b, ev->s, ev->len);
+        break;
+    case KCR__JEV_KEY:
+        c->err = ev->ascii ? kcr__object_builder_map_key_ascii(b, ev->s, ev->len)
+                           : kcr__object_builder_map_key(b, ev->s, ev->len);
+        break;
+    case KCR__JEV_START_MAP: c->err = kcr__object_builder_start_map(b); break;
+    case KCR__JEV_END_MAP: c->err = kcr__object_builder_end_map(b); break;
+    case KCR__JEV_START_ARRAY: c->err = kcr__object_builder_start_array(b); break;
+    case KCR__JEV_END_ARRAY: c->err = kcr__object_builder_end_array(b); break;
+    case KCR__JEV_CAPTURED: break;
+    }
+    return c->err == KCR_OK;
 }
-static int cb_bool(void *ctx, int v)
-{
-    CB(kcr__object_builder_bool(c->b, v != 0));
-}
-static int cb_number(void *ctx, const char *s, size_t l)
-{
-    CB(kcr__object_builder_number(c->b, s, l));
-}
-static int cb_string(void *ctx, const unsigned char *s, size_t l)
-{
-    CB(kcr__object_builder_string(c->b, (const char *)s, l));
-}
-static int cb_start_map(void *ctx)
-{
-    CB(kcr__object_builder_start_map(c->b));
-}
-static int cb_map_key(void *ctx, const unsigned char *s, size_t l)
-{
-    CB(kcr__object_builder_map_key(c->b, (const char *)s, l));
-}
-static int cb_end_map(void *ctx)
-{
-    CB(kcr__object_builder_end_map(c->b));
-}
-static int cb_start_array(void *ctx)
-{
-    CB(kcr__object_builder_start_array(c->b));
-}
-static int cb_end_array(void *ctx)
-{
-    CB(kcr__object_builder_end_array(c->b));
-}
-
-static const yajl_callbacks callbacks = {
-    cb_null,      cb_bool,    NULL,       NULL,           cb_number,    cb_string,
-    cb_start_map, cb_map_key, cb_end_map, cb_start_array, cb_end_array,
-};
 
 static kcr_err parse(const char *json, size_t len, kcr_object **out, bool require_name)
 {
@@ -76,41 +51,34 @@ static kcr_err parse(const char *json, size_t len, kcr_object **out, bool requir
     if (len == 0) /* like the client calls: 0 means a NUL-terminated string */
         len = strlen(json);
     struct parse_ctx c = {kcr__object_builder_new(), KCR_OK};
-    if (!c.b)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory parsing an object");
-    yajl_handle h = yajl_alloc(&callbacks, NULL, &c);
-    if (!h) {
+    kcr__jreader *r = c.b ? kcr__jreader_new(false, on_event, &c) : NULL;
+    if (!r) {
         kcr__object_builder_free(c.b);
         return kcr__fail(KCR_ERR_NOMEM, "out of memory parsing an object");
     }
-    yajl_config(h, yajl_dont_validate_strings, 1); /* the builder validates */
     kcr_err err = KCR_OK;
-    yajl_status st = yajl_parse(h, (const unsigned char *)(json ? json : ""), len);
-    size_t at = yajl_get_bytes_consumed(h);
-    if (st == yajl_status_ok) {
-        st = yajl_complete_parse(h);
-        at = len;
-    }
-    if (st == yajl_status_client_canceled) {
+    kcr__jreader_status st = kcr__jreader_feed(r, json, len);
+    size_t at = kcr__jreader_consumed(r);
+    if (st == KCR__JR_OK)
+        st = kcr__jreader_complete(r);
+    if (st == KCR__JR_STOPPED) {
         char detail[256];
         snprintf(detail, sizeof detail, "%s", kcr_last_error());
         err = kcr__fail(c.err, "JSON object: %s (at byte %zu)", detail, at ? at - 1 : 0);
-    } else if (st != yajl_status_ok) {
-        unsigned char *msg = yajl_get_error(h, 0, (const unsigned char *)json, len);
-        size_t n = msg ? strlen((char *)msg) : 0;
-        while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-            msg[--n] = '\0';
-        err = kcr__fail(KCR_ERR_PARSE, "invalid JSON at byte %zu of %zu: %s", at, len,
-                        msg ? (char *)msg : "parse error");
-        if (msg)
-            yajl_free_error(h, msg);
+    } else if (st == KCR__JR_ERROR) {
+        size_t where;
+        bool oom;
+        const char *msg = kcr__jreader_error(r, &where, &oom);
+        err = oom ? kcr__fail(KCR_ERR_NOMEM, "out of memory parsing an object")
+                  : kcr__fail(KCR_ERR_PARSE, "invalid JSON at byte %zu of %zu: %s", where, len,
+                              msg);
     } else if (!kcr__object_builder_done(c.b)) {
         err = kcr__fail(KCR_ERR_PARSE, "invalid JSON: no object in %zu bytes", len);
     } else {
         err = require_name ? kcr__object_builder_finish(c.b, out)
                            : kcr__object_builder_finish_any(c.b, out);
     }
-    yajl_free(h);
+    kcr__jreader_free(r);
     kcr__object_builder_free(c.b);
     return err;
 }

@@ -11,7 +11,8 @@ Usage: stages.py EVENTS_ANN LIST_ANN EVENTS
 The stages are differences of inclusive costs along the watch path, so each
 function is counted once:
   transport       libcurl (HTTP/1.1, chunked decoding, recv) up to the sink
-  yajl parse      yajl_parse minus the framer's callbacks (yajl's own lexing)
+  JSON reader     kcr__jreader_feed minus the framer's callback (the lexing
+                  and grammar of object/json_reader.c)
   object build    the framer's callbacks, the decoder and the object builder,
                   minus what the decoder hands on (reflector on_event)
   DeltaFIFO push  reflector on_event: transform, DeltaFIFO update
@@ -30,8 +31,6 @@ function is counted once:
 import re
 import sys
 
-CALLBACKS = ["on_null", "on_bool", "on_number", "on_string", "on_key", "on_start_map",
-             "on_end_map", "on_start_array", "on_end_array"]
 
 
 def load(path):
@@ -61,8 +60,8 @@ def get(costs, file, fn):
 
 
 def stages(c, total):
-    yajl = get(c, "???", "yajl_parse")
-    callbacks = sum(get(c, "framer.c", f) for f in CALLBACKS)
+    reader = get(c, "json_reader.c", "kcr__jreader_feed")
+    callbacks = get(c, "framer.c", "on_event")
     on_event = get(c, "reflector.c", "on_event")
     decode = get(c, "decode.c", "kcr__watch_decoder_feed") + get(c, "decode.c", "kcr__list_decoder_feed")
     sinks = get(c, "http_verbs.c", "watch_sink") + get(c, "http_verbs.c", "list_sink")
@@ -73,8 +72,8 @@ def stages(c, total):
     worker = get(c, "workers.c", "worker_main")
     rows = [
         ("transport (libcurl, HTTP/1.1 chunks)", transport),
-        ("yajl parse (yajl's own lexing)", yajl - callbacks),
-        ("object build (framer, decoder, builder)", decode - (yajl - callbacks) - on_event),
+        ("JSON reader (kcr's lexing)", reader - callbacks),
+        ("object build (framer, decoder, builder)", decode - (reader - callbacks) - on_event),
         ("DeltaFIFO push (reflector on_event)", on_event),
         ("DeltaFIFO pop + store update (kcr_delta_fifo_pop)", pop),
         ("handler + workqueue add (inline routing)", inline),

@@ -1,7 +1,10 @@
 /* Decoders asked to drop metadata.managedFields build objects without it,
  * at every chunk split, and keep every other member, including members of
- * the same name elsewhere in the object. */
+ * the same name elsewhere in the object; what they drop is parsed (invalid
+ * JSON in it is an error) but never built, and they give what building the
+ * object and stripping it gave. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,4 +170,146 @@ Test(decode_managed_fields, an_item_over_the_limit_still_fails_when_the_excess_i
     cr_assert_eq(err, KCR_ERR_TOO_LARGE, "%s", kcr_last_error());
     kcr__list_decoder_free(d);
     clear(&s);
+}
+
+/* Decodes one watch event with managedFields dropped (or not), whole and one
+ * byte at a time; the object's JSON (the same both ways) into s. */
+static kcr_err decode_event(const char *body, bool drop, seen *s)
+{
+    kcr_err first = KCR_OK;
+    for (int pass = 0; pass < 2; pass++) {
+        seen t = {0};
+        kcr__watch_decoder *d = kcr__watch_decoder_new(0, on_event, &t);
+        cr_assert_not_null(d);
+        if (drop)
+            kcr__watch_decoder_drop_managed_fields(d);
+        size_t len = strlen(body), step = pass ? 1 : len;
+        kcr_err err = KCR_OK;
+        for (size_t off = 0; err == KCR_OK && off < len; off += step)
+            err = kcr__watch_decoder_feed(d, body + off, step);
+        if (err == KCR_OK)
+            err = kcr__watch_decoder_finish(d);
+        kcr__watch_decoder_free(d);
+        if (pass == 0) {
+            first = err;
+            *s = t;
+            continue;
+        }
+        cr_assert_eq(err, first);
+        cr_assert_eq(t.n, s->n);
+        for (int i = 0; i < t.n; i++)
+            cr_assert_str_eq(t.json[i], s->json[i]);
+        clear(&t);
+    }
+    return first;
+}
+
+Test(decode_managed_fields, malformed_managed_fields_are_never_built)
+{
+    /* shapes the apiserver never sends, bytes the builder would refuse
+     * (invalid UTF-8, a key repeated, nesting past the builder's limit):
+     * dropped, they cost nothing but the parse */
+    static char deep[1200];
+    size_t n = 0;
+    for (int i = 0; i < 300; i++)
+        deep[n++] = '[';
+    for (int i = 0; i < 300; i++)
+        deep[n++] = ']';
+    deep[n] = '\0';
+    const char *values[] = {"\"a string\"", "42", "{\"f:x\":{\"f:x\":{}}}",
+                            "[{\"manager\":\"\xff\xfe\",\"manager\":1}]", deep};
+    for (size_t v = 0; v < sizeof values / sizeof *values; v++) {
+        char body[2048];
+        snprintf(body, sizeof body,
+                 "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"m\",\"managedFields\":"
+                 "%s,\"resourceVersion\":\"5\"},\"data\":{\"k\":\"v\"}}}\n",
+                 values[v]);
+        seen s = {0};
+        cr_assert_eq(decode_event(body, true, &s), KCR_OK, "%s: %s", values[v], kcr_last_error());
+        cr_assert_eq(s.n, 1);
+        cr_assert_str_eq(s.json[0], "{\"metadata\":{\"name\":\"m\",\"resourceVersion\":\"5\"},"
+                                    "\"data\":{\"k\":\"v\"}}");
+        clear(&s);
+    }
+    /* kept, the invalid UTF-8 and the nesting are errors, as before */
+    for (size_t v = 3; v < 5; v++) {
+        char body[2048];
+        snprintf(body, sizeof body,
+                 "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"m\",\"managedFields\":"
+                 "%s,\"resourceVersion\":\"5\"}}}\n",
+                 values[v]);
+        seen s = {0};
+        cr_assert_eq(decode_event(body, false, &s), KCR_ERR_PARSE, "%s", values[v]);
+        clear(&s);
+    }
+    /* invalid JSON inside the dropped member is still invalid JSON */
+    seen s = {0};
+    cr_assert_eq(decode_event("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"m\","
+                              "\"managedFields\":[{\"a\":tru}]}}}\n",
+                              true, &s),
+                 KCR_ERR_PARSE);
+    clear(&s);
+}
+
+Test(decode_managed_fields, huge_managed_fields_decode_to_the_small_object)
+{
+    /* 4,000 entries, ~400 KB: parsed, never built */
+    size_t cap = 4000 * 120 + 512, n = 0;
+    char *body = malloc(cap);
+    cr_assert_not_null(body);
+    n += (size_t)snprintf(body + n, cap - n,
+                          "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"h\","
+                          "\"managedFields\":[");
+    for (int i = 0; i < 4000; i++)
+        n += (size_t)snprintf(body + n, cap - n,
+                              "%s{\"manager\":\"m%d\",\"operation\":\"Apply\",\"fieldsV1\":"
+                              "{\"f:data\":{\"f:k%d\":{}}},\"time\":\"2026-12-04T10:00:00Z\"}",
+                              i ? "," : "", i, i);
+    n += (size_t)snprintf(body + n, cap - n, "],\"resourceVersion\":\"7\"}}}\n");
+    cr_assert_lt(n, cap - 1);
+    seen s = {0};
+    kcr__watch_decoder *d = kcr__watch_decoder_new(0, on_event, &s);
+    cr_assert_not_null(d);
+    kcr__watch_decoder_drop_managed_fields(d);
+    for (size_t off = 0; off < n; off += 1000)
+        cr_assert_eq(kcr__watch_decoder_feed(d, body + off, n - off < 1000 ? n - off : 1000),
+                     KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr__watch_decoder_finish(d), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(s.n, 1);
+    cr_assert_str_eq(s.json[0], "{\"metadata\":{\"name\":\"h\",\"resourceVersion\":\"7\"}}");
+    kcr__watch_decoder_free(d);
+    clear(&s);
+    free(body);
+}
+
+static kcr_err on_item_stripped(kcr_object *obj, void *ud)
+{
+    kcr_object *t = NULL;
+    cr_assert_eq(kcr_object_strip_managed_fields(obj, &t, NULL), KCR_OK);
+    keep(ud, t);
+    kcr_object_unref(t);
+    return KCR_OK;
+}
+
+Test(decode_managed_fields, dropping_gives_what_building_and_stripping_gave)
+{
+    /* the informer's path before the drop: build whole, then the transform */
+    seen built = {0}, dropped = {0};
+    kcr__list_decoder *d = kcr__list_decoder_new(0, on_item_stripped, &built);
+    cr_assert_not_null(d);
+    cr_assert_eq(kcr__list_decoder_feed(d, list_body, strlen(list_body)), KCR_OK);
+    cr_assert_eq(kcr__list_decoder_finish(d, NULL), KCR_OK);
+    kcr__list_decoder_free(d);
+    d = kcr__list_decoder_new(0, on_item, &dropped);
+    cr_assert_not_null(d);
+    kcr__list_decoder_drop_managed_fields(d);
+    cr_assert_eq(kcr__list_decoder_feed(d, list_body, strlen(list_body)), KCR_OK);
+    cr_assert_eq(kcr__list_decoder_finish(d, NULL), KCR_OK);
+    kcr__list_decoder_free(d);
+    cr_assert_eq(built.n, 3);
+    cr_assert_eq(dropped.n, 3);
+    for (int i = 0; i < 3; i++)
+        cr_assert_str_eq(dropped.json[i], built.json[i]);
+    clear(&built);
+    clear(&dropped);
 }

@@ -1,0 +1,623 @@
+/* kcr's incremental JSON reader: tokens in one pass, a state machine for the
+ * grammar, split tokens completed from the next feed. See json_reader.h. */
+#include "object/json_reader.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* Where the grammar is: what the next token may be. */
+typedef enum jstate {
+    ST_TOP,         /* a top-level value (first, or the next one of a stream) */
+    ST_END,         /* after the one top-level value: whitespace only */
+    ST_VALUE,       /* a value, after ':' or an array's ',' */
+    ST_ARRAY_FIRST, /* after '[': a value or ']' */
+    ST_MAP_FIRST,   /* after '{': a key or '}' */
+    ST_KEY,         /* after a map's ',': a key */
+    ST_COLON,       /* after a key */
+    ST_AFTER        /* after a value inside a container: ',' or its end */
+} jstate;
+
+/* The kind of token kept from the end of the previous feed. */
+typedef enum jpend { PEND_NONE, PEND_STRING, PEND_KEY, PEND_WORD } jpend;
+
+struct kcr__jreader {
+    kcr__jreader_fn fn;
+    void *ud;
+    bool multi;
+    jstate state;
+    /* open containers, innermost last: 'm' map, 'a' array */
+    char *stack;
+    size_t depth, stack_cap;
+    /* a split token: its bytes so far (a string's without the quote) */
+    jpend pend;
+    bool pend_escape;  /* the kept string bytes end inside an escape */
+    bool pend_escaped; /* the kept string has escapes */
+    bool pend_high;    /* the kept string has bytes >= 0x80 */
+    size_t pend_at;    /* the kept token's offset in the whole input */
+    char *tok;
+    size_t tok_len, tok_cap;
+    /* decoded strings with escapes */
+    char *str;
+    size_t str_cap;
+    size_t consumed; /* in the current buffer, for kcr__jreader_consumed */
+    size_t base;     /* bytes of the input before the current buffer */
+    bool stopped;
+    const char *err;
+    size_t err_at;
+    bool oom;
+};
+
+/* Byte classes. */
+enum { C_WORD = 1, C_SPACE = 2 };
+static const unsigned char cls[256] = {
+    [' '] = C_SPACE, ['\t'] = C_SPACE, ['\n'] = C_SPACE, ['\r'] = C_SPACE,
+    ['0'] = C_WORD,  ['1'] = C_WORD,   ['2'] = C_WORD,   ['3'] = C_WORD,
+    ['4'] = C_WORD,  ['5'] = C_WORD,   ['6'] = C_WORD,   ['7'] = C_WORD,
+    ['8'] = C_WORD,  ['9'] = C_WORD,   ['-'] = C_WORD,   ['+'] = C_WORD,
+    ['.'] = C_WORD,  ['e'] = C_WORD,   ['E'] = C_WORD,   ['a'] = C_WORD,
+    ['b'] = C_WORD,  ['c'] = C_WORD,   ['d'] = C_WORD,   ['f'] = C_WORD,
+    ['l'] = C_WORD,  ['n'] = C_WORD,   ['r'] = C_WORD,   ['s'] = C_WORD,
+    ['t'] = C_WORD,  ['u'] = C_WORD,
+};
+
+/* Grows *p (of *cap bytes) to hold need bytes. */
+static bool grow(char **p, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return true;
+    size_t cap2 = *cap ? *cap : 256;
+    while (cap2 < need) {
+        if (cap2 > SIZE_MAX / 2)
+            return false;
+        cap2 *= 2;
+    }
+    char *q = realloc(*p, cap2);
+    if (!q)
+        return false;
+    *p = q;
+    *cap = cap2;
+    return true;
+}
+
+kcr__jreader *kcr__jreader_new(bool multiple_values, kcr__jreader_fn fn, void *user_data)
+{
+    kcr__jreader *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->fn = fn;
+    r->ud = user_data;
+    r->multi = multiple_values;
+    r->state = ST_TOP;
+    /* never NULL, so a kept token (an empty one too) always has storage */
+    if (!grow(&r->tok, &r->tok_cap, 256)) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void kcr__jreader_free(kcr__jreader *r)
+{
+    if (!r)
+        return;
+    free(r->stack);
+    free(r->tok);
+    free(r->str);
+    free(r);
+}
+
+size_t kcr__jreader_consumed(const kcr__jreader *r)
+{
+    return r->consumed;
+}
+
+const char *kcr__jreader_error(const kcr__jreader *r, size_t *offset, bool *out_of_memory)
+{
+    if (offset)
+        *offset = r->err_at;
+    if (out_of_memory)
+        *out_of_memory = r->oom;
+    return r->err ? r->err : "no error";
+}
+
+/* An error at offset `at` of the whole input. */
+static kcr__jreader_status fail_at(kcr__jreader *r, const char *what, size_t at)
+{
+    if (!r->err) {
+        r->err = what;
+        r->err_at = at;
+    }
+    return KCR__JR_ERROR;
+}
+
+/* An error at offset `i` of the buffer being fed. */
+static kcr__jreader_status fail(kcr__jreader *r, const char *what, size_t i)
+{
+    return fail_at(r, what, r->base + i);
+}
+
+static kcr__jreader_status nomem(kcr__jreader *r, size_t at)
+{
+    r->oom = true;
+    return fail_at(r, "out of memory", at);
+}
+
+static kcr__jreader_status emit(kcr__jreader *r, const kcr__jev *ev, size_t end)
+{
+    r->consumed = end;
+    if (r->fn(r->ud, ev))
+        return KCR__JR_OK;
+    r->stopped = true;
+    return KCR__JR_STOPPED;
+}
+
+/* An error for a token out of place; after the one top-level value every
+ * token is. */
+static kcr__jreader_status unexpected(kcr__jreader *r, const char *what, size_t at)
+{
+    return fail(r, r->state == ST_END ? "data after the JSON value" : what, at);
+}
+
+static bool value_allowed(const kcr__jreader *r)
+{
+    return r->state == ST_VALUE || r->state == ST_ARRAY_FIRST || r->state == ST_TOP;
+}
+
+/* A value ended: what may follow. */
+static void value_done(kcr__jreader *r)
+{
+    if (r->depth > 0)
+        r->state = ST_AFTER;
+    else
+        r->state = r->multi ? ST_TOP : ST_END;
+}
+
+/* ---- strings ----------------------------------------------------------- */
+
+/* Index of the first '"', '\\' or control character in p[0..n), or n; *high
+ * is set when a byte before it is >= 0x80. Sixteen bytes at a time with
+ * SSE2, else eight at a time (in each flag mask the lowest flagged byte is
+ * exact: borrows only run upwards), then byte by byte. */
+static inline size_t scan_plain(const unsigned char *p, size_t n, bool *high)
+{
+    size_t i = 0;
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+    const __m128i ctl = _mm_set1_epi8(0x1F);
+    unsigned highs = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+                                 _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v));
+        unsigned hit = (unsigned)_mm_movemask_epi8(m), hi = (unsigned)_mm_movemask_epi8(v);
+        if (hit) {
+            unsigned k = (unsigned)__builtin_ctz(hit);
+            *high |= highs != 0 || (hi & ((1u << k) - 1)) != 0;
+            return i + k;
+        }
+        highs |= hi;
+    }
+    *high |= highs != 0;
+#else
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t acc = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v;
+        memcpy(&v, p + i, 8);
+        uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
+        if ((((q - ones) & ~q) | ((b - ones) & ~b) | ((v - ones * 0x20) & ~v)) & highs)
+            break;
+        acc |= v;
+    }
+    *high |= (acc & highs) != 0;
+#endif
+    unsigned char tail = 0;
+    for (; i < n; i++) {
+        unsigned char c = p[i];
+        if (c == '"' || c == '\\' || c < 0x20)
+            break;
+        tail |= c;
+    }
+    *high |= tail >= 0x80;
+    return i;
+}
+
+/* Scans string bytes from p[0] for the closing quote: its index, or n when
+ * the string goes on past n. *escape carries "the previous byte opened an
+ * escape" across calls; *escaped is set when an escape is seen, *high when a
+ * byte >= 0x80 is. A control character is an error: *bad gets its index. */
+static size_t scan_string(const unsigned char *p, size_t n, bool *escape, bool *escaped,
+                          bool *high, size_t *bad)
+{
+    size_t i = 0;
+    bool hi = false;
+    if (*escape && n > 0) {
+        *escape = false;
+        i = 1; /* the escaped byte: checked when decoding */
+    }
+    while (i < n) {
+        i += scan_plain(p + i, n - i, &hi);
+        if (i >= n)
+            break;
+        if (p[i] == '"') {
+            *high |= hi;
+            return i;
+        }
+        if (p[i] < 0x20) {
+            *bad = i;
+            return n;
+        }
+        *escaped = true; /* a backslash */
+        if (i + 1 >= n) {
+            *escape = true;
+            break;
+        }
+        i += 2;
+    }
+    *high |= hi;
+    return n;
+}
+
+static int hex4(const unsigned char *p)
+{
+    int v = 0;
+    for (int k = 0; k < 4; k++) {
+        unsigned char c = p[k];
+        int d;
+        if (c >= '0' && c <= '9')
+            d = c - '0';
+        else if (c >= 'a' && c <= 'f')
+            d = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            d = c - 'A' + 10;
+        else
+            return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+static size_t put_utf8(char *o, unsigned cp)
+{
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (char)(0xC0 | (cp >> 6));
+        o[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | (cp >> 12));
+        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | (cp >> 18));
+    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Decodes the escapes of s[0..n) (a whole string's content, no control
+ * characters) into r->str; *out_len its length; *high set when a code point
+ * >= 0x80 was written. NULL with r->err set when an escape is invalid (at:
+ * the string's offset in the whole input). */
+static const char *unescape(kcr__jreader *r, const unsigned char *s, size_t n, size_t at,
+                            size_t *out_len, bool *high)
+{
+    /* decoded is never longer than the escaped text */
+    if (!grow(&r->str, &r->str_cap, n + 1)) {
+        nomem(r, at);
+        return NULL;
+    }
+    char *o = r->str;
+    size_t i = 0, k = 0;
+    while (i < n) {
+        const unsigned char *bs = memchr(s + i, '\\', n - i);
+        size_t run = bs ? (size_t)(bs - (s + i)) : n - i;
+        memcpy(o + k, s + i, run);
+        k += run;
+        i += run;
+        if (i >= n)
+            break;
+        if (i + 1 >= n) {
+            fail_at(r, "invalid escape in a string", at);
+            return NULL;
+        }
+        unsigned char c = s[i + 1];
+        i += 2;
+        switch (c) {
+        case '"': o[k++] = '"'; break;
+        case '\\': o[k++] = '\\'; break;
+        case '/': o[k++] = '/'; break;
+        case 'b': o[k++] = '\b'; break;
+        case 'f': o[k++] = '\f'; break;
+        case 'n': o[k++] = '\n'; break;
+        case 'r': o[k++] = '\r'; break;
+        case 't': o[k++] = '\t'; break;
+        case 'u': {
+            int cp = n - i >= 4 ? hex4(s + i) : -1;
+            if (cp < 0) {
+                fail_at(r, "invalid \\u escape in a string", at);
+                return NULL;
+            }
+            i += 4;
+            unsigned code = (unsigned)cp;
+            if (code >= 0xD800 && code <= 0xDBFF) {
+                int lo = n - i >= 6 && s[i] == '\\' && s[i + 1] == 'u' ? hex4(s + i + 2) : -1;
+                if (lo >= 0xDC00 && lo <= 0xDFFF) {
+                    code = 0x10000 + ((code - 0xD800) << 10) + ((unsigned)lo - 0xDC00);
+                    i += 6;
+                } else {
+                    code = 0xFFFD;
+                }
+            } else if (code >= 0xDC00 && code <= 0xDFFF) {
+                code = 0xFFFD;
+            }
+            /* \uXXXX is 6 bytes, its UTF-8 at most 3; a pair 12 and 4 */
+            k += put_utf8(o + k, code);
+            *high |= code >= 0x80;
+            break;
+        }
+        default: fail_at(r, "invalid escape in a string", at); return NULL;
+        }
+    }
+    *out_len = k;
+    return r->str;
+}
+
+/* Reports the string s[0..n) (its content) as a key or a value; at: its
+ * offset in the whole input; end: the offset after its closing quote in the
+ * current buffer. */
+static kcr__jreader_status string_token(kcr__jreader *r, bool key, const unsigned char *s,
+                                        size_t n, bool escaped, bool high, size_t at, size_t end)
+{
+    kcr__jev ev = {.type = key ? KCR__JEV_KEY : KCR__JEV_STRING, .s = (const char *)s, .len = n};
+    if (escaped && !(ev.s = unescape(r, s, n, at, &ev.len, &high)))
+        return KCR__JR_ERROR;
+    ev.ascii = !high;
+    if (key)
+        r->state = ST_COLON;
+    else
+        value_done(r);
+    return emit(r, &ev, end);
+}
+
+/* ---- numbers and literals --------------------------------------------- */
+
+static bool is_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* JSON's number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+static bool valid_number(const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+    if (i < n && p[i] == '-')
+        i++;
+    if (i >= n || !is_digit(p[i]))
+        return false;
+    if (p[i++] != '0')
+        while (i < n && is_digit(p[i]))
+            i++;
+    if (i < n && p[i] == '.') {
+        if (++i >= n || !is_digit(p[i]))
+            return false;
+        while (i < n && is_digit(p[i]))
+            i++;
+    }
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        if (++i < n && (p[i] == '+' || p[i] == '-'))
+            i++;
+        if (i >= n || !is_digit(p[i]))
+            return false;
+        while (i < n && is_digit(p[i]))
+            i++;
+    }
+    return i == n;
+}
+
+/* Reports the word p[0..n) (true, false, null or a number); at and end as
+ * for string_token. */
+static kcr__jreader_status word_token(kcr__jreader *r, const unsigned char *p, size_t n, size_t at,
+                                      size_t end)
+{
+    kcr__jev ev = {.type = KCR__JEV_NUMBER, .s = (const char *)p, .len = n};
+    if (n == 4 && memcmp(p, "true", 4) == 0) {
+        ev = (kcr__jev){.type = KCR__JEV_BOOL, .b = true};
+    } else if (n == 5 && memcmp(p, "false", 5) == 0) {
+        ev = (kcr__jev){.type = KCR__JEV_BOOL, .b = false};
+    } else if (n == 4 && memcmp(p, "null", 4) == 0) {
+        ev = (kcr__jev){.type = KCR__JEV_NULL};
+    } else if (!valid_number(p, n)) {
+        return fail_at(r, is_digit(p[0]) || p[0] == '-' ? "invalid number" : "invalid literal",
+                       at);
+    }
+    value_done(r);
+    return emit(r, &ev, end);
+}
+
+/* ---- split tokens ------------------------------------------------------ */
+
+/* Appends p[0..n) to the kept token. */
+static kcr__jreader_status keep(kcr__jreader *r, const unsigned char *p, size_t n)
+{
+    if (!grow(&r->tok, &r->tok_cap, r->tok_len + n))
+        return nomem(r, r->pend_at);
+    memcpy(r->tok + r->tok_len, p, n);
+    r->tok_len += n;
+    return KCR__JR_OK;
+}
+
+/* Continues the kept token with buf; *used gets the bytes of buf it took. */
+static kcr__jreader_status resume(kcr__jreader *r, const unsigned char *buf, size_t len,
+                                  size_t *used)
+{
+    kcr__jreader_status st;
+    if (r->pend == PEND_WORD) {
+        size_t j = 0;
+        while (j < len && cls[buf[j]] == C_WORD)
+            j++;
+        *used = j;
+        if ((st = keep(r, buf, j)) != KCR__JR_OK || j == len)
+            return st;
+        size_t n = r->tok_len;
+        r->pend = PEND_NONE;
+        r->tok_len = 0;
+        return word_token(r, (const unsigned char *)r->tok, n, r->pend_at, j);
+    }
+    size_t bad = len;
+    size_t j = scan_string(buf, len, &r->pend_escape, &r->pend_escaped, &r->pend_high, &bad);
+    if (bad < len)
+        return fail(r, "control character in a string", bad);
+    *used = j == len ? len : j + 1;
+    if ((st = keep(r, buf, j)) != KCR__JR_OK || j == len)
+        return st;
+    bool key = r->pend == PEND_KEY;
+    size_t n = r->tok_len;
+    r->pend = PEND_NONE;
+    r->tok_len = 0;
+    return string_token(r, key, (const unsigned char *)r->tok, n, r->pend_escaped, r->pend_high,
+                        r->pend_at, j + 1);
+}
+
+/* ---- the grammar ------------------------------------------------------- */
+
+static kcr__jreader_status open_container(kcr__jreader *r, char kind, size_t i)
+{
+    if (!value_allowed(r))
+        return unexpected(r, kind == 'm' ? "unexpected '{'" : "unexpected '['", i);
+    if (r->depth == r->stack_cap &&
+        !grow(&r->stack, &r->stack_cap, r->stack_cap ? r->stack_cap * 2 : 64))
+        return nomem(r, r->base + i);
+    r->stack[r->depth++] = kind;
+    r->state = kind == 'm' ? ST_MAP_FIRST : ST_ARRAY_FIRST;
+    kcr__jev ev = {.type = kind == 'm' ? KCR__JEV_START_MAP : KCR__JEV_START_ARRAY};
+    return emit(r, &ev, i + 1);
+}
+
+static kcr__jreader_status close_container(kcr__jreader *r, char kind, size_t i)
+{
+    bool ok = r->depth > 0 && r->stack[r->depth - 1] == kind &&
+              (r->state == ST_AFTER ||
+               r->state == (kind == 'm' ? ST_MAP_FIRST : ST_ARRAY_FIRST));
+    if (!ok)
+        return unexpected(r, kind == 'm' ? "unexpected '}'" : "unexpected ']'", i);
+    r->depth--;
+    value_done(r);
+    kcr__jev ev = {.type = kind == 'm' ? KCR__JEV_END_MAP : KCR__JEV_END_ARRAY};
+    return emit(r, &ev, i + 1);
+}
+
+kcr__jreader_status kcr__jreader_feed(kcr__jreader *r, const char *buf, size_t len)
+{
+    if (r->err)
+        return KCR__JR_ERROR;
+    if (r->stopped)
+        return KCR__JR_STOPPED;
+    const unsigned char *p = (const unsigned char *)buf;
+    kcr__jreader_status st = KCR__JR_OK;
+    size_t i = 0;
+    if (r->pend != PEND_NONE && len > 0)
+        st = resume(r, p, len, &i);
+    while (st == KCR__JR_OK && i < len) {
+        unsigned char c = p[i];
+        switch (c) {
+        case ' ':
+        case '\t':
+        case '\n':
+        case '\r': i++; continue;
+        case '{': st = open_container(r, 'm', i); break;
+        case '[': st = open_container(r, 'a', i); break;
+        case '}': st = close_container(r, 'm', i); break;
+        case ']': st = close_container(r, 'a', i); break;
+        case ':':
+            if (r->state != ST_COLON)
+                return unexpected(r, "unexpected ':'", i);
+            r->state = ST_VALUE;
+            break;
+        case ',':
+            if (r->state != ST_AFTER)
+                return unexpected(r, "unexpected ','", i);
+            r->state = r->stack[r->depth - 1] == 'm' ? ST_KEY : ST_VALUE;
+            break;
+        case '"': {
+            bool key = r->state == ST_MAP_FIRST || r->state == ST_KEY;
+            if (!key && !value_allowed(r))
+                return unexpected(r, "unexpected string", i);
+            bool escape = false, escaped = false, high = false;
+            size_t bad = len, from = i + 1;
+            size_t j = from + scan_string(p + from, len - from, &escape, &escaped, &high, &bad);
+            if (bad < len - from)
+                return fail(r, "control character in a string", from + bad);
+            if (j == len) { /* goes on in the next feed */
+                r->pend = key ? PEND_KEY : PEND_STRING;
+                r->pend_escape = escape;
+                r->pend_escaped = escaped;
+                r->pend_high = high;
+                r->pend_at = r->base + i;
+                r->tok_len = 0;
+                st = keep(r, p + from, len - from);
+                i = len;
+                continue;
+            }
+            st = string_token(r, key, p + from, j - from, escaped, high, r->base + i, j + 1);
+            i = j + 1;
+            continue;
+        }
+        default: {
+            if (cls[c] != C_WORD)
+                return fail(r, "invalid character", i);
+            if (!value_allowed(r))
+                return unexpected(r, "unexpected value", i);
+            size_t j = i + 1;
+            while (j < len && cls[p[j]] == C_WORD)
+                j++;
+            if (j == len) {
+                r->pend = PEND_WORD;
+                r->pend_at = r->base + i;
+                r->tok_len = 0;
+                st = keep(r, p + i, len - i);
+                i = len;
+                continue;
+            }
+            st = word_token(r, p + i, j - i, r->base + i, j);
+            i = j;
+            continue;
+        }
+        }
+        i++;
+    }
+    r->base += len;
+    return st;
+}
+
+kcr__jreader_status kcr__jreader_complete(kcr__jreader *r)
+{
+    if (r->err)
+        return KCR__JR_ERROR;
+    if (r->stopped)
+        return KCR__JR_STOPPED;
+    r->consumed = 0;
+    if (r->pend == PEND_WORD) { /* a number ends with the input */
+        r->pend = PEND_NONE;
+        size_t n = r->tok_len;
+        r->tok_len = 0;
+        kcr__jreader_status st = word_token(r, (const unsigned char *)r->tok, n, r->pend_at, 0);
+        if (st != KCR__JR_OK)
+            return st;
+    }
+    if (r->pend != PEND_NONE || r->depth > 0 || (r->state != ST_END && r->state != ST_TOP))
+        return fail(r, "premature end of input", 0);
+    if (r->state == ST_TOP && !r->multi)
+        return fail(r, "no JSON value", 0);
+    return KCR__JR_OK;
+}
