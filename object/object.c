@@ -4,10 +4,57 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "object/object_internal.h"
 #include "object/value.h"
 
 /* ---- layout lookups ----------------------------------------------------- */
+
+void kcr__object_index(kcr_object *o)
+{
+    uint32_t md = kcr__map_get_id(o, o->root, KCR__K_METADATA);
+    o->field[KCR__F_METADATA] = md;
+    o->field[KCR__F_API_VERSION] = kcr__map_get_id(o, o->root, KCR__K_API_VERSION);
+    o->field[KCR__F_KIND] = kcr__map_get_id(o, o->root, KCR__K_KIND);
+    static const struct {
+        int field, key;
+    } meta[] = {
+        {KCR__F_NAMESPACE, KCR__K_NAMESPACE},
+        {KCR__F_NAME, KCR__K_NAME},
+        {KCR__F_UID, KCR__K_UID},
+        {KCR__F_RESOURCE_VERSION, KCR__K_RESOURCE_VERSION},
+        {KCR__F_GENERATION, KCR__K_GENERATION},
+        {KCR__F_LABELS, KCR__K_LABELS},
+        {KCR__F_ANNOTATIONS, KCR__K_ANNOTATIONS},
+        {KCR__F_OWNER_REFERENCES, KCR__K_OWNER_REFERENCES},
+        {KCR__F_FINALIZERS, KCR__K_FINALIZERS},
+        {KCR__F_DELETION_TIMESTAMP, KCR__K_DELETION_TIMESTAMP},
+    };
+    for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++)
+        o->field[meta[i].field] = kcr__map_get_id(o, md, (uint32_t)meta[i].key);
+    o->key_hash = kcr__object_key_hash(kcr__ref_cstr(o, o->field[KCR__F_NAMESPACE]),
+                                       kcr__ref_cstr(o, o->field[KCR__F_NAME]));
+}
+
+kcr_err kcr_object_from_value(kcr_value v, kcr_object **out)
+{
+    if (!out)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_object_from_value: out is NULL");
+    *out = NULL;
+    if (kcr_value_get_type(v) != KCR_VALUE_OBJECT)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_object_from_value: the value is not a JSON object");
+    const kcr_object *src = v.obj;
+    kcr_object *o = malloc(sizeof *o + src->size);
+    if (!o)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory copying an object");
+    atomic_init(&o->refs, 1);
+    o->size = src->size;
+    o->root = v.ref; /* refs are arena offsets: the copy reads like the source */
+    memcpy(o->data, src->data, src->size);
+    kcr__object_index(o);
+    *out = o;
+    return KCR_OK;
+}
 
 uint32_t kcr__map_get_id(const kcr_object *o, uint32_t map, uint32_t id)
 {

@@ -2,6 +2,7 @@
  * what it wrote into an immutable kcr_object: the only writer of the object
  * layout described in object/object_internal.h. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,9 +47,13 @@ struct kcr__object_builder {
 
 kcr__object_builder *kcr__object_builder_new(void)
 {
-    kcr__object_builder *b = calloc(1, sizeof *b);
-    if (b)
+    /* frames (4 KiB) are written as containers open: zeroing them would be
+     * most of the cost of parsing a small object */
+    kcr__object_builder *b = malloc(sizeof *b);
+    if (b) {
+        memset(b, 0, offsetof(kcr__object_builder, frames));
         b->gen = 1;
+    }
     return b;
 }
 
@@ -565,27 +570,8 @@ static kcr_err freeze(kcr__object_builder *b, kcr_object **out, bool require_nam
         memcpy(o->data, b->arena, b->len);
     kcr__object_builder_reset(b);
 
-    uint32_t md = kcr__map_get_id(o, o->root, KCR__K_METADATA);
-    o->field[KCR__F_METADATA] = md;
-    o->field[KCR__F_API_VERSION] = kcr__map_get_id(o, o->root, KCR__K_API_VERSION);
-    o->field[KCR__F_KIND] = kcr__map_get_id(o, o->root, KCR__K_KIND);
-    static const struct {
-        int field, key;
-    } meta[] = {
-        {KCR__F_NAMESPACE, KCR__K_NAMESPACE},
-        {KCR__F_NAME, KCR__K_NAME},
-        {KCR__F_UID, KCR__K_UID},
-        {KCR__F_RESOURCE_VERSION, KCR__K_RESOURCE_VERSION},
-        {KCR__F_GENERATION, KCR__K_GENERATION},
-        {KCR__F_LABELS, KCR__K_LABELS},
-        {KCR__F_ANNOTATIONS, KCR__K_ANNOTATIONS},
-        {KCR__F_OWNER_REFERENCES, KCR__K_OWNER_REFERENCES},
-        {KCR__F_FINALIZERS, KCR__K_FINALIZERS},
-        {KCR__F_DELETION_TIMESTAMP, KCR__K_DELETION_TIMESTAMP},
-    };
-    for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++)
-        o->field[meta[i].field] = kcr__map_get_id(o, md, (uint32_t)meta[i].key);
-
+    kcr__object_index(o);
+    uint32_t md = o->field[KCR__F_METADATA];
     const char *name = kcr__ref_cstr(o, o->field[KCR__F_NAME]);
     if (require_name && name[0] == '\0') {
         free(o);
@@ -594,7 +580,6 @@ static kcr_err freeze(kcr__object_builder *b, kcr_object **out, bool require_nam
                                             : "object has no metadata.name (or it is not a "
                                               "non-empty string)");
     }
-    o->key_hash = kcr__object_key_hash(kcr__ref_cstr(o, o->field[KCR__F_NAMESPACE]), name);
     *out = o;
     return KCR_OK;
 }

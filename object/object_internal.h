@@ -171,6 +171,10 @@ bool kcr__ref_int(const kcr_object *o, uint32_t ref, int64_t *out);
 /* kcr__hash_bytes of the store key "ns/name" ("name" when ns is ""). */
 uint32_t kcr__object_key_hash(const char *ns, const char *name);
 
+/* Fills o->field and o->key_hash from the arena and o->root (an object
+ * being made, not yet shared). */
+void kcr__object_index(kcr_object *o);
+
 /* Member of an OBJECT value by key bytes (ABSENT when missing). */
 kcr_value kcr__value_member_n(kcr_value v, const char *key, size_t len);
 

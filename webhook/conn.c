@@ -1,7 +1,8 @@
 /* Connections: each accepted socket gets a TLS bufferevent on the current
  * certificate (so a reload applies to new connections while open ones keep
- * theirs), a read deadline against slow clients, and a place in the count
- * that pauses accepting at the connection limit. The connection record hangs
+ * theirs), a read deadline against slow clients, and a place in its loop's
+ * count, which pauses that loop's accepting at its share of the connection
+ * limit. The connection record hangs
  * off its SSL object (ex_data), which libevent frees with the connection:
  * that free is the close hook. */
 #include <errno.h>
@@ -26,16 +27,16 @@ static void conn_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long
     struct kcr__wh_conn *c = ptr;
     if (!c)
         return;
-    kcr_webhook_server *s = c->s;
+    struct kcr__wh_loop *l = c->loop;
     if (c->job)
         c->job->conn = NULL;
     event_free(c->timer);
     free(c);
-    s->open_conns--;
-    atomic_fetch_sub(&s->n_open, 1);
-    if (s->accept_paused && s->open_conns < s->max_conns && s->bound) {
-        s->accept_paused = false;
-        evconnlistener_enable(evhttp_bound_socket_get_listener(s->bound));
+    l->open_conns--;
+    atomic_fetch_sub(&l->s->n_open, 1);
+    if (l->accept_paused && l->open_conns < l->max_conns && l->bound) {
+        l->accept_paused = false;
+        evconnlistener_enable(evhttp_bound_socket_get_listener(l->bound));
     }
 }
 
@@ -57,7 +58,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     (void)fd, (void)what;
     struct kcr__wh_conn *c = arg;
     evutil_socket_t sock = bufferevent_getfd(c->bev);
-    atomic_fetch_add(&c->s->n_slow, 1);
+    atomic_fetch_add(&c->loop->s->n_slow, 1);
     kcr__log(KCR_LOG_DEBUG, "webhook", "closing a connection that sent no complete request in time");
     if (sock >= 0)
         shutdown(sock, SHUT_RDWR);
@@ -76,16 +77,17 @@ void kcr__wh_conn_disarm(struct kcr__wh_conn *c)
 
 struct bufferevent *kcr__wh_conn_new(struct event_base *base, void *arg)
 {
-    kcr_webhook_server *s = arg;
+    struct kcr__wh_loop *l = arg;
+    kcr_webhook_server *s = l->s;
     int idx = kcr__wh_conn_index();
     struct kcr__wh_conn *c = calloc(1, sizeof *c);
-    SSL *ssl = c ? SSL_new(s->ctx) : NULL;
+    SSL *ssl = c ? kcr__wh_tls_new_ssl(s) : NULL;
     struct bufferevent *bev = NULL;
     if (ssl) {
-        c->s = s;
+        c->loop = l;
         c->timer = evtimer_new(base, on_deadline, c);
         if (c->timer && SSL_set_ex_data(ssl, idx, c) == 1) {
-            s->open_conns++;
+            l->open_conns++;
             atomic_fetch_add(&s->n_open, 1);
             atomic_fetch_add(&s->n_conns, 1);
             c->bev = bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
@@ -106,11 +108,12 @@ struct bufferevent *kcr__wh_conn_new(struct event_base *base, void *arg)
         return NULL; /* evhttp then serves it without TLS: it fails the client's handshake */
     }
     kcr__wh_conn_arm(SSL_get_ex_data(ssl, idx), s->read_timeout_ms);
-    if (s->open_conns >= s->max_conns && !s->accept_paused) {
-        s->accept_paused = true;
-        evconnlistener_disable(evhttp_bound_socket_get_listener(s->bound));
-        kcr__log(KCR_LOG_WARN, "webhook", "%d connections open (the limit): not accepting more",
-                 s->open_conns);
+    if (l->open_conns >= l->max_conns && !l->accept_paused) {
+        l->accept_paused = true;
+        evconnlistener_disable(evhttp_bound_socket_get_listener(l->bound));
+        kcr__log(KCR_LOG_WARN, "webhook",
+                 "%d connections open on loop %d (its share of the limit): not accepting more",
+                 l->open_conns, l->index);
     }
     return bev;
 }
@@ -123,31 +126,30 @@ struct kcr__wh_conn *kcr__wh_conn_of(struct evhttp_request *req)
     return ssl ? SSL_get_ex_data(ssl, kcr__wh_conn_index()) : NULL;
 }
 
-/* Loop: accepting resumes unless the server is closing or at its limit
- * (then the next connection's close resumes it). */
+/* Loop: accepting resumes unless the server is closing or the loop is at
+ * its limit (then the next connection's close resumes it). */
 static void resume_accept(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what;
-    kcr_webhook_server *s = arg;
-    if (s->bound && s->open_conns < s->max_conns) {
-        s->accept_paused = false;
-        evconnlistener_enable(evhttp_bound_socket_get_listener(s->bound));
+    struct kcr__wh_loop *l = arg;
+    if (l->bound && l->open_conns < l->max_conns) {
+        l->accept_paused = false;
+        evconnlistener_enable(evhttp_bound_socket_get_listener(l->bound));
     }
 }
 
 /* accept() failed: out of descriptors (or memory) leaves the listening
  * socket readable and the loop would spin on it, so accepting pauses for
- * 100 ms. (The callback's argument is evhttp's: the server is the loop
- * thread's.) */
-void kcr__wh_accept_error(struct evconnlistener *l, void *arg)
+ * 100 ms. (The callback's argument is evhttp's: the loop is the thread's.) */
+void kcr__wh_accept_error(struct evconnlistener *listener, void *arg)
 {
     (void)arg;
-    kcr_webhook_server *s = kcr__wh_loop_server;
+    struct kcr__wh_loop *l = kcr__wh_this_loop;
     int e = EVUTIL_SOCKET_ERROR();
     kcr__log(KCR_LOG_WARN, "webhook", "accept failed: %s; pausing accepts for 100 ms",
              evutil_socket_error_to_string(e));
-    evconnlistener_disable(l);
-    s->accept_paused = true;
+    evconnlistener_disable(listener);
+    l->accept_paused = true;
     struct timeval tv = {.tv_sec = 0, .tv_usec = 100000};
-    event_base_once(s->base, -1, EV_TIMEOUT, resume_accept, s, &tv);
+    event_base_once(l->base, -1, EV_TIMEOUT, resume_accept, l, &tv);
 }

@@ -1,15 +1,17 @@
-/* The worker pool and the hand-over between the loop and the workers.
+/* The worker pool and the hand-over between the loops and the workers.
  *
- * The loop queues a job and arms its deadline; a worker runs the handler and
- * posts the job to the done list, waking the loop (event_active is
- * thread-safe). The loop answers whichever comes first, the result or the
- * deadline (the failure policy); the other is dropped. A slow handler thus
- * holds one worker, never the loop, and never the answer past its deadline. */
+ * A loop queues a job and arms its deadline; a worker runs the handler and
+ * posts the job to its loop's done list, waking that loop (event_active is
+ * thread-safe) unless a wake-up is already on its way. The loop answers
+ * whichever comes first, the result or the deadline (the failure policy);
+ * the other is dropped. A slow handler thus holds one worker, never a loop,
+ * and never the answer past its deadline. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -34,20 +36,38 @@ void kcr__wh_job_text(struct kcr__wh_job *job, int status, const char *why)
     job->reply_len = job->reply ? strlen(job->reply) : 0;
 }
 
-void kcr__wh_job_answer(struct kcr__wh_job *job, int status, const char *body, size_t len)
+/* A TLS record costs a seal and a write of its own: an answer that fits one
+ * is sent as one. */
+#define ONE_RECORD 16384
+
+void kcr__wh_reply(struct evhttp_request *req, int status, const char *body, size_t len)
 {
-    kcr_webhook_server *s = job->s;
-    if (!job->req)
-        return;
     struct evbuffer *b = evbuffer_new();
     if (b)
         evbuffer_add(b, body, len);
     bool json = len && body[0] == '{';
-    evhttp_add_header(evhttp_request_get_output_headers(job->req), "Content-Type",
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                       json ? "application/json" : "text/plain");
-    evhttp_send_reply(job->req, status, NULL, b);
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    evhttp_send_reply(req, status, NULL, b); /* may free req */
     if (b)
         evbuffer_free(b);
+    /* evhttp queued the head and the body as two chains, which the TLS
+     * bufferevent would seal as two records when the socket is next
+     * writable (not before: it writes from the loop); one chain, one record */
+    struct evbuffer *out = bev ? bufferevent_get_output(bev) : NULL;
+    if (out && evbuffer_get_length(out) <= ONE_RECORD)
+        evbuffer_pullup(out, -1);
+}
+
+void kcr__wh_job_answer(struct kcr__wh_job *job, int status, const char *body, size_t len)
+{
+    kcr_webhook_server *s = job->s;
+    struct kcr__wh_loop *l = job->loop;
+    if (!job->req)
+        return;
+    kcr__wh_reply(job->req, status, body, len);
     job->req = NULL;
     atomic_fetch_add(&s->n_requests, 1);
     kcr__wh_metrics_answered(s, job->route, status, job->start_ns);
@@ -62,7 +82,7 @@ void kcr__wh_job_answer(struct kcr__wh_job *job, int status, const char *body, s
     if (job->prev)
         job->prev->next = job->next;
     else
-        s->pending = job->next;
+        l->pending = job->next;
     if (job->next)
         job->next->prev = job->prev;
     kcr__wh_job_unref(job);
@@ -92,15 +112,17 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     free(reply);
 }
 
-void kcr__wh_pool_submit(kcr_webhook_server *s, struct kcr__wh_job *job)
+void kcr__wh_pool_submit(struct kcr__wh_job *job)
 {
-    job->next = s->pending;
-    if (s->pending)
-        s->pending->prev = job;
-    s->pending = job;
+    kcr_webhook_server *s = job->s;
+    struct kcr__wh_loop *l = job->loop;
+    job->next = l->pending;
+    if (l->pending)
+        l->pending->prev = job;
+    l->pending = job;
     if (job->route->in_flight)
         kcr_metric_add(job->route->in_flight, 1);
-    job->deadline = evtimer_new(s->base, on_deadline, job);
+    job->deadline = evtimer_new(l->base, on_deadline, job);
     if (job->deadline) {
         struct timeval tv = {.tv_sec = job->route->timeout_ms / 1000,
                              .tv_usec = (job->route->timeout_ms % 1000) * 1000};
@@ -121,11 +143,14 @@ void kcr__wh_pool_submit(kcr_webhook_server *s, struct kcr__wh_job *job)
 void kcr__wh_pool_done_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what;
-    kcr_webhook_server *s = arg;
-    pthread_mutex_lock(&s->mu);
-    struct kcr__wh_job *list = s->done_list;
-    s->done_list = NULL;
-    pthread_mutex_unlock(&s->mu);
+    struct kcr__wh_loop *l = arg;
+    if (!l->s)
+        return; /* a loop never initialised */
+    pthread_mutex_lock(&l->done_mu);
+    struct kcr__wh_job *list = l->done_list;
+    l->done_list = NULL;
+    l->done_armed = false;
+    pthread_mutex_unlock(&l->done_mu);
     while (list) {
         struct kcr__wh_job *job = list;
         list = job->qnext;
@@ -159,11 +184,15 @@ static void *worker_main(void *arg)
             kcr__wh_conversion_run(job);
         if (job->route->in_flight)
             kcr_metric_add(job->route->in_flight, -1);
-        pthread_mutex_lock(&s->mu);
-        job->qnext = s->done_list;
-        s->done_list = job;
-        pthread_mutex_unlock(&s->mu);
-        event_active(s->done_ev, 0, 0); /* after stop: never run, drained by stop */
+        struct kcr__wh_loop *l = job->loop;
+        pthread_mutex_lock(&l->done_mu);
+        job->qnext = l->done_list;
+        l->done_list = job;
+        bool wake = !l->done_armed;
+        l->done_armed = true;
+        pthread_mutex_unlock(&l->done_mu);
+        if (wake)
+            event_active(l->done_ev, 0, 0); /* after stop: never run, drained by stop */
     }
 }
 

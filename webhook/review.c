@@ -27,6 +27,13 @@ static const char *str_at(const kcr_object *o, const char *path)
     return s ? s : "";
 }
 
+/* v's member `key` as a string, "" when absent or not a string. */
+static const char *member_str(kcr_value v, const char *key)
+{
+    const char *s = kcr_value_string(kcr_value_member(v, key), NULL);
+    return s ? s : "";
+}
+
 /* Parses the body and checks apiVersion/kind against `group` and `kind`. */
 static kcr_err parse_review(const char *body, size_t len, const char *group, const char *kind,
                             kcr_object **out)
@@ -43,9 +50,10 @@ static kcr_err parse_review(const char *body, size_t len, const char *group, con
                          group, group);
     if (strcmp(k, kind) != 0)
         return kcr__fail(KCR_ERR_PARSE, "kind \"%s\" is not %s", k, kind);
-    if (kcr_value_get_type(kcr_object_get(*out, "request")) != KCR_VALUE_OBJECT)
+    kcr_value rq = kcr_value_member(kcr_object_root(*out), "request");
+    if (kcr_value_get_type(rq) != KCR_VALUE_OBJECT)
         return kcr__fail(KCR_ERR_PARSE, "the %s has no request", kind);
-    if (!*str_at(*out, "request.uid"))
+    if (!*member_str(rq, "uid"))
         return kcr__fail(KCR_ERR_PARSE, "the %s request has no uid", kind);
     return KCR_OK;
 }
@@ -59,14 +67,17 @@ static const struct {
                   {"CONNECT", KCR_ADMISSION_CONNECT}};
 
 /* request.object / request.oldObject: absent or null is fine, anything but
- * an object is not. */
-static kcr_err optional_object(const kcr_object *review, const char *path, kcr_object **out)
+ * an object is not. An object is taken as it was parsed, without a second
+ * parse (kcr_object_from_value). */
+static kcr_err optional_object(kcr_value request, const char *key, kcr_object **out)
 {
-    kcr_value v = kcr_object_get(review, path);
+    kcr_value v = kcr_value_member(request, key);
     kcr_value_type t = kcr_value_get_type(v);
     if (t == KCR_VALUE_ABSENT || t == KCR_VALUE_NULL)
         return KCR_OK;
-    return kcr__wh_value_object(v, path, out);
+    if (t != KCR_VALUE_OBJECT)
+        return kcr__fail(KCR_ERR_PARSE, "request.%s is not a JSON object", key);
+    return kcr_object_from_value(v, out);
 }
 
 kcr_err kcr__wh_admission_decode(const char *body, size_t len, struct kcr__wh_admission *out)
@@ -76,30 +87,32 @@ kcr_err kcr__wh_admission_decode(const char *body, size_t len, struct kcr__wh_ad
     if (err)
         return err;
     const kcr_object *r = out->review;
+    kcr_value rq = kcr_value_member(kcr_object_root(r), "request");
     kcr_admission_request *q = &out->req;
     out->api_version = kcr_object_api_version(r);
-    q->uid = str_at(r, "request.uid");
-    const char *op = str_at(r, "request.operation");
+    q->uid = member_str(rq, "uid");
+    const char *op = member_str(rq, "operation");
     for (size_t i = 0; i < sizeof operations / sizeof operations[0]; i++)
         if (strcmp(op, operations[i].name) == 0)
             q->operation = operations[i].op;
     if (!q->operation)
         return kcr__fail(KCR_ERR_PARSE, "request.operation \"%s\" is not CREATE, UPDATE, "
                                         "DELETE or CONNECT", op);
-    q->group = str_at(r, "request.kind.group");
-    q->version = str_at(r, "request.kind.version");
-    q->kind = str_at(r, "request.kind.kind");
-    q->resource = str_at(r, "request.resource.resource");
-    q->sub_resource = str_at(r, "request.subResource");
-    q->name = str_at(r, "request.name");
-    q->ns = str_at(r, "request.namespace");
-    q->dry_run = kcr_value_bool(kcr_object_get(r, "request.dryRun"));
-    q->username = str_at(r, "request.userInfo.username");
-    q->user_info = kcr_object_get(r, "request.userInfo");
+    kcr_value kind = kcr_value_member(rq, "kind");
+    q->group = member_str(kind, "group");
+    q->version = member_str(kind, "version");
+    q->kind = member_str(kind, "kind");
+    q->resource = member_str(kcr_value_member(rq, "resource"), "resource");
+    q->sub_resource = member_str(rq, "subResource");
+    q->name = member_str(rq, "name");
+    q->ns = member_str(rq, "namespace");
+    q->dry_run = kcr_value_bool(kcr_value_member(rq, "dryRun"));
+    q->user_info = kcr_value_member(rq, "userInfo");
+    q->username = member_str(q->user_info, "username");
     q->review = r;
-    err = optional_object(r, "request.object", &out->object);
+    err = optional_object(rq, "object", &out->object);
     if (!err)
-        err = optional_object(r, "request.oldObject", &out->old_object);
+        err = optional_object(rq, "oldObject", &out->old_object);
     if (err)
         return err;
     if ((q->operation == KCR_ADMISSION_CREATE || q->operation == KCR_ADMISSION_UPDATE) &&

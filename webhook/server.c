@@ -1,24 +1,20 @@
-/* The server's life cycle: options, start (certificate, bind, loop thread,
- * workers), the HTTP entry point that hands a request to the pool, stop. */
+/* The server's life cycle: options, start (certificate, the event loops each
+ * on its listening socket, workers), the HTTP entry point that hands a
+ * request to the pool, stop. */
 #include <errno.h>
-#include <signal.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/listener.h>
 #include <event2/thread.h>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "webhook/webhook_internal.h"
-
-#define HEADERS_MAX 16384
 
 static char *dup_or(const char *s, const char *dflt)
 {
@@ -58,6 +54,15 @@ static int connection_limit(int wanted)
     return n;
 }
 
+/* The default number of loops: one per CPU this process may run on. */
+static int online_cpus(void)
+{
+    cpu_set_t set;
+    long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+                                                        : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
 kcr_err kcr_webhook_server_new(const kcr_webhook_server_options *opts, kcr_webhook_server **out)
 {
     if (!out)
@@ -86,10 +91,12 @@ kcr_err kcr_webhook_server_new(const kcr_webhook_server_options *opts, kcr_webho
     s->max_body = opts->max_body_bytes ? opts->max_body_bytes : KCR_WEBHOOK_DEFAULT_MAX_BODY_BYTES;
     s->max_conns = connection_limit(opts->max_connections);
     s->n_workers = opts->workers > 0 ? opts->workers : 8;
+    s->n_loops = opts->loops > 0 ? opts->loops : online_cpus();
     s->metrics = opts->metrics;
     s->observe = opts->observe;
     s->observe_user_data = opts->observe_user_data;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->ctx_mu, NULL);
     pthread_cond_init(&s->cond, NULL);
     if (!err)
         err = kcr__wh_metrics_register(s);
@@ -101,19 +108,37 @@ kcr_err kcr_webhook_server_new(const kcr_webhook_server_options *opts, kcr_webho
     return KCR_OK;
 }
 
-/* The HTTP entry point (loop): checks what can be checked without parsing,
- * then hands the body to a worker. */
-static void on_request(struct evhttp_request *req, void *arg)
+/* Stops the loops (each answers its pending jobs 503 and closes its
+ * connections), then the workers, then drops the late results of handlers
+ * that overran: nobody waits for them. */
+static void stop_all(kcr_webhook_server *s)
 {
-    kcr_webhook_server *s = arg;
+    for (int i = 0; s->loops && i < s->n_loops; i++)
+        kcr__wh_loop_stop(&s->loops[i]);
+    kcr__wh_pool_stop(s);
+    for (int i = 0; s->loops && i < s->n_loops; i++)
+        kcr__wh_pool_done_cb(-1, 0, &s->loops[i]);
+}
+
+/* The HTTP entry point (loop; arg: the loop): checks what can be checked
+ * without parsing, then hands the body to a worker. */
+void kcr__wh_on_request(struct evhttp_request *req, void *arg)
+{
+    struct kcr__wh_loop *l = arg;
+    kcr_webhook_server *s = l->s;
     struct kcr__wh_conn *conn = kcr__wh_conn_of(req);
     if (conn)
         kcr__wh_conn_disarm(conn);
     const char *uri = evhttp_request_get_uri(req);
-    struct evhttp_uri *parsed = evhttp_uri_parse(uri);
-    const char *path = parsed ? evhttp_uri_get_path(parsed) : NULL;
-    const struct kcr__wh_route *r = path ? kcr__wh_route_find(s, path) : NULL;
-    evhttp_uri_free(parsed);
+    const struct kcr__wh_route *r = NULL;
+    if (uri[0] == '/' && uri[1] != '/' && !strpbrk(uri, "?#")) { /* "/path": the path */
+        r = kcr__wh_route_find(s, uri);
+    } else {
+        struct evhttp_uri *parsed = evhttp_uri_parse(uri);
+        const char *path = parsed ? evhttp_uri_get_path(parsed) : NULL;
+        r = path ? kcr__wh_route_find(s, path) : NULL;
+        evhttp_uri_free(parsed);
+    }
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     const char *ctype = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
@@ -138,13 +163,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         free(job);
         atomic_fetch_add(&s->n_rejected, 1);
         atomic_fetch_add(&s->n_requests, 1);
-        struct evbuffer *b = evbuffer_new();
-        if (b)
-            evbuffer_add(b, why, strlen(why));
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain");
-        evhttp_send_reply(req, status, NULL, b);
-        if (b)
-            evbuffer_free(b);
+        kcr__wh_reply(req, status, why, strlen(why));
         if (r)
             kcr__wh_metrics_answered(s, r, status, kcr__wh_now_ns());
         if (conn)
@@ -155,6 +174,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     body[len] = '\0';
     atomic_init(&job->refs, 1);
     job->s = s;
+    job->loop = l;
     job->route = r;
     job->body = body;
     job->len = len;
@@ -163,56 +183,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     job->start_ns = kcr__wh_now_ns();
     if (conn)
         conn->job = job;
-    kcr__wh_pool_submit(s, job);
-}
-
-_Thread_local kcr_webhook_server *kcr__wh_loop_server;
-
-static void *loop_main(void *arg)
-{
-    kcr_webhook_server *s = arg;
-    kcr__wh_loop_server = s;
-    /* OpenSSL writes to sockets with write(): a peer gone away would raise
-     * SIGPIPE and kill the process. Blocked on this thread (the only one
-     * writing to connections) it stays pending and write() fails EPIPE. */
-    sigset_t pipe;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, NULL);
-    event_base_dispatch(s->base);
-    return NULL;
-}
-
-/* Loop, last: closes every connection (evhttp_free) while the loop still
- * runs, since libevent finishes freeing a connection's bufferevent from the
- * loop; a moment later the loop ends. */
-static void close_all(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd, (void)what;
-    kcr_webhook_server *s = arg;
-    s->bound = NULL; /* freed first by evhttp_free; the close hooks must not use it */
-    evhttp_free(s->http);
-    s->http = NULL;
-    struct timeval finalize = {.tv_sec = 0, .tv_usec = 50000};
-    event_base_loopexit(s->base, &finalize);
-}
-
-/* Loop: the stop request. Stops accepting, answers what is pending, gives
- * those answers a moment to be written, then closes everything. */
-static void on_stop(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd, (void)what;
-    kcr_webhook_server *s = arg;
-    if (s->bound)
-        evconnlistener_disable(evhttp_bound_socket_get_listener(s->bound));
-    bool answered = s->pending != NULL;
-    while (s->pending) {
-        struct kcr__wh_job *job = s->pending;
-        kcr__wh_job_answer(job, 503, "webhook server stopping\n", 24);
-    }
-    struct timeval flush = {.tv_sec = 0, .tv_usec = answered ? 200000 : 0};
-    if (event_base_once(s->base, -1, EV_TIMEOUT, close_all, s, &flush) != 0)
-        close_all(-1, 0, s);
+    kcr__wh_pool_submit(job);
 }
 
 static pthread_once_t evthread_once = PTHREAD_ONCE_INIT;
@@ -221,46 +192,25 @@ static void evthread_init(void)
     evthread_use_pthreads();
 }
 
-static kcr_err start_loop(kcr_webhook_server *s)
+/* The loops, each on its own listening socket: loop 0 binds the port asked
+ * for (maybe 0: any), the others the port it got. */
+static kcr_err start_loops(kcr_webhook_server *s)
 {
     pthread_once(&evthread_once, evthread_init);
-    s->base = event_base_new();
-    s->http = s->base ? evhttp_new(s->base) : NULL;
-    s->done_ev = s->base ? event_new(s->base, -1, 0, kcr__wh_pool_done_cb, s) : NULL;
-    s->stop_ev = s->base ? event_new(s->base, -1, 0, on_stop, s) : NULL;
-    if (!s->http || !s->done_ev || !s->stop_ev)
-        return kcr__fail(KCR_ERR_NOMEM, "webhook server: cannot create the event loop");
-    kcr_err err = kcr__wh_tls_start(s);
+    s->loops = calloc((size_t)s->n_loops, sizeof *s->loops);
+    if (!s->loops)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    int port = s->port_wanted;
+    kcr_err err = KCR_OK;
+    for (int i = 0; !err && i < s->n_loops; i++) {
+        err = kcr__wh_loop_init(&s->loops[i], s, i, port);
+        if (!err && i == 0) {
+            port = kcr__wh_loop_port(&s->loops[0]);
+            err = kcr__wh_tls_start(s);
+        }
+    }
     if (err)
         return err;
-    evhttp_set_bevcb(s->http, kcr__wh_conn_new, s);
-    evhttp_set_gencb(s->http, on_request, s);
-    evhttp_set_max_body_size(s->http, (ev_ssize_t)s->max_body);
-    /* read (and drop) an oversized body before answering 413, so the client
-     * is not reset mid-send and sees the answer; read_timeout_ms bounds it */
-    evhttp_set_flags(s->http, EVHTTP_SERVER_LINGERING_CLOSE);
-    evhttp_set_max_headers_size(s->http, HEADERS_MAX);
-    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_POST | EVHTTP_REQ_GET);
-    struct timeval tv = {.tv_sec = s->idle_timeout_ms / 1000,
-                         .tv_usec = (s->idle_timeout_ms % 1000) * 1000};
-    evhttp_set_timeout_tv(s->http, &tv);
-    s->bound = evhttp_bind_socket_with_handle(s->http, s->host, (ev_uint16_t)s->port_wanted);
-    if (!s->bound)
-        return kcr__fail(KCR_ERR_IO, "webhook server: cannot listen on %s:%d: %s", s->host,
-                         s->port_wanted, strerror(errno));
-    struct evconnlistener *l = evhttp_bound_socket_get_listener(s->bound);
-    evconnlistener_set_error_cb(l, kcr__wh_accept_error);
-    /* accepted sockets inherit it (Linux): without it, an answer written in
-     * two TLS records waits for the client's delayed ACK (~40 ms) */
-    int one = 1;
-    setsockopt(evhttp_bound_socket_get_fd(s->bound), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    evutil_socket_t fd = evhttp_bound_socket_get_fd(s->bound);
-    int port = 0;
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-        port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                              : ((struct sockaddr_in *)&ss)->sin_port);
     pthread_mutex_lock(&s->mu);
     s->port = port;
     pthread_mutex_unlock(&s->mu);
@@ -277,20 +227,20 @@ kcr_err kcr_webhook_server_start(kcr_webhook_server *s)
     pthread_mutex_unlock(&s->mu);
     if (again)
         return kcr__fail(KCR_ERR_STATE, "webhook server already started");
-    kcr_err err = start_loop(s);
+    kcr_err err = start_loops(s);
     if (!err)
         err = kcr__wh_pool_start(s);
-    if (!err && pthread_create(&s->loop_thread, NULL, loop_main, s) != 0)
-        err = kcr__fail(KCR_ERR_NOMEM, "webhook server: cannot start the loop thread");
+    for (int i = 0; !err && i < s->n_loops; i++)
+        err = kcr__wh_loop_run(&s->loops[i]);
     if (err) {
-        kcr__wh_pool_stop(s);
         pthread_mutex_lock(&s->mu);
-        s->stopping = true; /* nothing to join */
+        s->stopping = true;
         pthread_mutex_unlock(&s->mu);
+        stop_all(s);
         return err;
     }
-    kcr__log(KCR_LOG_INFO, "webhook", "serving webhooks on https://%s:%d (certificate %s)",
-             s->host, s->port, s->cert_path);
+    kcr__log(KCR_LOG_INFO, "webhook", "serving webhooks on https://%s:%d (certificate %s, %d loops)",
+             s->host, s->port, s->cert_path, s->n_loops);
     return KCR_OK;
 }
 
@@ -313,13 +263,8 @@ void kcr_webhook_server_stop(kcr_webhook_server *s)
     bool run = s->started && !s->stopping;
     s->stopping = true;
     pthread_mutex_unlock(&s->mu);
-    if (!run)
-        return;
-    event_active(s->stop_ev, 0, 0);
-    pthread_join(s->loop_thread, NULL);
-    kcr__wh_pool_stop(s);
-    /* late results of handlers that overran: nobody waits for them */
-    kcr__wh_pool_done_cb(-1, 0, s);
+    if (run)
+        stop_all(s);
 }
 
 void kcr_webhook_server_free(kcr_webhook_server *s)
@@ -328,18 +273,11 @@ void kcr_webhook_server_free(kcr_webhook_server *s)
         return;
     kcr_webhook_server_stop(s);
     kcr__wh_pool_stop(s);
-    s->bound = NULL;      /* evhttp_free frees the listener before the connections,
-                             whose close hook must not re-enable it */
-    if (s->http)
-        evhttp_free(s->http); /* never started: no connection to finish */
     if (s->cert_timer)
-        event_free(s->cert_timer);
-    if (s->done_ev)
-        event_free(s->done_ev);
-    if (s->stop_ev)
-        event_free(s->stop_ev);
-    if (s->base)
-        event_base_free(s->base);
+        event_free(s->cert_timer); /* before loop 0's base */
+    for (int i = 0; s->loops && i < s->n_loops; i++)
+        kcr__wh_loop_free(&s->loops[i]);
+    free(s->loops);
     SSL_CTX_free(s->ctx);
     kcr__wh_routes_free(s);
     free(s->workers);
@@ -347,6 +285,7 @@ void kcr_webhook_server_free(kcr_webhook_server *s)
     free(s->cert_path);
     free(s->key_path);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->ctx_mu);
     pthread_cond_destroy(&s->cond);
     free(s);
 }

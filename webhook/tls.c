@@ -5,7 +5,8 @@
  * pair is loaded into a new context and used for new connections; a pair
  * that does not load (half written, key not matching, expired) is refused
  * with a log line and the old one stays. Open connections keep the context
- * they started with (SSL holds a reference). */
+ * they started with (SSL holds a reference). Loop 0 polls and swaps the
+ * context; every loop takes it for its new connections, under ctx_mu. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -116,8 +117,11 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
         SSL_CTX *ctx;
         int64_t not_after = 0;
         if (kcr__wh_tls_load(s->cert_path, s->key_path, &ctx, &not_after) == KCR_OK) {
-            SSL_CTX_free(s->ctx);
+            pthread_mutex_lock(&s->ctx_mu);
+            SSL_CTX *old = s->ctx;
             s->ctx = ctx;
+            pthread_mutex_unlock(&s->ctx_mu);
+            SSL_CTX_free(old); /* connections on it hold their own reference */
             atomic_store(&s->cert_not_after, not_after);
             atomic_fetch_add(&s->n_reloads, 1);
             kcr__log(KCR_LOG_INFO, "webhook", "loaded the new serving certificate %s",
@@ -141,9 +145,17 @@ kcr_err kcr__wh_tls_start(kcr_webhook_server *s)
     if (err)
         return err;
     atomic_store(&s->cert_not_after, not_after);
-    s->cert_timer = evtimer_new(s->base, on_poll, s);
+    s->cert_timer = evtimer_new(s->loops[0].base, on_poll, s);
     if (!s->cert_timer)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     arm(s);
     return KCR_OK;
+}
+
+SSL *kcr__wh_tls_new_ssl(kcr_webhook_server *s)
+{
+    pthread_mutex_lock(&s->ctx_mu);
+    SSL *ssl = SSL_new(s->ctx);
+    pthread_mutex_unlock(&s->ctx_mu);
+    return ssl;
 }

@@ -1,9 +1,10 @@
-/* Internal to webhook/: the server, its routes, connections and jobs.
+/* Internal to webhook/: the server, its event loops, routes, connections and
+ * jobs.
  *
- * Threads: the loop thread owns libevent (evhttp, connections, timers) and
- * everything marked "loop"; workers own a job between taking it from the
- * queue and posting it done. A job is shared by reference count (the loop's
- * reference and the worker's). */
+ * Threads: each loop thread owns its libevent base (its evhttp, listening
+ * socket, connections, timers) and everything marked "loop"; workers own a
+ * job between taking it from the queue and posting it done to its loop. A
+ * job is shared by reference count (the loop's reference and the worker's). */
 #ifndef KCR_WEBHOOK_INTERNAL_H
 #define KCR_WEBHOOK_INTERNAL_H
 
@@ -36,11 +37,13 @@ struct kcr__wh_route {
 };
 
 struct kcr__wh_conn;
+struct kcr__wh_loop;
 
 /* One request being handled. */
 struct kcr__wh_job {
     atomic_int refs;
     kcr_webhook_server *s;
+    struct kcr__wh_loop *loop; /* the loop that answers it */
     const struct kcr__wh_route *route;
     char *body;
     size_t len;
@@ -57,13 +60,34 @@ struct kcr__wh_job {
     struct kcr__wh_job *qnext; /* worker queue / done list link */
 };
 
-/* One client connection (loop only); lives as long as its SSL object. */
+/* One client connection (its loop only); lives as long as its SSL object. */
 struct kcr__wh_conn {
-    kcr_webhook_server *s;
+    struct kcr__wh_loop *loop;
     struct bufferevent *bev;
     struct event *timer; /* read deadline: closes a connection too slow to
                             deliver its next request */
     struct kcr__wh_job *job;
+};
+
+/* One event loop: a thread, its libevent base and evhttp, its own listening
+ * socket on the server's port (SO_REUSEPORT: the kernel deals new
+ * connections among the loops), and the connections it accepted, whose TLS
+ * and HTTP it does. Loop-only but for the done list. */
+struct kcr__wh_loop {
+    kcr_webhook_server *s;
+    int index;
+    struct event_base *base;
+    struct evhttp *http;
+    struct evhttp_bound_socket *bound;
+    struct event *done_ev, *stop_ev;
+    struct kcr__wh_job *pending; /* jobs not yet answered */
+    int open_conns, max_conns;   /* max_conns: this loop's share of the limit */
+    bool accept_paused;
+    pthread_t thread;
+    bool running; /* the thread was started (set before it runs) */
+    pthread_mutex_t done_mu; /* guards done_list and done_armed */
+    struct kcr__wh_job *done_list;
+    bool done_armed; /* done_ev activated and not yet run */
 };
 
 struct kcr_webhook_server {
@@ -73,31 +97,27 @@ struct kcr_webhook_server {
     char *cert_path, *key_path;
     int64_t cert_poll_ms, read_timeout_ms, idle_timeout_ms;
     size_t max_body;
-    int max_conns, n_workers;
+    int max_conns, n_workers, n_loops;
     kcr_metrics *metrics;
     kcr_metric_family *requests_total;
     void (*observe)(const char *path, const char *body, size_t len, void *user_data);
     void *observe_user_data;
     struct kcr__wh_route *routes;
 
-    /* loop */
-    struct event_base *base;
-    struct evhttp *http;
-    struct evhttp_bound_socket *bound;
-    struct event *cert_timer, *done_ev, *stop_ev;
-    SSL_CTX *ctx;
-    struct kcr__wh_job *pending; /* jobs not yet answered */
-    int open_conns;
-    bool accept_paused;
+    struct kcr__wh_loop *loops; /* n_loops; loop 0 also polls the certificate */
+    /* loop 0 */
+    struct event *cert_timer;
     /* the files of the loaded pair, to notice a change */
     struct kcr__wh_file_id {
         int64_t mtime_ns, size;
         uint64_t ino, dev;
     } cert_id, key_id;
 
-    pthread_t loop_thread;
+    pthread_mutex_t ctx_mu; /* guards ctx: loop 0 swaps it, every loop uses it */
+    SSL_CTX *ctx;
+
     pthread_t *workers;
-    pthread_mutex_t mu; /* guards the queue, the done list and the flags */
+    pthread_mutex_t mu; /* guards the queue and the flags */
     pthread_cond_t cond;
     struct kcr__wh_job *queue_head, *queue_tail, *done_list;
     bool started, stopping, workers_quit;
@@ -120,18 +140,40 @@ static inline int64_t kcr__wh_now_ns(void)
  * KCR_ERR_TLS with the file and OpenSSL's reason. *not_after: leaf expiry. */
 kcr_err kcr__wh_tls_load(const char *cert_path, const char *key_path, SSL_CTX **out,
                          int64_t *not_after);
-/* tls.c: loads the first pair (start) and arms the poll timer (loop). */
+/* tls.c: loads the first pair (start) and arms the poll timer on loop 0. */
 kcr_err kcr__wh_tls_start(kcr_webhook_server *s);
+/* tls.c: a new server-side SSL on the current certificate (any loop);
+ * NULL when out of memory. */
+SSL *kcr__wh_tls_new_ssl(kcr_webhook_server *s);
 
-/* conn.c: evhttp's bufferevent callback and the connection bookkeeping. */
+/* loop.c: a loop's base, evhttp and listening socket on host:port (start;
+ * KCR_ERR_IO naming the address when it cannot bind). */
+kcr_err kcr__wh_loop_init(struct kcr__wh_loop *l, kcr_webhook_server *s, int index, int port);
+/* The port the loop listens on. */
+int kcr__wh_loop_port(const struct kcr__wh_loop *l);
+/* Starts the loop's thread. */
+kcr_err kcr__wh_loop_run(struct kcr__wh_loop *l);
+/* Asks the loop to answer what is pending 503, close its connections and
+ * end; joins its thread. Any thread but the loop's; no-op when not running. */
+void kcr__wh_loop_stop(struct kcr__wh_loop *l);
+/* Loop: the stop event's callback. */
+void kcr__wh_loop_on_stop(evutil_socket_t fd, short what, void *arg);
+/* Frees what init made (the thread ended or never ran). */
+void kcr__wh_loop_free(struct kcr__wh_loop *l);
+
+/* server.c: evhttp's request callback (loop; arg: the loop). */
+void kcr__wh_on_request(struct evhttp_request *req, void *arg);
+
+/* conn.c: evhttp's bufferevent callback (arg: the loop) and the connection
+ * bookkeeping. */
 struct bufferevent *kcr__wh_conn_new(struct event_base *base, void *arg);
 struct kcr__wh_conn *kcr__wh_conn_of(struct evhttp_request *req);
 void kcr__wh_conn_arm(struct kcr__wh_conn *c, int64_t ms);
 void kcr__wh_conn_disarm(struct kcr__wh_conn *c);
 /* Once: the SSL ex_data slot holding the connection. */
 int kcr__wh_conn_index(void);
-/* The server whose loop runs on this thread (set by the loop thread). */
-extern _Thread_local kcr_webhook_server *kcr__wh_loop_server;
+/* The loop running on this thread (set by the loop thread). */
+extern _Thread_local struct kcr__wh_loop *kcr__wh_this_loop;
 /* The listener's error callback: pauses accepting on EMFILE and friends. */
 void kcr__wh_accept_error(struct evconnlistener *l, void *arg);
 
@@ -139,10 +181,13 @@ void kcr__wh_accept_error(struct evconnlistener *l, void *arg);
 kcr_err kcr__wh_pool_start(kcr_webhook_server *s);
 void kcr__wh_pool_stop(kcr_webhook_server *s);
 /* Loop: queues a job and arms its deadline. */
-void kcr__wh_pool_submit(kcr_webhook_server *s, struct kcr__wh_job *job);
-/* Loop: the done event's callback. */
+void kcr__wh_pool_submit(struct kcr__wh_job *job);
+/* Loop: the done event's callback (arg: the loop). */
 void kcr__wh_pool_done_cb(evutil_socket_t fd, short what, void *arg);
 void kcr__wh_job_unref(struct kcr__wh_job *job);
+/* Loop: answers req with status and body (copied; Content-Type JSON when it
+ * starts with '{', else text), in one TLS record when it fits one. */
+void kcr__wh_reply(struct evhttp_request *req, int status, const char *body, size_t len);
 /* Loop: sends a reply for the job (once) and releases the loop's reference
  * to the request. body is copied. */
 void kcr__wh_job_answer(struct kcr__wh_job *job, int status, const char *body, size_t len);

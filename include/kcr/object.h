@@ -182,6 +182,12 @@ KCR_API size_t kcr_object_memory_size(const kcr_object *obj);
  * without metadata.name (Status, List metadata, watch bookmarks, patches). */
 KCR_API kcr_err kcr_object_parse_any(const char *json, size_t len, kcr_object **out);
 
+/* A JSON object value (an item of a list, request.object of a review) as an
+ * object of its own, into *out (reference 1): v's document is copied whole,
+ * with no parsing, so the copy's kcr_object_memory_size is the document's.
+ * v is borrowed. KCR_ERR_INVALID when v is not a JSON object. Thread-safe. */
+KCR_API kcr_err kcr_object_from_value(kcr_value v, kcr_object **out);
+
 /* ---- Copy-on-write editing ------------------------------------------------
  * An editor holds a private mutable copy of an object; the base object is
  * never changed. kcr_object_edit_freeze builds a new immutable object from

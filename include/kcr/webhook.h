@@ -58,9 +58,10 @@ typedef struct kcr_webhook_server_options {
                                   0: 1000 */
     size_t max_body_bytes;     /* larger request bodies are answered 413;
                                   0: KCR_WEBHOOK_DEFAULT_MAX_BODY_BYTES */
-    int max_connections;       /* open connections; at the limit new ones wait in
-                                  the kernel's backlog; 0: 1024 (lowered to fit
-                                  RLIMIT_NOFILE) */
+    int max_connections;       /* open connections, dealt evenly among the loops;
+                                  a loop at its share accepts no more and the
+                                  connections the kernel gives it wait in its
+                                  backlog; 0: 1024 (lowered to fit RLIMIT_NOFILE) */
     int workers;               /* handler threads; 0: 8 */
     int64_t read_timeout_ms;   /* a connection must deliver its TLS handshake and
                                   a whole request (headers and body) within this
@@ -75,6 +76,11 @@ typedef struct kcr_webhook_server_options {
      * call. Runs on a worker thread, concurrently with itself. NULL: none. */
     void (*observe)(const char *path, const char *body, size_t len, void *user_data);
     void *observe_user_data;
+    int loops;                 /* event-loop threads, each accepting on its own
+                                  socket (SO_REUSEPORT) and doing the TLS and
+                                  HTTP of its connections; max_connections is
+                                  shared among them; 0: one per CPU the process
+                                  may run on */
 } kcr_webhook_server_options;
 
 /* A server into *out (not serving until kcr_webhook_server_start), freed with

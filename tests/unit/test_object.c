@@ -254,6 +254,45 @@ Test(object, parse_any_accepts_nameless_objects)
     kcr_object_unref(o);
 }
 
+Test(object, from_value_reads_like_a_parse_of_the_value)
+{
+    kcr_object *doc = parse_str("{\"metadata\":{\"name\":\"review\"},\"request\":{\"object\":"
+                                "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\","
+                                "\"namespace\":\"ns\",\"labels\":{\"a\":\"b\"}},\"spec\":{\"n\":[1,2]}},"
+                                "\"empty\":{},\"list\":[1]}}");
+    kcr_object *o = NULL;
+    cr_assert_eq(kcr_object_from_value(kcr_object_get(doc, "request.object"), &o), KCR_OK);
+    kcr_object_unref(doc); /* the copy stands alone */
+    cr_assert_str_eq(kcr_object_kind(o), "Pod");
+    cr_assert_str_eq(kcr_object_name(o), "p");
+    cr_assert_str_eq(kcr_object_namespace(o), "ns");
+    cr_assert_str_eq(kcr_object_label(o, "a"), "b");
+    cr_assert_eq(kcr_value_int(kcr_object_get(o, "spec.n[1]")), 2);
+    char *json;
+    size_t len;
+    cr_assert_eq(kcr_object_to_json(o, &json, &len), KCR_OK);
+    cr_assert_str_eq(json, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\","
+                           "\"namespace\":\"ns\",\"labels\":{\"a\":\"b\"}},\"spec\":{\"n\":[1,2]}}");
+    free(json);
+    kcr_object *same = parse_str("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+                                 "\"p\",\"namespace\":\"ns\",\"labels\":{\"a\":\"b\"}},\"spec\":{\"n\":[1,2]}}");
+    char *patch;
+    cr_assert_eq(kcr_object_json_patch_diff(same, o, &patch, &len), KCR_OK);
+    cr_assert_str_eq(patch, "[]", "the copy diffs as equal to a parse of the same JSON");
+    free(patch);
+    kcr_object_unref(same);
+    kcr_object_unref(o);
+    doc = parse_str("{\"metadata\":{\"name\":\"n\"},\"empty\":{},\"list\":[1]}");
+    cr_assert_eq(kcr_object_from_value(kcr_object_get(doc, "empty"), &o), KCR_OK);
+    cr_assert_eq(kcr_value_len(kcr_object_root(o)), 0);
+    cr_assert_str_eq(kcr_object_name(o), "");
+    kcr_object_unref(o);
+    cr_assert_eq(kcr_object_from_value(kcr_object_get(doc, "list"), &o), KCR_ERR_INVALID);
+    cr_assert_null(o);
+    cr_assert_eq(kcr_object_from_value(kcr_object_get(doc, "missing"), &o), KCR_ERR_INVALID);
+    kcr_object_unref(doc);
+}
+
 Test(object, value_equality)
 {
     kcr_object *a = parse_str("{\"metadata\":{\"name\":\"n\"},\"x\":{\"a\":1,\"b\":[true,null]}}");

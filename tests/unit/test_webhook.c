@@ -194,7 +194,8 @@ static void start_with(int64_t read_timeout_ms)
     kcr_webhook_server_options o = {.bind_address = "127.0.0.1:0", .cert_dir = dir,
                                     .cert_poll_ms = 50, .read_timeout_ms = read_timeout_ms,
                                     .max_body_bytes = 64 * 1024, .metrics = metrics,
-                                    .observe = observe};
+                                    .observe = observe,
+                                    .loops = 2}; /* several loops whatever the CPUs */
     cr_assert_eq(kcr_webhook_server_new(&o, &srv), KCR_OK, "%s", kcr_last_error());
     kcr_admission_options a[] = {
         {.path = "/validate", .type = KCR_ADMISSION_VALIDATING, .fn = validate_foo},

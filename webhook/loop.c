@@ -1,0 +1,198 @@
+/* The event loops: each a thread with its own libevent base, evhttp and
+ * listening socket on the server's one port. The sockets share the port
+ * through SO_REUSEPORT, so the kernel deals new connections among the loops
+ * and the TLS and HTTP work of the connections spreads over as many cores as
+ * there are loops; a connection stays on the loop that accepted it. */
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <event2/listener.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "webhook/webhook_internal.h"
+
+#define HEADERS_MAX 16384
+#define BACKLOG 1024
+
+_Thread_local struct kcr__wh_loop *kcr__wh_this_loop;
+
+/* A listening socket on host:port with SO_REUSEPORT (so the other loops can
+ * bind the same port), TCP_NODELAY (accepted sockets inherit it on Linux:
+ * without it, an answer written in two TLS records waits for the client's
+ * delayed ACK, ~40 ms), non-blocking. -1 with errno on failure. */
+static evutil_socket_t listen_on(const char *host, int port)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_ADDRCONFIG | AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    char service[8];
+    snprintf(service, sizeof service, "%d", port);
+    int rc = getaddrinfo(host, service, &hints, &ai);
+    if (rc != 0) {
+        errno = rc == EAI_SYSTEM ? errno : EADDRNOTAVAIL;
+        return -1;
+    }
+    evutil_socket_t fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd >= 0 && (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+                    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
+                    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0 ||
+                    bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, BACKLOG) != 0)) {
+        int e = errno;
+        close(fd);
+        fd = -1;
+        errno = e;
+    }
+    freeaddrinfo(ai);
+    return fd;
+}
+
+static int bound_port(evutil_socket_t fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+        return 0;
+    return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                          : ((struct sockaddr_in *)&ss)->sin_port);
+}
+
+kcr_err kcr__wh_loop_init(struct kcr__wh_loop *l, kcr_webhook_server *s, int index, int port)
+{
+    l->s = s;
+    l->index = index;
+    pthread_mutex_init(&l->done_mu, NULL);
+    /* the limit dealt out: the first loops take the remainder */
+    l->max_conns = s->max_conns / s->n_loops + (index < s->max_conns % s->n_loops);
+    if (l->max_conns < 1)
+        l->max_conns = 1;
+    /* the changelist folds the read/write interest evhttp turns off and on
+     * again within one pass of the loop into one epoll_ctl, or none (safe:
+     * no descriptor of this base is a dup of another) */
+    struct event_config *cfg = event_config_new();
+    if (cfg)
+        event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    l->base = cfg ? event_base_new_with_config(cfg) : NULL;
+    if (cfg)
+        event_config_free(cfg);
+    l->http = l->base ? evhttp_new(l->base) : NULL;
+    l->done_ev = l->base ? event_new(l->base, -1, 0, kcr__wh_pool_done_cb, l) : NULL;
+    l->stop_ev = l->base ? event_new(l->base, -1, 0, kcr__wh_loop_on_stop, l) : NULL;
+    if (!l->http || !l->done_ev || !l->stop_ev)
+        return kcr__fail(KCR_ERR_NOMEM, "webhook server: cannot create an event loop");
+    evhttp_set_bevcb(l->http, kcr__wh_conn_new, l);
+    evhttp_set_gencb(l->http, kcr__wh_on_request, l);
+    evhttp_set_max_body_size(l->http, (ev_ssize_t)s->max_body);
+    /* read (and drop) an oversized body before answering 413, so the client
+     * is not reset mid-send and sees the answer; read_timeout_ms bounds it */
+    evhttp_set_flags(l->http, EVHTTP_SERVER_LINGERING_CLOSE);
+    evhttp_set_max_headers_size(l->http, HEADERS_MAX);
+    evhttp_set_allowed_methods(l->http, EVHTTP_REQ_POST | EVHTTP_REQ_GET);
+    struct timeval tv = {.tv_sec = s->idle_timeout_ms / 1000,
+                         .tv_usec = (s->idle_timeout_ms % 1000) * 1000};
+    evhttp_set_timeout_tv(l->http, &tv);
+    evutil_socket_t fd = listen_on(s->host, port);
+    if (fd < 0)
+        return kcr__fail(KCR_ERR_IO, "webhook server: cannot listen on %s:%d: %s", s->host, port,
+                         strerror(errno));
+    l->bound = evhttp_accept_socket_with_handle(l->http, fd);
+    if (!l->bound) {
+        close(fd);
+        return kcr__fail(KCR_ERR_NOMEM, "webhook server: cannot listen on %s:%d", s->host, port);
+    }
+    evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(l->bound), kcr__wh_accept_error);
+    return KCR_OK;
+}
+
+int kcr__wh_loop_port(const struct kcr__wh_loop *l)
+{
+    return l->bound ? bound_port(evhttp_bound_socket_get_fd(l->bound)) : 0;
+}
+
+static void *loop_main(void *arg)
+{
+    struct kcr__wh_loop *l = arg;
+    kcr__wh_this_loop = l;
+    /* OpenSSL writes to sockets with write(): a peer gone away would raise
+     * SIGPIPE and kill the process. Blocked on this thread (loop threads are
+     * the only ones writing to connections) it stays pending and write()
+     * fails EPIPE. */
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, NULL);
+    event_base_dispatch(l->base);
+    return NULL;
+}
+
+kcr_err kcr__wh_loop_run(struct kcr__wh_loop *l)
+{
+    if (pthread_create(&l->thread, NULL, loop_main, l) != 0)
+        return kcr__fail(KCR_ERR_NOMEM, "webhook server: cannot start loop thread %d", l->index);
+    l->running = true;
+    return KCR_OK;
+}
+
+/* Loop, last: closes every connection (evhttp_free) while the loop still
+ * runs, since libevent finishes freeing a connection's bufferevent from the
+ * loop; a moment later the loop ends. */
+static void close_all(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    struct kcr__wh_loop *l = arg;
+    l->bound = NULL; /* freed first by evhttp_free; the close hooks must not use it */
+    evhttp_free(l->http);
+    l->http = NULL;
+    struct timeval finalize = {.tv_sec = 0, .tv_usec = 50000};
+    event_base_loopexit(l->base, &finalize);
+}
+
+/* Loop: the stop request. Stops accepting, answers what is pending, gives
+ * those answers a moment to be written, then closes everything. */
+void kcr__wh_loop_on_stop(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    struct kcr__wh_loop *l = arg;
+    if (l->bound)
+        evconnlistener_disable(evhttp_bound_socket_get_listener(l->bound));
+    bool answered = l->pending != NULL;
+    while (l->pending)
+        kcr__wh_job_answer(l->pending, 503, "webhook server stopping\n", 24);
+    struct timeval flush = {.tv_sec = 0, .tv_usec = answered ? 200000 : 0};
+    if (event_base_once(l->base, -1, EV_TIMEOUT, close_all, l, &flush) != 0)
+        close_all(-1, 0, l);
+}
+
+void kcr__wh_loop_stop(struct kcr__wh_loop *l)
+{
+    if (!l->running)
+        return;
+    event_active(l->stop_ev, 0, 0);
+    pthread_join(l->thread, NULL);
+    l->running = false;
+}
+
+void kcr__wh_loop_free(struct kcr__wh_loop *l)
+{
+    if (!l->s)
+        return; /* never initialised */
+    l->bound = NULL; /* evhttp_free frees the listener before the connections,
+                        whose close hook must not re-enable it */
+    if (l->http)
+        evhttp_free(l->http); /* never ran: no connection to finish */
+    if (l->done_ev)
+        event_free(l->done_ev);
+    if (l->stop_ev)
+        event_free(l->stop_ev);
+    if (l->base)
+        event_base_free(l->base);
+    pthread_mutex_destroy(&l->done_mu);
+}
