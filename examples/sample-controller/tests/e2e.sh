@@ -85,14 +85,7 @@ stop_ctl() {
 }
 
 # ---- the CRD, RBAC (the controller runs as its ServiceAccount) ---------------
-crd=/apis/apiextensions.k8s.io/v1/customresourcedefinitions/foos.samplecontroller.k8s.io
-apply "$manifests/crd.yaml"
-wait_until "$timeout" "CRD foos.samplecontroller.k8s.io Established" \
-	check "$crd" 'any(.status.conditions[]?; .type == "Established" and .status == "True")' .status
-kcurl d /api/v1/namespaces -X POST "${json[@]}" \
-	-d "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\"}}" >/dev/null
-expect_code 201 "create namespace $ns"
-apply "$manifests/rbac.yaml"
+install_crd_namespace_rbac
 apply "$manifests/deployment.yaml" "&dryRun=All"
 kubeconfig=$tmp/sa.kubeconfig # the controller's identity: only what rbac.yaml grants
 sa_kubeconfig "$kubeconfig"

@@ -47,14 +47,7 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- the CRD, RBAC, the ServiceAccount's token as a kubelet mounts it ---------
-crd=/apis/apiextensions.k8s.io/v1/customresourcedefinitions/foos.samplecontroller.k8s.io
-apply "$manifests/crd.yaml"
-wait_until "$timeout" "CRD foos.samplecontroller.k8s.io Established" \
-	check "$crd" 'any(.status.conditions[]?; .type == "Established" and .status == "True")' .status
-kcurl d /api/v1/namespaces -X POST "${json[@]}" \
-	-d "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\"}}" >/dev/null
-expect_code 201 "create namespace $ns"
-apply "$manifests/rbac.yaml"
+install_crd_namespace_rbac
 sa=$tmp/serviceaccount # world-readable, as a projected volume is to uid 65532
 mkdir -p "$sa"
 kcurl d /api/v1/namespaces/sample-controller/serviceaccounts/sample-controller/token -X POST "${json[@]}" \

@@ -111,3 +111,16 @@ apply() {
 		[[ $(code) == 200 || $(code) == 201 ]] || fail "apply $kind $name from $1: HTTP $(cat "$tmp/code")"
 	done < <(awk 'BEGIN { RS = "\n---\n" } { printf "%s%c", $0, 0 }' "$1")
 }
+
+# install_crd_namespace_rbac: the Foo CRD (waits until Established), the test's
+# namespace $ns and manifests/rbac.yaml, as each e2e script starts.
+install_crd_namespace_rbac() {
+	local crd=/apis/apiextensions.k8s.io/v1/customresourcedefinitions/foos.samplecontroller.k8s.io
+	apply "$manifests/crd.yaml"
+	wait_until "$timeout" "CRD foos.samplecontroller.k8s.io Established" \
+		check "$crd" 'any(.status.conditions[]?; .type == "Established" and .status == "True")' .status
+	kcurl d /api/v1/namespaces -X POST "${json[@]}" \
+		-d "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\"}}" >/dev/null
+	expect_code 201 "create namespace $ns"
+	apply "$manifests/rbac.yaml"
+}
