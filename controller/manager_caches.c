@@ -47,8 +47,19 @@ kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)
         const char *shard_sel = mc->sharded ? kcr__mgr_shard_initial_selector(m->shard) : NULL;
         if (shard_sel && s->role == KCR__ROLE_PRIMARY)
             io.reflector.shard_selector = shard_sel;
+        /* label-mode sharding: the primary cache holds this replica's
+         * objects (its shard label) */
+        char *labels = NULL;
+        kcr_err err = mc->sharded && s->role == KCR__ROLE_PRIMARY
+                          ? kcr__mgr_shard_label_selector(m->shard, s->label_selector, &labels)
+                          : KCR_OK;
+        if (err != KCR_OK)
+            return err;
+        if (labels)
+            io.reflector.label_selector = labels;
         kcr_resource res = {s->group, s->version, s->resource};
-        kcr_err err = kcr_informer_factory_informer(m->factory, &res, &io, &mc->infs[i]);
+        err = kcr_informer_factory_informer(m->factory, &res, &io, &mc->infs[i]);
+        free(labels);
         if (err != KCR_OK)
             return err;
         s->cache = kcr_informer_store(mc->infs[i]);

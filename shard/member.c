@@ -33,6 +33,7 @@ struct kcr__shard_member {
     char skew_of[64];  /* whose Lease it was about (truncated), for logging once */
     char problem[320]; /* the last report of a malformed Lease in the ring, "" while none */
     kcr__ring *cached; /* the last ring built, reused while its members stay */
+    bool cached_is_step; /* cached is the ring of the last step of an active member */
 };
 
 kcr_err kcr__shard_member_new(const kcr__shard_member_config *config, const kcr__lease_store *store,
@@ -357,6 +358,7 @@ static kcr_err step(kcr__shard_member *m, const kcr__shard_lease_list *list,
         }
     }
     kcr__ranges want = {0}, lost = {0}, others = {0}, claim = {0}, publish = {0};
+    m->cached_is_step = err == KCR_OK && active;
     if (err == KCR_OK && active)
         err = kcr__ring_ranges(ring, m->identity, &want);
     if (err == KCR_OK)
@@ -465,6 +467,7 @@ static void note_problems(kcr__shard_member *m, const kcr__shard_lease_list *lis
 
 kcr_err kcr__shard_member_sync(kcr__shard_member *m, int64_t now_ms)
 {
+    m->cached_is_step = false;
     if (m->state == KCR__SHARD_REFUSED)
         return kcr__fail(KCR_ERR_EXISTS, "%s", m->error);
     if (m->state == KCR__SHARD_LEFT)
@@ -591,4 +594,17 @@ int kcr__shard_member_slot(const kcr__shard_member *m)
 const kcr__ranges *kcr__shard_member_covered(const kcr__shard_member *m)
 {
     return &m->covered;
+}
+
+const kcr__ring *kcr__shard_member_ring(const kcr__shard_member *m)
+{
+    return m->state == KCR__SHARD_ACTIVE && m->cached_is_step ? m->cached : NULL;
+}
+
+bool kcr__shard_member_running(const kcr__shard_member *m, uint64_t hash)
+{
+    for (size_t i = 0; i < m->ninflight; i++)
+        if (m->inflight[i] == hash)
+            return true;
+    return false;
 }

@@ -115,6 +115,14 @@ const kcr__ranges *kcr__shard_member_draining(const kcr__shard_member *m);
  * Borrowed until the next sync. */
 const kcr__ranges *kcr__shard_member_covered(const kcr__shard_member *m);
 
+/* The ring of the live Leases at the last step of an active member (its
+ * own Lease included), NULL otherwise. Borrowed until the next sync. */
+const struct kcr__ring *kcr__shard_member_ring(const kcr__shard_member *m);
+
+/* Whether a reconcile of a key with this shard hash is in flight (begun,
+ * not ended). */
+bool kcr__shard_member_running(const kcr__shard_member *m, uint64_t hash);
+
 /* Fences it if its renew deadline has passed at now_ms (as sync and begin
  * do); returns its state. */
 kcr__shard_state kcr__shard_member_check(kcr__shard_member *m, int64_t now_ms);
