@@ -676,7 +676,6 @@ void kcr__mgr_shard_free(mgr_shard *s)
     kcr__mgr_shard_stop(s, 0);
     kcr__shard_labels_free(s->labels);
     kcr__ring_free(s->coord_ring);
-    kcr__ranges_clear(&s->coord_covered);
     kcr__shard_member_free(s->member);
     kcr__lease_store_client_free(s->inner);
     kcr_cancel_free(s->call_cancel);

@@ -58,7 +58,6 @@ struct mgr_shard {
     bool drain_waits;            /* an acknowledgement waits for a reconcile to end */
     const void *ring_seen;       /* the member's ring at the last step (identity only) */
     struct kcr__ring *coord_ring; /* a copy of the member's ring at its last active step */
-    kcr__ranges coord_covered;   /* ... and what the live Leases published then */
 };
 
 

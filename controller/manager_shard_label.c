@@ -329,7 +329,7 @@ typedef struct decision {
 typedef struct pass {
     mgr_shard *s;
     const kcr__ring *ring;
-    const kcr__ranges *covered; /* what the live Leases publish */
+    const kcr__shard_published_list *pub; /* what each unexpired Lease publishes */
     decision *d;
     size_t n, cap;
     double unowned;
@@ -358,10 +358,11 @@ static kcr_err decide(kcr_object *o, void *user_data)
         if (draining)
             return KCR_OK; /* waiting for the owner's acknowledgement */
         kind = W_DRAIN;
-    } else if (!kcr__ranges_contains(p->covered, h)) {
-        kind = W_ASSIGN; /* the owner's Lease expired (past the margin) or was released */
+    } else if (!kcr__shard_published_has(p->pub, owner, h)) {
+        kind = W_ASSIGN; /* the owner's Lease expired (past the margin), or was released
+                            and drained */
     } else {
-        return KCR_OK; /* a released Lease still drains it */
+        return KCR_OK; /* its released Lease still drains it */
     }
     if (p->n == p->cap) {
         size_t cap = p->cap ? 2 * p->cap : 64;
@@ -403,14 +404,14 @@ static void coordinate(mgr_shard *s)
     kcr_manager *m = s->m;
     pass p = {.s = s};
     kcr__ring *ring = NULL;
-    kcr__ranges covered = {0};
+    kcr__shard_published_list pub = {0};
     pthread_mutex_lock(&s->lock);
     bool go = l->coordinating && s->coord_ring &&
               kcr__ring_copy(s->coord_ring, &ring) == KCR_OK &&
-              kcr__ranges_copy(&s->coord_covered, &covered) == KCR_OK;
+              kcr__shard_member_published(s->member, &pub) == KCR_OK;
     pthread_mutex_unlock(&s->lock);
     p.ring = ring;
-    p.covered = &covered;
+    p.pub = &pub;
     bool listed = go;
     for (size_t i = 0; go && i < m->n_ctls; i++) {
         if (!first_sharded(m, i))
@@ -445,7 +446,7 @@ static void coordinate(mgr_shard *s)
     }
     free(p.d);
     kcr__ring_free(ring);
-    kcr__ranges_clear(&covered);
+    kcr__shard_published_list_clear(&pub);
     if (listed) {
         pthread_mutex_lock(&s->lock);
         if (l->coordinating)
@@ -529,10 +530,6 @@ void kcr__shard_labels_after_step(mgr_shard *s)
     s->coord_ring = NULL;
     if (r && kcr__ring_copy(r, &s->coord_ring) != KCR_OK)
         s->coord_ring = NULL; /* out of memory: no pass until the next step */
-    if (kcr__ranges_copy(kcr__shard_member_covered(s->member), &s->coord_covered) != KCR_OK) {
-        kcr__ring_free(s->coord_ring);
-        s->coord_ring = NULL;
-    }
 }
 
 bool kcr__shard_labels_coordinating(mgr_shard *s, double *unowned)
