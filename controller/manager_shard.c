@@ -16,9 +16,14 @@
  * - After each step, outside the lock: at a fence every in-flight
  *   reconcile of a sharded controller is cancelled; the keys of gained
  *   ranges in the primary caches are enqueued; in server mode the primary
- *   caches' shard selector follows want ∪ admitted ∪ draining.
+ *   caches' shard selector follows want ∪ admitted ∪ draining; in label
+ *   mode a copy of the member's ring goes to the label thread
+ *   (manager_shard_label.c), under the lock.
+ * - Admission reads the key's cached object under the lock: in label mode
+ *   an object carrying the drain label is never started, and the label
+ *   thread's acknowledgement makes the same check under the same lock.
  *
- * Everything in mgr_shard below `lock` is guarded by it. */
+ * mgr_shard is in manager_shard_internal.h. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
