@@ -99,8 +99,9 @@ KCR_API kcr_err kcr_webhook_server_start(kcr_webhook_server *s);
 KCR_API int kcr_webhook_server_port(const kcr_webhook_server *s);
 
 /* Stops accepting, answers what is in flight 503 (the apiserver then applies
- * the webhook configuration's failurePolicy), waits for handlers still
- * running to return and joins the threads. Idempotent. */
+ * the webhook configuration's failurePolicy), and any request that arrives
+ * while those answers are written 503 too, closes every connection, waits
+ * for handlers still running to return and joins the threads. Idempotent. */
 KCR_API void kcr_webhook_server_stop(kcr_webhook_server *s);
 
 /* Stops if needed and frees. NULL is ignored. */
