@@ -44,6 +44,7 @@ static atomic_int blocking, saw_cancel;
  * drain came while they ran, and the object had not moved yet). */
 static atomic_int slow_ms, drained_running;
 static kcr_shard_label_keys label_keys_opt;
+static int workers_opt = 4; /* each replica's max_concurrent_reconciles */
 #define SHARD_LABEL "shard.kcr.dev/ring"
 #define DRAIN_LABEL "drain.kcr.dev/ring"
 
@@ -139,7 +140,7 @@ static void replica_new(int r, kcr_shard_mode mode, const char *identity)
                                 .primary = {.resource = CM},
                                 .owns = &owns,
                                 .n_owns = 1,
-                                .max_concurrent_reconciles = 4,
+                                .max_concurrent_reconciles = workers_opt,
                                 .reconcile = note,
                                 .user_data = (void *)(intptr_t)r};
     cr_assert_eq(kcr_manager_add_controller(rp->m, &o, NULL), KCR_OK, "%s", kcr_last_error());
@@ -177,6 +178,7 @@ static void replicas_teardown(void)
     atomic_store(&slow_ms, 0);
     atomic_store(&drained_running, 0);
     label_keys_opt = KCR_SHARD_LABELS_KCR;
+    workers_opt = 4;
     teardown();
 }
 
@@ -734,6 +736,7 @@ Test(shard_controller, label_mode_a_move_waits_for_the_old_owners_drain, .init =
      .fini = replicas_teardown, .timeout = 120)
 {
     seed();
+    workers_opt = N_KEYS; /* every key of a replica in flight at once */
     for (int r = 0; r < 2; r++) {
         replica_new(r, KCR_SHARD_LABEL, NULL);
         replica_start(r);
@@ -741,9 +744,10 @@ Test(shard_controller, label_mode_a_move_waits_for_the_old_owners_drain, .init =
     int two[] = {0, 1}, three[] = {0, 1, 2};
     WAIT_FOR(settled(two, 2) && all_labelled(2, SHARD_LABEL));
     cr_assert(all_labelled(2, SHARD_LABEL));
-    /* every reconcile now takes 300 ms: with 4 workers a replica is busy
-     * for about 2 s on its 24 keys, and a third replica joins meanwhile */
-    atomic_store(&slow_ms, (int)test_ms(300));
+    /* every reconcile now takes 2 s, all of them at once, and a third
+     * replica joins meanwhile: the keys moving to it are in flight when
+     * their drain label comes */
+    atomic_store(&slow_ms, (int)test_ms(2000));
     clear_counts();
     touch_all(8);
     sleep_ms(test_ms(150));
@@ -758,10 +762,11 @@ Test(shard_controller, label_mode_a_move_waits_for_the_old_owners_drain, .init =
         moved += strcmp(owner, reps[2].identity) == 0;
     }
     cr_expect_gt(moved, 0, "keys moved to the joiner");
-    /* a reconcile on the old owner saw the drain label arrive on its own,
+    /* reconciles on the old owners saw the drain label arrive on their own,
      * still-labelled object: the acknowledgement waited for it to end */
     cr_expect_gt(atomic_load(&drained_running), 0,
                  "an in-flight reconcile of a moving key ended before its acknowledgement");
+    cr_expect_leq(atomic_load(&drained_running), moved);
     cr_expect_eq(atomic_load(&overlaps), 0, "no key ran on two replicas at once");
     atomic_store(&slow_ms, 0);
     clear_counts();
