@@ -127,6 +127,10 @@ const char *kcr__mgr_shard_initial_selector(const mgr_shard *s);
  * own (`user`, may be NULL) and this replica's shard label, malloc'd into
  * *out; NULL in the other modes. */
 kcr_err kcr__mgr_shard_label_selector(const mgr_shard *s, const char *user, char **out);
+/* Label mode: whether obj, as a DELETED event of a sharded primary cache
+ * delivers it, no longer carries this replica's shard label (it moved: the
+ * label selector stopped matching). false in the other modes. */
+bool kcr__mgr_shard_moved_away(const mgr_shard *s, const kcr_object *obj);
 /* Starts the member's threads (after the controllers are final). */
 kcr_err kcr__mgr_shard_start(mgr_shard *s);
 /* Stops admitting: the member drains and releases its Lease (graceful leave). */

@@ -605,6 +605,11 @@ const char *kcr__mgr_shard_initial_selector(const mgr_shard *s)
     return s->initial_selector;
 }
 
+bool kcr__mgr_shard_moved_away(const mgr_shard *s, const kcr_object *obj)
+{
+    return s->labels && !kcr__shard_labels_owned(s->labels, s->identity, obj);
+}
+
 kcr_err kcr__mgr_shard_label_selector(const mgr_shard *s, const char *user, char **out)
 {
     *out = NULL;

@@ -76,6 +76,8 @@ void kcr__shard_labels_stop(mgr_shard *s);
 /* The label selector of a sharded primary cache: the source's own
  * (`user`, may be NULL) and this replica's shard label. Malloc'd. */
 char *kcr__shard_labels_selector(const shard_labels *l, const char *user);
+/* Whether obj carries the shard label of `identity`. */
+bool kcr__shard_labels_owned(const shard_labels *l, const char *identity, const kcr_object *obj);
 /* Whether obj carries the drain label. */
 bool kcr__shard_labels_draining(const shard_labels *l, const kcr_object *obj);
 /* Lock held: after a member step, keeps a copy of the member's ring for the

@@ -131,6 +131,12 @@ char *kcr__shard_labels_selector(const shard_labels *l, const char *user)
     return user && *user ? join(user, ",", l->own) : strdup(l->own);
 }
 
+bool kcr__shard_labels_owned(const shard_labels *l, const char *identity, const kcr_object *obj)
+{
+    const char *owner = kcr_object_label(obj, l->shard_key);
+    return owner && strcmp(owner, identity) == 0;
+}
+
 bool kcr__shard_labels_draining(const shard_labels *l, const kcr_object *obj)
 {
     return kcr_object_label(obj, l->drain_key) != NULL;

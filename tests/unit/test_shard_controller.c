@@ -43,6 +43,10 @@ static atomic_int blocking, saw_cancel;
  * reconciles that ended with the drain label on their own object (the
  * drain came while they ran, and the object had not moved yet). */
 static atomic_int slow_ms, drained_running;
+/* Reconciles of a ConfigMap key that found no primary object in the cache:
+ * none is ever deleted in these tests, so each would be a moved object
+ * taken for a deleted one. */
+static atomic_int missing_primary;
 static kcr_shard_label_keys label_keys_opt;
 static int workers_opt = 4; /* each replica's max_concurrent_reconciles */
 #define SHARD_LABEL "shard.kcr.dev/ring"
@@ -79,6 +83,10 @@ static kcr_result note(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
     int i = key_index(req);
     if (i < 0)
         return KCR_DONE;
+    kcr_object *primary = kcr_ctx_get_primary(ctx);
+    if (!primary)
+        atomic_fetch_add(&missing_primary, 1);
+    kcr_object_unref(primary);
     if (atomic_fetch_add(&running_now[i], 1) != 0)
         atomic_fetch_add(&overlaps, 1);
     struct timespec ts = {0, 2000000}; /* long enough for an overlap to show */
@@ -177,6 +185,7 @@ static void replicas_teardown(void)
     atomic_store(&wrong_info, 0);
     atomic_store(&slow_ms, 0);
     atomic_store(&drained_running, 0);
+    atomic_store(&missing_primary, 0);
     label_keys_opt = KCR_SHARD_LABELS_KCR;
     workers_opt = 4;
     teardown();
@@ -774,6 +783,8 @@ Test(shard_controller, label_mode_a_move_waits_for_the_old_owners_drain, .init =
     WAIT_FOR(each_once());
     cr_expect_eq(keys_of(2), moved, "the joiner runs exactly the keys labelled with it");
     cr_expect_eq(atomic_load(&overlaps), 0);
+    cr_expect_eq(atomic_load(&missing_primary), 0,
+                 "a moved object's DELETED event (its label no longer matches) is no deletion");
     cr_log_info("label mode: %d of %d keys moved to the joiner, %d drained while running", moved,
                 N_KEYS, atomic_load(&drained_running));
 }
@@ -867,4 +878,38 @@ Test(shard_controller, label_mode_writes_timebertts_keys_when_asked, .init = set
     touch_all(11);
     WAIT_FOR(keys_of(0) == N_KEYS);
     cr_expect_eq(keys_of(0), N_KEYS);
+}
+
+Test(shard_controller, label_mode_a_relabelled_object_is_not_taken_for_deleted, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    replica_new(0, KCR_SHARD_LABEL, NULL);
+    replica_start(0);
+    int one[] = {0};
+    WAIT_FOR(settled(one, 1) && all_labelled(1, SHARD_LABEL));
+    cr_assert(all_labelled(1, SHARD_LABEL));
+    WAIT_FOR(keys_of(0) == N_KEYS);
+    /* cm-00 relabelled for an identity that is no member: it leaves the
+     * replica's cache as a DELETED event (its label no longer matches),
+     * which is no deletion; the coordinator then gives it back (its owner
+     * holds no Lease) and the replica reconciles it with its object */
+    atomic_store(&missing_primary, 0);
+    clear_counts();
+    cr_assert_eq(kcr_client_patch(client,
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = "default",
+                                                 .name = "cm-00",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = "{\"metadata\":{\"labels\":{\"" SHARD_LABEL
+                                                         "\":\"elsewhere\"}}}"},
+                                  NULL),
+                 KCR_OK, "%s", kcr_last_error());
+    WAIT_FOR(atomic_load(&by[0][0]) > 0);
+    cr_assert_gt(atomic_load(&by[0][0]), 0, "cm-00 came back and was reconciled");
+    char owner[64];
+    label_of(0, SHARD_LABEL, owner, sizeof owner);
+    cr_expect_str_eq(owner, "rep-0");
+    cr_expect_eq(atomic_load(&missing_primary), 0,
+                 "the DELETED event of the relabelling started no reconcile without its object");
 }
