@@ -21,7 +21,7 @@
 
 enum kcr__wh_route_kind { KCR__WH_ADMISSION = 1, KCR__WH_CONVERSION = 2 };
 
-/* One path. Immutable after start. */
+/* One path. Immutable after start but for on_loop. */
 struct kcr__wh_route {
     char *path;
     enum kcr__wh_route_kind kind;
@@ -32,6 +32,7 @@ struct kcr__wh_route {
     void (*free_owned)(void *);
     int64_t timeout_ms;
     kcr_webhook_failure_policy policy;
+    atomic_bool on_loop; /* run_on_loop until a call overran KCR_WEBHOOK_LOOP_BUDGET_MS */
     kcr_metric *latency, *in_flight; /* NULL without a registry */
     struct kcr__wh_route *next;
 };

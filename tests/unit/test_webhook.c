@@ -115,6 +115,15 @@ static kcr_err sleepy(const kcr_admission_request *req, kcr_admission_response *
     return KCR_OK;
 }
 
+/* Blocks 300 ms: not a handler for run_on_loop, which the server finds out. */
+static kcr_err nap(const kcr_admission_request *req, kcr_admission_response *resp, void *ud)
+{
+    (void)req, (void)resp, (void)ud;
+    struct timespec ts = {.tv_nsec = 300000000};
+    nanosleep(&ts, NULL);
+    return KCR_OK;
+}
+
 static kcr_err def_replicas(const kcr_admission_request *req, kcr_object_edit *obj, void *ud)
 {
     (void)ud;
@@ -208,6 +217,10 @@ static void start_with(int64_t read_timeout_ms, int loops)
          .timeout_ms = 300, .failure_policy = KCR_WEBHOOK_IGNORE},
         {.path = "/mutate-not", .type = KCR_ADMISSION_VALIDATING, .fn = mutate_foo},
         {.path = "/slow", .type = KCR_ADMISSION_VALIDATING, .fn = sleepy}, /* default deadline */
+        {.path = "/mutate-on-loop", .type = KCR_ADMISSION_MUTATING, .fn = mutate_foo,
+         .run_on_loop = true},
+        {.path = "/nap-on-loop", .type = KCR_ADMISSION_VALIDATING, .fn = nap, .timeout_ms = 100,
+         .run_on_loop = true},
     };
     for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
         cr_assert_eq(kcr_webhook_server_add_admission(srv, &a[i]), KCR_OK, "%s", kcr_last_error());
@@ -221,6 +234,9 @@ static void start_with(int64_t read_timeout_ms, int loops)
                             {GAMMA, ALPHA, gamma_to_alpha}, {ALPHA, GAMMA, alpha_to_gamma}};
     kcr_conversion_options c = {.path = "/convert", .converters = conv, .n_converters = 4,
                                 .hub = ALPHA};
+    cr_assert_eq(kcr_webhook_server_add_conversion(srv, &c), KCR_OK, "%s", kcr_last_error());
+    c.path = "/convert-on-loop";
+    c.run_on_loop = true;
     cr_assert_eq(kcr_webhook_server_add_conversion(srv, &c), KCR_OK, "%s", kcr_last_error());
     char *msg = NULL;
     cr_assert_neq(kcr_webhook_server_ready_check(&msg, srv), KCR_OK);
@@ -661,6 +677,47 @@ WH_TEST(conversion_direct_through_the_hub_and_failures)
     cr_assert(strstr(kcr_value_string(kcr_object_get(a, "response.result.message"), NULL),
                      "no conversion from " BETA " to other/v9"));
     kcr_object_unref(a);
+}
+
+WH_TEST(handlers_registered_run_on_loop_answer_as_on_the_workers)
+{
+    const struct {
+        const char *on_workers, *on_loop, *fixture, *nonempty;
+    } pairs[] = {{"/mutate", "/mutate-on-loop", "admission-create-noreplicas.json", "patch"},
+                 {"/convert", "/convert-on-loop", "conversion-to-v1alpha1.json",
+                  "convertedObjects[0]"}};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        char *body = fixture(pairs[i].fixture);
+        kcr_object *w = answer(wh_post(cli, pairs[i].on_workers, body, 0, NULL));
+        kcr_object *l = answer(wh_post(cli, pairs[i].on_loop, body, 0, NULL));
+        char field[64];
+        snprintf(field, sizeof field, "response.%s", pairs[i].nonempty);
+        cr_assert_neq(kcr_value_get_type(kcr_object_get(l, field)), KCR_VALUE_ABSENT,
+                      "%s answered without %s", pairs[i].on_loop, field);
+        cr_assert(kcr_value_equal(kcr_object_get(l, "response"), kcr_object_get(w, "response")),
+                  "%s and %s answer differently", pairs[i].on_loop, pairs[i].on_workers);
+        kcr_object_unref(w);
+        kcr_object_unref(l);
+        free(body);
+    }
+}
+
+WH_TEST(a_run_on_loop_handler_that_blocks_is_moved_to_the_workers)
+{
+    char *body = fixture("admission-create.json");
+    /* on the loop the 100 ms deadline cannot fire: the handler's own answer,
+     * after its 300 ms nap */
+    kcr_object *a = answer(wh_post(cli, "/nap-on-loop", body, 0, NULL));
+    cr_assert(kcr_value_bool(kcr_object_get(a, "response.allowed")),
+              "the first call was answered by the deadline, not on the loop");
+    kcr_object_unref(a);
+    /* it blocked: now on a worker, so the deadline answers by the policy */
+    a = answer(wh_post(cli, "/nap-on-loop", body, 0, NULL));
+    cr_assert_not(kcr_value_bool(kcr_object_get(a, "response.allowed")));
+    cr_assert(strstr(kcr_value_string(kcr_object_get(a, "response.status.message"), NULL),
+                     "did not answer within 100 ms"));
+    kcr_object_unref(a);
+    free(body);
 }
 
 WH_TEST(keep_alive_reuses_one_connection)
