@@ -25,6 +25,13 @@ static void on_delete(const char *key, const kcr_object *obj, const kcr_tombston
                       void *ud)
 {
     (void)tombstone; /* obj is already the tombstone's last known state */
+    const kcr__source *s = ud;
+    const mgr_ctl *mc = s->ctl->env_ctl;
+    /* label-mode sharding: an object relabelled for another replica leaves
+     * the primary cache as a DELETED event carrying its new labels; it was
+     * not deleted, and its reconciles are the other replica's */
+    if (s->role == KCR__ROLE_PRIMARY && mc->sharded && kcr__mgr_shard_moved_away(mc->m->shard, obj))
+        return;
     kcr__route(ud, key, KCR_CHANGE_DELETED, NULL, obj, false);
 }
 
@@ -47,8 +54,19 @@ kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)
         const char *shard_sel = mc->sharded ? kcr__mgr_shard_initial_selector(m->shard) : NULL;
         if (shard_sel && s->role == KCR__ROLE_PRIMARY)
             io.reflector.shard_selector = shard_sel;
+        /* label-mode sharding: the primary cache holds this replica's
+         * objects (its shard label) */
+        char *labels = NULL;
+        kcr_err err = mc->sharded && s->role == KCR__ROLE_PRIMARY
+                          ? kcr__mgr_shard_label_selector(m->shard, s->label_selector, &labels)
+                          : KCR_OK;
+        if (err != KCR_OK)
+            return err;
+        if (labels)
+            io.reflector.label_selector = labels;
         kcr_resource res = {s->group, s->version, s->resource};
-        kcr_err err = kcr_informer_factory_informer(m->factory, &res, &io, &mc->infs[i]);
+        err = kcr_informer_factory_informer(m->factory, &res, &io, &mc->infs[i]);
+        free(labels);
         if (err != KCR_OK)
             return err;
         s->cache = kcr_informer_store(mc->infs[i]);

@@ -123,6 +123,14 @@ void kcr__mgr_shard_free(mgr_shard *s);
 /* The selector a sharded primary cache starts with in server mode (a
  * one-hash range: the member owns nothing yet); NULL in filter mode. */
 const char *kcr__mgr_shard_initial_selector(const mgr_shard *s);
+/* Label mode: the label selector of a sharded primary cache, the source's
+ * own (`user`, may be NULL) and this replica's shard label, malloc'd into
+ * *out; NULL in the other modes. */
+kcr_err kcr__mgr_shard_label_selector(const mgr_shard *s, const char *user, char **out);
+/* Label mode: whether obj, as a DELETED event of a sharded primary cache
+ * delivers it, no longer carries this replica's shard label (it moved: the
+ * label selector stopped matching). false in the other modes. */
+bool kcr__mgr_shard_moved_away(const mgr_shard *s, const kcr_object *obj);
 /* Starts the member's threads (after the controllers are final). */
 kcr_err kcr__mgr_shard_start(mgr_shard *s);
 /* Stops admitting: the member drains and releases its Lease (graceful leave). */

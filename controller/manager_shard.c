@@ -16,9 +16,14 @@
  * - After each step, outside the lock: at a fence every in-flight
  *   reconcile of a sharded controller is cancelled; the keys of gained
  *   ranges in the primary caches are enqueued; in server mode the primary
- *   caches' shard selector follows want ∪ admitted ∪ draining.
+ *   caches' shard selector follows want ∪ admitted ∪ draining; in label
+ *   mode a copy of the member's ring goes to the label thread
+ *   (manager_shard_label.c), under the lock.
+ * - Admission reads the key's cached object under the lock: in label mode
+ *   an object carrying the drain label is never started, and the label
+ *   thread's acknowledgement makes the same check under the same lock.
  *
- * Everything in mgr_shard below `lock` is guarded by it. */
+ * mgr_shard is in manager_shard_internal.h. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,48 +37,12 @@
 #include "core/log.h"
 #include "shard/lease_store.h"
 #include "shard/member.h"
+#include "shard/ring.h"
 
-typedef enum call_state { CALL_IDLE, CALL_PENDING, CALL_RUNNING, CALL_DONE } call_state;
-typedef enum call_op { OP_LIST, OP_PUT } call_op;
+#include "controller/manager_shard_internal.h"
 
 /* kcr_shard_handover_seconds buckets. */
 static const double handover_buckets[] = {0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 15, 20, 30, 60, 120};
-
-struct mgr_shard {
-    kcr_manager *m;
-    kcr_shard_mode mode;
-    kcr_shard_field field;
-    char *ring, *identity, *ns, *instance;
-    int64_t lease_ms, renew_ms, retry_ms, margin_ms;
-    int64_t anchor_wall_ms, anchor_mono_ns; /* the member's clock */
-    char *initial_selector;                  /* server mode */
-    kcr__lease_store *inner;                 /* the client store (request thread only) */
-    kcr__lease_store outer;                  /* the member's: hands requests over */
-    kcr_cancel *call_cancel;
-    kcr_metric *state_metric, *moves, *handover, *unowned;
-    kcr_metric_family *owned_family;
-
-    pthread_mutex_t lock;
-    pthread_cond_t cond; /* monotonic; every change below */
-    kcr__shard_member *member;
-    pthread_t step_thread, call_thread;
-    bool started, quit, calls_quit, poke;
-    kcr__shard_state state; /* as of the last step or check */
-    char *refused;          /* the member's refusal, once */
-    kcr__ranges admitted;   /* as of the last step: what gains are measured against */
-    kcr__ranges selection;  /* server mode: the ranges the selectors were last set to */
-    int64_t want_since_ns;  /* the first step that wanted a range not admitted; 0: none */
-    char *last_err;         /* the last step's error, logged when it changes */
-    /* the request slot */
-    call_state call;
-    bool call_abandoned;
-    call_op op;
-    char *call_ring;
-    kcr__shard_lease call_lease;
-    kcr__shard_lease_list call_list;
-    char *call_version, *call_msg;
-    kcr_err call_err;
-};
 
 static const char *const state_names[] = {"joining", "probing", "active",  "fenced",
                                           "leaving", "left",    "refused"};
@@ -376,6 +345,8 @@ static void *step_main(void *arg)
         kcr__shard_state before = s->state;
         effects e = {0};
         observe(s, kcr__shard_member_check(s->member, member_now(s)), start, &e);
+        if (s->labels)
+            kcr__shard_labels_after_step(s);
         pthread_cond_broadcast(&s->cond); /* kcr__mgr_shard_stop waits for LEFT */
         bool soon = e.state != before || e.gained.n || s->want_since_ns;
         pthread_mutex_unlock(&s->lock);
@@ -429,6 +400,9 @@ static void collect(kcr_metrics *reg, void *user_data)
         if (kcr_metric_family_series(s->owned_family, v, &series) == KCR_OK)
             kcr_metric_set(series, owned);
     }
+    double coord_unowned = 0; /* label mode: the coordinator counts every object */
+    if (s->labels && kcr__shard_labels_coordinating(s, &coord_unowned))
+        unowned += coord_unowned;
     if (err == KCR_OK)
         kcr_metric_set(s->unowned, unowned);
     kcr__ranges_clear(&admitted);
@@ -518,14 +492,16 @@ static kcr_err check(const kcr_manager *m, const kcr_sharding_options *o)
 {
     if (kcr__abi_reserved(o->reserved, sizeof o->reserved, "kcr_sharding_options") != KCR_OK)
         return KCR_ERR_INVALID; /* detail: kcr__abi_reserved */
-    if (o->mode == KCR_SHARD_LABEL)
-        return kcr__fail(KCR_ERR_UNSUPPORTED,
-                         "kcr_manager_new: sharding mode KCR_SHARD_LABEL (shard labels written by "
-                         "a coordinator) is not built yet: use KCR_SHARD_FILTER or "
-                         "KCR_SHARD_SERVER");
-    if (o->mode != KCR_SHARD_FILTER && o->mode != KCR_SHARD_SERVER)
+    if (o->reserved_u32)
+        return kcr__fail(KCR_ERR_INVALID,
+                         "kcr_sharding_options: reserved_u32 is not zero (a field this library "
+                         "does not have?)");
+    if (o->mode != KCR_SHARD_FILTER && o->mode != KCR_SHARD_SERVER && o->mode != KCR_SHARD_LABEL)
         return kcr__fail(KCR_ERR_INVALID, "kcr_manager_new: sharding.mode %d is unknown",
                          (int)o->mode);
+    if (o->label_keys != KCR_SHARD_LABELS_KCR && o->label_keys != KCR_SHARD_LABELS_TIMEBERTT)
+        return kcr__fail(KCR_ERR_INVALID, "kcr_manager_new: sharding.label_keys %d is unknown",
+                         (int)o->label_keys);
     if (o->field != KCR_SHARD_BY_UID && o->field != KCR_SHARD_BY_NAMESPACE)
         return kcr__fail(KCR_ERR_INVALID, "kcr_manager_new: sharding.field %d is unknown",
                          (int)o->field);
@@ -573,6 +549,7 @@ kcr_err kcr__mgr_shard_new(kcr_manager *m, const kcr_sharding_options *o, mgr_sh
     s->m = m;
     s->mode = o->mode;
     s->field = o->field;
+    s->label_keys = o->label_keys;
     s->lease_ms = or_default(o->lease_duration_ms, 15000);
     s->renew_ms = or_default(o->renew_deadline_ms, 10000);
     s->retry_ms = or_default(o->retry_period_ms, 2000);
@@ -611,6 +588,8 @@ kcr_err kcr__mgr_shard_new(kcr_manager *m, const kcr_sharding_options *o, mgr_sh
         if (err != KCR_OK)
             kcr__refail(err, "kcr_manager_new: sharding: ");
     }
+    if (err == KCR_OK && s->mode == KCR_SHARD_LABEL)
+        err = kcr__shard_labels_new(s, &s->labels);
     if (err == KCR_OK)
         err = instrument(s);
     if (err != KCR_OK) {
@@ -626,6 +605,20 @@ const char *kcr__mgr_shard_initial_selector(const mgr_shard *s)
     return s->initial_selector;
 }
 
+bool kcr__mgr_shard_moved_away(const mgr_shard *s, const kcr_object *obj)
+{
+    return s->labels && !kcr__shard_labels_owned(s->labels, s->identity, obj);
+}
+
+kcr_err kcr__mgr_shard_label_selector(const mgr_shard *s, const char *user, char **out)
+{
+    *out = NULL;
+    if (!s->labels)
+        return KCR_OK;
+    *out = kcr__shard_labels_selector(s->labels, user);
+    return *out ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, "out of memory");
+}
+
 kcr_err kcr__mgr_shard_start(mgr_shard *s)
 {
     if (pthread_create(&s->call_thread, NULL, call_main, s) != 0)
@@ -639,6 +632,13 @@ kcr_err kcr__mgr_shard_start(mgr_shard *s)
         return kcr__fail(KCR_ERR_NOMEM, "cannot start the shard member's thread");
     }
     s->started = true;
+    if (s->labels) {
+        kcr_err err = kcr__shard_labels_start(s);
+        if (err != KCR_OK) {
+            kcr__mgr_shard_stop(s, 0);
+            return err;
+        }
+    }
     kcr__log(KCR_LOG_INFO, "shard", "shard ring \"%s\": %s (instance %s) joining, Leases in %s",
              s->ring, s->identity, s->instance, s->ns);
     return KCR_OK;
@@ -674,6 +674,8 @@ void kcr__mgr_shard_stop(mgr_shard *s, int64_t deadline_ns)
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->step_thread, NULL);
     pthread_join(s->call_thread, NULL);
+    if (s->labels)
+        kcr__shard_labels_stop(s);
     s->started = false;
 }
 
@@ -682,6 +684,8 @@ void kcr__mgr_shard_free(mgr_shard *s)
     if (!s)
         return;
     kcr__mgr_shard_stop(s, 0);
+    kcr__shard_labels_free(s->labels);
+    kcr__ring_free(s->coord_ring);
     kcr__shard_member_free(s->member);
     kcr__lease_store_client_free(s->inner);
     kcr_cancel_free(s->call_cancel);
@@ -708,35 +712,48 @@ void kcr__mgr_shard_free(mgr_shard *s)
 
 /* The shard hash of the key: its namespace (BY_NAMESPACE), else the uid of
  * the cached object, else the last uid a change of it recorded. false:
- * nothing to hash (no object, no uid seen). */
+ * nothing to hash (no object, no uid seen). *draining: label mode, the
+ * cached object carries the drain label. */
 static bool key_hash(const mgr_shard *s, mgr_ctl *mc, const char *key, const mgr_keyrec *rec,
-                     uint64_t *hash)
+                     uint64_t *hash, bool *draining)
 {
+    kcr_object *o = kcr_store_get_by_key(mc->c->sources[0].cache, key);
+    *draining = o && s->labels && kcr__shard_labels_draining(s->labels, o);
+    bool known = true;
     if (s->field == KCR_SHARD_BY_NAMESPACE) {
         const char *slash = strchr(key, '/');
         *hash = kcr_shard_hash(key, slash ? (size_t)(slash - key) : 0);
-        return true;
-    }
-    kcr_object *o = kcr_store_get_by_key(mc->c->sources[0].cache, key);
-    if (o) {
+    } else if (o) {
         *hash = kcr_object_shard_hash(o, KCR_SHARD_BY_UID);
-        kcr_object_unref(o);
-        return true;
+    } else {
+        *hash = rec->p.uid_hash;
+        known = rec->p.has_uid;
     }
-    *hash = rec->p.uid_hash;
-    return rec->p.has_uid;
+    kcr_object_unref(o);
+    return known;
 }
 
 kcr__admission kcr__mgr_shard_begin(mgr_shard *s, mgr_worker *w, const char *key,
                                     const mgr_keyrec *rec, uint64_t *hash)
 {
-    if (!key_hash(s, w->mc, key, rec, hash)) {
+    /* the cache is read under the lock: label mode's acknowledgement
+     * (manager_shard_label.c) reads it under the lock too, so a reconcile
+     * either starts before the drain label is seen or not at all */
+    pthread_mutex_lock(&s->lock);
+    bool draining = false;
+    if (!key_hash(s, w->mc, key, rec, hash, &draining)) {
+        pthread_mutex_unlock(&s->lock);
         kcr__log(KCR_LOG_DEBUG, "shard",
                  "controller \"%s\": %s: no cached object and no uid seen: not reconciled here",
                  w->mc->c->name, key);
         return KCR__ADMIT_DROP;
     }
-    pthread_mutex_lock(&s->lock);
+    if (draining) { /* moving to another replica: acknowledge, never start */
+        s->label_poke = true;
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+        return KCR__ADMIT_DROP;
+    }
     kcr__admission a = kcr__shard_member_begin(s->member, *hash, member_now(s)) ? KCR__ADMIT_RUN
                        : kcr__shard_member_wants(s->member, *hash)          ? KCR__ADMIT_LATER
                                                                             : KCR__ADMIT_DROP;
@@ -752,6 +769,10 @@ void kcr__mgr_shard_end(mgr_shard *s, uint64_t hash)
     /* the end of a reconcile in a lost range: acknowledge it at once */
     if (!kcr__ranges_contains(kcr__shard_member_admitted(s->member), hash)) {
         s->poke = true;
+        pthread_cond_broadcast(&s->cond);
+    }
+    if (s->drain_waits) { /* label mode: a drain label waits for a reconcile's end */
+        s->label_poke = true;
         pthread_cond_broadcast(&s->cond);
     }
     pthread_mutex_unlock(&s->lock);
@@ -807,13 +828,17 @@ kcr_err kcr__mgr_shard_ready(mgr_shard *s, char **text)
     char *refused = s->refused ? strdup(s->refused) : NULL;
     pthread_mutex_unlock(&s->lock);
     bool ignored = server_ignored(s);
+    bool coordinating = s->labels && kcr__shard_labels_coordinating(s, NULL);
     size_t cap = 512 + (ranges ? strlen(ranges) : 0) + (skew ? strlen(skew) : 0) +
                  (problem ? strlen(problem) : 0) + (refused ? strlen(refused) : 0);
     char *out = malloc(cap);
     if (err == KCR_OK && out && skew && problem)
         snprintf(out, cap, "shard ring \"%s\": %s %s (slot %d), admitted [%s]%s%s%s%s%s%s%s%s",
                  s->ring, s->identity, state_names[st], slot, ranges,
-                 s->mode == KCR_SHARD_SERVER ? "; mode server" : "; mode filter",
+                 s->mode == KCR_SHARD_SERVER  ? "; mode server"
+                 : s->mode == KCR_SHARD_LABEL ? (coordinating ? "; mode label, the ring's coordinator"
+                                                              : "; mode label")
+                                              : "; mode filter",
                  ignored ? " (the apiserver ignored the shard selector: filtering on the client)"
                          : "",
                  *skew ? "; " : "", skew, *problem ? "; " : "", problem, refused ? "; " : "",

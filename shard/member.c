@@ -20,6 +20,7 @@ struct kcr__shard_member {
     kcr__ranges admitted, draining, published;
     kcr__ranges want;     /* what the ring gave it at the last step (empty unless active) */
     kcr__ranges covered;  /* what the live Leases published at the last step, ours included */
+    kcr__shard_published_list pub; /* ... per Lease */
     kcr__ranges legacy;   /* what a previous instance of our identity published */
     int64_t legacy_until; /* ... and until when it may still be reconciling there */
     uint64_t *inflight;   /* hashes of reconciles in flight (a multiset) */
@@ -33,6 +34,7 @@ struct kcr__shard_member {
     char skew_of[64];  /* whose Lease it was about (truncated), for logging once */
     char problem[320]; /* the last report of a malformed Lease in the ring, "" while none */
     kcr__ring *cached; /* the last ring built, reused while its members stay */
+    bool cached_is_step; /* cached is the ring of the last step of an active member */
 };
 
 kcr_err kcr__shard_member_new(const kcr__shard_member_config *config, const kcr__lease_store *store,
@@ -81,6 +83,7 @@ void kcr__shard_member_free(kcr__shard_member *m)
     kcr__ranges_clear(&m->published);
     kcr__ranges_clear(&m->want);
     kcr__ranges_clear(&m->covered);
+    kcr__shard_published_list_clear(&m->pub);
     kcr__ranges_clear(&m->legacy);
     free(m->inflight);
     free(m->probe_holder);
@@ -357,6 +360,7 @@ static kcr_err step(kcr__shard_member *m, const kcr__shard_lease_list *list,
         }
     }
     kcr__ranges want = {0}, lost = {0}, others = {0}, claim = {0}, publish = {0};
+    m->cached_is_step = err == KCR_OK && active;
     if (err == KCR_OK && active)
         err = kcr__ring_ranges(ring, m->identity, &want);
     if (err == KCR_OK)
@@ -463,8 +467,80 @@ static void note_problems(kcr__shard_member *m, const kcr__shard_lease_list *lis
     memcpy(m->problem, report, sizeof report);
 }
 
+void kcr__shard_published_list_clear(kcr__shard_published_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->items[i].identity);
+        kcr__ranges_clear(&l->items[i].ranges);
+    }
+    free(l->items);
+    l->items = NULL;
+    l->n = 0;
+}
+
+/* Keeps what each unexpired Lease published (ours: as of this sync). */
+static kcr_err note_published(kcr__shard_member *m, const kcr__shard_lease_list *list,
+                              int64_t now)
+{
+    kcr__shard_published_list_clear(&m->pub);
+    if (!list->n)
+        return KCR_OK;
+    m->pub.items = calloc(list->n, sizeof *m->pub.items);
+    if (!m->pub.items)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    kcr_err err = KCR_OK;
+    for (size_t i = 0; i < list->n && err == KCR_OK; i++) {
+        const kcr__shard_lease *l = &list->items[i];
+        bool own = strcmp(l->identity, m->identity) == 0;
+        if (!*l->identity || (!own && expired(m, l, now)))
+            continue;
+        kcr__shard_published *p = &m->pub.items[m->pub.n];
+        if (!(p->identity = strdup(l->identity)))
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+        m->pub.n++;
+        if (own) {
+            err = kcr__ranges_copy(&m->published, &p->ranges);
+        } else if (*l->held) {
+            err = kcr__ranges_parse(l->held, &p->ranges);
+            if (err == KCR_ERR_PARSE) /* unreadable: it may hold anything */
+                err = kcr__ranges_append(&p->ranges, 0, 0);
+        }
+    }
+    return err;
+}
+
+kcr_err kcr__shard_member_published(const kcr__shard_member *m, kcr__shard_published_list *out)
+{
+    kcr__shard_published_list_clear(out);
+    if (!m->pub.n)
+        return KCR_OK;
+    out->items = calloc(m->pub.n, sizeof *out->items);
+    if (!out->items)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < m->pub.n; i++) {
+        kcr__shard_published *p = &out->items[out->n++];
+        if (!(p->identity = strdup(m->pub.items[i].identity)) ||
+            kcr__ranges_copy(&m->pub.items[i].ranges, &p->ranges) != KCR_OK) {
+            kcr__shard_published_list_clear(out);
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+        }
+    }
+    return KCR_OK;
+}
+
+bool kcr__shard_published_has(const kcr__shard_published_list *l, const char *identity,
+                              uint64_t hash)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->items[i].identity, identity) == 0 &&
+            kcr__ranges_contains(&l->items[i].ranges, hash))
+            return true;
+    return false;
+}
+
 kcr_err kcr__shard_member_sync(kcr__shard_member *m, int64_t now_ms)
 {
+    m->cached_is_step = false;
     if (m->state == KCR__SHARD_REFUSED)
         return kcr__fail(KCR_ERR_EXISTS, "%s", m->error);
     if (m->state == KCR__SHARD_LEFT)
@@ -481,6 +557,8 @@ kcr_err kcr__shard_member_sync(kcr__shard_member *m, int64_t now_ms)
         err = join(m, &list, own, now_ms);
     else
         err = step(m, &list, own, now_ms);
+    if (note_published(m, &list, now_ms) != KCR_OK)
+        kcr__shard_published_list_clear(&m->pub);
     kcr__ranges others = {0};
     if (others_held(m, &list, now_ms, &others) == KCR_OK &&
         kcr__ranges_union(&others, &m->published, &m->covered) != KCR_OK)
@@ -591,4 +669,17 @@ int kcr__shard_member_slot(const kcr__shard_member *m)
 const kcr__ranges *kcr__shard_member_covered(const kcr__shard_member *m)
 {
     return &m->covered;
+}
+
+const kcr__ring *kcr__shard_member_ring(const kcr__shard_member *m)
+{
+    return m->state == KCR__SHARD_ACTIVE && m->cached_is_step ? m->cached : NULL;
+}
+
+bool kcr__shard_member_running(const kcr__shard_member *m, uint64_t hash)
+{
+    for (size_t i = 0; i < m->ninflight; i++)
+        if (m->inflight[i] == hash)
+            return true;
+    return false;
 }

@@ -115,6 +115,35 @@ const kcr__ranges *kcr__shard_member_draining(const kcr__shard_member *m);
  * Borrowed until the next sync. */
 const kcr__ranges *kcr__shard_member_covered(const kcr__shard_member *m);
 
+/* The ring of the live Leases at the last step of an active member (its
+ * own Lease included), NULL otherwise. Borrowed until the next sync. */
+const struct kcr__ring *kcr__shard_member_ring(const kcr__shard_member *m);
+
+/* What one unexpired Lease of the ring published (its held ranges; the
+ * whole space when they do not parse). */
+typedef struct kcr__shard_published {
+    char *identity;
+    kcr__ranges ranges;
+} kcr__shard_published;
+
+typedef struct kcr__shard_published_list {
+    kcr__shard_published *items;
+    size_t n;
+} kcr__shard_published_list;
+
+/* A copy of what every unexpired Lease (this member's own included, and
+ * released ones still draining) published at the last sync, into *out
+ * (cleared first). */
+kcr_err kcr__shard_member_published(const kcr__shard_member *m, kcr__shard_published_list *out);
+void kcr__shard_published_list_clear(kcr__shard_published_list *l);
+/* Whether `identity` published `hash` in l. */
+bool kcr__shard_published_has(const kcr__shard_published_list *l, const char *identity,
+                              uint64_t hash);
+
+/* Whether a reconcile of a key with this shard hash is in flight (begun,
+ * not ended). */
+bool kcr__shard_member_running(const kcr__shard_member *m, uint64_t hash);
+
 /* Fences it if its renew deadline has passed at now_ms (as sync and begin
  * do); returns its state. */
 kcr__shard_state kcr__shard_member_check(kcr__shard_member *m, int64_t now_ms);

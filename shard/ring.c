@@ -249,6 +249,18 @@ void kcr__ring_free(kcr__ring *r)
     free(r);
 }
 
+kcr_err kcr__ring_copy(const kcr__ring *r, kcr__ring **out)
+{
+    kcr__ring_member *members = calloc(r->n ? r->n : 1, sizeof *members);
+    if (!members)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory copying the shard ring");
+    for (size_t i = 0; i < r->n; i++)
+        members[i] = (kcr__ring_member){r->ids[i], r->slots[i]};
+    kcr_err err = kcr__ring_build(members, r->n, out);
+    free(members);
+    return err;
+}
+
 const char *kcr__ring_owner(const kcr__ring *r, uint64_t hash)
 {
     size_t lo = 0, hi = r->out.n; /* the last segment starting at or before hash */

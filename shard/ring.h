@@ -43,6 +43,10 @@ typedef struct kcr__ring kcr__ring;
 kcr_err kcr__ring_build(const kcr__ring_member *members, size_t n, kcr__ring **out);
 void kcr__ring_free(kcr__ring *r);
 
+/* A ring of r's members (the same layout), for a reader on another thread
+ * that must outlive r. */
+kcr_err kcr__ring_copy(const kcr__ring *r, kcr__ring **out);
+
 /* Whether r was built from exactly these members (any order): callers keep
  * a ring while the Leases they list say the same. */
 bool kcr__ring_same_members(const kcr__ring *r, const kcr__ring_member *members, size_t n);

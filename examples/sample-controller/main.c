@@ -9,7 +9,7 @@
  * :9443), reloading the certificate when it changes (docs/webhooks.md).
  * With --reconcile-log FILE it appends one line per reconcile to FILE
  * (reconcile_log.h), the record the sharding e2e checks. With
- * --shard-mode filter|server it runs as one replica of a shard ring
+ * --shard-mode filter|server|label it runs as one replica of a shard ring
  * (--shard-ring, default "sample-controller") under the identity
  * --shard-identity (default $POD_NAME, else the host name): it reconciles
  * only its share of the Foos (docs/sample-controller.md, "Running sharded").
@@ -58,8 +58,11 @@ static int shard_flags(const char *mode, const char *identity, const char *ring,
         out->mode = KCR_SHARD_FILTER;
     else if (!strcmp(mode, "server"))
         out->mode = KCR_SHARD_SERVER;
+    else if (!strcmp(mode, "label"))
+        out->mode = KCR_SHARD_LABEL;
     else {
-        fprintf(stderr, "%s: --shard-mode is filter or server, not '%s'\n", SAMPLE_NAME, mode);
+        fprintf(stderr, "%s: --shard-mode is filter, server or label, not '%s'\n", SAMPLE_NAME,
+                mode);
         return 2;
     }
     return 0;

@@ -465,8 +465,19 @@ typedef enum kcr_shard_mode {
     KCR_SHARD_SERVER = 1, /* the primary's list+watch carries a shardSelector of the ranges the
                              replica admits, claims or drains; falls back to filtering on the
                              client when the server ignores it (no shardInfo) */
-    KCR_SHARD_LABEL = 2   /* reserved: KCR_ERR_UNSUPPORTED from kcr_manager_new for now */
+    KCR_SHARD_LABEL = 2   /* objects carry a shard label naming their replica, written by the
+                             ring's coordinator (one replica, under a Lease of its own); each
+                             replica's primary cache watches only its label; an object moves
+                             through a drain label its old owner acknowledges */
 } kcr_shard_mode;
+
+/* Which label keys KCR_SHARD_LABEL writes and watches (docs/sharding.md). */
+typedef enum kcr_shard_label_keys {
+    KCR_SHARD_LABELS_KCR = 0,      /* shard.kcr.dev/<ring>, drain.kcr.dev/<ring> */
+    KCR_SHARD_LABELS_TIMEBERTT = 1 /* shard.alpha.sharding.timebertt.dev/<ring>,
+                                      drain.alpha.sharding.timebertt.dev/<ring>: the keys of
+                                      timebertt's kubernetes-controller-sharding */
+} kcr_shard_label_keys;
 
 /* Sharding a manager's controllers over its replicas: one ring per manager,
  * one coordination.k8s.io/v1 Lease per replica (docs/sharding.md). Reached
@@ -482,10 +493,12 @@ typedef struct kcr_sharding_options {
     int64_t renew_deadline_ms;    /* 0: 10000 */
     int64_t retry_period_ms;      /* 0: 2000 */
     int64_t skew_margin_ms;       /* 0: 2000; the clock-skew bound the guarantee assumes */
+    kcr_shard_label_keys label_keys; /* KCR_SHARD_LABEL only; 0: kcr's own keys */
+    uint32_t reserved_u32;        /* zero (the rest of the reserved slot label_keys took) */
     /* Zero. Fields added later take these bytes: the struct is reached
      * through options, so its size never changes (docs/abi.md). Not zero:
      * KCR_ERR_INVALID. */
-    uint64_t reserved[4];
+    uint64_t reserved[3];
 } kcr_sharding_options;
 
 /* Zero means default for every field; strings are copied. A graceful

@@ -5,7 +5,11 @@
  * refused, a replica cut off from the API fences (its in-flight reconcile
  * is cancelled, /readyz says fenced) and comes back, a child's change runs
  * on the replica owning its controller owner, and server mode caches only
- * the shard's objects. */
+ * the shard's objects. Label mode: the coordinator labels every object,
+ * each replica caches and reconciles only its own, an object moving to a
+ * joiner is drained (its old owner's reconcile ends before the new owner's
+ * starts), and a cut-off replica's objects move only after its Lease
+ * expired. */
 #include "tests/unit/manager_fixture.h"
 
 #define N_KEYS 48
@@ -34,6 +38,25 @@ static atomic_int overlaps, wrong_info, owned_by_child[N_KEYS][MAX_R];
 static atomic_int everywhere[N_KEYS][MAX_R], unsharded_with_info;
 /* The first reconcile of "block" waits for its cancel (the fence tests). */
 static atomic_int blocking, saw_cancel;
+/* Label mode: while slow_ms is set every reconcile of a key takes that long
+ * and, at its end, reads its object from the API: drained_running counts
+ * reconciles that ended with the drain label on their own object (the
+ * drain came while they ran, and the object had not moved yet). */
+static atomic_int slow_ms, drained_running;
+/* Reconciles of a ConfigMap key that found no primary object in the cache:
+ * none is ever deleted in these tests, so each would be a moved object
+ * taken for a deleted one. */
+static atomic_int missing_primary;
+static kcr_shard_label_keys label_keys_opt;
+static int workers_opt = 4; /* each replica's max_concurrent_reconciles */
+#define SHARD_LABEL "shard.kcr.dev/ring"
+#define DRAIN_LABEL "drain.kcr.dev/ring"
+
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
 
 static int key_index(const kcr_reconcile_request *req)
 {
@@ -60,10 +83,28 @@ static kcr_result note(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
     int i = key_index(req);
     if (i < 0)
         return KCR_DONE;
+    kcr_object *primary = kcr_ctx_get_primary(ctx);
+    if (!primary)
+        atomic_fetch_add(&missing_primary, 1);
+    kcr_object_unref(primary);
     if (atomic_fetch_add(&running_now[i], 1) != 0)
         atomic_fetch_add(&overlaps, 1);
     struct timespec ts = {0, 2000000}; /* long enough for an overlap to show */
     nanosleep(&ts, NULL);
+    int slow = atomic_load(&slow_ms);
+    if (slow) {
+        sleep_ms(slow);
+        kcr_object *now = NULL;
+        if (kcr_client_get(reps[r].client,
+                           &(kcr_request){.resource = &CM, .ns = "default", .name = req->name},
+                           &now) == KCR_OK) {
+            const char *owner = kcr_object_label(now, SHARD_LABEL);
+            if (kcr_object_label(now, DRAIN_LABEL) && owner &&
+                strcmp(owner, reps[r].identity) == 0)
+                atomic_fetch_add(&drained_running, 1);
+            kcr_object_unref(now);
+        }
+    }
     atomic_fetch_add(&by[i][r], 1);
     if (req->trigger.reason == KCR_REASON_OWNED)
         atomic_fetch_add(&owned_by_child[i][r], 1);
@@ -86,7 +127,8 @@ static kcr_sharding_options shard_opts(kcr_shard_mode mode, const char *identity
                                   .lease_duration_ms = test_ms(1500),
                                   .renew_deadline_ms = test_ms(1000),
                                   .retry_period_ms = test_ms(200),
-                                  .skew_margin_ms = test_ms(200)};
+                                  .skew_margin_ms = test_ms(200),
+                                  .label_keys = label_keys_opt};
 }
 
 /* Makes replica r (identity "rep-<r>" unless given) with one controller on
@@ -106,7 +148,7 @@ static void replica_new(int r, kcr_shard_mode mode, const char *identity)
                                 .primary = {.resource = CM},
                                 .owns = &owns,
                                 .n_owns = 1,
-                                .max_concurrent_reconciles = 4,
+                                .max_concurrent_reconciles = workers_opt,
                                 .reconcile = note,
                                 .user_data = (void *)(intptr_t)r};
     cr_assert_eq(kcr_manager_add_controller(rp->m, &o, NULL), KCR_OK, "%s", kcr_last_error());
@@ -141,6 +183,11 @@ static void replicas_teardown(void)
     memset(running_now, 0, sizeof running_now);
     atomic_store(&overlaps, 0);
     atomic_store(&wrong_info, 0);
+    atomic_store(&slow_ms, 0);
+    atomic_store(&drained_running, 0);
+    atomic_store(&missing_primary, 0);
+    label_keys_opt = KCR_SHARD_LABELS_KCR;
+    workers_opt = 4;
     teardown();
 }
 
@@ -580,10 +627,20 @@ Test(shard_controller, server_mode_falls_back_when_the_server_ignores_it, .init 
 
 Test(shard_controller, bad_options, .init = setup, .fini = teardown)
 {
-    kcr_sharding_options so = {.mode = KCR_SHARD_LABEL};
+    kcr_sharding_options so = {.mode = KCR_SHARD_LABEL, .identity = "not a label value"};
     kcr_manager_options mo = {.sharding = &so};
-    cr_expect_eq(kcr_manager_new(client, &mo, &mgr), KCR_ERR_UNSUPPORTED);
-    cr_expect(strstr(kcr_last_error(), "KCR_SHARD_LABEL") != NULL, "%s", kcr_last_error());
+    cr_expect_eq(kcr_manager_new(client, &mo, &mgr), KCR_ERR_INVALID);
+    cr_expect(strstr(kcr_last_error(), "\"not a label value\" is not a valid label value") !=
+                  NULL,
+              "%s", kcr_last_error());
+    so.identity = "rep-0";
+    so.label_keys = (kcr_shard_label_keys)7;
+    cr_expect_eq(kcr_manager_new(client, &mo, &mgr), KCR_ERR_INVALID);
+    cr_expect(strstr(kcr_last_error(), "label_keys 7") != NULL, "%s", kcr_last_error());
+    so.label_keys = KCR_SHARD_LABELS_KCR;
+    so.reserved_u32 = 1;
+    cr_expect_eq(kcr_manager_new(client, &mo, &mgr), KCR_ERR_INVALID);
+    so.reserved_u32 = 0;
     so.mode = KCR_SHARD_FILTER;
     mo.leader_election = true;
     mo.leader_election_id = "x";
@@ -598,4 +655,261 @@ Test(shard_controller, bad_options, .init = setup, .fini = teardown)
     so.reserved[0] = 1;
     cr_expect_eq(kcr_manager_new(client, &mo, &mgr), KCR_ERR_INVALID);
     cr_expect_null(mgr);
+}
+
+/* ---- label mode ---- */
+
+/* The shard label of cm-<i> as the API has it ("" when none), into out. */
+static void label_of(int i, const char *key, char *out, size_t size)
+{
+    char name[16];
+    snprintf(name, sizeof name, "cm-%02d", i);
+    kcr_object *cm = NULL;
+    cr_assert_eq(kcr_client_get(client, &(kcr_request){.resource = &CM, .ns = "default", .name = name},
+                                &cm),
+                 KCR_OK);
+    const char *v = kcr_object_label(cm, key);
+    snprintf(out, size, "%s", v ? v : "");
+    kcr_object_unref(cm);
+}
+
+/* Every ConfigMap labelled with one of the first n replicas, none drained. */
+static bool all_labelled(int n, const char *key)
+{
+    for (int i = 0; i < N_KEYS; i++) {
+        char owner[64], drain[64];
+        label_of(i, key, owner, sizeof owner);
+        label_of(i, DRAIN_LABEL, drain, sizeof drain);
+        bool known = false;
+        for (int r = 0; r < n; r++)
+            known |= strcmp(owner, reps[r].identity) == 0;
+        if (!known || *drain)
+            return false;
+    }
+    return true;
+}
+
+/* How many replicas' readiness says they are the ring's coordinator. */
+static int coordinators(int n)
+{
+    int c = 0;
+    for (int r = 0; r < n; r++) {
+        char *msg = NULL;
+        kcr_manager_shard_readyz_check(&msg, reps[r].m);
+        c += msg && strstr(msg, "the ring's coordinator") != NULL;
+        free(msg);
+    }
+    return c;
+}
+
+Test(shard_controller, label_mode_each_replica_caches_and_runs_its_labelled_objects,
+     .init = setup, .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    for (int r = 0; r < 3; r++) {
+        replica_new(r, KCR_SHARD_LABEL, NULL);
+        replica_start(r);
+    }
+    int all[] = {0, 1, 2};
+    WAIT_FOR(settled(all, 3) && all_labelled(3, SHARD_LABEL));
+    cr_assert(all_labelled(3, SHARD_LABEL), "the coordinator labelled every ConfigMap");
+    WAIT_FOR(coordinators(3) == 1);
+    cr_expect_eq(coordinators(3), 1, "one replica is the ring's coordinator");
+    /* each primary cache holds its label's objects only: together every one once */
+    WAIT_FOR(metric(reps[0].m, CM_OBJECTS) + metric(reps[1].m, CM_OBJECTS) +
+                 metric(reps[2].m, CM_OBJECTS) ==
+             N_KEYS);
+    for (int r = 0; r < 3; r++)
+        cr_expect_lt(metric(reps[r].m, CM_OBJECTS), N_KEYS, "replica %d caches only its shard", r);
+    clear_counts();
+    touch_all(7);
+    WAIT_FOR(each_once());
+    sleep_ms(200); /* a late duplicate would show by now */
+    cr_assert(each_once(), "a key was reconciled by two replicas");
+    for (int i = 0; i < N_KEYS; i++) {
+        char owner[64];
+        label_of(i, SHARD_LABEL, owner, sizeof owner);
+        for (int r = 0; r < 3; r++)
+            if (atomic_load(&by[i][r]))
+                cr_expect_str_eq(owner, reps[r].identity, "cm-%02d ran on its label's replica", i);
+    }
+    cr_expect_eq(atomic_load(&overlaps), 0);
+    cr_expect_eq(atomic_load(&wrong_info), 0);
+    char *msg = NULL;
+    cr_assert_eq(kcr_manager_shard_readyz_check(&msg, reps[0].m), KCR_OK);
+    cr_expect(strstr(msg, "mode label") != NULL, "%s", msg);
+    free(msg);
+}
+
+Test(shard_controller, label_mode_a_move_waits_for_the_old_owners_drain, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    workers_opt = N_KEYS; /* every key of a replica in flight at once */
+    for (int r = 0; r < 2; r++) {
+        replica_new(r, KCR_SHARD_LABEL, NULL);
+        replica_start(r);
+    }
+    int two[] = {0, 1}, three[] = {0, 1, 2};
+    WAIT_FOR(settled(two, 2) && all_labelled(2, SHARD_LABEL));
+    cr_assert(all_labelled(2, SHARD_LABEL));
+    /* every reconcile now takes 2 s, all of them at once, and a third
+     * replica joins meanwhile: the keys moving to it are in flight when
+     * their drain label comes */
+    atomic_store(&slow_ms, (int)test_ms(2000));
+    clear_counts();
+    touch_all(8);
+    sleep_ms(test_ms(150));
+    replica_new(2, KCR_SHARD_LABEL, NULL);
+    replica_start(2);
+    WAIT_FOR(settled(three, 3) && all_labelled(3, SHARD_LABEL));
+    cr_assert(all_labelled(3, SHARD_LABEL), "the joiner got its objects");
+    int moved = 0;
+    for (int i = 0; i < N_KEYS; i++) {
+        char owner[64];
+        label_of(i, SHARD_LABEL, owner, sizeof owner);
+        moved += strcmp(owner, reps[2].identity) == 0;
+    }
+    cr_expect_gt(moved, 0, "keys moved to the joiner");
+    /* reconciles on the old owners saw the drain label arrive on their own,
+     * still-labelled object: the acknowledgement waited for it to end */
+    cr_expect_gt(atomic_load(&drained_running), 0,
+                 "an in-flight reconcile of a moving key ended before its acknowledgement");
+    cr_expect_leq(atomic_load(&drained_running), moved);
+    cr_expect_eq(atomic_load(&overlaps), 0, "no key ran on two replicas at once");
+    atomic_store(&slow_ms, 0);
+    clear_counts();
+    touch_all(9);
+    WAIT_FOR(each_once());
+    cr_expect_eq(keys_of(2), moved, "the joiner runs exactly the keys labelled with it");
+    cr_expect_eq(atomic_load(&overlaps), 0);
+    cr_expect_eq(atomic_load(&missing_primary), 0,
+                 "a moved object's DELETED event (its label no longer matches) is no deletion");
+    cr_log_info("label mode: %d of %d keys moved to the joiner, %d drained while running", moved,
+                N_KEYS, atomic_load(&drained_running));
+}
+
+/* The fake's hook: while `cut` is set, the requests naming replica 1's
+ * shard Lease block (its renewals: the replica is cut off from its Lease). */
+static atomic_int cut;
+
+static void cut_rep1(kcr_fake_verb verb, const kcr_resource *res, const char *ns,
+                     const char *name, void *ud)
+{
+    (void)verb, (void)ns, (void)ud;
+    if (strcmp(res->resource, "leases") != 0 || !name || strcmp(name, "ring-rep-1") != 0)
+        return;
+    while (atomic_load(&cut))
+        sleep_ms(1);
+}
+
+/* How many ConfigMaps carry `identity`'s shard label. */
+static int labelled_with(const char *identity)
+{
+    int n = 0;
+    for (int i = 0; i < N_KEYS; i++) {
+        char owner[64];
+        label_of(i, SHARD_LABEL, owner, sizeof owner);
+        n += strcmp(owner, identity) == 0;
+    }
+    return n;
+}
+
+Test(shard_controller, label_mode_a_cut_off_replicas_objects_move_after_its_lease_expired,
+     .init = setup, .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    kcr_fake_set_hook(fake, cut_rep1, NULL);
+    replica_new(0, KCR_SHARD_LABEL, NULL);
+    replica_start(0);
+    WAIT_FOR(coordinators(1) == 1); /* replica 0 coordinates: replica 1 is the one cut off */
+    cr_assert_eq(coordinators(1), 1);
+    replica_new(1, KCR_SHARD_LABEL, NULL);
+    replica_start(1);
+    int two[] = {0, 1};
+    WAIT_FOR(settled(two, 2) && all_labelled(2, SHARD_LABEL));
+    cr_assert(all_labelled(2, SHARD_LABEL));
+    int had = labelled_with("rep-1");
+    cr_assert_gt(had, 0);
+    atomic_store(&cut, 1);
+    int64_t t0 = kcr__now_ns();
+    /* its objects keep its label until its Lease expired (its last renewal,
+     * at most a retry period before the cut, + lease + margin) */
+    int64_t first_move = 0;
+    int64_t until = t0 + test_ms(10000) * KCR_NS_PER_MS;
+    while (kcr__now_ns() < until && labelled_with("rep-1") > 0) {
+        if (!first_move && labelled_with("rep-1") < had)
+            first_move = kcr__now_ns();
+        sleep_ms(5);
+    }
+    if (!first_move)
+        first_move = kcr__now_ns();
+    cr_assert_eq(labelled_with("rep-1"), 0, "the cut-off replica's objects moved");
+    double after_s = (double)(first_move - t0) / 1e9;
+    cr_log_info("label mode: a cut-off replica's objects started moving %.3f s after the cut "
+                "(lease %.1f s, margin %.1f s, retry %.1f s)",
+                after_s, (double)test_ms(1500) / 1000, (double)test_ms(200) / 1000,
+                (double)test_ms(200) / 1000);
+    cr_expect_geq(first_move - t0, (test_ms(1500) + test_ms(200) - test_ms(200)) * KCR_NS_PER_MS,
+                  "no object moved before the Lease could have expired (%.3f s)", after_s);
+    /* they run on replica 0 now, never on the fenced one */
+    clear_counts();
+    touch_all(10);
+    WAIT_FOR(keys_of(0) == N_KEYS);
+    cr_expect_eq(keys_of(0), N_KEYS);
+    cr_expect_eq(keys_of(1), 0, "the cut-off replica reconciled nothing");
+    cr_expect_eq(atomic_load(&overlaps), 0);
+    atomic_store(&cut, 0);
+}
+
+Test(shard_controller, label_mode_writes_timebertts_keys_when_asked, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    label_keys_opt = KCR_SHARD_LABELS_TIMEBERTT;
+    replica_new(0, KCR_SHARD_LABEL, NULL);
+    replica_start(0);
+    WAIT_FOR(all_labelled(1, "shard.alpha.sharding.timebertt.dev/ring"));
+    cr_assert(all_labelled(1, "shard.alpha.sharding.timebertt.dev/ring"));
+    char kcr_key[64];
+    label_of(0, SHARD_LABEL, kcr_key, sizeof kcr_key);
+    cr_expect_str_empty(kcr_key, "kcr's own key is not written");
+    clear_counts();
+    touch_all(11);
+    WAIT_FOR(keys_of(0) == N_KEYS);
+    cr_expect_eq(keys_of(0), N_KEYS);
+}
+
+Test(shard_controller, label_mode_a_relabelled_object_is_not_taken_for_deleted, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    replica_new(0, KCR_SHARD_LABEL, NULL);
+    replica_start(0);
+    int one[] = {0};
+    WAIT_FOR(settled(one, 1) && all_labelled(1, SHARD_LABEL));
+    cr_assert(all_labelled(1, SHARD_LABEL));
+    WAIT_FOR(keys_of(0) == N_KEYS);
+    /* cm-00 relabelled for an identity that is no member: it leaves the
+     * replica's cache as a DELETED event (its label no longer matches),
+     * which is no deletion; the coordinator then gives it back (its owner
+     * holds no Lease) and the replica reconciles it with its object */
+    atomic_store(&missing_primary, 0);
+    clear_counts();
+    cr_assert_eq(kcr_client_patch(client,
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = "default",
+                                                 .name = "cm-00",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = "{\"metadata\":{\"labels\":{\"" SHARD_LABEL
+                                                         "\":\"elsewhere\"}}}"},
+                                  NULL),
+                 KCR_OK, "%s", kcr_last_error());
+    WAIT_FOR(atomic_load(&by[0][0]) > 0);
+    cr_assert_gt(atomic_load(&by[0][0]), 0, "cm-00 came back and was reconciled");
+    char owner[64];
+    label_of(0, SHARD_LABEL, owner, sizeof owner);
+    cr_expect_str_eq(owner, "rep-0");
+    cr_expect_eq(atomic_load(&missing_primary), 0,
+                 "the DELETED event of the relabelling started no reconcile without its object");
 }

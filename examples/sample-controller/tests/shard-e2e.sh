@@ -7,7 +7,7 @@
 # MODE unsharded: the negative control. 3 replicas without sharding or
 #   leader election reconcile every Foo each: the checker MUST find
 #   overlapping intervals (else it could not fail), and every Foo converges.
-# MODE filter | server | server-fallback: 3 replicas with --shard-mode
+# MODE filter | server | server-fallback | label: 3 replicas with --shard-mode
 #   (server: against an apiserver with ShardedListAndWatch on, checked with
 #   a ConfigMap list; server-fallback: off. Either way a replica must fall
 #   back to filtering, and log it, exactly when the apiserver answers a
@@ -16,7 +16,9 @@
 #   fourth added, every replica
 #   rolled (SIGTERM, restart with the same identity, one by one); new Foos
 #   after each step; every Foo converges and the checker finds no overlap
-#   and no Foo never reconciled.
+#   and no Foo never reconciled. label: at the end every Foo carries the
+#   shard label of a running replica and no drain label, and a replica's
+#   cache held only its own Foos.
 # KCR_SHARD_E2E_WRAPPER runs each replica under a command (valgrind).
 # A Foo has converged when its Deployment exists with the Foo's replicas and
 # its status.availableReplicas is set (whatever its value: Pods are not
@@ -32,8 +34,8 @@ manifests=$(cd "$(dirname "$0")/../manifests" && pwd)
 bin=${1:-}
 checker=${2:-}
 mode=${3:-}
-[[ -x $bin && -x $checker && $mode =~ ^(unsharded|filter|server|server-fallback)$ ]] ||
-	fail "usage: $0 PATH/TO/sample-controller PATH/TO/shard-check unsharded|filter|server|server-fallback"
+[[ -x $bin && -x $checker && $mode =~ ^(unsharded|filter|server|server-fallback|label)$ ]] ||
+	fail "usage: $0 PATH/TO/sample-controller PATH/TO/shard-check unsharded|filter|server|server-fallback|label"
 test_name=sample-controller-shard-e2e-$mode
 kc_load d "$KCR_TESTENV_KUBECONFIG"
 ns=kcr-shard-e2e-$$
@@ -65,6 +67,8 @@ cleanup() {
 	kcurl d "$foos" -X DELETE >/dev/null 2>&1 || true
 	kcurl d "$deploys" -X DELETE >/dev/null 2>&1 || true
 	kcurl d "/apis/coordination.k8s.io/v1/namespaces/sample-controller/leases?labelSelector=$(jq -rn --arg r "$ring" '"kcr.dev/shard-ring=" + $r | @uri')" \
+		-X DELETE >/dev/null 2>&1 || true
+	kcurl d "/apis/coordination.k8s.io/v1/namespaces/sample-controller/leases/$ring.coordinator" \
 		-X DELETE >/dev/null 2>&1 || true
 	delete_test_objects
 }
@@ -219,6 +223,33 @@ if [[ $mode == server* ]]; then
 		grep -q "$fallback" "$tmp/r0.log" || fail "the apiserver ignores shardSelector for Foos, yet r0 did not log \"$fallback\""
 	fi
 	ok "server mode: ShardedListAndWatch $gate; the apiserver applies shardSelector to Foos: $foos_served; the replicas followed"
+fi
+if [[ $mode == label ]]; then
+	# every Foo labelled with a running replica, none left draining, and each
+	# replica's Foo cache holding its own Foos only (kcr_cache_objects)
+	labelled() {
+		kcurl d "$foos" | jq -e --arg k "shard.kcr.dev/$ring" --arg dk "drain.kcr.dev/$ring" '
+			[.items[] | select((((.metadata.labels // {})[$k] // "") | IN("r0", "r2", "r3") | not)
+			                   or ((.metadata.labels // {})[$dk] != null)) | .metadata.name] as $bad
+			| if ($bad | length) == 0 then true
+			  else error("\($bad | length) Foos without a running replica'"'"'s shard label or still draining: \($bad[:10])") end'
+	}
+	wait_until "$timeout" "every Foo labelled with a running replica" labelled
+	all=$((n_foos + 3 * step))
+	caches_split() {
+		local r cached total=0
+		for r in r0 r2 r3; do
+			cached=$(curl -sf "http://127.0.0.1:${ports[$r]}/metrics" |
+				sed -n 's/^kcr_cache_objects{resource="foos",group="samplecontroller.k8s.io",namespace="[^"]*"} \([0-9.e+]*\)$/\1/p' | head -n 1)
+			[[ -n $cached ]] || { echo "replica $r: no kcr_cache_objects for foos"; return 1; }
+			cached=${cached%.*}
+			((cached < all)) || { echo "replica $r caches $cached Foos: not only its own"; return 1; }
+			total=$((total + cached))
+		done
+		((total == all)) || { echo "the replicas' Foo caches hold $total Foos, not $all"; return 1; }
+	}
+	wait_until "$timeout" "the Foo caches split among the replicas" caches_split
+	ok "label mode: every Foo carries a running replica's shard label, none drains, each replica caches only its own"
 fi
 for r in r0 r2 r3; do stop_ctl "$r" TERM; ((rc == 0)) || fail "replica $r exited $rc after SIGTERM"; done
 check_logs 0

@@ -1,0 +1,90 @@
+/* Internal: the manager's shard member, shared by manager_shard.c (the
+ * member's threads, admission, metrics, readiness) and manager_shard_label.c
+ * (label mode: the label thread, drain acknowledgements, the coordinator).
+ * Everything in mgr_shard below `lock` is guarded by it. */
+#ifndef KCR_CONTROLLER_MANAGER_SHARD_INTERNAL_H
+#define KCR_CONTROLLER_MANAGER_SHARD_INTERNAL_H
+
+#include <pthread.h>
+
+#include "controller/manager_internal.h"
+#include "shard/lease_store.h"
+#include "shard/member.h"
+#include "shard/ranges.h"
+
+typedef struct shard_labels shard_labels;
+
+typedef enum call_state { CALL_IDLE, CALL_PENDING, CALL_RUNNING, CALL_DONE } call_state;
+typedef enum call_op { OP_LIST, OP_PUT } call_op;
+
+struct mgr_shard {
+    kcr_manager *m;
+    kcr_shard_mode mode;
+    kcr_shard_field field;
+    char *ring, *identity, *ns, *instance;
+    int64_t lease_ms, renew_ms, retry_ms, margin_ms;
+    int64_t anchor_wall_ms, anchor_mono_ns; /* the member's clock */
+    char *initial_selector;                  /* server mode */
+    kcr__lease_store *inner;                 /* the client store (request thread only) */
+    kcr__lease_store outer;                  /* the member's: hands requests over */
+    kcr_cancel *call_cancel;
+    kcr_metric *state_metric, *moves, *handover, *unowned;
+    kcr_metric_family *owned_family;
+    kcr_shard_label_keys label_keys;
+
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* monotonic; every change below */
+    kcr__shard_member *member;
+    pthread_t step_thread, call_thread;
+    bool started, quit, calls_quit, poke;
+    kcr__shard_state state; /* as of the last step or check */
+    char *refused;          /* the member's refusal, once */
+    kcr__ranges admitted;   /* as of the last step: what gains are measured against */
+    kcr__ranges selection;  /* server mode: the ranges the selectors were last set to */
+    int64_t want_since_ns;  /* the first step that wanted a range not admitted; 0: none */
+    char *last_err;         /* the last step's error, logged when it changes */
+    /* the request slot */
+    call_state call;
+    bool call_abandoned;
+    call_op op;
+    char *call_ring;
+    kcr__shard_lease call_lease;
+    kcr__shard_lease_list call_list;
+    char *call_version, *call_msg;
+    kcr_err call_err;
+    /* label mode (manager_shard_label.c) */
+    shard_labels *labels;
+    bool label_poke;             /* wake the label thread */
+    bool drain_waits;            /* an acknowledgement waits for a reconcile to end */
+    const void *ring_seen;       /* the member's ring at the last step (identity only) */
+    struct kcr__ring *coord_ring; /* a copy of the member's ring at its last active step */
+};
+
+
+/* manager_shard_label.c. Every function takes s->lock itself unless it
+ * says "lock held". */
+
+/* Label mode: the label keys, this replica's selector and the coordinator's
+ * elector (s->ring, identity, instance, ns and timings are set). Starts
+ * nothing. */
+kcr_err kcr__shard_labels_new(mgr_shard *s, shard_labels **out);
+void kcr__shard_labels_free(shard_labels *l);
+/* Starts the label thread and the coordinator's elector. */
+kcr_err kcr__shard_labels_start(mgr_shard *s);
+/* Stops them (the elector releases the coordinator Lease if held). */
+void kcr__shard_labels_stop(mgr_shard *s);
+/* The label selector of a sharded primary cache: the source's own
+ * (`user`, may be NULL) and this replica's shard label. Malloc'd. */
+char *kcr__shard_labels_selector(const shard_labels *l, const char *user);
+/* Whether obj carries the shard label of `identity`. */
+bool kcr__shard_labels_owned(const shard_labels *l, const char *identity, const kcr_object *obj);
+/* Whether obj carries the drain label. */
+bool kcr__shard_labels_draining(const shard_labels *l, const kcr_object *obj);
+/* Lock held: after a member step, keeps a copy of the member's ring for the
+ * coordinator and wakes the label thread when the ring changed. */
+void kcr__shard_labels_after_step(mgr_shard *s);
+/* Whether this replica is the ring's coordinator now; the objects the
+ * coordinator's last pass found without a live owner (0 elsewhere). */
+bool kcr__shard_labels_coordinating(mgr_shard *s, double *unowned);
+
+#endif

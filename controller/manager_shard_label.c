@@ -1,0 +1,549 @@
+/* Label mode of a sharded manager (docs/sharding.md, "Label mode"): the
+ * shard label on every object of the sharded primary resources names the
+ * replica owning it, each replica's primary cache watches only its own
+ * label, and an object moves through a drain label its old owner
+ * acknowledges.
+ *
+ * One thread per replica, the label thread, runs every retry period and
+ * when woken:
+ * - acknowledgements: an object of its cache carrying the drain label, whose
+ *   reconcile is not in flight here, gets both labels removed (a merge patch
+ *   conditional on the resourceVersion it saw);
+ * - the coordinator's pass, while this replica holds the ring's coordinator
+ *   Lease (leader/'s elector on Lease "<ring>.coordinator"): it lists the
+ *   sharded resources and writes, per object, one conditional metadata-only
+ *   merge patch: the shard label of the ring's owner on an object without
+ *   one, the drain label on one whose owner is live but no longer its
+ *   ring owner, and the new owner directly on one whose owner is gone (its
+ *   Lease expired past the margin or released) once no live Lease
+ *   publishes the object's hash.
+ * Every write is conditional on the resourceVersion the writer saw, so a
+ * late write of a coordinator that lost its Lease, or of an acknowledgement,
+ * fails with a conflict instead of undoing a newer decision. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/manager_shard_internal.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "kcr/leader.h"
+#include "shard/ring.h"
+
+struct shard_labels {
+    char *shard_key, *drain_key; /* "<prefix>/<ring>" */
+    char *own;                   /* "<shard_key>=<identity>" */
+    char *coord_lease;           /* the coordinator's Lease name */
+    kcr_leader_elector *elector; /* label thread only (and start/stop) */
+    kcr_cancel *cancel;          /* the label thread's requests; triggered at stop */
+    pthread_t thread;
+    bool started;
+    /* under s->lock */
+    bool coordinating, elector_lost;
+    double unowned; /* the coordinator's last pass: objects without a live owner */
+};
+
+/* ---- names ---- */
+
+static bool label_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '_' || c == '.';
+}
+
+static bool alnum(char c)
+{
+    return label_char(c) && c != '-' && c != '_' && c != '.';
+}
+
+/* A label value, or the name part of a label key: at most 63 characters
+ * [A-Za-z0-9._-], starting and ending alphanumeric. */
+static bool label_name_ok(const char *v)
+{
+    size_t n = strlen(v);
+    if (n == 0 || n > 63 || !alnum(v[0]) || !alnum(v[n - 1]))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!label_char(v[i]))
+            return false;
+    return true;
+}
+
+static char *join(const char *a, const char *sep, const char *b)
+{
+    size_t n = strlen(a) + strlen(sep) + strlen(b) + 1;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s%s%s", a, sep, b);
+    return out;
+}
+
+kcr_err kcr__shard_labels_new(mgr_shard *s, shard_labels **out)
+{
+    *out = NULL;
+    if (!label_name_ok(s->ring))
+        return kcr__fail(KCR_ERR_INVALID,
+                         "kcr_manager_new: sharding mode KCR_SHARD_LABEL: ring \"%s\" is not a "
+                         "valid label key name (at most 63 characters [A-Za-z0-9._-], "
+                         "alphanumeric at both ends)",
+                         s->ring);
+    if (!label_name_ok(s->identity))
+        return kcr__fail(KCR_ERR_INVALID,
+                         "kcr_manager_new: sharding mode KCR_SHARD_LABEL: identity \"%s\" is not "
+                         "a valid label value (at most 63 characters [A-Za-z0-9._-], "
+                         "alphanumeric at both ends)",
+                         s->identity);
+    shard_labels *l = calloc(1, sizeof *l);
+    if (!l)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    bool tb = s->label_keys == KCR_SHARD_LABELS_TIMEBERTT;
+    l->shard_key = join(tb ? "shard.alpha.sharding.timebertt.dev" : "shard.kcr.dev", "/", s->ring);
+    l->drain_key = join(tb ? "drain.alpha.sharding.timebertt.dev" : "drain.kcr.dev", "/", s->ring);
+    l->own = l->shard_key ? join(l->shard_key, "=", s->identity) : NULL;
+    l->coord_lease = join(s->ring, ".", "coordinator");
+    kcr_err err = l->shard_key && l->drain_key && l->own && l->coord_lease
+                      ? kcr_cancel_new(&l->cancel)
+                      : kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    if (err != KCR_OK) {
+        kcr__shard_labels_free(l);
+        return err;
+    }
+    *out = l;
+    return KCR_OK;
+}
+
+void kcr__shard_labels_free(shard_labels *l)
+{
+    if (!l)
+        return;
+    kcr_leader_elector_free(l->elector);
+    kcr_cancel_free(l->cancel);
+    free(l->shard_key);
+    free(l->drain_key);
+    free(l->own);
+    free(l->coord_lease);
+    free(l);
+}
+
+char *kcr__shard_labels_selector(const shard_labels *l, const char *user)
+{
+    return user && *user ? join(user, ",", l->own) : strdup(l->own);
+}
+
+bool kcr__shard_labels_owned(const shard_labels *l, const char *identity, const kcr_object *obj)
+{
+    const char *owner = kcr_object_label(obj, l->shard_key);
+    return owner && strcmp(owner, identity) == 0;
+}
+
+bool kcr__shard_labels_draining(const shard_labels *l, const kcr_object *obj)
+{
+    return kcr_object_label(obj, l->drain_key) != NULL;
+}
+
+/* ---- the coordinator's Lease ---- */
+
+static void coord_started(void *user_data)
+{
+    mgr_shard *s = user_data;
+    pthread_mutex_lock(&s->lock);
+    s->labels->coordinating = true;
+    s->label_poke = true;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    kcr__log(KCR_LOG_INFO, "shard", "shard ring \"%s\": %s is the ring's coordinator (label writer)",
+             s->ring, s->identity);
+}
+
+/* The pass checks `coordinating` before each write: none starts after
+ * this returns (one already sent is conditional on what it saw). */
+static void coord_stopped(void *user_data)
+{
+    mgr_shard *s = user_data;
+    pthread_mutex_lock(&s->lock);
+    s->labels->coordinating = false;
+    s->labels->unowned = 0;
+    if (!s->quit) { /* lost, not stopped: campaign again with a new elector */
+        s->labels->elector_lost = true;
+        s->label_poke = true;
+        pthread_cond_broadcast(&s->cond);
+    }
+    pthread_mutex_unlock(&s->lock);
+    kcr__log(KCR_LOG_INFO, "shard", "shard ring \"%s\": %s is no longer the ring's coordinator",
+             s->ring, s->identity);
+}
+
+static kcr_err elector_start(mgr_shard *s)
+{
+    shard_labels *l = s->labels;
+    kcr_leader_elector_options o = {.lease_namespace = s->ns,
+                                    .lease_name = l->coord_lease,
+                                    .identity = s->instance,
+                                    .lease_duration_ms = s->lease_ms,
+                                    .renew_deadline_ms = s->renew_ms,
+                                    .retry_period_ms = s->retry_ms,
+                                    .on_started_leading = coord_started,
+                                    .on_stopped_leading = coord_stopped,
+                                    .user_data = s};
+    kcr_err err = kcr_leader_elector_new(s->m->client, &o, &l->elector);
+    if (err == KCR_OK)
+        err = kcr_leader_elector_start(l->elector);
+    if (err != KCR_OK) {
+        kcr__refail(err, "shard ring \"%s\": the coordinator's elector: ", s->ring);
+        kcr_leader_elector_free(l->elector);
+        l->elector = NULL;
+    }
+    return err;
+}
+
+/* ---- writes ---- */
+
+typedef enum write_kind { W_ASSIGN, W_DRAIN, W_UNDRAIN, W_ACK } write_kind;
+
+/* One conditional merge patch of metadata.labels. */
+static kcr_err write_labels(mgr_shard *s, const kcr__source *src, const char *ns, const char *name,
+                            const char *rv, write_kind kind, const char *owner)
+{
+    shard_labels *l = s->labels;
+    char body[1024];
+    int n = 0;
+    switch (kind) {
+    case W_ASSIGN:
+        n = snprintf(body, sizeof body,
+                     "{\"metadata\":{\"resourceVersion\":\"%s\",\"labels\":{\"%s\":\"%s\","
+                     "\"%s\":null}}}",
+                     rv, l->shard_key, owner, l->drain_key);
+        break;
+    case W_DRAIN:
+        n = snprintf(body, sizeof body,
+                     "{\"metadata\":{\"resourceVersion\":\"%s\",\"labels\":{\"%s\":\"true\"}}}",
+                     rv, l->drain_key);
+        break;
+    case W_UNDRAIN:
+        n = snprintf(body, sizeof body,
+                     "{\"metadata\":{\"resourceVersion\":\"%s\",\"labels\":{\"%s\":null}}}", rv,
+                     l->drain_key);
+        break;
+    case W_ACK:
+        n = snprintf(body, sizeof body,
+                     "{\"metadata\":{\"resourceVersion\":\"%s\",\"labels\":{\"%s\":null,"
+                     "\"%s\":null}}}",
+                     rv, l->shard_key, l->drain_key);
+        break;
+    }
+    if (n < 0 || (size_t)n >= sizeof body)
+        return kcr__fail(KCR_ERR_INVALID, "shard labels: resourceVersion \"%s\" too long", rv);
+    kcr_resource res = {src->group, src->version, src->resource};
+    kcr_err err = kcr_client_patch(s->m->client,
+                                   &(kcr_request){.resource = &res,
+                                                  .ns = ns,
+                                                  .name = name,
+                                                  .patch_type = KCR_PATCH_MERGE,
+                                                  .body = body,
+                                                  .cancel = l->cancel},
+                                   NULL);
+    static const char *const what[] = {"assigned", "set the drain label on", "took the drain "
+                                       "label off", "acknowledged the drain of"};
+    if (err == KCR_OK)
+        kcr__log(KCR_LOG_DEBUG, "shard", "shard ring \"%s\": %s %s %s%s%s%s%s", s->ring,
+                 kind == W_ACK ? s->identity : "the coordinator", what[kind], ns && *ns ? ns : "",
+                 ns && *ns ? "/" : "", name, kind == W_ASSIGN ? " to " : "",
+                 kind == W_ASSIGN ? owner : "");
+    return err;
+}
+
+/* A failed write: a conflict or a vanished object is the normal race (the
+ * next pass looks again); anything else is logged. */
+static void note_write(mgr_shard *s, kcr_err err, const char *name)
+{
+    if (err != KCR_OK && err != KCR_ERR_CONFLICT && err != KCR_ERR_NOT_FOUND &&
+        err != KCR_ERR_CANCELED)
+        kcr__log(KCR_LOG_WARN, "shard", "shard ring \"%s\": writing the shard labels of %s: %s",
+                 s->ring, name, kcr_last_error());
+}
+
+/* Whether controller i's primary cache is the first of the sharded ones
+ * using its informer (informers are shared: visit each once). */
+static bool first_sharded(kcr_manager *m, size_t i)
+{
+    if (!m->ctls[i]->sharded)
+        return false;
+    for (size_t k = 0; k < i; k++)
+        if (m->ctls[k]->sharded && m->ctls[k]->infs[0] == m->ctls[i]->infs[0])
+            return false;
+    return true;
+}
+
+/* ---- acknowledgements ---- */
+
+/* Acknowledges every drain of this replica's objects whose reconcile is not
+ * in flight. The check and the admission in the worker both run under
+ * s->lock on the cache's latest state: once the drain label is in the cache
+ * no reconcile of the object starts, and one already started is seen
+ * running here, so the acknowledgement waits for its end. */
+static void ack_drains(mgr_shard *s)
+{
+    shard_labels *l = s->labels;
+    kcr_manager *m = s->m;
+    for (size_t i = 0; i < m->n_ctls; i++) {
+        if (!first_sharded(m, i))
+            continue;
+        const kcr__source *src = &m->ctls[i]->c->sources[0];
+        kcr_object_list all = {0};
+        if (kcr_store_list(src->cache, &all) != KCR_OK)
+            continue;
+        for (size_t j = 0; j < all.len; j++) {
+            const kcr_object *o = all.items[j];
+            const char *owner = kcr_object_label(o, l->shard_key);
+            char *key = NULL;
+            if (!owner || strcmp(owner, s->identity) != 0 || !kcr__shard_labels_draining(l, o) ||
+                kcr_store_key(o, &key) != KCR_OK)
+                continue;
+            pthread_mutex_lock(&s->lock);
+            kcr_object *cur = kcr_store_get_by_key(src->cache, key);
+            const char *cur_owner = cur ? kcr_object_label(cur, l->shard_key) : NULL;
+            bool ack = cur && cur_owner && strcmp(cur_owner, s->identity) == 0 &&
+                       kcr__shard_labels_draining(l, cur) &&
+                       !kcr__shard_member_running(s->member,
+                                                  kcr_object_shard_hash(cur, s->field));
+            if (cur && !ack)
+                s->drain_waits = true; /* kcr__mgr_shard_end wakes us */
+            char *rv = ack ? strdup(kcr_object_resource_version(cur)) : NULL;
+            pthread_mutex_unlock(&s->lock);
+            if (rv)
+                note_write(s,
+                           write_labels(s, src, kcr_object_namespace(cur), kcr_object_name(cur),
+                                        rv, W_ACK, NULL),
+                           key);
+            free(rv);
+            kcr_object_unref(cur);
+            free(key);
+        }
+        kcr_object_list_free(&all);
+    }
+}
+
+/* ---- the coordinator's pass ---- */
+
+typedef struct decision {
+    char *ns, *name, *rv;
+    write_kind kind;
+    const char *owner; /* borrowed from the pass's ring */
+} decision;
+
+typedef struct pass {
+    mgr_shard *s;
+    const kcr__ring *ring;
+    const kcr__shard_published_list *pub; /* what each unexpired Lease publishes */
+    decision *d;
+    size_t n, cap;
+    double unowned;
+} pass;
+
+static kcr_err decide(kcr_object *o, void *user_data)
+{
+    pass *p = user_data;
+    shard_labels *l = p->s->labels;
+    uint64_t h = kcr_object_shard_hash(o, p->s->field);
+    const char *target = kcr__ring_owner(p->ring, h);
+    const char *owner = kcr_object_label(o, l->shard_key);
+    bool draining = kcr__shard_labels_draining(l, o);
+    bool owner_live = owner && *owner && kcr__ring_placed(p->ring, owner);
+    p->unowned += !owner_live;
+    write_kind kind;
+    if (!target)
+        return KCR_OK;
+    if (owner && strcmp(owner, target) == 0) {
+        if (!draining)
+            return KCR_OK;
+        kind = W_UNDRAIN; /* the ring moved it back before the owner acknowledged */
+    } else if (!owner || !*owner) {
+        kind = W_ASSIGN; /* new, or acknowledged */
+    } else if (owner_live) {
+        if (draining)
+            return KCR_OK; /* waiting for the owner's acknowledgement */
+        kind = W_DRAIN;
+    } else if (!kcr__shard_published_has(p->pub, owner, h)) {
+        kind = W_ASSIGN; /* the owner's Lease expired (past the margin), or was released
+                            and drained */
+    } else {
+        return KCR_OK; /* its released Lease still drains it */
+    }
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 64;
+        decision *grown = realloc(p->d, cap * sizeof *grown);
+        if (!grown)
+            return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+        p->d = grown;
+        p->cap = cap;
+    }
+    const char *ns = kcr_object_namespace(o);
+    decision *d = &p->d[p->n];
+    *d = (decision){.ns = ns ? strdup(ns) : NULL,
+                    .name = strdup(kcr_object_name(o)),
+                    .rv = strdup(kcr_object_resource_version(o)),
+                    .kind = kind,
+                    .owner = target};
+    if (!d->name || !d->rv || (ns && !d->ns)) {
+        free(d->ns);
+        free(d->name);
+        free(d->rv);
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    }
+    p->n++;
+    return KCR_OK;
+}
+
+static bool still_coordinating(mgr_shard *s)
+{
+    pthread_mutex_lock(&s->lock);
+    bool c = s->labels->coordinating && !s->quit;
+    pthread_mutex_unlock(&s->lock);
+    return c;
+}
+
+/* Lists every sharded resource and writes what the ring says. */
+static void coordinate(mgr_shard *s)
+{
+    shard_labels *l = s->labels;
+    kcr_manager *m = s->m;
+    pass p = {.s = s};
+    kcr__ring *ring = NULL;
+    kcr__shard_published_list pub = {0};
+    pthread_mutex_lock(&s->lock);
+    bool go = l->coordinating && s->coord_ring &&
+              kcr__ring_copy(s->coord_ring, &ring) == KCR_OK &&
+              kcr__shard_member_published(s->member, &pub) == KCR_OK;
+    pthread_mutex_unlock(&s->lock);
+    p.ring = ring;
+    p.pub = &pub;
+    bool listed = go;
+    for (size_t i = 0; go && i < m->n_ctls; i++) {
+        if (!first_sharded(m, i))
+            continue;
+        const kcr__source *src = &m->ctls[i]->c->sources[0];
+        kcr_resource res = {src->group, src->version, src->resource};
+        size_t first = p.n;
+        kcr_err err = kcr_client_list(m->client,
+                                      &(kcr_request){.resource = &res,
+                                                     .ns = src->ns,
+                                                     .label_selector = src->label_selector,
+                                                     .metadata_only = true,
+                                                     .cancel = l->cancel},
+                                      decide, &p, NULL);
+        if (err != KCR_OK) {
+            listed = false;
+            if (err != KCR_ERR_CANCELED)
+                kcr__log(KCR_LOG_WARN, "shard", "shard ring \"%s\": the coordinator's list of %s: %s",
+                         s->ring, src->resource, kcr_last_error());
+            continue;
+        }
+        for (size_t k = first; k < p.n && still_coordinating(s); k++) {
+            decision *d = &p.d[k];
+            note_write(s, write_labels(s, src, d->ns, d->name, d->rv, d->kind, d->owner),
+                       d->name);
+        }
+    }
+    for (size_t k = 0; k < p.n; k++) {
+        free(p.d[k].ns);
+        free(p.d[k].name);
+        free(p.d[k].rv);
+    }
+    free(p.d);
+    kcr__ring_free(ring);
+    kcr__shard_published_list_clear(&pub);
+    if (listed) {
+        pthread_mutex_lock(&s->lock);
+        if (l->coordinating)
+            l->unowned = p.unowned;
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
+/* ---- the label thread ---- */
+
+static void *label_main(void *arg)
+{
+    mgr_shard *s = arg;
+    shard_labels *l = s->labels;
+    pthread_mutex_lock(&s->lock);
+    while (!s->quit) {
+        s->label_poke = false;
+        s->drain_waits = false;
+        bool lost = l->elector_lost;
+        l->elector_lost = false;
+        int64_t start = kcr__now_ns();
+        pthread_mutex_unlock(&s->lock);
+        if (lost) {
+            kcr_leader_elector_stop(l->elector);
+            kcr_leader_elector_free(l->elector);
+            l->elector = NULL;
+        }
+        if (lost || !l->elector) {
+            kcr_err err = elector_start(s);
+            if (err != KCR_OK)
+                kcr__log(KCR_LOG_WARN, "shard", "%s", kcr_last_error());
+        }
+        ack_drains(s);
+        coordinate(s);
+        pthread_mutex_lock(&s->lock);
+        int64_t next = start + s->retry_ms * KCR_NS_PER_MS;
+        struct timespec ts = kcr__timespec_at(next);
+        while (!s->quit && !s->label_poke && kcr__now_ns() < next)
+            pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+kcr_err kcr__shard_labels_start(mgr_shard *s)
+{
+    shard_labels *l = s->labels;
+    kcr_err err = elector_start(s);
+    if (err != KCR_OK)
+        return err;
+    if (pthread_create(&l->thread, NULL, label_main, s) != 0) {
+        kcr_leader_elector_stop(l->elector);
+        return kcr__fail(KCR_ERR_NOMEM, "cannot start the shard label thread");
+    }
+    l->started = true;
+    return KCR_OK;
+}
+
+void kcr__shard_labels_stop(mgr_shard *s)
+{
+    shard_labels *l = s->labels;
+    if (!l->started)
+        return;
+    kcr_cancel_trigger(l->cancel); /* s->quit is set: the thread ends after its pass */
+    pthread_mutex_lock(&s->lock);
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(l->thread, NULL);
+    l->started = false;
+    if (l->elector)
+        kcr_leader_elector_stop(l->elector); /* releases the coordinator Lease if held */
+}
+
+void kcr__shard_labels_after_step(mgr_shard *s)
+{
+    const kcr__ring *r = kcr__shard_member_ring(s->member);
+    if (r != s->ring_seen)
+        s->label_poke = true; /* the ring changed (or stopped being known) */
+    s->ring_seen = r;
+    kcr__ring_free(s->coord_ring);
+    s->coord_ring = NULL;
+    if (r && kcr__ring_copy(r, &s->coord_ring) != KCR_OK)
+        s->coord_ring = NULL; /* out of memory: no pass until the next step */
+}
+
+bool kcr__shard_labels_coordinating(mgr_shard *s, double *unowned)
+{
+    pthread_mutex_lock(&s->lock);
+    bool c = s->labels->coordinating;
+    if (unowned)
+        *unowned = s->labels->unowned;
+    pthread_mutex_unlock(&s->lock);
+    return c;
+}
