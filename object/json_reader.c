@@ -43,6 +43,10 @@ struct kcr__jreader {
     /* decoded strings with escapes */
     char *str;
     size_t str_cap;
+    /* skipping a value (kcr__jreader_skip_value) until depth is back to
+     * skip_to after a value */
+    bool skipping;
+    size_t skip_to;
     size_t consumed; /* in the current buffer, for kcr__jreader_consumed */
     size_t base;     /* bytes of the input before the current buffer */
     bool stopped;
@@ -146,8 +150,26 @@ static kcr__jreader_status nomem(kcr__jreader *r, size_t at)
     return fail_at(r, "out of memory", at);
 }
 
+void kcr__jreader_skip_value(kcr__jreader *r)
+{
+    if (r->state != ST_COLON && r->state != ST_MAP_FIRST && r->state != ST_ARRAY_FIRST)
+        return; /* not after a key or an opening bracket: nothing to skip */
+    r->skip_to = r->state == ST_COLON ? r->depth : r->depth - 1;
+    r->skipping = true;
+}
+
+/* A token of a skipped value was read: ends the skip after its last one. */
+static kcr__jreader_status skipped(kcr__jreader *r)
+{
+    if (r->depth == r->skip_to)
+        r->skipping = false;
+    return KCR__JR_OK;
+}
+
 static kcr__jreader_status emit(kcr__jreader *r, const kcr__jev *ev, size_t end)
 {
+    if (r->skipping)
+        return skipped(r);
     r->consumed = end;
     if (r->fn(r->ud, ev))
         return KCR__JR_OK;
@@ -373,12 +395,50 @@ static const char *unescape(kcr__jreader *r, const unsigned char *s, size_t n, s
     return r->str;
 }
 
+/* Checks the escapes of s[0..n) (a whole string's content) as unescape does,
+ * without decoding them: NULL when they are valid, else unescape's message. */
+static const char *bad_escape(const unsigned char *s, size_t n)
+{
+    for (const unsigned char *p = s, *end = s + n;
+         (p = memchr(p, '\\', (size_t)(end - p))) != NULL;) {
+        if (end - p < 2)
+            return "invalid escape in a string";
+        switch (p[1]) {
+        case '"':
+        case '\\':
+        case '/':
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't': p += 2; break;
+        case 'u':
+            if (end - p < 6 || hex4(p + 2) < 0)
+                return "invalid \\u escape in a string";
+            p += 6;
+            break;
+        default: return "invalid escape in a string";
+        }
+    }
+    return NULL;
+}
+
 /* Reports the string s[0..n) (its content) as a key or a value; at: its
  * offset in the whole input; end: the offset after its closing quote in the
  * current buffer. */
 static kcr__jreader_status string_token(kcr__jreader *r, bool key, const unsigned char *s,
                                         size_t n, bool escaped, bool high, size_t at, size_t end)
 {
+    if (r->skipping) {
+        const char *bad = escaped ? bad_escape(s, n) : NULL;
+        if (bad)
+            return fail_at(r, bad, at);
+        if (key)
+            r->state = ST_COLON;
+        else
+            value_done(r);
+        return skipped(r);
+    }
     kcr__jev ev = {.type = key ? KCR__JEV_KEY : KCR__JEV_STRING, .s = (const char *)s, .len = n};
     if (escaped && !(ev.s = unescape(r, s, n, at, &ev.len, &high)))
         return KCR__JR_ERROR;

@@ -16,7 +16,14 @@ typedef struct trace {
     size_t len;
     int stop_after; /* stop at this event (1-based), 0 never */
     int n;
+    kcr__jreader *r;
+    bool skip_next_start; /* a key "y" was seen: skip the container it opens */
 } trace;
+
+/* When set (by the skip tests), the callback asks the reader to skip the
+ * value of every key "x" and the contents of a container opened as the value
+ * of a key "y" (kcr__jreader_skip_value). */
+static bool skip_x_and_y;
 
 static void add(trace *t, const char *s, size_t n)
 {
@@ -38,6 +45,12 @@ static bool on_event(void *ud, const kcr__jev *ev)
         add(t, ev->s, ev->len);
         add(t, ev->type != KCR__JEV_NUMBER && ev->ascii ? ">+" : ">", ev->ascii ? 2 : 1);
     }
+    if (skip_x_and_y && ev->type == KCR__JEV_KEY && ev->len == 1 && ev->s[0] == 'x')
+        kcr__jreader_skip_value(t->r);
+    if (skip_x_and_y && t->skip_next_start &&
+        (ev->type == KCR__JEV_START_MAP || ev->type == KCR__JEV_START_ARRAY))
+        kcr__jreader_skip_value(t->r);
+    t->skip_next_start = ev->type == KCR__JEV_KEY && ev->len == 1 && ev->s[0] == 'y';
     return ++t->n != t->stop_after;
 }
 
@@ -48,6 +61,7 @@ static kcr__jreader_status read_in(const char *json, size_t len, size_t step, bo
 {
     kcr__jreader *r = kcr__jreader_new(multi, on_event, t);
     cr_assert_not_null(r);
+    t->r = r;
     kcr__jreader_status st = KCR__JR_OK;
     if (!step)
         step = len ? len : 1;
@@ -228,4 +242,45 @@ Test(json_reader, the_callback_stops_the_reader)
     cr_assert_eq(kcr__jreader_feed(r, "}", 1), KCR__JR_STOPPED);
     cr_assert_eq(kcr__jreader_complete(r), KCR__JR_STOPPED);
     kcr__jreader_free(r);
+}
+
+Test(json_reader, skipped_values_report_nothing)
+{
+    skip_x_and_y = true;
+    expect("{\"a\":1,\"x\":{\"b\":[1,{\"c\":\"d\\n\"}],\"e\":{}},\"f\":2}",
+           "{K<a>+N<1>K<x>+K<f>+N<2>}");
+    expect("{\"x\":\"s\\u00e9\",\"e\":[]}", "{K<x>+K<e>+[]}");
+    expect("{\"x\":-1.5e3,\"x\":null,\"x\":[],\"e\":true}", "{K<x>+K<x>+K<x>+K<e>+bt}");
+    /* skipped at its opening bracket: the rest of it, its end included */
+    expect("{\"y\":[1,[2],{\"x\":3}],\"e\":1}", "{K<y>+[K<e>+N<1>}");
+    expect("[{\"y\":{\"a\":{}}},{\"y\":{}}]", "[{K<y>+{}{K<y>+{}]");
+    /* in a stream, the next value is reported again */
+    trace t;
+    cr_assert_eq(read_all("{\"x\":[1,2]}\n{\"y\":{\"k\":1}}\n{\"a\":\"b\"}", true, &t, NULL),
+                 KCR__JR_OK);
+    cr_assert_str_eq(t.s, "{K<x>+}{K<y>+{}{K<a>+S<b>+}");
+}
+
+/* json is an error at the same offset whether the value of "x" is skipped
+ * or not. */
+static void expect_error_skipped_or_not(const char *json, size_t at)
+{
+    skip_x_and_y = false;
+    expect_error(json, at);
+    skip_x_and_y = true;
+    expect_error(json, at);
+}
+
+Test(json_reader, a_skipped_value_is_checked_all_the_same)
+{
+    expect_error_skipped_or_not("{\"x\":01}", 5);
+    expect_error_skipped_or_not("{\"x\":[1,{\"a\":tru}]}", 13);
+    expect_error_skipped_or_not("{\"x\":\"a\\qb\"}", 5);
+    expect_error_skipped_or_not("{\"x\":{\"k\":\"\\u12G4\"}}", 10);
+    expect_error_skipped_or_not("{\"x\":[\"a\nb\"]}", 8);
+    expect_error_skipped_or_not("{\"x\":{\"a\" 1}}", 10);
+    expect_error_skipped_or_not("{\"x\":[1,]}", 8);
+    expect_error_skipped_or_not("{\"x\":[1}", 7);
+    expect_error_skipped_or_not("{\"x\":{\"a\":[]]}", 12);
+    expect_error_skipped_or_not("{\"x\":[[[", 8);
 }
