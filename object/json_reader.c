@@ -334,7 +334,7 @@ static size_t put_utf8(char *o, unsigned cp)
 static const char *unescape(kcr__jreader *r, const unsigned char *s, size_t n, size_t at,
                             size_t *out_len, bool *high)
 {
-    /* decoded is never longer than the escaped text */
+    /* decoded is never longer than the escaped text, so k <= i throughout */
     if (!grow(&r->str, &r->str_cap, n + 1)) {
         nomem(r, at);
         return NULL;
@@ -342,11 +342,28 @@ static const char *unescape(kcr__jreader *r, const unsigned char *s, size_t n, s
     char *o = r->str;
     size_t i = 0, k = 0;
     while (i < n) {
-        const unsigned char *bs = memchr(s + i, '\\', n - i);
-        size_t run = bs ? (size_t)(bs - (s + i)) : n - i;
-        memcpy(o + k, s + i, run);
-        k += run;
-        i += run;
+        /* copy up to the next backslash: sixteen bytes at a time with SSE2
+         * (each block is stored whole, then the part past a backslash is
+         * overwritten), the tail byte by byte */
+#if defined(__SSE2__)
+        const __m128i bslash = _mm_set1_epi8('\\');
+        unsigned hit = 0;
+        for (; i + 16 <= n; i += 16, k += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+            _mm_storeu_si128((__m128i *)(void *)(o + k), v);
+            if ((hit = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, bslash))) != 0)
+                break;
+        }
+        if (hit) {
+            unsigned z = (unsigned)__builtin_ctz(hit);
+            i += z;
+            k += z;
+        } else
+#endif
+        {
+            while (i < n && s[i] != '\\')
+                o[k++] = (char)s[i++];
+        }
         if (i >= n)
             break;
         if (i + 1 >= n) {

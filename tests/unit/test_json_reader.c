@@ -284,3 +284,30 @@ Test(json_reader, a_skipped_value_is_checked_all_the_same)
     expect_error_skipped_or_not("{\"x\":{\"a\":[]]}", 12);
     expect_error_skipped_or_not("{\"x\":[[[", 8);
 }
+
+Test(json_reader, an_escape_anywhere_in_a_long_string)
+{
+    /* escapes before, across and after each 16-byte block of the decoder */
+    for (size_t pos = 0; pos <= 40; pos++) {
+        char json[128], want[128];
+        size_t n = 0, w = 0;
+        json[n++] = '[';
+        json[n++] = '"';
+        want[w++] = '[';
+        want[w++] = 'S';
+        want[w++] = '<';
+        for (size_t i = 0; i < 41; i++) {
+            if (i == pos) {
+                memcpy(json + n, "\\\"\\u0041", 8);
+                n += 8;
+                memcpy(want + w, "\"A", 2);
+                w += 2;
+            }
+            json[n++] = (char)('a' + i % 26);
+            want[w++] = (char)('a' + i % 26);
+        }
+        memcpy(json + n, "\"]", 3);
+        memcpy(want + w, ">+]", 4);
+        expect(json, want);
+    }
+}
