@@ -632,9 +632,19 @@ kcr__jreader_status kcr__jreader_feed(kcr__jreader *r, const char *buf, size_t l
                 return unexpected(r, "unexpected string", i);
             bool escape = false, escaped = false, high = false;
             size_t bad = len, from = i + 1;
-            size_t j = from + scan_string(p + from, len - from, &escape, &escaped, &high, &bad);
-            if (bad < len - from)
-                return fail(r, "control character in a string", from + bad);
+            /* most strings have no escape and end in this buffer: one scan */
+            size_t j = from + scan_plain(p + from, len - from, &high);
+            if (j < len && p[j] == '"') {
+                st = string_token(r, key, p + from, j - from, false, high, r->base + i, j + 1);
+                i = j + 1;
+                continue;
+            }
+            if (j < len && p[j] < 0x20)
+                return fail(r, "control character in a string", j);
+            size_t rest = j; /* from the first backslash, or the end of the buffer */
+            j = rest + scan_string(p + rest, len - rest, &escape, &escaped, &high, &bad);
+            if (bad < len - rest)
+                return fail(r, "control character in a string", rest + bad);
             if (j == len) { /* goes on in the next feed */
                 r->pend = key ? PEND_KEY : PEND_STRING;
                 r->pend_escape = escape;
