@@ -331,8 +331,8 @@ static size_t put_utf8(char *o, unsigned cp)
  * characters) into r->str; *out_len its length; *high set when a code point
  * >= 0x80 was written. NULL with r->err set when an escape is invalid (at:
  * the string's offset in the whole input). */
-static const char *unescape(kcr__jreader *r, const unsigned char *s, size_t n, size_t at,
-                            size_t *out_len, bool *high)
+__attribute__((noinline)) static const char *
+unescape(kcr__jreader *r, const unsigned char *s, size_t n, size_t at, size_t *out_len, bool *high)
 {
     /* decoded is never longer than the escaped text, so k <= i throughout */
     if (!grow(&r->str, &r->str_cap, n + 1)) {
@@ -440,22 +440,29 @@ static const char *bad_escape(const unsigned char *s, size_t n)
     return NULL;
 }
 
+/* A string of a skipped value: its escapes checked, nothing reported. */
+__attribute__((noinline)) static kcr__jreader_status
+skipped_string(kcr__jreader *r, bool key, const unsigned char *s, size_t n, bool escaped, size_t at)
+{
+    const char *bad = escaped ? bad_escape(s, n) : NULL;
+    if (bad)
+        return fail_at(r, bad, at);
+    if (key)
+        r->state = ST_COLON;
+    else
+        value_done(r);
+    return skipped(r);
+}
+
 /* Reports the string s[0..n) (its content) as a key or a value; at: its
  * offset in the whole input; end: the offset after its closing quote in the
  * current buffer. */
-static kcr__jreader_status string_token(kcr__jreader *r, bool key, const unsigned char *s,
-                                        size_t n, bool escaped, bool high, size_t at, size_t end)
+static inline kcr__jreader_status string_token(kcr__jreader *r, bool key,
+                                               const unsigned char *s, size_t n, bool escaped,
+                                               bool high, size_t at, size_t end)
 {
-    if (r->skipping) {
-        const char *bad = escaped ? bad_escape(s, n) : NULL;
-        if (bad)
-            return fail_at(r, bad, at);
-        if (key)
-            r->state = ST_COLON;
-        else
-            value_done(r);
-        return skipped(r);
-    }
+    if (r->skipping)
+        return skipped_string(r, key, s, n, escaped, at);
     kcr__jev ev = {.type = key ? KCR__JEV_KEY : KCR__JEV_STRING, .s = (const char *)s, .len = n};
     if (escaped && !(ev.s = unescape(r, s, n, at, &ev.len, &high)))
         return KCR__JR_ERROR;
