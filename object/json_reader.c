@@ -601,6 +601,117 @@ static kcr__jreader_status close_container(kcr__jreader *r, char kind, size_t i)
     return emit(r, &ev, i + 1);
 }
 
+/* ---- skipped values ---------------------------------------------------- */
+
+/* True when p[0..n) is a literal or a number (what word_token accepts). */
+static bool valid_word(const unsigned char *p, size_t n)
+{
+    return (n == 4 && (memcmp(p, "true", 4) == 0 || memcmp(p, "null", 4) == 0)) ||
+           (n == 5 && memcmp(p, "false", 5) == 0) || valid_number(p, n);
+}
+
+/* Reads the tokens of a skipped value from p[i], with the grammar of the
+ * loop in kcr__jreader_feed and no events, and returns where it stopped:
+ * after the value's last token (skipping is then over), at the end of the
+ * buffer, or at the first byte of a token it leaves to that loop - one that
+ * goes on past the buffer, that is an error (so the loop reports it as it
+ * would unskipped), or that needs the stack grown. */
+static size_t skip_tokens(kcr__jreader *r, const unsigned char *p, size_t len, size_t i)
+{
+    jstate state = r->state;
+    size_t depth = r->depth;
+    while (i < len) {
+        unsigned char c = p[i];
+        bool value_ends = false;
+        switch (c) {
+        case ' ':
+        case '\t':
+        case '\n':
+        case '\r': i++; continue;
+        case ':':
+            if (state != ST_COLON)
+                goto out;
+            state = ST_VALUE;
+            i++;
+            continue;
+        case ',':
+            if (state != ST_AFTER)
+                goto out;
+            state = r->stack[depth - 1] == 'm' ? ST_KEY : ST_VALUE;
+            i++;
+            continue;
+        case '{':
+        case '[':
+            if ((state != ST_VALUE && state != ST_ARRAY_FIRST) || depth == r->stack_cap)
+                goto out;
+            r->stack[depth++] = c == '{' ? 'm' : 'a';
+            state = c == '{' ? ST_MAP_FIRST : ST_ARRAY_FIRST;
+            i++;
+            continue;
+        case '}':
+        case ']': {
+            char kind = c == '}' ? 'm' : 'a';
+            if (depth == 0 || r->stack[depth - 1] != kind ||
+                (state != ST_AFTER && state != (kind == 'm' ? ST_MAP_FIRST : ST_ARRAY_FIRST)))
+                goto out;
+            depth--;
+            value_ends = true;
+            i++;
+            break;
+        }
+        case '"': {
+            bool key = state == ST_MAP_FIRST || state == ST_KEY;
+            if (!key && state != ST_VALUE && state != ST_ARRAY_FIRST)
+                goto out;
+            bool high = false;
+            size_t from = i + 1, j = from + scan_plain(p + from, len - from, &high);
+            if (j < len && p[j] == '\\') {
+                bool escape = false, escaped = false;
+                size_t bad = len;
+                j += scan_string(p + j, len - j, &escape, &escaped, &high, &bad);
+                if (j < len && bad_escape(p + from, j - from))
+                    goto out;
+            }
+            if (j >= len || p[j] != '"')
+                goto out; /* goes on in the next feed, or a control character */
+            i = j + 1;
+            if (key) {
+                state = ST_COLON;
+                continue;
+            }
+            value_ends = true;
+            break;
+        }
+        default: {
+            if (cls[c] != C_WORD || (state != ST_VALUE && state != ST_ARRAY_FIRST))
+                goto out;
+            size_t j = i + 1;
+            while (j < len && cls[p[j]] == C_WORD)
+                j++;
+            if (j == len || !valid_word(p + i, j - i))
+                goto out;
+            i = j;
+            value_ends = true;
+            break;
+        }
+        }
+        if (value_ends) {
+            state = ST_AFTER; /* depth > skip_to >= 0 until the last token */
+            if (depth == r->skip_to) {
+                r->skipping = false;
+                r->depth = depth;
+                r->state = state;
+                value_done(r);
+                return i;
+            }
+        }
+    }
+out:
+    r->state = state;
+    r->depth = depth;
+    return i;
+}
+
 kcr__jreader_status kcr__jreader_feed(kcr__jreader *r, const char *buf, size_t len)
 {
     if (r->err)
@@ -613,6 +724,8 @@ kcr__jreader_status kcr__jreader_feed(kcr__jreader *r, const char *buf, size_t l
     if (r->pend != PEND_NONE && len > 0)
         st = resume(r, p, len, &i);
     while (st == KCR__JR_OK && i < len) {
+        if (r->skipping && (i = skip_tokens(r, p, len, i)) == len)
+            break;
         unsigned char c = p[i];
         switch (c) {
         case ' ':

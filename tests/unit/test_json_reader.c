@@ -311,3 +311,18 @@ Test(json_reader, an_escape_anywhere_in_a_long_string)
         expect(json, want);
     }
 }
+
+Test(json_reader, a_skipped_value_deeper_than_the_first_stack)
+{
+    /* 200 levels: past the reader's first stack of 64, grown while skipping */
+    char json[512];
+    size_t n = (size_t)snprintf(json, sizeof json, "{\"x\":");
+    for (int i = 0; i < 200; i++)
+        json[n++] = '[';
+    json[n++] = '1';
+    for (int i = 0; i < 200; i++)
+        json[n++] = ']';
+    snprintf(json + n, sizeof json - n, ",\"e\":2}");
+    skip_x_and_y = true;
+    expect(json, "{K<x>+K<e>+N<2>}");
+}
