@@ -440,6 +440,118 @@ static const char *bad_escape(const unsigned char *s, size_t n)
     return NULL;
 }
 
+/* Decodes a string with escapes in one pass, when it ends in this buffer:
+ * p[from..j) has no escape (copied), p[j] is its first backslash. Returns
+ * r->str holding the decoded string (*out_len bytes; *high set as for
+ * unescape) with *end the index of the closing quote; NULL, with nothing
+ * reported, when the string goes on past the buffer, holds a control
+ * character or an invalid escape, or memory runs out: the general path
+ * (scan_string, then unescape) then keeps it or reports the error, so what
+ * is reported never depends on which path took the string. */
+__attribute__((noinline)) static const char *
+unescape_to_quote(kcr__jreader *r, const unsigned char *p, size_t from, size_t j, size_t len,
+                  size_t *end, size_t *out_len, bool *high)
+{
+    size_t k = j - from, i = j;
+    if (!grow(&r->str, &r->str_cap, k + 64))
+        return NULL;
+    memcpy(r->str, p + from, k);
+    bool hi = false;
+    for (;;) {
+        /* p[i] is a backslash; an escape writes at most 4 bytes, a block 16 */
+        if (r->str_cap < k + 32 && !grow(&r->str, &r->str_cap, 2 * r->str_cap))
+            return NULL;
+        char *o = r->str;
+        if (i + 1 >= len)
+            return NULL;
+        switch (p[i + 1]) {
+        case '"': o[k++] = '"'; break;
+        case '\\': o[k++] = '\\'; break;
+        case '/': o[k++] = '/'; break;
+        case 'b': o[k++] = '\b'; break;
+        case 'f': o[k++] = '\f'; break;
+        case 'n': o[k++] = '\n'; break;
+        case 'r': o[k++] = '\r'; break;
+        case 't': o[k++] = '\t'; break;
+        case 'u': {
+            int cp = i + 6 <= len ? hex4(p + i + 2) : -1;
+            if (cp < 0)
+                return NULL;
+            unsigned code = (unsigned)cp;
+            if (code >= 0xD800 && code <= 0xDBFF) {
+                /* a pair's second half is in the string if it follows: a
+                 * quote in those bytes fails the test as the string's end
+                 * does in unescape */
+                if (i + 12 > len)
+                    return NULL;
+                int lo = p[i + 6] == '\\' && p[i + 7] == 'u' ? hex4(p + i + 8) : -1;
+                if (lo >= 0xDC00 && lo <= 0xDFFF) {
+                    code = 0x10000 + ((code - 0xD800) << 10) + ((unsigned)lo - 0xDC00);
+                    i += 6;
+                } else {
+                    code = 0xFFFD;
+                }
+            } else if (code >= 0xDC00 && code <= 0xDFFF) {
+                code = 0xFFFD;
+            }
+            k += put_utf8(o + k, code);
+            hi |= code >= 0x80;
+            i += 4;
+            break;
+        }
+        default: return NULL;
+        }
+        i += 2;
+        /* to the next quote, backslash or control character */
+#if defined(__SSE2__)
+        const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+        const __m128i ctl = _mm_set1_epi8(0x1F);
+        for (;;) {
+            if (i + 16 > len)
+                break;
+            if (r->str_cap < k + 16 && !grow(&r->str, &r->str_cap, 2 * r->str_cap))
+                return NULL;
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+            _mm_storeu_si128((__m128i *)(void *)(r->str + k), v);
+            __m128i m = _mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+                _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v));
+            unsigned hit = (unsigned)_mm_movemask_epi8(m), highs = (unsigned)_mm_movemask_epi8(v);
+            if (hit) {
+                unsigned z = (unsigned)__builtin_ctz(hit);
+                hi |= (highs & ((1u << z) - 1)) != 0;
+                i += z;
+                k += z;
+                goto special;
+            }
+            hi |= highs != 0;
+            i += 16;
+            k += 16;
+        }
+#endif
+        for (; i < len; i++) {
+            unsigned char c = p[i];
+            if (c == '"' || c == '\\' || c < 0x20)
+                break;
+            if (r->str_cap < k + 1 && !grow(&r->str, &r->str_cap, 2 * r->str_cap))
+                return NULL;
+            r->str[k++] = (char)c;
+            hi |= c >= 0x80;
+        }
+#if defined(__SSE2__)
+    special:
+#endif
+        if (i >= len || p[i] < 0x20)
+            return NULL;
+        if (p[i] == '"')
+            break;
+    }
+    *end = i;
+    *out_len = k;
+    *high |= hi;
+    return r->str;
+}
+
 /* A string of a skipped value: its escapes checked, nothing reported. */
 __attribute__((noinline)) static kcr__jreader_status
 skipped_string(kcr__jreader *r, bool key, const unsigned char *s, size_t n, bool escaped, size_t at)
@@ -761,6 +873,22 @@ kcr__jreader_status kcr__jreader_feed(kcr__jreader *r, const char *buf, size_t l
             }
             if (j < len && p[j] < 0x20)
                 return fail(r, "control character in a string", j);
+            size_t end, out_len;
+            const char *decoded;
+            if (j < len && !r->skipping &&
+                (decoded = unescape_to_quote(r, p, from, j, len, &end, &out_len, &high))) {
+                kcr__jev ev = {.type = key ? KCR__JEV_KEY : KCR__JEV_STRING,
+                               .s = decoded,
+                               .len = out_len,
+                               .ascii = !high};
+                if (key)
+                    r->state = ST_COLON;
+                else
+                    value_done(r);
+                st = emit(r, &ev, end + 1);
+                i = end + 1;
+                continue;
+            }
             size_t rest = j; /* from the first backslash, or the end of the buffer */
             j = rest + scan_string(p + rest, len - rest, &escape, &escaped, &high, &bad);
             if (bad < len - rest)

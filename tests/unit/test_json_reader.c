@@ -137,6 +137,10 @@ Test(json_reader, escapes)
     expect("[\"\\ud800x\"]", "[S<\xef\xbf\xbdx>]");
     expect("[\"\\udc00\"]", "[S<\xef\xbf\xbd>]");
     expect("[\"\\ud800\\u0041\"]", "[S<\xef\xbf\xbd" "A>]");
+    /* a high surrogate last in its string: the next string is not its pair */
+    expect("[\"a\\ud800\"]", "[S<a\xef\xbf\xbd>]");
+    expect("[\"\\ud800\",\"\\udc00\",\"\\u00e9\\ud83d\\ude00\\n0123456789abcdef\"]",
+           "[S<\xef\xbf\xbd>S<\xef\xbf\xbd>S<\xc3\xa9\xf0\x9f\x98\x80\n0123456789abcdef>]");
     /* raw UTF-8 passes (the builder checks it), not reported ASCII */
     expect("{\"caf\xc3\xa9\":\"\xe2\x82\xac\"}", "{K<caf\xc3\xa9>S<\xe2\x82\xac>}");
     /* ASCII is decided over the whole string, past the first 8 bytes too */
