@@ -208,5 +208,6 @@ kcr_err kcr_webhook_server_add_admission(kcr_webhook_server *s, const kcr_admiss
     r->user_data = opts->user_data;
     r->timeout_ms = opts->timeout_ms;
     r->policy = opts->failure_policy;
+    atomic_init(&r->on_loop, opts->run_on_loop);
     return kcr__wh_route_add(s, r);
 }

@@ -79,6 +79,7 @@ static kcr_err add_one(kcr_webhook_server *s, const kcr_webhook_for_options *o,
     r->user_data = pair;
     r->timeout_ms = o->timeout_ms;
     r->policy = o->failure_policy;
+    atomic_init(&r->on_loop, o->run_on_loop);
     if (owns_pair) {
         r->owned = pair;
         r->free_owned = free;

@@ -201,5 +201,6 @@ kcr_err kcr_webhook_server_add_conversion(kcr_webhook_server *s,
     r->free_owned = converters_free;
     r->timeout_ms = opts->timeout_ms;
     r->policy = KCR_WEBHOOK_FAIL;
+    atomic_init(&r->on_loop, opts->run_on_loop);
     return kcr__wh_route_add(s, r);
 }

@@ -156,11 +156,16 @@ static void close_all(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Loop: the stop request. Stops accepting, answers what is pending, gives
- * those answers a moment to be written, then closes everything. */
+ * those answers a moment to be written, then closes everything. A request
+ * that arrives on a kept-alive connection in that moment is answered 503
+ * at once (kcr__wh_on_request): queued for a worker, it would still be
+ * pending when close_all frees its connection, and libevent would free the
+ * request with it under the job. */
 void kcr__wh_loop_on_stop(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what;
     struct kcr__wh_loop *l = arg;
+    l->stopping = true;
     if (l->bound)
         evconnlistener_disable(evhttp_bound_socket_get_listener(l->bound));
     bool answered = l->pending != NULL;
@@ -171,11 +176,16 @@ void kcr__wh_loop_on_stop(evutil_socket_t fd, short what, void *arg)
         close_all(-1, 0, l);
 }
 
-void kcr__wh_loop_stop(struct kcr__wh_loop *l)
+void kcr__wh_loop_request_stop(struct kcr__wh_loop *l)
+{
+    if (l->running)
+        event_active(l->stop_ev, 0, 0);
+}
+
+void kcr__wh_loop_join(struct kcr__wh_loop *l)
 {
     if (!l->running)
         return;
-    event_active(l->stop_ev, 0, 0);
     pthread_join(l->thread, NULL);
     l->running = false;
 }

@@ -5,10 +5,12 @@
  * thread-safe) unless a wake-up is already on its way. The loop answers
  * whichever comes first, the result or the deadline (the failure policy);
  * the other is dropped. A slow handler thus holds one worker, never a loop,
- * and never the answer past its deadline. */
+ * and never the answer past its deadline. A run_on_loop path skips all of
+ * that: its loop runs the handler and answers at once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -112,6 +114,58 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     free(reply);
 }
 
+/* Worker or loop: the route's handler, after the observer. */
+static void run_handler(struct kcr__wh_job *job)
+{
+    kcr_webhook_server *s = job->s;
+    if (s->observe)
+        s->observe(job->route->path, job->body, job->len, s->observe_user_data);
+    if (job->route->kind == KCR__WH_ADMISSION)
+        kcr__wh_admission_run(job);
+    else
+        kcr__wh_conversion_run(job);
+}
+
+/* The route's one field that changes after start (loops and workers see
+ * routes as const). */
+static atomic_bool *on_loop_flag(const struct kcr__wh_route *r)
+{
+    return &((struct kcr__wh_route *)r)->on_loop;
+}
+
+static int64_t cpu_ms(const struct rusage *ru)
+{
+    return (int64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
+           (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000;
+}
+
+/* Loop: a run_on_loop path's job (already on the pending list) handled and
+ * answered here. A call past the budget sends the path to the workers if the
+ * handler computed that long or blocked (the thread gave up the CPU: a
+ * voluntary context switch); a loop merely preempted on a busy machine
+ * keeps it. */
+static void run_on_loop(struct kcr__wh_job *job)
+{
+    const struct kcr__wh_route *route = job->route;
+    struct rusage before, after;
+    getrusage(RUSAGE_THREAD, &before);
+    int64_t start = kcr__wh_now_ns();
+    run_handler(job);
+    int64_t took_ms = (kcr__wh_now_ns() - start) / 1000000;
+    if (took_ms > KCR_WEBHOOK_LOOP_BUDGET_MS && getrusage(RUSAGE_THREAD, &after) == 0) {
+        int64_t cpu = cpu_ms(&after) - cpu_ms(&before);
+        bool blocked = after.ru_nvcsw > before.ru_nvcsw;
+        if ((blocked || cpu > KCR_WEBHOOK_LOOP_BUDGET_MS) &&
+            atomic_exchange(on_loop_flag(route), false))
+            kcr__log(KCR_LOG_WARN, "webhook",
+                     "handler %s %s %lld ms on an event loop (run_on_loop allows %d ms): it "
+                     "runs on the worker threads from now on",
+                     route->path, blocked ? "blocked, taking" : "computed for",
+                     (long long)(blocked ? took_ms : cpu), KCR_WEBHOOK_LOOP_BUDGET_MS);
+    }
+    kcr__wh_job_answer(job, job->status, job->reply ? job->reply : "", job->reply_len);
+}
+
 void kcr__wh_pool_submit(struct kcr__wh_job *job)
 {
     kcr_webhook_server *s = job->s;
@@ -120,6 +174,10 @@ void kcr__wh_pool_submit(struct kcr__wh_job *job)
     if (l->pending)
         l->pending->prev = job;
     l->pending = job;
+    if (atomic_load_explicit(on_loop_flag(job->route), memory_order_relaxed)) {
+        run_on_loop(job);
+        return;
+    }
     if (job->route->in_flight)
         kcr_metric_add(job->route->in_flight, 1);
     job->deadline = evtimer_new(l->base, on_deadline, job);
@@ -176,12 +234,7 @@ static void *worker_main(void *arg)
         if (!s->queue_head)
             s->queue_tail = NULL;
         pthread_mutex_unlock(&s->mu);
-        if (s->observe)
-            s->observe(job->route->path, job->body, job->len, s->observe_user_data);
-        if (job->route->kind == KCR__WH_ADMISSION)
-            kcr__wh_admission_run(job);
-        else
-            kcr__wh_conversion_run(job);
+        run_handler(job);
         if (job->route->in_flight)
             kcr_metric_add(job->route->in_flight, -1);
         struct kcr__wh_loop *l = job->loop;

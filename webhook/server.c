@@ -108,13 +108,16 @@ kcr_err kcr_webhook_server_new(const kcr_webhook_server_options *opts, kcr_webho
     return KCR_OK;
 }
 
-/* Stops the loops (each answers its pending jobs 503 and closes its
+/* Stops the loops, all at once (each answers its pending jobs 503, and any
+ * request that comes after, and closes its
  * connections), then the workers, then drops the late results of handlers
  * that overran: nobody waits for them. */
 static void stop_all(kcr_webhook_server *s)
 {
     for (int i = 0; s->loops && i < s->n_loops; i++)
-        kcr__wh_loop_stop(&s->loops[i]);
+        kcr__wh_loop_request_stop(&s->loops[i]);
+    for (int i = 0; s->loops && i < s->n_loops; i++)
+        kcr__wh_loop_join(&s->loops[i]);
     kcr__wh_pool_stop(s);
     for (int i = 0; s->loops && i < s->n_loops; i++)
         kcr__wh_pool_done_cb(-1, 0, &s->loops[i]);
@@ -144,7 +147,10 @@ void kcr__wh_on_request(struct evhttp_request *req, void *arg)
     const char *ctype = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
     int status = 0;
     const char *why = NULL;
-    if (!r) {
+    if (l->stopping) {
+        status = 503, why = "webhook server stopping\n";
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+    } else if (!r) {
         status = 404, why = "no webhook at this path\n";
     } else if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
         status = 405, why = "webhooks take POST\n";

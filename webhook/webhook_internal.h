@@ -21,7 +21,7 @@
 
 enum kcr__wh_route_kind { KCR__WH_ADMISSION = 1, KCR__WH_CONVERSION = 2 };
 
-/* One path. Immutable after start. */
+/* One path. Immutable after start but for on_loop. */
 struct kcr__wh_route {
     char *path;
     enum kcr__wh_route_kind kind;
@@ -32,6 +32,7 @@ struct kcr__wh_route {
     void (*free_owned)(void *);
     int64_t timeout_ms;
     kcr_webhook_failure_policy policy;
+    atomic_bool on_loop; /* run_on_loop until a call overran KCR_WEBHOOK_LOOP_BUDGET_MS */
     kcr_metric *latency, *in_flight; /* NULL without a registry */
     struct kcr__wh_route *next;
 };
@@ -83,6 +84,7 @@ struct kcr__wh_loop {
     struct kcr__wh_job *pending; /* jobs not yet answered */
     int open_conns, max_conns;   /* max_conns: this loop's share of the limit */
     bool accept_paused;
+    bool stopping; /* the stop request ran: later requests are answered 503 */
     pthread_t thread;
     bool running; /* the thread was started (set before it runs) */
     pthread_mutex_t done_mu; /* guards done_list and done_armed */
@@ -154,8 +156,12 @@ int kcr__wh_loop_port(const struct kcr__wh_loop *l);
 /* Starts the loop's thread. */
 kcr_err kcr__wh_loop_run(struct kcr__wh_loop *l);
 /* Asks the loop to answer what is pending 503, close its connections and
- * end; joins its thread. Any thread but the loop's; no-op when not running. */
-void kcr__wh_loop_stop(struct kcr__wh_loop *l);
+ * end, without waiting: the server asks every loop before it joins any, so
+ * all stop answering at once. Any thread but the loop's; no-op when not
+ * running. */
+void kcr__wh_loop_request_stop(struct kcr__wh_loop *l);
+/* Waits for a loop asked to stop to end. Any thread but the loop's. */
+void kcr__wh_loop_join(struct kcr__wh_loop *l);
 /* Loop: the stop event's callback. */
 void kcr__wh_loop_on_stop(evutil_socket_t fd, short what, void *arg);
 /* Frees what init made (the thread ended or never ran). */

@@ -1,10 +1,13 @@
-/* bench_webhook_server CERT_DIR PORT: kcr's side of bench/webhook, a webhook
- * server with the twin's two handlers: /mutate defaults spec.replicas to 1
- * (kcr computes the patch), /validate denies replicas > 10. Prints "ready"
- * once serving; stops on SIGTERM or SIGINT. */
+/* bench_webhook_server CERT_DIR PORT [on-loop]: kcr's side of bench/webhook, a
+ * webhook server with the twin's two handlers: /mutate defaults
+ * spec.replicas to 1 (kcr computes the patch), /validate denies replicas >
+ * 10; with "on-loop", both registered run_on_loop (they never block). Prints
+ * "ready" once serving; stops on SIGTERM or SIGINT. */
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kcr/webhook.h"
 
@@ -28,8 +31,9 @@ static kcr_err validate(const kcr_admission_request *req, kcr_admission_response
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s CERT_DIR PORT\n", argv[0]);
+    bool on_loop = argc == 4 && strcmp(argv[3], "on-loop") == 0;
+    if (argc != 3 && !on_loop) {
+        fprintf(stderr, "usage: %s CERT_DIR PORT [on-loop]\n", argv[0]);
         return 2;
     }
     sigset_t sigs;
@@ -40,9 +44,10 @@ int main(int argc, char **argv)
     char addr[64];
     snprintf(addr, sizeof addr, "127.0.0.1:%s", argv[2]);
     kcr_webhook_server_options o = {.bind_address = addr, .cert_dir = argv[1]};
-    kcr_admission_options m = {.path = "/mutate", .type = KCR_ADMISSION_MUTATING, .fn = mutate};
+    kcr_admission_options m = {.path = "/mutate", .type = KCR_ADMISSION_MUTATING, .fn = mutate,
+                               .run_on_loop = on_loop};
     kcr_admission_options v = {.path = "/validate", .type = KCR_ADMISSION_VALIDATING,
-                               .fn = validate};
+                               .fn = validate, .run_on_loop = on_loop};
     kcr_webhook_server *s = NULL;
     if (kcr_webhook_server_new(&o, &s) || kcr_webhook_server_add_admission(s, &m) ||
         kcr_webhook_server_add_admission(s, &v) || kcr_webhook_server_start(s)) {

@@ -73,19 +73,21 @@ static kcr_err alpha_to_beta(const kcr_object *in, kcr_object_edit *out, void *u
     return rename_field(in, out, "spec.deploymentName", "spec.deploymentRef");
 }
 
+/* Every function here only reads the request: they run on the event loops
+ * (run_on_loop), which saves each request the hand-off to a worker thread. */
 kcr_err sample_webhooks_register(kcr_webhook_server *s)
 {
     kcr_webhook_for_options foo = {.group = "samplecontroller.k8s.io", .version = "v1alpha1",
                                    .kind = "Foo", .default_fn = default_foo,
                                    .validate_create = validate_foo,
-                                   .validate_update = validate_foo};
+                                   .validate_update = validate_foo, .run_on_loop = true};
     kcr_err err = kcr_webhook_server_add_for(s, &foo);
     if (err)
         return err;
     static const kcr_converter conv[] = {{BETA, ALPHA, beta_to_alpha},
                                          {ALPHA, BETA, alpha_to_beta}};
     kcr_conversion_options c = {.path = "/convert", .converters = conv, .n_converters = 2,
-                                .hub = ALPHA};
+                                .hub = ALPHA, .run_on_loop = true};
     return kcr_webhook_server_add_conversion(s, &c);
 }
 

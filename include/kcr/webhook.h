@@ -9,9 +9,11 @@
  * process keeps one TLS stack (OpenSSL, as kcr's libcurl). docs/webhooks.md
  * walks through a complete example.
  *
- * Threads: one event-loop thread accepts connections, runs TLS and HTTP and
- * answers; handlers run on a pool of worker threads, several at once, with no
- * kcr lock held, so they must be thread-safe. A handler that overruns its
+ * Threads: event-loop threads (one per CPU unless `loops` says otherwise)
+ * accept connections, run TLS and HTTP and answer; handlers run on a pool of
+ * worker threads (a path registered run_on_loop: on the loop that read the
+ * request), several at once, with no kcr lock held, so they must be
+ * thread-safe. A handler that overruns its
  * deadline is answered by the loop according to its failure policy; its
  * late result is dropped.
  *
@@ -46,6 +48,18 @@ typedef enum kcr_webhook_failure_policy {
 #define KCR_WEBHOOK_DEFAULT_MAX_BODY_BYTES ((size_t)3 << 20) /* the apiserver's limit */
 #define KCR_WEBHOOK_DEFAULT_HANDLER_TIMEOUT_MS 9000          /* apiserver default 10 s */
 
+/* Handlers run on worker threads, so a slow one holds a worker, never an
+ * event loop, and its deadline answer leaves on time. A path registered with
+ * run_on_loop instead runs its handler on the event-loop thread that read
+ * the request, which saves the hand-off to a worker and back (two context
+ * switches; about a third of the server's CPU per request for a handler that
+ * only looks at the request: docs/webhooks.md). For handlers that never
+ * block: no API calls, no sleeping, no lock a slow thread may hold; while one
+ * runs, the other connections of its loop wait and its deadline cannot fire.
+ * A call that takes longer than this budget moves the path to the workers
+ * for good, with a warning in the log. */
+#define KCR_WEBHOOK_LOOP_BUDGET_MS 5
+
 /* Zero means the default for every field; strings are copied. */
 typedef struct kcr_webhook_server_options {
     const char *bind_address;  /* "host:port", ":port" for every interface,
@@ -73,7 +87,7 @@ typedef struct kcr_webhook_server_options {
                                   controller_runtime_webhook_* families; NULL: none */
     /* Sees every request body that reaches a handler's path, before it is
      * decoded (to log or record reviews); path and body are borrowed for the
-     * call. Runs on a worker thread, concurrently with itself. NULL: none. */
+     * call. Runs on the handler's thread, concurrently with itself. NULL: none. */
     void (*observe)(const char *path, const char *body, size_t len, void *user_data);
     void *observe_user_data;
     int loops;                 /* event-loop threads, each accepting on its own
@@ -99,8 +113,9 @@ KCR_API kcr_err kcr_webhook_server_start(kcr_webhook_server *s);
 KCR_API int kcr_webhook_server_port(const kcr_webhook_server *s);
 
 /* Stops accepting, answers what is in flight 503 (the apiserver then applies
- * the webhook configuration's failurePolicy), waits for handlers still
- * running to return and joins the threads. Idempotent. */
+ * the webhook configuration's failurePolicy), and any request that arrives
+ * while those answers are written 503 too, closes every connection, waits
+ * for handlers still running to return and joins the threads. Idempotent. */
 KCR_API void kcr_webhook_server_stop(kcr_webhook_server *s);
 
 /* Stops if needed and frees. NULL is ignored. */
@@ -172,8 +187,9 @@ KCR_API kcr_err kcr_admission_warn(kcr_admission_response *resp, const char *war
  * the handler is not mutating. */
 KCR_API kcr_err kcr_admission_edit(kcr_admission_response *resp, kcr_object_edit **out);
 
-/* An admission handler, run on a worker thread. Return KCR_OK after deciding
- * (allowed unless kcr_admission_deny was called); any other return denies with
+/* An admission handler, run on a worker thread (run_on_loop: on an event
+ * loop). Return KCR_OK after deciding (allowed unless kcr_admission_deny was
+ * called); any other return denies with
  * code 500 and kcr_last_error() as the message (controller-runtime's Errored). */
 typedef kcr_err (*kcr_admission_fn)(const kcr_admission_request *req,
                                     kcr_admission_response *resp, void *user_data);
@@ -191,6 +207,7 @@ typedef struct kcr_admission_options {
     void *user_data;
     int64_t timeout_ms;            /* 0: KCR_WEBHOOK_DEFAULT_HANDLER_TIMEOUT_MS */
     kcr_webhook_failure_policy failure_policy; /* the answer when timeout_ms passes */
+    bool run_on_loop;              /* the handler never blocks: see KCR_WEBHOOK_LOOP_BUDGET_MS */
 } kcr_admission_options;
 
 /* Registers an admission handler. Before start only (KCR_ERR_STATE after);
@@ -225,6 +242,7 @@ typedef struct kcr_webhook_for_options {
     const char *validate_path; /* NULL: kubebuilder's */
     int64_t timeout_ms;        /* 0: KCR_WEBHOOK_DEFAULT_HANDLER_TIMEOUT_MS */
     kcr_webhook_failure_policy failure_policy;
+    bool run_on_loop;          /* the functions never block: see KCR_WEBHOOK_LOOP_BUDGET_MS */
 } kcr_webhook_for_options;
 
 KCR_API kcr_err kcr_webhook_server_add_for(kcr_webhook_server *s,
@@ -232,8 +250,9 @@ KCR_API kcr_err kcr_webhook_server_add_for(kcr_webhook_server *s,
 
 /* ---- Conversion ----------------------------------------------------------
  * A converter edits `out`, a copy of `in` whose apiVersion is already the
- * target's, into the target version's shape. Run on a worker thread. A
- * return other than KCR_OK fails the whole review with kcr_last_error(). */
+ * target's, into the target version's shape. Run on a worker thread (or an
+ * event loop: run_on_loop). A return other than KCR_OK fails the whole
+ * review with kcr_last_error(). */
 typedef kcr_err (*kcr_convert_fn)(const kcr_object *in, kcr_object_edit *out, void *user_data);
 
 /* One direction between two apiVersions ("group/version"). */
@@ -255,6 +274,7 @@ typedef struct kcr_conversion_options {
     const char *hub;               /* the hub apiVersion, or NULL */
     void *user_data;
     int64_t timeout_ms;            /* 0: KCR_WEBHOOK_DEFAULT_HANDLER_TIMEOUT_MS */
+    bool run_on_loop;              /* the converters never block: see KCR_WEBHOOK_LOOP_BUDGET_MS */
 } kcr_conversion_options;
 
 KCR_API kcr_err kcr_webhook_server_add_conversion(kcr_webhook_server *s,

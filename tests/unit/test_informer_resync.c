@@ -71,15 +71,19 @@ Test(informer_resync, resyncs_arrive_about_every_period)
     cr_assert_eq(kcr_informer_start(e.inf), KCR_OK);
     cr_assert_eq(kcr_informer_wait_for_sync(e.inf, 5000, NULL), KCR_OK);
     WAIT_FOR(st_count(&s) == ROUNDS, 10000);
-    cr_assert_eq(st_count(&s), ROUNDS);
-    /* the first is due a period after the handler was added, not before */
-    cr_assert_geq(s.at_ms[0] - t0, period, "first resync early: %lld ms",
-                  (long long)(s.at_ms[0] - t0));
-    int64_t mean = (s.at_ms[ROUNDS - 1] - s.at_ms[0]) / (ROUNDS - 1);
-    cr_assert(mean >= period * 9 / 10 && mean <= period * 3,
-              "mean resync interval %lld ms for a %lld ms period", (long long)mean,
-              (long long)period);
-    env_down(&e);
+    size_t n = st_count(&s);
+    env_down(&e); /* before asserting: the handler thread writes to s */
+    cr_assert_eq(n, ROUNDS);
+    /* The i-th is due i periods after the handler was added, not before. The
+     * times are of delivery, which a busy machine delays (one late delivery
+     * brings the next closer), so only the total is bounded above. */
+    for (size_t i = 0; i < ROUNDS; i++)
+        cr_assert_geq(s.at_ms[i] - t0, (int64_t)(i + 1) * period,
+                      "resync %zu early: %lld ms after the handler was added", i + 1,
+                      (long long)(s.at_ms[i] - t0));
+    int64_t total = s.at_ms[ROUNDS - 1] - t0;
+    cr_assert_leq(total, ROUNDS * period * 3, "%d resyncs of a %lld ms period took %lld ms",
+                  ROUNDS, (long long)period, (long long)total);
 }
 
 Test(informer_resync, no_wakeups_without_a_resync_handler_until_one_is_added)

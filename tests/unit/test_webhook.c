@@ -101,16 +101,26 @@ static kcr_err failing(const kcr_admission_request *req, kcr_admission_response 
 
 /* Sleeps until the test releases it (at most 30 s), then counts itself
  * finished: the tests compare answers with that, not with the clock. */
-static atomic_int release_sleepers, sleepers_finished;
+static atomic_int release_sleepers, sleepers_started, sleepers_finished;
 
 static kcr_err sleepy(const kcr_admission_request *req, kcr_admission_response *resp, void *ud)
 {
     (void)req, (void)resp, (void)ud;
+    atomic_fetch_add(&sleepers_started, 1);
     for (int i = 0; i < 3000 && !atomic_load(&release_sleepers); i++) {
         struct timespec ts = {.tv_nsec = 10000000};
         nanosleep(&ts, NULL);
     }
     atomic_fetch_add(&sleepers_finished, 1);
+    return KCR_OK;
+}
+
+/* Blocks 300 ms: not a handler for run_on_loop, which the server finds out. */
+static kcr_err nap(const kcr_admission_request *req, kcr_admission_response *resp, void *ud)
+{
+    (void)req, (void)resp, (void)ud;
+    struct timespec ts = {.tv_nsec = 300000000};
+    nanosleep(&ts, NULL);
     return KCR_OK;
 }
 
@@ -182,10 +192,11 @@ static kcr_err alpha_to_gamma(const kcr_object *in, kcr_object_edit *out, void *
 }
 
 /* A fresh server on `read_timeout_ms` (the handshake and request deadline). */
-static void start_with(int64_t read_timeout_ms)
+static void start_with(int64_t read_timeout_ms, int loops)
 {
     atomic_store(&observed, 0);
     atomic_store(&release_sleepers, 0);
+    atomic_store(&sleepers_started, 0);
     atomic_store(&sleepers_finished, 0);
     snprintf(dir, sizeof dir, "/tmp/kcr-wh-XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
@@ -195,7 +206,7 @@ static void start_with(int64_t read_timeout_ms)
                                     .cert_poll_ms = 50, .read_timeout_ms = read_timeout_ms,
                                     .max_body_bytes = 64 * 1024, .metrics = metrics,
                                     .observe = observe,
-                                    .loops = 2}; /* several loops whatever the CPUs */
+                                    .loops = loops};
     cr_assert_eq(kcr_webhook_server_new(&o, &srv), KCR_OK, "%s", kcr_last_error());
     kcr_admission_options a[] = {
         {.path = "/validate", .type = KCR_ADMISSION_VALIDATING, .fn = validate_foo},
@@ -205,6 +216,11 @@ static void start_with(int64_t read_timeout_ms)
         {.path = "/slow-ignore", .type = KCR_ADMISSION_VALIDATING, .fn = sleepy,
          .timeout_ms = 300, .failure_policy = KCR_WEBHOOK_IGNORE},
         {.path = "/mutate-not", .type = KCR_ADMISSION_VALIDATING, .fn = mutate_foo},
+        {.path = "/slow", .type = KCR_ADMISSION_VALIDATING, .fn = sleepy}, /* default deadline */
+        {.path = "/mutate-on-loop", .type = KCR_ADMISSION_MUTATING, .fn = mutate_foo,
+         .run_on_loop = true},
+        {.path = "/nap-on-loop", .type = KCR_ADMISSION_VALIDATING, .fn = nap, .timeout_ms = 100,
+         .run_on_loop = true},
     };
     for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
         cr_assert_eq(kcr_webhook_server_add_admission(srv, &a[i]), KCR_OK, "%s", kcr_last_error());
@@ -218,6 +234,9 @@ static void start_with(int64_t read_timeout_ms)
                             {GAMMA, ALPHA, gamma_to_alpha}, {ALPHA, GAMMA, alpha_to_gamma}};
     kcr_conversion_options c = {.path = "/convert", .converters = conv, .n_converters = 4,
                                 .hub = ALPHA};
+    cr_assert_eq(kcr_webhook_server_add_conversion(srv, &c), KCR_OK, "%s", kcr_last_error());
+    c.path = "/convert-on-loop";
+    c.run_on_loop = true;
     cr_assert_eq(kcr_webhook_server_add_conversion(srv, &c), KCR_OK, "%s", kcr_last_error());
     char *msg = NULL;
     cr_assert_neq(kcr_webhook_server_ready_check(&msg, srv), KCR_OK);
@@ -234,13 +253,20 @@ static void start_with(int64_t read_timeout_ms)
  * cut mid-request was curl's error 55 in CI). */
 static void start(void)
 {
-    start_with(test_ms(3000));
+    start_with(test_ms(3000), 2); /* several loops whatever the CPUs */
 }
 
 /* The slow-client test: exactly 3 s, the deadline it measures. */
 static void start_strict(void)
 {
-    start_with(3000);
+    start_with(3000, 2);
+}
+
+/* One loop: the stop test needs its two clients' connections on the same
+ * loop (one with an answer pending holds the loop's connections open). */
+static void start_one_loop(void)
+{
+    start_with(test_ms(3000), 1);
 }
 
 static void stop(void)
@@ -653,6 +679,47 @@ WH_TEST(conversion_direct_through_the_hub_and_failures)
     kcr_object_unref(a);
 }
 
+WH_TEST(handlers_registered_run_on_loop_answer_as_on_the_workers)
+{
+    const struct {
+        const char *on_workers, *on_loop, *fixture, *nonempty;
+    } pairs[] = {{"/mutate", "/mutate-on-loop", "admission-create-noreplicas.json", "patch"},
+                 {"/convert", "/convert-on-loop", "conversion-to-v1alpha1.json",
+                  "convertedObjects[0]"}};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        char *body = fixture(pairs[i].fixture);
+        kcr_object *w = answer(wh_post(cli, pairs[i].on_workers, body, 0, NULL));
+        kcr_object *l = answer(wh_post(cli, pairs[i].on_loop, body, 0, NULL));
+        char field[64];
+        snprintf(field, sizeof field, "response.%s", pairs[i].nonempty);
+        cr_assert_neq(kcr_value_get_type(kcr_object_get(l, field)), KCR_VALUE_ABSENT,
+                      "%s answered without %s", pairs[i].on_loop, field);
+        cr_assert(kcr_value_equal(kcr_object_get(l, "response"), kcr_object_get(w, "response")),
+                  "%s and %s answer differently", pairs[i].on_loop, pairs[i].on_workers);
+        kcr_object_unref(w);
+        kcr_object_unref(l);
+        free(body);
+    }
+}
+
+WH_TEST(a_run_on_loop_handler_that_blocks_is_moved_to_the_workers)
+{
+    char *body = fixture("admission-create.json");
+    /* on the loop the 100 ms deadline cannot fire: the handler's own answer,
+     * after its 300 ms nap */
+    kcr_object *a = answer(wh_post(cli, "/nap-on-loop", body, 0, NULL));
+    cr_assert(kcr_value_bool(kcr_object_get(a, "response.allowed")),
+              "the first call was answered by the deadline, not on the loop");
+    kcr_object_unref(a);
+    /* it blocked: now on a worker, so the deadline answers by the policy */
+    a = answer(wh_post(cli, "/nap-on-loop", body, 0, NULL));
+    cr_assert_not(kcr_value_bool(kcr_object_get(a, "response.allowed")));
+    cr_assert(strstr(kcr_value_string(kcr_object_get(a, "response.status.message"), NULL),
+                     "did not answer within 100 ms"));
+    kcr_object_unref(a);
+    free(body);
+}
+
 WH_TEST(keep_alive_reuses_one_connection)
 {
     char *body = fixture("admission-create.json");
@@ -758,6 +825,48 @@ WH_TEST(a_server_freed_with_connections_open_releases_them)
     wh_resp r = wh_post(cli, "/validate", "{}", 0, NULL);
     cr_assert_lt(r.code, 0, "a stopped server answers nothing (got HTTP %ld)", r.code);
     free(r.body);
+}
+
+static void *stop_server(void *arg)
+{
+    kcr_webhook_server_stop(arg);
+    return NULL;
+}
+
+Test(webhook, a_request_that_arrives_while_the_server_stops_is_answered_503,
+     .init = start_one_loop, .fini = stop, .timeout = 60)
+{
+    /* the kept-alive connection the late request will use */
+    char *body = fixture("admission-create.json");
+    kcr_object_unref(answer(wh_post(cli, "/validate", body, 0, NULL)));
+    /* a handler still running, so the stop waits a moment for its answer */
+    struct slow_call slow = {.path = "/slow"};
+    pthread_t caller, stopper;
+    pthread_create(&caller, NULL, call_slow, &slow);
+    for (int i = 0; i < 2000 && atomic_load(&sleepers_started) < 1; i++) {
+        struct timespec ts = {.tv_nsec = 10000000};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert_eq(atomic_load(&sleepers_started), 1, "the slow handler never started");
+    pthread_create(&stopper, NULL, stop_server, srv);
+    for (int i = 0; i < 2000 && kcr_webhook_server_ready_check(NULL, srv) == KCR_OK; i++) {
+        struct timespec ts = {.tv_nsec = 1000000};
+        nanosleep(&ts, NULL);
+    }
+    /* past the loop's stop request (an event of its own, woken at once) and
+     * well inside the 200 ms it gives the pending answer; a slow route: had
+     * the request reached a worker, it would still be pending when the stop
+     * closes the connection */
+    struct timespec after_stop = {.tv_nsec = 50000000};
+    nanosleep(&after_stop, NULL);
+    wh_resp r = wh_post(cli, "/slow-ignore", body, 0, NULL);
+    atomic_store(&release_sleepers, 1);
+    pthread_join(stopper, NULL);
+    pthread_join(caller, NULL);
+    free(body);
+    kcr_object_unref(slow.answer);
+    expect_status(r, 503, "stopping");
+    cr_assert_eq(atomic_load(&sleepers_started), 1, "the late request reached a handler");
 }
 
 WH_TEST(metrics_carry_controller_runtime_names)
