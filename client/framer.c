@@ -27,10 +27,8 @@ struct kcr__framer {
     size_t capture_depth, skip_depth;
     /* Dropping metadata.managedFields inside a captured object (see
      * kcr__framer_drop_managed_fields): in_metadata while the top-level
-     * "metadata" map is open, drop_pending between the key and its value,
-     * drop_depth levels of that value open. */
-    bool drop_managed_fields, last_key_metadata, in_metadata, drop_pending;
-    size_t drop_depth;
+     * "metadata" map is open; the member's value is skipped by the reader. */
+    bool drop_managed_fields, last_key_metadata, in_metadata;
     /* Size accounting. A unit's bytes are counted exactly: from the offset
      * of its opening brace in the slice where it starts (the reader reports the
      * offset inside callbacks) to that of its closing brace, plus the whole
@@ -77,33 +75,21 @@ static bool is_key(const kcr__jev *ev, const char *key, size_t len)
     return ev->len == len && memcmp(ev->s, key, len) == 0;
 }
 
-/* True when the event belongs to metadata.managedFields of the captured
- * object and is dropped; tracks where the capture is in metadata. */
+/* True when the event is the key of metadata.managedFields of the captured
+ * object: the key is dropped and the reader skips its value, so no event of
+ * it reaches the builder. Tracks where the capture is in metadata. */
 static bool dropped(kcr__framer *f, const kcr__jev *ev)
 {
-    bool opens = ev->type == KCR__JEV_START_MAP || ev->type == KCR__JEV_START_ARRAY;
-    bool closes = ev->type == KCR__JEV_END_MAP || ev->type == KCR__JEV_END_ARRAY;
-    if (f->drop_depth > 0) {
-        if (opens)
-            f->drop_depth++;
-        else if (closes)
-            f->drop_depth--;
-        return true;
-    }
-    if (f->drop_pending) {
-        f->drop_pending = false;
-        f->drop_depth = opens ? 1 : 0;
-        return true;
-    }
     if (ev->type == KCR__JEV_KEY && f->capture_depth == 1)
         f->last_key_metadata = is_key(ev, "metadata", 8);
     else if (ev->type == KCR__JEV_START_MAP && f->capture_depth == 1)
         f->in_metadata = f->last_key_metadata;
-    else if (closes && f->capture_depth == 2)
+    else if ((ev->type == KCR__JEV_END_MAP || ev->type == KCR__JEV_END_ARRAY) &&
+             f->capture_depth == 2)
         f->in_metadata = false;
     else if (ev->type == KCR__JEV_KEY && f->capture_depth == 2 && f->in_metadata &&
              is_key(ev, "managedFields", 13)) {
-        f->drop_pending = true;
+        kcr__jreader_skip_value(f->rd);
         return true;
     }
     return false;
@@ -187,8 +173,7 @@ kcr_err kcr__framer_capture(kcr__framer *f)
 {
     f->mode = MODE_CAPTURE;
     f->capture_depth = 1;
-    f->last_key_metadata = f->in_metadata = f->drop_pending = false;
-    f->drop_depth = 0;
+    f->last_key_metadata = f->in_metadata = false;
     kcr_err err = kcr__object_builder_start_map(f->b);
     if (err != KCR_OK)
         return kcr__refail(err, "%s %zu: ", f->unit, f->n_units);

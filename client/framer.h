@@ -55,8 +55,9 @@ kcr_err kcr__framer_complete(kcr__framer *f);
  * builder; KCR__JEV_CAPTURED follows its end. */
 kcr_err kcr__framer_capture(kcr__framer *f);
 /* From now on, captured objects are built without metadata.managedFields:
- * the member is parsed (and counted against the size limits) but never
- * reaches the builder. */
+ * the reader skips the member's value (kcr__jreader_skip_value: parsed and
+ * counted against the size limits, never reported), so it never reaches the
+ * builder. */
 void kcr__framer_drop_managed_fields(kcr__framer *f);
 /* From an ops->event for a KCR__JEV_START_MAP/START_ARRAY: drops this value
  * (the machine sees nothing of it, not even its end). */

@@ -2,6 +2,7 @@
 #include "object/intern.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@ static _Atomic uint32_t slots[SLOTS]; /* 0 empty, else id + 1 */
 static _Atomic uint32_t nkeys;
 static pthread_mutex_t insert_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t seeded = PTHREAD_ONCE_INIT;
+/* set once seed() ran: lookups then skip pthread_once (a call per key) */
+static atomic_bool seed_done;
 
 static const char *const well_known[KCR__K_COUNT_] = {
     [KCR__K_METADATA] = "metadata",
@@ -85,11 +88,18 @@ static void seed(void)
         size_t len = strlen(well_known[i]);
         insert(well_known[i], len, kcr__hash_bytes(well_known[i], len));
     }
+    atomic_store_explicit(&seed_done, true, memory_order_release);
+}
+
+static void ensure_seeded(void)
+{
+    if (!atomic_load_explicit(&seed_done, memory_order_acquire))
+        pthread_once(&seeded, seed);
 }
 
 uint32_t kcr__intern_find(const char *s, size_t len, uint32_t hash)
 {
-    pthread_once(&seeded, seed);
+    ensure_seeded();
     if (len > KCR__INTERN_MAX_LEN)
         return KCR__INTERN_NONE;
     return find_locked_or_not(s, len, hash, NULL);
@@ -97,7 +107,7 @@ uint32_t kcr__intern_find(const char *s, size_t len, uint32_t hash)
 
 uint32_t kcr__intern(const char *s, size_t len, uint32_t hash)
 {
-    pthread_once(&seeded, seed);
+    ensure_seeded();
     if (len > KCR__INTERN_MAX_LEN)
         return KCR__INTERN_NONE;
     uint32_t id = find_locked_or_not(s, len, hash, NULL);

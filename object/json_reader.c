@@ -43,6 +43,10 @@ struct kcr__jreader {
     /* decoded strings with escapes */
     char *str;
     size_t str_cap;
+    /* skipping a value (kcr__jreader_skip_value) until depth is back to
+     * skip_to after a value */
+    bool skipping;
+    size_t skip_to;
     size_t consumed; /* in the current buffer, for kcr__jreader_consumed */
     size_t base;     /* bytes of the input before the current buffer */
     bool stopped;
@@ -146,8 +150,26 @@ static kcr__jreader_status nomem(kcr__jreader *r, size_t at)
     return fail_at(r, "out of memory", at);
 }
 
+void kcr__jreader_skip_value(kcr__jreader *r)
+{
+    if (r->state != ST_COLON && r->state != ST_MAP_FIRST && r->state != ST_ARRAY_FIRST)
+        return; /* not after a key or an opening bracket: nothing to skip */
+    r->skip_to = r->state == ST_COLON ? r->depth : r->depth - 1;
+    r->skipping = true;
+}
+
+/* A token of a skipped value was read: ends the skip after its last one. */
+static kcr__jreader_status skipped(kcr__jreader *r)
+{
+    if (r->depth == r->skip_to)
+        r->skipping = false;
+    return KCR__JR_OK;
+}
+
 static kcr__jreader_status emit(kcr__jreader *r, const kcr__jev *ev, size_t end)
 {
+    if (r->skipping)
+        return skipped(r);
     r->consumed = end;
     if (r->fn(r->ud, ev))
         return KCR__JR_OK;
@@ -309,10 +331,10 @@ static size_t put_utf8(char *o, unsigned cp)
  * characters) into r->str; *out_len its length; *high set when a code point
  * >= 0x80 was written. NULL with r->err set when an escape is invalid (at:
  * the string's offset in the whole input). */
-static const char *unescape(kcr__jreader *r, const unsigned char *s, size_t n, size_t at,
-                            size_t *out_len, bool *high)
+__attribute__((noinline)) static const char *
+unescape(kcr__jreader *r, const unsigned char *s, size_t n, size_t at, size_t *out_len, bool *high)
 {
-    /* decoded is never longer than the escaped text */
+    /* decoded is never longer than the escaped text, so k <= i throughout */
     if (!grow(&r->str, &r->str_cap, n + 1)) {
         nomem(r, at);
         return NULL;
@@ -320,11 +342,28 @@ static const char *unescape(kcr__jreader *r, const unsigned char *s, size_t n, s
     char *o = r->str;
     size_t i = 0, k = 0;
     while (i < n) {
-        const unsigned char *bs = memchr(s + i, '\\', n - i);
-        size_t run = bs ? (size_t)(bs - (s + i)) : n - i;
-        memcpy(o + k, s + i, run);
-        k += run;
-        i += run;
+        /* copy up to the next backslash: sixteen bytes at a time with SSE2
+         * (each block is stored whole, then the part past a backslash is
+         * overwritten), the tail byte by byte */
+#if defined(__SSE2__)
+        const __m128i bslash = _mm_set1_epi8('\\');
+        unsigned hit = 0;
+        for (; i + 16 <= n; i += 16, k += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+            _mm_storeu_si128((__m128i *)(void *)(o + k), v);
+            if ((hit = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, bslash))) != 0)
+                break;
+        }
+        if (hit) {
+            unsigned z = (unsigned)__builtin_ctz(hit);
+            i += z;
+            k += z;
+        } else
+#endif
+        {
+            while (i < n && s[i] != '\\')
+                o[k++] = (char)s[i++];
+        }
         if (i >= n)
             break;
         if (i + 1 >= n) {
@@ -373,12 +412,169 @@ static const char *unescape(kcr__jreader *r, const unsigned char *s, size_t n, s
     return r->str;
 }
 
+/* Checks the escapes of s[0..n) (a whole string's content) as unescape does,
+ * without decoding them: NULL when they are valid, else unescape's message. */
+static const char *bad_escape(const unsigned char *s, size_t n)
+{
+    for (const unsigned char *p = s, *end = s + n;
+         (p = memchr(p, '\\', (size_t)(end - p))) != NULL;) {
+        if (end - p < 2)
+            return "invalid escape in a string";
+        switch (p[1]) {
+        case '"':
+        case '\\':
+        case '/':
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't': p += 2; break;
+        case 'u':
+            if (end - p < 6 || hex4(p + 2) < 0)
+                return "invalid \\u escape in a string";
+            p += 6;
+            break;
+        default: return "invalid escape in a string";
+        }
+    }
+    return NULL;
+}
+
+/* Decodes a string with escapes in one pass, when it ends in this buffer:
+ * p[from..j) has no escape (copied), p[j] is its first backslash. Returns
+ * r->str holding the decoded string (*out_len bytes; *high set as for
+ * unescape) with *end the index of the closing quote; NULL, with nothing
+ * reported, when the string goes on past the buffer, holds a control
+ * character or an invalid escape, or memory runs out: the general path
+ * (scan_string, then unescape) then keeps it or reports the error, so what
+ * is reported never depends on which path took the string. */
+__attribute__((noinline)) static const char *
+unescape_to_quote(kcr__jreader *r, const unsigned char *p, size_t from, size_t j, size_t len,
+                  size_t *end, size_t *out_len, bool *high)
+{
+    size_t k = j - from, i = j;
+    if (!grow(&r->str, &r->str_cap, k + 64))
+        return NULL;
+    memcpy(r->str, p + from, k);
+    bool hi = false;
+    for (;;) {
+        /* p[i] is a backslash; an escape writes at most 4 bytes, a block 16 */
+        if (r->str_cap < k + 32 && !grow(&r->str, &r->str_cap, 2 * r->str_cap))
+            return NULL;
+        char *o = r->str;
+        if (i + 1 >= len)
+            return NULL;
+        switch (p[i + 1]) {
+        case '"': o[k++] = '"'; break;
+        case '\\': o[k++] = '\\'; break;
+        case '/': o[k++] = '/'; break;
+        case 'b': o[k++] = '\b'; break;
+        case 'f': o[k++] = '\f'; break;
+        case 'n': o[k++] = '\n'; break;
+        case 'r': o[k++] = '\r'; break;
+        case 't': o[k++] = '\t'; break;
+        case 'u': {
+            int cp = i + 6 <= len ? hex4(p + i + 2) : -1;
+            if (cp < 0)
+                return NULL;
+            unsigned code = (unsigned)cp;
+            if (code >= 0xD800 && code <= 0xDBFF) {
+                /* a pair's second half is in the string if it follows: a
+                 * quote in those bytes fails the test as the string's end
+                 * does in unescape */
+                if (i + 12 > len)
+                    return NULL;
+                int lo = p[i + 6] == '\\' && p[i + 7] == 'u' ? hex4(p + i + 8) : -1;
+                if (lo >= 0xDC00 && lo <= 0xDFFF) {
+                    code = 0x10000 + ((code - 0xD800) << 10) + ((unsigned)lo - 0xDC00);
+                    i += 6;
+                } else {
+                    code = 0xFFFD;
+                }
+            } else if (code >= 0xDC00 && code <= 0xDFFF) {
+                code = 0xFFFD;
+            }
+            k += put_utf8(o + k, code);
+            hi |= code >= 0x80;
+            i += 4;
+            break;
+        }
+        default: return NULL;
+        }
+        i += 2;
+        /* to the next quote, backslash or control character */
+#if defined(__SSE2__)
+        const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+        const __m128i ctl = _mm_set1_epi8(0x1F);
+        for (;;) {
+            if (i + 16 > len)
+                break;
+            if (r->str_cap < k + 16 && !grow(&r->str, &r->str_cap, 2 * r->str_cap))
+                return NULL;
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+            _mm_storeu_si128((__m128i *)(void *)(r->str + k), v);
+            __m128i m = _mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+                _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v));
+            unsigned hit = (unsigned)_mm_movemask_epi8(m), highs = (unsigned)_mm_movemask_epi8(v);
+            if (hit) {
+                unsigned z = (unsigned)__builtin_ctz(hit);
+                hi |= (highs & ((1u << z) - 1)) != 0;
+                i += z;
+                k += z;
+                goto special;
+            }
+            hi |= highs != 0;
+            i += 16;
+            k += 16;
+        }
+#endif
+        for (; i < len; i++) {
+            unsigned char c = p[i];
+            if (c == '"' || c == '\\' || c < 0x20)
+                break;
+            if (r->str_cap < k + 1 && !grow(&r->str, &r->str_cap, 2 * r->str_cap))
+                return NULL;
+            r->str[k++] = (char)c;
+            hi |= c >= 0x80;
+        }
+#if defined(__SSE2__)
+    special:
+#endif
+        if (i >= len || p[i] < 0x20)
+            return NULL;
+        if (p[i] == '"')
+            break;
+    }
+    *end = i;
+    *out_len = k;
+    *high |= hi;
+    return r->str;
+}
+
+/* A string of a skipped value: its escapes checked, nothing reported. */
+__attribute__((noinline)) static kcr__jreader_status
+skipped_string(kcr__jreader *r, bool key, const unsigned char *s, size_t n, bool escaped, size_t at)
+{
+    const char *bad = escaped ? bad_escape(s, n) : NULL;
+    if (bad)
+        return fail_at(r, bad, at);
+    if (key)
+        r->state = ST_COLON;
+    else
+        value_done(r);
+    return skipped(r);
+}
+
 /* Reports the string s[0..n) (its content) as a key or a value; at: its
  * offset in the whole input; end: the offset after its closing quote in the
  * current buffer. */
-static kcr__jreader_status string_token(kcr__jreader *r, bool key, const unsigned char *s,
-                                        size_t n, bool escaped, bool high, size_t at, size_t end)
+static inline kcr__jreader_status string_token(kcr__jreader *r, bool key,
+                                               const unsigned char *s, size_t n, bool escaped,
+                                               bool high, size_t at, size_t end)
 {
+    if (r->skipping)
+        return skipped_string(r, key, s, n, escaped, at);
     kcr__jev ev = {.type = key ? KCR__JEV_KEY : KCR__JEV_STRING, .s = (const char *)s, .len = n};
     if (escaped && !(ev.s = unescape(r, s, n, at, &ev.len, &high)))
         return KCR__JR_ERROR;
@@ -517,6 +713,117 @@ static kcr__jreader_status close_container(kcr__jreader *r, char kind, size_t i)
     return emit(r, &ev, i + 1);
 }
 
+/* ---- skipped values ---------------------------------------------------- */
+
+/* True when p[0..n) is a literal or a number (what word_token accepts). */
+static bool valid_word(const unsigned char *p, size_t n)
+{
+    return (n == 4 && (memcmp(p, "true", 4) == 0 || memcmp(p, "null", 4) == 0)) ||
+           (n == 5 && memcmp(p, "false", 5) == 0) || valid_number(p, n);
+}
+
+/* Reads the tokens of a skipped value from p[i], with the grammar of the
+ * loop in kcr__jreader_feed and no events, and returns where it stopped:
+ * after the value's last token (skipping is then over), at the end of the
+ * buffer, or at the first byte of a token it leaves to that loop - one that
+ * goes on past the buffer, that is an error (so the loop reports it as it
+ * would unskipped), or that needs the stack grown. */
+static size_t skip_tokens(kcr__jreader *r, const unsigned char *p, size_t len, size_t i)
+{
+    jstate state = r->state;
+    size_t depth = r->depth;
+    while (i < len) {
+        unsigned char c = p[i];
+        bool value_ends = false;
+        switch (c) {
+        case ' ':
+        case '\t':
+        case '\n':
+        case '\r': i++; continue;
+        case ':':
+            if (state != ST_COLON)
+                goto out;
+            state = ST_VALUE;
+            i++;
+            continue;
+        case ',':
+            if (state != ST_AFTER)
+                goto out;
+            state = r->stack[depth - 1] == 'm' ? ST_KEY : ST_VALUE;
+            i++;
+            continue;
+        case '{':
+        case '[':
+            if ((state != ST_VALUE && state != ST_ARRAY_FIRST) || depth == r->stack_cap)
+                goto out;
+            r->stack[depth++] = c == '{' ? 'm' : 'a';
+            state = c == '{' ? ST_MAP_FIRST : ST_ARRAY_FIRST;
+            i++;
+            continue;
+        case '}':
+        case ']': {
+            char kind = c == '}' ? 'm' : 'a';
+            if (depth == 0 || r->stack[depth - 1] != kind ||
+                (state != ST_AFTER && state != (kind == 'm' ? ST_MAP_FIRST : ST_ARRAY_FIRST)))
+                goto out;
+            depth--;
+            value_ends = true;
+            i++;
+            break;
+        }
+        case '"': {
+            bool key = state == ST_MAP_FIRST || state == ST_KEY;
+            if (!key && state != ST_VALUE && state != ST_ARRAY_FIRST)
+                goto out;
+            bool high = false;
+            size_t from = i + 1, j = from + scan_plain(p + from, len - from, &high);
+            if (j < len && p[j] == '\\') {
+                bool escape = false, escaped = false;
+                size_t bad = len;
+                j += scan_string(p + j, len - j, &escape, &escaped, &high, &bad);
+                if (j < len && bad_escape(p + from, j - from))
+                    goto out;
+            }
+            if (j >= len || p[j] != '"')
+                goto out; /* goes on in the next feed, or a control character */
+            i = j + 1;
+            if (key) {
+                state = ST_COLON;
+                continue;
+            }
+            value_ends = true;
+            break;
+        }
+        default: {
+            if (cls[c] != C_WORD || (state != ST_VALUE && state != ST_ARRAY_FIRST))
+                goto out;
+            size_t j = i + 1;
+            while (j < len && cls[p[j]] == C_WORD)
+                j++;
+            if (j == len || !valid_word(p + i, j - i))
+                goto out;
+            i = j;
+            value_ends = true;
+            break;
+        }
+        }
+        if (value_ends) {
+            state = ST_AFTER; /* depth > skip_to >= 0 until the last token */
+            if (depth == r->skip_to) {
+                r->skipping = false;
+                r->depth = depth;
+                r->state = state;
+                value_done(r);
+                return i;
+            }
+        }
+    }
+out:
+    r->state = state;
+    r->depth = depth;
+    return i;
+}
+
 kcr__jreader_status kcr__jreader_feed(kcr__jreader *r, const char *buf, size_t len)
 {
     if (r->err)
@@ -529,6 +836,8 @@ kcr__jreader_status kcr__jreader_feed(kcr__jreader *r, const char *buf, size_t l
     if (r->pend != PEND_NONE && len > 0)
         st = resume(r, p, len, &i);
     while (st == KCR__JR_OK && i < len) {
+        if (r->skipping && (i = skip_tokens(r, p, len, i)) == len)
+            break;
         unsigned char c = p[i];
         switch (c) {
         case ' ':
@@ -555,9 +864,35 @@ kcr__jreader_status kcr__jreader_feed(kcr__jreader *r, const char *buf, size_t l
                 return unexpected(r, "unexpected string", i);
             bool escape = false, escaped = false, high = false;
             size_t bad = len, from = i + 1;
-            size_t j = from + scan_string(p + from, len - from, &escape, &escaped, &high, &bad);
-            if (bad < len - from)
-                return fail(r, "control character in a string", from + bad);
+            /* most strings have no escape and end in this buffer: one scan */
+            size_t j = from + scan_plain(p + from, len - from, &high);
+            if (j < len && p[j] == '"') {
+                st = string_token(r, key, p + from, j - from, false, high, r->base + i, j + 1);
+                i = j + 1;
+                continue;
+            }
+            if (j < len && p[j] < 0x20)
+                return fail(r, "control character in a string", j);
+            size_t end, out_len;
+            const char *decoded;
+            if (j < len && !r->skipping &&
+                (decoded = unescape_to_quote(r, p, from, j, len, &end, &out_len, &high))) {
+                kcr__jev ev = {.type = key ? KCR__JEV_KEY : KCR__JEV_STRING,
+                               .s = decoded,
+                               .len = out_len,
+                               .ascii = !high};
+                if (key)
+                    r->state = ST_COLON;
+                else
+                    value_done(r);
+                st = emit(r, &ev, end + 1);
+                i = end + 1;
+                continue;
+            }
+            size_t rest = j; /* from the first backslash, or the end of the buffer */
+            j = rest + scan_string(p + rest, len - rest, &escape, &escaped, &high, &bad);
+            if (bad < len - rest)
+                return fail(r, "control character in a string", rest + bad);
             if (j == len) { /* goes on in the next feed */
                 r->pend = key ? PEND_KEY : PEND_STRING;
                 r->pend_escape = escape;

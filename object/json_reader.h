@@ -65,6 +65,13 @@ kcr__jreader_status kcr__jreader_feed(kcr__jreader *r, const char *buf, size_t l
  * is no value at all unless multiple_values. */
 kcr__jreader_status kcr__jreader_complete(kcr__jreader *r);
 
+/* During a callback for a KEY: the key's value is skipped; for a START_MAP or
+ * START_ARRAY: the rest of that container, its end included. A skipped value
+ * is read and checked like any other (invalid JSON in it is an error, its
+ * escapes are checked but not decoded) and reported as no events at all; the
+ * events after it are reported as usual. */
+void kcr__jreader_skip_value(kcr__jreader *r);
+
 /* During a callback: bytes of the buffer being fed up to the end of the token
  * reported (a '{' is at consumed - 1). */
 size_t kcr__jreader_consumed(const kcr__jreader *r);

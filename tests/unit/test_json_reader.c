@@ -16,7 +16,14 @@ typedef struct trace {
     size_t len;
     int stop_after; /* stop at this event (1-based), 0 never */
     int n;
+    kcr__jreader *r;
+    bool skip_next_start; /* a key "y" was seen: skip the container it opens */
 } trace;
+
+/* When set (by the skip tests), the callback asks the reader to skip the
+ * value of every key "x" and the contents of a container opened as the value
+ * of a key "y" (kcr__jreader_skip_value). */
+static bool skip_x_and_y;
 
 static void add(trace *t, const char *s, size_t n)
 {
@@ -38,6 +45,12 @@ static bool on_event(void *ud, const kcr__jev *ev)
         add(t, ev->s, ev->len);
         add(t, ev->type != KCR__JEV_NUMBER && ev->ascii ? ">+" : ">", ev->ascii ? 2 : 1);
     }
+    if (skip_x_and_y && ev->type == KCR__JEV_KEY && ev->len == 1 && ev->s[0] == 'x')
+        kcr__jreader_skip_value(t->r);
+    if (skip_x_and_y && t->skip_next_start &&
+        (ev->type == KCR__JEV_START_MAP || ev->type == KCR__JEV_START_ARRAY))
+        kcr__jreader_skip_value(t->r);
+    t->skip_next_start = ev->type == KCR__JEV_KEY && ev->len == 1 && ev->s[0] == 'y';
     return ++t->n != t->stop_after;
 }
 
@@ -48,6 +61,7 @@ static kcr__jreader_status read_in(const char *json, size_t len, size_t step, bo
 {
     kcr__jreader *r = kcr__jreader_new(multi, on_event, t);
     cr_assert_not_null(r);
+    t->r = r;
     kcr__jreader_status st = KCR__JR_OK;
     if (!step)
         step = len ? len : 1;
@@ -123,6 +137,10 @@ Test(json_reader, escapes)
     expect("[\"\\ud800x\"]", "[S<\xef\xbf\xbdx>]");
     expect("[\"\\udc00\"]", "[S<\xef\xbf\xbd>]");
     expect("[\"\\ud800\\u0041\"]", "[S<\xef\xbf\xbd" "A>]");
+    /* a high surrogate last in its string: the next string is not its pair */
+    expect("[\"a\\ud800\"]", "[S<a\xef\xbf\xbd>]");
+    expect("[\"\\ud800\",\"\\udc00\",\"\\u00e9\\ud83d\\ude00\\n0123456789abcdef\"]",
+           "[S<\xef\xbf\xbd>S<\xef\xbf\xbd>S<\xc3\xa9\xf0\x9f\x98\x80\n0123456789abcdef>]");
     /* raw UTF-8 passes (the builder checks it), not reported ASCII */
     expect("{\"caf\xc3\xa9\":\"\xe2\x82\xac\"}", "{K<caf\xc3\xa9>S<\xe2\x82\xac>}");
     /* ASCII is decided over the whole string, past the first 8 bytes too */
@@ -228,4 +246,87 @@ Test(json_reader, the_callback_stops_the_reader)
     cr_assert_eq(kcr__jreader_feed(r, "}", 1), KCR__JR_STOPPED);
     cr_assert_eq(kcr__jreader_complete(r), KCR__JR_STOPPED);
     kcr__jreader_free(r);
+}
+
+Test(json_reader, skipped_values_report_nothing)
+{
+    skip_x_and_y = true;
+    expect("{\"a\":1,\"x\":{\"b\":[1,{\"c\":\"d\\n\"}],\"e\":{}},\"f\":2}",
+           "{K<a>+N<1>K<x>+K<f>+N<2>}");
+    expect("{\"x\":\"s\\u00e9\",\"e\":[]}", "{K<x>+K<e>+[]}");
+    expect("{\"x\":-1.5e3,\"x\":null,\"x\":[],\"e\":true}", "{K<x>+K<x>+K<x>+K<e>+bt}");
+    /* skipped at its opening bracket: the rest of it, its end included */
+    expect("{\"y\":[1,[2],{\"x\":3}],\"e\":1}", "{K<y>+[K<e>+N<1>}");
+    expect("[{\"y\":{\"a\":{}}},{\"y\":{}}]", "[{K<y>+{}{K<y>+{}]");
+    /* in a stream, the next value is reported again */
+    trace t;
+    cr_assert_eq(read_all("{\"x\":[1,2]}\n{\"y\":{\"k\":1}}\n{\"a\":\"b\"}", true, &t, NULL),
+                 KCR__JR_OK);
+    cr_assert_str_eq(t.s, "{K<x>+}{K<y>+{}{K<a>+S<b>+}");
+}
+
+/* json is an error at the same offset whether the value of "x" is skipped
+ * or not. */
+static void expect_error_skipped_or_not(const char *json, size_t at)
+{
+    skip_x_and_y = false;
+    expect_error(json, at);
+    skip_x_and_y = true;
+    expect_error(json, at);
+}
+
+Test(json_reader, a_skipped_value_is_checked_all_the_same)
+{
+    expect_error_skipped_or_not("{\"x\":01}", 5);
+    expect_error_skipped_or_not("{\"x\":[1,{\"a\":tru}]}", 13);
+    expect_error_skipped_or_not("{\"x\":\"a\\qb\"}", 5);
+    expect_error_skipped_or_not("{\"x\":{\"k\":\"\\u12G4\"}}", 10);
+    expect_error_skipped_or_not("{\"x\":[\"a\nb\"]}", 8);
+    expect_error_skipped_or_not("{\"x\":{\"a\" 1}}", 10);
+    expect_error_skipped_or_not("{\"x\":[1,]}", 8);
+    expect_error_skipped_or_not("{\"x\":[1}", 7);
+    expect_error_skipped_or_not("{\"x\":{\"a\":[]]}", 12);
+    expect_error_skipped_or_not("{\"x\":[[[", 8);
+}
+
+Test(json_reader, an_escape_anywhere_in_a_long_string)
+{
+    /* escapes before, across and after each 16-byte block of the decoder */
+    for (size_t pos = 0; pos <= 40; pos++) {
+        char json[128], want[128];
+        size_t n = 0, w = 0;
+        json[n++] = '[';
+        json[n++] = '"';
+        want[w++] = '[';
+        want[w++] = 'S';
+        want[w++] = '<';
+        for (size_t i = 0; i < 41; i++) {
+            if (i == pos) {
+                memcpy(json + n, "\\\"\\u0041", 8);
+                n += 8;
+                memcpy(want + w, "\"A", 2);
+                w += 2;
+            }
+            json[n++] = (char)('a' + i % 26);
+            want[w++] = (char)('a' + i % 26);
+        }
+        memcpy(json + n, "\"]", 3);
+        memcpy(want + w, ">+]", 4);
+        expect(json, want);
+    }
+}
+
+Test(json_reader, a_skipped_value_deeper_than_the_first_stack)
+{
+    /* 200 levels: past the reader's first stack of 64, grown while skipping */
+    char json[512];
+    size_t n = (size_t)snprintf(json, sizeof json, "{\"x\":");
+    for (int i = 0; i < 200; i++)
+        json[n++] = '[';
+    json[n++] = '1';
+    for (int i = 0; i < 200; i++)
+        json[n++] = ']';
+    snprintf(json + n, sizeof json - n, ",\"e\":2}");
+    skip_x_and_y = true;
+    expect(json, "{K<x>+K<e>+N<2>}");
 }
