@@ -303,6 +303,24 @@ static int hex4(const unsigned char *p)
     return v;
 }
 
+/* The code point of a \uXXXX escape whose value is cp; next: the bytes after
+ * it (avail of them), where a high surrogate's low half must follow as a
+ * second \uXXXX, which *pair then says was taken. A lone or broken
+ * surrogate is U+FFFD. */
+static inline unsigned code_point(unsigned cp, const unsigned char *next, size_t avail, bool *pair)
+{
+    *pair = false;
+    if (cp >= 0xDC00 && cp <= 0xDFFF)
+        return 0xFFFD;
+    if (cp < 0xD800 || cp > 0xDBFF)
+        return cp;
+    int lo = avail >= 6 && next[0] == '\\' && next[1] == 'u' ? hex4(next + 2) : -1;
+    if (lo < 0xDC00 || lo > 0xDFFF)
+        return 0xFFFD;
+    *pair = true;
+    return 0x10000 + ((cp - 0xD800) << 10) + ((unsigned)lo - 0xDC00);
+}
+
 static size_t put_utf8(char *o, unsigned cp)
 {
     if (cp < 0x80) {
@@ -388,18 +406,10 @@ unescape(kcr__jreader *r, const unsigned char *s, size_t n, size_t at, size_t *o
                 return NULL;
             }
             i += 4;
-            unsigned code = (unsigned)cp;
-            if (code >= 0xD800 && code <= 0xDBFF) {
-                int lo = n - i >= 6 && s[i] == '\\' && s[i + 1] == 'u' ? hex4(s + i + 2) : -1;
-                if (lo >= 0xDC00 && lo <= 0xDFFF) {
-                    code = 0x10000 + ((code - 0xD800) << 10) + ((unsigned)lo - 0xDC00);
-                    i += 6;
-                } else {
-                    code = 0xFFFD;
-                }
-            } else if (code >= 0xDC00 && code <= 0xDFFF) {
-                code = 0xFFFD;
-            }
+            bool pair;
+            unsigned code = code_point((unsigned)cp, s + i, n - i, &pair);
+            if (pair)
+                i += 6;
             /* \uXXXX is 6 bytes, its UTF-8 at most 3; a pair 12 and 4 */
             k += put_utf8(o + k, code);
             *high |= code >= 0x80;
@@ -477,23 +487,15 @@ unescape_to_quote(kcr__jreader *r, const unsigned char *p, size_t from, size_t j
             int cp = i + 6 <= len ? hex4(p + i + 2) : -1;
             if (cp < 0)
                 return NULL;
-            unsigned code = (unsigned)cp;
-            if (code >= 0xD800 && code <= 0xDBFF) {
-                /* a pair's second half is in the string if it follows: a
-                 * quote in those bytes fails the test as the string's end
-                 * does in unescape */
-                if (i + 12 > len)
-                    return NULL;
-                int lo = p[i + 6] == '\\' && p[i + 7] == 'u' ? hex4(p + i + 8) : -1;
-                if (lo >= 0xDC00 && lo <= 0xDFFF) {
-                    code = 0x10000 + ((code - 0xD800) << 10) + ((unsigned)lo - 0xDC00);
-                    i += 6;
-                } else {
-                    code = 0xFFFD;
-                }
-            } else if (code >= 0xDC00 && code <= 0xDFFF) {
-                code = 0xFFFD;
-            }
+            /* a pair's second half is in the string if it follows: a quote
+             * in those bytes fails the test as the string's end does in
+             * unescape */
+            if (cp >= 0xD800 && cp <= 0xDBFF && i + 12 > len)
+                return NULL;
+            bool pair;
+            unsigned code = code_point((unsigned)cp, p + i + 6, len - (i + 6), &pair);
+            if (pair)
+                i += 6;
             k += put_utf8(o + k, code);
             hi |= code >= 0x80;
             i += 4;
