@@ -11,11 +11,12 @@
  *       ConfigMaps were reconciled, timed from config load.
  *   bench_controller churn KUBECONFIG NAMESPACE UPDATES
  *       prints "ready" once every ConfigMap was reconciled once, then
- *       "p50_ms=<ms> p99_ms=<ms> updates=<n> rss_mb=<MB> cpu_us=<us> events=<n>"
+ *       "p50_ms=<ms> p99_ms=<ms> updates=<n> rss_mb=<MB> cpu_us=<us> events=<n> vcsw=<n>"
  *       once UPDATES updated ConfigMaps were reconciled (or after 300 s:
  *       exit 1). cpu_us is the process's user + system CPU time
  *       (getrusage) from "ready" to the last update's reconcile, events the
- *       reconciles in that window.
+ *       reconciles in that window, vcsw its threads' voluntary context
+ *       switches in that window (each a thread that slept and was woken).
  *   bench_controller replay KUBECONFIG NAMESPACE EVENTS
  *       against ./replay_server (plain http:// allowed): once every listed
  *       ConfigMap was reconciled once, reads the sentinel "replay-end" (the
@@ -56,6 +57,7 @@ typedef struct tally {
     size_t reconciles; /* every reconcile */
     size_t window_reconciles; /* churn: reconciles after "ready" */
     int64_t cpu_start_us, cpu_end_us; /* churn: process CPU at "ready" / the last update */
+    long vcsw_start, vcsw_end;        /* churn: voluntary context switches, the same points */
     size_t replayed;   /* replay: reconciles that saw data.replay "event" */
     bool replay_ended; /* replay: the sentinel's "end" was reconciled */
     double *latencies; /* ms, `want` slots */
@@ -81,11 +83,13 @@ static double rss_mb(void)
     return kb / 1024;
 }
 
-/* User + system CPU time of the whole process, in microseconds. */
-static int64_t cpu_us(void)
+/* User + system CPU time of the whole process, in microseconds; *vcsw its
+ * threads' voluntary context switches so far. */
+static int64_t cpu_us(long *vcsw)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
+    *vcsw = ru.ru_nvcsw;
     return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
            ru.ru_stime.tv_usec;
 }
@@ -155,7 +159,7 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
             if (t->mode == MODE_REPLAY) {
                 cue = true;
             } else {
-                t->cpu_start_us = cpu_us();
+                t->cpu_start_us = cpu_us(&t->vcsw_start);
                 printf("ready\n");
                 fflush(stdout);
             }
@@ -183,7 +187,7 @@ static kcr_result reconcile(kcr_ctx *ctx, const kcr_reconcile_request *req, void
         }
         t->latencies[t->n_latencies++] = (double)(now - sent_ns) / 1e6;
         if (t->n_latencies == t->want) {
-            t->cpu_end_us = cpu_us();
+            t->cpu_end_us = cpu_us(&t->vcsw_end);
             kcr_manager_stop(t->mgr);
         }
     }
@@ -306,10 +310,12 @@ int main(int argc, char **argv)
     } else if (churn && t.n_latencies == t.want) {
         if (t.sent)
             write_sent(&t, trace);
-        printf("p50_ms=%.3f p99_ms=%.3f updates=%zu rss_mb=%.1f cpu_us=%lld events=%zu\n",
+        printf("p50_ms=%.3f p99_ms=%.3f updates=%zu rss_mb=%.1f cpu_us=%lld events=%zu "
+               "vcsw=%ld\n",
                percentile(t.latencies, t.n_latencies, 0.50),
                percentile(t.latencies, t.n_latencies, 0.99), t.n_latencies, rss_mb(),
-               (long long)(t.cpu_end_us - t.cpu_start_us), t.window_reconciles);
+               (long long)(t.cpu_end_us - t.cpu_start_us), t.window_reconciles,
+               t.vcsw_end - t.vcsw_start);
     } else if (t.mode == MODE_REPLAY && t.replay_ended && t.replayed == t.want) {
         printf("replayed=%zu reconciles=%zu\n", t.replayed, t.reconciles);
     } else if (t.mode == MODE_INITIAL && kcr_store_len(t.seen) == t.want) {

@@ -11,11 +11,12 @@
 //	    ConfigMaps were reconciled, timed from manager creation.
 //	twin churn KUBECONFIG NAMESPACE UPDATES
 //	    prints "ready" once every ConfigMap was reconciled once, then
-//	    "p50_ms=<ms> p99_ms=<ms> updates=<n> rss_mb=<MB> cpu_us=<us> events=<n>"
+//	    "p50_ms=<ms> p99_ms=<ms> updates=<n> rss_mb=<MB> cpu_us=<us> events=<n> vcsw=<n>"
 //	    once UPDATES updated ConfigMaps were reconciled (or after 300 s:
 //	    exit 1). cpu_us is the process's user + system CPU time (getrusage)
 //	    from "ready" to the last update's reconcile, events the reconciles
-//	    in that window (as bench_controller counts them).
+//	    in that window (as bench_controller counts them), vcsw its threads'
+//	    voluntary context switches in that window.
 package main
 
 import (
@@ -74,15 +75,17 @@ type tally struct {
 	// "ready" and at the last update's reconcile
 	windowReconciles int
 	cpuStart, cpuEnd time.Duration
+	vcswStart, vcswEnd int64
 }
 
-// cpuTime is the process's user + system CPU time so far.
-func cpuTime() time.Duration {
+// cpuTime is the process's user + system CPU time so far, and its
+// threads' voluntary context switches.
+func cpuTime() (time.Duration, int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		die(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Nvcsw
 }
 
 func (t *tally) Reconcile(ctx context.Context, req ctrl.Request, c client.Client) (ctrl.Result, error) {
@@ -102,7 +105,7 @@ func (t *tally) Reconcile(ctx context.Context, req ctrl.Request, c client.Client
 			close(t.done)
 		}
 		if t.churn && len(t.seen) == t.total {
-			t.cpuStart = cpuTime()
+			t.cpuStart, t.vcswStart = cpuTime()
 			close(t.ready)
 			t.churning = true
 			return ctrl.Result{}, nil
@@ -112,7 +115,7 @@ func (t *tally) Reconcile(ctx context.Context, req ctrl.Request, c client.Client
 		if ns, err := strconv.ParseInt(sent, 10, 64); err == nil {
 			t.latencies = append(t.latencies, float64(now-ns)/1e6)
 			if len(t.latencies) == t.want {
-				t.cpuEnd = cpuTime()
+				t.cpuEnd, t.vcswEnd = cpuTime()
 				close(t.done)
 			}
 		}
@@ -210,9 +213,9 @@ func main() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.churn {
-		fmt.Printf("p50_ms=%.3f p99_ms=%.3f updates=%d rss_mb=%.1f cpu_us=%d events=%d\n",
+		fmt.Printf("p50_ms=%.3f p99_ms=%.3f updates=%d rss_mb=%.1f cpu_us=%d events=%d vcsw=%d\n",
 			percentile(t.latencies, 0.50), percentile(t.latencies, 0.99), len(t.latencies), vmHWM(),
-			(t.cpuEnd - t.cpuStart).Microseconds(), t.windowReconciles)
+			(t.cpuEnd - t.cpuStart).Microseconds(), t.windowReconciles, t.vcswEnd-t.vcswStart)
 	} else {
 		fmt.Printf("seconds=%.3f rss_mb=%.1f reconciles=%d\n", secs, vmHWM(), len(t.seen))
 	}
