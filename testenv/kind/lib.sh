@@ -131,4 +131,3 @@ pause_image() {
 	"$1/kubeadm" config images list --kubernetes-version "$("$1/kubeadm" version -o short)" 2>/dev/null |
 		grep '/pause:' || die "$1/kubeadm names no pause image"
 }
-distribution_version=v3.1.2

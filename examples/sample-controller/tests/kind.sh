@@ -2,7 +2,7 @@
 # The sample controller on a real kind cluster, as docs/sample-controller.md
 # ("On kind") tells a user to run it, from an offline build (testenv/kind):
 #
-#   kind.sh PATH/TO/sample-controller     (the host build, for step 7)
+#   kind.sh PATH/TO/sample-controller PATH/TO/kcr-webhook-certs   (host builds)
 #
 # 1. testenv/kind/create-cluster: kcr's node image (built on first use),
 #    kind create cluster; the Node is Ready;
@@ -18,7 +18,13 @@
 #    takes the Lease and reconciles a scale to 2; /metrics of the leader,
 #    fetched from a Pod over the Pod network, counts the reconciles;
 #    deleting the Foo garbage-collects the Deployment and its Pods;
-# 6. deployment.yaml deleted; 7. examples/sample-controller/tests/e2e.sh on
+# 6. the webhooks of docs/webhooks.md ("On kind"): a Secret from
+#    kcr-webhook-certs, the Service, the Deployment patched to serve them,
+#    the two-version CRD and the webhook configurations with the caBundle;
+#    a Foo with replicas 42 refused with the webhook's message, one without
+#    replicas stored with 1 and read as v1beta1; then the webhook
+#    configurations deleted and crd.yaml applied again;
+# 7. deployment.yaml deleted; examples/sample-controller/tests/e2e.sh on
 #    the same cluster through testenv/adopt, unchanged;
 # 8. the cluster and the registry are deleted (also on failure; set
 #    KCR_KIND_KEEP=1 to keep them for a look).
@@ -31,7 +37,9 @@ root=$(cd "$(dirname "$0")/../../.." && pwd)
 kind_dir=$root/testenv/kind
 manifests=$root/examples/sample-controller/manifests
 bin=${1:-}
-[[ -x $bin ]] || fail "usage: $0 PATH/TO/sample-controller (build it: ninja -C build sample-controller)"
+certs_bin=${2:-}
+[[ -x $bin && -x $certs_bin ]] ||
+	fail "usage: $0 PATH/TO/sample-controller PATH/TO/kcr-webhook-certs (build them: ninja -C build sample-controller kcr-webhook-certs)"
 command -v docker >/dev/null || fail "docker not found: the kind test needs a Docker engine"
 docker info >/dev/null 2>&1 || fail "the Docker engine does not answer (docker info failed)"
 cluster=${KCR_KIND_CLUSTER:-kcr-e2e}
@@ -168,7 +176,47 @@ gone() { ! kubectl get deployment example-foo >/dev/null 2>&1 && [[ -z $(kubectl
 wait_until "Deployment example-foo and its Pods garbage-collected" gone
 ok "Foo deleted: its Deployment and Pods garbage-collected"
 
-# ---- 6, 7. the testenv cluster-mode e2e suite, unchanged, on this cluster -------
+# ---- 6. the webhooks, as docs/webhooks.md ("On kind") tells -------------------
+certs=$tmp/certs
+ca=$("$certs_bin" "$certs" sample-controller-webhook.sample-controller.svc)
+kubectl -n sample-controller create secret tls sample-controller-webhook-tls \
+	--cert="$certs/tls.crt" --key="$certs/tls.key" >/dev/null
+kubectl apply -f "$manifests/webhooks/service.yaml" >/dev/null
+kubectl -n sample-controller patch deployment sample-controller \
+	--patch-file "$manifests/webhooks/deployment-patch.yaml" >/dev/null
+kubectl -n sample-controller rollout status deployment/sample-controller --timeout "${timeout}s" >/dev/null ||
+	fail "deployment sample-controller did not roll out with its webhooks"
+sed "s|CA_BUNDLE|$ca|" "$manifests/webhooks/crd.yaml" | kubectl apply -f - >/dev/null
+sed "s|CA_BUNDLE|$ca|" "$manifests/webhooks/webhook-configurations.yaml" | kubectl apply -f - >/dev/null
+kubectl wait --for condition=established crd/foos.samplecontroller.k8s.io --timeout "${timeout}s" >/dev/null
+ok "webhooks served by both replicas behind Service sample-controller-webhook (Secret from kcr-webhook-certs)"
+
+too_big='{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":"too-big"},"spec":{"deploymentName":"too-big","replicas":42}}'
+refused() { # the validating webhook answers (until the Service has endpoints the apiserver says it cannot call it)
+	local out
+	if out=$(kubectl create -f - <<<"$too_big" 2>&1); then
+		kubectl delete foo too-big --wait=false >/dev/null 2>&1
+		fail "a Foo with replicas 42 was stored: $out"
+	fi
+	grep -q 'denied the request: spec.replicas must be an integer from 0 to 10' <<<"$out" || { echo "$out"; return 1; }
+}
+wait_until "the validating webhook refuses a Foo with replicas 42" refused
+ok "a Foo with replicas 42 refused with the webhook's message"
+
+kubectl create -f - >/dev/null <<<'{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":"defaulted"},"spec":{"deploymentName":"defaulted"}}'
+[[ $(jsonpath '{.spec.replicas}' get foo defaulted) == 1 ]] ||
+	fail "a Foo without replicas was stored with replicas '$(jsonpath '{.spec.replicas}' get foo defaulted)', want 1"
+[[ $(jsonpath '{.spec.deploymentRef}' get foos.v1beta1.samplecontroller.k8s.io defaulted) == defaulted ]] ||
+	fail "Foo defaulted read as v1beta1: $(kubectl get foos.v1beta1.samplecontroller.k8s.io defaulted -o jsonpath='{.spec}')"
+wait_until "1 Pod of Foo defaulted Running and Ready" \
+	sh -c "kubectl get pods -l controller=defaulted -o jsonpath='{.items[*].status.phase}' | grep -qx Running"
+ok "a Foo without replicas stored with replicas 1 (mutating webhook), read as v1beta1 through the conversion webhook, reconciled"
+
+kubectl delete foo defaulted >/dev/null
+sed "s|CA_BUNDLE|$ca|" "$manifests/webhooks/webhook-configurations.yaml" | kubectl delete -f - >/dev/null
+kubectl apply -f "$manifests/crd.yaml" >/dev/null # the one-version CRD again, no conversion webhook
+
+# ---- 7. the testenv cluster-mode e2e suite, unchanged, on this cluster -------
 kubectl delete -f "$manifests/deployment.yaml" --wait=true --timeout "${timeout}s" >/dev/null
 kubectl -n sample-controller wait --for delete pod -l app.kubernetes.io/name=sample-controller --timeout "${timeout}s" >/dev/null
 KCR_TESTENV_DIR=$tmp/adopted "$root/testenv/adopt" "$KUBECONFIG" >/dev/null

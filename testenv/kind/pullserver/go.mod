@@ -1,0 +1,3 @@
+module kcr/testenv/kind/pullserver
+
+go 1.26.0
