@@ -202,7 +202,7 @@ check "$deploys/late" '.spec.replicas == 2' >/dev/null || fail "Deployment late 
 ok "Foo example-foo deleted: Deployment and Pods garbage-collected"
 stop_ctl "$standby"
 [[ $rc == 0 ]] || fail "$standby: SIGTERM exit status $rc"
-if grep -H -m3 -E 'Forbidden|403' "$tmp"/*.log; then
+if grep -H -m3 -E 'Forbidden|\b403\b' "$tmp"/*.log; then
 	fail "a controller was refused something: rbac.yaml misses a grant (lines above)"
 fi
 ok "no request of the controller was forbidden under rbac.yaml"

@@ -128,6 +128,6 @@ docker stop -t 40 "${containers[$standby]}" >/dev/null
 rc=$(docker inspect -f '{{.State.ExitCode}}' "${containers[$standby]}")
 [[ $rc == 0 ]] || fail "$standby: docker stop (SIGTERM) exit status $rc"
 for r in a b; do
-	if logs "$r" | grep -m3 -E 'Forbidden|403'; then fail "replica $r was refused something: rbac.yaml misses a grant"; fi
+	if logs "$r" | grep -m3 -E 'Forbidden|\b403\b'; then fail "replica $r was refused something: rbac.yaml misses a grant"; fi
 done
 ok "Foo deleted: Deployment garbage-collected; both containers exited 0; nothing forbidden"

@@ -27,14 +27,18 @@ check() {
 	body=$(get "$1") || { echo "GET $1: HTTP $(code)"; return 1; }
 	jq -e "$2" <<<"$body" >/dev/null || { jq -c "${3:-.}" <<<"$body" 2>/dev/null || echo "$body"; return 1; }
 }
+# free_port: a loopback port no socket uses, below the kernel's ephemeral
+# range (ip_local_port_range), so an outgoing connection cannot take it
+# between this check and the controller's bind (seen: "Address already in use").
 free_port() {
-	local p
+	local p lo
+	read -r lo _ </proc/sys/net/ipv4/ip_local_port_range
+	((lo > 21000)) || lo=61000
 	while :; do
-		p=$((20000 + RANDOM % 40000))
-		listening "$p" || { echo "$p"; return; }
+		p=$((20000 + RANDOM % (lo - 20000)))
+		[[ -n $(ss -Htan "sport = :$p") ]] || { echo "$p"; return; }
 	done
 }
-listening() { [[ -n $(ss -Htln "sport = :$1") ]]; }
 
 # sa_kubeconfig FILE: a kubeconfig for the ServiceAccount of rbac.yaml
 # (apply it first), with a token from the TokenRequest API: a controller
