@@ -18,10 +18,14 @@
  *               the clock stops once the queue is drained. The twin is controller-runtime's
  *               priority queue (clientgo/priority.go), which has no drain on shutdown: it
  *               polls for an empty queue every 100 us, kcr shuts down with drain semantics.
+ *   drain_PpWw, throughput_PpWw
+ *               the work delivered rather than the adds offered: see delivered.c
+ *               (drain_* print seconds instead of ops/s). P and W are 1 or 4.
  *   loaded_*    (bench/workqueue/run only) the scenario while another process keeps one
  *               core busy.
  *
- * Usage: bench_workqueue [SCENARIO...] (default: all). */
+ * Usage: bench_workqueue [SCENARIO...] (default: all). KCR_WQ_WORK_NS sets the drain
+ * scenarios' busy work per key (default DRAIN_WORK_NS; the twin reads the same). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -29,14 +33,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "kcr/workqueue.h"
 
 enum { KEYS = 10000, ROUNDS = 50, PRIO_ROUNDS = 20, PRIO_WORKERS = 2 };
-enum { DELAYED_KEYS = 100000, DELAY_WORKERS = 2 };
+enum { DELAYED_KEYS = BENCH_NAMES, DELAY_WORKERS = 2 };
+enum { DRAIN_WORK_NS = 5000 };
 
-static char (*names)[16];
+char (*bench_names)[16];
 
-static double now_s(void)
+double bench_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -61,23 +67,16 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* What one scenario measured. */
-struct outcome {
-    double ops_per_s;
-    long adds;      /* adds offered */
-    long delivered; /* keys handed to workers */
-};
-
 static void *producer(void *arg)
 {
     struct run *r = arg;
     for (int round = 0; round < ROUNDS; round++) {
         for (int i = 0; i < KEYS; i++) {
-            kcr_workqueue_add(r->q, names[i], NULL);
+            kcr_workqueue_add(r->q, bench_names[i], NULL);
             if (i > 0)
-                kcr_workqueue_add(r->q, names[i - 1], NULL);
+                kcr_workqueue_add(r->q, bench_names[i - 1], NULL);
         }
-        kcr_workqueue_add(r->q, names[KEYS - 1], NULL);
+        kcr_workqueue_add(r->q, bench_names[KEYS - 1], NULL);
     }
     return NULL;
 }
@@ -92,13 +91,13 @@ static void *priority_producer(void *arg)
     struct run *r = arg;
     for (int round = 0; round < PRIO_ROUNDS; round++) {
         for (int i = 0; i < KEYS; i++) {
-            kcr_workqueue_add(r->q, names[i],
+            kcr_workqueue_add(r->q, bench_names[i],
                               &(kcr_workqueue_add_options){.priority = key_priority(i)});
             if (i > 0)
-                kcr_workqueue_add(r->q, names[i - 1],
+                kcr_workqueue_add(r->q, bench_names[i - 1],
                                   &(kcr_workqueue_add_options){.priority = key_priority(i - 1)});
         }
-        kcr_workqueue_add(r->q, names[KEYS - 1],
+        kcr_workqueue_add(r->q, bench_names[KEYS - 1],
                           &(kcr_workqueue_add_options){.priority = key_priority(KEYS - 1)});
     }
     return NULL;
@@ -112,7 +111,7 @@ static struct outcome run_producers(int producers, int workers, void *(*produce)
     struct run r = {0};
     kcr_workqueue_new(NULL, &r.q);
     pthread_t p[16], w[16];
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int i = 0; i < workers; i++)
         pthread_create(&w[i], NULL, worker, &r);
     for (int i = 0; i < producers; i++)
@@ -122,10 +121,10 @@ static struct outcome run_producers(int producers, int workers, void *(*produce)
     kcr_workqueue_shutdown(r.q); /* workers drain what is queued, then stop */
     for (int i = 0; i < workers; i++)
         pthread_join(w[i], NULL);
-    double secs = now_s() - t0;
+    double secs = bench_now_s() - t0;
     kcr_workqueue_free(r.q);
     long adds = producers * adds_each;
-    return (struct outcome){adds / secs, adds, atomic_load(&r.processed)};
+    return (struct outcome){adds / secs, adds, atomic_load(&r.processed), 0};
 }
 
 static struct outcome add_after(void)
@@ -134,30 +133,34 @@ static struct outcome add_after(void)
     kcr_workqueue_new(NULL, &r.q);
     pthread_t w[DELAY_WORKERS];
     uint32_t seed = 12345;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int i = 0; i < DELAY_WORKERS; i++)
         pthread_create(&w[i], NULL, worker, &r);
     for (int i = 0; i < DELAYED_KEYS; i++) {
         seed = seed * 1664525u + 1013904223u;
-        kcr_workqueue_add(r.q, names[i],
+        kcr_workqueue_add(r.q, bench_names[i],
                           &(kcr_workqueue_add_options){.delay_ms = (int64_t)((seed >> 8) % 3)});
     }
     while (atomic_load(&r.processed) < DELAYED_KEYS) {
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }
-    double secs = now_s() - t0;
+    double secs = bench_now_s() - t0;
     kcr_workqueue_shutdown(r.q);
     for (int i = 0; i < DELAY_WORKERS; i++)
         pthread_join(w[i], NULL);
     long delivered = atomic_load(&r.processed);
     kcr_workqueue_free(r.q);
-    return (struct outcome){DELAYED_KEYS / secs, DELAYED_KEYS, delivered};
+    return (struct outcome){DELAYED_KEYS / secs, DELAYED_KEYS, delivered, 0};
 }
 
 static void print(const char *name, struct outcome o)
 {
-    printf("%s %.0f %ld %ld\n", name, o.ops_per_s, o.adds, o.delivered);
+    if (strncmp(name, "drain_", 6) == 0)
+        printf("%s %.6f %ld %ld %.6f\n", name, o.value, o.adds, o.delivered, o.adds_s);
+    else
+        printf("%s %.0f %ld %ld\n", name, o.value, o.adds, o.delivered);
+    fflush(stdout);
 }
 
 static bool wanted(int argc, char **argv, const char *name)
@@ -172,9 +175,9 @@ static bool wanted(int argc, char **argv, const char *name)
 
 int main(int argc, char **argv)
 {
-    names = malloc(sizeof *names * DELAYED_KEYS);
+    bench_names = malloc(sizeof *bench_names * DELAYED_KEYS);
     for (int i = 0; i < DELAYED_KEYS; i++)
-        snprintf(names[i], sizeof names[i], "k%d", i);
+        snprintf(bench_names[i], sizeof bench_names[i], "k%d", i);
     static const struct {
         const char *name;
         int p, w;
@@ -188,6 +191,20 @@ int main(int argc, char **argv)
     if (wanted(argc, argv, "priority_1p2w"))
         print("priority_1p2w",
               run_producers(1, PRIO_WORKERS, priority_producer, (long)PRIO_ROUNDS * 2 * KEYS));
-    free(names);
+    static const struct {
+        int p, w;
+    } shapes[] = {{1, 1}, {1, 4}, {4, 1}, {4, 4}};
+    const char *env = getenv("KCR_WQ_WORK_NS");
+    long work_ns = env && *env ? atol(env) : DRAIN_WORK_NS;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "drain_%dp%dw", shapes[i].p, shapes[i].w);
+        if (wanted(argc, argv, name))
+            print(name, bench_drain(shapes[i].p, shapes[i].w, work_ns));
+        snprintf(name, sizeof name, "throughput_%dp%dw", shapes[i].p, shapes[i].w);
+        if (wanted(argc, argv, name))
+            print(name, bench_throughput(shapes[i].p, shapes[i].w));
+    }
+    free(bench_names);
     return 0;
 }

@@ -7,6 +7,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,13 +21,15 @@ const (
 	rounds       = 50
 	delayedKeys  = 100000
 	delayWorkers = 2
+	drainWorkNs  = 5000 // KCR_WQ_WORK_NS overrides, as in bench_workqueue.c
 )
 
 // outcome is what one scenario measured.
 type outcome struct {
-	opsPerSec float64
-	adds      int64 // adds offered
-	delivered int64 // keys handed to workers
+	opsPerSec float64 // seconds for the drain scenarios
+	adds      int64   // adds offered
+	delivered int64   // keys handed to workers
+	addsSecs  float64 // drain: seconds from the first add until the last one returned
 }
 
 var names []string
@@ -78,7 +82,7 @@ func cycle(producers, workers int) outcome {
 	ww.Wait()
 	secs := time.Since(t0).Seconds()
 	adds := int64(producers * rounds * 2 * keys)
-	return outcome{float64(adds) / secs, adds, processed.Load()}
+	return outcome{float64(adds) / secs, adds, processed.Load(), 0}
 }
 
 func addAfter() outcome {
@@ -101,10 +105,14 @@ func addAfter() outcome {
 	secs := time.Since(t0).Seconds()
 	q.ShutDown()
 	ww.Wait()
-	return outcome{delayedKeys / secs, delayedKeys, processed.Load()}
+	return outcome{delayedKeys / secs, delayedKeys, processed.Load(), 0}
 }
 
 func report(name string, o outcome) {
+	if strings.HasPrefix(name, "drain_") { // seconds, not ops/s
+		fmt.Printf("%s %.6f %d %d %.6f\n", name, o.opsPerSec, o.adds, o.delivered, o.addsSecs)
+		return
+	}
 	fmt.Printf("%s %.0f %d %d\n", name, o.opsPerSec, o.adds, o.delivered)
 }
 
@@ -139,5 +147,22 @@ func main() {
 	}
 	if wanted("priority_1p2w") {
 		report("priority_1p2w", priorityQueue())
+	}
+	workNs := int64(drainWorkNs)
+	if v := os.Getenv("KCR_WQ_WORK_NS"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench_workqueue_clientgo: KCR_WQ_WORK_NS=%q: %v\n", v, err)
+			os.Exit(1)
+		}
+		workNs = n
+	}
+	for _, s := range [][2]int{{1, 1}, {1, 4}, {4, 1}, {4, 4}} {
+		if name := fmt.Sprintf("drain_%dp%dw", s[0], s[1]); wanted(name) {
+			report(name, drain(s[0], s[1], workNs))
+		}
+		if name := fmt.Sprintf("throughput_%dp%dw", s[0], s[1]); wanted(name) {
+			report(name, throughput(s[0], s[1]))
+		}
 	}
 }

@@ -67,5 +67,5 @@ func priorityQueue() outcome {
 	q.ShutDown()
 	ww.Wait()
 	adds := int64(prioRounds * 2 * keys)
-	return outcome{float64(adds) / secs, adds, processed.Load()}
+	return outcome{float64(adds) / secs, adds, processed.Load(), 0}
 }
