@@ -31,12 +31,27 @@
 #include "kcr/leader.h"
 #include "shard/ring.h"
 
+/* An acknowledgement sent for an object at one resourceVersion. */
+typedef struct sent_ack {
+    char *key, *rv;
+} sent_ack;
+
+/* The acknowledgements of the last pass: kept while the cache still shows
+ * the object at the version acknowledged (the write's watch event has not
+ * come back yet), so the next pass sends no second one, which could only
+ * fail with a conflict. */
+typedef struct sent_acks {
+    sent_ack *a;
+    size_t n, cap;
+} sent_acks;
+
 struct shard_labels {
     char *shard_key, *drain_key; /* "<prefix>/<ring>" */
     char *own;                   /* "<shard_key>=<identity>" */
     char *coord_lease;           /* the coordinator's Lease name */
     kcr_leader_elector *elector; /* label thread only (and start/stop) */
     kcr_cancel *cancel;          /* the label thread's requests; triggered at stop */
+    sent_acks acked;             /* label thread only */
     pthread_t thread;
     bool started;
     /* under s->lock */
@@ -79,6 +94,42 @@ static char *join(const char *a, const char *sep, const char *b)
     return out;
 }
 
+static void sent_acks_clear(sent_acks *v)
+{
+    for (size_t i = 0; i < v->n; i++) {
+        free(v->a[i].key);
+        free(v->a[i].rv);
+    }
+    free(v->a);
+    *v = (sent_acks){0};
+}
+
+static bool sent_acks_has(const sent_acks *v, const char *key, const char *rv)
+{
+    for (size_t i = 0; i < v->n; i++)
+        if (strcmp(v->a[i].key, key) == 0 && strcmp(v->a[i].rv, rv) == 0)
+            return true;
+    return false;
+}
+
+/* Adds (key, rv), taking both strings (freed here when out of memory: the
+ * memo is an optimisation, a missing entry costs one conflicting write). */
+static void sent_acks_add(sent_acks *v, char *key, char *rv)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 16;
+        sent_ack *grown = realloc(v->a, cap * sizeof *grown);
+        if (!grown) {
+            free(key);
+            free(rv);
+            return;
+        }
+        v->a = grown;
+        v->cap = cap;
+    }
+    v->a[v->n++] = (sent_ack){key, rv};
+}
+
 kcr_err kcr__shard_labels_new(mgr_shard *s, shard_labels **out)
 {
     *out = NULL;
@@ -119,6 +170,7 @@ void kcr__shard_labels_free(shard_labels *l)
         return;
     kcr_leader_elector_free(l->elector);
     kcr_cancel_free(l->cancel);
+    sent_acks_clear(&l->acked);
     free(l->shard_key);
     free(l->drain_key);
     free(l->own);
@@ -199,7 +251,11 @@ static kcr_err elector_start(mgr_shard *s)
 
 /* ---- writes ---- */
 
-typedef enum write_kind { W_ASSIGN, W_DRAIN, W_UNDRAIN, W_ACK } write_kind;
+/* W_HANDOFF: the old owner's acknowledgement naming the new owner (the ring
+ * owner in its own view) in the same write, so a move between two live
+ * replicas costs two writes (drain, hand-off), not three (drain,
+ * acknowledgement, assignment). */
+typedef enum write_kind { W_ASSIGN, W_DRAIN, W_UNDRAIN, W_ACK, W_HANDOFF } write_kind;
 
 /* One conditional merge patch of metadata.labels. */
 static kcr_err write_labels(mgr_shard *s, const kcr__source *src, const char *ns, const char *name,
@@ -210,6 +266,7 @@ static kcr_err write_labels(mgr_shard *s, const kcr__source *src, const char *ns
     int n = 0;
     switch (kind) {
     case W_ASSIGN:
+    case W_HANDOFF:
         n = snprintf(body, sizeof body,
                      "{\"metadata\":{\"resourceVersion\":\"%s\",\"labels\":{\"%s\":\"%s\","
                      "\"%s\":null}}}",
@@ -243,13 +300,14 @@ static kcr_err write_labels(mgr_shard *s, const kcr__source *src, const char *ns
                                                   .body = body,
                                                   .cancel = l->cancel},
                                    NULL);
-    static const char *const what[] = {"assigned", "set the drain label on", "took the drain "
-                                       "label off", "acknowledged the drain of"};
+    static const char *const what[] = {"assigned", "set the drain label on",
+                                       "took the drain label off", "acknowledged the drain of",
+                                       "acknowledged the drain of and handed off"};
+    bool to = kind == W_ASSIGN || kind == W_HANDOFF;
     if (err == KCR_OK)
         kcr__log(KCR_LOG_DEBUG, "shard", "shard ring \"%s\": %s %s %s%s%s%s%s", s->ring,
-                 kind == W_ACK ? s->identity : "the coordinator", what[kind], ns && *ns ? ns : "",
-                 ns && *ns ? "/" : "", name, kind == W_ASSIGN ? " to " : "",
-                 kind == W_ASSIGN ? owner : "");
+                 kind >= W_ACK ? s->identity : "the coordinator", what[kind], ns && *ns ? ns : "",
+                 ns && *ns ? "/" : "", name, to ? " to " : "", to ? owner : "");
     return err;
 }
 
@@ -281,11 +339,22 @@ static bool first_sharded(kcr_manager *m, size_t i)
  * in flight. The check and the admission in the worker both run under
  * s->lock on the cache's latest state: once the drain label is in the cache
  * no reconcile of the object starts, and one already started is seen
- * running here, so the acknowledgement waits for its end. */
+ * running here, so the acknowledgement waits for its end. The
+ * acknowledgement names the object's ring owner in this replica's view of
+ * the ring (W_HANDOFF: the coordinator then has nothing left to write);
+ * while that view still names this replica, the two rings disagree and the
+ * acknowledgement waits for them to agree (a step or a pass); with no view
+ * of the ring (not active) it takes both labels off and leaves the
+ * assignment to the coordinator. The label only decides which cache holds
+ * the object; admission stays with the Lease protocol, so a hand-off to a
+ * replica the coordinator's newer ring disagrees with is drained again.
+ * An acknowledgement sent is not sent again while the cache still shows
+ * the object at the version it was sent for (l->acked). Label thread only. */
 static void ack_drains(mgr_shard *s)
 {
     shard_labels *l = s->labels;
     kcr_manager *m = s->m;
+    sent_acks kept = {0};
     for (size_t i = 0; i < m->n_ctls; i++) {
         if (!first_sharded(m, i))
             continue;
@@ -309,19 +378,37 @@ static void ack_drains(mgr_shard *s)
                                                   kcr_object_shard_hash(cur, s->field));
             if (cur && !ack)
                 s->drain_waits = true; /* kcr__mgr_shard_end wakes us */
+            const char *target =
+                ack && s->coord_ring
+                    ? kcr__ring_owner(s->coord_ring, kcr_object_shard_hash(cur, s->field))
+                    : NULL;
+            if (target && strcmp(target, s->identity) == 0)
+                ack = false; /* this replica's ring is behind the coordinator's or ahead of
+                                it: the next step or pass agrees (and wakes us) */
             char *rv = ack ? strdup(kcr_object_resource_version(cur)) : NULL;
+            char *to = ack && target ? strdup(target) : NULL;
             pthread_mutex_unlock(&s->lock);
-            if (rv)
-                note_write(s,
-                           write_labels(s, src, kcr_object_namespace(cur), kcr_object_name(cur),
-                                        rv, W_ACK, NULL),
-                           key);
+            if (rv && sent_acks_has(&l->acked, key, rv)) {
+                sent_acks_add(&kept, key, rv); /* sent; its event has not come back yet */
+                key = rv = NULL;
+            } else if (rv) {
+                kcr_err err = write_labels(s, src, kcr_object_namespace(cur), kcr_object_name(cur),
+                                           rv, to ? W_HANDOFF : W_ACK, to);
+                note_write(s, err, key);
+                if (err == KCR_OK) {
+                    sent_acks_add(&kept, key, rv);
+                    key = rv = NULL;
+                }
+            }
+            free(to);
             free(rv);
             kcr_object_unref(cur);
             free(key);
         }
         kcr_object_list_free(&all);
     }
+    sent_acks_clear(&l->acked);
+    l->acked = kept;
 }
 
 /* ---- the coordinator's pass ---- */

@@ -10,6 +10,8 @@
  * joiner is drained (its old owner's reconcile ends before the new owner's
  * starts), and a cut-off replica's objects move only after its Lease
  * expired. */
+#include <inttypes.h>
+
 #include "tests/unit/manager_fixture.h"
 
 #define N_KEYS 48
@@ -813,6 +815,38 @@ static int labelled_with(const char *identity)
         n += strcmp(owner, identity) == 0;
     }
     return n;
+}
+
+/* Issue 22's cost target: a move between two live replicas costs at most
+ * two writes of the object (the coordinator's drain label, then the old
+ * owner's acknowledgement naming the new owner), not three (a separate
+ * assignment after a plain acknowledgement). Every ConfigMap PATCH from the
+ * join to the settling is counted: the test writes none meanwhile. */
+Test(shard_controller, label_mode_a_move_between_live_replicas_costs_two_writes, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    for (int r = 0; r < 2; r++) {
+        replica_new(r, KCR_SHARD_LABEL, NULL);
+        replica_start(r);
+    }
+    int two[] = {0, 1}, three[] = {0, 1, 2};
+    WAIT_FOR(settled(two, 2) && all_labelled(2, SHARD_LABEL));
+    cr_assert(all_labelled(2, SHARD_LABEL));
+    uint64_t before = kcr_fake_count(fake, KCR_FAKE_PATCH, &CM);
+    replica_new(2, KCR_SHARD_LABEL, NULL);
+    replica_start(2);
+    WAIT_FOR(settled(three, 3) && all_labelled(3, SHARD_LABEL) &&
+             labelled_with(reps[2].identity) > 0);
+    cr_assert(all_labelled(3, SHARD_LABEL));
+    uint64_t writes = kcr_fake_count(fake, KCR_FAKE_PATCH, &CM) - before;
+    int moved = labelled_with(reps[2].identity);
+    cr_assert_gt(moved, 0, "keys moved to the joiner");
+    cr_log_info("label mode: %d keys moved to the joiner with %" PRIu64 " writes", moved, writes);
+    cr_expect_leq(writes, 2 * (uint64_t)moved,
+                  "%" PRIu64 " ConfigMap writes for %d moved objects: more than two each", writes,
+                  moved);
+    cr_expect_geq(writes, 2 * (uint64_t)moved, "each move drained before it was handed off");
 }
 
 Test(shard_controller, label_mode_a_cut_off_replicas_objects_move_after_its_lease_expired,
