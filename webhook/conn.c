@@ -1,10 +1,9 @@
 /* Connections: each accepted socket gets a TLS bufferevent on the current
  * certificate (so a reload applies to new connections while open ones keep
  * theirs), a read deadline against slow clients, and a place in its loop's
- * count, which pauses that loop's accepting at its share of the connection
- * limit. The connection record hangs
- * off its SSL object (ex_data), which libevent frees with the connection:
- * that free is the close hook. */
+ * count, which decides which loop accepts next (accept.c). The connection
+ * record hangs off its SSL object (ex_data), which libevent frees with the
+ * connection: that free is the close hook. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +11,6 @@
 
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
-#include <event2/listener.h>
 
 #include "core/log.h"
 #include "webhook/webhook_internal.h"
@@ -32,12 +30,9 @@ static void conn_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long
         c->job->conn = NULL;
     event_free(c->timer);
     free(c);
-    l->open_conns--;
+    atomic_fetch_sub(&l->open_conns, 1);
     atomic_fetch_sub(&l->s->n_open, 1);
-    if (l->accept_paused && l->open_conns < l->max_conns && l->bound) {
-        l->accept_paused = false;
-        evconnlistener_enable(evhttp_bound_socket_get_listener(l->bound));
-    }
+    kcr__wh_accept_changed(l);
 }
 
 static void make_index(void)
@@ -87,7 +82,7 @@ struct bufferevent *kcr__wh_conn_new(struct event_base *base, void *arg)
         c->loop = l;
         c->timer = evtimer_new(base, on_deadline, c);
         if (c->timer && SSL_set_ex_data(ssl, idx, c) == 1) {
-            l->open_conns++;
+            atomic_fetch_add(&l->open_conns, 1);
             atomic_fetch_add(&s->n_open, 1);
             atomic_fetch_add(&s->n_conns, 1);
             c->bev = bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
@@ -108,13 +103,12 @@ struct bufferevent *kcr__wh_conn_new(struct event_base *base, void *arg)
         return NULL; /* evhttp then serves it without TLS: it fails the client's handshake */
     }
     kcr__wh_conn_arm(SSL_get_ex_data(ssl, idx), s->read_timeout_ms);
-    if (l->open_conns >= l->max_conns && !l->accept_paused) {
-        l->accept_paused = true;
-        evconnlistener_disable(evhttp_bound_socket_get_listener(l->bound));
+    int open = atomic_load(&l->open_conns);
+    if (open == l->max_conns)
         kcr__log(KCR_LOG_WARN, "webhook",
-                 "%d connections open on loop %d (its share of the limit): not accepting more",
-                 l->open_conns, l->index);
-    }
+                 "%d connections open on loop %d (its share of the limit): it accepts no more",
+                 open, l->index);
+    kcr__wh_accept_changed(l);
     return bev;
 }
 
@@ -124,32 +118,4 @@ struct kcr__wh_conn *kcr__wh_conn_of(struct evhttp_request *req)
     struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
     SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
     return ssl ? SSL_get_ex_data(ssl, kcr__wh_conn_index()) : NULL;
-}
-
-/* Loop: accepting resumes unless the server is closing or the loop is at
- * its limit (then the next connection's close resumes it). */
-static void resume_accept(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd, (void)what;
-    struct kcr__wh_loop *l = arg;
-    if (l->bound && l->open_conns < l->max_conns) {
-        l->accept_paused = false;
-        evconnlistener_enable(evhttp_bound_socket_get_listener(l->bound));
-    }
-}
-
-/* accept() failed: out of descriptors (or memory) leaves the listening
- * socket readable and the loop would spin on it, so accepting pauses for
- * 100 ms. (The callback's argument is evhttp's: the loop is the thread's.) */
-void kcr__wh_accept_error(struct evconnlistener *listener, void *arg)
-{
-    (void)arg;
-    struct kcr__wh_loop *l = kcr__wh_this_loop;
-    int e = EVUTIL_SOCKET_ERROR();
-    kcr__log(KCR_LOG_WARN, "webhook", "accept failed: %s; pausing accepts for 100 ms",
-             evutil_socket_error_to_string(e));
-    evconnlistener_disable(listener);
-    l->accept_paused = true;
-    struct timeval tv = {.tv_sec = 0, .tv_usec = 100000};
-    event_base_once(l->base, -1, EV_TIMEOUT, resume_accept, l, &tv);
 }

@@ -1,71 +1,21 @@
 /* The event loops: each a thread with its own libevent base, evhttp and
- * listening socket on the server's one port. The sockets share the port
- * through SO_REUSEPORT, so the kernel deals new connections among the loops
- * and the TLS and HTTP work of the connections spreads over as many cores as
- * there are loops; a connection stays on the loop that accepted it. */
-#include <errno.h>
-#include <netdb.h>
+ * listener on the server's one listening socket. New connections are dealt
+ * evenly among the loops (accept.c), so the TLS and HTTP work of the
+ * connections spreads over as many cores as there are loops; a connection
+ * stays on the loop that accepted it. */
 #include <signal.h>
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
-#include <event2/listener.h>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "webhook/webhook_internal.h"
 
 #define HEADERS_MAX 16384
-#define BACKLOG 1024
 
 _Thread_local struct kcr__wh_loop *kcr__wh_this_loop;
 
-/* A listening socket on host:port with SO_REUSEPORT (so the other loops can
- * bind the same port), TCP_NODELAY (accepted sockets inherit it on Linux:
- * without it, an answer written in two TLS records waits for the client's
- * delayed ACK, ~40 ms), non-blocking. -1 with errno on failure. */
-static evutil_socket_t listen_on(const char *host, int port)
-{
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_ADDRCONFIG | AI_NUMERICSERV};
-    struct addrinfo *ai = NULL;
-    char service[8];
-    snprintf(service, sizeof service, "%d", port);
-    int rc = getaddrinfo(host, service, &hints, &ai);
-    if (rc != 0) {
-        errno = rc == EAI_SYSTEM ? errno : EADDRNOTAVAIL;
-        return -1;
-    }
-    evutil_socket_t fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (fd >= 0 && (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-                    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
-                    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0 ||
-                    bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, BACKLOG) != 0)) {
-        int e = errno;
-        close(fd);
-        fd = -1;
-        errno = e;
-    }
-    freeaddrinfo(ai);
-    return fd;
-}
-
-static int bound_port(evutil_socket_t fd)
-{
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
-        return 0;
-    return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                          : ((struct sockaddr_in *)&ss)->sin_port);
-}
-
-kcr_err kcr__wh_loop_init(struct kcr__wh_loop *l, kcr_webhook_server *s, int index, int port)
+kcr_err kcr__wh_loop_init(struct kcr__wh_loop *l, kcr_webhook_server *s, int index,
+                          evutil_socket_t listen_fd)
 {
     l->s = s;
     l->index = index;
@@ -99,22 +49,7 @@ kcr_err kcr__wh_loop_init(struct kcr__wh_loop *l, kcr_webhook_server *s, int ind
     struct timeval tv = {.tv_sec = s->idle_timeout_ms / 1000,
                          .tv_usec = (s->idle_timeout_ms % 1000) * 1000};
     evhttp_set_timeout_tv(l->http, &tv);
-    evutil_socket_t fd = listen_on(s->host, port);
-    if (fd < 0)
-        return kcr__fail(KCR_ERR_IO, "webhook server: cannot listen on %s:%d: %s", s->host, port,
-                         strerror(errno));
-    l->bound = evhttp_accept_socket_with_handle(l->http, fd);
-    if (!l->bound) {
-        close(fd);
-        return kcr__fail(KCR_ERR_NOMEM, "webhook server: cannot listen on %s:%d", s->host, port);
-    }
-    evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(l->bound), kcr__wh_accept_error);
-    return KCR_OK;
-}
-
-int kcr__wh_loop_port(const struct kcr__wh_loop *l)
-{
-    return l->bound ? bound_port(evhttp_bound_socket_get_fd(l->bound)) : 0;
+    return kcr__wh_accept_init(l, listen_fd);
 }
 
 static void *loop_main(void *arg)
@@ -166,8 +101,7 @@ void kcr__wh_loop_on_stop(evutil_socket_t fd, short what, void *arg)
     (void)fd, (void)what;
     struct kcr__wh_loop *l = arg;
     l->stopping = true;
-    if (l->bound)
-        evconnlistener_disable(evhttp_bound_socket_get_listener(l->bound));
+    kcr__wh_accept_update(l); /* stops listening */
     bool answered = l->pending != NULL;
     while (l->pending)
         kcr__wh_job_answer(l->pending, 503, "webhook server stopping\n", 24);
@@ -202,6 +136,8 @@ void kcr__wh_loop_free(struct kcr__wh_loop *l)
         event_free(l->done_ev);
     if (l->stop_ev)
         event_free(l->stop_ev);
+    if (l->poke_ev)
+        event_free(l->poke_ev);
     if (l->base)
         event_base_free(l->base);
     pthread_mutex_destroy(&l->done_mu);

@@ -14,6 +14,8 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -42,6 +44,33 @@ void kcr__wh_job_text(struct kcr__wh_job *job, int status, const char *why)
  * is sent as one. */
 #define ONE_RECORD 16384
 
+/* Loop: writes the answer evhttp just queued on bev (len bytes at data, one
+ * chain) to the socket now. Left to itself, the TLS bufferevent writes only
+ * when epoll next reports the socket writable: after every other request the
+ * loop read in the same pass has been handled, and at the price of turning
+ * write interest on and off (two epoll_ctl a request). Written here, the
+ * answer leaves as soon as it is computed. When the socket takes it all,
+ * evhttp is told its write is done (deferred, as from libevent's own write:
+ * evhttp then frees the request and reads the next). A write that cannot
+ * finish is left to the bufferevent, which retries with the same bytes when
+ * the socket is writable (its SSL accepts a moved buffer). */
+static void write_now(struct bufferevent *bev, struct evbuffer *out, unsigned char *data,
+                      size_t len)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(bev);
+    if (!ssl)
+        return;
+    ERR_clear_error();
+    int n = SSL_write(ssl, data, (int)len);
+    if (n <= 0) {
+        ERR_clear_error(); /* the bufferevent meets the condition again and handles it */
+        return;
+    }
+    evbuffer_drain(out, (size_t)n);
+    if (evbuffer_get_length(out) == 0)
+        bufferevent_trigger(bev, EV_WRITE, BEV_TRIG_DEFER_CALLBACKS);
+}
+
 void kcr__wh_reply(struct evhttp_request *req, int status, const char *body, size_t len)
 {
     struct evbuffer *b = evbuffer_new();
@@ -52,15 +81,17 @@ void kcr__wh_reply(struct evhttp_request *req, int status, const char *body, siz
                       json ? "application/json" : "text/plain");
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    struct evbuffer *out = bev ? bufferevent_get_output(bev) : NULL;
+    bool alone = out && evbuffer_get_length(out) == 0; /* no earlier write pending */
     evhttp_send_reply(req, status, NULL, b); /* may free req */
     if (b)
         evbuffer_free(b);
-    /* evhttp queued the head and the body as two chains, which the TLS
-     * bufferevent would seal as two records when the socket is next
-     * writable (not before: it writes from the loop); one chain, one record */
-    struct evbuffer *out = bev ? bufferevent_get_output(bev) : NULL;
-    if (out && evbuffer_get_length(out) <= ONE_RECORD)
-        evbuffer_pullup(out, -1);
+    /* evhttp queued the head and the body as two chains, which would be
+     * sealed as two records; one chain, one record */
+    size_t n = out ? evbuffer_get_length(out) : 0;
+    unsigned char *data = n && n <= ONE_RECORD ? evbuffer_pullup(out, -1) : NULL;
+    if (data && alone)
+        write_now(bev, out, data, n);
 }
 
 void kcr__wh_job_answer(struct kcr__wh_job *job, int status, const char *body, size_t len)

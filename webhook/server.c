@@ -1,5 +1,5 @@
-/* The server's life cycle: options, start (certificate, the event loops each
- * on its listening socket, workers), the HTTP entry point that hands a
+/* The server's life cycle: options, start (the listening socket, the event
+ * loops, the certificate, the workers), the HTTP entry point that hands a
  * request to the pool, stop. */
 #include <errno.h>
 #include <sched.h>
@@ -198,23 +198,25 @@ static void evthread_init(void)
     evthread_use_pthreads();
 }
 
-/* The loops, each on its own listening socket: loop 0 binds the port asked
- * for (maybe 0: any), the others the port it got. */
+/* The listening socket and the loops, each with a listener on it (start;
+ * KCR_ERR_IO naming the address when it cannot bind). */
 static kcr_err start_loops(kcr_webhook_server *s)
 {
     pthread_once(&evthread_once, evthread_init);
     s->loops = calloc((size_t)s->n_loops, sizeof *s->loops);
     if (!s->loops)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
-    int port = s->port_wanted;
+    evutil_socket_t fd = kcr__wh_listen(s->host, s->port_wanted);
+    if (fd < 0)
+        return kcr__fail(KCR_ERR_IO, "webhook server: cannot listen on %s:%d: %s", s->host,
+                         s->port_wanted, strerror(errno));
+    int port = kcr__wh_listen_port(fd);
     kcr_err err = KCR_OK;
-    for (int i = 0; !err && i < s->n_loops; i++) {
-        err = kcr__wh_loop_init(&s->loops[i], s, i, port);
-        if (!err && i == 0) {
-            port = kcr__wh_loop_port(&s->loops[0]);
-            err = kcr__wh_tls_start(s);
-        }
-    }
+    for (int i = 0; !err && i < s->n_loops; i++)
+        err = kcr__wh_loop_init(&s->loops[i], s, i, fd);
+    close(fd); /* each loop has its own duplicate */
+    if (!err)
+        err = kcr__wh_tls_start(s);
     if (err)
         return err;
     pthread_mutex_lock(&s->mu);

@@ -70,10 +70,11 @@ struct kcr__wh_conn {
     struct kcr__wh_job *job;
 };
 
-/* One event loop: a thread, its libevent base and evhttp, its own listening
- * socket on the server's port (SO_REUSEPORT: the kernel deals new
- * connections among the loops), and the connections it accepted, whose TLS
- * and HTTP it does. Loop-only but for the done list. */
+/* One event loop: a thread, its libevent base and evhttp, its listener on
+ * the server's one listening socket (enabled while it is this loop's turn
+ * to take connections: accept.c), and the connections it accepted, whose
+ * TLS and HTTP it does. Loop-only but for the done list, open_conns and
+ * poke_ev. */
 struct kcr__wh_loop {
     kcr_webhook_server *s;
     int index;
@@ -82,8 +83,11 @@ struct kcr__wh_loop {
     struct evhttp_bound_socket *bound;
     struct event *done_ev, *stop_ev;
     struct kcr__wh_job *pending; /* jobs not yet answered */
-    int open_conns, max_conns;   /* max_conns: this loop's share of the limit */
-    bool accept_paused;
+    atomic_int open_conns; /* written by the loop, read by the others */
+    int max_conns;         /* this loop's share of the limit (immutable) */
+    bool listening;        /* its listener is enabled */
+    bool backoff;          /* accepting paused after accept failed */
+    struct event *poke_ev; /* any thread: another loop's count changed */
     bool stopping; /* the stop request ran: later requests are answered 503 */
     pthread_t thread;
     bool running; /* the thread was started (set before it runs) */
@@ -148,11 +152,10 @@ kcr_err kcr__wh_tls_start(kcr_webhook_server *s);
  * NULL when out of memory. */
 SSL *kcr__wh_tls_new_ssl(kcr_webhook_server *s);
 
-/* loop.c: a loop's base, evhttp and listening socket on host:port (start;
- * KCR_ERR_IO naming the address when it cannot bind). */
-kcr_err kcr__wh_loop_init(struct kcr__wh_loop *l, kcr_webhook_server *s, int index, int port);
-/* The port the loop listens on. */
-int kcr__wh_loop_port(const struct kcr__wh_loop *l);
+/* loop.c: a loop's base, evhttp and listener on the server's listening
+ * socket listen_fd (start; the loop keeps a duplicate of it). */
+kcr_err kcr__wh_loop_init(struct kcr__wh_loop *l, kcr_webhook_server *s, int index,
+                          evutil_socket_t listen_fd);
 /* Starts the loop's thread. */
 kcr_err kcr__wh_loop_run(struct kcr__wh_loop *l);
 /* Asks the loop to answer what is pending 503, close its connections and
@@ -180,7 +183,25 @@ void kcr__wh_conn_disarm(struct kcr__wh_conn *c);
 int kcr__wh_conn_index(void);
 /* The loop running on this thread (set by the loop thread). */
 extern _Thread_local struct kcr__wh_loop *kcr__wh_this_loop;
-/* The listener's error callback: pauses accepting on EMFILE and friends. */
+
+/* accept.c: the listening socket and which loop takes the next connection. */
+/* A listening socket on host:port (TCP_NODELAY, which accepted sockets
+ * inherit on Linux: without it an answer written in two TLS records waits
+ * for the client's delayed ACK, ~40 ms), non-blocking. -1 with errno. */
+evutil_socket_t kcr__wh_listen(const char *host, int port);
+/* The port a socket is bound to, 0 on error. */
+int kcr__wh_listen_port(evutil_socket_t fd);
+/* Start: the loop's poke event and its listener (enabled) on a duplicate
+ * of listen_fd. */
+kcr_err kcr__wh_accept_init(struct kcr__wh_loop *l, evutil_socket_t listen_fd);
+/* Loop: enables or disables its listener by the rule (accept.c). */
+void kcr__wh_accept_update(struct kcr__wh_loop *l);
+/* Loop: its open_conns changed: decides for itself, pokes the others. */
+void kcr__wh_accept_changed(struct kcr__wh_loop *l);
+/* Loop: the poke event's callback (arg: the loop). */
+void kcr__wh_accept_on_poke(evutil_socket_t fd, short what, void *arg);
+/* The listener's error callback: pauses this loop's accepting on EMFILE and
+ * friends. */
 void kcr__wh_accept_error(struct evconnlistener *l, void *arg);
 
 /* pool.c: workers and the hand-over of jobs between loop and workers. */

@@ -73,8 +73,8 @@ typedef struct kcr_webhook_server_options {
     size_t max_body_bytes;     /* larger request bodies are answered 413;
                                   0: KCR_WEBHOOK_DEFAULT_MAX_BODY_BYTES */
     int max_connections;       /* open connections, dealt evenly among the loops;
-                                  a loop at its share accepts no more and the
-                                  connections the kernel gives it wait in its
+                                  a loop at its share accepts no more, and when
+                                  all are, new connections wait in the listen
                                   backlog; 0: 1024 (lowered to fit RLIMIT_NOFILE) */
     int workers;               /* handler threads; 0: 8 */
     int64_t read_timeout_ms;   /* a connection must deliver its TLS handshake and
@@ -90,11 +90,12 @@ typedef struct kcr_webhook_server_options {
      * call. Runs on the handler's thread, concurrently with itself. NULL: none. */
     void (*observe)(const char *path, const char *body, size_t len, void *user_data);
     void *observe_user_data;
-    int loops;                 /* event-loop threads, each accepting on its own
-                                  socket (SO_REUSEPORT) and doing the TLS and
-                                  HTTP of its connections; max_connections is
-                                  shared among them; 0: one per CPU the process
-                                  may run on */
+    int loops;                 /* event-loop threads, each doing the TLS and
+                                  HTTP of the connections it accepted from the
+                                  one listening socket (the next connection goes
+                                  to a loop with the fewest open);
+                                  max_connections is shared among them; 0: one
+                                  per CPU the process may run on */
 } kcr_webhook_server_options;
 
 /* A server into *out (not serving until kcr_webhook_server_start), freed with

@@ -25,6 +25,7 @@
 #include "helpers/timescale.h"
 #include "helpers/webhook_client.h"
 #include "kcr/webhook.h"
+#include "webhook/webhook_internal.h" /* the loops' connection counts */
 
 #ifndef KCR_FIXTURES
 #define KCR_FIXTURES "tests/fixtures/webhook"
@@ -124,6 +125,36 @@ static kcr_err nap(const kcr_admission_request *req, kcr_admission_response *res
     return KCR_OK;
 }
 
+/* The answer-at-once test: /gate holds its loop until the test opens it;
+ * /after-first then waits (at most 3 s, less than the test client's 5 s
+ * receive timeout) for the test to have received the answer to the request
+ * the loop read just before this one. */
+static atomic_int gate_started, gate_open, first_answered;
+
+static kcr_err gate(const kcr_admission_request *req, kcr_admission_response *resp, void *ud)
+{
+    (void)req, (void)resp, (void)ud;
+    atomic_fetch_add(&gate_started, 1);
+    for (int i = 0; i < 2000 && !atomic_load(&gate_open); i++) {
+        struct timespec ts = {.tv_nsec = 10000000};
+        nanosleep(&ts, NULL);
+    }
+    return KCR_OK;
+}
+
+static kcr_err after_first(const kcr_admission_request *req, kcr_admission_response *resp,
+                           void *ud)
+{
+    (void)req, (void)ud;
+    for (int i = 0; i < 300 && !atomic_load(&first_answered); i++) {
+        struct timespec ts = {.tv_nsec = 10000000};
+        nanosleep(&ts, NULL);
+    }
+    return atomic_load(&first_answered)
+               ? KCR_OK
+               : kcr_admission_deny(resp, 0, "the answer to the request before is still held");
+}
+
 static kcr_err def_replicas(const kcr_admission_request *req, kcr_object_edit *obj, void *ud)
 {
     (void)ud;
@@ -198,6 +229,9 @@ static void start_with(int64_t read_timeout_ms, int loops)
     atomic_store(&release_sleepers, 0);
     atomic_store(&sleepers_started, 0);
     atomic_store(&sleepers_finished, 0);
+    atomic_store(&gate_started, 0);
+    atomic_store(&gate_open, 0);
+    atomic_store(&first_answered, 0);
     snprintf(dir, sizeof dir, "/tmp/kcr-wh-XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
     cr_assert_eq(kcr_webhook_generate_certs(dir, NULL, NULL), KCR_OK, "%s", kcr_last_error());
@@ -220,6 +254,9 @@ static void start_with(int64_t read_timeout_ms, int loops)
         {.path = "/mutate-on-loop", .type = KCR_ADMISSION_MUTATING, .fn = mutate_foo,
          .run_on_loop = true},
         {.path = "/nap-on-loop", .type = KCR_ADMISSION_VALIDATING, .fn = nap, .timeout_ms = 100,
+         .run_on_loop = true},
+        {.path = "/gate", .type = KCR_ADMISSION_VALIDATING, .fn = gate, .run_on_loop = true},
+        {.path = "/after-first", .type = KCR_ADMISSION_VALIDATING, .fn = after_first,
          .run_on_loop = true},
     };
     for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
@@ -267,6 +304,12 @@ static void start_strict(void)
 static void start_one_loop(void)
 {
     start_with(test_ms(3000), 1);
+}
+
+/* Four loops: the spread test. */
+static void start_four_loops(void)
+{
+    start_with(test_ms(3000), 4);
 }
 
 static void stop(void)
@@ -565,27 +608,93 @@ WH_TEST(an_overrunning_handler_gets_its_failure_policy_in_time_and_blocks_no_oth
     cr_assert_eq(st.handler_timeouts, 2);
 }
 
+/* A TLS connection of the test's own, to control when each request is
+ * sent (libcurl's calls send and wait in one). */
+struct tls_conn {
+    SSL_CTX *ctx;
+    SSL *ssl;
+    int fd;
+};
+
+static void tls_open(struct tls_conn *c)
+{
+    c->ctx = SSL_CTX_new(TLS_client_method());
+    char ca[128];
+    snprintf(ca, sizeof ca, "%s/ca.crt", dir);
+    cr_assert_eq(SSL_CTX_load_verify_locations(c->ctx, ca, NULL), 1);
+    c->ssl = SSL_new(c->ctx);
+    c->fd = connect_raw();
+    SSL_set_fd(c->ssl, c->fd);
+    cr_assert_eq(SSL_connect(c->ssl), 1);
+}
+
+static void tls_close(struct tls_conn *c)
+{
+    SSL_free(c->ssl);
+    close(c->fd);
+    SSL_CTX_free(c->ctx);
+}
+
+/* Appends a POST of body to path to buf (at most size bytes, all used). */
+static int format_post(char *buf, size_t size, const char *path, const char *body)
+{
+    int n = snprintf(buf, size,
+                     "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n%s",
+                     path, strlen(body), body);
+    cr_assert(n > 0 && (size_t)n < size);
+    return n;
+}
+
+/* Sends a POST (when SSL_write returns, it is in the server's socket). */
+static void tls_send(struct tls_conn *c, const char *path, const char *body)
+{
+    char req[8192];
+    int n = format_post(req, sizeof req, path, body);
+    cr_assert_eq(SSL_write(c->ssl, req, n), n);
+}
+
+/* Reads one whole answer (headers and Content-Length bytes of body, which
+ * *body receives when not NULL) and returns its status. Bounded by the
+ * socket's 5 s receive timeout. */
+static int tls_answer(struct tls_conn *c, char **body)
+{
+    static _Thread_local char buf[65536];
+    static _Thread_local size_t have; /* bytes of the next answers already read */
+    size_t need = 0, head = 0;
+    for (;;) {
+        char *end = head ? NULL : strstr(buf, "\r\n\r\n"); /* buf is NUL-terminated */
+        if (end) {
+            head = (size_t)(end - buf) + 4;
+            char *cl = strstr(buf, "Content-Length:"); /* evhttp's spelling */
+            cr_assert(cl && cl < end, "an answer without Content-Length");
+            need = head + strtoul(cl + 15, NULL, 10);
+        }
+        if (head && have >= need)
+            break;
+        cr_assert_lt(have, sizeof buf - 1);
+        int n = SSL_read(c->ssl, buf + have, (int)(sizeof buf - 1 - have));
+        cr_assert_gt(n, 0, "the connection ended before a whole answer");
+        have += (size_t)n;
+        buf[have] = '\0';
+    }
+    int status = atoi(buf + 9); /* "HTTP/1.1 200" */
+    if (body)
+        *body = strndup(buf + head, need - head);
+    memmove(buf, buf + need, have - need);
+    have -= need;
+    buf[have] = '\0';
+    return status;
+}
+
 /* Sends one request over a TLS connection of its own and closes it at once,
  * without reading the answer. */
 static void post_and_leave(const char *path, const char *body)
 {
-    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-    char ca[128];
-    snprintf(ca, sizeof ca, "%s/ca.crt", dir);
-    cr_assert_eq(SSL_CTX_load_verify_locations(ctx, ca, NULL), 1);
-    SSL *ssl = SSL_new(ctx);
-    int fd = connect_raw();
-    SSL_set_fd(ssl, fd);
-    cr_assert_eq(SSL_connect(ssl), 1);
-    char req[8192];
-    int n = snprintf(req, sizeof req,
-                     "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     "Content-Length: %zu\r\n\r\n%s",
-                     path, strlen(body), body);
-    cr_assert_eq(SSL_write(ssl, req, n), n);
-    SSL_free(ssl);
-    close(fd);
-    SSL_CTX_free(ctx);
+    struct tls_conn c;
+    tls_open(&c);
+    tls_send(&c, path, body);
+    tls_close(&c);
 }
 
 static kcr_webhook_stats wait_stats(uint64_t timeouts, int finished)
@@ -867,6 +976,159 @@ Test(webhook, a_request_that_arrives_while_the_server_stops_is_answered_503,
     kcr_object_unref(slow.answer);
     expect_status(r, 503, "stopping");
     cr_assert_eq(atomic_load(&sleepers_started), 1, "the late request reached a handler");
+}
+
+static void *read_first_answer(void *arg)
+{
+    atomic_store(&first_answered, tls_answer(arg, NULL));
+    return NULL;
+}
+
+Test(webhook, an_answer_leaves_before_the_loop_handles_the_next_request,
+     .init = start_one_loop, .fini = stop, .timeout = 60)
+{
+    /* Two requests the one loop reads in the same pass: the answer to the
+     * first must be on its way before the second's handler runs, not
+     * written when the socket is next reported writable, after the pass. */
+    char *body = fixture("admission-create.json");
+    struct tls_conn a, b;
+    tls_open(&a);
+    tls_open(&b);
+    /* an exchange on each first, so nothing of their handshakes is left
+     * (on a workers' path: a run_on_loop call slower than the loop budget,
+     * as under valgrind, would move /mutate-on-loop to the workers; its
+     * first call below runs on the loop whatever it takes) */
+    tls_send(&a, "/validate", body);
+    cr_assert_eq(tls_answer(&a, NULL), 200);
+    tls_send(&b, "/validate", body);
+    cr_assert_eq(tls_answer(&b, NULL), 200);
+    /* hold the loop while a's request, then b's, arrive */
+    struct slow_call held = {.path = "/gate"};
+    pthread_t gated, reader;
+    pthread_create(&gated, NULL, call_slow, &held);
+    for (int i = 0; i < 2000 && atomic_load(&gate_started) < 1; i++) {
+        struct timespec ts = {.tv_nsec = 10000000};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert_eq(atomic_load(&gate_started), 1, "the gate handler never ran");
+    tls_send(&a, "/mutate-on-loop", body);
+    tls_send(&b, "/after-first", body);
+    pthread_create(&reader, NULL, read_first_answer, &a);
+    atomic_store(&gate_open, 1);
+    char *second = NULL;
+    int status = tls_answer(&b, &second);
+    pthread_join(reader, NULL);
+    pthread_join(gated, NULL);
+    cr_assert_not_null(held.answer);
+    kcr_object_unref(held.answer);
+    cr_assert_eq(atomic_load(&first_answered), 200);
+    cr_assert_eq(status, 200, "%s", second);
+    kcr_object *ans = NULL;
+    cr_assert_eq(kcr_object_parse_any(second, 0, &ans), KCR_OK, "%s", second);
+    cr_assert(kcr_value_bool(kcr_object_get(ans, "response.allowed")),
+              "the first answer was still held when the next handler ran: %s", second);
+    kcr_object_unref(ans);
+    free(second);
+    tls_close(&a);
+    tls_close(&b);
+    free(body);
+}
+
+WH_TEST(pipelined_requests_are_answered_in_order)
+{
+    /* three requests in one write, on the loop and on the workers: each
+     * answer leaves as soon as it can, and in the order asked */
+    const char *paths[] = {"/mutate-on-loop", "/validate", "/mutate-on-loop"};
+    const char *files[] = {"admission-create-noreplicas.json", "admission-create-invalid.json",
+                           "admission-create.json"};
+    char reqs[3 * 8192];
+    size_t n = 0;
+    char *uid[3];
+    for (int i = 0; i < 3; i++) {
+        char *body = fixture(files[i]);
+        kcr_object *rev;
+        cr_assert_eq(kcr_object_parse_any(body, 0, &rev), KCR_OK);
+        uid[i] = strdup(kcr_value_string(kcr_object_get(rev, "request.uid"), NULL));
+        kcr_object_unref(rev);
+        n += (size_t)format_post(reqs + n, sizeof reqs - n, paths[i], body);
+        free(body);
+    }
+    struct tls_conn c;
+    tls_open(&c);
+    cr_assert_eq(SSL_write(c.ssl, reqs, (int)n), (int)n);
+    for (int i = 0; i < 3; i++) {
+        char *body = NULL;
+        cr_assert_eq(tls_answer(&c, &body), 200, "answer %d", i);
+        kcr_object *a = NULL;
+        cr_assert_eq(kcr_object_parse_any(body, 0, &a), KCR_OK, "%s", body);
+        cr_assert_str_eq(kcr_value_string(kcr_object_get(a, "response.uid"), NULL), uid[i],
+                         "answer %d is not to request %d", i, i);
+        cr_assert_eq(kcr_value_bool(kcr_object_get(a, "response.allowed")), i != 1);
+        kcr_object_unref(a);
+        free(body);
+        free(uid[i]);
+    }
+    tls_close(&c);
+    kcr_webhook_stats st;
+    kcr_webhook_server_stats(srv, &st);
+    cr_assert_eq(st.connections, 1);
+}
+
+/* Waits (at most 5 s) for the server to count total connections open. */
+static void wait_open(uint64_t total)
+{
+    kcr_webhook_stats st;
+    for (int i = 0; i < 500; i++) {
+        kcr_webhook_server_stats(srv, &st);
+        if (st.open_connections == total)
+            break;
+        struct timespec ts = {.tv_nsec = 10000000};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert_eq(st.open_connections, total);
+}
+
+/* Each loop's open connections: no loop more than one ahead of another. */
+static void assert_even_spread(int loops, uint64_t total)
+{
+    wait_open(total);
+    int lo = INT32_MAX, hi = 0;
+    char seen[128] = "";
+    for (int i = 0; i < loops; i++) {
+        int n = atomic_load(&srv->loops[i].open_conns);
+        lo = n < lo ? n : lo;
+        hi = n > hi ? n : hi;
+        snprintf(seen + strlen(seen), sizeof seen - strlen(seen), " %d", n);
+    }
+    cr_assert_leq(hi - lo, 1, "connections per loop:%s", seen);
+}
+
+Test(webhook, connections_spread_evenly_over_the_loops, .init = start_four_loops, .fini = stop,
+     .timeout = 120)
+{
+    /* the kernel dealing connections by a hash of their addresses leaves
+     * 40 over 4 loops within one of each other about once in a hundred */
+    enum { N = 40 };
+    char *body = fixture("admission-create.json");
+    wh_client *c[N];
+    for (int i = 0; i < N; i++) {
+        c[i] = wh_client_new(dir, kcr_webhook_server_port(srv));
+        kcr_object_unref(answer(wh_post(c[i], "/validate", body, 0, NULL)));
+    }
+    assert_even_spread(4, N);
+    /* half close, from whichever loops; the new ones fill the loops left
+     * with fewer */
+    for (int i = 0; i < N / 2; i++)
+        wh_client_free(c[i]);
+    wait_open(N / 2);
+    for (int i = 0; i < N / 2; i++) {
+        c[i] = wh_client_new(dir, kcr_webhook_server_port(srv));
+        kcr_object_unref(answer(wh_post(c[i], "/validate", body, 0, NULL)));
+    }
+    assert_even_spread(4, N);
+    for (int i = 0; i < N; i++)
+        wh_client_free(c[i]);
+    free(body);
 }
 
 WH_TEST(metrics_carry_controller_runtime_names)
