@@ -178,7 +178,7 @@ static int64_t cpu_ms(const struct rusage *ru)
 static void run_on_loop(struct kcr__wh_job *job)
 {
     const struct kcr__wh_route *route = job->route;
-    struct rusage before, after;
+    struct rusage before = {0}, after; /* zeros if getrusage fails: then the call reads as CPU-bound */
     getrusage(RUSAGE_THREAD, &before);
     int64_t start = kcr__wh_now_ns();
     run_handler(job);
