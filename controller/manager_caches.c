@@ -29,8 +29,10 @@ static void on_delete(const char *key, const kcr_object *obj, const kcr_tombston
     const mgr_ctl *mc = s->ctl->env_ctl;
     /* label-mode sharding: an object relabelled for another replica leaves
      * the primary cache as a DELETED event carrying its new labels; it was
-     * not deleted, and its reconciles are the other replica's */
-    if (s->role == KCR__ROLE_PRIMARY && mc->sharded && kcr__mgr_shard_moved_away(mc->m->shard, obj))
+     * not deleted, and its reconciles are the other replica's (a deletion
+     * missed while not watching may come with no object: it is routed) */
+    if (s->role == KCR__ROLE_PRIMARY && mc->sharded && obj &&
+        kcr__mgr_shard_moved_away(mc->m->shard, obj))
         return;
     kcr__route(ud, key, KCR_CHANGE_DELETED, NULL, obj, false);
 }
