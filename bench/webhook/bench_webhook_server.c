@@ -1,8 +1,9 @@
-/* bench_webhook_server CERT_DIR PORT [on-loop]: kcr's side of bench/webhook, a
- * webhook server with the twin's two handlers: /mutate defaults
- * spec.replicas to 1 (kcr computes the patch), /validate denies replicas >
- * 10; with "on-loop", both registered run_on_loop (they never block). Prints
- * "ready" once serving; stops on SIGTERM or SIGINT. */
+/* bench_webhook_server CERT_DIR PORT [on-loop] [loops=N]: kcr's side of
+ * bench/webhook, a webhook server with the twin's two handlers: /mutate
+ * defaults spec.replicas to 1 (kcr computes the patch), /validate denies
+ * replicas > 10; with "on-loop", both registered run_on_loop (they never
+ * block); loops=N sets the server's event loops (default: one per CPU).
+ * Prints "ready" once serving; stops on SIGTERM or SIGINT. */
 #include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,9 +32,16 @@ static kcr_err validate(const kcr_admission_request *req, kcr_admission_response
 
 int main(int argc, char **argv)
 {
-    bool on_loop = argc == 4 && strcmp(argv[3], "on-loop") == 0;
-    if (argc != 3 && !on_loop) {
-        fprintf(stderr, "usage: %s CERT_DIR PORT [on-loop]\n", argv[0]);
+    bool on_loop = false, usage = argc < 3;
+    int loops = 0;
+    for (int i = 3; i < argc; i++) {
+        if (strcmp(argv[i], "on-loop") == 0)
+            on_loop = true;
+        else if (sscanf(argv[i], "loops=%d", &loops) != 1 || loops < 1)
+            usage = true;
+    }
+    if (usage) {
+        fprintf(stderr, "usage: %s CERT_DIR PORT [on-loop] [loops=N]\n", argv[0]);
         return 2;
     }
     sigset_t sigs;
@@ -43,7 +51,7 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* before any thread starts */
     char addr[64];
     snprintf(addr, sizeof addr, "127.0.0.1:%s", argv[2]);
-    kcr_webhook_server_options o = {.bind_address = addr, .cert_dir = argv[1]};
+    kcr_webhook_server_options o = {.bind_address = addr, .cert_dir = argv[1], .loops = loops};
     kcr_admission_options m = {.path = "/mutate", .type = KCR_ADMISSION_MUTATING, .fn = mutate,
                                .run_on_loop = on_loop};
     kcr_admission_options v = {.path = "/validate", .type = KCR_ADMISSION_VALIDATING,
