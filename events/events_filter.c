@@ -124,9 +124,14 @@ static void maintain(kcr__event_filter *f, struct kcr__strmap *growing, int64_t 
 
 bool kcr__event_filter_allow(kcr__event_filter *f, const char *spam_key, int64_t now_ms)
 {
+    /* Sweep before the lookup: the sweep frees the buckets refilled to the
+     * burst, this object's own among them when its last event is a refill
+     * period old, and a bucket looked up first would then be written after
+     * it was freed (test the_sweep_may_drop_the_bucket_of_the_object_being_recorded). */
+    maintain(f, NULL, now_ms);
     struct bucket *b = kcr__strmap_get(&f->buckets, spam_key);
     if (!b) {
-        maintain(f, &f->buckets, now_ms);
+        maintain(f, &f->buckets, now_ms); /* room for one more */
         b = malloc(sizeof *b);
         if (!b || kcr__strmap_put(&f->buckets, spam_key, b, NULL) != KCR_OK) {
             free(b);
@@ -135,7 +140,6 @@ bool kcr__event_filter_allow(kcr__event_filter *f, const char *spam_key, int64_t
         b->tokens = f->burst;
         b->refilled_ms = now_ms;
     } else {
-        maintain(f, NULL, now_ms);
         refill(f, b, now_ms);
     }
     b->used_ms = now_ms;

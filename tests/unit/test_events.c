@@ -349,6 +349,44 @@ Test(events, spam_limit_per_object_refills_with_the_clock, .init = setup, .fini 
     kcr_object_unref(other);
 }
 
+/* The minute's sweep drops the buckets that refilled to the burst (no
+ * longer needed), the bucket of the very object being recorded included
+ * when its last event is 5 minutes old. Its event must then count in a
+ * new bucket, not in the freed one: the use after free this test caught
+ * (under ASan or valgrind) corrupted the heap of a sharded replica that
+ * reconciled its objects again after 5 quiet minutes. */
+Test(events, the_sweep_may_drop_the_bucket_of_the_object_being_recorded, .init = setup,
+     .fini = teardown)
+{
+    kcr_object *cm = make(&CM, "ns1", "web");
+    kcr_event_recorder *r = recorder(true, 0);
+    /* others first, as a replica's many objects: the sweep frees all their
+     * buckets at once, more than glibc's per-size cache holds */
+    for (int i = 0; i < 16; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "quiet-%d", i);
+        kcr_object *o = make(&CM, "ns1", name);
+        cr_assert_eq(kcr_event_recorder_record(r, &(kcr_event){.regarding = o, .reason = "Once"}),
+                     KCR_OK);
+        kcr_object_unref(o);
+    }
+    kcr_event ev = {.regarding = cm, .reason = "First"};
+    cr_assert_eq(kcr_event_recorder_record(r, &ev), KCR_OK);
+    /* 6 quiet minutes: every bucket refilled to the burst, a sweep is due */
+    atomic_fetch_add(&clock_ms, 6 * 60 * 1000);
+    char reason[32];
+    for (int i = 0; i < 26; i++) { /* a full burst again, then one too many */
+        snprintf(reason, sizeof reason, "Again%d", i);
+        ev.reason = reason;
+        cr_assert_eq(kcr_event_recorder_record(r, &ev), KCR_OK);
+    }
+    kcr_event_recorder_stats st = stats_of(r);
+    cr_expect_eq(st.created, 16 + 26, "the first events and a burst of 25 after the sweep");
+    cr_expect_eq(st.dropped_spam, 1);
+    kcr_event_recorder_free(r);
+    kcr_object_unref(cm);
+}
+
 /* Blocks the sender inside its create until released. */
 typedef struct gate {
     pthread_mutex_t mu;
