@@ -13,7 +13,7 @@
 #include "core/log.h"
 #include "informer/informer_internal.h"
 
-#define HEALTHY_WATCH_NS KCR_NS_PER_S /* a watch that lasted this long was not a hot loop */
+#define HEALTHY_WATCH_NS KCR_NS_PER_S /* a clean end after this long is not a hot loop */
 #define IDLE_MARGIN_MS 30000
 
 struct kcr_reflector {
@@ -620,7 +620,11 @@ static next_step watch_once(kcr_reflector *r, bool streaming)
     }
     int64_t start = kcr__now_ns();
     kcr_err err = kcr_client_watch(r->client, &o, on_event, &w);
-    bool healthy = w.events > 0 || kcr__now_ns() - start >= HEALTHY_WATCH_NS;
+    /* Healthy: the watch delivered something, or ran its course for a while.
+     * A request that failed without one event failed, however long it took
+     * (a slow 503, a connect timeout): it backs off. */
+    bool healthy =
+        w.events > 0 || (err == KCR_OK && kcr__now_ns() - start >= HEALTHY_WATCH_NS);
     bool was_initial = w.initial;
     objvec_clear(&w.objs);
     next_step next;

@@ -545,6 +545,45 @@ Test(reflector, watch_429_after_a_long_healthy_watch_still_backs_off)
     rig_down(&g);
 }
 
+/* Delays every watch request by 1.1 s, past the healthy limit. */
+static void slow_watch_hook(kcr_fake_verb verb, const kcr_resource *res, const char *ns,
+                            const char *name, void *ud)
+{
+    (void)res, (void)ns, (void)name, (void)ud;
+    if (verb == KCR_FAKE_WATCH)
+        sleep_ms(1100);
+}
+
+/* A watch request that fails slowly (a 503 after 1.1 s) never delivered an
+ * event: it is a failure to back off from, however long it took, or an
+ * overloaded apiserver is asked again at once for as long as it stays slow. */
+Test(reflector, a_watch_that_fails_slowly_without_events_backs_off)
+{
+    rig g;
+    kcr_reflector_options o = {
+        .backoff_initial_ms = 10, .backoff_max_ms = 80, .backoff_jitter = -1};
+    rig_up(&g, &o, 2);
+    bo_log l;
+    bo_attach(&g, &l);
+    kcr_fake_set_hook(g.fake, slow_watch_hook, NULL);
+    kcr_fake_inject_error(g.fake, &(kcr_fake_error){.verb = KCR_FAKE_WATCH,
+                                                    .resource = &CM,
+                                                    .times = 2,
+                                                    .code = 503,
+                                                    .reason = "ServiceUnavailable",
+                                                    .message = "overloaded"});
+    cr_assert_eq(kcr_reflector_start(g.r), KCR_OK);
+    WAIT_FOR(kcr_fake_watch_count(g.fake, &CM) == 1, 10000);
+    kcr_fake_set_hook(g.fake, NULL, NULL);
+    kcr_reflector_stats s = stats(g.r);
+    cr_assert_eq(s.failures, 2);
+    cr_assert_eq(bo_n(&l), 2, "each slow failure backed off, got %zu backoffs", bo_n(&l));
+    cr_assert_eq(l.ms[0], 10);
+    cr_assert_eq(l.ms[1], 20);
+    cr_assert_eq(s.lists, 1, "a 503 re-watches, it does not relist");
+    rig_down(&g);
+}
+
 Test(reflector, watch_error_event_500_rewatches_without_relist)
 {
     rig g;
