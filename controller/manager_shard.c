@@ -2,7 +2,8 @@
  * shard layer's member (shard/member.c) run like leader/'s elector.
  *
  * - The member's thread steps it every retry period, sooner when asked
- *   (a reconcile of a lost range ended, a leave), and at its fence time.
+ *   (a reconcile of a lost range ended, a leave, another member's Lease
+ *   changed: manager_shard_watch.c), and at its fence time.
  * - Its Lease requests run on a request thread; the member's thread waits
  *   for each until min(now + renew deadline, the member's fence time) and
  *   then abandons it (cancelling it), so a hung request cannot delay the
@@ -632,6 +633,11 @@ kcr_err kcr__mgr_shard_start(mgr_shard *s)
         return kcr__fail(KCR_ERR_NOMEM, "cannot start the shard member's thread");
     }
     s->started = true;
+    kcr_err werr = kcr__shard_watch_start(s);
+    if (werr != KCR_OK) {
+        kcr__mgr_shard_stop(s, 0);
+        return werr;
+    }
     if (s->labels) {
         kcr_err err = kcr__shard_labels_start(s);
         if (err != KCR_OK) {
@@ -667,6 +673,9 @@ void kcr__mgr_shard_stop(mgr_shard *s, int64_t deadline_ns)
                  "shard ring \"%s\": %s did not release its Lease in time (%s): its ranges move "
                  "when it expires",
                  s->ring, s->identity, state_names[s->state]);
+    pthread_mutex_unlock(&s->lock);
+    kcr__shard_watch_stop(s); /* its handler takes the lock */
+    pthread_mutex_lock(&s->lock);
     s->quit = s->calls_quit = true;
     if (s->call == CALL_RUNNING)
         kcr_cancel_trigger(s->call_cancel);

@@ -31,6 +31,7 @@ struct mgr_shard {
     kcr_metric *state_metric, *moves, *handover, *unowned;
     kcr_metric_family *owned_family;
     kcr_shard_label_keys label_keys;
+    kcr_informer *lease_watch; /* the ring's Leases (manager_shard_watch.c); NULL when stopped */
 
     pthread_mutex_t lock;
     pthread_cond_t cond; /* monotonic; every change below */
@@ -86,5 +87,12 @@ void kcr__shard_labels_after_step(mgr_shard *s);
 /* Whether this replica is the ring's coordinator now; the objects the
  * coordinator's last pass found without a live owner (0 elsewhere). */
 bool kcr__shard_labels_coordinating(mgr_shard *s, double *unowned);
+
+/* manager_shard_watch.c: the watch of the ring's Leases that wakes the
+ * member's thread when another member changes what the protocol waits for.
+ * Start after the member's threads; stop without s->lock held (the watch's
+ * handler takes it). */
+kcr_err kcr__shard_watch_start(mgr_shard *s);
+void kcr__shard_watch_stop(mgr_shard *s);
 
 #endif

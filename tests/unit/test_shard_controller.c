@@ -51,6 +51,7 @@ static atomic_int slow_ms, drained_running;
 static atomic_int missing_primary;
 static kcr_shard_label_keys label_keys_opt;
 static int workers_opt = 4; /* each replica's max_concurrent_reconciles */
+static int64_t retry_opt_ms;  /* 0: shard_opts' short timings; else this retry period */
 #define SHARD_LABEL "shard.kcr.dev/ring"
 #define DRAIN_LABEL "drain.kcr.dev/ring"
 
@@ -123,6 +124,15 @@ static void *replica_main(void *arg)
 
 static kcr_sharding_options shard_opts(kcr_shard_mode mode, const char *identity)
 {
+    if (retry_opt_ms)
+        return (kcr_sharding_options){.mode = mode,
+                                      .ring = "ring",
+                                      .identity = identity,
+                                      .lease_duration_ms = 3 * retry_opt_ms,
+                                      .renew_deadline_ms = 2 * retry_opt_ms,
+                                      .retry_period_ms = retry_opt_ms,
+                                      .skew_margin_ms = test_ms(200),
+                                      .label_keys = label_keys_opt};
     return (kcr_sharding_options){.mode = mode,
                                   .ring = "ring",
                                   .identity = identity,
@@ -190,6 +200,7 @@ static void replicas_teardown(void)
     atomic_store(&missing_primary, 0);
     label_keys_opt = KCR_SHARD_LABELS_KCR;
     workers_opt = 4;
+    retry_opt_ms = 0;
     teardown();
 }
 
@@ -367,6 +378,39 @@ Test(shard_controller, a_stopping_replica_hands_its_keys_over, .init = setup,
                                 &lease),
                  KCR_OK);
     kcr_object_unref(lease);
+}
+
+/* The watch of the ring's Leases wakes a member when another releases its
+ * Lease, and again when its own claim is published: the keys move within
+ * a few requests, not at the retry periods. Without the watch the move
+ * takes at least a quarter of a retry period (the pause between a claim
+ * and its confirmation) and up to one and a quarter. */
+Test(shard_controller, a_released_lease_is_taken_over_before_the_next_retry_period,
+     .init = setup, .fini = replicas_teardown, .timeout = 120)
+{
+    retry_opt_ms = test_ms(4000);
+    seed();
+    for (int r = 0; r < 2; r++) {
+        replica_new(r, KCR_SHARD_FILTER, NULL);
+        replica_start(r);
+    }
+    int two[] = {0, 1}, one[] = {0};
+    WAIT_FOR(settled(two, 2));
+    int64_t t0 = kcr__now_ns();
+    kcr_manager_stop(reps[1].m);
+    WAIT_FOR(partitioned(one, 1));
+    double took_ms = (double)(kcr__now_ns() - t0) / 1e6;
+    cr_log_info("released Lease taken over in %.0f ms (retry period %lld ms)", took_ms,
+                (long long)retry_opt_ms);
+    cr_assert_lt(took_ms, (double)retry_opt_ms / 4,
+                 "the keys moved after %.0f ms: the member waited for its retry period",
+                 took_ms);
+    cr_assert_eq(replica_stop(1), KCR_OK, "%s", kcr_last_error());
+    clear_counts();
+    touch_all(1);
+    WAIT_FOR(each_once());
+    cr_expect_eq(keys_of(0), N_KEYS);
+    cr_expect_eq(atomic_load(&overlaps), 0);
 }
 
 Test(shard_controller, a_live_duplicate_identity_is_refused, .init = setup,
