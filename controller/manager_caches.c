@@ -51,10 +51,14 @@ kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)
         io.reflector.metadata_only = s->metadata_only;
         /* server-mode sharding: the primary cache follows the shard (and
          * starts with a selector of its own, so an unsharded controller
-         * never shares it); children and watched objects hash elsewhere
-         * than their owner's key, so their caches stay whole */
-        const char *shard_sel = mc->sharded ? kcr__mgr_shard_initial_selector(m->shard) : NULL;
-        if (shard_sel && s->role == KCR__ROLE_PRIMARY)
+         * never shares it); in every mode an owned cache follows it by its
+         * objects' controller (manager_shard_children.c); watched objects
+         * map to keys only the map function knows, so their caches stay whole */
+        const char *shard_sel = !mc->sharded                   ? NULL
+                                : s->role == KCR__ROLE_PRIMARY ? kcr__mgr_shard_initial_selector(m->shard)
+                                : s->role == KCR__ROLE_OWNS ? kcr__mgr_shard_child_selector(m->shard, c)
+                                                            : NULL;
+        if (shard_sel)
             io.reflector.shard_selector = shard_sel;
         /* label-mode sharding: the primary cache holds this replica's
          * objects (its shard label) */
@@ -72,6 +76,9 @@ kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)
         if (err != KCR_OK)
             return err;
         s->cache = kcr_informer_store(mc->infs[i]);
+        if (shard_sel && s->role == KCR__ROLE_OWNS &&
+            (err = kcr__mgr_shard_add_child(m->shard, mc->infs[i])) != KCR_OK)
+            return err;
         kcr_event_handler h = {
             .on_add = on_add,
             .on_update = on_update,

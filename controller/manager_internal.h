@@ -114,8 +114,11 @@ char *kcr__mgr_caches_not_ready(kcr_manager *m);
 typedef enum kcr__admission {
     KCR__ADMIT_RUN,   /* reconcile it now; kcr__mgr_shard_end(hash) after */
     KCR__ADMIT_LATER, /* this replica wants its range but has not got it yet: requeue */
+    KCR__ADMIT_SOON,  /* admitted, but the owned caches are still listing its range: requeue
+                         after KCR__SHARD_CACHE_POLL_MS */
     KCR__ADMIT_DROP   /* another replica's (or nothing to hash): drop */
 } kcr__admission;
+#define KCR__SHARD_CACHE_POLL_MS 20
 /* Copies o (validated: KCR_ERR_INVALID / KCR_ERR_UNSUPPORTED naming the
  * field) and makes the member; starts nothing. */
 kcr_err kcr__mgr_shard_new(kcr_manager *m, const kcr_sharding_options *o, mgr_shard **out);
@@ -123,6 +126,12 @@ void kcr__mgr_shard_free(mgr_shard *s);
 /* The selector a sharded primary cache starts with in server mode (a
  * one-hash range: the member owns nothing yet); NULL in filter mode. */
 const char *kcr__mgr_shard_initial_selector(const mgr_shard *s);
+/* The first selector of an owned source of the sharded controller c
+ * (manager_shard_children.c; static), or NULL when its cache stays whole. */
+const char *kcr__mgr_shard_child_selector(const mgr_shard *s, const kcr_controller *c);
+/* Binds an owned cache to the shard: its selector follows the member's
+ * ranges. Before kcr__mgr_shard_start. */
+kcr_err kcr__mgr_shard_add_child(mgr_shard *s, kcr_informer *inf);
 /* Label mode: the label selector of a sharded primary cache, the source's
  * own (`user`, may be NULL) and this replica's shard label, malloc'd into
  * *out; NULL in the other modes. */

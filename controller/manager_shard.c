@@ -221,9 +221,11 @@ static void enqueue_gained(mgr_shard *s, const kcr__ranges *gained)
     }
 }
 
-/* Sets the shard selector of every sharded primary cache to `sel`. */
+/* Server mode: sets the shard selector of every sharded primary cache to `sel`. */
 static void set_selectors(mgr_shard *s, const kcr__ranges *sel)
 {
+    if (s->mode != KCR_SHARD_SERVER)
+        return;
     char *text = NULL;
     if (sel->n ? kcr_shard_selector_format(s->field, sel->r, sel->n, &text) != KCR_OK
                : !(text = strdup(s->initial_selector)))
@@ -247,7 +249,7 @@ typedef struct effects {
     bool cancel;        /* it stopped being active (fence, refusal): cancel in-flight reconciles */
     bool refused;       /* stop the manager */
     kcr__ranges gained; /* newly admitted */
-    bool reselect;      /* server mode: set the selectors to `selection` */
+    bool reselect;      /* set the selectors (primaries in server mode, owned caches) to `selection` */
     kcr__ranges selection;
     double handover_s; /* < 0: none */
     kcr__shard_state state;
@@ -284,7 +286,7 @@ static void observe(mgr_shard *s, kcr__shard_state st, int64_t start_ns, effects
     /* only an active member moves the selectors: a fenced one (the API
      * unreachable) keeps its cache for when it is back, a leaving one is
      * about to stop its caches */
-    if (s->mode == KCR_SHARD_SERVER && st == KCR__SHARD_ACTIVE) {
+    if ((s->mode == KCR_SHARD_SERVER || s->n_children) && st == KCR__SHARD_ACTIVE) {
         kcr__ranges a = {0};
         if (kcr__ranges_union(kcr__shard_member_want(mb), admitted, &a) == KCR_OK &&
             kcr__ranges_union(&a, kcr__shard_member_draining(mb), &e->selection) == KCR_OK &&
@@ -309,8 +311,10 @@ static void apply(mgr_shard *s, effects *e)
             if (m->ctls[i]->sharded)
                 kcr__mgr_cancel_all(m->ctls[i]);
     }
-    if (e->reselect)
+    if (e->reselect) {
         set_selectors(s, &e->selection);
+        kcr__shard_children_reselect(s, &e->selection);
+    }
     if (e->gained.n) {
         kcr_metric_add(s->moves, (double)e->gained.n);
         if (e->handover_s >= 0)
@@ -571,6 +575,11 @@ kcr_err kcr__mgr_shard_new(kcr_manager *m, const kcr_sharding_options *o, mgr_sh
     if (err == KCR_OK && s->mode == KCR_SHARD_SERVER)
         err = kcr_shard_selector_format(s->field, &(kcr_shard_range){0, 1}, 1,
                                         &s->initial_selector);
+    s->child_field =
+        s->field == KCR_SHARD_BY_NAMESPACE ? KCR_SHARD_BY_NAMESPACE : KCR_SHARD_BY_CONTROLLER;
+    if (err == KCR_OK)
+        err = kcr_shard_selector_format(s->child_field, &(kcr_shard_range){0, 1}, 1,
+                                        &s->child_initial_selector);
     if (err == KCR_OK)
         err = kcr_cancel_new(&s->call_cancel);
     if (err == KCR_OK)
@@ -705,6 +714,7 @@ void kcr__mgr_shard_free(mgr_shard *s)
     free(s->call_ring);
     kcr__ranges_clear(&s->admitted);
     kcr__ranges_clear(&s->selection);
+    kcr__shard_children_free(s);
     free(s->last_err);
     free(s->refused);
     free(s->initial_selector);
@@ -745,6 +755,7 @@ static bool key_hash(const mgr_shard *s, mgr_ctl *mc, const char *key, const mgr
 kcr__admission kcr__mgr_shard_begin(mgr_shard *s, mgr_worker *w, const char *key,
                                     const mgr_keyrec *rec, uint64_t *hash)
 {
+    kcr__shard_children_refresh(s);
     /* the cache is read under the lock: label mode's acknowledgement
      * (manager_shard_label.c) reads it under the lock too, so a reconcile
      * either starts before the drain label is seen or not at all */
@@ -763,9 +774,13 @@ kcr__admission kcr__mgr_shard_begin(mgr_shard *s, mgr_worker *w, const char *key
         pthread_mutex_unlock(&s->lock);
         return KCR__ADMIT_DROP;
     }
-    kcr__admission a = kcr__shard_member_begin(s->member, *hash, member_now(s)) ? KCR__ADMIT_RUN
-                       : kcr__shard_member_wants(s->member, *hash)          ? KCR__ADMIT_LATER
-                                                                            : KCR__ADMIT_DROP;
+    kcr__admission a =
+        !kcr__shard_children_hold(s, *hash) &&
+                kcr__ranges_contains(kcr__shard_member_admitted(s->member), *hash)
+            ? KCR__ADMIT_SOON /* its children are still being listed */
+        : kcr__shard_member_begin(s->member, *hash, member_now(s)) ? KCR__ADMIT_RUN
+        : kcr__shard_member_wants(s->member, *hash)                ? KCR__ADMIT_LATER
+                                                                   : KCR__ADMIT_DROP;
     w->shard = (kcr_shard_member_info){s->ring, s->identity, kcr__shard_member_slot(s->member)};
     pthread_mutex_unlock(&s->lock);
     return a;

@@ -6,6 +6,7 @@
 #define KCR_CONTROLLER_MANAGER_SHARD_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "controller/manager_internal.h"
 #include "shard/lease_store.h"
@@ -32,6 +33,15 @@ struct mgr_shard {
     kcr_metric_family *owned_family;
     kcr_shard_label_keys label_keys;
     kcr_informer *lease_watch; /* the ring's Leases (manager_shard_watch.c); NULL when stopped */
+    /* the owned caches that follow the shard (manager_shard_children.c):
+     * bound before start; the generations and flags are atomic */
+    kcr_shard_field child_field; /* BY_CONTROLLER (a ring by uid) or BY_NAMESPACE */
+    char *child_initial_selector;
+    kcr_informer **children; /* each shared informer once */
+    _Atomic uint64_t *child_gen; /* the selector generation each must have listed */
+    size_t n_children;
+    atomic_bool children_pending; /* a reselect the caches have not all applied yet */
+    _Atomic uint64_t children_epoch; /* reselects so far */
 
     pthread_mutex_t lock;
     pthread_cond_t cond; /* monotonic; every change below */
@@ -41,7 +51,10 @@ struct mgr_shard {
     kcr__shard_state state; /* as of the last step or check */
     char *refused;          /* the member's refusal, once */
     kcr__ranges admitted;   /* as of the last step: what gains are measured against */
-    kcr__ranges selection;  /* server mode: the ranges the selectors were last set to */
+    kcr__ranges selection;  /* the ranges the primary (server mode) and owned caches' selectors
+                               were last set to */
+    kcr__ranges children_want;   /* the owned caches' selection, applied or not */
+    kcr__ranges children_synced; /* the part every owned cache holds: admission waits for it */
     int64_t want_since_ns;  /* the first step that wanted a range not admitted; 0: none */
     char *last_err;         /* the last step's error, logged when it changes */
     /* the request slot */
@@ -87,6 +100,17 @@ void kcr__shard_labels_after_step(mgr_shard *s);
 /* Whether this replica is the ring's coordinator now; the objects the
  * coordinator's last pass found without a live owner (0 elsewhere). */
 bool kcr__shard_labels_coordinating(mgr_shard *s, double *unowned);
+
+/* manager_shard_children.c: the owned caches that follow the shard. */
+/* Sets `sel` on them (without s->lock): they relist, and admission waits. */
+void kcr__shard_children_reselect(mgr_shard *s, const kcr__ranges *sel);
+/* Without s->lock: once every owned cache applied the newest selection,
+ * admission may use it. Cheap when nothing is pending. */
+void kcr__shard_children_refresh(mgr_shard *s);
+/* Lock held: whether the owned caches hold the children of keys at `hash`
+ * (always, with no owned caches). */
+bool kcr__shard_children_hold(const mgr_shard *s, uint64_t hash);
+void kcr__shard_children_free(mgr_shard *s);
 
 /* manager_shard_watch.c: the watch of the ring's Leases that wakes the
  * member's thread when another member changes what the protocol waits for.

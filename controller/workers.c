@@ -187,8 +187,9 @@ static kcr__outcome run_key(mgr_worker *w, const char *key, mgr_keyrec *rec)
 
 /* A sharded controller's key: reconciled only when this replica's shard
  * member admits it (manager_shard.c); a key of a range it wants but has
- * not got yet waits a retry period, any other is dropped (another replica
- * owns it, or it names nothing). Returns whether the key's record must
+ * not got yet waits a retry period, one whose children the owned caches
+ * are still listing a few milliseconds, any other is dropped (another
+ * replica owns it, or it names nothing). Returns whether the key's record must
  * stay with it: it waits, or ran and is queued again. */
 static bool run_sharded(mgr_worker *w, const char *key, mgr_keyrec *rec)
 {
@@ -196,8 +197,9 @@ static bool run_sharded(mgr_worker *w, const char *key, mgr_keyrec *rec)
     mgr_shard *s = mc->m->shard;
     uint64_t hash = 0;
     kcr__admission a = kcr__mgr_shard_begin(s, w, key, rec, &hash);
-    if (a == KCR__ADMIT_LATER) {
-        kcr_workqueue_add_options ao = {.delay_ms = kcr__mgr_shard_retry_ms(s)};
+    if (a == KCR__ADMIT_LATER || a == KCR__ADMIT_SOON) {
+        kcr_workqueue_add_options ao = {
+            .delay_ms = a == KCR__ADMIT_SOON ? KCR__SHARD_CACHE_POLL_MS : kcr__mgr_shard_retry_ms(s)};
         if (kcr_workqueue_add(mc->q, key, &ao) != KCR_OK && !kcr_workqueue_shutting_down(mc->q))
             kcr__log(KCR_LOG_WARN, "controller", "controller \"%s\": requeue %s: %s",
                      mc->c->name, key, kcr_last_error());

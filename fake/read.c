@@ -69,6 +69,12 @@ kcr_err kcr__fake_parse_shard(const kcr_fake *f, const kcr__list_options *opts, 
         KCR_OK)
         return kcr__fake_status(st, 500, "InternalError", NULL, NULL, "invalid shard selector: %s",
                                 kcr_last_error());
+    if (out->field == KCR_SHARD_BY_CONTROLLER) { /* kcr's own: no apiserver knows it */
+        kcr__fake_shard_clear(out);
+        return kcr__fake_status(st, 500, "InternalError", NULL, NULL,
+                                "invalid shard selector: unsupported field path \"%s\"",
+                                kcr_shard_field_path(KCR_SHARD_BY_CONTROLLER));
+    }
     return KCR_OK;
 }
 

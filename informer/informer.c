@@ -27,6 +27,11 @@ void kcr__informer_note_applied(kcr_informer *inf, const char *rv)
         inf->applied_rv = v;
 }
 
+bool kcr__informer_shard_synced(kcr_informer *inf, uint64_t gen)
+{
+    return kcr__reflector_shard_listed(inf->refl, gen) && kcr_delta_fifo_len(inf->fifo) == 0;
+}
+
 uint64_t kcr__informer_applied_rv(kcr_informer *inf)
 {
     pthread_mutex_lock(&inf->mu);

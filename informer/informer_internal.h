@@ -17,6 +17,20 @@ void kcr__reflector_set_backoff_hook(kcr_reflector *r, kcr__backoff_hook_fn fn, 
  * kcr_reflector_start(). */
 void kcr__reflector_drop_managed_fields(kcr_reflector *r);
 
+/* The generation of the newest shard selector set on r: 0 for the one it
+ * was made with, one more per kcr_reflector_set_shard_selector(). Thread-safe. */
+uint64_t kcr__reflector_shard_gen(kcr_reflector *r);
+
+/* Whether r delivered a complete list made with a shard selector of
+ * generation `gen` or newer to its sink. Thread-safe. */
+bool kcr__reflector_shard_listed(kcr_reflector *r, uint64_t gen);
+
+/* Whether inf's cache holds a complete list made with a shard selector of
+ * generation `gen` or newer: listed, and nothing of it still queued (the
+ * queue applies an item to the cache before it counts as gone).
+ * Thread-safe. */
+bool kcr__informer_shard_synced(kcr_informer *inf, uint64_t gen);
+
 /* How often the informer's resync timer expired (a timed wait reached its
  * deadline): with no handler asking for resync it waits with no deadline. */
 uint64_t kcr__informer_resync_timeouts(kcr_informer *inf);

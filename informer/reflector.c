@@ -59,6 +59,9 @@ struct kcr_reflector {
      * thread before its next list (pending_sel NULL with shard_pending:
      * no selector any more) */
     bool shard_pending;
+    uint64_t shard_gen;        /* selectors set so far: the newest one's generation */
+    uint64_t listing_gen;      /* the generation of the selector in force */
+    uint64_t listed_gen;       /* ... of the last list delivered to the sink */
     char *pending_sel;
     kcr_shard_field pending_field;
     kcr_shard_range *pending_ranges;
@@ -231,6 +234,26 @@ static bool in_shard(kcr_reflector *r, const kcr_object *obj)
     return false;
 }
 
+/* The selector sent to the apiserver: none for kcr's own field, which no
+ * apiserver evaluates (the reflector filters on it alone). */
+static const char *server_selector(const kcr_reflector *r)
+{
+    return r->shard_field == KCR_SHARD_BY_CONTROLLER ? NULL : r->shard_sel;
+}
+
+/* An object whose controller reference moved it out of the selection:
+ * deleted from the sink, which ignores a key it does not hold. */
+static kcr_err leave_shard(kcr_reflector *r, kcr_object *obj)
+{
+    kcr_object *t;
+    kcr_err err = transform(r, obj, &t);
+    if (err != KCR_OK)
+        return err;
+    err = r->sink.on_delete(t, r->sink.user_data);
+    kcr_object_unref(t);
+    return err;
+}
+
 /* After a complete LIST: who applied the selector. `server` is true when
  * every page carried metadata.shardInfo. */
 static void note_shard_mode(kcr_reflector *r, bool server)
@@ -240,6 +263,8 @@ static void note_shard_mode(kcr_reflector *r, bool server)
     pthread_mutex_lock(&r->mu);
     r->stats.shard_mode = server ? KCR_SHARD_SELECTOR_SERVER : KCR_SHARD_SELECTOR_CLIENT;
     pthread_mutex_unlock(&r->mu);
+    if (!server_selector(r))
+        return; /* filtered on the client by design: nothing to announce */
     if (!server && !r->shard_fallback_logged) {
         r->shard_fallback_logged = true;
         kcr__log(KCR_LOG_WARN, "reflector",
@@ -350,6 +375,7 @@ static void take_shard_change(kcr_reflector *r)
         r->pending_ranges = NULL;
         r->pending_n = 0;
         r->shard_pending = false;
+        r->listing_gen = r->shard_gen;
         r->shard_fallback_logged = false;
         if (!r->shard_sel)
             r->stats.shard_mode = KCR_SHARD_SELECTOR_NONE;
@@ -401,8 +427,8 @@ static kcr_err do_list(kcr_reflector *r)
                                              .drop_managed_fields = r->drop_managed_fields,
                                              .cancel = r->cancel,
                                              .status = &st,
-                                             .shard_selector = r->shard_sel,
-                                             .shard_info = r->shard_sel ? &shard : NULL},
+                                             .shard_selector = server_selector(r),
+                                             .shard_info = server_selector(r) ? &shard : NULL},
                               list_item, &l, &meta);
         shard_server = shard_server && shard.present;
         kcr_shard_info_clear(&shard);
@@ -421,6 +447,11 @@ static kcr_err do_list(kcr_reflector *r)
             note_shard_mode(r, shard_server);
             err = deliver_replace(r, &l.objs, meta.resource_version ? meta.resource_version : "",
                                   false);
+            if (err == KCR_OK) {
+                pthread_mutex_lock(&r->mu);
+                r->listed_gen = r->listing_gen;
+                pthread_mutex_unlock(&r->mu);
+            }
             kcr_list_meta_clear(&meta);
             break;
         }
@@ -511,6 +542,14 @@ static kcr_err on_event(const kcr_watch_event *ev, void *ud)
                              r->res.resource);
         }
         if (!in_shard(r, ev->object)) {
+            /* a controller reference can change (adoption): an object that
+             * moved out of the selection leaves the cache (a no-op for one
+             * it never held) */
+            if (ev->type == KCR_WATCH_MODIFIED && r->shard_field == KCR_SHARD_BY_CONTROLLER &&
+                (err = leave_shard(r, ev->object)) != KCR_OK) {
+                w->sink_err = err;
+                return err;
+            }
             if (!w->initial)
                 set_rv(r, ev->resource_version);
             w->events++;
@@ -601,7 +640,7 @@ static next_step watch_once(kcr_reflector *r, bool streaming)
                      .idle_timeout_ms = idle,
                      .cancel = r->cancel,
                      .status = &st,
-                     .shard_selector = r->shard_sel};
+                     .shard_selector = server_selector(r)};
     if (streaming) {
         o.send_initial_events = true;
         o.resource_version_match = "NotOlderThan";
@@ -922,9 +961,26 @@ kcr_err kcr_reflector_set_shard_selector(kcr_reflector *r, const char *selector)
     r->pending_ranges = ranges;
     r->pending_n = n;
     r->shard_pending = true;
+    r->shard_gen++;
     kcr_cancel_trigger(r->watch_cancel); /* the watch ends; the thread relists */
     pthread_mutex_unlock(&r->mu);
     return KCR_OK;
+}
+
+uint64_t kcr__reflector_shard_gen(kcr_reflector *r)
+{
+    pthread_mutex_lock(&r->mu);
+    uint64_t g = r->shard_gen;
+    pthread_mutex_unlock(&r->mu);
+    return g;
+}
+
+bool kcr__reflector_shard_listed(kcr_reflector *r, uint64_t gen)
+{
+    pthread_mutex_lock(&r->mu);
+    bool listed = r->listed && r->listed_gen >= gen;
+    pthread_mutex_unlock(&r->mu);
+    return listed;
 }
 
 kcr_err kcr_reflector_last_error(kcr_reflector *r, kcr_status *status, char **message)

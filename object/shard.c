@@ -1,6 +1,7 @@
 /* Shard hashing and selectors (kcr/shard.h): 64-bit FNV-1a over a shard
  * key's bytes, as the apiserver's shardRange() hashes object.metadata.uid and
- * .namespace, and the shardSelector text (format, parse, match). */
+ * .namespace (and kcr's controller-reference uid), and the shardSelector
+ * text (format, parse, match). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,8 +25,13 @@ uint64_t kcr_shard_hash(const char *bytes, size_t len)
 uint64_t kcr_object_shard_hash(const kcr_object *obj, kcr_shard_field field)
 {
     const char *key = "";
-    if (obj)
-        key = field == KCR_SHARD_BY_NAMESPACE ? kcr_object_namespace(obj) : kcr_object_uid(obj);
+    kcr_owner_ref ref;
+    if (obj && field == KCR_SHARD_BY_NAMESPACE)
+        key = kcr_object_namespace(obj);
+    else if (obj && field == KCR_SHARD_BY_CONTROLLER)
+        key = kcr_object_controller_ref(obj, &ref) && ref.uid ? ref.uid : "";
+    else if (obj)
+        key = kcr_object_uid(obj);
     return kcr_shard_hash(key, strlen(key));
 }
 
@@ -48,6 +54,8 @@ const char *kcr_shard_field_path(kcr_shard_field field)
         return "object.metadata.uid";
     case KCR_SHARD_BY_NAMESPACE:
         return "object.metadata.namespace";
+    case KCR_SHARD_BY_CONTROLLER:
+        return "kcr.controllerReference.uid";
     }
     return NULL;
 }
@@ -166,7 +174,7 @@ static kcr_err parse_field(sel_parser *p, kcr_shard_field *out)
             break;
         path[plen++] = '.';
     }
-    for (int f = KCR_SHARD_BY_UID; f <= KCR_SHARD_BY_NAMESPACE; f++) {
+    for (int f = KCR_SHARD_BY_UID; f <= KCR_SHARD_BY_CONTROLLER; f++) {
         if (strcmp(path, kcr_shard_field_path((kcr_shard_field)f)) == 0) {
             *out = (kcr_shard_field)f;
             return KCR_OK;
@@ -175,7 +183,7 @@ static kcr_err parse_field(sel_parser *p, kcr_shard_field *out)
     p->pos = at;
     return kcr__fail(KCR_ERR_INVALID,
                      "shard selector: unsupported field path \"%s\" at offset %zu; supported: "
-                     "object.metadata.uid, object.metadata.namespace",
+                     "object.metadata.uid, object.metadata.namespace, kcr.controllerReference.uid",
                      path, at);
 }
 
@@ -351,6 +359,9 @@ bool kcr_shard_match(const kcr_object *obj, kcr_shard_field field, const kcr_sha
 {
     if (!ranges || n == 0)
         return false;
+    kcr_owner_ref ref;
+    if (field == KCR_SHARD_BY_CONTROLLER && !(obj && kcr_object_controller_ref(obj, &ref)))
+        return true;
     uint64_t h = kcr_object_shard_hash(obj, field);
     for (size_t i = 0; i < n; i++)
         if (kcr_shard_range_contains(ranges[i], h))

@@ -26,11 +26,16 @@
 extern "C" {
 #endif
 
-/* Which metadata field is an object's shard key (the only two fields
- * shardRange() accepts). */
+/* Which field is an object's shard key. The apiserver's shardRange()
+ * accepts the first two; KCR_SHARD_BY_CONTROLLER is kcr's own, for caches of
+ * owned objects that follow their owner: a reflector filters on it on the
+ * client and never sends it (kcr_reflector_options.shard_selector). */
 typedef enum kcr_shard_field {
-    KCR_SHARD_BY_UID = 0,      /* object.metadata.uid: spreads every object */
-    KCR_SHARD_BY_NAMESPACE = 1 /* object.metadata.namespace: a namespace stays whole */
+    KCR_SHARD_BY_UID = 0,       /* object.metadata.uid: spreads every object */
+    KCR_SHARD_BY_NAMESPACE = 1, /* object.metadata.namespace: a namespace stays whole */
+    KCR_SHARD_BY_CONTROLLER = 2 /* the uid of the object's controller ownerReference: a child
+                                   hashes as its owner does BY_UID; an object with no
+                                   controller matches every selector */
 } kcr_shard_field;
 
 /* A half-open range [start, end) of the hash space. end 0 stands for 2^64
@@ -45,9 +50,10 @@ typedef struct kcr_shard_range {
  * 0x100000001b3). `bytes` may be NULL when len is 0. */
 KCR_API uint64_t kcr_shard_hash(const char *bytes, size_t len);
 
-/* The hash of obj's shard key: kcr_shard_hash of its metadata.uid or
- * metadata.namespace ("" when absent, as for a cluster-scoped object's
- * namespace). obj is borrowed; NULL hashes as an absent key. */
+/* The hash of obj's shard key: kcr_shard_hash of its metadata.uid,
+ * metadata.namespace or controller reference's uid ("" when absent, as for
+ * a cluster-scoped object's namespace). obj is borrowed; NULL hashes as an
+ * absent key. */
 KCR_API uint64_t kcr_object_shard_hash(const kcr_object *obj, kcr_shard_field field);
 
 /* Whether `hash` falls in r. */
@@ -62,8 +68,9 @@ KCR_API bool kcr_shard_range_contains(kcr_shard_range r, uint64_t hash);
  * terms in the order given, ", " between arguments, " || " between terms
  * (what kcr_shard_selector_format() writes). */
 
-/* The text `field` takes in a selector ("object.metadata.uid" or
- * "object.metadata.namespace"); NULL for a value outside the enum. Static. */
+/* The text `field` takes in a selector ("object.metadata.uid",
+ * "object.metadata.namespace", or kcr's "kcr.controllerReference.uid",
+ * which no apiserver accepts); NULL for a value outside the enum. Static. */
 KCR_API const char *kcr_shard_field_path(kcr_shard_field field);
 
 /* Writes the selector of `n` ranges (n >= 1) on `field` in the apiserver's
@@ -86,8 +93,9 @@ KCR_API kcr_err kcr_shard_selector_parse(const char *text, kcr_shard_field *fiel
                                          kcr_shard_range **ranges, size_t *n);
 
 /* Whether obj's shard key on `field` hashes into any of the n ranges (n 0:
- * false). What the apiserver keeps for a selector of those ranges; obj and
- * ranges are borrowed for the call. Thread-safe. */
+ * false). What the apiserver keeps for a selector of those ranges; on
+ * KCR_SHARD_BY_CONTROLLER, an object without a controller reference always
+ * matches (n > 0). obj and ranges are borrowed for the call. Thread-safe. */
 KCR_API bool kcr_shard_match(const kcr_object *obj, kcr_shard_field field,
                              const kcr_shard_range *ranges, size_t n);
 

@@ -16,6 +16,7 @@
 
 #define N_KEYS 48
 #define CM_OBJECTS "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"}"
+#define SECRET_OBJECTS "kcr_cache_objects{resource=\"secrets\",group=\"\",namespace=\"\"}"
 #define MAX_R 3
 
 static const kcr_resource SECRET = {"", "v1", "secrets"};
@@ -49,6 +50,10 @@ static atomic_int slow_ms, drained_running;
  * none is ever deleted in these tests, so each would be a moved object
  * taken for a deleted one. */
 static atomic_int missing_primary;
+/* While check_children is set, reconciles of a key whose Secret exists
+ * that did not find it in the controller's Secret cache. */
+static atomic_int check_children, missing_child;
+static atomic_int children_made; /* create_children ran: s-<i> exists */
 static kcr_shard_label_keys label_keys_opt;
 static int workers_opt = 4; /* each replica's max_concurrent_reconciles */
 static int64_t retry_opt_ms;  /* 0: shard_opts' short timings; else this retry period */
@@ -90,6 +95,14 @@ static kcr_result note(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
     if (!primary)
         atomic_fetch_add(&missing_primary, 1);
     kcr_object_unref(primary);
+    if (atomic_load(&check_children) && atomic_load(&children_made)) {
+        char child[32];
+        snprintf(child, sizeof child, "default/s-%02d", i);
+        kcr_object *o = kcr_store_get_by_key(kcr_ctx_cache(ctx, &SECRET), child);
+        if (!o)
+            atomic_fetch_add(&missing_child, 1);
+        kcr_object_unref(o);
+    }
     if (atomic_fetch_add(&running_now[i], 1) != 0)
         atomic_fetch_add(&overlaps, 1);
     struct timespec ts = {0, 2000000}; /* long enough for an overlap to show */
@@ -198,6 +211,9 @@ static void replicas_teardown(void)
     atomic_store(&slow_ms, 0);
     atomic_store(&drained_running, 0);
     atomic_store(&missing_primary, 0);
+    atomic_store(&check_children, 0);
+    atomic_store(&missing_child, 0);
+    atomic_store(&children_made, 0);
     label_keys_opt = KCR_SHARD_LABELS_KCR;
     workers_opt = 4;
     retry_opt_ms = 0;
@@ -462,6 +478,32 @@ Test(shard_controller, a_replica_cut_off_fences_and_comes_back, .init = setup,
     WAIT_FOR(active(0));
 }
 
+/* Creates Secret s-<i> controlled by ConfigMap cm-<i>, for every key. */
+static void create_children(void)
+{
+    for (int i = 0; i < N_KEYS; i++) {
+        char name[16], json[512];
+        snprintf(name, sizeof name, "cm-%02d", i);
+        kcr_object *cm = NULL;
+        cr_assert_eq(kcr_client_get(client,
+                                    &(kcr_request){.resource = &CM, .ns = "default", .name = name},
+                                    &cm),
+                     KCR_OK);
+        snprintf(json, sizeof json,
+                 "{\"metadata\":{\"name\":\"s-%02d\",\"ownerReferences\":[{\"apiVersion\":\"v1\","
+                 "\"kind\":\"ConfigMap\",\"name\":\"%s\",\"uid\":\"%s\",\"controller\":true}]}}",
+                 i, name, kcr_object_uid(cm));
+        kcr_object_unref(cm);
+        cr_assert_eq(kcr_client_create(client,
+                                       &(kcr_request){.resource = &SECRET,
+                                                      .ns = "default",
+                                                      .body = json},
+                                       NULL),
+                     KCR_OK, "%s", kcr_last_error());
+    }
+    atomic_store(&children_made, 1);
+}
+
 /* How many keys had a reconcile triggered by their child. */
 static int children_ran(void)
 {
@@ -531,32 +573,60 @@ Test(shard_controller, a_child_runs_on_its_owners_replica, .init = setup,
     WAIT_FOR(each_once());
     /* a Secret controlled by each ConfigMap: its change runs on the replica
      * that owns the ConfigMap's hash (the owner's key, the owner's uid) */
-    for (int i = 0; i < N_KEYS; i++) {
-        char name[16], json[512];
-        snprintf(name, sizeof name, "cm-%02d", i);
-        kcr_object *cm = NULL;
-        cr_assert_eq(kcr_client_get(client,
-                                    &(kcr_request){.resource = &CM, .ns = "default", .name = name},
-                                    &cm),
-                     KCR_OK);
-        snprintf(json, sizeof json,
-                 "{\"metadata\":{\"name\":\"s-%02d\",\"ownerReferences\":[{\"apiVersion\":\"v1\","
-                 "\"kind\":\"ConfigMap\",\"name\":\"%s\",\"uid\":\"%s\",\"controller\":true}]}}",
-                 i, name, kcr_object_uid(cm));
-        kcr_object_unref(cm);
-        cr_assert_eq(kcr_client_create(client,
-                                       &(kcr_request){.resource = &SECRET,
-                                                      .ns = "default",
-                                                      .body = json},
-                                       NULL),
-                     KCR_OK, "%s", kcr_last_error());
-    }
+    create_children();
     WAIT_FOR(children_ran() == N_KEYS);
     for (int i = 0; i < N_KEYS; i++)
         for (int r = 0; r < 2; r++)
             if (atomic_load(&owned_by_child[i][r]))
                 cr_expect(atomic_load(&by[i][r]) > 0 && atomic_load(&by[i][1 - r]) == 0,
                           "cm-%02d: its child ran on replica %d, not its owner's", i, r);
+    cr_expect_eq(atomic_load(&overlaps), 0);
+}
+
+/* Owned caches follow their owners' shard, in filter mode too: the two
+ * replicas' Secret caches split the children (Secrets without a controller
+ * are on both), and when one replica leaves, the other's Secret cache grows
+ * to every child before a reconcile of a gained key starts: none of them
+ * misses its Secret (it would without admission waiting for the relist). */
+Test(shard_controller, owned_caches_hold_only_their_owners_children, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    for (int i = 0; i < 2; i++) {
+        char json[128];
+        snprintf(json, sizeof json, "{\"metadata\":{\"name\":\"free-%d\"}}", i);
+        cr_assert_eq(kcr_client_create(client,
+                                       &(kcr_request){.resource = &SECRET,
+                                                      .ns = "default",
+                                                      .body = json},
+                                       NULL),
+                     KCR_OK);
+    }
+    for (int r = 0; r < 2; r++) {
+        replica_new(r, KCR_SHARD_FILTER, NULL);
+        replica_start(r);
+    }
+    int two[] = {0, 1};
+    WAIT_FOR(settled(two, 2));
+    clear_counts();
+    touch_all(5);
+    WAIT_FOR(each_once());
+    int of1 = keys_of(1);
+    cr_assert(of1 > 0 && keys_of(0) > 0, "both replicas own keys");
+    create_children();
+    WAIT_FOR(children_ran() == N_KEYS);
+    WAIT_FOR(metric(reps[0].m, SECRET_OBJECTS) + metric(reps[1].m, SECRET_OBJECTS) == N_KEYS + 4);
+    cr_expect_eq(metric(reps[0].m, SECRET_OBJECTS), N_KEYS - of1 + 2,
+                 "replica 0: its owners' children and the two without a controller");
+    cr_expect_eq(metric(reps[1].m, SECRET_OBJECTS), of1 + 2);
+
+    clear_counts();
+    atomic_store(&check_children, 1);
+    cr_assert_eq(replica_stop(1), KCR_OK);
+    WAIT_FOR(keys_of(0) >= of1); /* replica 1's keys, reconciled once gained */
+    cr_expect_eq(metric(reps[0].m, SECRET_OBJECTS), N_KEYS + 2);
+    cr_expect_eq(atomic_load(&missing_child), 0,
+                 "a gained key's reconcile read the Secret cache before it held the key's child");
     cr_expect_eq(atomic_load(&overlaps), 0);
 }
 

@@ -5,10 +5,13 @@
  * exactly once, the server filtering (stats SERVER, nothing dropped) or,
  * when the server ignores the selector, the reflector (stats CLIENT, the
  * other half dropped, one warning); a malformed selector is refused up
- * front; the factory shares an informer only for the same selector. */
+ * front; the factory shares an informer only for the same selector; kcr's
+ * own field (the controller's uid) is filtered by the reflector alone and
+ * follows a change of the controller. */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
 
+#include "informer/informer_internal.h"
 #include "tests/unit/informer_fixtures.h"
 #include "kcr/fake.h"
 
@@ -436,4 +439,141 @@ Test(shard_informer, selector_changes_at_run_time)
 Test(shard_informer, selector_changes_at_run_time_gate_off)
 {
     change_selector(true);
+}
+
+/* ---- kcr's own field: the controller reference's uid ---- */
+
+/* A ConfigMap controlled by owner_uid (NULL: no owner). */
+static void seed_child(kcr_fake *f, const char *name, const char *owner_uid)
+{
+    char json[1024], refs[256] = "";
+    if (owner_uid)
+        snprintf(refs, sizeof refs,
+                 ",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"Secret\","
+                 "\"name\":\"o\",\"uid\":\"%s\",\"controller\":true}]",
+                 owner_uid);
+    snprintf(json, sizeof json,
+             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
+             "\"namespace\":\"default\"%s}}",
+             name, refs);
+    cr_assert_eq(kcr_fake_add(f, &CM, json, NULL), KCR_OK, "%s", kcr_last_error());
+}
+
+/* An owner uid whose hash falls in r. */
+static void uid_in(kcr_shard_range r, char *out, size_t size)
+{
+    for (uint64_t i = 1;; i++) {
+        snprintf(out, size, "%016llx", (unsigned long long)(i * UINT64_C(0xbf58476d1ce4e5b9)));
+        if (kcr_shard_range_contains(r, kcr_shard_hash(out, strlen(out))))
+            return;
+    }
+}
+
+/* The cache holds the children whose controller hashes into r, and every
+ * object without a controller. */
+static bool holds_children(kcr_informer *inf, kcr_shard_range r, int want)
+{
+    kcr_object_list l = {0};
+    if (kcr_store_list(kcr_informer_store(inf), &l) != KCR_OK)
+        return false;
+    bool ok = (int)l.len == want;
+    for (size_t i = 0; ok && i < l.len; i++)
+        ok = kcr_shard_match(l.items[i], KCR_SHARD_BY_CONTROLLER, &r, 1);
+    kcr_object_list_free(&l);
+    return ok;
+}
+
+Test(shard_informer, by_controller_is_filtered_on_the_client_and_follows_the_controller)
+{
+    atomic_store(&fallback_warnings, 0);
+    kcr_log_set_handler(count_fallback, NULL);
+    kcr_fake *f = NULL;
+    cr_assert_eq(kcr_fake_new(NULL, &f), KCR_OK);
+    int n_lo = 0;
+    for (int i = 0; i < 60; i++) {
+        char name[32], uid[32];
+        snprintf(name, sizeof name, "child-%02d", i);
+        /* spread, as the apiserver's random uids are: FNV-1a's top bits
+         * barely move when only a key's last byte changes */
+        snprintf(uid, sizeof uid, "%016llx",
+                 (unsigned long long)((uint64_t)(i + 1) * UINT64_C(0x9e3779b97f4a7c15)));
+        seed_child(f, name, uid);
+        n_lo += kcr_shard_range_contains(LO, kcr_shard_hash(uid, strlen(uid)));
+    }
+    for (int i = 0; i < 5; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "orphan-%d", i);
+        seed_child(f, name, NULL);
+    }
+    cr_assert(n_lo > 0 && n_lo < 60);
+    kcr_client *c = NULL;
+    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
+    /* the fake refuses kcr's field as an apiserver refuses an unknown path */
+    char *lo = NULL, *hi = NULL;
+    cr_assert_eq(kcr_shard_selector_format(KCR_SHARD_BY_CONTROLLER, &LO, 1, &lo), KCR_OK);
+    cr_assert_eq(kcr_shard_selector_format(KCR_SHARD_BY_CONTROLLER, &HI, 1, &hi), KCR_OK);
+    tally t = {.r = LO};
+    cr_expect_neq(
+        kcr_client_list(c, &(kcr_request){.resource = &CM, .shard_selector = lo}, tally_item, &t,
+                        NULL),
+        KCR_OK, "the fake answers kcr's field with an error");
+    /* so an informer that syncs never sent it */
+    kcr_informer *inf = NULL;
+    kcr_informer_options o = {.reflector = {.shard_selector = lo}};
+    cr_assert_eq(kcr_informer_new(c, &CM, &o, &inf), KCR_OK);
+    seen s = {0};
+    kcr_event_handler h = {
+        .on_add = seen_add, .on_update = seen_update, .on_delete = seen_delete, .user_data = &s};
+    cr_assert_eq(kcr_informer_add_handler(inf, &h, NULL), KCR_OK);
+    cr_assert_eq(kcr_informer_start(inf), KCR_OK);
+    cr_assert_eq(kcr_informer_wait_for_sync(inf, WAIT_MS, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_expect(holds_children(inf, LO, n_lo + 5), "the low half's children and the orphans");
+    cr_expect_eq(rstats(inf).shard_mode, KCR_SHARD_SELECTOR_CLIENT);
+    cr_expect_eq(rstats(inf).shard_filtered, (uint64_t)(60 - n_lo));
+    cr_expect_eq(atomic_load(&fallback_warnings), 0, "filtering on the client is by design here");
+
+    /* an orphan adopted by a controller outside the selection leaves the
+     * cache; one adopted inside stays */
+    char out_uid[32], in_uid[32], patch[256];
+    uid_in(HI, out_uid, sizeof out_uid);
+    uid_in(LO, in_uid, sizeof in_uid);
+    const char *adopt = "{\"metadata\":{\"ownerReferences\":[{\"apiVersion\":\"v1\","
+                        "\"kind\":\"Secret\",\"name\":\"o\",\"uid\":\"%s\",\"controller\":true}]}}";
+    snprintf(patch, sizeof patch, adopt, out_uid);
+    cr_assert_eq(kcr_client_patch(c,
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = "default",
+                                                 .name = "orphan-0",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = patch},
+                                  NULL),
+                 KCR_OK, "%s", kcr_last_error());
+    snprintf(patch, sizeof patch, adopt, in_uid);
+    cr_assert_eq(kcr_client_patch(c,
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = "default",
+                                                 .name = "orphan-1",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = patch},
+                                  NULL),
+                 KCR_OK);
+    WAIT_FOR(holds_children(inf, LO, n_lo + 4) && atomic_load(&s.updates) == 1, WAIT_MS);
+    cr_expect_eq(atomic_load(&s.deletes) + atomic_load(&s.tombstones), 1,
+                 "the adopted-away orphan left as a deletion");
+
+    /* a new selection: the generation counts it, and the cache has it
+     * once it is synced */
+    kcr_reflector *r = kcr_informer_reflector(inf);
+    cr_expect_eq(kcr__reflector_shard_gen(r), 0);
+    cr_assert_eq(kcr_reflector_set_shard_selector(r, hi), KCR_OK);
+    cr_expect_eq(kcr__reflector_shard_gen(r), 1);
+    WAIT_FOR(kcr__informer_shard_synced(inf, 1), WAIT_MS);
+    cr_expect(holds_children(inf, HI, 60 - n_lo + 1 + 3),
+              "the high half's children, the orphan adopted there, the 3 orphans left");
+    kcr_informer_free(inf);
+    free(lo);
+    free(hi);
+    kcr_client_free(c);
+    kcr_fake_free(f);
+    kcr_log_set_handler(NULL, NULL);
 }

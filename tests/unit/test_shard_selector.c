@@ -332,6 +332,49 @@ Test(shard_selector, match)
     cr_expect(kcr_shard_range_contains(top, UINT64_MAX));
 }
 
+/* kcr's own field: a child hashes as its controller's uid does BY_UID; an
+ * object without a controller matches any selector; the field round-trips
+ * through the selector text. */
+Test(shard_selector, by_controller)
+{
+    const char *owner_uid = "3f8b0a6e-9c1d-4f5e-8a2b-1c3d5e7f9a0b";
+    kcr_object *owner = with_uid(owner_uid);
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"uid\":\"u-child\","
+             "\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"Other\",\"name\":\"o\","
+             "\"uid\":\"u-other\"},{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"n\","
+             "\"uid\":\"%s\",\"controller\":true}]}}",
+             owner_uid);
+    kcr_object *child = NULL, *orphan = with_uid("u-orphan");
+    cr_assert_eq(kcr_object_parse(json, 0, &child), KCR_OK);
+    uint64_t h = kcr_object_shard_hash(owner, KCR_SHARD_BY_UID);
+    cr_expect_eq(kcr_object_shard_hash(child, KCR_SHARD_BY_CONTROLLER), h,
+                 "the controller's uid, not the first owner's");
+    kcr_shard_range exact = {h, h + 1}, rest = {h + 1, 0};
+    cr_expect(kcr_shard_match(child, KCR_SHARD_BY_CONTROLLER, &exact, 1));
+    cr_expect_not(kcr_shard_match(child, KCR_SHARD_BY_CONTROLLER, &rest, 1));
+    cr_expect(kcr_shard_match(orphan, KCR_SHARD_BY_CONTROLLER, &exact, 1), "no controller: kept");
+    cr_expect(kcr_shard_match(orphan, KCR_SHARD_BY_CONTROLLER, &rest, 1));
+    cr_expect_not(kcr_shard_match(orphan, KCR_SHARD_BY_CONTROLLER, &rest, 0));
+
+    char *text = NULL;
+    cr_assert_eq(kcr_shard_selector_format(KCR_SHARD_BY_CONTROLLER, &exact, 1, &text), KCR_OK);
+    cr_expect(strstr(text, "shardRange(kcr.controllerReference.uid, ") == text, "%s", text);
+    kcr_shard_field field = KCR_SHARD_BY_UID;
+    kcr_shard_range *ranges = NULL;
+    size_t n = 0;
+    cr_assert_eq(kcr_shard_selector_parse(text, &field, &ranges, &n), KCR_OK, "%s",
+                 kcr_last_error());
+    cr_expect_eq(field, KCR_SHARD_BY_CONTROLLER);
+    cr_expect(n == 1 && ranges[0].start == exact.start && ranges[0].end == exact.end);
+    free(ranges);
+    free(text);
+    kcr_object_unref(owner);
+    kcr_object_unref(child);
+    kcr_object_unref(orphan);
+}
+
 /* Two complementary selectors split a population exactly. The uids are
  * random, as the apiserver's (v4) are: FNV-1a's top bits barely move when
  * only the last bytes of a key change, so sequential keys would cluster. */
