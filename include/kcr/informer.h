@@ -90,7 +90,10 @@ typedef struct kcr_reflector_options {
      * metadata.shardInfo), and when a List comes back without shardInfo (an
      * apiserver with the ShardedListAndWatch gate off, or older) the
      * reflector filters list items and watch events itself, logs a warning
-     * once and says so in kcr_reflector_stats.shard_mode. */
+     * once and says so in kcr_reflector_stats.shard_mode. A selector on
+     * KCR_SHARD_BY_CONTROLLER is never sent: the reflector filters on the
+     * client (shard_mode CLIENT, no warning) and passes on a change that
+     * moved an object out of the ranges as a deletion. */
     union {
         const char *shard_selector;
         uint64_t shard_selector_slot; /* the pointer's slot: 8 bytes on every target */

@@ -82,7 +82,8 @@ KCR_API const char *kcr_shard_field_path(kcr_shard_field field);
 KCR_API kcr_err kcr_shard_selector_format(kcr_shard_field field, const kcr_shard_range *ranges,
                                           size_t n, char **out);
 
-/* Parses a selector as the apiserver does: whitespace and parentheses
+/* Parses a selector as the apiserver does (and kcr's controller field,
+ * which the apiserver refuses): whitespace and parentheses
  * around terms allowed, strings in '...' or "...", the same validation
  * (0x prefix, exactly 16 lower-case hex digits or the top, start < end,
  * one field for every term). On success *field, *ranges (malloc'd, caller
