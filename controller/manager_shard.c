@@ -17,7 +17,9 @@
  * - After each step, outside the lock: at a fence every in-flight
  *   reconcile of a sharded controller is cancelled; the keys of gained
  *   ranges in the primary caches are enqueued; in server mode the primary
- *   caches' shard selector follows want ∪ admitted ∪ draining; in label
+ *   caches' shard selector follows want ∪ admitted ∪ draining, in every
+ *   mode the owned caches' (manager_shard_children.c); once caches relisted
+ *   a smaller selection, the freed heap goes back to the system; in label
  *   mode a copy of the member's ring goes to the label thread
  *   (manager_shard_label.c), under the lock.
  * - Admission reads the key's cached object under the lock: in label mode
@@ -26,6 +28,9 @@
  *
  * mgr_shard is in manager_shard_internal.h. */
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,12 +249,35 @@ static void set_selectors(mgr_shard *s, const kcr__ranges *sel)
     free(text);
 }
 
+/* The caches drop the objects of a smaller selection when they relist, but
+ * malloc keeps the freed memory (a replica that briefly held every object,
+ * as the first of a ring does, would keep that peak): once the owned caches
+ * applied the selection and a retry period or two passed for the primary
+ * caches' relist, the freed pages go back to the system (glibc's
+ * malloc_trim; with another C library, nothing is done). Member's thread
+ * only. */
+static void give_back_heap(mgr_shard *s, bool shrank)
+{
+    int64_t now = kcr__now_ns();
+    if (shrank) {
+        s->trim_at_ns = now + 2 * s->retry_ms * KCR_NS_PER_MS;
+        return;
+    }
+    if (!s->trim_at_ns || now < s->trim_at_ns || atomic_load(&s->children_pending))
+        return;
+    s->trim_at_ns = 0;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
 /* What a step changed, for the work done outside the lock. */
 typedef struct effects {
     bool cancel;        /* it stopped being active (fence, refusal): cancel in-flight reconciles */
     bool refused;       /* stop the manager */
     kcr__ranges gained; /* newly admitted */
     bool reselect;      /* set the selectors (primaries in server mode, owned caches) to `selection` */
+    bool shrank;        /* ... which lost ranges: the caches drop objects */
     kcr__ranges selection;
     double handover_s; /* < 0: none */
     kcr__shard_state state;
@@ -292,6 +320,10 @@ static void observe(mgr_shard *s, kcr__shard_state st, int64_t start_ns, effects
             kcr__ranges_union(&a, kcr__shard_member_draining(mb), &e->selection) == KCR_OK &&
             !kcr__ranges_equal(&e->selection, &s->selection)) {
             e->reselect = true;
+            kcr__ranges lost = {0};
+            e->shrank = kcr__ranges_subtract(&s->selection, &e->selection, &lost) != KCR_OK ||
+                        lost.n > 0;
+            kcr__ranges_clear(&lost);
             kcr__ranges_copy(&e->selection, &s->selection);
         }
         kcr__ranges_clear(&a);
@@ -315,6 +347,7 @@ static void apply(mgr_shard *s, effects *e)
         set_selectors(s, &e->selection);
         kcr__shard_children_reselect(s, &e->selection);
     }
+    give_back_heap(s, e->shrank);
     if (e->gained.n) {
         kcr_metric_add(s->moves, (double)e->gained.n);
         if (e->handover_s >= 0)
