@@ -347,6 +347,7 @@ static void apply(mgr_shard *s, effects *e)
         set_selectors(s, &e->selection);
         kcr__shard_children_reselect(s, &e->selection);
     }
+    kcr__shard_children_refresh(s); /* also when no worker asks */
     give_back_heap(s, e->shrank);
     if (e->gained.n) {
         kcr_metric_add(s->moves, (double)e->gained.n);

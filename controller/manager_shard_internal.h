@@ -105,8 +105,9 @@ bool kcr__shard_labels_coordinating(mgr_shard *s, double *unowned);
 /* manager_shard_children.c: the owned caches that follow the shard. */
 /* Sets `sel` on them (without s->lock): they relist, and admission waits. */
 void kcr__shard_children_reselect(mgr_shard *s, const kcr__ranges *sel);
-/* Without s->lock: once every owned cache applied the newest selection,
- * admission may use it. Cheap when nothing is pending. */
+/* Without s->lock (workers before admission, the member's thread after a
+ * step): once every owned cache applied the newest selection, admission
+ * may use it. Cheap when nothing is pending. */
 void kcr__shard_children_refresh(mgr_shard *s);
 /* Lock held: whether the owned caches hold the children of keys at `hash`
  * (always, with no owned caches). */
