@@ -304,6 +304,17 @@ static bool settled(const int *rs, int n)
     return partitioned(rs, n);
 }
 
+/* Starts replicas 0 and 1 in `mode` and waits until their ring settled. */
+static void start_two(kcr_shard_mode mode)
+{
+    for (int r = 0; r < 2; r++) {
+        replica_new(r, mode, NULL);
+        replica_start(r);
+    }
+    int two[] = {0, 1};
+    WAIT_FOR(settled(two, 2));
+}
+
 static void clear_counts(void)
 {
     memset(by, 0, sizeof by);
@@ -562,12 +573,7 @@ Test(shard_controller, a_child_runs_on_its_owners_replica, .init = setup,
      .fini = replicas_teardown, .timeout = 120)
 {
     seed();
-    for (int r = 0; r < 2; r++) {
-        replica_new(r, KCR_SHARD_FILTER, NULL);
-        replica_start(r);
-    }
-    int two[] = {0, 1};
-    WAIT_FOR(settled(two, 2));
+    start_two(KCR_SHARD_FILTER);
     clear_counts();
     touch_all(3);
     WAIT_FOR(each_once());
@@ -602,12 +608,7 @@ Test(shard_controller, owned_caches_hold_only_their_owners_children, .init = set
                                        NULL),
                      KCR_OK);
     }
-    for (int r = 0; r < 2; r++) {
-        replica_new(r, KCR_SHARD_FILTER, NULL);
-        replica_start(r);
-    }
-    int two[] = {0, 1};
-    WAIT_FOR(settled(two, 2));
+    start_two(KCR_SHARD_FILTER);
     clear_counts();
     touch_all(5);
     WAIT_FOR(each_once());
@@ -634,12 +635,7 @@ Test(shard_controller, server_mode_caches_only_the_shard, .init = setup, .fini =
      .timeout = 120)
 {
     seed();
-    for (int r = 0; r < 2; r++) {
-        replica_new(r, KCR_SHARD_SERVER, NULL);
-        replica_start(r);
-    }
-    int two[] = {0, 1};
-    WAIT_FOR(settled(two, 2));
+    start_two(KCR_SHARD_SERVER);
     /* each primary cache follows its replica's ranges: together they hold
      * every ConfigMap once, and the fake answered with shardInfo */
     WAIT_FOR(metric(reps[0].m, CM_OBJECTS) + metric(reps[1].m, CM_OBJECTS) == N_KEYS);
@@ -715,12 +711,7 @@ Test(shard_controller, server_mode_falls_back_when_the_server_ignores_it, .init 
      .fini = replicas_teardown, .timeout = 120)
 {
     seed();
-    for (int r = 0; r < 2; r++) {
-        replica_new(r, KCR_SHARD_SERVER, NULL);
-        replica_start(r);
-    }
-    int two[] = {0, 1};
-    WAIT_FOR(settled(two, 2));
+    start_two(KCR_SHARD_SERVER);
     /* no shardInfo: each reflector filters on the client, says so in the
      * metric and in the shard readiness text; admission is unchanged */
     for (int r = 0; r < 2; r++) {

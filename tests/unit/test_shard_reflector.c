@@ -365,6 +365,21 @@ static void seen_delete(const char *key, const kcr_object *obj, const kcr_tombst
     atomic_fetch_add(t ? &s->tombstones : &s->deletes, 1);
 }
 
+/* A started informer on ConfigMaps with shard selector `sel`, its handler
+ * counting into *s, synced. */
+static kcr_informer *synced_informer(kcr_client *c, const char *sel, seen *s)
+{
+    kcr_informer *inf = NULL;
+    kcr_informer_options o = {.reflector = {.shard_selector = sel}};
+    cr_assert_eq(kcr_informer_new(c, &CM, &o, &inf), KCR_OK);
+    kcr_event_handler h = {
+        .on_add = seen_add, .on_update = seen_update, .on_delete = seen_delete, .user_data = s};
+    cr_assert_eq(kcr_informer_add_handler(inf, &h, NULL), KCR_OK);
+    cr_assert_eq(kcr_informer_start(inf), KCR_OK);
+    cr_assert_eq(kcr_informer_wait_for_sync(inf, WAIT_MS, NULL), KCR_OK, "%s", kcr_last_error());
+    return inf;
+}
+
 /* The store holds exactly the fake's objects in r (n 0: all of them). */
 static bool holds_exactly(kcr_informer *inf, const kcr_shard_range *r, size_t n, int want)
 {
@@ -395,15 +410,8 @@ static void change_selector(bool ignore)
     cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
     char *lo = selector_of(LO), *hi = selector_of(HI);
     int n_lo = count_in(f, LO), n_hi = count_in(f, HI);
-    kcr_informer *inf = NULL;
-    kcr_informer_options o = {.reflector = {.shard_selector = lo}};
-    cr_assert_eq(kcr_informer_new(c, &CM, &o, &inf), KCR_OK);
     seen s = {0};
-    kcr_event_handler h = {
-        .on_add = seen_add, .on_update = seen_update, .on_delete = seen_delete, .user_data = &s};
-    cr_assert_eq(kcr_informer_add_handler(inf, &h, NULL), KCR_OK);
-    cr_assert_eq(kcr_informer_start(inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(inf, WAIT_MS, NULL), KCR_OK);
+    kcr_informer *inf = synced_informer(c, lo, &s);
     WAIT_FOR(atomic_load(&s.adds) == n_lo, WAIT_MS);
     cr_assert(holds_exactly(inf, &LO, 1, n_lo));
     kcr_reflector *r = kcr_informer_reflector(inf);
@@ -469,6 +477,24 @@ static void uid_in(kcr_shard_range r, char *out, size_t size)
     }
 }
 
+/* Makes a controller with uid owner_uid the controller of ConfigMap `name`. */
+static void adopt(kcr_client *c, const char *name, const char *owner_uid)
+{
+    char patch[256];
+    snprintf(patch, sizeof patch,
+             "{\"metadata\":{\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"Secret\","
+             "\"name\":\"o\",\"uid\":\"%s\",\"controller\":true}]}}",
+             owner_uid);
+    cr_assert_eq(kcr_client_patch(c,
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = "default",
+                                                 .name = name,
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = patch},
+                                  NULL),
+                 KCR_OK, "%s", kcr_last_error());
+}
+
 /* The cache holds the children whose controller hashes into r, and every
  * object without a controller. */
 static bool holds_children(kcr_informer *inf, kcr_shard_range r, int want)
@@ -518,15 +544,8 @@ Test(shard_informer, by_controller_is_filtered_on_the_client_and_follows_the_con
                         NULL),
         KCR_OK, "the fake answers kcr's field with an error");
     /* so an informer that syncs never sent it */
-    kcr_informer *inf = NULL;
-    kcr_informer_options o = {.reflector = {.shard_selector = lo}};
-    cr_assert_eq(kcr_informer_new(c, &CM, &o, &inf), KCR_OK);
     seen s = {0};
-    kcr_event_handler h = {
-        .on_add = seen_add, .on_update = seen_update, .on_delete = seen_delete, .user_data = &s};
-    cr_assert_eq(kcr_informer_add_handler(inf, &h, NULL), KCR_OK);
-    cr_assert_eq(kcr_informer_start(inf), KCR_OK);
-    cr_assert_eq(kcr_informer_wait_for_sync(inf, WAIT_MS, NULL), KCR_OK, "%s", kcr_last_error());
+    kcr_informer *inf = synced_informer(c, lo, &s);
     cr_expect(holds_children(inf, LO, n_lo + 5), "the low half's children and the orphans");
     cr_expect_eq(rstats(inf).shard_mode, KCR_SHARD_SELECTOR_CLIENT);
     cr_expect_eq(rstats(inf).shard_filtered, (uint64_t)(60 - n_lo));
@@ -534,29 +553,11 @@ Test(shard_informer, by_controller_is_filtered_on_the_client_and_follows_the_con
 
     /* an orphan adopted by a controller outside the selection leaves the
      * cache; one adopted inside stays */
-    char out_uid[32], in_uid[32], patch[256];
+    char out_uid[32], in_uid[32];
     uid_in(HI, out_uid, sizeof out_uid);
     uid_in(LO, in_uid, sizeof in_uid);
-    const char *adopt = "{\"metadata\":{\"ownerReferences\":[{\"apiVersion\":\"v1\","
-                        "\"kind\":\"Secret\",\"name\":\"o\",\"uid\":\"%s\",\"controller\":true}]}}";
-    snprintf(patch, sizeof patch, adopt, out_uid);
-    cr_assert_eq(kcr_client_patch(c,
-                                  &(kcr_request){.resource = &CM,
-                                                 .ns = "default",
-                                                 .name = "orphan-0",
-                                                 .patch_type = KCR_PATCH_MERGE,
-                                                 .body = patch},
-                                  NULL),
-                 KCR_OK, "%s", kcr_last_error());
-    snprintf(patch, sizeof patch, adopt, in_uid);
-    cr_assert_eq(kcr_client_patch(c,
-                                  &(kcr_request){.resource = &CM,
-                                                 .ns = "default",
-                                                 .name = "orphan-1",
-                                                 .patch_type = KCR_PATCH_MERGE,
-                                                 .body = patch},
-                                  NULL),
-                 KCR_OK);
+    adopt(c, "orphan-0", out_uid);
+    adopt(c, "orphan-1", in_uid);
     WAIT_FOR(holds_children(inf, LO, n_lo + 4) && atomic_load(&s.updates) == 1, WAIT_MS);
     cr_expect_eq(atomic_load(&s.deletes) + atomic_load(&s.tombstones), 1,
                  "the adopted-away orphan left as a deletion");
