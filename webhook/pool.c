@@ -100,10 +100,13 @@ void kcr__wh_job_answer(struct kcr__wh_job *job, int status, const char *body, s
     struct kcr__wh_loop *l = job->loop;
     if (!job->req)
         return;
-    kcr__wh_reply(job->req, status, body, len);
-    job->req = NULL;
+    /* counted before the answer leaves, so a client holding its answer
+     * finds it in the metrics and the stats (as controller-runtime's
+     * handler middleware counts before net/http flushes) */
     atomic_fetch_add(&s->n_requests, 1);
     kcr__wh_metrics_answered(s, job->route, status, job->start_ns);
+    kcr__wh_reply(job->req, status, body, len);
+    job->req = NULL;
     if (job->conn) {
         job->conn->job = NULL;
         kcr__wh_conn_arm(job->conn, s->idle_timeout_ms + s->read_timeout_ms);

@@ -169,9 +169,9 @@ void kcr__wh_on_request(struct evhttp_request *req, void *arg)
         free(job);
         atomic_fetch_add(&s->n_rejected, 1);
         atomic_fetch_add(&s->n_requests, 1);
-        kcr__wh_reply(req, status, why, strlen(why));
-        if (r)
+        if (r) /* counted before the answer leaves, as in kcr__wh_job_answer */
             kcr__wh_metrics_answered(s, r, status, kcr__wh_now_ns());
+        kcr__wh_reply(req, status, why, strlen(why));
         if (conn)
             kcr__wh_conn_arm(conn, s->idle_timeout_ms + s->read_timeout_ms);
         return;
