@@ -277,16 +277,24 @@ inject() {
 		fault stall $((2 + R % 3))
 		;;
 	429 | 500)
-		local n before
+		local n before got last deadline
 		rnd
-		n=$((3 + R % 5))
+		n=$((2 + R % 4))
 		before=$(counts ".injected[\"$1\"] // 0")
 		if [[ $1 == 429 ]]; then fault 429 "$n" 1 "namespaces/$ns/"; else fault 500 "$n" "namespaces/$ns/"; fi
 		fault cut # its watches come back through the burst
-		local deadline=$((SECONDS + timeout))
+		# Each answer of the burst must follow the one before within the
+		# bound: after the faults before it, a reflector's backoff has
+		# reached its cap (30 s, up to doubled by jitter: client-go's
+		# backoff manager, reset only after 2 quiet minutes), so the
+		# whole burst can take minutes, but a pause longer than the
+		# longest backoff means the retries stopped.
+		last=$before deadline=$((SECONDS + timeout))
 		# churn meanwhile: its reconciles' writes take their share of the burst
-		while (($(counts ".injected[\"$1\"] // 0") < before + n)); do
-			((SECONDS < deadline)) || fail "the $1 burst not answered within ${timeout}s: retries stopped"
+		while got=$(counts ".injected[\"$1\"] // 0") && ((got < before + n)); do
+			((got > last)) && last=$got deadline=$((SECONDS + timeout))
+			((SECONDS < deadline)) ||
+				fail "the $1 burst: $((last - before)) of $n answered, then no retry within ${timeout}s: retries stopped"
 			churn 1
 		done
 		;;
