@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* KCR_LOG=trace (etc.) logs kcr's records to stderr in every e2e binary, in
@@ -161,6 +162,27 @@ kcr_err e2e_create_cms(kcr_client *c, const char *ns, const char *prefix, int n,
     }
     free(value);
     return err;
+}
+
+static kcr_err count_listed(kcr_object *obj, void *ud)
+{
+    (void)obj;
+    ++*(long *)ud;
+    return KCR_OK;
+}
+
+bool e2e_watch_cache_holds(kcr_client *c, const char *ns, long want, long *have)
+{
+    *have = -1;
+    for (int i = 0; i < 200 && *have != want; i++) {
+        if (i > 0)
+            nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
+        long n = 0;
+        kcr_request r = {.resource = &E2E_CM, .ns = ns, .resource_version = "0"};
+        if (kcr_client_list(c, &r, count_listed, &n, NULL) == KCR_OK)
+            *have = n;
+    }
+    return *have == want;
 }
 
 kcr_err e2e_update_cm(kcr_client *c, const char *ns, const char *name, const char *value)

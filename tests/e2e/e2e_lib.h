@@ -42,6 +42,13 @@ kcr_err e2e_namespace(kcr_client *c, const char *prefix, char *out, size_t len);
 /* Creates n ConfigMaps <prefix>-<i> in ns with about `bytes` of data. */
 kcr_err e2e_create_cms(kcr_client *c, const char *ns, const char *prefix, int n, size_t bytes);
 
+/* Waits up to 10 s until a LIST of ns's ConfigMaps at resourceVersion "0"
+ * (what a paged informer's first list asks for) holds `want` items; *have
+ * gets the last count. Such a list is served by the apiserver's watch cache,
+ * which trails etcd (further under load): without this wait, objects written
+ * just before may reach an informer by its watch instead of its list. */
+bool e2e_watch_cache_holds(kcr_client *c, const char *ns, long want, long *have);
+
 /* Creates / updates (data.v) / deletes one ConfigMap. */
 kcr_err e2e_create_cm(kcr_client *c, const char *ns, const char *name, const char *value);
 kcr_err e2e_update_cm(kcr_client *c, const char *ns, const char *name, const char *value);

@@ -36,6 +36,8 @@ static void crud_round(kcr_list_mode mode)
     char ns[64];
     cr_assert_eq(e2e_namespace(c, "inf-crud", ns, sizeof ns), KCR_OK, "%s", kcr_last_error());
     cr_assert_eq(e2e_create_cms(writer, ns, "pre", 25, 100), KCR_OK, "%s", kcr_last_error());
+    long cached;
+    cr_assert(e2e_watch_cache_holds(c, ns, 25, &cached), "the watch cache holds %ld of 25", cached);
     kcr_informer *inf = ns_informer(c, ns, mode, false);
     tracker *t = tracker_new();
     kcr_event_handler h = tracker_handler(t, 0);
@@ -45,7 +47,8 @@ static void crud_round(kcr_list_mode mode)
     cr_assert_eq(kcr_informer_wait_for_sync(inf, 30000, NULL), KCR_OK, "%s", kcr_last_error());
     char why[512] = "";
     cr_assert(converge_wait(c, &E2E_CM, ns, NULL, inf, t, 10000, why, sizeof why), "%s", why);
-    cr_assert_eq(tracker_get_counts(t).initial_adds, 25, "exactly the server's objects");
+    cr_assert_eq(tracker_get_counts(t).initial_adds, 25, "exactly the server's objects, not %llu",
+                 (unsigned long long)tracker_get_counts(t).initial_adds);
     cr_assert(kcr_handler_has_synced(reg));
     /* from the initial list (the server's List items carry no type) */
     kcr_object *listed = kcr_lister_get(kcr_informer_store(inf), ns, "pre-00007");

@@ -54,6 +54,9 @@ static void rig_up(rig *g, const char *prefix, int n, kcr_informer_options *o)
     cr_assert_eq(e2e_namespace(g->direct, prefix, g->ns, sizeof g->ns), KCR_OK, "%s",
                  kcr_last_error());
     cr_assert_eq(e2e_create_cms(g->direct, g->ns, "cm", n, 200), KCR_OK, "%s", kcr_last_error());
+    long cached;
+    cr_assert(e2e_watch_cache_holds(g->direct, g->ns, n, &cached), "the watch cache holds %ld of %d",
+              cached, n);
     o->reflector.ns = g->ns;
     o->reflector.on_error = on_err;
     o->reflector.error_user_data = &g->e;
