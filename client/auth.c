@@ -214,6 +214,8 @@ static char *exec_info(const kcr__exec_config *exec, const kcr_config *cfg)
             ok = kcr__node_put_str(cluster, "tls-server-name", cfg->tls_server_name);
         if (ok && cfg->insecure)
             ok = kcr__node_put_bool(cluster, "insecure-skip-tls-verify", true);
+        if (ok && cfg->disable_compression)
+            ok = kcr__node_put_bool(cluster, "disable-compression", true);
         if (ok && cfg->ca.data) {
             char *b64 = kcr__base64_encode(cfg->ca.data, cfg->ca.len);
             if (!b64)

@@ -180,6 +180,7 @@ kcr_config *kcr__config_dup(const kcr_config *s)
     DUP(password);
 #undef DUP
     c->insecure = s->insecure;
+    c->disable_compression = s->disable_compression;
     ok = ok && blob_dup(&c->ca, &s->ca) && blob_dup(&c->cert, &s->cert) &&
          blob_dup(&c->key, &s->key);
     if (ok && s->exec)

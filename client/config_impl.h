@@ -33,6 +33,7 @@ struct kcr_config {
     char *tls_server_name;
     char *proxy_url;
     bool insecure;
+    bool disable_compression; /* the kubeconfig cluster's disable-compression */
     kcr__blob ca;   /* PEM; empty: system trust store */
     kcr__blob cert; /* PEM client certificate; empty: none */
     kcr__blob key;  /* PEM client key */

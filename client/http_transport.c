@@ -251,8 +251,9 @@ static kcr_err setup(kcr__transport *hc, CURL *e, const kcr__http_req *req, cons
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     curl_easy_setopt(e, CURLOPT_USERAGENT, hc->user_agent);
     /* Compressed watch streams arrive as one gzip member per flush, which
-     * libcurl's decoder rejects; lists and single objects may be gzipped. */
-    if (!req->uncompressed)
+     * libcurl's decoder rejects; lists and single objects may be gzipped,
+     * unless the options or the kubeconfig's cluster say not to. */
+    if (!req->uncompressed && !hc->opts.disable_compression && !cfg->disable_compression)
         curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)hc->opts.connect_timeout_ms);

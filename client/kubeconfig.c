@@ -93,6 +93,7 @@ static kcr_err build_config(kcr__kubeconfig *kc, const char *context, kcr_config
     c->tls_server_name = kcr__xstrdup(cl->tls_server_name);
     c->proxy_url = kcr__xstrdup(cl->proxy_url);
     c->insecure = cl->insecure;
+    c->disable_compression = cl->disable_compression;
     bool ok = c->context && c->cluster && c->ns && c->server &&
               (c->tls_server_name || !cl->tls_server_name) && (c->proxy_url || !cl->proxy_url);
     if (!ok) {

@@ -19,7 +19,7 @@ typedef struct kcr__kc_arena {
 typedef struct kcr__kc_cluster {
     const char *name, *file, *dir;
     const char *server, *ca_file, *ca_data, *tls_server_name, *proxy_url;
-    bool insecure;
+    bool insecure, disable_compression;
 } kcr__kc_cluster;
 
 typedef struct kcr__kc_user {

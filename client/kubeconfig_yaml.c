@@ -304,6 +304,7 @@ static kcr_err add_cluster(kcr__kubeconfig *kc, ydoc *d, const char *name, yaml_
     c.tls_server_name = ystr(kc, d, b, "tls-server-name", where, &err);
     c.proxy_url = ystr(kc, d, b, "proxy-url", where, &err);
     c.insecure = ybool(kc, d, b, "insecure-skip-tls-verify", where, &err);
+    c.disable_compression = ybool(kc, d, b, "disable-compression", where, &err);
     if (err != KCR_OK)
         return err;
     kcr__kc_cluster *n = realloc(kc->clusters, (kc->n_clusters + 1) * sizeof *n);

@@ -124,6 +124,13 @@ typedef struct kcr_client_options {
     bool allow_insecure_http;   /* permit an http:// server (no TLS: tokens and data travel
                                    in clear text). false: kcr_client_new refuses one with
                                    KCR_ERR_CONFIG */
+    bool disable_compression;   /* never ask for gzipped answers, as client-go's
+                                   rest.Config.DisableCompression; the kubeconfig cluster's
+                                   disable-compression: true does the same. Trades the
+                                   apiserver's compressing and kcr's inflating of large lists
+                                   for more bytes to send, encrypt and read (docs/client.md
+                                   has figures). false: reads and lists accept gzip, as
+                                   client-go's default */
 } kcr_client_options;
 
 /* A client for the server of `cfg` (the config is copied; free it whenever).

@@ -287,6 +287,7 @@ static const char *plugin_script =
     "echo run >> \"$(dirname \"$0\")/runs\"\n"
     "case \"$KUBERNETES_EXEC_INFO\" in *ExecCredential*) ;; *) echo 'no exec info' >&2; exit 9;; esac\n"
     "case \"$KUBERNETES_EXEC_INFO\" in *https://h:1*) ;; *) echo 'no cluster info' >&2; exit 8;; esac\n"
+    "printf '%s' \"$KUBERNETES_EXEC_INFO\" > \"$(dirname \"$0\")/info\"\n"
     "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
     "\"status\":{\"token\":\"%s-%s\",\"expirationTimestamp\":\"%s\"}}' \"$1\" \"$PLUGIN_SUFFIX\" "
     "\"$EXPIRY\"\n";
@@ -306,26 +307,68 @@ static int runs(void)
     return n;
 }
 
-static kcr_config *plugin_config(const char *expiry)
+/* A kubeconfig whose user runs plugin.sh; `clusters` NULL: MINIMAL's. */
+static kcr_config *plugin_config_with(const char *expiry, const char *clusters)
 {
     write_file("plugin.sh", plugin_script, 0700);
     char yaml[2048];
     snprintf(yaml, sizeof yaml,
-             MINIMAL "users:\n"
-                     "- name: u\n"
-                     "  user:\n"
-                     "    exec:\n"
-                     "      apiVersion: client.authentication.k8s.io/v1\n"
-                     "      command: ./plugin.sh\n"
-                     "      args: [tok]\n"
-                     "      provideClusterInfo: true\n"
-                     "      env:\n"
-                     "      - {name: PLUGIN_SUFFIX, value: abc}\n"
-                     "      - {name: EXPIRY, value: '%s'}\n",
+             "%s"
+             "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+             "current-context: x\n"
+             "users:\n"
+             "- name: u\n"
+             "  user:\n"
+             "    exec:\n"
+             "      apiVersion: client.authentication.k8s.io/v1\n"
+             "      command: ./plugin.sh\n"
+             "      args: [tok]\n"
+             "      provideClusterInfo: true\n"
+             "      env:\n"
+             "      - {name: PLUGIN_SUFFIX, value: abc}\n"
+             "      - {name: EXPIRY, value: '%s'}\n",
+             clusters ? clusters : "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n",
              expiry);
     kcr_config *cfg;
     cr_assert_eq(parse(yaml, NULL, &cfg), KCR_OK, "%s", kcr_last_error());
     return cfg;
+}
+
+static kcr_config *plugin_config(const char *expiry)
+{
+    return plugin_config_with(expiry, NULL);
+}
+
+/* The KUBERNETES_EXEC_INFO the plugin was last run with (static storage). */
+static const char *exec_info_seen(void)
+{
+    static char info[4096];
+    char path[600];
+    snprintf(path, sizeof path, "%s/info", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "the plugin did not run");
+    size_t n = fread(info, 1, sizeof info - 1, f);
+    info[n] = '\0';
+    fclose(f);
+    return info;
+}
+
+Test(exec_plugin, cluster_info_carries_disable_compression, .init = make_dir, .fini = remove_dir)
+{
+    const char *clusters[2] = {
+        NULL, "clusters: [{name: c, cluster: {server: 'https://h:1', disable-compression: true}}]\n"};
+    for (int i = 0; i < 2; i++) {
+        kcr_config *cfg = plugin_config_with("2999-01-01T00:00:00Z", clusters[i]);
+        kcr__auth *auth = kcr__auth_new(cfg);
+        kcr__creds c;
+        cr_assert_eq(kcr__auth_get(auth, &c), KCR_OK, "%s", kcr_last_error());
+        kcr__creds_clear(&c);
+        const char *info = exec_info_seen();
+        bool said = strstr(info, "\"disable-compression\":true") != NULL;
+        cr_assert_eq(said, i == 1, "cluster %d: %s", i, info);
+        kcr__auth_free(auth);
+        kcr_config_free(cfg);
+    }
 }
 
 Test(exec_plugin, token_cached_until_401, .init = make_dir, .fini = remove_dir)

@@ -297,6 +297,75 @@ Test(http_verbs, field_manager_option, .fini = stop_server)
     HAS("?fieldManager=per-call ");
 }
 
+/* ---- gzip: offered on reads and lists, never on watches, not when disabled ---- */
+
+/* Whether the last request offered compressed answers. */
+static bool offered_gzip(void)
+{
+    char r[16384];
+    request(r, sizeof r);
+    return strstr(r, "\r\nAccept-Encoding:") != NULL;
+}
+
+/* A GET, a LIST and a WATCH on `c`; asserts which offered gzip. */
+static void expect_gzip_offered(kcr_client *c, bool on_reads)
+{
+    kcr_object *o = NULL;
+    cr_assert_eq(kcr_client_get(c, &(kcr_request){.resource = &CM, .ns = "team", .name = "x"}, &o),
+                 KCR_OK, "%s", kcr_last_error());
+    kcr_object_unref(o);
+    cr_assert_eq(offered_gzip(), on_reads, "GET");
+    cr_assert_eq(kcr_client_list(c, &(kcr_request){.resource = &CM}, NULL, NULL, NULL), KCR_OK);
+    cr_assert_eq(offered_gzip(), on_reads, "LIST");
+    cr_assert_eq(kcr_client_watch(c, &(kcr_request){.resource = &CM}, NULL, NULL), KCR_OK, "%s",
+                 kcr_last_error());
+    cr_assert_not(offered_gzip(), "WATCH: a gzipped watch is one member per flush");
+}
+
+/* Watches get a two-event stream, everything else echo_handler's answer. */
+static void echo_or_stream(int fd, const char *req)
+{
+    if (strstr(req, "watch=true"))
+        watch_stream(fd, req);
+    else
+        echo_handler(fd, req);
+}
+
+Test(http_verbs, compression_offered_unless_disabled, .fini = stop_server)
+{
+    start_server(echo_or_stream, NULL);
+    expect_gzip_offered(client, true);
+    kcr_client_free(client);
+
+    kcr_client_options o = {.disable_compression = true, .allow_insecure_http = true};
+    kcr_config *cfg = NULL;
+    char yaml[512];
+    snprintf(yaml, sizeof yaml,
+             "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:%d'}}]\n"
+             "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+             "users: [{name: u, user: {}}]\n"
+             "current-context: x\n",
+             port);
+    cr_assert_eq(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &cfg), KCR_OK);
+    cr_assert_eq(kcr_client_new(cfg, &o, &client), KCR_OK, "%s", kcr_last_error());
+    expect_gzip_offered(client, false); /* the option */
+    kcr_client_free(client);
+    kcr_config_free(cfg);
+
+    snprintf(yaml, sizeof yaml,
+             "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:%d', "
+             "disable-compression: true}}]\n"
+             "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+             "users: [{name: u, user: {}}]\n"
+             "current-context: x\n",
+             port);
+    cr_assert_eq(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &cfg), KCR_OK);
+    o.disable_compression = false;
+    cr_assert_eq(kcr_client_new(cfg, &o, &client), KCR_OK, "%s", kcr_last_error());
+    expect_gzip_offered(client, false); /* the kubeconfig's cluster */
+    kcr_config_free(cfg); /* the client keeps a copy; stop_server frees the client */
+}
+
 /* ---- writes are sent once ---- */
 
 /* ---- delete: the DeleteOptions body and the two kinds of answer ---- */
