@@ -11,8 +11,9 @@
  *
  * prints "seconds=<s> bytes=<n> lines=<n> cpu_s=<s>" (lines: newlines seen,
  * one per watch event; the clock starts at main, as bench_informer's starts
- * before it loads the kubeconfig; cpu_s: user + sys of the process). bench/informer/run puts it beside kcr's sync of
- * the same namespace. Not a test. */
+ * before it loads the kubeconfig; cpu_s: user + sys of the process).
+ * bench/informer/run puts it beside kcr's sync of the same namespace. Not a
+ * test. */
 #define _GNU_SOURCE /* memmem */
 #include <curl/curl.h>
 #include <stdbool.h>
@@ -24,11 +25,11 @@
 #define MARKER "\"k8s.io/initial-events-end\":\"true\""
 
 typedef struct reader {
-    bool stream;          /* stop at the marker */
-    bool found;           /* the marker was seen */
-    size_t bytes, lines;  /* read so far */
-    char tail[sizeof MARKER]; /* the last bytes of the previous chunk: a marker may be split */
-    size_t tail_len;
+    bool stream;              /* stop at the marker */
+    bool found;               /* the marker was seen */
+    size_t bytes, lines;      /* read so far */
+    char tail[sizeof MARKER]; /* the stream's last bytes before this chunk: a marker */
+    size_t tail_len;          /* may be split between two chunks */
 } reader;
 
 static double now_s(void)
