@@ -163,14 +163,21 @@ static kcr_err get_until(kcr_workqueue *q, int64_t deadline, const char **key)
     int64_t now = 0;
     int spin_budget = KCR__WQ_SPIN; /* yields left before this getter sleeps */
     bool on_duty = false;           /* this getter is the standby */
+    bool claimed_applied = false;   /* every add claimed before the timeout applied */
     for (;;) {
         /* With keys in the FIFO, leave the ring alone until it is half full:
          * every key in it was added after every key in the FIFO, so order is
          * the same, and the drain then reads slots adders finished with long
          * ago instead of chasing the one an adder is writing now (that cache
-         * line ping-pong cost more than the rest of the add and get). */
-        if (!q->head || q->prio_on || kcr__wq_ring_half_full(q))
-            extra += kcr__wq_drain_ring(q, &w, q->queued >= KCR__WQ_BACKLOG && !q->prio_on);
+         * line ping-pong cost more than the rest of the add and get).
+         * In priority mode every get applies the adds claimed before it,
+         * waiting for a slot still being written: a higher-priority key
+         * behind that slot (perhaps this thread's own add) must not be
+         * passed over for a lower one already in the FIFO. */
+        if (q->prio_on)
+            extra += kcr__wq_drain_claimed(q, &w);
+        else if (!q->head || kcr__wq_ring_half_full(q))
+            extra += kcr__wq_drain_ring(q, &w, q->queued >= KCR__WQ_BACKLOG);
         now = 0;
         if (q->heap_len || q->timing || deadline != INT64_MAX) {
             now = kcr__now_ns();
@@ -198,6 +205,15 @@ static kcr_err get_until(kcr_workqueue *q, int64_t deadline, const char **key)
             break;
         }
         if (now >= deadline) {
+            /* Before giving up, the adds claimed before now, as a locked
+             * queue would have them: the drain stops at a slot another
+             * adder is still writing, and this thread's own add may sit
+             * behind it. */
+            if (!claimed_applied && !q->prio_on) {
+                claimed_applied = true;
+                extra += kcr__wq_drain_claimed(q, &w);
+                continue;
+            }
             err = KCR_ERR_TIMEOUT; /* detail: set on the way out */
             break;
         }

@@ -2,7 +2,8 @@
  * adds with a priority, aging (with and without a producer keeping the
  * queue full of high-priority keys), remove/shutdown/get_timeout/wake in
  * priority mode, the depth_priority metric, and the error detail of an add
- * refused at shutdown. */
+ * refused at shutdown, and gets that meet an add ring slot another adder is
+ * still writing. */
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <pthread.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/keytab.h"
 #include "kcr/kcr.h"
 #include "workqueue/queue.h"
 #include "helpers/bounded.h"
@@ -354,6 +356,77 @@ Test(priority, aging_serves_a_low_key_under_churn_after_max_wait, .timeout = 60)
     cr_assert_geq(served, CHURN_KEYS, "the high keys added before it went first");
     cr_assert_geq(waited, max_wait, "it went because it aged, not because HIGH ran out");
     cr_assert_lt(waited, max_wait + 5 * KCR_NS_PER_S, "served within max wait (+ slack)");
+}
+
+/* An adder preempted between claiming its ring slot and publishing it:
+ * the slot is claimed here, as ring_push does, and a thread fills and
+ * publishes it (an add of "stalled" with priority `prio`) 50 ms later.
+ * `prio` other than NORMAL only on a queue already in priority mode (the
+ * switch is the adder's, and this one skips it). */
+struct stalled_slot {
+    kcr_workqueue *q;
+    size_t pos;
+    int prio;
+    pthread_t thread;
+};
+
+static void *publish_later(void *arg)
+{
+    struct stalled_slot *st = arg;
+    sleep_ns(50 * KCR_NS_PER_MS);
+    struct kcr__wq_slot *s = &st->q->ring[st->pos & st->q->ring_mask];
+    static const char key[] = "stalled";
+    s->len = (uint32_t)strlen(key);
+    memcpy(s->key, key, sizeof key);
+    s->hash = kcr__keytab_hash_seeded(st->q->hash_seed, key, s->len);
+    s->added_ns = kcr__now_ns();
+    s->ready_at = 0;
+    s->prio = st->prio;
+    atomic_store(&s->seq, st->pos + 1);
+    return NULL;
+}
+
+static void stall_a_slot(struct stalled_slot *st, kcr_workqueue *q, int prio)
+{
+    st->q = q;
+    st->prio = prio;
+    st->pos = atomic_fetch_add(&q->ring_tail, 1);
+    cr_assert_eq(atomic_load(&q->ring[st->pos & q->ring_mask].seq), st->pos, "slot free");
+    cr_assert_eq(pthread_create(&st->thread, NULL, publish_later, st), 0);
+}
+
+/* What the strict-priority churn test once hit under ASan on a busy
+ * machine: the worker's own re-add sat behind the producer's slot and a
+ * get handed out the LOW key instead. */
+Test(priority, a_get_does_not_pass_over_an_add_behind_a_slot_being_written)
+{
+    kcr_workqueue *q = new_queue(-1);
+    add(q, "low", KCR_WQ_PRIORITY_LOW);
+    cr_assert_eq(kcr_workqueue_len(q), 1);
+    struct stalled_slot st;
+    stall_a_slot(&st, q, KCR_WQ_PRIORITY_LOW);
+    add(q, "hi", KCR_WQ_PRIORITY_NORMAL);
+    expect_next(q, "hi");
+    test_join(st.thread, 30000, "thread publish_later");
+    expect_next(q, "low");
+    expect_next(q, "stalled");
+    expect_empty(q);
+    kcr_workqueue_free(q);
+}
+
+/* Without priorities: a get that would time out first applies the adds
+ * claimed before it, so a thread's own add is never missed. */
+Test(priority, a_get_that_would_time_out_waits_for_a_slot_being_written)
+{
+    kcr_workqueue *q = new_queue(0);
+    struct stalled_slot st;
+    stall_a_slot(&st, q, KCR_WQ_PRIORITY_NORMAL);
+    cr_assert_eq(kcr_workqueue_add(q, "mine", NULL), KCR_OK);
+    expect_next(q, "stalled");
+    expect_next(q, "mine");
+    test_join(st.thread, 30000, "thread publish_later");
+    expect_empty(q);
+    kcr_workqueue_free(q);
 }
 
 Test(priority, remove_and_shutdown_drain_in_priority_order)
