@@ -41,10 +41,13 @@ static atomic_int overlaps, wrong_info, owned_by_child[N_KEYS][MAX_R];
 static atomic_int everywhere[N_KEYS][MAX_R], unsharded_with_info;
 /* The first reconcile of "block" waits for its cancel (the fence tests). */
 static atomic_int blocking, saw_cancel;
-/* Label mode: while slow_ms is set every reconcile of a key takes that long
- * and, at its end, reads its object from the API: drained_running counts
- * reconciles that ended with the drain label on their own object (the
- * drain came while they ran, and the object had not moved yet). */
+/* Label mode: while slow_ms is set every reconcile of a key lasts until its
+ * object (in the replica's cache) carries the drain label while still
+ * labelled with the replica, or slow_ms pass, or slow_ms is cleared:
+ * drained_running counts reconciles that saw the drain label on their own
+ * object (the drain came while they ran, and the object had not moved yet).
+ * Ending at the drain, not after a fixed time, keeps the moving keys in
+ * flight however long the join takes on a busy machine. */
 static atomic_int slow_ms, drained_running;
 /* Reconciles of a ConfigMap key that found no primary object in the cache:
  * none is ever deleted in these tests, so each would be a moved object
@@ -109,16 +112,20 @@ static kcr_result note(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
     nanosleep(&ts, NULL);
     int slow = atomic_load(&slow_ms);
     if (slow) {
-        sleep_ms(slow);
-        kcr_object *now = NULL;
-        if (kcr_client_get(reps[r].client,
-                           &(kcr_request){.resource = &CM, .ns = "default", .name = req->name},
-                           &now) == KCR_OK) {
-            const char *owner = kcr_object_label(now, SHARD_LABEL);
-            if (kcr_object_label(now, DRAIN_LABEL) && owner &&
-                strcmp(owner, reps[r].identity) == 0)
-                atomic_fetch_add(&drained_running, 1);
+        char key[32];
+        snprintf(key, sizeof key, "default/%s", req->name);
+        int64_t until = kcr__now_ns() + slow * KCR_NS_PER_MS;
+        while (atomic_load(&slow_ms) && kcr__now_ns() < until) {
+            kcr_object *now = kcr_store_get_by_key(kcr_ctx_cache(ctx, &CM), key);
+            const char *owner = now ? kcr_object_label(now, SHARD_LABEL) : NULL;
+            bool drained = now && kcr_object_label(now, DRAIN_LABEL) && owner &&
+                           strcmp(owner, reps[r].identity) == 0;
             kcr_object_unref(now);
+            if (drained) {
+                atomic_fetch_add(&drained_running, 1);
+                break;
+            }
+            sleep_ms(10);
         }
     }
     atomic_fetch_add(&by[i][r], 1);
@@ -860,10 +867,10 @@ Test(shard_controller, label_mode_a_move_waits_for_the_old_owners_drain, .init =
     int two[] = {0, 1}, three[] = {0, 1, 2};
     WAIT_FOR(settled(two, 2) && all_labelled(2, SHARD_LABEL));
     cr_assert(all_labelled(2, SHARD_LABEL));
-    /* every reconcile now takes 2 s, all of them at once, and a third
-     * replica joins meanwhile: the keys moving to it are in flight when
-     * their drain label comes */
-    atomic_store(&slow_ms, (int)test_ms(2000));
+    /* every reconcile now lasts until its drain label comes (at most 5 s),
+     * all of them at once, and a third replica joins meanwhile: the keys
+     * moving to it are in flight when their drain label comes */
+    atomic_store(&slow_ms, (int)test_ms(5000));
     clear_counts();
     touch_all(8);
     sleep_ms(test_ms(150));
