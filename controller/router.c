@@ -52,10 +52,11 @@ static void enqueue(kcr__source *s, const char *key, kcr_reason reason, kcr_chan
         .ns = obj ? kcr_object_namespace(obj) : "",
         .name = obj ? kcr_object_name(obj) : "",
     };
-    KCR__COUNT(s->ctl, enqueues, 1);
     kcr_err err = kcr__controller_enqueue_uid(
         s->ctl, key, &t, uid, low ? KCR_WQ_PRIORITY_LOW : KCR_WQ_PRIORITY_NORMAL);
-    if (err != KCR_OK && err != KCR_ERR_SHUTDOWN)
+    if (err == KCR_OK) /* counted once in the queue: a reader of the count finds it there */
+        KCR__COUNT(s->ctl, enqueues, 1);
+    else if (err != KCR_ERR_SHUTDOWN)
         kcr__log(KCR_LOG_WARN, "controller", "controller \"%s\": enqueue %s: %s", s->ctl->name, key,
                  kcr_last_error());
 }

@@ -40,8 +40,8 @@ uint64_t kcr__informer_applied_rv(kcr_informer *inf)
     return v;
 }
 
-static kcr_err process(const char *key, const kcr_delta *deltas, size_t n, bool initial,
-                       bool *requeue, void *ud)
+kcr_err kcr__informer_process(const char *key, const kcr_delta *deltas, size_t n, bool initial,
+                              bool *requeue, void *ud)
 {
     (void)requeue;
     kcr_informer *inf = ud;
@@ -114,16 +114,21 @@ static bool is_stopped(kcr_informer *inf)
     return s;
 }
 
+void kcr__informer_after_apply(kcr_informer *inf)
+{
+    kcr__informer_deliver_inline(inf);
+    if (!kcr_informer_has_synced(inf))
+        kcr__informer_check_synced(inf);
+}
+
 static void *process_main(void *arg)
 {
     kcr_informer *inf = arg;
     for (;;) {
-        kcr_err err = kcr_delta_fifo_pop(inf->fifo, process, inf);
+        kcr_err err = kcr_delta_fifo_pop(inf->fifo, kcr__informer_process, inf);
         if (err == KCR_ERR_SHUTDOWN || is_stopped(inf))
             break;
-        kcr__informer_deliver_inline(inf); /* outside the fifo lock */
-        if (!kcr_informer_has_synced(inf))
-            kcr__informer_check_synced(inf);
+        kcr__informer_after_apply(inf);
     }
     return NULL;
 }

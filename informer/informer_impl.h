@@ -58,7 +58,7 @@ struct kcr_informer {
     kcr_store *store;
     kcr_delta_fifo *fifo;
     kcr_reflector *refl;
-    kcr_reflector_sink fifo_sink; /* what the informer's sink forwards to */
+    kcr_reflector_sink fifo_sink; /* where the informer's sink forwards lists */
     bool keep_managed_fields;
     kcr_object_transform_fn transform;
     void *transform_ud;
@@ -97,7 +97,8 @@ void kcr__informer_distribute(kcr_informer *inf, const char *key, kcr__notif_kin
 /* Delivers the queues of the inline handlers (KCR_HANDLER_DELIVERY_INLINE)
  * on the calling thread, one handler at a time, skipping those another
  * thread is delivering. No lock held: called by the processing thread after
- * each pop and by the reflector's thread after the first list. */
+ * each pop and by the reflector's thread after the first list and after a
+ * change it applied itself (kcr__informer_after_apply). */
 void kcr__informer_deliver_inline(kcr_informer *inf);
 
 /* Stops h's delivery and waits until its running callback has returned.
@@ -111,6 +112,17 @@ void kcr__handler_unref(kcr_handler_reg *h);
 
 /* Marks the informer synced once the fifo is and a complete list arrived. */
 void kcr__informer_check_synced(kcr_informer *inf);
+
+/* The DeltaFIFO's process function (kcr_delta_fifo_process_fn, user_data:
+ * inf): applies a key's deltas to the cache and queues them for the
+ * handlers. Runs under the fifo's lock, on the processing thread or on the
+ * reflector's (informer_sink.c). */
+kcr_err kcr__informer_process(const char *key, const kcr_delta *deltas, size_t n, bool initial,
+                              bool *requeue, void *user_data);
+
+/* After a change was applied, outside every lock: delivers the inline
+ * handlers' queues and marks the informer synced when it now is. */
+void kcr__informer_after_apply(kcr_informer *inf);
 
 /* ---- informer_sink.c ---- */
 

@@ -1,44 +1,51 @@
 /* The shared informer's sink: the reflector's watch events go to the
- * DeltaFIFO (stamped when tracing), and so do its lists except the first,
- * which goes straight to the cache and the handlers' queues. Also the
- * reflector's transform. */
+ * DeltaFIFO, or straight to the cache when nothing is queued there (stamped
+ * when tracing), its lists to the DeltaFIFO except the first, which goes
+ * straight to the cache and the handlers' queues. Also the reflector's
+ * transform. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "core/trace.h"
 #include "informer/informer_impl.h"
+#include "store/store_internal.h"
 
-/* A watch event into the DeltaFIFO, stamped when tracing (core/trace.h). */
-static kcr_err traced(kcr_err (*push)(const kcr_object *, void *), const kcr_object *obj,
-                      void *fifo)
+/* A watch event for the cache. With nothing queued in the DeltaFIFO it is
+ * applied and delivered to the inline handlers right here, on the
+ * reflector's thread, instead of waking the processing thread for it (one
+ * thread hand-off fewer per event when the informer keeps up); otherwise
+ * it is queued behind the others. Stamped when tracing (core/trace.h;
+ * "fifo" is then the hand-over to the DeltaFIFO). */
+static kcr_err apply_or_queue(kcr_informer *inf, const kcr_object *obj, kcr_delta_type type)
 {
     char *key = NULL;
-    if (!kcr__trace_on() || kcr_store_key(obj, &key) != KCR_OK)
-        return push(obj, fifo);
-    kcr__trace_begin(key);
-    kcr_err err = push(obj, fifo);
-    kcr__trace_stamp(KCR__TR_FIFO, key);
-    free(key);
+    if (kcr__trace_on() && kcr_store_key(obj, &key) == KCR_OK) {
+        kcr__trace_begin(key);
+        kcr__trace_stamp(KCR__TR_FIFO, key);
+        free(key);
+    }
+    bool applied;
+    kcr_err err = kcr__delta_fifo_apply_or_queue(inf->fifo, obj, type, kcr__informer_process,
+                                                 inf, &applied);
+    if (applied)
+        kcr__informer_after_apply(inf);
     return err;
 }
 
 static kcr_err sink_add(const kcr_object *obj, void *ud)
 {
-    kcr_informer *inf = ud;
-    return traced(inf->fifo_sink.on_add, obj, inf->fifo_sink.user_data);
+    return apply_or_queue(ud, obj, KCR_DELTA_ADDED);
 }
 
 static kcr_err sink_update(const kcr_object *obj, void *ud)
 {
-    kcr_informer *inf = ud;
-    return traced(inf->fifo_sink.on_update, obj, inf->fifo_sink.user_data);
+    return apply_or_queue(ud, obj, KCR_DELTA_UPDATED);
 }
 
 static kcr_err sink_delete(const kcr_object *obj, void *ud)
 {
-    kcr_informer *inf = ud;
-    return traced(inf->fifo_sink.on_delete, obj, inf->fifo_sink.user_data);
+    return apply_or_queue(ud, obj, KCR_DELTA_DELETED);
 }
 
 /* The first complete list, with an empty cache and nothing queued, has

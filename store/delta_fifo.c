@@ -10,6 +10,7 @@
 #include "core/grow.h"
 #include "core/log.h"
 #include "store/queue_core.h"
+#include "store/store_internal.h"
 
 struct entry {
     kcr_delta *d; /* owns a reference to each object and tombstone */
@@ -130,7 +131,10 @@ static kcr_err queue_action(kcr_delta_fifo *f, const char *key, kcr_delta_type t
     return KCR_OK;
 }
 
-static kcr_err change(kcr_delta_fifo *f, const kcr_object *obj, kcr_delta_type type)
+/* Queues a change of obj; with `process` (kcr__delta_fifo_apply_or_queue),
+ * applies it at once instead when nothing is queued. */
+static kcr_err change(kcr_delta_fifo *f, const kcr_object *obj, kcr_delta_type type,
+                      kcr_delta_fifo_process_fn process, void *user_data, bool *applied)
 {
     if (!f || !obj)
         return kcr__fail(KCR_ERR_INVALID, "kcr_delta_fifo: NULL argument");
@@ -146,25 +150,50 @@ static kcr_err change(kcr_delta_fifo *f, const kcr_object *obj, kcr_delta_type t
         skip = known == NULL;
         kcr_object_unref(known);
     }
-    if (!skip)
+    /* Nothing queued: the popping thread would be handed this delta next
+     * and alone, so applying it here under the lock is what a pop would
+     * do (the same initial-population count), minus waking that thread. */
+    bool now = !skip && process && !f->q.queue.len && !f->q.closed;
+    if (now) {
+        kcr_delta d = {type, obj, NULL};
+        bool requeue = false, initial = f->q.initial > 0; /* populated: begin_change set it */
+        if (f->q.initial > 0)
+            f->q.initial--;
+        err = process(key, &d, 1, initial, &requeue, user_data);
+        *applied = true;
+        if (requeue)
+            queue_action(f, key, type, obj, NULL); /* as pop does: best effort */
+    } else if (!skip) {
         err = queue_action(f, key, type, obj, NULL);
+    }
     kcr__queue_core_end_change(&f->q, key);
     return err;
 }
 
 kcr_err kcr_delta_fifo_add(kcr_delta_fifo *f, const kcr_object *obj)
 {
-    return change(f, obj, KCR_DELTA_ADDED);
+    return change(f, obj, KCR_DELTA_ADDED, NULL, NULL, NULL);
 }
 
 kcr_err kcr_delta_fifo_update(kcr_delta_fifo *f, const kcr_object *obj)
 {
-    return change(f, obj, KCR_DELTA_UPDATED);
+    return change(f, obj, KCR_DELTA_UPDATED, NULL, NULL, NULL);
 }
 
 kcr_err kcr_delta_fifo_delete(kcr_delta_fifo *f, const kcr_object *obj)
 {
-    return change(f, obj, KCR_DELTA_DELETED);
+    return change(f, obj, KCR_DELTA_DELETED, NULL, NULL, NULL);
+}
+
+kcr_err kcr__delta_fifo_apply_or_queue(kcr_delta_fifo *f, const kcr_object *obj,
+                                       kcr_delta_type type, kcr_delta_fifo_process_fn process,
+                                       void *user_data, bool *applied)
+{
+    *applied = false;
+    if (type != KCR_DELTA_ADDED && type != KCR_DELTA_UPDATED && type != KCR_DELTA_DELETED)
+        return kcr__fail(KCR_ERR_INVALID, "kcr__delta_fifo_apply_or_queue: %s is not a change",
+                         kcr_delta_type_name(type));
+    return change(f, obj, type, process, user_data, applied);
 }
 
 static kcr_err queue_tombstone(kcr_delta_fifo *f, const char *key, const kcr_object *last)

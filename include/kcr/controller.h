@@ -372,7 +372,7 @@ typedef struct kcr_controller_stats {
     uint64_t predicate_errors;   /* custom predicates that failed */
     uint64_t map_errors;         /* map functions that failed */
     uint64_t invalid_keys;       /* keys refused (map functions, owner references) */
-    uint64_t enqueues;           /* keys enqueued by changes (before dedup) */
+    uint64_t enqueues;           /* keys enqueued by changes (before dedup), counted once added */
     uint64_t filtered;           /* changes dropped by predicates */
     uint64_t ryw_waits;          /* reconciles that waited for the cache to see a write */
     uint64_t ryw_timeouts;       /* of those, waits that gave up at the bound */

@@ -220,8 +220,9 @@ typedef enum kcr_handler_delivery {
      * blocking handler delays neither the cache nor the other handlers. */
     KCR_HANDLER_DELIVERY_THREAD = 0,
     /* The informer's threads, right after the change reached the cache: the
-     * processing thread for changes, the reflector's thread for the first
-     * list, and the thread calling kcr_informer_add_handler for the replay
+     * thread that applied it (the processing thread, or the reflector's for a
+     * watch event that found nothing queued), the reflector's thread for the
+     * first list, and the thread calling kcr_informer_add_handler for the replay
      * to a handler added late (before that call returns). One thread
      * hand-off fewer, so lower latency on a busy machine, for handlers that
      * return quickly: while one runs, the informer applies no further change

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kcr/kcr.h"
+#include "store/store_internal.h"
 #include "unit/store_fixtures.h"
 
 /* What one pop saw, as "Type[:rv][~]" words ("~" marks a tombstone). */
@@ -308,6 +309,72 @@ Test(delta_fifo, pop_into_the_cache_then_relist)
     kcr_store_free(cache);
 }
 
+/* kcr__delta_fifo_apply_or_queue (the informer's sink): applied on the
+ * calling thread when nothing is queued, queued behind the others if not. */
+static bool apply_or_queue(kcr_delta_fifo *f, kcr_delta_type type, const char *name,
+                           const char *rv, struct seen *s)
+{
+    kcr_object *o = o_(name, rv);
+    bool applied = true;
+    cr_assert_eq(kcr__delta_fifo_apply_or_queue(f, o, type, capture, s, &applied), KCR_OK, "%s",
+                 kcr_last_error());
+    kcr_object_unref(o);
+    return applied;
+}
+
+Test(delta_fifo, a_change_with_nothing_queued_is_applied_at_once)
+{
+    kcr_delta_fifo *f = new_delta_fifo(NULL);
+    cr_assert_eq(kcr_delta_fifo_replace(f, NULL, 0), KCR_OK);
+    struct seen s = {0};
+    cr_assert(apply_or_queue(f, KCR_DELTA_UPDATED, "a", "2", &s));
+    cr_assert_str_eq(s.key, "ns/a");
+    cr_assert_str_eq(s.deltas, "Updated:2");
+    cr_assert_not(s.initial, "an empty queue has no initial population left");
+    cr_assert_eq(kcr_delta_fifo_len(f), 0);
+    cr_assert(kcr_delta_fifo_has_synced(f));
+    kcr_delta_fifo_free(f);
+}
+
+Test(delta_fifo, a_change_behind_queued_ones_is_queued_in_order)
+{
+    kcr_delta_fifo *f = new_delta_fifo(NULL);
+    DO(kcr_delta_fifo_add, f, "a", "1");
+    struct seen s = {0};
+    cr_assert_not(apply_or_queue(f, KCR_DELTA_UPDATED, "b", "1", &s));
+    cr_assert_not(apply_or_queue(f, KCR_DELTA_UPDATED, "a", "2", &s));
+    cr_assert_str_eq(s.key, "", "nothing applied");
+    s = pop1(f);
+    cr_assert_str_eq(s.key, "ns/a");
+    cr_assert_str_eq(s.deltas, "Added:1 Updated:2");
+    s = pop1(f);
+    cr_assert_str_eq(s.key, "ns/b");
+    cr_assert_str_eq(s.deltas, "Updated:1");
+    /* empty again: the next change is applied */
+    cr_assert(apply_or_queue(f, KCR_DELTA_UPDATED, "b", "2", &s));
+    cr_assert_str_eq(s.deltas, "Updated:2");
+    kcr_delta_fifo_free(f);
+}
+
+Test(delta_fifo, apply_or_queue_ignores_a_delete_of_an_unknown_key_and_queues_once_closed)
+{
+    kcr_delta_fifo *f = new_delta_fifo(NULL);
+    struct seen s = {0};
+    cr_assert_not(apply_or_queue(f, KCR_DELTA_DELETED, "ghost", "1", &s));
+    cr_assert_str_eq(s.key, "");
+    cr_assert_eq(kcr_delta_fifo_len(f), 0);
+    kcr_delta_fifo_close(f);
+    cr_assert_not(apply_or_queue(f, KCR_DELTA_ADDED, "late", "1", &s));
+    cr_assert_str_eq(s.key, "", "a closed fifo applies nothing");
+    cr_assert_eq(kcr_delta_fifo_len(f), 1);
+    kcr_object *o = o_("x", "1");
+    bool applied;
+    cr_assert_eq(kcr__delta_fifo_apply_or_queue(f, o, KCR_DELTA_SYNC, capture, &s, &applied),
+                 KCR_ERR_INVALID);
+    kcr_object_unref(o);
+    kcr_delta_fifo_free(f);
+}
+
 static void *blocked_pop(void *arg)
 {
     struct seen s = {0};
@@ -362,6 +429,7 @@ Test(delta_fifo, pop_timeout_beyond_35_years_waits_without_limit, .timeout = 30)
 struct prod {
     kcr_delta_fifo *f;
     int id;
+    kcr_store *cache; /* set: changes through kcr__delta_fifo_apply_or_queue */
 };
 
 static void *producer(void *arg)
@@ -372,7 +440,14 @@ static void *producer(void *arg)
         snprintf(name, sizeof name, "p%d-%d", p->id, i % 40);
         snprintf(rv, sizeof rv, "%d", i);
         kcr_object *o = o_(name, rv);
-        if (i % 3 == 0)
+        bool applied;
+        if (p->cache) /* the informer's way: applied here when nothing is queued */
+            kcr__delta_fifo_apply_or_queue(p->f, o,
+                                           i % 3 == 0   ? KCR_DELTA_ADDED
+                                           : i % 3 == 1 ? KCR_DELTA_UPDATED
+                                                        : KCR_DELTA_DELETED,
+                                           apply, p->cache, &applied);
+        else if (i % 3 == 0)
             kcr_delta_fifo_add(p->f, o);
         else if (i % 3 == 1)
             kcr_delta_fifo_update(p->f, o);
@@ -403,7 +478,7 @@ Test(delta_fifo, concurrent_producers_and_consumer, .timeout = 120)
     struct prod pp[3];
     pthread_create(&c, NULL, consumer, ca);
     for (int i = 0; i < 3; i++) {
-        pp[i] = (struct prod){f, i};
+        pp[i] = (struct prod){f, i, i == 2 ? cache : NULL};
         pthread_create(&p[i], NULL, producer, &pp[i]);
     }
     for (int i = 0; i < 3; i++)
