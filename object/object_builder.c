@@ -2,6 +2,7 @@
  * what it wrote into an immutable kcr_object: the only writer of the object
  * layout described in object/object_internal.h. */
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,45 @@ void kcr__object_builder_free(kcr__object_builder *b)
     free(b->dedup);
     free(b->scratch);
     free(b);
+}
+
+/* Each thread's spare builder, freed when the thread ends. */
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static bool spare_ok;
+
+static void spare_free(void *b)
+{
+    kcr__object_builder_free(b);
+}
+
+static void spare_init(void)
+{
+    spare_ok = pthread_key_create(&spare_key, spare_free) == 0;
+}
+
+/* A spare keeps at most this much in its arena (a bigger object's arena is
+ * not worth holding on to between objects). */
+#define SPARE_MAX_ARENA (64 * 1024)
+
+kcr__object_builder *kcr__object_builder_take(void)
+{
+    pthread_once(&spare_once, spare_init);
+    kcr__object_builder *b = spare_ok ? pthread_getspecific(spare_key) : NULL;
+    if (!b)
+        return kcr__object_builder_new();
+    pthread_setspecific(spare_key, NULL);
+    kcr__object_builder_reset(b);
+    return b;
+}
+
+void kcr__object_builder_give(kcr__object_builder *b)
+{
+    if (!b)
+        return;
+    if (!spare_ok || b->cap > SPARE_MAX_ARENA || pthread_getspecific(spare_key) ||
+        pthread_setspecific(spare_key, b) != 0)
+        kcr__object_builder_free(b);
 }
 
 void kcr__object_builder_reset(kcr__object_builder *b)

@@ -19,6 +19,16 @@ typedef struct kcr__object_builder kcr__object_builder;
 kcr__object_builder *kcr__object_builder_new(void);
 void kcr__object_builder_free(kcr__object_builder *b);
 
+/* For one object built start to finish on this thread: the thread's spare
+ * builder (reset) or a new one; NULL when out of memory. Give it back with
+ * kcr__object_builder_give, on the same thread. A builder's first buffers
+ * (arena, word stack, string table, some 11 KiB) cost about as much as
+ * parsing a small object: a webhook review or an edit's snapshot. */
+kcr__object_builder *kcr__object_builder_take(void);
+/* Keeps b as the thread's spare (freed with the thread) when its buffers
+ * are small, else frees it. NULL is a no-op. */
+void kcr__object_builder_give(kcr__object_builder *b);
+
 /* Event feeders, same meaning as yajl's callbacks. Numbers arrive as their
  * original text so nothing is lost. Return KCR_OK, or an error (nesting too
  * deep, out of memory, event out of place) after which the builder must be

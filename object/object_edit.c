@@ -44,14 +44,14 @@ void kcr_object_edit_free(kcr_object_edit *e)
 
 kcr_err kcr__edit_freeze(kcr_object_edit *e, bool need_name, kcr_object **out)
 {
-    kcr__object_builder *b = kcr__object_builder_new();
+    kcr__object_builder *b = kcr__object_builder_take();
     if (!b)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory freezing an object");
     kcr_err err = kcr__node_feed(b, e->root);
     if (err == KCR_OK)
         err =
             need_name ? kcr__object_builder_finish(b, out) : kcr__object_builder_finish_any(b, out);
-    kcr__object_builder_free(b);
+    kcr__object_builder_give(b);
     return err;
 }
 

@@ -50,10 +50,10 @@ static kcr_err parse(const char *json, size_t len, kcr_object **out, bool requir
         return kcr__fail(KCR_ERR_INVALID, "kcr_object_parse: json is NULL");
     if (len == 0) /* like the client calls: 0 means a NUL-terminated string */
         len = strlen(json);
-    struct parse_ctx c = {kcr__object_builder_new(), KCR_OK};
+    struct parse_ctx c = {kcr__object_builder_take(), KCR_OK};
     kcr__jreader *r = c.b ? kcr__jreader_new(false, on_event, &c) : NULL;
     if (!r) {
-        kcr__object_builder_free(c.b);
+        kcr__object_builder_give(c.b);
         return kcr__fail(KCR_ERR_NOMEM, "out of memory parsing an object");
     }
     kcr_err err = KCR_OK;
@@ -79,7 +79,7 @@ static kcr_err parse(const char *json, size_t len, kcr_object **out, bool requir
                            : kcr__object_builder_finish_any(c.b, out);
     }
     kcr__jreader_free(r);
-    kcr__object_builder_free(c.b);
+    kcr__object_builder_give(c.b);
     return err;
 }
 

@@ -100,36 +100,47 @@ static kcr_err edits_patch(kcr_admission_response *r, char **b64)
     return err;
 }
 
-/* Writes the AdmissionReview answer. */
+/* Writes the AdmissionReview answer (false when out of memory). */
 static bool write_answer(const char *api_version, const char *uid,
                          const kcr_admission_response *r, const char *patch_b64, char **out,
                          size_t *len)
 {
-    yajl_gen g = yajl_gen_alloc(NULL);
-    if (!g)
+    struct kcr__wh_text t = {0};
+#define RAW(lit) kcr__wh_text_raw(&t, lit, sizeof lit - 1)
+    RAW("{\"apiVersion\":");
+    kcr__wh_text_string(&t, api_version);
+    RAW(",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
+    kcr__wh_text_string(&t, uid);
+    if (r->allowed) {
+        RAW(",\"allowed\":true");
+    } else {
+        char code[48];
+        snprintf(code, sizeof code, ",\"allowed\":false,\"status\":{\"code\":%d", (int)r->code);
+        kcr__wh_text_raw(&t, code, strlen(code));
+        RAW(",\"message\":");
+        kcr__wh_text_string(&t, r->message ? r->message : "");
+        RAW("}");
+    }
+    for (size_t i = 0; i < r->n_warnings; i++) {
+        kcr__wh_text_raw(&t, i ? "," : ",\"warnings\":[", i ? 1 : 13);
+        kcr__wh_text_string(&t, r->warnings[i]);
+    }
+    if (r->n_warnings)
+        RAW("]");
+    if (patch_b64) { /* base64: nothing to escape */
+        RAW(",\"patchType\":\"JSONPatch\",\"patch\":\"");
+        kcr__wh_text_raw(&t, patch_b64, strlen(patch_b64));
+        RAW("\"");
+    }
+    RAW("}}");
+#undef RAW
+    if (t.oom) {
+        free(t.s);
         return false;
-    bool ok = yajl_gen_map_open(g) == yajl_gen_status_ok &&
-              kcr__wh_gen_kv(g, "apiVersion", api_version) &&
-              kcr__wh_gen_kv(g, "kind", "AdmissionReview") && kcr__wh_gen_str(g, "response") &&
-              yajl_gen_map_open(g) == yajl_gen_status_ok && kcr__wh_gen_kv(g, "uid", uid) &&
-              kcr__wh_gen_str(g, "allowed") && yajl_gen_bool(g, r->allowed) == yajl_gen_status_ok;
-    if (ok && !r->allowed) {
-        ok = kcr__wh_gen_str(g, "status") && yajl_gen_map_open(g) == yajl_gen_status_ok &&
-             kcr__wh_gen_str(g, "code") && yajl_gen_integer(g, r->code) == yajl_gen_status_ok &&
-             kcr__wh_gen_kv(g, "message", r->message ? r->message : "") &&
-             yajl_gen_map_close(g) == yajl_gen_status_ok;
     }
-    if (ok && r->n_warnings) {
-        ok = kcr__wh_gen_str(g, "warnings") && yajl_gen_array_open(g) == yajl_gen_status_ok;
-        for (size_t i = 0; ok && i < r->n_warnings; i++)
-            ok = kcr__wh_gen_str(g, r->warnings[i]);
-        ok = ok && yajl_gen_array_close(g) == yajl_gen_status_ok;
-    }
-    if (ok && patch_b64)
-        ok = kcr__wh_gen_kv(g, "patchType", "JSONPatch") && kcr__wh_gen_kv(g, "patch", patch_b64);
-    ok = ok && yajl_gen_map_close(g) == yajl_gen_status_ok &&
-         yajl_gen_map_close(g) == yajl_gen_status_ok;
-    return kcr__wh_gen_take(g, ok, out, len);
+    *out = t.s;
+    *len = t.len;
+    return true;
 }
 
 /* Decodes, calls the handler, writes the answer into the job (worker). */
@@ -145,7 +156,7 @@ void kcr__wh_admission_run(struct kcr__wh_job *job)
     kcr_admission_response r = {.allowed = true,
                                 .mutating = route->type == KCR_ADMISSION_MUTATING,
                                 .object = a.object};
-    kcr_set_error(KCR_OK, "%s", ""); /* no stale message reaches the answer */
+    kcr_set_error(KCR_OK, NULL); /* no stale message reaches the answer */
     kcr_err err = route->fn(&a.req, &r, route->user_data);
     if (err) {
         char msg[1024];

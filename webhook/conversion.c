@@ -49,7 +49,7 @@ static kcr_err step(const struct converters *c, const kcr_converter *cv, const k
     if (!err)
         err = kcr_object_edit_set_string(e, "apiVersion", cv->to_api_version);
     if (!err) {
-        kcr_set_error(KCR_OK, "%s", ""); /* no stale message reaches the answer */
+        kcr_set_error(KCR_OK, NULL); /* no stale message reaches the answer */
         err = cv->fn(in, e, c->user_data);
         if (err && !*kcr_last_error())
             kcr__fail(err, "%s", kcr_strerror(err));

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -71,27 +72,59 @@ static void write_now(struct bufferevent *bev, struct evbuffer *out, unsigned ch
         bufferevent_trigger(bev, EV_WRITE, BEV_TRIG_DEFER_CALLBACKS);
 }
 
+/* Loop: the Date header for this second, written once a second (evhttp
+ * would format it for every answer). NULL off a loop thread: evhttp then
+ * adds its own. */
+static const char *date_header(void)
+{
+    static const char days[][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static const char months[][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    struct kcr__wh_loop *l = kcr__wh_this_loop;
+    if (!l)
+        return NULL;
+    time_t now = time(NULL);
+    if (l->date_sec != now) {
+        struct tm tm;
+        if (!gmtime_r(&now, &tm))
+            return NULL;
+        snprintf(l->date, sizeof l->date, "%s, %02d %s %d %02d:%02d:%02d GMT", days[tm.tm_wday],
+                 tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
+                 tm.tm_sec);
+        l->date_sec = now;
+    }
+    return l->date;
+}
+
 void kcr__wh_reply(struct evhttp_request *req, int status, const char *body, size_t len)
 {
-    struct evbuffer *b = evbuffer_new();
-    if (b)
-        evbuffer_add(b, body, len);
+    /* the body straight into the request's output buffer, and the headers
+     * evhttp would otherwise look for and format itself */
+    evbuffer_add(evhttp_request_get_output_buffer(req), body, len);
     bool json = len && body[0] == '{';
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                      json ? "application/json" : "text/plain");
+    struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
+    evhttp_add_header(headers, "Content-Type", json ? "application/json" : "text/plain");
+    char digits[24], *p = digits + sizeof digits - 1;
+    *p = '\0';
+    size_t n = len;
+    do
+        *--p = (char)('0' + n % 10);
+    while ((n /= 10) != 0);
+    evhttp_add_header(headers, "Content-Length", p);
+    const char *date = date_header();
+    if (date)
+        evhttp_add_header(headers, "Date", date);
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
     struct evbuffer *out = bev ? bufferevent_get_output(bev) : NULL;
     bool alone = out && evbuffer_get_length(out) == 0; /* no earlier write pending */
-    evhttp_send_reply(req, status, NULL, b); /* may free req */
-    if (b)
-        evbuffer_free(b);
+    evhttp_send_reply(req, status, NULL, NULL); /* may free req */
     /* evhttp queued the head and the body as two chains, which would be
      * sealed as two records; one chain, one record */
-    size_t n = out ? evbuffer_get_length(out) : 0;
-    unsigned char *data = n && n <= ONE_RECORD ? evbuffer_pullup(out, -1) : NULL;
+    size_t queued = out ? evbuffer_get_length(out) : 0;
+    unsigned char *data = queued && queued <= ONE_RECORD ? evbuffer_pullup(out, -1) : NULL;
     if (data && alone)
-        write_now(bev, out, data, n);
+        write_now(bev, out, data, queued);
 }
 
 void kcr__wh_job_answer(struct kcr__wh_job *job, int status, const char *body, size_t len)

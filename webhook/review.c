@@ -171,6 +171,50 @@ void kcr__wh_conversion_free(struct kcr__wh_conversion *c)
     memset(c, 0, sizeof *c);
 }
 
+void kcr__wh_text_raw(struct kcr__wh_text *t, const char *s, size_t n)
+{
+    if (t->oom)
+        return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 512;
+        while (cap < t->len + n + 1)
+            cap *= 2;
+        char *p = realloc(t->s, cap);
+        if (!p) {
+            t->oom = true;
+            return;
+        }
+        t->s = p;
+        t->cap = cap;
+    }
+    memcpy(t->s + t->len, s, n);
+    t->len += n;
+    t->s[t->len] = '\0';
+}
+
+void kcr__wh_text_string(struct kcr__wh_text *t, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    kcr__wh_text_raw(t, "\"", 1);
+    const char *run = s; /* the bytes not written yet */
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        kcr__wh_text_raw(t, run, (size_t)(s - run));
+        run = s + 1;
+        char esc[6] = {'\\', (char)c, 0, 0, 0, 0};
+        if (c < 0x20) {
+            memcpy(esc + 1, "u00", 3);
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+        }
+        kcr__wh_text_raw(t, esc, c < 0x20 ? 6 : 2);
+    }
+    kcr__wh_text_raw(t, run, (size_t)(s - run));
+    kcr__wh_text_raw(t, "\"", 1);
+}
+
 bool kcr__wh_gen_str(yajl_gen g, const char *s)
 {
     return yajl_gen_string(g, (const unsigned char *)s, strlen(s)) == yajl_gen_status_ok;

@@ -4,6 +4,7 @@
 #ifndef KCR_WEBHOOK_REVIEW_H
 #define KCR_WEBHOOK_REVIEW_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <yajl/yajl_gen.h>
@@ -38,6 +39,22 @@ void kcr__wh_conversion_free(struct kcr__wh_conversion *c);
 
 /* A copy of a value as an object of its own (a JSON object; no name needed). */
 kcr_err kcr__wh_value_object(kcr_value v, const char *what, kcr_object **out);
+
+/* A JSON text written by hand, for the admission answer: a few fixed
+ * members around strings that need escaping, where a yajl generator costs
+ * more than the rest of the answer. s is malloc'd, NUL-terminated; after an
+ * allocation failed every append is a no-op and oom stays set. Owned by its
+ * writer's thread. */
+struct kcr__wh_text {
+    char *s;
+    size_t len, cap;
+    bool oom;
+};
+/* Appends n bytes as they are. */
+void kcr__wh_text_raw(struct kcr__wh_text *t, const char *s, size_t n);
+/* Appends s as a quoted JSON string: '"', '\\' and control characters
+ * escaped, other bytes (UTF-8) as they are. */
+void kcr__wh_text_string(struct kcr__wh_text *t, const char *s);
 
 /* yajl helpers: each returns false once the generator failed. */
 bool kcr__wh_gen_str(yajl_gen g, const char *s);

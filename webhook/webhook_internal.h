@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <event2/event.h>
 #include <event2/http.h>
@@ -94,6 +95,8 @@ struct kcr__wh_loop {
     pthread_mutex_t done_mu; /* guards done_list and done_armed */
     struct kcr__wh_job *done_list;
     bool done_armed; /* done_ev activated and not yet run */
+    time_t date_sec; /* the second `date` was written for */
+    char date[32];   /* the answers' Date header (RFC 7231 IMF-fixdate) */
 };
 
 struct kcr_webhook_server {

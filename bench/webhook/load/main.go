@@ -4,7 +4,12 @@
 // with 3). Only answers that are 200 with the request's uid and the expected
 // decision count (a mutate must carry a patch); anything else is a failure.
 //
-//	load URL CA_FILE CONCURRENCY SECONDS
+//	load URL CA_FILE CONCURRENCY SECONDS [REQUESTS]
+//
+// With REQUESTS, the clients stop after that many requests in all (split
+// evenly, each client alternating from /mutate), or at SECONDS if that comes
+// first, and rps is over the time they took: a fixed amount of work, for
+// counting instructions (./instructions).
 //
 // Prints "ok= failed= rps= p50_ms= p99_ms=".
 package main
@@ -45,8 +50,8 @@ type answer struct {
 }
 
 func main() {
-	if len(os.Args) != 5 {
-		fmt.Fprintln(os.Stderr, "usage: load URL CA_FILE CONCURRENCY SECONDS")
+	if len(os.Args) != 5 && len(os.Args) != 6 {
+		fmt.Fprintln(os.Stderr, "usage: load URL CA_FILE CONCURRENCY SECONDS [REQUESTS]")
 		os.Exit(2)
 	}
 	base := os.Args[1]
@@ -59,7 +64,12 @@ func main() {
 	pool.AppendCertsFromPEM(ca)
 	conc, _ := strconv.Atoi(os.Args[3])
 	secs, _ := strconv.Atoi(os.Args[4])
-	deadline := time.Now().Add(time.Duration(secs) * time.Second)
+	requests := 0
+	if len(os.Args) == 6 {
+		requests, _ = strconv.Atoi(os.Args[5])
+	}
+	start := time.Now()
+	deadline := start.Add(time.Duration(secs) * time.Second)
 	var mu sync.Mutex
 	var lat []time.Duration
 	ok, failed := 0, 0
@@ -73,7 +83,14 @@ func main() {
 				MaxIdleConnsPerHost: 1, ForceAttemptHTTP2: false}}
 			var mine []time.Duration
 			good, bad := 0, 0
-			for i := 0; time.Now().Before(deadline); i++ {
+			quota := -1 // no limit but the deadline
+			if requests > 0 {
+				quota = requests / conc
+				if w < requests%conc {
+					quota++
+				}
+			}
+			for i := 0; i != quota && time.Now().Before(deadline); i++ {
 				uid := fmt.Sprintf("%d-%d", w, i)
 				path, spec := "/validate", `,"replicas":3`
 				if i%2 == 0 {
@@ -105,6 +122,10 @@ func main() {
 		}(w)
 	}
 	wg.Wait()
+	elapsed := float64(secs)
+	if requests > 0 {
+		elapsed = time.Since(start).Seconds()
+	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	pct := func(p float64) float64 {
 		if len(lat) == 0 {
@@ -113,5 +134,5 @@ func main() {
 		return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000
 	}
 	fmt.Printf("ok=%d failed=%d rps=%.0f p50_ms=%.3f p99_ms=%.3f\n", ok, failed,
-		float64(ok)/float64(secs), pct(0.50), pct(0.99))
+		float64(ok)/elapsed, pct(0.50), pct(0.99))
 }
