@@ -129,6 +129,14 @@ void kcr__informer_after_apply(kcr_informer *inf);
 /* The sink the informer's reflector feeds (user_data: inf). */
 kcr_reflector_sink kcr__informer_sink(kcr_informer *inf);
 
+/* The reflector's list reuse hook (kcr__list_reuse_fn, user_data: inf): the
+ * cached object of the listed one's key when it has the same uid and
+ * resourceVersion. A relist then shares every unchanged object with the
+ * cache instead of holding a second copy of it until the replace is
+ * applied (a relist peaked at twice the cache), and the user's transform
+ * is not run again on it. */
+kcr_object *kcr__informer_list_reuse(const kcr_object *listed, void *user_data);
+
 /* The reflector transform: strips managedFields (unless kept), then the
  * user's transform. user_data: inf. */
 kcr_err kcr__informer_transform(const kcr_object *in, kcr_object **out, void *user_data);

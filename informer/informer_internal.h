@@ -17,6 +17,16 @@ void kcr__reflector_set_backoff_hook(kcr_reflector *r, kcr__backoff_hook_fn fn, 
  * kcr_reflector_start(). */
 void kcr__reflector_drop_managed_fields(kcr_reflector *r);
 
+/* A listed object's reuse: given an object of a list (after the shard
+ * filter, before the transform), returns a new reference to the equal
+ * object the sink already holds (same key, uid and resourceVersion: the
+ * transformed state of the same version), which the list then carries
+ * instead, so a relist allocates only what changed; or NULL. Runs on the
+ * reflector's thread. */
+typedef kcr_object *(*kcr__list_reuse_fn)(const kcr_object *listed, void *user_data);
+/* Sets r's reuse hook; before kcr_reflector_start(). */
+void kcr__reflector_set_list_reuse(kcr_reflector *r, kcr__list_reuse_fn fn, void *user_data);
+
 /* The generation of the newest shard selector set on r: 0 for the one it
  * was made with, one more per kcr_reflector_set_shard_selector(). Thread-safe. */
 uint64_t kcr__reflector_shard_gen(kcr_reflector *r);

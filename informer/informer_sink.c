@@ -102,6 +102,26 @@ static kcr_err sink_replace(kcr_object *const *objs, size_t n, const char *rv, v
     return KCR_OK;
 }
 
+kcr_object *kcr__informer_list_reuse(const kcr_object *listed, void *ud)
+{
+    kcr_informer *inf = ud;
+    pthread_mutex_lock(&inf->mu);
+    bool empty = !inf->applied_first && !inf->listed; /* nothing to reuse before a list */
+    pthread_mutex_unlock(&inf->mu);
+    char *key = NULL;
+    if (empty || kcr_store_key(listed, &key) != KCR_OK)
+        return NULL;
+    kcr_object *held = kcr_store_get_by_key(inf->store, key);
+    free(key);
+    if (held && (strcmp(kcr_object_uid(held), kcr_object_uid(listed)) != 0 ||
+                 strcmp(kcr_object_resource_version(held),
+                        kcr_object_resource_version(listed)) != 0)) {
+        kcr_object_unref(held);
+        held = NULL;
+    }
+    return held;
+}
+
 kcr_err kcr__informer_transform(const kcr_object *in, kcr_object **out, void *ud)
 {
     kcr_informer *inf = ud;

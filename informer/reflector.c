@@ -40,6 +40,8 @@ struct kcr_reflector {
     size_t n_shard_ranges;
     kcr__backoff_hook_fn backoff_hook;
     void *backoff_hook_ud;
+    kcr__list_reuse_fn list_reuse;
+    void *list_reuse_ud;
 
     kcr_cancel *cancel;
     kcr_cancel *watch_cancel; /* the running watch's: stop and a selector change trigger it */
@@ -219,6 +221,15 @@ static kcr_err transform(kcr_reflector *r, kcr_object *in, kcr_object **out)
     return err;
 }
 
+/* A list's object: the sink's equal one if it holds it (the list hook),
+ * else the transformed `in`. */
+static kcr_err list_object(kcr_reflector *r, kcr_object *in, kcr_object **out)
+{
+    if (r->list_reuse && (*out = r->list_reuse(in, r->list_reuse_ud)))
+        return KCR_OK;
+    return transform(r, in, out);
+}
+
 /* Whether the reflector keeps obj: always without a shard selector, else
  * when its shard key falls in the selector's ranges. Applied to everything
  * received, whoever filtered it first: an object's uid and namespace never
@@ -339,7 +350,7 @@ static kcr_err list_item(kcr_object *obj, void *ud)
     if (!in_shard(l->r, obj))
         return KCR_OK;
     kcr_object *t;
-    kcr_err err = transform(l->r, obj, &t);
+    kcr_err err = list_object(l->r, obj, &t);
     if (err == KCR_OK && (err = objvec_push(&l->objs, t)) != KCR_OK)
         kcr_object_unref(t);
     return err;
@@ -556,7 +567,7 @@ static kcr_err on_event(const kcr_watch_event *ev, void *ud)
             return KCR_OK;
         }
         kcr_object *obj;
-        if ((err = transform(r, ev->object, &obj)) != KCR_OK) {
+        if ((err = (w->initial ? list_object : transform)(r, ev->object, &obj)) != KCR_OK) {
             w->sink_err = err;
             return err;
         }
@@ -869,6 +880,12 @@ kcr_err kcr_reflector_new(kcr_client *client, const kcr_resource *res,
 void kcr__reflector_drop_managed_fields(kcr_reflector *r)
 {
     r->drop_managed_fields = true;
+}
+
+void kcr__reflector_set_list_reuse(kcr_reflector *r, kcr__list_reuse_fn fn, void *user_data)
+{
+    r->list_reuse = fn;
+    r->list_reuse_ud = user_data;
 }
 
 void kcr__reflector_set_backoff_hook(kcr_reflector *r, kcr__backoff_hook_fn fn, void *user_data)

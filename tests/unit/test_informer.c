@@ -267,3 +267,39 @@ Test(informer, relist_into_an_emptied_cache_adds_are_not_initial)
     env_down(&e);
     tracker_free(t);
 }
+
+/* A relist after the watch was lost keeps the cached object of every key
+ * whose uid and resourceVersion did not change (the list carries it instead
+ * of a second copy: a relist no longer peaks at twice the cache), and
+ * replaces the changed ones. */
+Test(informer, a_relist_shares_unchanged_objects_with_the_cache)
+{
+    env e;
+    env_up(&e, 3, NULL);
+    env_start_synced(&e);
+    WAIT_FOR(kcr_fake_watch_count(e.fake, &CM) == 1, 5000);
+    kcr_store *cache = kcr_informer_store(e.inf);
+    kcr_object *same = kcr_store_get_by_key(cache, "default/cm-00000");
+    kcr_object *changed = kcr_store_get_by_key(cache, "default/cm-00001");
+    cr_assert(same && changed);
+    break_watch(&e);
+    cr_assert_eq(patch_cm(e.c, "default", "cm-00001", "changed"), KCR_OK);
+    kcr_fake_compact(e.fake); /* the re-watch gets 410: a relist */
+    kcr_fake_clear_errors(e.fake);
+    kcr_reflector_stats rs = {0};
+    WAIT_FOR((kcr_reflector_get_stats(kcr_informer_reflector(e.inf), &rs), rs.lists == 2), 5000);
+    cr_assert_eq(rs.lists, 2, "no relist");
+    kcr_object *now = NULL;
+    WAIT_FOR((kcr_object_unref(now), now = kcr_store_get_by_key(cache, "default/cm-00001"),
+              now != changed),
+             5000);
+    cr_assert_neq(now, changed, "the changed object was replaced");
+    cr_assert_str_neq(kcr_object_resource_version(now), kcr_object_resource_version(changed));
+    kcr_object *kept = kcr_store_get_by_key(cache, "default/cm-00000");
+    cr_assert_eq(kept, same, "the unchanged object is the one cached before the relist");
+    kcr_object_unref(kept);
+    kcr_object_unref(now);
+    kcr_object_unref(same);
+    kcr_object_unref(changed);
+    env_down(&e);
+}
