@@ -18,8 +18,8 @@
  *   reconcile of a sharded controller is cancelled; the keys of gained
  *   ranges in the primary caches are enqueued; in server mode the primary
  *   caches' shard selector follows want ∪ admitted ∪ draining, in every
- *   mode the owned caches' (manager_shard_children.c); once caches relisted
- *   a smaller selection, the freed heap goes back to the system; in label
+ *   mode the owned caches' (manager_shard_children.c); once every cache
+ *   relisted a new selection, the freed heap goes back to the system; in label
  *   mode a copy of the member's ring goes to the label thread
  *   (manager_shard_label.c), under the lock.
  * - Admission reads the key's cached object under the lock: in label mode
@@ -41,6 +41,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "informer/informer_internal.h"
 #include "shard/lease_store.h"
 #include "shard/member.h"
 #include "shard/ring.h"
@@ -249,23 +250,37 @@ static void set_selectors(mgr_shard *s, const kcr__ranges *sel)
     free(text);
 }
 
-/* The caches drop the objects of a smaller selection when they relist, but
- * malloc keeps the freed memory (a replica that briefly held every object,
- * as the first of a ring does, would keep that peak): once the owned caches
- * applied the selection and a retry period or two passed for the primary
- * caches' relist, the freed pages go back to the system (glibc's
- * malloc_trim; with another C library, nothing is done). Member's thread
- * only. */
-static void give_back_heap(mgr_shard *s, bool shrank)
+/* Whether every sharded primary cache listed with its newest selector. */
+static bool primaries_listed(const mgr_shard *s)
 {
-    int64_t now = kcr__now_ns();
-    if (shrank) {
-        s->trim_at_ns = now + 2 * s->retry_ms * KCR_NS_PER_MS;
+    const kcr_manager *m = s->m;
+    for (size_t i = 0; i < m->n_ctls; i++) {
+        if (!m->ctls[i]->sharded)
+            continue;
+        kcr_reflector *r = kcr_informer_reflector(m->ctls[i]->infs[0]);
+        if (!kcr__reflector_shard_listed(r, kcr__reflector_shard_gen(r)))
+            return false;
+    }
+    return true;
+}
+
+/* A relist for a new selection leaves freed memory that malloc keeps: the
+ * objects of a smaller selection, and, wherever the client filters (the
+ * owned caches, filter mode, a server ignoring the selector), every object
+ * of the collection decoded and dropped on the way (at 10^5 objects a
+ * replica that only gained ranges kept some 15 MB of it). Once every cache
+ * following the shard listed the new selection, the freed pages go back to
+ * the system (glibc's malloc_trim; with another C library, nothing is
+ * done). Member's thread only. */
+static void give_back_heap(mgr_shard *s, bool reselected)
+{
+    if (reselected) {
+        s->trim_due = true;
         return;
     }
-    if (!s->trim_at_ns || now < s->trim_at_ns || atomic_load(&s->children_pending))
+    if (!s->trim_due || atomic_load(&s->children_pending) || !primaries_listed(s))
         return;
-    s->trim_at_ns = 0;
+    s->trim_due = false;
 #ifdef __GLIBC__
     malloc_trim(0);
 #endif
@@ -277,7 +292,6 @@ typedef struct effects {
     bool refused;       /* stop the manager */
     kcr__ranges gained; /* newly admitted */
     bool reselect;      /* set the selectors (primaries in server mode, owned caches) to `selection` */
-    bool shrank;        /* ... which lost ranges: the caches drop objects */
     kcr__ranges selection;
     double handover_s; /* < 0: none */
     kcr__shard_state state;
@@ -320,10 +334,6 @@ static void observe(mgr_shard *s, kcr__shard_state st, int64_t start_ns, effects
             kcr__ranges_union(&a, kcr__shard_member_draining(mb), &e->selection) == KCR_OK &&
             !kcr__ranges_equal(&e->selection, &s->selection)) {
             e->reselect = true;
-            kcr__ranges lost = {0};
-            e->shrank = kcr__ranges_subtract(&s->selection, &e->selection, &lost) != KCR_OK ||
-                        lost.n > 0;
-            kcr__ranges_clear(&lost);
             kcr__ranges_copy(&e->selection, &s->selection);
         }
         kcr__ranges_clear(&a);
@@ -348,7 +358,7 @@ static void apply(mgr_shard *s, effects *e)
         kcr__shard_children_reselect(s, &e->selection);
     }
     kcr__shard_children_refresh(s); /* also when no worker asks */
-    give_back_heap(s, e->shrank);
+    give_back_heap(s, e->reselect);
     if (e->gained.n) {
         kcr_metric_add(s->moves, (double)e->gained.n);
         if (e->handover_s >= 0)

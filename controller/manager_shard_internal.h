@@ -42,7 +42,7 @@ struct mgr_shard {
     size_t n_children;
     atomic_bool children_pending; /* a reselect the caches have not all applied yet */
     _Atomic uint64_t children_epoch; /* reselects so far */
-    int64_t trim_at_ns; /* member's thread: when to give the heap back (0: not due) */
+    bool trim_due; /* member's thread: give the heap back once the caches relisted */
 
     pthread_mutex_t lock;
     pthread_cond_t cond; /* monotonic; every change below */
