@@ -15,44 +15,28 @@ function is counted once:
                   and grammar of object/json_reader.c)
   object build    the framer's callbacks, the decoder and the object builder,
                   minus what the decoder hands on (reflector on_event)
-  DeltaFIFO push  reflector on_event: transform, DeltaFIFO update
-  pop + store     kcr_delta_fifo_pop: the pop and the informer's processing
-                  of the delta (indexer update, queueing for the handlers)
-  handler + workqueue  inline delivery: controller routing, workqueue add
-                  (on the informer's thread; the first list's on the
-                  reflector's, whichever comes first, which is why these
-                  rows use functions, not threads)
+  reflector on_event  the transform and the informer's sink, without the
+                  rows below
+  DeltaFIFO       kcr__delta_fifo_apply_or_queue (an event finding the fifo
+                  empty is applied at once on the reflector's thread) and
+                  kcr_delta_fifo_pop (the processing thread, behind a
+                  backlog), without the cache update
+  cache update    kcr__informer_process on either thread: indexer update,
+                  queueing for the handlers
+  handler + workqueue  inline delivery: controller routing, workqueue add,
+                  on whichever thread applied the change (these rows use
+                  functions, not threads)
   worker: queue   the worker minus the reconcile: workqueue get (waits
                   included), done
   reconcile       kcr__reconcile_key: the context, the cache read, the
                   user's reconcile (bench_controller's, which reads the
                   object from the cache)
 """
-import re
+import os
 import sys
 
-
-
-def load(path):
-    """Inclusive cost per function name (file:function, first section only)."""
-    costs, section = {}, False
-    for line in open(path, encoding="utf-8", errors="replace"):
-        if line.rstrip().endswith("file:function"):
-            section = True
-            continue
-        if not section:
-            continue
-        if line.startswith("-----") and costs:
-            break
-        m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)  (\S.*?)(?: \[.*\])?$", line)
-        if not m or m.group(2).startswith("=>"):
-            continue
-        fn = m.group(2)
-        fn = fn[fn.rfind(":") + 1:] if ":" in fn else fn
-        file = m.group(2)[: -len(fn) - 1]
-        key = (file.split("/")[-1], fn)
-        costs[key] = max(costs.get(key, 0), int(m.group(1).replace(",", "")))
-    return costs
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from callgrind import load, total_of  # noqa: E402 (bench/callgrind.py)
 
 
 def get(costs, file, fn):
@@ -66,17 +50,24 @@ def stages(c, total):
     decode = get(c, "decode.c", "kcr__watch_decoder_feed") + get(c, "decode.c", "kcr__list_decoder_feed")
     sinks = get(c, "http_verbs.c", "watch_sink") + get(c, "http_verbs.c", "list_sink")
     transport = get(c, "http_transport.c", "kcr__transport_do") - sinks
-    inline = get(c, "informer_handlers.c", "kcr__informer_deliver_inline")
+    apply_or_queue = get(c, "delta_fifo.c", "kcr__delta_fifo_apply_or_queue")
     pop = get(c, "delta_fifo.c", "kcr_delta_fifo_pop")
+    process = get(c, "informer.c", "kcr__informer_process")
+    after = get(c, "informer.c", "kcr__informer_after_apply")
+    # after_apply runs on both threads: the processing thread's share is
+    # what its loop spends beyond the pops
+    after_on_reflector = after - (get(c, "informer.c", "process_main") - pop)
+    inline = get(c, "informer_handlers.c", "kcr__informer_deliver_inline")
     reconcile = get(c, "reconcile.c", "kcr__reconcile_key")
     worker = get(c, "workers.c", "worker_main")
     rows = [
         ("transport (libcurl, HTTP/1.1 chunks)", transport),
         ("JSON reader (kcr's lexing)", reader - callbacks),
         ("object build (framer, decoder, builder)", decode - (reader - callbacks) - on_event),
-        ("DeltaFIFO push (reflector on_event)", on_event),
-        ("DeltaFIFO pop + store update (kcr_delta_fifo_pop)", pop),
-        ("handler + workqueue add (inline routing)", inline),
+        ("reflector on_event: transform, sink", on_event - apply_or_queue - after_on_reflector),
+        ("DeltaFIFO: apply at once or queue, pop", apply_or_queue + pop - process),
+        ("cache update (kcr__informer_process, either thread)", process),
+        ("handler + workqueue add (inline routing, either thread)", inline),
         ("worker: workqueue get/done, waits", worker - reconcile),
         ("reconcile (kcr__reconcile_key + the bench's reconcile)", reconcile),
     ]
@@ -85,18 +76,10 @@ def stages(c, total):
     return rows
 
 
-def total_of(path):
-    for line in open(path, encoding="utf-8", errors="replace"):
-        m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)  PROGRAM TOTALS", line)
-        if m:
-            return int(m.group(1).replace(",", ""))
-    sys.exit("stages.py: no PROGRAM TOTALS in %s" % path)
-
-
 def main():
     if len(sys.argv) != 4:
         sys.exit("usage: stages.py EVENTS_ANN LIST_ANN EVENTS")
-    ev, ls, n = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3])
+    ev, ls, n = load(sys.argv[1])[0], load(sys.argv[2])[0], int(sys.argv[3])
     print("| stage | events run, inclusive Ir | per event (events - list only) / %d | share |" % n)
     print("| --- | ---: | ---: | ---: |")
     se, sl = stages(ev, total_of(sys.argv[1])), stages(ls, total_of(sys.argv[2]))

@@ -27,36 +27,11 @@ instruction counted once:
                   answer's bookkeeping and metrics; on the loop, run_on_loop's
                   budget check
 """
-import re
+import os
 import sys
 
-
-def load(path):
-    """Cost per (file name, function) from the first table of an annotation,
-    and the library of each. callgrind_annotate lists some functions twice,
-    once with the file's full path and its library, once without: the two
-    are one function, counted once."""
-    costs, libs, section = {}, {}, False
-    for line in open(path, encoding="utf-8", errors="replace"):
-        if line.rstrip().endswith("file:function"):
-            section = True
-            continue
-        if not section:
-            continue
-        if not line.strip() and costs:
-            break
-        m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)  (\S.*?)(?: \[(.*)\])?$", line)
-        if not m or m.group(2).startswith("=>"):
-            continue
-        where = m.group(2)
-        fn = where[where.rfind(":") + 1:] if ":" in where else where
-        key = (where[: -len(fn) - 1].split("/")[-1], fn)
-        costs[key] = max(costs.get(key, 0), int(m.group(1).replace(",", "")))
-        if m.group(3):
-            libs[key] = m.group(3).split("/")[-1]
-        elif where.startswith("./"):  # glibc's own sources
-            libs.setdefault(key, "libc.")
-    return costs, libs
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from callgrind import load  # noqa: E402 (bench/callgrind.py)
 
 
 def per_request(many, few, n):
