@@ -42,7 +42,8 @@ kcr_err kcr__wh_value_object(kcr_value v, const char *what, kcr_object **out);
 
 /* A JSON text written by hand, for the admission answer: a few fixed
  * members around strings that need escaping, where a yajl generator costs
- * more than the rest of the answer. s is malloc'd, NUL-terminated; after an
+ * more than the rest of the answer. (core/buf.h's kcr__buf does the same
+ * inside libkcr, but this library may call only libkcr's KCR_API symbols.) s is malloc'd, NUL-terminated; after an
  * allocation failed every append is a no-op and oom stays set. Owned by its
  * writer's thread. */
 struct kcr__wh_text {
