@@ -156,10 +156,8 @@ static kcr_err change(kcr_delta_fifo *f, const kcr_object *obj, kcr_delta_type t
     bool now = !skip && process && !f->q.queue.len && !f->q.closed;
     if (now) {
         kcr_delta d = {type, obj, NULL};
-        bool requeue = false, initial = f->q.initial > 0; /* populated: begin_change set it */
-        if (f->q.initial > 0)
-            f->q.initial--;
-        err = process(key, &d, 1, initial, &requeue, user_data);
+        bool requeue = false;
+        err = process(key, &d, 1, kcr__queue_core_hand_out(&f->q), &requeue, user_data);
         *applied = true;
         if (requeue)
             queue_action(f, key, type, obj, NULL); /* as pop does: best effort */

@@ -47,6 +47,14 @@ void kcr__queue_core_end_change(kcr__queue_core *q, char *key)
     free(key);
 }
 
+bool kcr__queue_core_hand_out(kcr__queue_core *q)
+{
+    bool initial = !(q->populated && q->initial == 0);
+    if (q->initial > 0)
+        q->initial--;
+    return initial;
+}
+
 kcr_err kcr__queue_core_pop(kcr__queue_core *q, int64_t timeout_ms, const char *what, void **item,
                             bool *initial)
 {
@@ -64,10 +72,8 @@ kcr_err kcr__queue_core_pop(kcr__queue_core *q, int64_t timeout_ms, const char *
             return kcr__fail(KCR_ERR_TIMEOUT, "%s pop: nothing queued in %lld ms", what,
                              (long long)timeout_ms);
     }
-    *initial = !(q->populated && q->initial == 0);
+    *initial = kcr__queue_core_hand_out(q);
     *item = kcr__ptrq_pop(&q->queue);
-    if (q->initial > 0)
-        q->initial--;
     return KCR_OK;
 }
 

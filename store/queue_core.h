@@ -40,6 +40,11 @@ kcr_err kcr__queue_core_begin_change(kcr__queue_core *q, const kcr_object *obj, 
 /* Releases q->mu and frees the key. */
 void kcr__queue_core_end_change(kcr__queue_core *q, char *key);
 
+/* Under q->mu: counts one item handed to the consumer (popped, or applied
+ * at once with nothing queued) against the initial population; true if it
+ * belongs to it (or nothing was populated yet). */
+bool kcr__queue_core_hand_out(kcr__queue_core *q);
+
 /* Under q->mu: waits until an item is queued, then pops it into *item;
  * *initial says whether it belongs to the initial population (or nothing
  * was populated yet). KCR_ERR_SHUTDOWN once closed and empty,
