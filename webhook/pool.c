@@ -1,7 +1,10 @@
 /* The worker pool and the hand-over between the loops and the workers.
  *
- * A loop queues a job and arms its deadline; a worker runs the handler and
- * posts the job to its loop's done list, waking that loop (event_active is
+ * A loop arms a job's deadline and hands the job to the worker that went
+ * to sleep last (the one whose caches are warmest), waking that worker
+ * alone; when every worker is busy it queues the job, and the first worker
+ * to finish takes it. A worker runs the handler and posts the job to its
+ * loop's done list, waking that loop (event_active is
  * thread-safe) unless a wake-up is already on its way. The loop answers
  * whichever comes first, the result or the deadline (the failure policy);
  * the other is dropped. A slow handler thus holds one worker, never a loop,
@@ -255,14 +258,21 @@ void kcr__wh_pool_submit(struct kcr__wh_job *job)
     }
     atomic_fetch_add(&job->refs, 1); /* the worker's */
     pthread_mutex_lock(&s->mu);
-    job->qnext = NULL;
-    if (s->queue_tail)
-        s->queue_tail->qnext = job;
-    else
-        s->queue_head = job;
-    s->queue_tail = job;
-    pthread_cond_signal(&s->cond);
+    struct kcr__wh_worker *w = s->idle;
+    if (w) {
+        s->idle = w->next_idle;
+        w->job = job;
+    } else {
+        job->qnext = NULL;
+        if (s->queue_tail)
+            s->queue_tail->qnext = job;
+        else
+            s->queue_head = job;
+        s->queue_tail = job;
+    }
     pthread_mutex_unlock(&s->mu);
+    if (w)
+        sem_post(&w->wake);
 }
 
 void kcr__wh_pool_done_cb(evutil_socket_t fd, short what, void *arg)
@@ -285,22 +295,36 @@ void kcr__wh_pool_done_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-static void *worker_main(void *arg)
+/* Worker: the next job, from the queue or handed over while asleep on the
+ * idle stack; NULL: quit. */
+static struct kcr__wh_job *next_job(struct kcr__wh_worker *w)
 {
-    kcr_webhook_server *s = arg;
-    for (;;) {
-        pthread_mutex_lock(&s->mu);
-        while (!s->queue_head && !s->workers_quit)
-            pthread_cond_wait(&s->cond, &s->mu);
-        struct kcr__wh_job *job = s->queue_head;
-        if (!job) {
-            pthread_mutex_unlock(&s->mu);
-            return NULL;
-        }
+    kcr_webhook_server *s = w->s;
+    pthread_mutex_lock(&s->mu);
+    struct kcr__wh_job *job = s->queue_head;
+    bool sleep = !job && !s->workers_quit;
+    if (job) {
         s->queue_head = job->qnext;
         if (!s->queue_head)
             s->queue_tail = NULL;
-        pthread_mutex_unlock(&s->mu);
+    } else if (sleep) {
+        w->job = NULL;
+        w->next_idle = s->idle;
+        s->idle = w;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!sleep)
+        return job;
+    while (sem_wait(&w->wake) != 0)
+        ; /* EINTR */
+    return w->job;
+}
+
+static void *worker_main(void *arg)
+{
+    struct kcr__wh_worker *w = arg;
+    struct kcr__wh_job *job;
+    while ((job = next_job(w)) != NULL) {
         run_handler(job);
         if (job->route->in_flight)
             kcr_metric_add(job->route->in_flight, -1);
@@ -314,6 +338,7 @@ static void *worker_main(void *arg)
         if (wake)
             event_active(l->done_ev, 0, 0); /* after stop: never run, drained by stop */
     }
+    return NULL;
 }
 
 kcr_err kcr__wh_pool_start(kcr_webhook_server *s)
@@ -322,7 +347,12 @@ kcr_err kcr__wh_pool_start(kcr_webhook_server *s)
     if (!s->workers)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     for (int i = 0; i < s->n_workers; i++) {
-        if (pthread_create(&s->workers[i], NULL, worker_main, s) != 0) {
+        struct kcr__wh_worker *w = &s->workers[i];
+        w->s = s;
+        bool made = sem_init(&w->wake, 0, 0) == 0;
+        if (!made || pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+            if (made)
+                sem_destroy(&w->wake);
             s->n_workers = i;
             return kcr__fail(KCR_ERR_NOMEM, "webhook server: cannot start worker %d", i);
         }
@@ -331,17 +361,26 @@ kcr_err kcr__wh_pool_start(kcr_webhook_server *s)
 }
 
 /* Joins the workers: they finish the queue first (its jobs were answered
- * 503 by the stop, so their results are dropped). Idempotent. */
+ * 503 by the stop, so their results are dropped); those asleep are woken
+ * with no job. Idempotent. */
 void kcr__wh_pool_stop(kcr_webhook_server *s)
 {
     if (!s->workers)
         return;
     pthread_mutex_lock(&s->mu);
     s->workers_quit = true;
-    pthread_cond_broadcast(&s->cond);
+    struct kcr__wh_worker *asleep = s->idle;
+    s->idle = NULL;
     pthread_mutex_unlock(&s->mu);
-    for (int i = 0; i < s->n_workers; i++)
-        pthread_join(s->workers[i], NULL);
+    for (struct kcr__wh_worker *w = asleep, *next; w; w = next) {
+        next = w->next_idle; /* read before the post: the worker may end at once */
+        w->job = NULL;
+        sem_post(&w->wake);
+    }
+    for (int i = 0; i < s->n_workers; i++) {
+        pthread_join(s->workers[i].thread, NULL);
+        sem_destroy(&s->workers[i].wake);
+    }
     free(s->workers);
     s->workers = NULL;
 }

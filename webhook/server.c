@@ -97,7 +97,6 @@ kcr_err kcr_webhook_server_new(const kcr_webhook_server_options *opts, kcr_webho
     s->observe_user_data = opts->observe_user_data;
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->ctx_mu, NULL);
-    pthread_cond_init(&s->cond, NULL);
     if (!err)
         err = kcr__wh_metrics_register(s);
     if (err) {
@@ -288,13 +287,11 @@ void kcr_webhook_server_free(kcr_webhook_server *s)
     free(s->loops);
     SSL_CTX_free(s->ctx);
     kcr__wh_routes_free(s);
-    free(s->workers);
     free(s->host);
     free(s->cert_path);
     free(s->key_path);
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->ctx_mu);
-    pthread_cond_destroy(&s->cond);
     free(s);
 }
 

@@ -9,6 +9,7 @@
 #define KCR_WEBHOOK_INTERNAL_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -40,6 +41,17 @@ struct kcr__wh_route {
 
 struct kcr__wh_conn;
 struct kcr__wh_loop;
+
+/* One worker thread. While it sleeps on the server's idle stack, a loop
+ * hands it a job directly: the loop sets job under the server's mutex and
+ * posts wake (job NULL: quit). */
+struct kcr__wh_worker {
+    kcr_webhook_server *s;
+    pthread_t thread;
+    sem_t wake;
+    struct kcr__wh_job *job;
+    struct kcr__wh_worker *next_idle;
+};
 
 /* One request being handled. */
 struct kcr__wh_job {
@@ -125,10 +137,10 @@ struct kcr_webhook_server {
     pthread_mutex_t ctx_mu; /* guards ctx: loop 0 swaps it, every loop uses it */
     SSL_CTX *ctx;
 
-    pthread_t *workers;
-    pthread_mutex_t mu; /* guards the queue and the flags */
-    pthread_cond_t cond;
-    struct kcr__wh_job *queue_head, *queue_tail, *done_list;
+    struct kcr__wh_worker *workers; /* n_workers */
+    pthread_mutex_t mu; /* guards the queue, the idle stack and the flags */
+    struct kcr__wh_job *queue_head, *queue_tail; /* jobs no worker was free for */
+    struct kcr__wh_worker *idle; /* workers asleep, the last to sleep first */
     bool started, stopping, workers_quit;
     int port;
     atomic_llong cert_not_after; /* unix seconds of the loaded leaf, 0: none */
