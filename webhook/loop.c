@@ -36,7 +36,8 @@ kcr_err kcr__wh_loop_init(struct kcr__wh_loop *l, kcr_webhook_server *s, int ind
     l->http = l->base ? evhttp_new(l->base) : NULL;
     l->done_ev = l->base ? event_new(l->base, -1, 0, kcr__wh_pool_done_cb, l) : NULL;
     l->stop_ev = l->base ? event_new(l->base, -1, 0, kcr__wh_loop_on_stop, l) : NULL;
-    if (!l->http || !l->done_ev || !l->stop_ev)
+    l->guard_ev = l->base ? evtimer_new(l->base, kcr__wh_pool_guard_cb, l) : NULL;
+    if (!l->http || !l->done_ev || !l->stop_ev || !l->guard_ev)
         return kcr__fail(KCR_ERR_NOMEM, "webhook server: cannot create an event loop");
     evhttp_set_bevcb(l->http, kcr__wh_conn_new, l);
     evhttp_set_gencb(l->http, kcr__wh_on_request, l);
@@ -136,6 +137,8 @@ void kcr__wh_loop_free(struct kcr__wh_loop *l)
         event_free(l->done_ev);
     if (l->stop_ev)
         event_free(l->stop_ev);
+    if (l->guard_ev)
+        event_free(l->guard_ev);
     if (l->poke_ev)
         event_free(l->poke_ev);
     if (l->base)

@@ -1,15 +1,22 @@
 /* The worker pool and the hand-over between the loops and the workers.
  *
- * A loop arms a job's deadline and hands the job to the worker that went
- * to sleep last (the one whose caches are warmest), waking that worker
- * alone; when every worker is busy it queues the job, and the first worker
- * to finish takes it. A worker runs the handler and posts the job to its
- * loop's done list, waking that loop (event_active is
- * thread-safe) unless a wake-up is already on its way. The loop answers
- * whichever comes first, the result or the deadline (the failure policy);
- * the other is dropped. A slow handler thus holds one worker, never a loop,
- * and never the answer past its deadline. A run_on_loop path skips all of
- * that: its loop runs the handler and answers at once. */
+ * A loop arms a job's deadline and queues it. A context switch costs more
+ * than most handlers, so workers are woken sparingly: the loop wakes the
+ * worker that went to sleep last (the one whose caches are warmest) only
+ * when no worker is already on its way to the queue, and a woken worker
+ * takes job after job until the queue is empty. A job that finds a worker
+ * coming but still waits HANDOFF_GUARD_US later (that worker is slow to be
+ * scheduled, or now blocks in a handler) gets a worker of its own from the
+ * loop's guard timer: while a worker sleeps, a slow handler holds up
+ * another request no longer than that.
+ *
+ * A worker runs the handler and posts the job to its loop's done list,
+ * waking that loop (event_active is thread-safe) unless a wake-up is
+ * already on its way. The loop answers whichever comes first, the result or
+ * the deadline (the failure policy); the other is dropped. A slow handler
+ * thus holds one worker, never a loop, and never the answer past its
+ * deadline. A run_on_loop path skips all of that: its loop runs the handler
+ * and answers at once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +50,10 @@ void kcr__wh_job_text(struct kcr__wh_job *job, int status, const char *why)
         job->reply = NULL;
     job->reply_len = job->reply ? strlen(job->reply) : 0;
 }
+
+/* How long a queued job waits for the worker already coming before the
+ * loop wakes another for it. */
+#define HANDOFF_GUARD_US 1000
 
 /* A TLS record costs a seal and a write of its own: an answer that fits one
  * is sent as one. */
@@ -236,6 +247,32 @@ static void run_on_loop(struct kcr__wh_job *job)
     kcr__wh_job_answer(job, job->status, job->reply ? job->reply : "", job->reply_len);
 }
 
+/* Under s->mu: takes up to n workers off the idle stack, counted as
+ * coming, as a list linked by next_idle for wake(). */
+static struct kcr__wh_worker *take_idle(kcr_webhook_server *s, size_t n)
+{
+    struct kcr__wh_worker *taken = NULL;
+    for (; n && s->idle; n--) {
+        struct kcr__wh_worker *w = s->idle;
+        s->idle = w->next_idle;
+        w->next_idle = taken;
+        w->coming = true;
+        s->n_coming++;
+        taken = w;
+    }
+    return taken;
+}
+
+/* Wakes the workers take_idle took, outside s->mu. */
+static void wake(struct kcr__wh_worker *w)
+{
+    while (w) {
+        struct kcr__wh_worker *next = w->next_idle; /* the worker may sleep again at once */
+        sem_post(&w->wake);
+        w = next;
+    }
+}
+
 void kcr__wh_pool_submit(struct kcr__wh_job *job)
 {
     kcr_webhook_server *s = job->s;
@@ -258,21 +295,42 @@ void kcr__wh_pool_submit(struct kcr__wh_job *job)
     }
     atomic_fetch_add(&job->refs, 1); /* the worker's */
     pthread_mutex_lock(&s->mu);
-    struct kcr__wh_worker *w = s->idle;
-    if (w) {
-        s->idle = w->next_idle;
-        w->job = job;
-    } else {
-        job->qnext = NULL;
-        if (s->queue_tail)
-            s->queue_tail->qnext = job;
-        else
-            s->queue_head = job;
-        s->queue_tail = job;
+    job->qnext = NULL;
+    if (s->queue_tail)
+        s->queue_tail->qnext = job;
+    else
+        s->queue_head = job;
+    s->queue_tail = job;
+    s->n_queued++;
+    struct kcr__wh_worker *woken = s->n_coming ? NULL : take_idle(s, 1);
+    bool guard = !woken && s->idle; /* one asleep could take it if the coming one is late */
+    pthread_mutex_unlock(&s->mu);
+    wake(woken);
+    if (guard && !evtimer_pending(l->guard_ev, NULL)) {
+        struct timeval tv = {.tv_sec = 0, .tv_usec = HANDOFF_GUARD_US};
+        evtimer_add(l->guard_ev, &tv);
+    }
+}
+
+void kcr__wh_pool_guard_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    struct kcr__wh_loop *l = arg;
+    kcr_webhook_server *s = l->s;
+    int64_t now = kcr__wh_now_ns(), wait_ns = 0;
+    struct kcr__wh_worker *woken = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (s->queue_head && s->idle) {
+        wait_ns = s->queue_head->start_ns + (int64_t)HANDOFF_GUARD_US * 1000 - now;
+        if (wait_ns <= 0)
+            woken = take_idle(s, s->n_queued); /* one for every job waiting */
     }
     pthread_mutex_unlock(&s->mu);
-    if (w)
-        sem_post(&w->wake);
+    wake(woken);
+    if (wait_ns > 0) {
+        struct timeval tv = {.tv_sec = 0, .tv_usec = (suseconds_t)(wait_ns / 1000) + 1};
+        evtimer_add(l->guard_ev, &tv);
+    }
 }
 
 void kcr__wh_pool_done_cb(evutil_socket_t fd, short what, void *arg)
@@ -295,29 +353,35 @@ void kcr__wh_pool_done_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* Worker: the next job, from the queue or handed over while asleep on the
- * idle stack; NULL: quit. */
+/* Worker: the next job from the queue, sleeping on the idle stack while
+ * there is none; NULL: quit (after the queue is empty). */
 static struct kcr__wh_job *next_job(struct kcr__wh_worker *w)
 {
     kcr_webhook_server *s = w->s;
     pthread_mutex_lock(&s->mu);
-    struct kcr__wh_job *job = s->queue_head;
-    bool sleep = !job && !s->workers_quit;
-    if (job) {
-        s->queue_head = job->qnext;
-        if (!s->queue_head)
-            s->queue_tail = NULL;
-    } else if (sleep) {
-        w->job = NULL;
+    for (;;) {
+        struct kcr__wh_job *job = s->queue_head;
+        if (w->coming) {
+            w->coming = false;
+            s->n_coming--;
+        }
+        if (job) {
+            s->queue_head = job->qnext;
+            if (!s->queue_head)
+                s->queue_tail = NULL;
+            s->n_queued--;
+        }
+        if (job || s->workers_quit) {
+            pthread_mutex_unlock(&s->mu);
+            return job;
+        }
         w->next_idle = s->idle;
         s->idle = w;
+        pthread_mutex_unlock(&s->mu);
+        while (sem_wait(&w->wake) != 0)
+            ; /* EINTR */
+        pthread_mutex_lock(&s->mu);
     }
-    pthread_mutex_unlock(&s->mu);
-    if (!sleep)
-        return job;
-    while (sem_wait(&w->wake) != 0)
-        ; /* EINTR */
-    return w->job;
 }
 
 static void *worker_main(void *arg)
@@ -362,21 +426,16 @@ kcr_err kcr__wh_pool_start(kcr_webhook_server *s)
 
 /* Joins the workers: they finish the queue first (its jobs were answered
  * 503 by the stop, so their results are dropped); those asleep are woken
- * with no job. Idempotent. */
+ * to quit. Idempotent. */
 void kcr__wh_pool_stop(kcr_webhook_server *s)
 {
     if (!s->workers)
         return;
     pthread_mutex_lock(&s->mu);
     s->workers_quit = true;
-    struct kcr__wh_worker *asleep = s->idle;
-    s->idle = NULL;
+    struct kcr__wh_worker *asleep = take_idle(s, (size_t)s->n_workers);
     pthread_mutex_unlock(&s->mu);
-    for (struct kcr__wh_worker *w = asleep, *next; w; w = next) {
-        next = w->next_idle; /* read before the post: the worker may end at once */
-        w->job = NULL;
-        sem_post(&w->wake);
-    }
+    wake(asleep);
     for (int i = 0; i < s->n_workers; i++) {
         pthread_join(s->workers[i].thread, NULL);
         sem_destroy(&s->workers[i].wake);

@@ -42,14 +42,13 @@ struct kcr__wh_route {
 struct kcr__wh_conn;
 struct kcr__wh_loop;
 
-/* One worker thread. While it sleeps on the server's idle stack, a loop
- * hands it a job directly: the loop sets job under the server's mutex and
- * posts wake (job NULL: quit). */
+/* One worker thread. It sleeps on the server's idle stack until a loop
+ * (or the stop) takes it off, marks it coming and posts wake. */
 struct kcr__wh_worker {
     kcr_webhook_server *s;
     pthread_t thread;
     sem_t wake;
-    struct kcr__wh_job *job;
+    bool coming; /* woken and not yet back at the queue (under the server's mu) */
     struct kcr__wh_worker *next_idle;
 };
 
@@ -95,6 +94,7 @@ struct kcr__wh_loop {
     struct evhttp *http;
     struct evhttp_bound_socket *bound;
     struct event *done_ev, *stop_ev;
+    struct event *guard_ev; /* armed while a job waits for a worker woken for another */
     struct kcr__wh_job *pending; /* jobs not yet answered */
     atomic_int open_conns; /* written by the loop, read by the others */
     int max_conns;         /* this loop's share of the limit (immutable) */
@@ -139,8 +139,10 @@ struct kcr_webhook_server {
 
     struct kcr__wh_worker *workers; /* n_workers */
     pthread_mutex_t mu; /* guards the queue, the idle stack and the flags */
-    struct kcr__wh_job *queue_head, *queue_tail; /* jobs no worker was free for */
+    struct kcr__wh_job *queue_head, *queue_tail; /* jobs not yet taken by a worker */
+    size_t n_queued;
     struct kcr__wh_worker *idle; /* workers asleep, the last to sleep first */
+    int n_coming; /* workers woken and not yet back at the queue */
     bool started, stopping, workers_quit;
     int port;
     atomic_llong cert_not_after; /* unix seconds of the loaded leaf, 0: none */
@@ -224,6 +226,8 @@ kcr_err kcr__wh_pool_start(kcr_webhook_server *s);
 void kcr__wh_pool_stop(kcr_webhook_server *s);
 /* Loop: queues a job and arms its deadline. */
 void kcr__wh_pool_submit(struct kcr__wh_job *job);
+/* Loop: the guard timer's callback (arg: the loop). */
+void kcr__wh_pool_guard_cb(evutil_socket_t fd, short what, void *arg);
 /* Loop: the done event's callback (arg: the loop). */
 void kcr__wh_pool_done_cb(evutil_socket_t fd, short what, void *arg);
 void kcr__wh_job_unref(struct kcr__wh_job *job);
