@@ -32,15 +32,27 @@
 #include "core/log.h"
 #include "webhook/webhook_internal.h"
 
+struct kcr__wh_job *kcr__wh_job_new(size_t len)
+{
+    size_t ev = event_get_struct_event_size();
+    ev = (ev + _Alignof(max_align_t) - 1) / _Alignof(max_align_t) * _Alignof(max_align_t);
+    struct kcr__wh_job *job = malloc(sizeof *job + ev + len + 1);
+    if (!job)
+        return NULL;
+    memset(job, 0, sizeof *job);
+    atomic_init(&job->refs, 1);
+    job->body = (char *)job->storage + ev;
+    job->body[len] = '\0';
+    job->len = len;
+    return job;
+}
+
 void kcr__wh_job_unref(struct kcr__wh_job *job)
 {
     if (!job || atomic_fetch_sub(&job->refs, 1) != 1)
         return;
-    if (job->deadline)
-        event_free(job->deadline);
-    free(job->body);
     free(job->reply);
-    free(job);
+    free(job); /* its deadline was deleted when the job was answered */
 }
 
 void kcr__wh_job_text(struct kcr__wh_job *job, int status, const char *why)
@@ -287,8 +299,9 @@ void kcr__wh_pool_submit(struct kcr__wh_job *job)
     }
     if (job->route->in_flight)
         kcr_metric_add(job->route->in_flight, 1);
-    job->deadline = evtimer_new(l->base, on_deadline, job);
-    if (job->deadline) {
+    struct event *deadline = (struct event *)job->storage;
+    if (evtimer_assign(deadline, l->base, on_deadline, job) == 0) {
+        job->deadline = deadline;
         struct timeval tv = {.tv_sec = job->route->timeout_ms / 1000,
                              .tv_usec = (job->route->timeout_ms % 1000) * 1000};
         evtimer_add(job->deadline, &tv);

@@ -160,12 +160,10 @@ void kcr__wh_on_request(struct evhttp_request *req, void *arg)
     } else if (len > s->max_body) {
         status = 413, why = "request body too large\n";
     }
-    struct kcr__wh_job *job = calloc(1, sizeof *job);
-    char *body = (!status && job) ? malloc(len + 1) : NULL;
-    if (!status && !body)
+    struct kcr__wh_job *job = status ? NULL : kcr__wh_job_new(len);
+    if (!status && !job)
         status = 503, why = "out of memory\n";
     if (status) {
-        free(job);
         atomic_fetch_add(&s->n_rejected, 1);
         atomic_fetch_add(&s->n_requests, 1);
         if (r) /* counted before the answer leaves, as in kcr__wh_job_answer */
@@ -175,14 +173,10 @@ void kcr__wh_on_request(struct evhttp_request *req, void *arg)
             kcr__wh_conn_arm(conn, s->idle_timeout_ms + s->read_timeout_ms);
         return;
     }
-    evbuffer_remove(in, body, len);
-    body[len] = '\0';
-    atomic_init(&job->refs, 1);
+    evbuffer_remove(in, job->body, len);
     job->s = s;
     job->loop = l;
     job->route = r;
-    job->body = body;
-    job->len = len;
     job->req = req;
     job->conn = conn;
     job->start_ns = kcr__wh_now_ns();

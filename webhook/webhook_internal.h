@@ -12,6 +12,7 @@
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -52,7 +53,8 @@ struct kcr__wh_worker {
     struct kcr__wh_worker *next_idle;
 };
 
-/* One request being handled. */
+/* One request being handled: one allocation (kcr__wh_job_new) holding the
+ * job, its deadline timer's storage and the request body. */
 struct kcr__wh_job {
     atomic_int refs;
     kcr_webhook_server *s;
@@ -64,13 +66,14 @@ struct kcr__wh_job {
     /* loop only */
     struct evhttp_request *req; /* NULL once answered */
     struct kcr__wh_conn *conn;  /* NULL once the connection is gone */
-    struct event *deadline;
+    struct event *deadline; /* armed in storage while the job waits for a worker, else NULL */
     struct kcr__wh_job *prev, *next; /* the server's pending list */
     /* written by the worker before it posts the job done */
     int status;
     char *reply;
     size_t reply_len;
     struct kcr__wh_job *qnext; /* worker queue / done list link */
+    _Alignas(max_align_t) unsigned char storage[]; /* the deadline's event, then body */
 };
 
 /* One client connection (its loop only); lives as long as its SSL object. */
@@ -230,6 +233,9 @@ void kcr__wh_pool_submit(struct kcr__wh_job *job);
 void kcr__wh_pool_guard_cb(evutil_socket_t fd, short what, void *arg);
 /* Loop: the done event's callback (arg: the loop). */
 void kcr__wh_pool_done_cb(evutil_socket_t fd, short what, void *arg);
+/* A zeroed job with room for a body of len bytes (body set, NUL-terminated
+ * once filled) and one reference; NULL when out of memory. */
+struct kcr__wh_job *kcr__wh_job_new(size_t len);
 void kcr__wh_job_unref(struct kcr__wh_job *job);
 /* Loop: answers req with status and body (copied; Content-Type JSON when it
  * starts with '{', else text), in one TLS record when it fits one. */

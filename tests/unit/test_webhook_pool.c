@@ -102,14 +102,12 @@ static void stop(void)
 
 static void submit(const struct kcr__wh_route *route)
 {
-    struct kcr__wh_job *job = calloc(1, sizeof *job);
+    struct kcr__wh_job *job = kcr__wh_job_new(2);
     cr_assert_not_null(job);
-    atomic_init(&job->refs, 1);
+    memcpy(job->body, "{}", 2);
     job->s = &server;
     job->loop = &loop;
     job->route = route;
-    job->body = strdup("{}");
-    job->len = 2;
     job->start_ns = kcr__wh_now_ns();
     kcr__wh_pool_submit(job);
 }
