@@ -20,7 +20,8 @@
  * awake), each a sched_yield (about 0.5 us when the CPU has nothing else to
  * run), and how many getters may wait awake at once. A yield that comes
  * back late (another process holds the CPU) makes the thread's waits
- * shorter for a while (yield.c). */
+ * shorter for a while, and a thread whose recent sleeps were all long does
+ * not wait awake at all (yield.c). */
 #ifndef KCR__WQ_SPIN
 #define KCR__WQ_SPIN 50
 #endif
@@ -60,7 +61,7 @@ static int64_t min64(int64_t a, int64_t b)
  * are not slowed down). Returns true if it spun (the lock is held again). */
 static bool spin_for_work(struct kcr_workqueue *q, int *budget)
 {
-    if (*budget <= 0 ||
+    if (*budget <= 0 || !kcr__wq_spin_pays() ||
         atomic_load_explicit(&q->spinning, memory_order_relaxed) >= KCR__WQ_MAX_SPINNERS)
         return false;
     /* On a contended CPU each yield may hand another process a time slice:
@@ -278,6 +279,7 @@ static kcr_err get_until(kcr_workqueue *q, int64_t deadline, const char **key)
                 atomic_store_explicit(&q->tk_until, INT64_MAX, memory_order_relaxed);
             continue;
         }
+        int64_t slept_from = kcr__now_ns();
         if (keeps_time) {
             q->tk_active = true;
             wait_until(q, &q->tk_cond, until);
@@ -292,6 +294,7 @@ static kcr_err get_until(kcr_workqueue *q, int64_t deadline, const char **key)
             if (q->signaled > 0)
                 q->signaled--;
         }
+        kcr__wq_slept(kcr__now_ns() - slept_from);
         atomic_fetch_sub(&q->sleepers, 1);
     }
     leave_standby(q, &on_duty, &w);

@@ -374,6 +374,13 @@ void kcr__wq_yields_on_time(void);
  * paths with INT64_MAX). */
 void kcr__wq_calm_until(int64_t until);
 
+/* False while the calling thread's recent sleeps were all long (work comes
+ * milliseconds apart): its getters then sleep without waiting awake first. */
+bool kcr__wq_spin_pays(void);
+
+/* The calling thread slept ns waiting for work (woken or timed out). */
+void kcr__wq_slept(int64_t ns);
+
 /* metrics.c ------------------------------------------------------------- */
 
 void kcr__wq_m_added(struct kcr_workqueue *q, struct kcr__wq_item *it, int64_t now);

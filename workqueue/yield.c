@@ -1,4 +1,5 @@
-/* Yields that notice a contended CPU (see queue.h). Getters waiting for a
+/* Yields that notice a contended CPU, and waits that notice they are
+ * futile (see queue.h). Getters waiting for a
  * key and adders waiting for ring space yield instead of sleeping, which
  * pays off while a core is free: a yield then comes back within a
  * microsecond, or after another thread of the process made the key. When
@@ -30,6 +31,19 @@
 static _Thread_local int64_t calm_until; /* this thread's waits are short until then */
 static _Thread_local int64_t calm_ns;    /* the next calm period (0: CALM_MIN) */
 
+/* Waiting awake pays when work comes within microseconds. A sleep longer
+ * than SPIN_PAYS_NS would not have been saved by the wait before it; after
+ * FUTILE_MAX such sleeps in a row the thread sleeps at once (a controller
+ * seeing an event every few milliseconds spent a seventh of its CPU on
+ * yields), until a sleep ends sooner than that again. */
+#ifndef KCR__WQ_SPIN_PAYS_NS
+#define KCR__WQ_SPIN_PAYS_NS (100 * 1000)
+#endif
+#ifndef KCR__WQ_FUTILE_MAX
+#define KCR__WQ_FUTILE_MAX 4
+#endif
+static _Thread_local int futile; /* long sleeps in a row */
+
 bool kcr__wq_may_yield(int64_t now)
 {
     return now >= calm_until;
@@ -55,4 +69,17 @@ void kcr__wq_yields_on_time(void)
 void kcr__wq_calm_until(int64_t until)
 {
     calm_until = until;
+}
+
+bool kcr__wq_spin_pays(void)
+{
+    return futile < KCR__WQ_FUTILE_MAX;
+}
+
+void kcr__wq_slept(int64_t ns)
+{
+    if (ns < KCR__WQ_SPIN_PAYS_NS)
+        futile = 0;
+    else if (futile < KCR__WQ_FUTILE_MAX)
+        futile++;
 }
