@@ -799,3 +799,23 @@ Test(workqueue, null_arguments_are_rejected)
     kcr_workqueue_free(q);
     kcr_workqueue_free(NULL);
 }
+
+/* Waiting awake stops paying after four long sleeps in a row, and pays
+ * again after one short sleep (workqueue/yield.c); per thread. */
+Test(workqueue, waiting_awake_stops_after_long_sleeps_and_resumes_after_a_short_one)
+{
+    cr_assert(kcr__wq_spin_pays(), "a fresh thread waits awake");
+    for (int i = 0; i < 3; i++)
+        kcr__wq_slept(5 * 1000 * 1000);
+    cr_assert(kcr__wq_spin_pays(), "three long sleeps are not enough");
+    kcr__wq_slept(5 * 1000 * 1000);
+    cr_assert_not(kcr__wq_spin_pays(), "four long sleeps in a row: sleep at once");
+    kcr__wq_slept(5 * 1000 * 1000);
+    cr_assert_not(kcr__wq_spin_pays());
+    kcr__wq_slept(20 * 1000);
+    cr_assert(kcr__wq_spin_pays(), "a short sleep: work comes quickly again");
+    for (int i = 0; i < 3; i++)
+        kcr__wq_slept(5 * 1000 * 1000);
+    kcr__wq_slept(20 * 1000);
+    cr_assert(kcr__wq_spin_pays(), "long sleeps must come in a row");
+}
