@@ -61,11 +61,15 @@ kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)
         if (shard_sel)
             io.reflector.shard_selector = shard_sel;
         /* label-mode sharding: the primary cache holds this replica's
-         * objects (its shard label) */
+         * objects (its shard label); with child_bucket_selector an owned
+         * cache asks for its owners' buckets */
         char *labels = NULL;
-        kcr_err err = mc->sharded && s->role == KCR__ROLE_PRIMARY
-                          ? kcr__mgr_shard_label_selector(m->shard, s->label_selector, &labels)
-                          : KCR_OK;
+        kcr_err err =
+            mc->sharded && s->role == KCR__ROLE_PRIMARY
+                ? kcr__mgr_shard_label_selector(m->shard, s->label_selector, &labels)
+            : shard_sel && s->role == KCR__ROLE_OWNS
+                ? kcr__mgr_shard_child_labels(m->shard, s->label_selector, &labels)
+                : KCR_OK;
         if (err != KCR_OK)
             return err;
         if (labels)
@@ -77,7 +81,7 @@ kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)
             return err;
         s->cache = kcr_informer_store(mc->infs[i]);
         if (shard_sel && s->role == KCR__ROLE_OWNS &&
-            (err = kcr__mgr_shard_add_child(m->shard, mc->infs[i])) != KCR_OK)
+            (err = kcr__mgr_shard_add_child(m->shard, mc->infs[i], s->label_selector)) != KCR_OK)
             return err;
         kcr_event_handler h = {
             .on_add = on_add,

@@ -129,9 +129,16 @@ const char *kcr__mgr_shard_initial_selector(const mgr_shard *s);
 /* The first selector of an owned source of the sharded controller c
  * (manager_shard_children.c; static), or NULL when its cache stays whole. */
 const char *kcr__mgr_shard_child_selector(const mgr_shard *s, const kcr_controller *c);
-/* Binds an owned cache to the shard: its selector follows the member's
- * ranges. Before kcr__mgr_shard_start. */
-kcr_err kcr__mgr_shard_add_child(mgr_shard *s, kcr_informer *inf);
+/* The label selector an owned source with a child selector starts with:
+ * its own (`user`, may be NULL) and, with
+ * kcr_sharding_options.child_bucket_selector, the bucket label `in` the
+ * buckets of that first selector. *out malloc'd; NULL when it is `user`
+ * unchanged. */
+kcr_err kcr__mgr_shard_child_labels(const mgr_shard *s, const char *user, char **out);
+/* Binds an owned cache to the shard: its selector (and with buckets its
+ * label selector, on top of `user`: copied) follows the member's ranges.
+ * Before kcr__mgr_shard_start. */
+kcr_err kcr__mgr_shard_add_child(mgr_shard *s, kcr_informer *inf, const char *user);
 /* Label mode: the label selector of a sharded primary cache, the source's
  * own (`user`, may be NULL) and this replica's shard label, malloc'd into
  * *out; NULL in the other modes. */

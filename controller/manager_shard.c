@@ -541,9 +541,9 @@ static kcr_err check(const kcr_manager *m, const kcr_sharding_options *o)
 {
     if (kcr__abi_reserved(o->reserved, sizeof o->reserved, "kcr_sharding_options") != KCR_OK)
         return KCR_ERR_INVALID; /* detail: kcr__abi_reserved */
-    if (o->reserved_u32)
+    if (o->reserved_u8[0] || o->reserved_u8[1] || o->reserved_u8[2])
         return kcr__fail(KCR_ERR_INVALID,
-                         "kcr_sharding_options: reserved_u32 is not zero (a field this library "
+                         "kcr_sharding_options: reserved_u8 is not zero (a field this library "
                          "does not have?)");
     if (o->mode != KCR_SHARD_FILTER && o->mode != KCR_SHARD_SERVER && o->mode != KCR_SHARD_LABEL)
         return kcr__fail(KCR_ERR_INVALID, "kcr_manager_new: sharding.mode %d is unknown",
@@ -621,6 +621,7 @@ kcr_err kcr__mgr_shard_new(kcr_manager *m, const kcr_sharding_options *o, mgr_sh
                                         &s->initial_selector);
     s->child_field =
         s->field == KCR_SHARD_BY_NAMESPACE ? KCR_SHARD_BY_NAMESPACE : KCR_SHARD_BY_CONTROLLER;
+    s->child_buckets = o->child_bucket_selector && s->child_field == KCR_SHARD_BY_CONTROLLER;
     if (err == KCR_OK)
         err = kcr_shard_selector_format(s->child_field, &(kcr_shard_range){0, 1}, 1,
                                         &s->child_initial_selector);

@@ -10,9 +10,17 @@
  * them applied a list made with the new ranges, so a reconcile never reads
  * an owned cache that is still missing its key's children.
  *
+ * With kcr_sharding_options.child_bucket_selector (a ring by uid), each
+ * owned cache's label selector also asks for the bucket label
+ * (KCR_SHARD_BUCKET_LABEL) of every bucket the ranges touch, changed with
+ * the shard selector in the same relist: the apiserver then sends only
+ * those buckets' children (a superset at range boundaries, which the
+ * controller filter trims).
+ *
  * Threads: bind time (kcr__mgr_shard_add_child) is before start; the
  * member's thread reselects; workers refresh and ask. The gate state is
  * atomic or under s->lock as the struct says. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +28,45 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "informer/informer_internal.h"
+
+/* `user` (may be NULL) and the bucket label's `in` of the buckets the n
+ * (>= 1, non-empty) ranges touch; malloc'd, NULL when out of memory. */
+static char *bucket_labels(const kcr_shard_range *r, size_t n, const char *user)
+{
+    bool in[KCR_SHARD_BUCKETS] = {false};
+    for (size_t i = 0; i < n; i++) {
+        unsigned last = r[i].end ? kcr_shard_bucket(r[i].end - 1) : KCR_SHARD_BUCKETS - 1;
+        for (unsigned b = kcr_shard_bucket(r[i].start); b <= last; b++)
+            in[b] = true;
+    }
+    size_t cap = (user ? strlen(user) : 0) + sizeof KCR_SHARD_BUCKET_LABEL + 8 +
+                 4 * KCR_SHARD_BUCKETS;
+    char *text = malloc(cap);
+    if (!text)
+        return NULL;
+    size_t len = (size_t)snprintf(text, cap, "%s%s%s in (", user ? user : "",
+                                  user && *user ? "," : "", KCR_SHARD_BUCKET_LABEL);
+    const char *sep = "";
+    for (unsigned b = 0; b < KCR_SHARD_BUCKETS; b++)
+        if (in[b]) {
+            len += (size_t)snprintf(text + len, cap - len, "%s%u", sep, b);
+            sep = ",";
+        }
+    snprintf(text + len, cap - len, ")");
+    return text;
+}
+
+/* The one-hash range of the owned caches' first selector
+ * (child_initial_selector): the member owns nothing yet. */
+static const kcr_shard_range FIRST = {0, 1};
+
+/* The ranges of a selection, FIRST when empty (a selector cannot be
+ * empty). */
+static const kcr_shard_range *selection_ranges(const kcr__ranges *sel, size_t *n)
+{
+    *n = sel->n ? sel->n : 1;
+    return sel->n ? sel->r : &FIRST;
+}
 
 const char *kcr__mgr_shard_child_selector(const mgr_shard *s, const kcr_controller *c)
 {
@@ -30,7 +77,17 @@ const char *kcr__mgr_shard_child_selector(const mgr_shard *s, const kcr_controll
     return s->child_initial_selector;
 }
 
-kcr_err kcr__mgr_shard_add_child(mgr_shard *s, kcr_informer *inf)
+kcr_err kcr__mgr_shard_child_labels(const mgr_shard *s, const char *user, char **out)
+{
+    *out = NULL;
+    if (!s->child_buckets)
+        return KCR_OK;
+    if (!(*out = bucket_labels(&FIRST, 1, user)))
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    return KCR_OK;
+}
+
+kcr_err kcr__mgr_shard_add_child(mgr_shard *s, kcr_informer *inf, const char *user)
 {
     for (size_t i = 0; i < s->n_children; i++)
         if (s->children[i] == inf)
@@ -41,9 +98,16 @@ kcr_err kcr__mgr_shard_add_child(mgr_shard *s, kcr_informer *inf)
     _Atomic uint64_t *g = realloc((void *)s->child_gen, (s->n_children + 1) * sizeof *g);
     if (g)
         s->child_gen = g;
-    if (!c || !g)
+    char **u = realloc(s->child_user, (s->n_children + 1) * sizeof *u);
+    if (u)
+        s->child_user = u;
+    char *mine = user && *user ? strdup(user) : NULL;
+    if (!c || !g || !u || (user && *user && !mine)) {
+        free(mine);
         return kcr__fail(KCR_ERR_NOMEM, "out of memory binding an owned cache to the shard");
+    }
     s->children[s->n_children] = inf;
+    s->child_user[s->n_children] = mine;
     atomic_init(&s->child_gen[s->n_children], 0);
     s->n_children++;
     return KCR_OK;
@@ -70,9 +134,20 @@ void kcr__shard_children_reselect(mgr_shard *s, const kcr__ranges *sel)
         kcr__ranges_clear(&s->children_synced); /* out of memory: wait for the relist */
     }
     pthread_mutex_unlock(&s->lock);
+    size_t n;
+    const kcr_shard_range *ranges = selection_ranges(sel, &n);
     for (size_t i = 0; i < s->n_children; i++) {
         kcr_reflector *r = kcr_informer_reflector(s->children[i]);
-        if (kcr_reflector_set_shard_selector(r, text) != KCR_OK)
+        kcr_err err;
+        if (s->child_buckets) {
+            char *labels = bucket_labels(ranges, n, s->child_user[i]);
+            err = labels ? kcr__reflector_set_selectors(r, text, labels)
+                         : kcr__fail(KCR_ERR_NOMEM, "out of memory");
+            free(labels);
+        } else {
+            err = kcr_reflector_set_shard_selector(r, text);
+        }
+        if (err != KCR_OK)
             kcr__log(KCR_LOG_ERROR, "shard", "shard ring \"%s\": setting an owned cache's selector: %s",
                      s->ring, kcr_last_error());
         atomic_store(&s->child_gen[i], kcr__reflector_shard_gen(r));
@@ -109,6 +184,9 @@ bool kcr__shard_children_hold(const mgr_shard *s, uint64_t hash)
 
 void kcr__shard_children_free(mgr_shard *s)
 {
+    for (size_t i = 0; s->child_user && i < s->n_children; i++)
+        free(s->child_user[i]);
+    free(s->child_user);
     free(s->children);
     free((void *)s->child_gen);
     free(s->child_initial_selector);

@@ -1,11 +1,14 @@
 /* Owner references: set the controller reference (refusing a second
- * controller) or a plain owner reference, on objects and on edits. */
+ * controller, stamping the controller's bucket label) or a plain owner
+ * reference, on objects and on edits. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/abi.h"
 #include "core/error.h"
 #include "kcr/controllerutil.h"
+#include "kcr/shard.h"
 
 /* The owner reference to write, its strings borrowed from the owner or opts. */
 static kcr_err owner_ref_of(const kcr_object *owner, const kcr_ctrlutil_owner_options *opts,
@@ -110,16 +113,29 @@ static kcr_err set_ref(const kcr_object *owner, kcr_object_edit *edit,
         want.controller = found.controller;
         want.block_owner_deletion = found.block_owner_deletion;
     }
-    if (have && same_ref(&found, &want)) {
+    /* a controlled object carries its controller's bucket (kcr/shard.h) */
+    char bucket[4] = "";
+    if (want.controller) {
+        snprintf(bucket, sizeof bucket, "%u",
+                 kcr_shard_bucket(kcr_shard_hash(want.uid, strlen(want.uid))));
+        const char *had = kcr_object_label(cur, KCR_SHARD_BUCKET_LABEL);
+        if (had && strcmp(had, bucket) == 0)
+            bucket[0] = '\0'; /* already stamped */
+    }
+    bool same = have && same_ref(&found, &want);
+    if (same && !bucket[0]) {
         kcr_object_unref(cur);
         return KCR_OK; /* already exactly this reference */
     }
     const char *old_uid = have && strcmp(found.uid, want.uid) != 0 ? found.uid : NULL;
     /* New entry first (replaces one with the same uid in place), then drop
-     * the stale incarnation's: a failure leaves the edit as it was. */
-    err = kcr_object_edit_set_owner_ref(edit, &want);
+     * the stale incarnation's: a failure leaves the edit as it was (but for
+     * the label, whose only failure is out of memory). */
+    err = same ? KCR_OK : kcr_object_edit_set_owner_ref(edit, &want);
     if (err == KCR_OK && old_uid)
         err = kcr_object_edit_remove_owner_ref(edit, old_uid);
+    if (err == KCR_OK && bucket[0])
+        err = kcr_object_edit_set_label(edit, KCR_SHARD_BUCKET_LABEL, bucket);
     kcr_object_unref(cur);
     *changed = err == KCR_OK;
     return err;

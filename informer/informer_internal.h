@@ -27,6 +27,12 @@ typedef kcr_object *(*kcr__list_reuse_fn)(const kcr_object *listed, void *user_d
 /* Sets r's reuse hook; before kcr_reflector_start(). */
 void kcr__reflector_set_list_reuse(kcr_reflector *r, kcr__list_reuse_fn fn, void *user_data);
 
+/* kcr_reflector_set_shard_selector(r, shard) that also replaces the label
+ * selector (copied; NULL or "": none) for the same relist: one generation
+ * more. The sharded manager's owned caches select their owners' buckets
+ * with it. Thread-safe. */
+kcr_err kcr__reflector_set_selectors(kcr_reflector *r, const char *shard, const char *label);
+
 /* The generation of the newest shard selector set on r: 0 for the one it
  * was made with, one more per kcr_reflector_set_shard_selector(). Thread-safe. */
 uint64_t kcr__reflector_shard_gen(kcr_reflector *r);

@@ -59,12 +59,13 @@ struct kcr_reflector {
     kcr_reflector_stats stats;
     /* kcr_reflector_set_shard_selector's change, taken by the reflector
      * thread before its next list (pending_sel NULL with shard_pending:
-     * no selector any more) */
-    bool shard_pending;
+     * no selector any more; label_pending: pending_label replaces `label`
+     * too, kcr__reflector_set_selectors) */
+    bool shard_pending, label_pending;
     uint64_t shard_gen;        /* selectors set so far: the newest one's generation */
     uint64_t listing_gen;      /* the generation of the selector in force */
     uint64_t listed_gen;       /* ... of the last list delivered to the sink */
-    char *pending_sel;
+    char *pending_sel, *pending_label;
     kcr_shard_field pending_field;
     kcr_shard_range *pending_ranges;
     size_t pending_n;
@@ -385,6 +386,12 @@ static void take_shard_change(kcr_reflector *r)
         r->pending_sel = NULL;
         r->pending_ranges = NULL;
         r->pending_n = 0;
+        if (r->label_pending) { /* `label` is read by this thread only */
+            free(r->label);
+            r->label = r->pending_label;
+            r->pending_label = NULL;
+            r->label_pending = false;
+        }
         r->shard_pending = false;
         r->listing_gen = r->shard_gen;
         r->shard_fallback_logged = false;
@@ -949,14 +956,21 @@ void kcr_reflector_free(kcr_reflector *r)
     free(r->shard_sel);
     free(r->shard_ranges);
     free(r->pending_sel);
+    free(r->pending_label);
     free(r->pending_ranges);
     free(r);
 }
 
-kcr_err kcr_reflector_set_shard_selector(kcr_reflector *r, const char *selector)
+/* kcr_reflector_set_shard_selector, and with set_label the label selector
+ * too (in the same relist). */
+static kcr_err set_selectors(kcr_reflector *r, const char *selector, bool set_label,
+                             const char *label)
 {
     if (!r)
         return kcr__fail(KCR_ERR_INVALID, "kcr_reflector_set_shard_selector: NULL reflector");
+    char *lab = set_label ? dup_or_null(label) : NULL;
+    if (set_label && label && *label && !lab)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     char *sel = NULL;
     kcr_shard_field field = KCR_SHARD_BY_UID;
     kcr_shard_range *ranges = NULL;
@@ -967,12 +981,18 @@ kcr_err kcr_reflector_set_shard_selector(kcr_reflector *r, const char *selector)
             err = kcr_shard_selector_format(field, ranges, n, &sel);
         if (err != KCR_OK) {
             free(ranges);
+            free(lab);
             return kcr__refail(err, "kcr_reflector_set_shard_selector: ");
         }
     }
     pthread_mutex_lock(&r->mu);
     free(r->pending_sel);
     free(r->pending_ranges);
+    if (set_label) {
+        free(r->pending_label);
+        r->pending_label = lab;
+        r->label_pending = true;
+    }
     r->pending_sel = sel;
     r->pending_field = field;
     r->pending_ranges = ranges;
@@ -982,6 +1002,16 @@ kcr_err kcr_reflector_set_shard_selector(kcr_reflector *r, const char *selector)
     kcr_cancel_trigger(r->watch_cancel); /* the watch ends; the thread relists */
     pthread_mutex_unlock(&r->mu);
     return KCR_OK;
+}
+
+kcr_err kcr_reflector_set_shard_selector(kcr_reflector *r, const char *selector)
+{
+    return set_selectors(r, selector, false, NULL);
+}
+
+kcr_err kcr__reflector_set_selectors(kcr_reflector *r, const char *shard, const char *label)
+{
+    return set_selectors(r, shard, true, label);
 }
 
 uint64_t kcr__reflector_shard_gen(kcr_reflector *r)

@@ -40,6 +40,11 @@ bool kcr_shard_range_contains(kcr_shard_range r, uint64_t hash)
     return hash >= r.start && (r.end == 0 || hash < r.end);
 }
 
+unsigned kcr_shard_bucket(uint64_t hash)
+{
+    return (unsigned)(hash >> 56);
+}
+
 /* ---- Selector text ---------------------------------------------------------------------- */
 
 #define SHARD_TOP_TEXT "0x10000000000000000"

@@ -494,7 +494,18 @@ typedef struct kcr_sharding_options {
     int64_t retry_period_ms;      /* 0: 2000 */
     int64_t skew_margin_ms;       /* 0: 2000; the clock-skew bound the guarantee assumes */
     kcr_shard_label_keys label_keys; /* KCR_SHARD_LABEL only; 0: kcr's own keys */
-    uint32_t reserved_u32;        /* zero (the rest of the reserved slot label_keys took) */
+    /* true: the owned caches of sharded controllers (a ring by uid) list
+     * and watch with the label selector `kcr.dev/shard-bucket in (...)` of
+     * the buckets their ranges touch (KCR_SHARD_BUCKET_LABEL, kcr/shard.h),
+     * so the apiserver sends each replica only its owners' children. Set
+     * it once every child carries that label (the controller-reference
+     * helpers of kcr/controllerutil.h stamp it): an unlabelled child
+     * reaches no replica until a write through them labels it
+     * (docs/sharding.md, "Bucket labels"). false: every replica receives
+     * every child and keeps those of its own keys. Ignored on a ring by
+     * namespace (the apiserver filters namespaces already). */
+    bool child_bucket_selector;
+    uint8_t reserved_u8[3]; /* zero (the rest of the reserved slot label_keys took) */
     /* Zero. Fields added later take these bytes: the struct is reached
      * through options, so its size never changes (docs/abi.md). Not zero:
      * KCR_ERR_INVALID. */

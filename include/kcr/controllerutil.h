@@ -39,6 +39,7 @@
 #include "kcr/error.h"
 #include "kcr/export.h"
 #include "kcr/object.h"
+#include "kcr/shard.h"
 #include "kcr/store.h"
 
 #ifdef __cplusplus
@@ -83,8 +84,12 @@ typedef struct kcr_ctrlutil_owner_options {
  * {apiVersion, kind, name, uid, controller: true, blockOwnerDeletion: true}.
  * A reference to the same owner (same API group, kind and name) is updated
  * in place (a recreated owner's new uid replaces the old); other entries are
- * kept. Both objects are borrowed; on success *out is a new reference (the
- * same object as `obj` when nothing changed). opts may be NULL.
+ * kept. It also labels `obj` KCR_SHARD_BUCKET_LABEL with the bucket of the
+ * owner's uid (kcr/shard.h; a label with another value is replaced), so a
+ * sharded manager's owned caches can select children by their owner's
+ * bucket (kcr_sharding_options.child_bucket_selector). Both objects are
+ * borrowed; on success *out is a new reference (the same object as `obj`
+ * when nothing changed). opts may be NULL.
  * Errors: KCR_ERR_EXISTS when another object is already the controller
  * (kcr_last_error() names it: kind/name and uid; `obj` is left alone);
  * KCR_ERR_INVALID when the owner lacks name, uid, apiVersion or kind (or is a
@@ -107,7 +112,8 @@ KCR_API kcr_err kcr_ctrlutil_set_controller_reference_edit(size_t opts_size,
 
 /* Adds `owner` as a plain (non-controller) owner: {apiVersion, kind, name,
  * uid}. A reference to the same owner is updated in place and keeps its
- * controller / blockOwnerDeletion flags (a controller stays the controller).
+ * controller / blockOwnerDeletion flags (a controller stays the controller,
+ * and gets the bucket label as kcr_ctrlutil_set_controller_reference).
  * Ownership and errors as kcr_ctrlutil_set_controller_reference, without
  * KCR_ERR_EXISTS. */
 KCR_API kcr_err kcr_ctrlutil_set_owner_reference(size_t opts_size, const kcr_object *owner,

@@ -59,6 +59,23 @@ KCR_API uint64_t kcr_object_shard_hash(const kcr_object *obj, kcr_shard_field fi
 /* Whether `hash` falls in r. */
 KCR_API bool kcr_shard_range_contains(kcr_shard_range r, uint64_t hash);
 
+/* ---- Child buckets: a label the apiserver can select children by ----------------------
+ * kcr_ctrlutil_set_controller_reference (kcr/controllerutil.h) stamps a child
+ * with KCR_SHARD_BUCKET_LABEL, the decimal bucket of its controller's uid
+ * hash, so a sharded manager's owned caches can ask the apiserver for the
+ * children of their ranges with a set-based label selector
+ * (`kcr.dev/shard-bucket in (3,4,5)`) instead of receiving every child
+ * (kcr_sharding_options.child_bucket_selector, docs/sharding.md). */
+
+/* The bucket label's key; its value is kcr_shard_bucket() of the
+ * controller's uid hash in decimal ("0" to "255"). */
+#define KCR_SHARD_BUCKET_LABEL "kcr.dev/shard-bucket"
+/* Buckets: bucket b holds the hashes [b << 56, (b + 1) << 56). */
+#define KCR_SHARD_BUCKETS 256
+
+/* The bucket of `hash`: its top 8 bits. Pure, thread-safe. */
+KCR_API unsigned kcr_shard_bucket(uint64_t hash);
+
 /* ---- Shard selectors: the shardSelector parameter of list and watch -------------------
  * The text is the apiserver's: one or more
  *     shardRange(object.metadata.uid, '0x<16 hex digits>', '0x<16 hex digits>')

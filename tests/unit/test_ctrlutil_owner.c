@@ -1,8 +1,10 @@
 /* controllerutil.h owner references: the controller reference's fields, a
  * second controller refused with the owner's name, owners without GVK (built
  * by hand) or with a metadata-only cache's PartialObjectMetadata, namespaces,
- * recreated owners, plain references and the edit variants. */
+ * recreated owners, plain references, the edit variants, and the bucket
+ * label a controller reference stamps. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kcr/kcr.h"
@@ -205,4 +207,69 @@ Test(ctrlutil_owner, edit_variants)
     cr_assert_eq(kcr_ctrlutil_set_controller_reference_edit(NULL, NULL, NULL), KCR_ERR_INVALID);
     kcr_object_unref(b);
     kcr_object_unref(a);
+}
+
+/* The controller reference labels the object with its owner's bucket
+ * (kcr/shard.h: the top 8 bits of the FNV-1a hash of the owner's uid):
+ * "u-1" hashes to 0x4d84..., bucket 77; "a" to 0xaf63..., bucket 175. */
+Test(ctrlutil_owner, the_controller_reference_stamps_its_owners_bucket)
+{
+    kcr_object *owner = obj(FOO("foo", "u-1")), *cm = obj(CM_JSON), *r = NULL, *again = NULL;
+    cr_assert_eq(kcr_ctrlutil_set_controller_reference(owner, cm, NULL, &r), KCR_OK);
+    cr_assert_str_eq(kcr_object_label(r, KCR_SHARD_BUCKET_LABEL), "77");
+    cr_assert_eq(kcr_ctrlutil_set_controller_reference(owner, r, NULL, &again), KCR_OK);
+    cr_expect_eq(again, r, "stamped already: nothing changes");
+    kcr_object_unref(again);
+    kcr_object_unref(r);
+
+    /* written before the label existed (or by another tool): the same
+     * reference, no label; or a wrong one: the helper stamps it */
+    const char *refs = "\"ownerReferences\":[{\"apiVersion\":\"kcr.dev/v1\",\"kind\":\"Foo\","
+                       "\"name\":\"foo\",\"uid\":\"u-1\",\"controller\":true,"
+                       "\"blockOwnerDeletion\":true}]";
+    char json[512];
+    for (int wrong = 0; wrong < 2; wrong++) {
+        snprintf(json, sizeof json,
+                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm\","
+                 "\"namespace\":\"ns\",%s%s}}",
+                 wrong ? "\"labels\":{\"kcr.dev/shard-bucket\":\"5\",\"app\":\"x\"}," : "", refs);
+        kcr_object *old = obj(json);
+        cr_assert_eq(kcr_ctrlutil_set_controller_reference(owner, old, NULL, &r), KCR_OK);
+        cr_expect_neq(r, old, "the label was written");
+        cr_expect_str_eq(kcr_object_label(r, KCR_SHARD_BUCKET_LABEL), "77");
+        cr_expect_eq(kcr_object_owner_ref_count(r), 1);
+        if (wrong)
+            cr_expect_str_eq(kcr_object_label(r, "app"), "x", "other labels are kept");
+        /* a plain reference to the controller stamps it too */
+        kcr_object_unref(r);
+        cr_assert_eq(kcr_ctrlutil_set_owner_reference(owner, old, NULL, &r), KCR_OK);
+        cr_expect_str_eq(kcr_object_label(r, KCR_SHARD_BUCKET_LABEL), "77");
+        kcr_object_unref(r);
+        kcr_object_unref(old);
+    }
+
+    /* a recreated owner: its new uid's bucket */
+    kcr_object *stamped = NULL, *renewed = obj(FOO("foo", "a"));
+    cr_assert_eq(kcr_ctrlutil_set_controller_reference(owner, cm, NULL, &stamped), KCR_OK);
+    cr_assert_eq(kcr_ctrlutil_set_controller_reference(renewed, stamped, NULL, &r), KCR_OK);
+    cr_expect_str_eq(kcr_object_label(r, KCR_SHARD_BUCKET_LABEL), "175");
+    kcr_object_unref(r);
+
+    /* a plain owner is no controller: no label */
+    cr_assert_eq(kcr_ctrlutil_set_owner_reference(owner, cm, NULL, &r), KCR_OK);
+    cr_expect_null(kcr_object_label(r, KCR_SHARD_BUCKET_LABEL));
+    kcr_object_unref(r);
+
+    /* the edit variant stamps as well */
+    kcr_object_edit *e = NULL;
+    cr_assert_eq(kcr_object_edit_new(cm, &e), KCR_OK);
+    cr_assert_eq(kcr_ctrlutil_set_controller_reference_edit(renewed, e, NULL), KCR_OK);
+    cr_assert_eq(kcr_object_edit_freeze(e, &r), KCR_OK);
+    cr_expect_str_eq(kcr_object_label(r, KCR_SHARD_BUCKET_LABEL), "175");
+    kcr_object_unref(r);
+    kcr_object_edit_free(e);
+    kcr_object_unref(renewed);
+    kcr_object_unref(stamped);
+    kcr_object_unref(cm);
+    kcr_object_unref(owner);
 }

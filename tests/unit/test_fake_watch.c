@@ -1,7 +1,8 @@
 /* The fake's watches: resume from a resourceVersion and its expiry, initial events and
- * bookmarks, live selectors and a clean end, cancel/timeout/idle/error, and
- * concurrent writers seen by one watcher in resourceVersion order. */
+ * bookmarks, live selectors (set-based too) and a clean end, cancel/timeout/idle/error,
+ * and concurrent writers seen by one watcher in resourceVersion order. */
 #include <stdint.h>
+#include <stdio.h>
 
 #include "tests/unit/fake_fixture.h"
 #include "kcr/fake.h"
@@ -180,6 +181,51 @@ Test(fake, live_watch_selectors_bookmarks_and_clean_end, .init = setup, .fini = 
     cr_assert_eq(w.seen.type[3], KCR_WATCH_BOOKMARK);
     cr_assert_str_eq(w.seen.rv[3], "5");
     cr_assert_eq(kcr_fake_watch_count(fake, NULL), 0);
+}
+
+static void relabel(const char *name, const char *bucket)
+{
+    char body[128];
+    snprintf(body, sizeof body, "{\"metadata\":{\"labels\":{\"kcr.dev/shard-bucket\":\"%s\"}}}",
+             bucket);
+    cr_assert_eq(kcr_client_patch(c,
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = "t",
+                                                 .name = name,
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = body},
+                                  NULL),
+                 KCR_OK);
+}
+
+/* A set-based selector (the sharded owned caches' `kcr.dev/shard-bucket in
+ * (...)`) on a live watch: objects in the set are ADDED, one relabelled out
+ * of it DELETED, one relabelled into it ADDED, one without the label never
+ * seen. */
+Test(fake, live_watch_set_based_selector, .init = setup, .fini = teardown)
+{
+    struct watch_thread w = {
+        .opts = {.resource_version = "0", .label_selector = "kcr.dev/shard-bucket in (3,4)"}};
+    start_watch(&w);
+    kcr_object_unref(
+        create(&CM, "t", "{\"metadata\":{\"name\":\"in\",\"labels\":{\"kcr.dev/shard-bucket\":\"4\"}}}"));
+    kcr_object_unref(
+        create(&CM, "t", "{\"metadata\":{\"name\":\"out\",\"labels\":{\"kcr.dev/shard-bucket\":\"5\"}}}"));
+    kcr_object_unref(create(&CM, "t", "{\"metadata\":{\"name\":\"none\"}}"));
+    relabel("in", "7");
+    relabel("out", "3");
+    for (int i = 0; i < 500 && seen_count(&w.seen) < 3; i++)
+        nap_ms(2);
+    kcr_fake_end_watches(fake, NULL);
+    pthread_join(w.t, NULL);
+    cr_assert_eq(w.result, KCR_OK, "%s", kcr_strerror(w.result));
+    cr_assert_eq(w.seen.n, 3);
+    cr_expect_eq(w.seen.type[0], KCR_WATCH_ADDED);
+    cr_expect_str_eq(w.seen.name[0], "in");
+    cr_expect_eq(w.seen.type[1], KCR_WATCH_DELETED);
+    cr_expect_str_eq(w.seen.name[1], "in");
+    cr_expect_eq(w.seen.type[2], KCR_WATCH_ADDED);
+    cr_expect_str_eq(w.seen.name[2], "out");
 }
 
 Test(fake, watch_cancel_timeout_idle_and_error, .init = setup, .fini = teardown)

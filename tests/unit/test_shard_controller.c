@@ -17,6 +17,8 @@
 #define N_KEYS 48
 #define CM_OBJECTS "kcr_cache_objects{resource=\"configmaps\",group=\"\",namespace=\"\"}"
 #define SECRET_OBJECTS "kcr_cache_objects{resource=\"secrets\",group=\"\",namespace=\"\"}"
+#define SECRET_FILTERED                                                                            \
+    "kcr_cache_shard_filtered_total{resource=\"secrets\",group=\"\",namespace=\"\"}"
 #define MAX_R 3
 
 static const kcr_resource SECRET = {"", "v1", "secrets"};
@@ -57,6 +59,11 @@ static atomic_int missing_primary;
  * that did not find it in the controller's Secret cache. */
 static atomic_int check_children, missing_child;
 static atomic_int children_made; /* create_children ran: s-<i> exists */
+/* While write_children is set, each reconcile of cm-<i> writes its Secret
+ * s-<i> through kcr_ctrlutil_create_or_update (the controller reference,
+ * and so the bucket label); write_errors counts the failures. */
+static atomic_int write_children, write_errors;
+static bool buckets_opt; /* kcr_sharding_options.child_bucket_selector */
 static kcr_shard_label_keys label_keys_opt;
 static int workers_opt = 4; /* each replica's max_concurrent_reconciles */
 static int64_t retry_opt_ms;  /* 0: shard_opts' short timings; else this retry period */
@@ -73,6 +80,28 @@ static int key_index(const kcr_reconcile_request *req)
 {
     int i = -1;
     return sscanf(req->name, "cm-%d", &i) == 1 && i >= 0 && i < N_KEYS ? i : -1;
+}
+
+static kcr_err own_child(kcr_object_edit *e, const kcr_object *current, void *ud)
+{
+    (void)current;
+    return kcr_ctrlutil_set_controller_reference_edit(ud, e, NULL);
+}
+
+/* Makes Secret s-<i> controlled by `cm` (from the owned cache when there). */
+static kcr_err write_child(kcr_ctx *ctx, const kcr_object *cm, int i)
+{
+    char name[16];
+    snprintf(name, sizeof name, "s-%02d", i);
+    return kcr_ctrlutil_create_or_update(kcr_ctx_client(ctx),
+                                         &(kcr_ctrlutil_write_options){
+                                             .resource = &SECRET,
+                                             .ns = "default",
+                                             .name = name,
+                                             .mutate = own_child,
+                                             .user_data = (void *)cm,
+                                             .cache = kcr_ctx_cache(ctx, &SECRET)},
+                                         NULL);
 }
 
 static kcr_result note(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
@@ -97,6 +126,8 @@ static kcr_result note(kcr_ctx *ctx, const kcr_reconcile_request *req, void *ud)
     kcr_object *primary = kcr_ctx_get_primary(ctx);
     if (!primary)
         atomic_fetch_add(&missing_primary, 1);
+    if (primary && atomic_load(&write_children) && write_child(ctx, primary, i) != KCR_OK)
+        atomic_fetch_add(&write_errors, 1);
     kcr_object_unref(primary);
     if (atomic_load(&check_children) && atomic_load(&children_made)) {
         char child[32];
@@ -152,7 +183,8 @@ static kcr_sharding_options shard_opts(kcr_shard_mode mode, const char *identity
                                       .renew_deadline_ms = 2 * retry_opt_ms,
                                       .retry_period_ms = retry_opt_ms,
                                       .skew_margin_ms = test_ms(200),
-                                      .label_keys = label_keys_opt};
+                                      .label_keys = label_keys_opt,
+                                      .child_bucket_selector = buckets_opt};
     return (kcr_sharding_options){.mode = mode,
                                   .ring = "ring",
                                   .identity = identity,
@@ -160,7 +192,8 @@ static kcr_sharding_options shard_opts(kcr_shard_mode mode, const char *identity
                                   .renew_deadline_ms = test_ms(1000),
                                   .retry_period_ms = test_ms(200),
                                   .skew_margin_ms = test_ms(200),
-                                  .label_keys = label_keys_opt};
+                                  .label_keys = label_keys_opt,
+                                  .child_bucket_selector = buckets_opt};
 }
 
 /* Makes replica r (identity "rep-<r>" unless given) with one controller on
@@ -221,6 +254,9 @@ static void replicas_teardown(void)
     atomic_store(&check_children, 0);
     atomic_store(&missing_child, 0);
     atomic_store(&children_made, 0);
+    atomic_store(&write_children, 0);
+    atomic_store(&write_errors, 0);
+    buckets_opt = false;
     label_keys_opt = KCR_SHARD_LABELS_KCR;
     workers_opt = 4;
     retry_opt_ms = 0;
@@ -496,8 +532,11 @@ Test(shard_controller, a_replica_cut_off_fences_and_comes_back, .init = setup,
     WAIT_FOR(active(0));
 }
 
-/* Creates Secret s-<i> controlled by ConfigMap cm-<i>, for every key. */
-static void create_children(void)
+/* Creates Secret s-<i> controlled by ConfigMap cm-<i>, for every key:
+ * stamped, through kcr_ctrlutil_set_controller_reference (with the bucket
+ * label), or not, with the reference written by hand (as another tool, or
+ * a kcr before the label, would). */
+static void create_children_as(bool stamped)
 {
     for (int i = 0; i < N_KEYS; i++) {
         char name[16], json[512];
@@ -507,19 +546,40 @@ static void create_children(void)
                                     &(kcr_request){.resource = &CM, .ns = "default", .name = name},
                                     &cm),
                      KCR_OK);
-        snprintf(json, sizeof json,
-                 "{\"metadata\":{\"name\":\"s-%02d\",\"ownerReferences\":[{\"apiVersion\":\"v1\","
-                 "\"kind\":\"ConfigMap\",\"name\":\"%s\",\"uid\":\"%s\",\"controller\":true}]}}",
-                 i, name, kcr_object_uid(cm));
+        kcr_object *child = NULL;
+        if (stamped) {
+            snprintf(json, sizeof json,
+                     "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
+                     "\"s-%02d\",\"namespace\":\"default\"}}",
+                     i);
+            kcr_object *bare = NULL;
+            cr_assert_eq(kcr_object_parse(json, 0, &bare), KCR_OK);
+            cr_assert_eq(kcr_ctrlutil_set_controller_reference(cm, bare, NULL, &child), KCR_OK,
+                         "%s", kcr_last_error());
+            kcr_object_unref(bare);
+        } else {
+            snprintf(json, sizeof json,
+                     "{\"metadata\":{\"name\":\"s-%02d\",\"ownerReferences\":[{\"apiVersion\":"
+                     "\"v1\",\"kind\":\"ConfigMap\",\"name\":\"%s\",\"uid\":\"%s\","
+                     "\"controller\":true}]}}",
+                     i, name, kcr_object_uid(cm));
+        }
         kcr_object_unref(cm);
         cr_assert_eq(kcr_client_create(client,
                                        &(kcr_request){.resource = &SECRET,
                                                       .ns = "default",
-                                                      .body = json},
+                                                      .object = child,
+                                                      .body = child ? NULL : json},
                                        NULL),
                      KCR_OK, "%s", kcr_last_error());
+        kcr_object_unref(child);
     }
     atomic_store(&children_made, 1);
+}
+
+static void create_children(void)
+{
+    create_children_as(false);
 }
 
 /* How many keys had a reconcile triggered by their child. */
@@ -638,6 +698,128 @@ Test(shard_controller, owned_caches_hold_only_their_owners_children, .init = set
     cr_expect_eq(atomic_load(&overlaps), 0);
 }
 
+/* The bucket of cm-<i>'s uid (its children's bucket label). */
+static unsigned cm_bucket(int i)
+{
+    char name[16];
+    snprintf(name, sizeof name, "cm-%02d", i);
+    kcr_object *cm = NULL;
+    cr_assert_eq(kcr_client_get(client,
+                                &(kcr_request){.resource = &CM, .ns = "default", .name = name},
+                                &cm),
+                 KCR_OK);
+    unsigned b = kcr_shard_bucket(kcr_shard_hash(kcr_object_uid(cm), strlen(kcr_object_uid(cm))));
+    kcr_object_unref(cm);
+    return b;
+}
+
+/* With child_bucket_selector the owned caches ask the apiserver for their
+ * owners' buckets: each replica's Secret cache RECEIVES only its owners'
+ * children and the other replica's in the one bucket both ranges touch
+ * (two slots meet at 2^63 + 1, the ring's rounding, inside bucket 128),
+ * which the reflector's controller filter drops (without the bucket
+ * selector each would receive all 48 children and drop the other's), the
+ * Secrets without a controller reach neither, and when one replica leaves
+ * the other's label selector grows with its ranges, so the children of
+ * the keys it gained arrive before their reconciles start. */
+Test(shard_controller, owned_caches_receive_only_their_buckets, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    for (int i = 0; i < 2; i++) {
+        char json[128];
+        snprintf(json, sizeof json, "{\"metadata\":{\"name\":\"free-%d\"}}", i);
+        cr_assert_eq(kcr_client_create(client,
+                                       &(kcr_request){.resource = &SECRET,
+                                                      .ns = "default",
+                                                      .body = json},
+                                       NULL),
+                     KCR_OK);
+    }
+    buckets_opt = true;
+    start_two(KCR_SHARD_FILTER);
+    clear_counts();
+    touch_all(5);
+    WAIT_FOR(each_once());
+    int of1 = keys_of(1);
+    cr_assert(of1 > 0 && keys_of(0) > 0, "both replicas own keys");
+    double before[2] = {metric(reps[0].m, SECRET_FILTERED), metric(reps[1].m, SECRET_FILTERED)};
+    const uint64_t boundary = UINT64_C(0x8000000000000001); /* slot 1's first hash */
+    create_children_as(true);
+    WAIT_FOR(children_ran() == N_KEYS);
+    WAIT_FOR(metric(reps[0].m, SECRET_OBJECTS) + metric(reps[1].m, SECRET_OBJECTS) >= N_KEYS);
+    cr_expect_eq(metric(reps[0].m, SECRET_OBJECTS), N_KEYS - of1, "replica 0: its owners' children");
+    cr_expect_eq(metric(reps[1].m, SECRET_OBJECTS), of1);
+    for (int r = 0; r < 2; r++) {
+        double dropped = metric(reps[r].m, SECRET_FILTERED) - before[r];
+        int shared = 0; /* the other replica's children in the bucket both touch */
+        for (int i = 0; i < N_KEYS; i++)
+            shared += atomic_load(&by[i][r]) == 0 && cm_bucket(i) == kcr_shard_bucket(boundary);
+        cr_log_info("replica %d: received and dropped %.0f children of the other replica's "
+                    "(%d in the shared bucket)",
+                    r, dropped, shared);
+        cr_expect_eq(dropped, shared,
+                     "replica %d received children of the other replica's buckets", r);
+    }
+
+    clear_counts();
+    atomic_store(&check_children, 1);
+    cr_assert_eq(replica_stop(1), KCR_OK);
+    WAIT_FOR(keys_of(0) >= of1); /* replica 1's keys, reconciled once gained */
+    cr_expect_eq(metric(reps[0].m, SECRET_OBJECTS), N_KEYS, "every child, still no free Secret");
+    cr_expect_eq(atomic_load(&missing_child), 0,
+                 "a gained key's reconcile read the Secret cache before it held the key's child");
+    cr_expect_eq(atomic_load(&overlaps), 0);
+}
+
+/* Children without the bucket label (written before kcr stamped it, or by
+ * another tool) reach no owned cache under child_bucket_selector; a
+ * controller that writes them through kcr_ctrlutil_create_or_update with
+ * kcr_ctrlutil_set_controller_reference heals them at its keys' first
+ * reconcile: the cache misses, the helper reads the server, stamps the
+ * label (one update per child, none after) and the child arrives. */
+Test(shard_controller, an_unlabelled_child_is_stamped_by_its_owners_reconcile, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    create_children_as(false);
+    buckets_opt = true;
+    atomic_store(&write_children, 1);
+    start_two(KCR_SHARD_FILTER);
+    WAIT_FOR(metric(reps[0].m, SECRET_OBJECTS) + metric(reps[1].m, SECRET_OBJECTS) == N_KEYS);
+    clear_counts();
+    touch_all(7);
+    WAIT_FOR(each_once());
+    int of1 = keys_of(1);
+    cr_expect_eq(metric(reps[0].m, SECRET_OBJECTS), N_KEYS - of1);
+    cr_expect_eq(metric(reps[1].m, SECRET_OBJECTS), of1);
+    cr_expect_eq(atomic_load(&write_errors), 0);
+    cr_expect_eq(kcr_fake_count(fake, KCR_FAKE_UPDATE, &SECRET), N_KEYS,
+                 "one write per unlabelled child, none once it is labelled");
+    for (int i = 0; i < N_KEYS; i++) {
+        char sname[16], cname[16];
+        snprintf(sname, sizeof sname, "s-%02d", i);
+        snprintf(cname, sizeof cname, "cm-%02d", i);
+        kcr_object *s = NULL, *cm = NULL;
+        cr_assert_eq(kcr_client_get(client,
+                                    &(kcr_request){.resource = &SECRET, .ns = "default", .name = sname},
+                                    &s),
+                     KCR_OK);
+        cr_assert_eq(kcr_client_get(client,
+                                    &(kcr_request){.resource = &CM, .ns = "default", .name = cname},
+                                    &cm),
+                     KCR_OK);
+        char want[8];
+        snprintf(want, sizeof want, "%u",
+                 kcr_shard_bucket(kcr_shard_hash(kcr_object_uid(cm), strlen(kcr_object_uid(cm)))));
+        const char *got = kcr_object_label(s, KCR_SHARD_BUCKET_LABEL);
+        cr_expect(got && strcmp(got, want) == 0, "%s: bucket label %s, want %s", sname,
+                  got ? got : "(none)", want);
+        kcr_object_unref(cm);
+        kcr_object_unref(s);
+    }
+}
+
 Test(shard_controller, server_mode_caches_only_the_shard, .init = setup, .fini = replicas_teardown,
      .timeout = 120)
 {
@@ -752,9 +934,9 @@ Test(shard_controller, bad_options, .init = setup, .fini = teardown)
     cr_expect_eq(kcr_manager_new(client, &mo, &mgr), KCR_ERR_INVALID);
     cr_expect(strstr(kcr_last_error(), "label_keys 7") != NULL, "%s", kcr_last_error());
     so.label_keys = KCR_SHARD_LABELS_KCR;
-    so.reserved_u32 = 1;
+    so.reserved_u8[2] = 1;
     cr_expect_eq(kcr_manager_new(client, &mo, &mgr), KCR_ERR_INVALID);
-    so.reserved_u32 = 0;
+    so.reserved_u8[2] = 0;
     so.mode = KCR_SHARD_FILTER;
     mo.leader_election = true;
     mo.leader_election_id = "x";

@@ -1,5 +1,6 @@
 /* kcr/shard.h: FNV-1a 64 against the published test vectors and against
- * keys taken from objects, and the half-open ranges with end 0 as 2^64. */
+ * keys taken from objects, the half-open ranges with end 0 as 2^64, and
+ * the buckets of the children's bucket label. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -54,4 +55,15 @@ Test(shard_hash, half_open_ranges)
     cr_expect(kcr_shard_range_contains(all, 0));
     cr_expect(kcr_shard_range_contains(all, UINT64_MAX));
     cr_expect_not(kcr_shard_range_contains(empty, 5));
+}
+
+/* A bucket is the top 8 bits of a hash (KCR_SHARD_BUCKETS = 256). */
+Test(shard_hash, buckets)
+{
+    cr_expect_eq(kcr_shard_bucket(0), 0);
+    cr_expect_eq(kcr_shard_bucket(UINT64_C(0x00ffffffffffffff)), 0);
+    cr_expect_eq(kcr_shard_bucket(UINT64_C(0x0100000000000000)), 1);
+    cr_expect_eq(kcr_shard_bucket(UINT64_C(0x8000000000000000)), 128);
+    cr_expect_eq(kcr_shard_bucket(UINT64_MAX), KCR_SHARD_BUCKETS - 1);
+    cr_expect_eq(kcr_shard_bucket(hash_str("a")), 0xaf);
 }

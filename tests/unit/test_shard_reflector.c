@@ -7,7 +7,8 @@
  * other half dropped, one warning); a malformed selector is refused up
  * front; the factory shares an informer only for the same selector; kcr's
  * own field (the controller's uid) is filtered by the reflector alone and
- * follows a change of the controller. */
+ * follows a change of the controller; the label selector can change with
+ * the shard selector. */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
 
@@ -581,4 +582,49 @@ Test(shard_informer, by_controller_is_filtered_on_the_client_and_follows_the_con
     kcr_client_free(c);
     kcr_fake_free(f);
     kcr_log_set_handler(NULL, NULL);
+}
+
+/* kcr__reflector_set_selectors: the label selector changes with the shard
+ * selector, in one relist (one generation), and the watch after it follows
+ * the new one; a later shard-only change keeps it. (A sharded manager's
+ * owned caches select their owners' buckets so, docs/sharding.md.) */
+Test(shard_informer, the_label_selector_changes_with_the_shard_selector)
+{
+    kcr_fake *f = fake_with(false, 20); /* 10 labelled app=even, 10 app=odd */
+    kcr_client *c = NULL;
+    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
+    char *all = NULL;
+    cr_assert_eq(kcr_shard_selector_format(KCR_SHARD_BY_CONTROLLER, &(kcr_shard_range){0, 0}, 1,
+                                           &all),
+                 KCR_OK);
+    kcr_informer *inf = NULL;
+    kcr_informer_options o = {.reflector = {.shard_selector = all, .label_selector = "app in (odd)"}};
+    cr_assert_eq(kcr_informer_new(c, &CM, &o, &inf), KCR_OK);
+    cr_assert_eq(kcr_informer_start(inf), KCR_OK);
+    cr_assert_eq(kcr_informer_wait_for_sync(inf, WAIT_MS, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_expect(holds_exactly(inf, NULL, 0, 10));
+
+    kcr_reflector *r = kcr_informer_reflector(inf);
+    cr_assert_eq(kcr__reflector_set_selectors(r, all, "app in (even,late)"), KCR_OK);
+    cr_expect_eq(kcr__reflector_shard_gen(r), 1, "one generation for both");
+    WAIT_FOR(kcr__informer_shard_synced(inf, 1), WAIT_MS);
+    kcr_object *got = kcr_store_get_by_key(kcr_informer_store(inf), "default/cm-00000");
+    cr_expect_not_null(got, "an even one is there");
+    kcr_object_unref(got);
+    got = kcr_store_get_by_key(kcr_informer_store(inf), "default/cm-00001");
+    cr_expect_null(got, "the odd ones left");
+    kcr_object_unref(got);
+    cr_expect(holds_exactly(inf, NULL, 0, 10));
+    /* the watch after the relist asks for the new labels */
+    kcr_object_unref(seed_cm(f, "default", "late", "late", "y"));
+    kcr_object_unref(seed_cm(f, "default", "odd-late", "odd", "y"));
+    WAIT_FOR(holds_exactly(inf, NULL, 0, 11), WAIT_MS);
+    /* a shard-only change keeps the label selector */
+    cr_assert_eq(kcr_reflector_set_shard_selector(r, all), KCR_OK);
+    WAIT_FOR(kcr__informer_shard_synced(inf, 2), WAIT_MS);
+    cr_expect(holds_exactly(inf, NULL, 0, 11));
+    kcr_informer_free(inf);
+    free(all);
+    kcr_client_free(c);
+    kcr_fake_free(f);
 }
