@@ -12,7 +12,11 @@
  * --shard-mode filter|server|label it runs as one replica of a shard ring
  * (--shard-ring, default "sample-controller") under the identity
  * --shard-identity (default $POD_NAME, else the host name): it reconciles
- * only its share of the Foos (docs/sample-controller.md, "Running sharded").
+ * only its share of the Foos (docs/sample-controller.md, "Running sharded");
+ * --shard-child-buckets true makes its Deployment cache ask the apiserver
+ * for its Foos' Deployments only, by their bucket label
+ * (kcr_sharding_options.child_bucket_selector: every Deployment must carry
+ * it, as those this controller writes do).
  * Exits 0 after SIGINT/SIGTERM (a second one exits at once), 1 when the
  * lease is lost or it cannot start, 2 for bad arguments. */
 #include <stdio.h>
@@ -43,17 +47,26 @@ static kcr_err setup(kcr_manager *m, const kcr_main_flags *f, void *ud)
     return kcr_manager_add_controller(m, &ctl, NULL);
 }
 
-/* --shard-mode, --shard-identity, --shard-ring into *out; 0, or 2 after
- * printing what is wrong. *sharded is false without --shard-mode. */
+/* --shard-mode, --shard-identity, --shard-ring, --shard-child-buckets
+ * into *out; 0, or 2 after printing what is wrong. *sharded is false
+ * without --shard-mode. */
 static int shard_flags(const char *mode, const char *identity, const char *ring,
-                       kcr_sharding_options *out, bool *sharded)
+                       const char *child_buckets, kcr_sharding_options *out, bool *sharded)
 {
     *out = (kcr_sharding_options){.identity = identity, .ring = ring};
     *sharded = mode != NULL;
-    if (!mode && (identity || ring)) {
-        fprintf(stderr, "%s: --shard-identity and --shard-ring need --shard-mode\n", SAMPLE_NAME);
+    if (!mode && (identity || ring || child_buckets)) {
+        fprintf(stderr,
+                "%s: --shard-identity, --shard-ring and --shard-child-buckets need --shard-mode\n",
+                SAMPLE_NAME);
         return 2;
     }
+    if (child_buckets && strcmp(child_buckets, "true") && strcmp(child_buckets, "false")) {
+        fprintf(stderr, "%s: --shard-child-buckets is true or false, not '%s'\n", SAMPLE_NAME,
+                child_buckets);
+        return 2;
+    }
+    out->child_bucket_selector = child_buckets && !strcmp(child_buckets, "true");
     if (!mode || !strcmp(mode, "filter"))
         out->mode = KCR_SHARD_FILTER;
     else if (!strcmp(mode, "server"))
@@ -92,11 +105,13 @@ static int start_webhooks(const sample_webhook_cli *wh, kcr_webhook_server **out
 int main(int argc, char **argv)
 {
     sample_webhook_cli wh = {.bind_address = ":9443"};
-    const char *log_path = NULL, *shard_mode = NULL, *shard_identity = NULL, *shard_ring = NULL;
+    const char *log_path = NULL, *shard_mode = NULL, *shard_identity = NULL, *shard_ring = NULL,
+               *shard_child_buckets = NULL;
     const sample_flag own[] = {{"--reconcile-log", &log_path},
                                {"--shard-mode", &shard_mode},
                                {"--shard-identity", &shard_identity},
-                               {"--shard-ring", &shard_ring}};
+                               {"--shard-ring", &shard_ring},
+                               {"--shard-child-buckets", &shard_child_buckets}};
     sample_program p = {.log = {.fd = -1}};
     kcr_sharding_options sharding;
     bool sharded = false;
@@ -105,7 +120,8 @@ int main(int argc, char **argv)
     if (!rc)
         rc = sample_take_flags(&argc, argv, own, sizeof own / sizeof *own);
     if (!rc)
-        rc = shard_flags(shard_mode, shard_identity, shard_ring, &sharding, &sharded);
+        rc = shard_flags(shard_mode, shard_identity, shard_ring, shard_child_buckets, &sharding,
+                         &sharded);
     if (!rc && log_path && sample_reconcile_log_open(&p.log, log_path, shard_identity))
         rc = 1;
     if (!rc)
