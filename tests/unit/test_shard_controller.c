@@ -656,13 +656,8 @@ Test(shard_controller, a_child_runs_on_its_owners_replica, .init = setup,
     cr_expect_eq(atomic_load(&overlaps), 0);
 }
 
-/* Owned caches follow their owners' shard, in filter mode too: the two
- * replicas' Secret caches split the children (Secrets without a controller
- * are on both), and when one replica leaves, the other's Secret cache grows
- * to every child before a reconcile of a gained key starts: none of them
- * misses its Secret (it would without admission waiting for the relist). */
-Test(shard_controller, owned_caches_hold_only_their_owners_children, .init = setup,
-     .fini = replicas_teardown, .timeout = 120)
+/* The keys and two Secrets without a controller (free-0, free-1). */
+static void seed_with_free_secrets(void)
 {
     seed();
     for (int i = 0; i < 2; i++) {
@@ -675,12 +670,31 @@ Test(shard_controller, owned_caches_hold_only_their_owners_children, .init = set
                                        NULL),
                      KCR_OK);
     }
+}
+
+/* Starts two filter-mode replicas and reconciles every key once; returns
+ * how many keys replica 1 owns (both own some). */
+static int start_two_owning_keys(void)
+{
     start_two(KCR_SHARD_FILTER);
     clear_counts();
     touch_all(5);
     WAIT_FOR(each_once());
     int of1 = keys_of(1);
     cr_assert(of1 > 0 && keys_of(0) > 0, "both replicas own keys");
+    return of1;
+}
+
+/* Owned caches follow their owners' shard, in filter mode too: the two
+ * replicas' Secret caches split the children (Secrets without a controller
+ * are on both), and when one replica leaves, the other's Secret cache grows
+ * to every child before a reconcile of a gained key starts: none of them
+ * misses its Secret (it would without admission waiting for the relist). */
+Test(shard_controller, owned_caches_hold_only_their_owners_children, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed_with_free_secrets();
+    int of1 = start_two_owning_keys();
     create_children();
     WAIT_FOR(children_ran() == N_KEYS);
     WAIT_FOR(metric(reps[0].m, SECRET_OBJECTS) + metric(reps[1].m, SECRET_OBJECTS) == N_KEYS + 4);
@@ -725,24 +739,9 @@ static unsigned cm_bucket(int i)
 Test(shard_controller, owned_caches_receive_only_their_buckets, .init = setup,
      .fini = replicas_teardown, .timeout = 120)
 {
-    seed();
-    for (int i = 0; i < 2; i++) {
-        char json[128];
-        snprintf(json, sizeof json, "{\"metadata\":{\"name\":\"free-%d\"}}", i);
-        cr_assert_eq(kcr_client_create(client,
-                                       &(kcr_request){.resource = &SECRET,
-                                                      .ns = "default",
-                                                      .body = json},
-                                       NULL),
-                     KCR_OK);
-    }
+    seed_with_free_secrets();
     buckets_opt = true;
-    start_two(KCR_SHARD_FILTER);
-    clear_counts();
-    touch_all(5);
-    WAIT_FOR(each_once());
-    int of1 = keys_of(1);
-    cr_assert(of1 > 0 && keys_of(0) > 0, "both replicas own keys");
+    int of1 = start_two_owning_keys();
     double before[2] = {metric(reps[0].m, SECRET_FILTERED), metric(reps[1].m, SECRET_FILTERED)};
     const uint64_t boundary = UINT64_C(0x8000000000000001); /* slot 1's first hash */
     create_children_as(true);
