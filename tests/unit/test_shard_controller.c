@@ -532,6 +532,19 @@ Test(shard_controller, a_replica_cut_off_fences_and_comes_back, .init = setup,
     WAIT_FOR(active(0));
 }
 
+/* ConfigMap cm-<i> from the fake API (a new reference). */
+static kcr_object *get_cm(int i)
+{
+    char name[16];
+    snprintf(name, sizeof name, "cm-%02d", i);
+    kcr_object *cm = NULL;
+    cr_assert_eq(kcr_client_get(client,
+                                &(kcr_request){.resource = &CM, .ns = "default", .name = name},
+                                &cm),
+                 KCR_OK);
+    return cm;
+}
+
 /* Creates Secret s-<i> controlled by ConfigMap cm-<i>, for every key:
  * stamped, through kcr_ctrlutil_set_controller_reference (with the bucket
  * label), or not, with the reference written by hand (as another tool, or
@@ -539,13 +552,8 @@ Test(shard_controller, a_replica_cut_off_fences_and_comes_back, .init = setup,
 static void create_children_as(bool stamped)
 {
     for (int i = 0; i < N_KEYS; i++) {
-        char name[16], json[512];
-        snprintf(name, sizeof name, "cm-%02d", i);
-        kcr_object *cm = NULL;
-        cr_assert_eq(kcr_client_get(client,
-                                    &(kcr_request){.resource = &CM, .ns = "default", .name = name},
-                                    &cm),
-                     KCR_OK);
+        char json[512];
+        kcr_object *cm = get_cm(i);
         kcr_object *child = NULL;
         if (stamped) {
             snprintf(json, sizeof json,
@@ -562,7 +570,7 @@ static void create_children_as(bool stamped)
                      "{\"metadata\":{\"name\":\"s-%02d\",\"ownerReferences\":[{\"apiVersion\":"
                      "\"v1\",\"kind\":\"ConfigMap\",\"name\":\"%s\",\"uid\":\"%s\","
                      "\"controller\":true}]}}",
-                     i, name, kcr_object_uid(cm));
+                     i, kcr_object_name(cm), kcr_object_uid(cm));
         }
         kcr_object_unref(cm);
         cr_assert_eq(kcr_client_create(client,
@@ -715,13 +723,7 @@ Test(shard_controller, owned_caches_hold_only_their_owners_children, .init = set
 /* The bucket of cm-<i>'s uid (its children's bucket label). */
 static unsigned cm_bucket(int i)
 {
-    char name[16];
-    snprintf(name, sizeof name, "cm-%02d", i);
-    kcr_object *cm = NULL;
-    cr_assert_eq(kcr_client_get(client,
-                                &(kcr_request){.resource = &CM, .ns = "default", .name = name},
-                                &cm),
-                 KCR_OK);
+    kcr_object *cm = get_cm(i);
     unsigned b = kcr_shard_bucket(kcr_shard_hash(kcr_object_uid(cm), strlen(kcr_object_uid(cm))));
     kcr_object_unref(cm);
     return b;
