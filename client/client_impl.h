@@ -201,7 +201,7 @@ kcr_err kcr__disc_parse_resource_list(kcr_value doc, const char *group, const ch
 
 struct kcr_cancel {
     atomic_bool triggered;
-    int fds[2]; /* a pipe: readable once triggered, for poll() and curl_multi_poll() */
+    int fds[2]; /* a pipe: readable once triggered, for the transport's poll() */
 };
 
 #endif

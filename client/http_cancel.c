@@ -1,5 +1,5 @@
-/* kcr_cancel: a flag plus a pipe, so a token wakes poll() and
- * curl_multi_poll() as well as being checked between steps. */
+/* kcr_cancel: a flag plus a pipe, so a token wakes the transport's poll()
+ * as well as being checked between steps. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -54,7 +54,10 @@ bool kcr_cancel_triggered(const kcr_cancel *c)
 
 void kcr_cancel_reset(kcr_cancel *c)
 {
-    if (!c)
+    /* Untriggered: nothing was written to the pipe, and the read that would
+     * find it empty is a system call per reuse (per reconcile, for a
+     * controller's workers). */
+    if (!c || !atomic_load(&c->triggered))
         return;
     char buf[64];
     while (read(c->fds[0], buf, sizeof buf) > 0)

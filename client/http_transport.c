@@ -51,9 +51,27 @@ static kcr_err sleep_cancellable(int64_t ms, kcr_cancel *cancel)
     }
 }
 
+enum { MAX_WATCHED = 8 }; /* sockets of one transfer: connection(s), resolver */
+
+/* What a pair's multi handle asked to be watched: its sockets
+ * (CURLMOPT_SOCKETFUNCTION) and when it wants a timeout call
+ * (CURLMOPT_TIMERFUNCTION). perform() polls these itself and tells libcurl
+ * which socket is ready, so libcurl reads without polling the socket once
+ * more first, as curl_multi_perform does on every call. Owned by its pair;
+ * used only by the thread holding the pair. */
+typedef struct watched {
+    struct pollfd fds[MAX_WATCHED];
+    int n;
+    int64_t timer_ns; /* when libcurl wants its timeout call; INT64_MAX: never */
+} watched;
+
+/* One transfer's libcurl handles; the multi keeps the connection between
+ * requests. The pool holds pairs by value: `watched` is on the heap so that
+ * the address libcurl's callbacks hold stays put. */
 typedef struct handle_pair {
     CURL *easy;
     CURLM *multi;
+    watched *watched;
 } handle_pair;
 
 struct kcr__transport {
@@ -101,6 +119,51 @@ static kcr_err rate_limit(kcr__transport *hc, kcr_cancel *cancel)
     return sleep_cancellable((int64_t)(wait_s * 1000) + 1, cancel);
 }
 
+/* CURLMOPT_SOCKETFUNCTION: libcurl wants socket s watched for `what`. */
+static int on_socket(CURL *easy, curl_socket_t s, int what, void *ud, void *socket_ud)
+{
+    (void)easy;
+    (void)socket_ud;
+    watched *w = ud;
+    int i = 0;
+    while (i < w->n && w->fds[i].fd != s)
+        i++;
+    if (what == CURL_POLL_REMOVE) {
+        if (i < w->n)
+            w->fds[i] = w->fds[--w->n];
+        return 0;
+    }
+    if (i == w->n) {
+        if (w->n == MAX_WATCHED)
+            return -1; /* libcurl fails the transfer (CURLM_ABORTED_BY_CALLBACK) */
+        w->n++;
+    }
+    w->fds[i] = (struct pollfd){.fd = s,
+                                .events = (short)((what & CURL_POLL_IN ? POLLIN : 0) |
+                                                  (what & CURL_POLL_OUT ? POLLOUT : 0))};
+    return 0;
+}
+
+/* CURLMOPT_TIMERFUNCTION: libcurl wants its timeout call in ms (-1: none). */
+static int on_timer(CURLM *multi, long ms, void *ud)
+{
+    (void)multi;
+    watched *w = ud;
+    w->timer_ns = ms < 0 ? INT64_MAX : kcr__now_ns() + (int64_t)ms * KCR_NS_PER_MS;
+    return 0;
+}
+
+/* Frees a pair's handles; the multi first, as its cleanup may still call the
+ * socket callback with `watched`. */
+static void free_pair(handle_pair p)
+{
+    if (p.easy)
+        curl_easy_cleanup(p.easy);
+    if (p.multi)
+        curl_multi_cleanup(p.multi);
+    free(p.watched);
+}
+
 static kcr_err take_pair(kcr__transport *hc, handle_pair *out)
 {
     pthread_mutex_lock(&hc->lock);
@@ -112,13 +175,16 @@ static kcr_err take_pair(kcr__transport *hc, handle_pair *out)
     pthread_mutex_unlock(&hc->lock);
     out->easy = curl_easy_init();
     out->multi = curl_multi_init();
-    if (!out->easy || !out->multi) {
-        if (out->easy)
-            curl_easy_cleanup(out->easy);
-        if (out->multi)
-            curl_multi_cleanup(out->multi);
+    out->watched = calloc(1, sizeof *out->watched);
+    if (!out->easy || !out->multi || !out->watched) {
+        free_pair(*out);
         return kcr__fail(KCR_ERR_NOMEM, "cannot create a libcurl handle");
     }
+    out->watched->timer_ns = INT64_MAX;
+    curl_multi_setopt(out->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(out->multi, CURLMOPT_SOCKETDATA, out->watched);
+    curl_multi_setopt(out->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(out->multi, CURLMOPT_TIMERDATA, out->watched);
     return KCR_OK;
 }
 
@@ -131,10 +197,8 @@ static void give_pair(kcr__transport *hc, handle_pair p, bool reusable)
         p.easy = NULL;
     }
     pthread_mutex_unlock(&hc->lock);
-    if (p.easy) {
-        curl_easy_cleanup(p.easy);
-        curl_multi_cleanup(p.multi);
-    }
+    if (p.easy)
+        free_pair(p);
 }
 
 /* One transfer's state, shared with the libcurl callbacks. */
@@ -340,23 +404,36 @@ static kcr_err setup(kcr__transport *hc, CURL *e, const kcr__http_req *req, cons
     return KCR_OK;
 }
 
-/* Runs one attempt with a poll loop that wakes on cancellation and checks
- * the idle limit. Returns the curl code; *canceled / *idle say why we stopped. */
+/* The CURL_CSELECT_* bits for what poll() reported on a socket watched for
+ * `events`. A hang-up or an error counts as ready in the watched direction:
+ * libcurl's read or write then reports it with its own message. */
+static int ready_bits(short events, short revents)
+{
+    int bits = 0;
+    if ((events & POLLIN) && (revents & (POLLIN | POLLHUP | POLLERR)))
+        bits |= CURL_CSELECT_IN;
+    if ((events & POLLOUT) && (revents & (POLLOUT | POLLHUP | POLLERR)))
+        bits |= CURL_CSELECT_OUT;
+    return bits;
+}
+
+/* Runs one attempt: polls the sockets libcurl asked for and the request's
+ * cancel fd, hands each ready socket to curl_multi_socket_action, and
+ * checks the idle limit. Returns the curl code; *canceled / *idle say why
+ * we stopped. */
 static CURLcode perform(handle_pair *p, const kcr__http_req *req, xfer *x, bool *canceled,
                         bool *idle)
 {
     *canceled = *idle = false;
-    curl_multi_add_handle(p->multi, p->easy);
+    watched *w = p->watched;
     CURLcode result = CURLE_OK;
-    bool done = false;
+    int running = 1;
+    /* Adding the handle sets libcurl's timer to "now": the first round below
+     * makes the timeout call that starts the transfer. */
+    CURLMcode mc = curl_multi_add_handle(p->multi, p->easy);
     int64_t idle_ns = req->idle_timeout_ms > 0 ? req->idle_timeout_ms * KCR_NS_PER_MS : 0;
-    while (!done) {
-        int running = 0;
-        CURLMcode mc = curl_multi_perform(p->multi, &running);
-        if (mc != CURLM_OK) {
-            result = CURLE_FAILED_INIT;
-            break;
-        }
+    while (mc == CURLM_OK) {
+        bool done = false;
         int left;
         CURLMsg *msg;
         while ((msg = curl_multi_info_read(p->multi, &left)))
@@ -364,10 +441,8 @@ static CURLcode perform(handle_pair *p, const kcr__http_req *req, xfer *x, bool 
                 result = msg->data.result;
                 done = true;
             }
-        if (done || !running) {
-            done = true;
+        if (done || !running)
             break;
-        }
         if (kcr_cancel_triggered(req->cancel)) {
             *canceled = true;
             break;
@@ -377,16 +452,37 @@ static CURLcode perform(handle_pair *p, const kcr__http_req *req, xfer *x, bool 
             *idle = true;
             break;
         }
-        struct curl_waitfd extra = {.fd = req->cancel ? req->cancel->fds[0] : -1,
-                                    .events = CURL_WAIT_POLLIN};
-        int timeout = 1000;
-        if (idle_ns) {
-            int64_t until = (x->last_byte_ns + idle_ns - now) / KCR_NS_PER_MS + 1;
-            if (until < timeout)
-                timeout = (int)(until > 0 ? until : 1);
+        int64_t wait_ns = 1000 * KCR_NS_PER_MS;
+        if (idle_ns && x->last_byte_ns + idle_ns - now < wait_ns)
+            wait_ns = x->last_byte_ns + idle_ns - now;
+        if (w->timer_ns - now < wait_ns)
+            wait_ns = w->timer_ns - now;
+        /* A copy: the socket callback changes w->fds during the actions. */
+        struct pollfd fds[MAX_WATCHED + 1];
+        int n_curl = w->n, n = n_curl;
+        memcpy(fds, w->fds, (size_t)n_curl * sizeof *fds);
+        if (req->cancel)
+            fds[n++] = (struct pollfd){.fd = req->cancel->fds[0], .events = POLLIN};
+        int ready = wait_ns > 0 ? poll(fds, (nfds_t)n,
+                                       (int)((wait_ns + KCR_NS_PER_MS - 1) / KCR_NS_PER_MS))
+                                : 0; /* libcurl's timer is due: no wait */
+        for (int i = 0; ready > 0 && i < n_curl && mc == CURLM_OK; i++) {
+            int bits = ready_bits(fds[i].events, fds[i].revents);
+            if (bits)
+                mc = curl_multi_socket_action(p->multi, fds[i].fd, bits, &running);
+            else if (fds[i].revents & POLLNVAL) /* closed without a word: stop watching it */
+                on_socket(p->easy, fds[i].fd, CURL_POLL_REMOVE, w, NULL);
         }
-        curl_multi_poll(p->multi, req->cancel ? &extra : NULL, req->cancel ? 1 : 0, timeout, NULL);
+        /* libcurl's timer is one-shot: it sets it again if it wants another
+         * call. A wait that ended with nothing ready makes the call too, so a
+         * timer libcurl left unchanged cannot stall the transfer. */
+        if (mc == CURLM_OK && (ready == 0 || kcr__now_ns() >= w->timer_ns)) {
+            w->timer_ns = INT64_MAX;
+            mc = curl_multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        }
     }
+    if (mc != CURLM_OK)
+        result = CURLE_FAILED_INIT;
     curl_multi_remove_handle(p->multi, p->easy);
     return result;
 }
@@ -618,10 +714,8 @@ void kcr__transport_free(kcr__transport *hc)
 {
     if (!hc)
         return;
-    for (size_t i = 0; i < hc->n_pool; i++) {
-        curl_easy_cleanup(hc->pool[i].easy);
-        curl_multi_cleanup(hc->pool[i].multi);
-    }
+    for (size_t i = 0; i < hc->n_pool; i++)
+        free_pair(hc->pool[i]);
     kcr__auth_free(hc->auth);
     kcr_config_free(hc->cfg);
     free(hc->user_agent);
