@@ -196,6 +196,33 @@ Test(http_transport, cancel_mid_transfer_and_idle_timeout, .fini = stop_server, 
     cr_assert_lt(took, 3 * KCR_NS_PER_S);
 }
 
+/* True if the token's pipe holds a byte (what the transport's poll sees). */
+static bool pipe_readable(kcr_cancel *c)
+{
+    struct pollfd p = {.fd = c->fds[0], .events = POLLIN};
+    return poll(&p, 1, 0) == 1;
+}
+
+Test(http_transport, a_reset_token_wakes_no_poll_and_triggers_again)
+{
+    kcr_cancel *c;
+    cr_assert_eq(kcr_cancel_new(&c), KCR_OK);
+    kcr_cancel_reset(c); /* untriggered: nothing to drain */
+    cr_assert_not(kcr_cancel_triggered(c));
+    cr_assert_not(pipe_readable(c));
+    for (int round = 0; round < 3; round++) {
+        kcr_cancel_trigger(c);
+        kcr_cancel_trigger(c); /* a second trigger writes nothing more */
+        cr_assert(kcr_cancel_triggered(c));
+        cr_assert(pipe_readable(c), "round %d: a trigger wakes a poll", round);
+        kcr_cancel_reset(c);
+        cr_assert_not(kcr_cancel_triggered(c));
+        cr_assert_not(pipe_readable(c), "round %d: the reset drained the pipe", round);
+        kcr_cancel_reset(c);
+    }
+    kcr_cancel_free(c);
+}
+
 Test(http_transport, rate_limiter, .fini = stop_server, .timeout = 30)
 {
     kcr_client_options o = {.qps = 10, .burst = 1};
