@@ -4,7 +4,11 @@
  * and on the adder's side that fence (a locked instruction) waited for the
  * slot's cache line on every add. With membarrier(2) the getter, which goes
  * to sleep rarely, makes every running thread of the process execute a full
- * fence instead, and adders get by with a compiler barrier. */
+ * fence instead, and adders get by with a compiler barrier. Where getters
+ * sleep after almost every key (work that comes milliseconds apart), the
+ * membarrier cost each sleep an interrupt of the other cores, several
+ * microseconds on a virtual machine; adds are rare then, so the adders
+ * fence instead (`adders_fence`). */
 #define _GNU_SOURCE
 #include <linux/membarrier.h>
 #include <pthread.h>
@@ -34,8 +38,39 @@ bool kcr__wq_light_fences(void)
     return usable;
 }
 
-void kcr__wq_heavy_fence(void)
+/* A full fence on every running thread of the process. Registered in
+ * probe(); it cannot fail afterwards. */
+static void heavy_fence(void)
 {
-    /* Registered in probe(); it cannot fail afterwards. */
     (void)membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+}
+
+/* While `adders_fence` is set, both sides fence with a seq_cst
+ * read-modify-write of `sleepers` (a locked instruction; unlike
+ * atomic_thread_fence, ThreadSanitizer follows it): of two such on one
+ * variable, one reads the other's write, so either the adder sees the
+ * getter's announcement or the getter sees the adder's slot.
+ * Why switching is safe (both under the lock, so getters agree):
+ * - on: after setting `adders_fence` the getter fences every thread once.
+ *   An adder that read the flag clear did so before its thread's fence, so
+ *   its slot, published before that read, is visible to every ring read
+ *   after the membarrier; an adder reading it set fences by itself.
+ * - off: an adder that reads the flag clear (acquire) sees every raise of
+ *   `sleepers` made before the clearing under the lock, and a getter
+ *   sleeping from now on takes the membarrier again. */
+void kcr__wq_sleep_fence(struct kcr_workqueue *q)
+{
+    if (!q->light_fences)
+        return; /* adders publish with a seq_cst exchange */
+    bool on = atomic_load_explicit(&q->adders_fence, memory_order_relaxed);
+    if (!kcr__wq_spin_pays()) { /* this thread's sleeps were all long */
+        if (on) {
+            atomic_fetch_add(&q->sleepers, 0);
+            return;
+        }
+        atomic_store_explicit(&q->adders_fence, true, memory_order_relaxed);
+    } else if (on) {
+        atomic_store_explicit(&q->adders_fence, false, memory_order_release);
+    }
+    heavy_fence();
 }

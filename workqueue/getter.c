@@ -142,8 +142,7 @@ static void leave_standby(struct kcr_workqueue *q, bool *on_duty, struct kcr__wq
     *on_duty = false;
     q->standby = false;
     atomic_store(&q->standby_on, false);
-    if (q->light_fences)
-        kcr__wq_heavy_fence();
+    kcr__wq_sleep_fence(q);
     if (kcr__wq_ring_ready_sc(q))
         kcr__wq_signal(q, w, 1);
 }
@@ -271,8 +270,7 @@ static kcr_err get_until(kcr_workqueue *q, int64_t deadline, const char **key)
         }
         /* About to sleep: announce it, then look at the ring once more. */
         atomic_fetch_add(&q->sleepers, 1);
-        if (q->light_fences)
-            kcr__wq_heavy_fence();
+        kcr__wq_sleep_fence(q);
         if (kcr__wq_ring_ready_sc(q)) {
             atomic_fetch_sub(&q->sleepers, 1);
             if (keeps_time)

@@ -130,6 +130,10 @@ struct kcr_workqueue {
     /* A standby getter is on duty (see get): it looks at the ring within
      * KCR__WQ_STANDBY_NS, so adders need not wake anybody. */
     atomic_bool standby_on;
+    /* Light fences only: adders put a full fence between publishing a slot
+     * and reading `sleepers`, so a getter about to sleep needs no heavy
+     * fence. Set and cleared under the lock by getters (fence.c). */
+    atomic_bool adders_fence;
 
     /* Claimed by adders. */
     _Alignas(64) atomic_size_t ring_tail;
@@ -345,13 +349,18 @@ struct kcr__wq_item *kcr__wq_prio_next(struct kcr_workqueue *q, int64_t now);
 /* fence.c --------------------------------------------------------------- */
 
 /* True if the process can use membarrier(2) (probed once, thread-safe):
- * then adders publish with a release store and a compiler barrier, and a
- * getter calls kcr__wq_heavy_fence() between raising `sleepers` and reading
- * the ring. False: adders publish with a seq_cst exchange. */
+ * then adders publish with a release store and a compiler barrier (plus a
+ * full fence while `adders_fence` is set), and a getter calls
+ * kcr__wq_sleep_fence() between announcing that it sleeps and reading the
+ * ring. False: adders publish with a seq_cst exchange. */
 bool kcr__wq_light_fences(void);
 
-/* A full fence on every running thread of the process (membarrier). */
-void kcr__wq_heavy_fence(void);
+/* The getter's half of the handshake (lock held, after raising `sleepers`
+ * or clearing `standby_on`, before reading the ring). With light fences:
+ * a membarrier(2), unless this thread's recent sleeps were all long (sparse
+ * work, yield.c); then adders fence instead (`adders_fence`), which costs
+ * an add a few nanoseconds and saves a sleep an inter-processor interrupt. */
+void kcr__wq_sleep_fence(struct kcr_workqueue *q);
 
 /* yield.c --------------------------------------------------------------- */
 

@@ -145,10 +145,13 @@ static bool ring_push(struct kcr_workqueue *q, const char *key, size_t len, uint
     memcpy(s->key, key, len + 1);
     /* The adder's half of the Dekker handshake (see queue.h): publish, a
      * store-load fence, then the caller reads `sleepers`. With light fences
-     * the getter's membarrier supplies the hardware fence. */
+     * the getter's membarrier supplies the hardware fence, unless getters
+     * asked the adders to fence (fence.c). */
     if (q->light_fences) {
         atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
         atomic_signal_fence(memory_order_seq_cst);
+        if (atomic_load_explicit(&q->adders_fence, memory_order_acquire))
+            atomic_fetch_add(&q->sleepers, 0); /* the fence (fence.c) */
     } else {
         atomic_exchange(&s->seq, pos + 1);
     }

@@ -819,3 +819,43 @@ Test(workqueue, waiting_awake_stops_after_long_sleeps_and_resumes_after_a_short_
     kcr__wq_slept(20 * 1000);
     cr_assert(kcr__wq_spin_pays(), "long sleeps must come in a row");
 }
+
+static void *add_after_50ms(void *arg)
+{
+    sleep_ms(50);
+    cr_assert_eq(kcr_workqueue_add(arg, "late", NULL), KCR_OK);
+    return NULL;
+}
+
+/* With light fences, a getter whose sleeps were all long asks the adders to
+ * fence instead of taking a membarrier before each sleep, an add still wakes
+ * it, and a getter whose sleep was short takes the membarrier back
+ * (workqueue/fence.c). */
+Test(workqueue, sparse_getters_let_adders_fence_and_dense_ones_take_it_back, .timeout = 30)
+{
+    kcr_workqueue *q = new_queue();
+    bool light = q->light_fences;
+    const char *key = NULL;
+    for (int i = 0; i < 4; i++)
+        kcr__wq_slept(5 * 1000 * 1000);
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 5, &key), KCR_ERR_TIMEOUT);
+    cr_assert_eq(atomic_load(&q->adders_fence), light, "sparse: adders fence (light fences: %d)",
+                 light);
+
+    pthread_t t;
+    pthread_create(&t, NULL, add_after_50ms, q);
+    int64_t t0 = kcr__now_ns();
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 10000, &key), KCR_OK, "the add woke the sleeper");
+    cr_assert_lt(ms_since(t0), 5000);
+    cr_assert_str_eq(key, "late");
+    kcr_workqueue_done(q, key);
+    pthread_join(t, NULL);
+    cr_assert_eq(atomic_load(&q->adders_fence), light, "still sparse after a 50 ms sleep");
+
+    kcr__wq_slept(20 * 1000); /* a short sleep: work comes quickly again */
+    /* This get waits awake first (up to 50 yields): long enough that it
+     * sleeps afterwards even under a sanitizer on a busy machine. */
+    cr_assert_eq(kcr_workqueue_get_timeout(q, 300, &key), KCR_ERR_TIMEOUT);
+    cr_assert_not(atomic_load(&q->adders_fence), "dense: the getters fence again");
+    kcr_workqueue_free(q);
+}
