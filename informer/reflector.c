@@ -267,7 +267,7 @@ static kcr_err leave_shard(kcr_reflector *r, kcr_object *obj)
 }
 
 /* After a complete LIST: who applied the selector. `server` is true when
- * every page carried metadata.shardInfo. */
+ * every page carried metadata.shardInfo or no item fell outside it. */
 static void note_shard_mode(kcr_reflector *r, bool server)
 {
     if (!r->shard_sel)
@@ -280,9 +280,9 @@ static void note_shard_mode(kcr_reflector *r, bool server)
     if (!server && !r->shard_fallback_logged) {
         r->shard_fallback_logged = true;
         kcr__log(KCR_LOG_WARN, "reflector",
-                 "%s: the apiserver ignored shardSelector (no metadata.shardInfo in the list: "
-                 "feature gate ShardedListAndWatch off, or an apiserver before 1.36); filtering "
-                 "%s client-side, which lists and watches every object",
+                 "%s: the apiserver ignored shardSelector (the list held objects outside it and "
+                 "no metadata.shardInfo: feature gate ShardedListAndWatch off, or an apiserver "
+                 "before 1.36); filtering %s client-side, which lists and watches every object",
                  r->res.resource, r->shard_sel);
     } else if (server && r->shard_fallback_logged) {
         r->shard_fallback_logged = false;
@@ -341,6 +341,7 @@ static kcr_err deliver_replace(kcr_reflector *r, objvec *objs, const char *rv, b
 typedef struct list_ctx {
     kcr_reflector *r;
     objvec objs;
+    size_t outside; /* items the shard filter dropped */
 } list_ctx;
 
 static kcr_err list_item(kcr_object *obj, void *ud)
@@ -348,8 +349,10 @@ static kcr_err list_item(kcr_object *obj, void *ud)
     list_ctx *l = ud;
     if (stopping(l->r))
         return kcr__fail(KCR_ERR_CANCELED, "reflector stopped");
-    if (!in_shard(l->r, obj))
+    if (!in_shard(l->r, obj)) {
+        l->outside++;
         return KCR_OK;
+    }
     kcr_object *t;
     kcr_err err = list_object(l->r, obj, &t);
     if (err == KCR_OK && (err = objvec_push(&l->objs, t)) != KCR_OK)
@@ -462,7 +465,10 @@ static kcr_err do_list(kcr_reflector *r)
                 }
                 continue;
             }
-            note_shard_mode(r, shard_server);
+            /* v1.37's apiserver filters custom resources by shardSelector
+             * but writes no shardInfo into their (unstructured) lists: a
+             * list whose every item matched was filtered by the server. */
+            note_shard_mode(r, shard_server || (server_selector(r) && l.outside == 0));
             err = deliver_replace(r, &l.objs, meta.resource_version ? meta.resource_version : "",
                                   false);
             if (err == KCR_OK) {
@@ -481,6 +487,7 @@ static kcr_err do_list(kcr_reflector *r)
             break;
         }
         objvec_clear(&l.objs);
+        l.outside = 0;
         if (err == KCR_ERR_GONE && cont && !full) {
             /* the continue token expired mid-list: list everything at once */
             kcr__log(KCR_LOG_INFO, "reflector", "%s: continue token expired, listing unpaged",

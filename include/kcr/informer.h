@@ -87,10 +87,11 @@ typedef struct kcr_reflector_options {
      * text is KCR_ERR_INVALID with the parser's words). NULL or "":
      * everything. With a selector the first state always comes from a paged
      * LIST (list_mode STREAMING is not used: only a List carries
-     * metadata.shardInfo), and when a List comes back without shardInfo (an
-     * apiserver with the ShardedListAndWatch gate off, or older) the
-     * reflector filters list items and watch events itself, logs a warning
-     * once and says so in kcr_reflector_stats.shard_mode. A selector on
+     * metadata.shardInfo), and when a List comes back without shardInfo
+     * and with objects outside the selector (an apiserver with the
+     * ShardedListAndWatch gate off, or older) the reflector says so once
+     * in the log and in kcr_reflector_stats.shard_mode. It filters list
+     * items and watch events itself in every case. A selector on
      * KCR_SHARD_BY_CONTROLLER is never sent: the reflector filters on the
      * client (shard_mode CLIENT, no warning) and passes on a change that
      * moved an object out of the ranges as a deletion. */
@@ -107,8 +108,9 @@ typedef struct kcr_reflector_options {
 /* Who applies a reflector's shard selector (kcr_reflector_stats.shard_mode). */
 typedef enum kcr_shard_selector_mode {
     KCR_SHARD_SELECTOR_NONE = 0,   /* no selector, or no List answered yet */
-    KCR_SHARD_SELECTOR_SERVER = 1, /* the last List carried shardInfo: the apiserver filters */
-    KCR_SHARD_SELECTOR_CLIENT = 2  /* it did not: the reflector filters what it receives */
+    KCR_SHARD_SELECTOR_SERVER = 1, /* the last List carried shardInfo, or held nothing outside
+                                      the selector: the apiserver filters */
+    KCR_SHARD_SELECTOR_CLIENT = 2  /* it held objects outside: the reflector filters */
 } kcr_shard_selector_mode;
 
 /* Counters, for metrics and tests. */

@@ -10,10 +10,10 @@
 # MODE filter | server | server-fallback | label: 3 replicas with --shard-mode
 #   (server: against an apiserver with ShardedListAndWatch on, checked with
 #   a ConfigMap list; server-fallback: off. Either way a replica must fall
-#   back to filtering, and log it, exactly when the apiserver answers a
-#   Foo list with a shardSelector without metadata.shardInfo: v1.37.2 does
-#   so for custom resources even with the gate on). Then kill -9 of one, a
-#   fourth added, every replica
+#   back to filtering, and log it, exactly when the apiserver does not
+#   filter a Foo list by its shardSelector: v1.37.2 with the gate on
+#   filters it, without writing metadata.shardInfo into it, as it does for
+#   custom resources). Then kill -9 of one, a fourth added, every replica
 #   rolled (SIGTERM, restart with the same identity, one by one); new Foos
 #   after each step; every Foo converges and the checker finds no overlap
 #   and no Foo never reconciled. label: at the end every Foo carries the
@@ -202,19 +202,26 @@ ok "r0, r2, r3 rolled one by one: $step more Foos converged"
 
 # ---- the modes' own evidence, then the logs -------------------------------------
 # server mode follows the apiserver: it filters on the server when a list
-# with a shardSelector answers with metadata.shardInfo, and falls back (and
-# says so) when not. Which it is, is asked of the apiserver here, for Foos
-# (a custom resource) and ConfigMaps (built in: the gate's own witness).
+# with a shardSelector answers with metadata.shardInfo or holds nothing
+# outside the selector, and falls back (and says so) when not. Which it is,
+# is asked of the apiserver here: ConfigMaps (built in: shardInfo is the
+# gate's own witness) and Foos (a custom resource: v1.37.2 filters their
+# lists but writes no shardInfo into them, so what comes back decides).
 fallback="foos: the apiserver ignored shardSelector"
 shard_info() { # PATH: does a list of PATH with a shardSelector carry shardInfo?
 	local sel
 	sel=$(jq -rn '"shardRange(object.metadata.uid, '"'"'0x0000000000000000'"'"', '"'"'0x10000000000000000'"'"')" | @uri')
 	kcurl d "$1?limit=1&shardSelector=$sel" | jq -e '.metadata.shardInfo != null' >/dev/null
 }
+filters() { # PATH (holding objects): does a selector of one hash value empty its list?
+	local sel
+	sel=$(jq -rn '"shardRange(object.metadata.uid, '"'"'0x0000000000000000'"'"', '"'"'0x0000000000000001'"'"')" | @uri')
+	kcurl d "$1?limit=1&shardSelector=$sel" | jq -e '.items | length == 0' >/dev/null
+}
 if [[ $mode == server* ]]; then
 	gate=off foos_served=no
 	shard_info /api/v1/configmaps && gate=on
-	shard_info "$foos" && foos_served=yes
+	filters "$foos" && foos_served=yes
 	[[ $mode == server && $gate == on ]] || [[ $mode == server-fallback && $gate == off ]] ||
 		fail "mode $mode, yet the apiserver's ShardedListAndWatch is $gate (a ConfigMap list with a shardSelector)"
 	if [[ $foos_served == yes ]]; then
