@@ -128,7 +128,7 @@ static int on_socket(CURL *easy, curl_socket_t s, int what, void *ud, void *sock
     int i = 0;
     while (i < w->n && w->fds[i].fd != s)
         i++;
-    if (what == CURL_POLL_REMOVE) {
+    if (what == CURL_POLL_REMOVE || !(what & CURL_POLL_INOUT)) { /* nothing to wait for */
         if (i < w->n)
             w->fds[i] = w->fds[--w->n];
         return 0;
