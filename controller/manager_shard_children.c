@@ -5,7 +5,9 @@
  * reflector) or, on a ring sharded by namespace, on the child's namespace
  * (which the apiserver filters for built-in resources). Every step that
  * changes the member's selection (want ∪ admitted ∪ draining) sets the
- * same ranges on those caches, which relist; admission of a key in a range
+ * same ranges on those caches, which list what the change adds (their
+ * reflectors list only the gained ranges and drop the lost ones, or
+ * relist the whole selection where that fails); admission of a key in a range
  * the caches do not hold yet waits (KCR__ADMIT_SOON) until every one of
  * them applied a list made with the new ranges, so a reconcile never reads
  * an owned cache that is still missing its key's children.
@@ -13,9 +15,10 @@
  * With kcr_sharding_options.child_bucket_selector (a ring by uid), each
  * owned cache's label selector also asks for the bucket label
  * (KCR_SHARD_BUCKET_LABEL) of every bucket the ranges touch, changed with
- * the shard selector in the same relist: the apiserver then sends only
- * those buckets' children (a superset at range boundaries, which the
- * controller filter trims).
+ * the shard selector by the reflector itself (kcr__reflector_set_shard_label,
+ * which also gives the list of gained ranges their buckets' selector): the
+ * apiserver then sends only those buckets' children (a superset at range
+ * boundaries, which the controller filter trims).
  *
  * Threads: bind time (kcr__mgr_shard_add_child) is before start; the
  * member's thread reselects; workers refresh and ask. The gate state is
@@ -30,9 +33,12 @@
 #include "informer/informer_internal.h"
 
 /* `user` (may be NULL) and the bucket label's `in` of the buckets the n
- * (>= 1, non-empty) ranges touch; malloc'd, NULL when out of memory. */
-static char *bucket_labels(const kcr_shard_range *r, size_t n, const char *user)
+ * non-empty ranges touch (n 0: `user` alone, "" for none); malloc'd, NULL
+ * when out of memory. The owned caches' kcr__shard_label_fn. */
+static char *bucket_labels(const char *user, const kcr_shard_range *r, size_t n)
 {
+    if (!n)
+        return strdup(user ? user : "");
     bool in[KCR_SHARD_BUCKETS] = {false};
     for (size_t i = 0; i < n; i++) {
         unsigned last = r[i].end ? kcr_shard_bucket(r[i].end - 1) : KCR_SHARD_BUCKETS - 1;
@@ -60,14 +66,6 @@ static char *bucket_labels(const kcr_shard_range *r, size_t n, const char *user)
  * (child_initial_selector): the member owns nothing yet. */
 static const kcr_shard_range FIRST = {0, 1};
 
-/* The ranges of a selection, FIRST when empty (a selector cannot be
- * empty). */
-static const kcr_shard_range *selection_ranges(const kcr__ranges *sel, size_t *n)
-{
-    *n = sel->n ? sel->n : 1;
-    return sel->n ? sel->r : &FIRST;
-}
-
 const char *kcr__mgr_shard_child_selector(const mgr_shard *s, const kcr_controller *c)
 {
     /* a ring by namespace places a cluster-scoped primary's key on "":
@@ -82,7 +80,7 @@ kcr_err kcr__mgr_shard_child_labels(const mgr_shard *s, const char *user, char *
     *out = NULL;
     if (!s->child_buckets)
         return KCR_OK;
-    if (!(*out = bucket_labels(&FIRST, 1, user)))
+    if (!(*out = bucket_labels(user, &FIRST, 1)))
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     return KCR_OK;
 }
@@ -98,16 +96,11 @@ kcr_err kcr__mgr_shard_add_child(mgr_shard *s, kcr_informer *inf, const char *us
     _Atomic uint64_t *g = realloc((void *)s->child_gen, (s->n_children + 1) * sizeof *g);
     if (g)
         s->child_gen = g;
-    char **u = realloc(s->child_user, (s->n_children + 1) * sizeof *u);
-    if (u)
-        s->child_user = u;
-    char *mine = user && *user ? strdup(user) : NULL;
-    if (!c || !g || !u || (user && *user && !mine)) {
-        free(mine);
+    if (!c || !g ||
+        (s->child_buckets && kcr__reflector_set_shard_label(kcr_informer_reflector(inf),
+                                                            bucket_labels, user) != KCR_OK))
         return kcr__fail(KCR_ERR_NOMEM, "out of memory binding an owned cache to the shard");
-    }
     s->children[s->n_children] = inf;
-    s->child_user[s->n_children] = mine;
     atomic_init(&s->child_gen[s->n_children], 0);
     s->n_children++;
     return KCR_OK;
@@ -134,19 +127,9 @@ void kcr__shard_children_reselect(mgr_shard *s, const kcr__ranges *sel)
         kcr__ranges_clear(&s->children_synced); /* out of memory: wait for the relist */
     }
     pthread_mutex_unlock(&s->lock);
-    size_t n;
-    const kcr_shard_range *ranges = selection_ranges(sel, &n);
     for (size_t i = 0; i < s->n_children; i++) {
         kcr_reflector *r = kcr_informer_reflector(s->children[i]);
-        kcr_err err;
-        if (s->child_buckets) {
-            char *labels = bucket_labels(ranges, n, s->child_user[i]);
-            err = labels ? kcr__reflector_set_selectors(r, text, labels)
-                         : kcr__fail(KCR_ERR_NOMEM, "out of memory");
-            free(labels);
-        } else {
-            err = kcr_reflector_set_shard_selector(r, text);
-        }
+        kcr_err err = kcr_reflector_set_shard_selector(r, text);
         if (err != KCR_OK)
             kcr__log(KCR_LOG_ERROR, "shard", "shard ring \"%s\": setting an owned cache's selector: %s",
                      s->ring, kcr_last_error());
@@ -184,9 +167,6 @@ bool kcr__shard_children_hold(const mgr_shard *s, uint64_t hash)
 
 void kcr__shard_children_free(mgr_shard *s)
 {
-    for (size_t i = 0; s->child_user && i < s->n_children; i++)
-        free(s->child_user[i]);
-    free(s->child_user);
     free(s->children);
     free((void *)s->child_gen);
     free(s->child_initial_selector);

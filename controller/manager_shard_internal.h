@@ -39,7 +39,6 @@ struct mgr_shard {
     bool child_buckets; /* BY_CONTROLLER, and their label selectors select the buckets too */
     char *child_initial_selector;
     kcr_informer **children; /* each shared informer once */
-    char **child_user; /* with child_buckets: each one's own label selector (NULL: none) */
     _Atomic uint64_t *child_gen; /* the selector generation each must have listed */
     size_t n_children;
     atomic_bool children_pending; /* a reselect the caches have not all applied yet */

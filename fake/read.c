@@ -168,8 +168,10 @@ static kcr_err serve_page(const char *kind, const char *api_version, bool metada
     return err;
 }
 
-/* A continue token: base64 of "<namespace>\x1f<name>" of the last item sent. */
-static kcr_err parse_continue(const char *token, char **after_ns, char **after_name, kcr_status *st)
+/* A continue token: base64 of "<namespace>\x1f<name>\x1f<rv>" of the last
+ * item sent and the version an Exact list reads (0: the current state). */
+static kcr_err parse_continue(const char *token, char **after_ns, char **after_name, uint64_t *at,
+                              kcr_status *st)
 {
     *after_ns = *after_name = NULL;
     if (!token || !*token)
@@ -177,13 +179,16 @@ static kcr_err parse_continue(const char *token, char **after_ns, char **after_n
     char *raw = NULL;
     size_t raw_len = 0;
     char *sep = NULL;
-    if (kcr__base64_decode(token, strlen(token), &raw, &raw_len) == KCR_OK)
-        sep = memchr(raw, '\x1f', raw_len);
-    if (!sep) {
+    char *sep2 = NULL;
+    if (kcr__base64_decode(token, strlen(token), &raw, &raw_len) == KCR_OK &&
+        (sep = memchr(raw, '\x1f', raw_len)))
+        sep2 = memchr(sep + 1, '\x1f', raw_len - (size_t)(sep + 1 - raw));
+    if (!sep2) {
         free(raw);
         return kcr__fake_bad_request(st, "invalid continue token");
     }
-    *sep = '\0';
+    *sep = *sep2 = '\0';
+    *at = strtoull(sep2 + 1, NULL, 10);
     *after_ns = strdup(raw);
     *after_name = strdup(sep + 1);
     free(raw);
@@ -196,8 +201,8 @@ static kcr_err parse_continue(const char *token, char **after_ns, char **after_n
     return KCR_OK;
 }
 
-static kcr_err fill_meta(kcr_list_meta *meta, uint64_t rv, kcr_object **items, size_t n_items,
-                         int64_t remaining)
+static kcr_err fill_meta(kcr_list_meta *meta, uint64_t rv, uint64_t at, kcr_object **items,
+                         size_t n_items, int64_t remaining)
 {
     char buf[32];
     snprintf(buf, sizeof buf, "%" PRIu64, rv);
@@ -205,11 +210,12 @@ static kcr_err fill_meta(kcr_list_meta *meta, uint64_t rv, kcr_object **items, s
     meta->continue_token = NULL;
     if (remaining > 0 && n_items > 0) {
         const kcr_object *last = items[n_items - 1];
-        size_t len = strlen(kcr_object_namespace(last)) + strlen(kcr_object_name(last)) + 2;
-        char *raw = malloc(len);
+        size_t cap = strlen(kcr_object_namespace(last)) + strlen(kcr_object_name(last)) + 24;
+        char *raw = malloc(cap);
         if (raw) {
-            snprintf(raw, len, "%s\x1f%s", kcr_object_namespace(last), kcr_object_name(last));
-            meta->continue_token = kcr__base64_encode(raw, len - 1);
+            int len = snprintf(raw, cap, "%s\x1f%s\x1f%" PRIu64, kcr_object_namespace(last),
+                               kcr_object_name(last), at);
+            meta->continue_token = kcr__base64_encode(raw, (size_t)len);
             free(raw);
         }
         meta->remaining_item_count = remaining;
@@ -221,6 +227,93 @@ static kcr_err fill_meta(kcr_list_meta *meta, uint64_t rv, kcr_object **items, s
         kcr_list_meta_clear(meta);
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
+    return KCR_OK;
+}
+
+/* The position of (ns, name) in v (n entries sorted by namespace, then
+ * name), or where it goes; *found says which. */
+static size_t view_find(const kcr__fobj *v, size_t n, const char *ns, const char *name, bool *found)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(v[mid].ns, ns);
+        if (!c)
+            c = strcmp(v[mid].name, name);
+        if (!c) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+/* The objects of rkey as they were at resourceVersion `at`, sorted like
+ * f->objs (borrowed: valid under the lock): the current ones with the
+ * history after `at` undone, newest first. The caller checked that the
+ * history reaches back to `at`. Lock held. */
+static kcr_err view_at(kcr_fake *f, const char *rkey, uint64_t at, kcr__fobj **out, size_t *n_out)
+{
+    bool found;
+    size_t first = kcr__fake_find(f, rkey, "", "", &found), n = 0;
+    while (first + n < f->n && strcmp(f->objs[first + n]->rkey, rkey) == 0)
+        n++;
+    kcr__fobj *v = malloc((n + f->hist_len + 1) * sizeof *v);
+    if (!v)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        v[i] = *f->objs[first + i];
+    for (size_t k = f->hist_len; k-- > 0;) {
+        const kcr__fevent *e = &f->hist[(f->hist_start + k) % f->opts.history_size];
+        if (e->rv <= at)
+            break;
+        if (strcmp(e->rkey, rkey) != 0)
+            continue;
+        const char *name = kcr_object_name(e->obj);
+        size_t i = view_find(v, n, e->ns, name, &found);
+        /* before an ADDED the object was not there; before a MODIFIED or
+         * DELETED it was in its old or final state */
+        kcr_object *before = e->type == KCR_WATCH_MODIFIED ? e->old
+                             : e->type == KCR_WATCH_DELETED ? e->obj
+                                                            : NULL;
+        if (!before && found) {
+            memmove(&v[i], &v[i + 1], (n - i - 1) * sizeof *v);
+            n--;
+        } else if (before && found) {
+            v[i].obj = before;
+        } else if (before) {
+            memmove(&v[i + 1], &v[i], (n - i) * sizeof *v);
+            v[i] = (kcr__fobj){.rkey = e->rkey, .ns = e->ns, .name = (char *)name, .obj = before};
+            n++;
+        }
+    }
+    *out = v;
+    *n_out = n;
+    return KCR_OK;
+}
+
+/* The version an Exact list at `rvs` reads into *at, or the Status of
+ * one the fake cannot serve (not a number, compacted, in the future); lock
+ * held. */
+static kcr_err exact_version(kcr_fake *f, const char *rvs, uint64_t *at, kcr_status *st)
+{
+    char *end;
+    *at = rvs && *rvs ? strtoull(rvs, &end, 10) : 0;
+    if (!rvs || !*rvs || *end || *rvs == '-' || *at == 0)
+        return kcr__fake_bad_request(
+            st, "resourceVersionMatch=Exact needs a resourceVersion other than 0 (a number for the fake)");
+    if (*at > f->rv)
+        return kcr__fake_status(st, 504, "Timeout", NULL, NULL,
+                                "Too large resource version: %" PRIu64 ", current: %" PRIu64, *at,
+                                f->rv);
+    if (*at < f->compacted_rv)
+        return kcr__fake_status(st, 410, "Expired", NULL, NULL,
+                                "The resourceVersion for the provided list is too old.");
     return KCR_OK;
 }
 
@@ -245,13 +338,15 @@ kcr_err kcr__fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
     kcr_object **items = NULL;
     size_t n_items = 0;
     int64_t remaining = 0;
-    uint64_t rv = 0;
+    uint64_t rv = 0, at = 0; /* at: the version an Exact list reads (0: now) */
+    kcr__fobj *view = NULL;
+    size_t n_view = 0;
     char kind[256] = "", api_version[256];
     if (res->group && *res->group)
         snprintf(api_version, sizeof api_version, "%s/%s", res->group, res->version);
     else
         snprintf(api_version, sizeof api_version, "%s", res->version);
-    err = parse_continue(opts->continue_token, &after_ns, &after_name, st);
+    err = parse_continue(opts->continue_token, &after_ns, &after_name, &at, st);
     if (err == KCR_OK && !(rkey = kcr__fake_rkey(res)))
         err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
     if (err == KCR_OK) {
@@ -260,12 +355,28 @@ kcr_err kcr__fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
         const kcr__disc_entry *de = kcr__fake_find_resource(f, res);
         if (de)
             snprintf(kind, sizeof kind, "%s", de->r.kind);
-        rv = f->rv;
+        bool exact = !opts->continue_token && opts->resource_version_match &&
+                     strcmp(opts->resource_version_match, "Exact") == 0;
+        if (exact)
+            err = exact_version(f, opts->resource_version, &at, st);
+        else if (at && at < f->compacted_rv)
+            err = kcr__fake_status(st, 410, "Expired", NULL, NULL,
+                                   "The provided continue parameter is too old to display a "
+                                   "consistent list result. You can start a new list without the "
+                                   "continue parameter.");
+        if (err == KCR_OK && at)
+            err = view_at(f, rkey, at, &view, &n_view);
+        rv = at ? at : f->rv;
         bool found;
-        size_t i = kcr__fake_find(f, rkey, "", "", &found);
-        items = calloc(f->n + 1, sizeof *items);
-        for (; items && i < f->n && strcmp(f->objs[i]->rkey, rkey) == 0; i++) {
-            kcr__fobj *o = f->objs[i];
+        size_t first = kcr__fake_find(f, rkey, "", "", &found);
+        items = err == KCR_OK ? calloc((view ? n_view : f->n) + 1, sizeof *items) : NULL;
+        for (size_t k = 0; items; k++) {
+            kcr__fobj *o = view ? (k < n_view ? &view[k] : NULL)
+                         : first + k < f->n && strcmp(f->objs[first + k]->rkey, rkey) == 0
+                             ? f->objs[first + k]
+                             : NULL;
+            if (!o)
+                break;
             if (*sns && strcmp(o->ns, sns) != 0)
                 continue;
             if (after_ns) {
@@ -282,13 +393,14 @@ kcr_err kcr__fake_list(kcr_client *c, const kcr_resource *res, const char *ns,
                 items[n_items++] = kcr_object_ref(o->obj);
         }
         pthread_mutex_unlock(&f->lock);
-        if (!items)
+        free(view);
+        if (err == KCR_OK && !items)
             err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     if (err == KCR_OK)
         err = serve_page(kind, api_version, opts->metadata_only, items, n_items, fn, ud);
     if (err == KCR_OK && meta)
-        err = fill_meta(meta, rv, items, n_items, remaining);
+        err = fill_meta(meta, rv, at, items, n_items, remaining);
     if (err == KCR_OK && shard.n && opts->shard_info)
         err = fill_shard_info(&shard, opts->shard_info);
     for (size_t i = 0; i < n_items; i++)

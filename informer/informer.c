@@ -252,8 +252,10 @@ kcr_err kcr_informer_new(kcr_client *client, const kcr_resource *res,
     }
     if (err == KCR_OK && !inf->keep_managed_fields)
         kcr__reflector_drop_managed_fields(inf->refl); /* never built, not stripped after */
-    if (err == KCR_OK)
+    if (err == KCR_OK) {
         kcr__reflector_set_list_reuse(inf->refl, kcr__informer_list_reuse, inf);
+        kcr__reflector_set_narrow(inf->refl, kcr__informer_narrow, inf);
+    }
     if (err != KCR_OK) {
         kcr_informer_free(inf);
         return err;

@@ -18,6 +18,7 @@
 
 #include "core/ptrq.h"
 #include "core/strmap.h"
+#include "informer/informer_internal.h"
 #include "kcr/informer.h"
 
 /* A handler thread is joined exactly once, by kcr_informer_stop or
@@ -136,6 +137,11 @@ kcr_reflector_sink kcr__informer_sink(kcr_informer *inf);
  * applied (a relist peaked at twice the cache), and the user's transform
  * is not run again on it. */
 kcr_object *kcr__informer_list_reuse(const kcr_object *listed, void *user_data);
+
+/* The reflector's narrowing hook (kcr__narrow_fn, user_data: inf): queues
+ * the deletion of every object `keep` rejects in the DeltaFIFO, behind what
+ * is queued for it (kcr__delta_fifo_delete_unless). */
+kcr_err kcr__informer_narrow(kcr__keep_fn keep, void *keep_user_data, void *user_data);
 
 /* The reflector transform: strips managedFields (unless kept), then the
  * user's transform. user_data: inf. */

@@ -27,11 +27,32 @@ typedef kcr_object *(*kcr__list_reuse_fn)(const kcr_object *listed, void *user_d
 /* Sets r's reuse hook; before kcr_reflector_start(). */
 void kcr__reflector_set_list_reuse(kcr_reflector *r, kcr__list_reuse_fn fn, void *user_data);
 
-/* kcr_reflector_set_shard_selector(r, shard) that also replaces the label
- * selector (copied; NULL or "": none) for the same relist: one generation
- * more. The sharded manager's owned caches select their owners' buckets
- * with it. Thread-safe. */
-kcr_err kcr__reflector_set_selectors(kcr_reflector *r, const char *shard, const char *label);
+/* Whether an object stays in a narrower selection (kcr__narrow_fn). */
+typedef bool (*kcr__keep_fn)(const kcr_object *obj, void *keep_user_data);
+/* Drops from a sink every object `keep` rejects, behind whatever the sink
+ * still has queued for it (the informer: kcr__delta_fifo_delete_unless).
+ * Runs on the reflector's thread. */
+typedef kcr_err (*kcr__narrow_fn)(kcr__keep_fn keep, void *keep_user_data, void *user_data);
+/* Sets r's narrowing hook; before kcr_reflector_start(). With it, a shard
+ * selector change on the same field lists only the ranges the new
+ * selection adds, at the last resourceVersion with
+ * resourceVersionMatch=Exact (so the watch resumes from there, consistent
+ * with the rest of the cache), drops what the selection loses through the
+ * hook and hands the added objects to on_add. Without it, or when that list
+ * fails (the version compacted, an apiserver refusing Exact), the whole new
+ * selection is relisted. */
+void kcr__reflector_set_narrow(kcr_reflector *r, kcr__narrow_fn fn, void *user_data);
+
+/* The label selector for a selection of n shard ranges (n 0: no shard
+ * selector), given the `base` label selector (NULL: none): malloc'd, ""
+ * for none, NULL when out of memory. Must be pure. */
+typedef char *(*kcr__shard_label_fn)(const char *base, const kcr_shard_range *ranges, size_t n);
+/* Makes r's label selector follow its shard selector: each
+ * kcr_reflector_set_shard_selector() also sets fn(base, new ranges) for
+ * the same relist, and a list of gained ranges asks for fn(base, gained).
+ * `base` is copied. The sharded manager's owned caches select their
+ * owners' buckets so. Before kcr_reflector_start(); KCR_ERR_NOMEM only. */
+kcr_err kcr__reflector_set_shard_label(kcr_reflector *r, kcr__shard_label_fn fn, const char *base);
 
 /* The generation of the newest shard selector set on r: 0 for the one it
  * was made with, one more per kcr_reflector_set_shard_selector(). Thread-safe. */

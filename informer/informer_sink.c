@@ -2,7 +2,7 @@
  * DeltaFIFO, or straight to the cache when nothing is queued there (stamped
  * when tracing), its lists to the DeltaFIFO except the first, which goes
  * straight to the cache and the handlers' queues. Also the reflector's
- * transform. */
+ * transform and its list reuse and narrowing hooks. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +120,12 @@ kcr_object *kcr__informer_list_reuse(const kcr_object *listed, void *ud)
         held = NULL;
     }
     return held;
+}
+
+kcr_err kcr__informer_narrow(kcr__keep_fn keep, void *keep_user_data, void *ud)
+{
+    kcr_informer *inf = ud;
+    return kcr__delta_fifo_delete_unless(inf->fifo, keep, keep_user_data);
 }
 
 kcr_err kcr__informer_transform(const kcr_object *in, kcr_object **out, void *ud)

@@ -42,6 +42,10 @@ struct kcr_reflector {
     void *backoff_hook_ud;
     kcr__list_reuse_fn list_reuse;
     void *list_reuse_ud;
+    kcr__narrow_fn narrow; /* NULL: a selector change relists the whole selection */
+    void *narrow_ud;
+    kcr__shard_label_fn shard_label; /* NULL: the label selector stays */
+    char *label_base;
 
     kcr_cancel *cancel;
     kcr_cancel *watch_cancel; /* the running watch's: stop and a selector change trigger it */
@@ -60,7 +64,7 @@ struct kcr_reflector {
     /* kcr_reflector_set_shard_selector's change, taken by the reflector
      * thread before its next list (pending_sel NULL with shard_pending:
      * no selector any more; label_pending: pending_label replaces `label`
-     * too, kcr__reflector_set_selectors) */
+     * too, kcr__reflector_set_shard_label) */
     bool shard_pending, label_pending;
     uint64_t shard_gen;        /* selectors set so far: the newest one's generation */
     uint64_t listing_gen;      /* the generation of the selector in force */
@@ -374,14 +378,25 @@ static char *relist_rv(kcr_reflector *r)
     return rv;
 }
 
+/* The selection a change replaced (ranges n 0: none; malloc'd). */
+typedef struct prev_selection {
+    bool changed;
+    kcr_shard_field field;
+    kcr_shard_range *ranges;
+    size_t n;
+} prev_selection;
+
 /* Reflector thread: swaps in a selector kcr_reflector_set_shard_selector()
- * left, before a list. */
-static void take_shard_change(kcr_reflector *r)
+ * left, before a list; *prev gets the one it replaced. */
+static void take_shard_change(kcr_reflector *r, prev_selection *prev)
 {
     pthread_mutex_lock(&r->mu);
     if (r->shard_pending) {
+        *prev = (prev_selection){.changed = true,
+                                 .field = r->shard_field,
+                                 .ranges = r->shard_ranges,
+                                 .n = r->shard_sel ? r->n_shard_ranges : 0};
         free(r->shard_sel);
-        free(r->shard_ranges);
         r->shard_sel = r->pending_sel;
         r->shard_field = r->pending_field;
         r->shard_ranges = r->pending_ranges;
@@ -412,9 +427,9 @@ static bool shard_change_pending(kcr_reflector *r)
     return p;
 }
 
-static kcr_err do_list(kcr_reflector *r)
+/* Lists the whole selection at relist_rv() and hands it to on_replace. */
+static kcr_err list_all(kcr_reflector *r)
 {
-    take_shard_change(r);
     char *rv = relist_rv(r);
     if (!rv)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
@@ -524,6 +539,222 @@ static kcr_err do_list(kcr_reflector *r)
     free(cont);
     free(rv);
     return err;
+}
+
+/* ---- a selection change: list only what it gains ------------------------------------------ */
+
+/* *out = the hashes of a (na ranges) outside b (nb ranges), as ranges,
+ * malloc'd (*n_out 0: none). Each range of b splits at most one piece in
+ * two, so na + nb pieces suffice. */
+static kcr_err ranges_minus(const kcr_shard_range *a, size_t na, const kcr_shard_range *b,
+                            size_t nb, kcr_shard_range **out, size_t *n_out)
+{
+    /* inclusive [lo, hi] pieces: a range's end 0 is 2^64 */
+    typedef struct span {
+        uint64_t lo, hi;
+    } span;
+    span *cur = malloc((na + nb + 1) * sizeof *cur), *next = malloc((na + nb + 1) * sizeof *next);
+    *out = NULL;
+    *n_out = 0;
+    if (!cur || !next) {
+        free(cur);
+        free(next);
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < na; i++)
+        if (a[i].end == 0 || a[i].start < a[i].end)
+            cur[n++] = (span){a[i].start, a[i].end ? a[i].end - 1 : UINT64_MAX};
+    for (size_t j = 0; j < nb && n; j++) {
+        if (b[j].end != 0 && b[j].start >= b[j].end)
+            continue;
+        span cut = {b[j].start, b[j].end ? b[j].end - 1 : UINT64_MAX};
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (cur[i].hi < cut.lo || cur[i].lo > cut.hi) {
+                next[m++] = cur[i];
+                continue;
+            }
+            if (cur[i].lo < cut.lo)
+                next[m++] = (span){cur[i].lo, cut.lo - 1};
+            if (cur[i].hi > cut.hi)
+                next[m++] = (span){cut.hi + 1, cur[i].hi};
+        }
+        span *t = cur;
+        cur = next;
+        next = t;
+        n = m;
+    }
+    free(next);
+    kcr_shard_range *res = n ? malloc(n * sizeof *res) : NULL;
+    for (size_t i = 0; res && i < n; i++)
+        res[i] = (kcr_shard_range){cur[i].lo, cur[i].hi == UINT64_MAX ? 0 : cur[i].hi + 1};
+    free(cur);
+    if (n && !res)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    *out = res;
+    *n_out = n;
+    return KCR_OK;
+}
+
+/* The items of a list of gained ranges: those in the ranges, transformed. */
+typedef struct gained_ctx {
+    kcr_reflector *r;
+    const kcr_shard_range *ranges;
+    size_t n;
+    objvec objs;
+    size_t outside;
+} gained_ctx;
+
+static kcr_err gained_item(kcr_object *obj, void *ud)
+{
+    gained_ctx *g = ud;
+    if (stopping(g->r))
+        return kcr__fail(KCR_ERR_CANCELED, "reflector stopped");
+    if (!kcr_shard_match(obj, g->r->shard_field, g->ranges, g->n)) {
+        g->outside++;
+        pthread_mutex_lock(&g->r->mu);
+        g->r->stats.shard_filtered++;
+        pthread_mutex_unlock(&g->r->mu);
+        return KCR_OK;
+    }
+    kcr_object *t;
+    kcr_err err = transform(g->r, obj, &t);
+    if (err == KCR_OK && (err = objvec_push(&g->objs, t)) != KCR_OK)
+        kcr_object_unref(t);
+    return err;
+}
+
+/* Lists the objects of g->ranges at exactly `rv` (paged) into g->objs.
+ * *server: every page carried shardInfo or nothing fell outside. */
+static kcr_err list_ranges_at(kcr_reflector *r, gained_ctx *g, const char *rv, bool *server)
+{
+    char *sel = NULL, *label = NULL;
+    kcr_err err = KCR_OK;
+    if (r->shard_field != KCR_SHARD_BY_CONTROLLER)
+        err = kcr_shard_selector_format(r->shard_field, g->ranges, g->n, &sel);
+    if (err == KCR_OK && r->shard_label &&
+        !(label = r->shard_label(r->label_base, g->ranges, g->n)))
+        err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    char *cont = NULL;
+    bool info = true;
+    while (err == KCR_OK) {
+        kcr_list_meta meta = {0};
+        kcr_shard_info shard = {0};
+        pthread_mutex_lock(&r->mu);
+        r->stats.list_requests++;
+        pthread_mutex_unlock(&r->mu);
+        err = kcr_client_list(r->client,
+                              &(kcr_request){.resource = &r->res,
+                                             .ns = r->ns,
+                                             .label_selector = label ? label : r->label,
+                                             .field_selector = r->field,
+                                             .resource_version = cont ? NULL : rv,
+                                             .resource_version_match = cont ? NULL : "Exact",
+                                             .limit = r->page_size > 0 ? r->page_size : 0,
+                                             .continue_token = cont,
+                                             .metadata_only = r->metadata_only,
+                                             .drop_managed_fields = r->drop_managed_fields,
+                                             .cancel = r->cancel,
+                                             .shard_selector = sel,
+                                             .shard_info = sel ? &shard : NULL},
+                              gained_item, g, &meta);
+        info = info && shard.present;
+        kcr_shard_info_clear(&shard);
+        free(cont);
+        cont = NULL;
+        if (err == KCR_OK && meta.continue_token && *meta.continue_token &&
+            !(cont = strdup(meta.continue_token)))
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
+        kcr_list_meta_clear(&meta);
+        if (!cont)
+            break;
+    }
+    *server = info || (sel && g->outside == 0);
+    free(cont);
+    free(sel);
+    free(label);
+    return err;
+}
+
+static bool keep_selected(const kcr_object *obj, void *ud)
+{
+    kcr_reflector *r = ud;
+    return kcr_shard_match(obj, r->shard_field, r->shard_ranges, r->n_shard_ranges);
+}
+
+/* Whether a selection change can be followed by listing what it gains:
+ * the sink can narrow, a list was delivered at a known version, and there
+ * is a selector before and after, on the same field. */
+static bool can_list_gained(kcr_reflector *r, const prev_selection *prev, const char *rv)
+{
+    return r->narrow && prev->n && r->shard_sel && prev->field == r->shard_field &&
+           !r->rv_unavailable && kcr_reflector_has_listed(r) && *rv && strcmp(rv, "0") != 0;
+}
+
+/* Follows a selection change without relisting what stays: lists the
+ * ranges the new selection gains at the last resourceVersion (Exact), then
+ * drops what it loses through the narrowing hook and adds what it gained
+ * (kcr__reflector_set_narrow); the watch resumes from that version.
+ * False when the change cannot be followed so (can_list_gained) or that
+ * list failed: the caller relists the whole selection. Otherwise *err says
+ * how it went. */
+static bool list_gained(kcr_reflector *r, const prev_selection *prev, kcr_err *err)
+{
+    char *rv = kcr_reflector_last_sync_rv(r);
+    if (!rv || !can_list_gained(r, prev, rv)) {
+        free(rv);
+        return false;
+    }
+    gained_ctx g = {.r = r};
+    kcr_shard_range *gained = NULL;
+    *err = ranges_minus(r->shard_ranges, r->n_shard_ranges, prev->ranges, prev->n, &gained, &g.n);
+    g.ranges = gained;
+    bool server = true, followed = true;
+    if (*err == KCR_OK && g.n && (*err = list_ranges_at(r, &g, rv, &server)) != KCR_OK &&
+        !stopping(r)) {
+        kcr__log(KCR_LOG_INFO, "reflector",
+                 "%s: shard selector changed: listing only the gained ranges at resourceVersion "
+                 "%s failed (%s: %s); relisting the whole selection",
+                 r->res.resource, rv, kcr_strerror(*err), kcr_last_error());
+        followed = false;
+    }
+    if (followed && *err == KCR_OK)
+        *err = r->narrow(keep_selected, r, r->narrow_ud);
+    for (size_t i = 0; followed && *err == KCR_OK && i < g.objs.n; i++)
+        *err = r->sink.on_add(g.objs.v[i], r->sink.user_data);
+    if (followed && *err == KCR_OK) {
+        if (g.n)
+            note_shard_mode(r, server);
+        pthread_mutex_lock(&r->mu);
+        r->stats.lists++;
+        r->listed_gen = r->listing_gen;
+        pthread_mutex_unlock(&r->mu);
+        clear_failure(r);
+        kcr__log(KCR_LOG_DEBUG, "reflector",
+                 "%s: shard selector changed: listed the %zu objects of %zu gained ranges at "
+                 "resourceVersion %s",
+                 r->res.resource, g.objs.n, g.n, rv);
+    } else if (followed && stopping(r)) {
+        *err = kcr__fail(KCR_ERR_CANCELED, "%s: list canceled: the reflector is stopping",
+                         r->res.resource);
+    } else if (followed) {
+        record_failure(r, "list (sink)", *err, NULL);
+    }
+    objvec_clear(&g.objs);
+    free(gained);
+    free(rv);
+    return followed;
+}
+
+static kcr_err do_list(kcr_reflector *r)
+{
+    prev_selection prev = {0};
+    take_shard_change(r, &prev);
+    kcr_err err = KCR_OK;
+    bool followed = prev.changed && list_gained(r, &prev, &err);
+    free(prev.ranges);
+    return followed ? err : list_all(r);
 }
 
 /* ---- WATCH -------------------------------------------------------------------------------- */
@@ -902,6 +1133,23 @@ void kcr__reflector_set_list_reuse(kcr_reflector *r, kcr__list_reuse_fn fn, void
     r->list_reuse_ud = user_data;
 }
 
+void kcr__reflector_set_narrow(kcr_reflector *r, kcr__narrow_fn fn, void *user_data)
+{
+    r->narrow = fn;
+    r->narrow_ud = user_data;
+}
+
+kcr_err kcr__reflector_set_shard_label(kcr_reflector *r, kcr__shard_label_fn fn, const char *base)
+{
+    char *b = dup_or_null(base);
+    if (base && *base && !b)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    free(r->label_base);
+    r->label_base = b;
+    r->shard_label = fn;
+    return KCR_OK;
+}
+
 void kcr__reflector_set_backoff_hook(kcr_reflector *r, kcr__backoff_hook_fn fn, void *user_data)
 {
     r->backoff_hook = fn;
@@ -965,19 +1213,14 @@ void kcr_reflector_free(kcr_reflector *r)
     free(r->pending_sel);
     free(r->pending_label);
     free(r->pending_ranges);
+    free(r->label_base);
     free(r);
 }
 
-/* kcr_reflector_set_shard_selector, and with set_label the label selector
- * too (in the same relist). */
-static kcr_err set_selectors(kcr_reflector *r, const char *selector, bool set_label,
-                             const char *label)
+kcr_err kcr_reflector_set_shard_selector(kcr_reflector *r, const char *selector)
 {
     if (!r)
         return kcr__fail(KCR_ERR_INVALID, "kcr_reflector_set_shard_selector: NULL reflector");
-    char *lab = set_label ? dup_or_null(label) : NULL;
-    if (set_label && label && *label && !lab)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     char *sel = NULL;
     kcr_shard_field field = KCR_SHARD_BY_UID;
     kcr_shard_range *ranges = NULL;
@@ -988,17 +1231,25 @@ static kcr_err set_selectors(kcr_reflector *r, const char *selector, bool set_la
             err = kcr_shard_selector_format(field, ranges, n, &sel);
         if (err != KCR_OK) {
             free(ranges);
-            free(lab);
             return kcr__refail(err, "kcr_reflector_set_shard_selector: ");
         }
+    }
+    /* the label selector that goes with it (set before start, read only) */
+    char *lab = r->shard_label ? r->shard_label(r->label_base, ranges, n) : NULL;
+    if (r->shard_label && !lab) {
+        free(ranges);
+        free(sel);
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
     }
     pthread_mutex_lock(&r->mu);
     free(r->pending_sel);
     free(r->pending_ranges);
-    if (set_label) {
+    if (r->shard_label) {
         free(r->pending_label);
-        r->pending_label = lab;
+        r->pending_label = *lab ? lab : NULL;
         r->label_pending = true;
+        if (!*lab)
+            free(lab);
     }
     r->pending_sel = sel;
     r->pending_field = field;
@@ -1009,16 +1260,6 @@ static kcr_err set_selectors(kcr_reflector *r, const char *selector, bool set_la
     kcr_cancel_trigger(r->watch_cancel); /* the watch ends; the thread relists */
     pthread_mutex_unlock(&r->mu);
     return KCR_OK;
-}
-
-kcr_err kcr_reflector_set_shard_selector(kcr_reflector *r, const char *selector)
-{
-    return set_selectors(r, selector, false, NULL);
-}
-
-kcr_err kcr__reflector_set_selectors(kcr_reflector *r, const char *shard, const char *label)
-{
-    return set_selectors(r, shard, true, label);
 }
 
 uint64_t kcr__reflector_shard_gen(kcr_reflector *r)

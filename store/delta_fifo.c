@@ -258,6 +258,39 @@ kcr_err kcr_delta_fifo_replace(kcr_delta_fifo *f, kcr_object *const *objs, size_
     return err;
 }
 
+kcr_err kcr__delta_fifo_delete_unless(kcr_delta_fifo *f, kcr__delta_keep_fn keep, void *user_data)
+{
+    if (!f || !keep)
+        return kcr__fail(KCR_ERR_INVALID, "kcr__delta_fifo_delete_unless: NULL argument");
+    kcr_err err = KCR_OK;
+    pthread_mutex_lock(&f->q.mu);
+    /* queued keys: their newest state decides (a deletion is already one) */
+    size_t queued = f->q.queue.len;
+    for (size_t i = 0; i < queued && err == KCR_OK; i++) {
+        struct entry *e = kcr__ptrq_at(&f->q.queue, i);
+        const kcr_delta *last = e->n ? &e->d[e->n - 1] : NULL;
+        if (last && last->type != KCR_DELTA_DELETED && !keep(last->object, user_data))
+            err = queue_tombstone(f, e->key, last->object);
+    }
+    /* known keys with nothing queued: the cache's state decides */
+    if (err == KCR_OK && f->known.list_keys) {
+        kcr_string_list keys = {0};
+        err = f->known.list_keys(&keys, f->known.user_data);
+        for (size_t i = 0; i < keys.len && err == KCR_OK; i++) {
+            struct entry *e = kcr__strmap_get(&f->q.items, keys.items[i]);
+            if (e && e->n)
+                continue;
+            kcr_object *obj = f->known.get_by_key(keys.items[i], f->known.user_data);
+            if (obj && !keep(obj, user_data))
+                err = queue_tombstone(f, keys.items[i], obj);
+            kcr_object_unref(obj);
+        }
+        kcr_string_list_free(&keys);
+    }
+    pthread_mutex_unlock(&f->q.mu);
+    return err;
+}
+
 kcr_err kcr_delta_fifo_resync(kcr_delta_fifo *f)
 {
     if (!f)

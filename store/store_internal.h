@@ -22,4 +22,16 @@ kcr_err kcr__delta_fifo_apply_or_queue(kcr_delta_fifo *f, const kcr_object *obj,
                                        kcr_delta_type type, kcr_delta_fifo_process_fn process,
                                        void *user_data, bool *applied);
 
+/* Whether an object stays (kcr__delta_fifo_delete_unless). */
+typedef bool (*kcr__delta_keep_fn)(const kcr_object *obj, void *user_data);
+
+/* Queues the deletion of every key whose newest state `keep` rejects: a
+ * queued key's newest delta (unless a deletion), else the known object's
+ * state. Each goes as a tombstone carrying that state, as
+ * kcr_delta_fifo_replace queues a key missing from a list, behind what is
+ * queued for the key. A narrower selection's objects leave the cache so,
+ * without a list of what stays. Thread-safe; `keep` runs under f's lock
+ * and must not call into f. */
+kcr_err kcr__delta_fifo_delete_unless(kcr_delta_fifo *f, kcr__delta_keep_fn keep, void *user_data);
+
 #endif

@@ -191,14 +191,18 @@ KCR_API bool kcr_reflector_has_listed(kcr_reflector *r);
 
 /* Changes the shard selector of a running (or not yet started) reflector:
  * `selector` as kcr_reflector_options.shard_selector (copied; NULL or "":
- * none). The running watch ends and the reflector relists with the new
- * selector: the sink gets one replace, so an informer's handlers see the
- * objects of ranges given up as on_delete with a tombstone (they left the
- * shard; the tombstone holds their last state), gained ones as on_add and
- * kept ones as on_update with old == new. Every object of the new ranges is
- * listed again, kept ones too (listing only the gained ranges is designed
- * in docs/informer.md, not built). An informer from a factory stays under
- * the key of the selector it was made with. Malformed text:
+ * none). The running watch ends. An informer's reflector, from one
+ * selection to another on the same field, then lists only the ranges the
+ * new selection gains, at the resourceVersion its watch reached
+ * (resourceVersionMatch=Exact), and resumes the watch from there: the
+ * handlers see the objects of ranges given up as on_delete with a
+ * tombstone (they left the shard; it holds their last state) and gained
+ * ones as on_add; kept ones are neither listed nor delivered again. Where
+ * that cannot be done (a reflector on a sink of your own, no selector
+ * before or after, the version compacted, an apiserver refusing the list)
+ * it relists the whole new selection: the sink gets one replace (kept
+ * objects reach only handlers that asked for resyncs, as a resync). An informer from a factory
+ * stays under the key of the selector it was made with. Malformed text:
  * KCR_ERR_INVALID, nothing changes. Thread-safe. */
 KCR_API kcr_err kcr_reflector_set_shard_selector(kcr_reflector *r, const char *selector);
 

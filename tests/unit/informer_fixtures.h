@@ -60,6 +60,7 @@ typedef struct spy_call {
     char rv_match[32];
     char cont[8]; /* "" or "yes" */
     char label[64], field[64];
+    char shard[160]; /* the shard selector, "" for none */
     int64_t limit;
     int64_t timeout_ms, idle_timeout_ms;
     bool bookmarks, initial_events, metadata_only;
@@ -122,6 +123,7 @@ static inline void spy_record(spy *s, bool watch, const kcr__list_options *o)
                  o->continue_token && *o->continue_token ? "yes" : "");
         snprintf(k->label, sizeof k->label, "%s", o->label_selector ? o->label_selector : "");
         snprintf(k->field, sizeof k->field, "%s", o->field_selector ? o->field_selector : "");
+        snprintf(k->shard, sizeof k->shard, "%s", o->shard_selector ? o->shard_selector : "");
         k->limit = o->limit;
         k->timeout_ms = o->timeout_ms;
         k->idle_timeout_ms = o->idle_timeout_ms;

@@ -1,5 +1,6 @@
 /* The fake's lists: namespaced and cluster scope, label selectors, paging
- * with continue tokens, items typed from the list. */
+ * with continue tokens, items typed from the list, a list at an exact
+ * resourceVersion. */
 #include "tests/unit/fake_fixture.h"
 
 Test(fake, namespaces_and_cluster_scope, .init = setup, .fini = teardown)
@@ -124,4 +125,118 @@ Test(fake, list_items_are_typed_from_the_list, .init = setup, .fini = teardown)
     cr_assert_str_eq(n.v[1], "apps/v1 Deployment");
     cr_assert_str_eq(n.v[2], "meta.k8s.io/v1 PartialObjectMetadata");
     cr_assert_str_eq(n.v[3], "meta.k8s.io/v1 PartialObjectMetadata");
+}
+
+static kcr_err collect_values(kcr_object *o, void *ud)
+{
+    struct names *n = ud;
+    if (n->n < 32)
+        snprintf(n->v[n->n], 32, "%s=%s", kcr_object_name(o), str(o, "data.v"));
+    n->n++;
+    return KCR_OK;
+}
+
+/* resourceVersionMatch=Exact reads the state at that version (creations
+ * after it absent, deletions after it present, changes undone), paged
+ * too, at that version; a compacted version is 410, a future one 504, 0
+ * a 400, as the apiserver answers. */
+Test(fake, a_list_at_an_exact_version, .init = setup, .fini = teardown)
+{
+    kcr_object_unref(create(&CM, "x", "{\"metadata\":{\"name\":\"a\"},\"data\":{\"v\":\"1\"}}"));
+    kcr_object_unref(create(&CM, "x", "{\"metadata\":{\"name\":\"b\"},\"data\":{\"v\":\"1\"}}"));
+    kcr_object_unref(create(&CM, "x", "{\"metadata\":{\"name\":\"c\"},\"data\":{\"v\":\"1\"}}"));
+    kcr_object_unref(create(&CM, "y", "{\"metadata\":{\"name\":\"other\"}}"));
+    kcr_list_meta meta = {0};
+    cr_assert_eq(kcr_client_list(c, &(kcr_request){.resource = &CM, .ns = "x"}, NULL, NULL, &meta),
+                 KCR_OK);
+    char at[32];
+    snprintf(at, sizeof at, "%s", meta.resource_version);
+    kcr_list_meta_clear(&meta);
+    cr_assert_eq(kcr_client_patch(c,
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = "x",
+                                                 .name = "a",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = "{\"data\":{\"v\":\"2\"}}"},
+                                  NULL),
+                 KCR_OK);
+    cr_assert_eq(
+        kcr_client_delete(c, &(kcr_request){.resource = &CM, .ns = "x", .name = "b"}, NULL), KCR_OK);
+    kcr_object_unref(create(&CM, "x", "{\"metadata\":{\"name\":\"aa\"},\"data\":{\"v\":\"1\"}}"));
+
+    kcr_request o = {
+        .resource = &CM, .ns = "x", .resource_version = at, .resource_version_match = "Exact"};
+    struct names then = {0};
+    cr_assert_eq(kcr_client_list(c, &o, collect_values, &then, &meta), KCR_OK, "%s",
+                 kcr_last_error());
+    cr_expect_str_eq(meta.resource_version, at);
+    kcr_list_meta_clear(&meta);
+    cr_assert_eq(then.n, 3);
+    cr_expect_str_eq(then.v[0], "a=1");
+    cr_expect_str_eq(then.v[1], "b=1");
+    cr_expect_str_eq(then.v[2], "c=1");
+
+    /* paged: every page at the same version */
+    o.limit = 2;
+    struct names paged = {0};
+    cr_assert_eq(kcr_client_list(c, &o, collect_values, &paged, &meta), KCR_OK);
+    cr_assert(*meta.continue_token);
+    kcr_request next = {.resource = &CM, .ns = "x", .continue_token = meta.continue_token};
+    kcr_list_meta meta2 = {0};
+    cr_assert_eq(kcr_client_list(c, &next, collect_values, &paged, &meta2), KCR_OK);
+    cr_expect_str_eq(meta2.resource_version, at);
+    kcr_list_meta_clear(&meta);
+    kcr_list_meta_clear(&meta2);
+    cr_assert_eq(paged.n, 3);
+    cr_expect_str_eq(paged.v[2], "c=1", "the second page is at the version too");
+
+    /* now: the newest state */
+    struct names now = {0};
+    cr_assert_eq(kcr_client_list(c, &(kcr_request){.resource = &CM, .ns = "x"}, collect_values,
+                                 &now, NULL),
+                 KCR_OK);
+    cr_assert_eq(now.n, 3);
+    cr_expect_str_eq(now.v[0], "a=2");
+    cr_expect_str_eq(now.v[1], "aa=1");
+
+    kcr_status st = {0};
+    o.limit = 0;
+    o.status = &st;
+    o.resource_version = "999";
+    cr_expect_neq(kcr_client_list(c, &o, NULL, NULL, NULL), KCR_OK);
+    cr_expect_eq(st.code, 504);
+    cr_expect(strstr(st.message, "Too large resource version"), "%s", st.message);
+    kcr_status_clear(&st);
+    o.resource_version = "0";
+    cr_expect_eq(kcr_client_list(c, &o, NULL, NULL, NULL), KCR_ERR_BAD_REQUEST);
+    kcr_status_clear(&st);
+}
+
+Test(fake, an_exact_list_at_a_compacted_version_is_gone)
+{
+    kcr_fake *f = NULL;
+    kcr_client *k = NULL;
+    cr_assert_eq(kcr_fake_new(&(kcr_fake_options){.history_size = 2}, &f), KCR_OK);
+    cr_assert_eq(kcr_fake_client(f, "x", &k), KCR_OK);
+    for (int i = 0; i < 4; i++) {
+        char json[64];
+        snprintf(json, sizeof json, "{\"metadata\":{\"name\":\"n%d\"}}", i);
+        cr_assert_eq(kcr_client_create(k, &(kcr_request){.resource = &CM, .ns = "x", .body = json},
+                                       NULL),
+                     KCR_OK, "%s", kcr_last_error());
+    }
+    kcr_status st = {0};
+    cr_expect_eq(kcr_client_list(k,
+                                 &(kcr_request){.resource = &CM,
+                                                .ns = "x",
+                                                .resource_version = "1",
+                                                .resource_version_match = "Exact",
+                                                .status = &st},
+                                 NULL, NULL, NULL),
+                 KCR_ERR_GONE);
+    cr_expect_eq(st.code, 410);
+    cr_expect_str_eq(st.message, "The resourceVersion for the provided list is too old.");
+    kcr_status_clear(&st);
+    kcr_client_free(k);
+    kcr_fake_free(f);
 }

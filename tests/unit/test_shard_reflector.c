@@ -584,46 +584,254 @@ Test(shard_informer, by_controller_is_filtered_on_the_client_and_follows_the_con
     kcr_log_set_handler(NULL, NULL);
 }
 
-/* kcr__reflector_set_selectors: the label selector changes with the shard
- * selector, in one relist (one generation), and the watch after it follows
- * the new one; a later shard-only change keeps it. (A sharded manager's
- * owned caches select their owners' buckets so, docs/sharding.md.) */
-Test(shard_informer, the_label_selector_changes_with_the_shard_selector)
+/* ---- following a selection change: only the gained ranges are listed ---- */
+
+/* A child of owner_uid labelled half=<half>, as a bucket label would be. */
+static void seed_half_child(kcr_fake *f, const char *name, const char *owner_uid, const char *half)
 {
-    kcr_fake *f = fake_with(false, 20); /* 10 labelled app=even, 10 app=odd */
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
+             "\"namespace\":\"default\",\"labels\":{\"half\":\"%s\"},\"ownerReferences\":[{"
+             "\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"name\":\"o\",\"uid\":\"%s\","
+             "\"controller\":true}]}}",
+             name, half, owner_uid);
+    cr_assert_eq(kcr_fake_add(f, &CM, json, NULL), KCR_OK, "%s", kcr_last_error());
+}
+
+/* The label selector of the halves the ranges touch, as the sharded
+ * manager's bucket labels (a kcr__shard_label_fn). */
+static char *half_labels(const char *base, const kcr_shard_range *r, size_t n)
+{
+    bool lo = false, hi = false;
+    for (size_t i = 0; i < n; i++) {
+        lo = lo || r[i].start < HI.start;
+        hi = hi || r[i].end == 0 || r[i].end > HI.start;
+    }
+    return strdup(!n ? "" : lo && hi ? "half in (hi,lo)" : lo ? "half in (lo)" : "half in (hi)");
+}
+
+typedef struct list_spy {
+    atomic_int lists;
+    kcr_fake *f;
+    bool write_on_list; /* the next LIST first changes HI's children */
+    char hi_uid[32];
+} list_spy;
+
+static void count_lists(kcr_fake_verb verb, const kcr_resource *res, const char *ns,
+                        const char *name, void *ud)
+{
+    list_spy *s = ud;
+    if (verb != KCR_FAKE_LIST)
+        return;
+    atomic_fetch_add(&s->lists, 1);
+    if (!s->write_on_list)
+        return;
+    s->write_on_list = false;
+    /* after the reflector's watch stopped, before the list reads: the list
+     * must read the version the watch reached, and the watch replays these */
     kcr_client *c = NULL;
-    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
-    char *all = NULL;
-    cr_assert_eq(kcr_shard_selector_format(KCR_SHARD_BY_CONTROLLER, &(kcr_shard_range){0, 0}, 1,
-                                           &all),
+    cr_assert_eq(kcr_fake_client(s->f, NULL, &c), KCR_OK);
+    cr_assert_eq(patch_cm(c, "default", "hi-0", "changed"), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_client_delete(c, &(kcr_request){.resource = &CM, .ns = "default", .name = "hi-1"},
+                                   NULL),
                  KCR_OK);
+    seed_half_child(s->f, "hi-new", s->hi_uid, "hi");
+    kcr_client_free(c);
+}
+
+/* The informer's transform: records the data.v hi-0 had when the
+ * reflector first received it ("" for none). */
+static kcr_err first_hi0(const kcr_object *in, kcr_object **out, void *ud)
+{
+    char *first = ud;
+    if (!first[0] && strcmp(kcr_object_name(in), "hi-0") == 0) {
+        const char *v = kcr_value_string(kcr_object_get(in, "data.v"), NULL);
+        snprintf(first, 32, "%s", v ? v : "(none)");
+    }
+    *out = kcr_object_ref(in);
+    return KCR_OK;
+}
+
+static char *controller_selector(kcr_shard_range r)
+{
+    char *s = NULL;
+    cr_assert_eq(kcr_shard_selector_format(KCR_SHARD_BY_CONTROLLER, &r, 1, &s), KCR_OK);
+    return s;
+}
+
+static bool holds_key(kcr_informer *inf, const char *key)
+{
+    kcr_object *o = kcr_store_get_by_key(kcr_informer_store(inf), key);
+    kcr_object_unref(o);
+    return o != NULL;
+}
+
+/* kcr__reflector_set_shard_label and the informer's narrowing: from LO to
+ * everything, only HI is listed (once, with HI's labels) and only its
+ * objects are delivered; from everything to HI nothing is listed and LO's
+ * objects leave as tombstones; the watch after each follows the new
+ * labels. Writes between the watch's end and the list come through the
+ * resumed watch. */
+static void gained_ranges(bool write_between)
+{
+    kcr_fake *f = fake_with(false, 0);
+    list_spy ls = {.f = f};
+    char lo_uid[32];
+    uid_in(LO, lo_uid, sizeof lo_uid);
+    uid_in(HI, ls.hi_uid, sizeof ls.hi_uid);
+    for (int i = 0; i < 6; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "lo-%d", i);
+        seed_half_child(f, name, lo_uid, "lo");
+        snprintf(name, sizeof name, "hi-%d", i);
+        seed_half_child(f, name, ls.hi_uid, "hi");
+    }
+    kcr_client *c = spy_new(f);
+    char *lo = controller_selector(LO), *hi = controller_selector(HI),
+         *all = controller_selector((kcr_shard_range){0, 0});
     kcr_informer *inf = NULL;
-    kcr_informer_options o = {.reflector = {.shard_selector = all, .label_selector = "app in (odd)"}};
+    char first[32] = "";
+    kcr_informer_options o = {.reflector = {.shard_selector = lo,
+                                            .label_selector = "half in (lo)",
+                                            .transform = first_hi0,
+                                            .transform_user_data = first}};
     cr_assert_eq(kcr_informer_new(c, &CM, &o, &inf), KCR_OK);
+    kcr_reflector *r = kcr_informer_reflector(inf);
+    cr_assert_eq(kcr__reflector_set_shard_label(r, half_labels, NULL), KCR_OK);
+    seen s = {0};
+    kcr_event_handler h = {
+        .on_add = seen_add, .on_update = seen_update, .on_delete = seen_delete, .user_data = &s};
+    cr_assert_eq(kcr_informer_add_handler(inf, &h, NULL), KCR_OK);
+    kcr_fake_set_hook(f, count_lists, &ls);
     cr_assert_eq(kcr_informer_start(inf), KCR_OK);
     cr_assert_eq(kcr_informer_wait_for_sync(inf, WAIT_MS, NULL), KCR_OK, "%s", kcr_last_error());
-    cr_expect(holds_exactly(inf, NULL, 0, 10));
+    cr_assert(holds_children(inf, LO, 6));
+    cr_assert_eq(atomic_load(&ls.lists), 1);
 
-    kcr_reflector *r = kcr_informer_reflector(inf);
-    cr_assert_eq(kcr__reflector_set_selectors(r, all, "app in (even,late)"), KCR_OK);
-    cr_expect_eq(kcr__reflector_shard_gen(r), 1, "one generation for both");
-    WAIT_FOR(kcr__informer_shard_synced(inf, 1), WAIT_MS);
-    kcr_object *got = kcr_store_get_by_key(kcr_informer_store(inf), "default/cm-00000");
-    cr_expect_not_null(got, "an even one is there");
-    kcr_object_unref(got);
-    got = kcr_store_get_by_key(kcr_informer_store(inf), "default/cm-00001");
-    cr_expect_null(got, "the odd ones left");
-    kcr_object_unref(got);
-    cr_expect(holds_exactly(inf, NULL, 0, 10));
-    /* the watch after the relist asks for the new labels */
-    kcr_object_unref(seed_cm(f, "default", "late", "late", "y"));
-    kcr_object_unref(seed_cm(f, "default", "odd-late", "odd", "y"));
-    WAIT_FOR(holds_exactly(inf, NULL, 0, 11), WAIT_MS);
-    /* a shard-only change keeps the label selector */
+    ls.write_on_list = write_between;
     cr_assert_eq(kcr_reflector_set_shard_selector(r, all), KCR_OK);
+    cr_expect_eq(kcr__reflector_shard_gen(r), 1);
+    WAIT_FOR(kcr__informer_shard_synced(inf, 1), WAIT_MS);
+    WAIT_FOR(holds_children(inf, (kcr_shard_range){0, 0}, 12), WAIT_MS);
+    cr_expect_eq(atomic_load(&ls.lists), 2, "one list, of the gained range");
+    size_t last_list = spy_n(c);
+    while (last_list-- > 0 && spy_get(c, last_list).watch)
+        ;
+    spy_call gl = spy_get(c, last_list), first_watch = spy_get(c, 1);
+    cr_assert(first_watch.watch && last_list > 1);
+    cr_expect_str_eq(gl.label, "half in (hi)", "the gained range's labels");
+    cr_expect_str_eq(gl.shard, "", "kcr's own field is never sent: the labels select");
+    cr_expect_str_eq(gl.rv_match, "Exact");
+    cr_expect_str_eq(gl.rv, first_watch.rv, "at the version the watch reached");
+    cr_expect_eq(rstats(inf).shard_filtered, 0, "it asked for HI's labels only");
+    if (write_between) {
+        /* the list read the old state; the resumed watch brought the writes */
+        WAIT_FOR(holds_key(inf, "default/hi-new") && !holds_key(inf, "default/hi-1"), WAIT_MS);
+        kcr_object *changed = kcr_store_get_by_key(kcr_informer_store(inf), "default/hi-0");
+        cr_assert_not_null(changed);
+        const char *v = kcr_value_string(kcr_object_get(changed, "data.v"), NULL);
+        cr_expect(v && strcmp(v, "changed") == 0, "hi-0 as patched");
+        kcr_object_unref(changed);
+        cr_expect_str_eq(first, "(none)", "the list read hi-0 as it was when the watch stopped");
+    } else {
+        WAIT_FOR(atomic_load(&s.adds) == 12, WAIT_MS);
+        cr_expect_eq(atomic_load(&s.updates), 0, "kept objects are not delivered again");
+    }
+    cr_expect_eq(atomic_load(&s.tombstones), 0);
+
+    cr_assert_eq(kcr_reflector_set_shard_selector(r, hi), KCR_OK);
     WAIT_FOR(kcr__informer_shard_synced(inf, 2), WAIT_MS);
-    cr_expect(holds_exactly(inf, NULL, 0, 11));
+    WAIT_FOR(holds_children(inf, HI, 6), WAIT_MS); /* with writes: hi-1 went, hi-new came */
+    cr_expect_eq(atomic_load(&ls.lists), 2, "nothing gained, nothing listed");
+    WAIT_FOR(atomic_load(&s.tombstones) == 6, WAIT_MS); /* LO's objects left the shard */
+    /* the watch asks for "half in (hi)" now: a mislabelled child of HI's
+     * owner is not sent, a labelled one is */
+    seed_half_child(f, "hi-mislabelled", ls.hi_uid, "lo");
+    seed_half_child(f, "hi-late", ls.hi_uid, "hi");
+    WAIT_FOR(holds_key(inf, "default/hi-late"), WAIT_MS);
+    cr_expect_not(holds_key(inf, "default/hi-mislabelled"));
     kcr_informer_free(inf);
+    kcr_fake_set_hook(f, NULL, NULL);
+    free(lo);
+    free(hi);
+    free(all);
+    kcr_client_free(c);
+    kcr_fake_free(f);
+}
+
+Test(shard_informer, a_change_lists_only_the_gained_ranges_and_follows_the_labels)
+{
+    gained_ranges(false);
+}
+
+Test(shard_informer, a_change_reads_the_gained_ranges_at_the_version_the_watch_reached)
+{
+    gained_ranges(true);
+}
+
+/* When the watch's version is gone (compacted), the list of the gained
+ * ranges fails and the whole selection is relisted: nothing lost. */
+typedef struct compactor {
+    kcr_fake *f;
+    atomic_bool armed;
+} compactor;
+
+/* A fake hook: the first LIST after arming compacts the history first. */
+static void compact_on_list(kcr_fake_verb verb, const kcr_resource *res, const char *ns,
+                            const char *name, void *ud)
+{
+    compactor *k = ud;
+    if (verb != KCR_FAKE_LIST || !atomic_exchange(&k->armed, false))
+        return;
+    /* writes the ConfigMap watch never saw move the history past its version */
+    for (int i = 0; i < 8; i++) {
+        char json[256];
+        snprintf(json, sizeof json,
+                 "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"s%d\","
+                 "\"namespace\":\"default\"}}",
+                 i);
+        cr_assert_eq(kcr_fake_add(k->f, &SECRETS, json, NULL), KCR_OK, "%s", kcr_last_error());
+    }
+}
+
+static atomic_int whole_relists;
+
+static void count_whole_relists(kcr_log_level level, const char *module, const char *message,
+                                void *user_data)
+{
+    if (strstr(message, "relisting the whole selection"))
+        atomic_fetch_add(&whole_relists, 1);
+}
+
+Test(shard_informer, a_compacted_version_falls_back_to_a_whole_relist)
+{
+    atomic_store(&whole_relists, 0);
+    kcr_log_set_handler(count_whole_relists, NULL);
+    kcr_fake *f = NULL;
+    cr_assert_eq(kcr_fake_new(&(kcr_fake_options){.history_size = 4}, &f), KCR_OK);
+    seed_many(f, "default", 40);
+    kcr_client *c = NULL;
+    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
+    char *lo = selector_of(LO), *all = selector_of((kcr_shard_range){0, 0});
+    seen s = {0};
+    kcr_informer *inf = synced_informer(c, lo, &s);
+    int n_lo = count_in(f, LO);
+    cr_assert(holds_exactly(inf, &LO, 1, n_lo));
+    uint64_t lists = kcr_fake_count(f, KCR_FAKE_LIST, &CM);
+    compactor k = {.f = f, .armed = true};
+    kcr_fake_set_hook(f, compact_on_list, &k);
+    kcr_reflector *r = kcr_informer_reflector(inf);
+    cr_assert_eq(kcr_reflector_set_shard_selector(r, all), KCR_OK);
+    WAIT_FOR(kcr__informer_shard_synced(inf, 1), WAIT_MS);
+    WAIT_FOR(holds_exactly(inf, NULL, 0, 40), WAIT_MS);
+    cr_expect_eq(kcr_fake_count(f, KCR_FAKE_LIST, &CM) - lists, 2,
+                 "the refused list of the gained range, then the whole relist");
+    cr_expect_eq(atomic_load(&whole_relists), 1, "the fallback is logged");
+    kcr_log_set_handler(NULL, NULL);
+    kcr_fake_set_hook(f, NULL, NULL);
+    kcr_informer_free(inf);
+    free(lo);
     free(all);
     kcr_client_free(c);
     kcr_fake_free(f);
