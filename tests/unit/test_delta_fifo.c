@@ -189,6 +189,53 @@ Test(delta_fifo, replace_emits_replaced_and_tombstones_for_known_missing)
     kcr_store_free(known);
 }
 
+/* kcr__delta_fifo_delete_unless keeps objects whose name starts with "k". */
+static bool keep_k(const kcr_object *obj, void *ud)
+{
+    (void)ud;
+    return kcr_object_name(obj)[0] == 'k';
+}
+
+/* A narrower selection: every key whose newest state is rejected gets one
+ * tombstone with that state, behind what is queued for it; a queued
+ * deletion stays as it is; kept keys get nothing. */
+Test(delta_fifo, delete_unless_drops_by_the_newest_state)
+{
+    kcr_store *known = new_store();
+    kcr_object *c1 = o_("kept", "1"), *c2 = o_("lost", "4"), *c3 = o_("queued-lost", "1"),
+               *c4 = o_("deleted", "2");
+    kcr_store_add(known, c1);
+    kcr_store_add(known, c2);
+    kcr_store_add(known, c3);
+    kcr_store_add(known, c4);
+    kcr_delta_fifo_options opts = {kcr_store_known_objects(known)};
+    kcr_delta_fifo *f = new_delta_fifo(&opts);
+    DO(kcr_delta_fifo_update, f, "queued-lost", "2");
+    DO(kcr_delta_fifo_delete, f, "deleted", "3");
+    DO(kcr_delta_fifo_add, f, "kfresh", "1");
+    cr_assert_eq(kcr__delta_fifo_delete_unless(f, keep_k, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_delta_fifo_len(f), 4);
+    struct seen s = pop1(f);
+    cr_assert_str_eq(s.key, "ns/queued-lost");
+    cr_assert_str_eq(s.deltas, "Updated:2 Deleted:2~", "behind the queued update, with its state");
+    s = pop1(f);
+    cr_assert_str_eq(s.key, "ns/deleted");
+    cr_assert_str_eq(s.deltas, "Deleted:3", "a queued deletion is left alone");
+    s = pop1(f);
+    cr_assert_str_eq(s.key, "ns/kfresh");
+    cr_assert_str_eq(s.deltas, "Added:1", "kept: nothing added");
+    s = pop1(f);
+    cr_assert_str_eq(s.key, "ns/lost");
+    cr_assert_str_eq(s.deltas, "Deleted:4~", "the cache's state");
+    cr_assert_eq(kcr_delta_fifo_len(f), 0, "the kept key got nothing");
+    kcr_object_unref(c1);
+    kcr_object_unref(c2);
+    kcr_object_unref(c3);
+    kcr_object_unref(c4);
+    kcr_delta_fifo_free(f);
+    kcr_store_free(known);
+}
+
 Test(delta_fifo, has_synced_when_a_change_comes_first)
 {
     kcr_delta_fifo *f = new_delta_fifo(NULL);
