@@ -731,10 +731,10 @@ static bool list_gained(kcr_reflector *r, const prev_selection *prev, kcr_err *e
         r->listed_gen = r->listing_gen;
         pthread_mutex_unlock(&r->mu);
         clear_failure(r);
-        kcr__log(KCR_LOG_DEBUG, "reflector",
-                 "%s: shard selector changed: listed the %zu objects of %zu gained ranges at "
-                 "resourceVersion %s",
-                 r->res.resource, g.objs.n, g.n, rv);
+        kcr__log(KCR_LOG_INFO, "reflector",
+                 "%s: shard selector changed: listed only the %zu gained range(s) (%zu objects) "
+                 "at resourceVersion %s",
+                 r->res.resource, g.n, g.objs.n, rv);
     } else if (followed && stopping(r)) {
         *err = kcr__fail(KCR_ERR_CANCELED, "%s: list canceled: the reflector is stopping",
                          r->res.resource);
@@ -926,7 +926,7 @@ static next_step watch_once(kcr_reflector *r, bool streaming)
     if (stopping(r)) {
         next = NEXT_STOP;
     } else if (err == KCR_ERR_CANCELED && shard_change_pending(r)) {
-        kcr__log(KCR_LOG_INFO, "reflector", "%s: shard selector changed: relisting",
+        kcr__log(KCR_LOG_DEBUG, "reflector", "%s: shard selector changed: watch ended",
                  r->res.resource);
         next = NEXT_RELIST;
     } else if (err == KCR_ERR_CANCELED) {

@@ -35,6 +35,9 @@ struct kcr__shard_member {
     char problem[320]; /* the last report of a malformed Lease in the ring, "" while none */
     kcr__ring *cached; /* the last ring built, reused while its members stay */
     bool cached_is_step; /* cached is the ring of the last step of an active member */
+    int64_t active_since_ms;  /* when it last joined */
+    int64_t ring_changed_ms;  /* when the members of its step's ring last changed */
+    bool settle_logged;       /* the cold-start wait was announced */
 };
 
 kcr_err kcr__shard_member_new(const kcr__shard_member_config *config, const kcr__lease_store *store,
@@ -181,6 +184,8 @@ static kcr_err ring_of(kcr__shard_member *m, const kcr__shard_lease_list *list, 
         if (err == KCR_OK) {
             kcr__ring_free(m->cached);
             m->cached = fresh;
+            if (with_self)
+                m->ring_changed_ms = now;
         }
     }
     free(members);
@@ -275,8 +280,10 @@ static kcr_err join(kcr__shard_member *m, const kcr__shard_lease_list *list,
     if (err == KCR_OK)
         err = write_lease(m, own ? own->version : "", &publish, false, now);
     kcr__ranges_clear(&publish);
-    if (err == KCR_OK)
+    if (err == KCR_OK) {
         m->state = KCR__SHARD_ACTIVE;
+        m->active_since_ms = m->ring_changed_ms = now;
+    }
     return err;
 }
 
@@ -330,6 +337,27 @@ static kcr_err confirm_claim(kcr__shard_member *m, const kcr__ranges *claim, int
     return err;
 }
 
+/* A cold start: nobody publishes anything (no previous instance of ours
+ * either) and it holds nothing. Then it wants nothing until the ring's
+ * members have stayed the same for two retry periods (at most a lease
+ * duration after it joined), so that replicas starting together compute
+ * the ring with each other instead of the first one claiming, and caching,
+ * the whole ring. A join to a ring where anyone publishes does not wait:
+ * there the current owners keep the keys until the newcomer claims them. */
+static bool settling(kcr__shard_member *m, const kcr__ranges *others, int64_t now)
+{
+    bool cold = !others->n && !m->admitted.n && !m->draining.n;
+    bool wait = cold && now - m->active_since_ms < m->cfg.lease_ms &&
+                now - m->ring_changed_ms < 2 * m->cfg.retry_ms;
+    if (wait && !m->settle_logged)
+        kcr__log(KCR_LOG_INFO, "shard",
+                 "shard ring \"%s\": %s starts a cold ring: claiming once its members stay "
+                 "the same for %lld ms",
+                 m->ring, m->identity, (long long)(2 * m->cfg.retry_ms));
+    m->settle_logged = m->settle_logged || wait;
+    return wait;
+}
+
 /* ACTIVE / FENCED / LEAVING: follow the ring, drain, acknowledge, claim. */
 static kcr_err step(kcr__shard_member *m, const kcr__shard_lease_list *list,
                     const kcr__shard_lease *own, int64_t now)
@@ -362,6 +390,8 @@ static kcr_err step(kcr__shard_member *m, const kcr__shard_lease_list *list,
     kcr__ranges want = {0}, lost = {0}, others = {0}, claim = {0}, publish = {0};
     m->cached_is_step = err == KCR_OK && active;
     if (err == KCR_OK && active)
+        err = others_held(m, list, now, &others);
+    if (err == KCR_OK && active && !settling(m, &others, now))
         err = kcr__ring_ranges(ring, m->identity, &want);
     if (err == KCR_OK)
         err = kcr__ranges_copy(&want, &m->want);
@@ -373,8 +403,6 @@ static kcr_err step(kcr__shard_member *m, const kcr__shard_lease_list *list,
         err = apply(kcr__ranges_union, &m->draining, &lost);
     if (err == KCR_OK)
         err = drop_drained(m);
-    if (err == KCR_OK && active)
-        err = others_held(m, list, now, &others);
     if (err == KCR_OK && active)
         err = kcr__ranges_subtract(&want, &m->admitted, &claim);
     if (err == KCR_OK && active)

@@ -58,6 +58,17 @@ static void sync_ok(kcr__shard_member *m, int64_t now)
     cr_assert_eq(kcr__shard_member_sync(m, now), KCR_OK, "%s", kcr_last_error());
 }
 
+/* Syncs m every 500 ms from *t until it admits something (the first member
+ * of a cold ring waits until its members stayed the same for two retry
+ * periods); *t is then the time of that sync. */
+static void until_admitting(kcr__shard_member *m, int64_t *t)
+{
+    for (int64_t end = *t + LEASE; kcr__shard_member_admitted(m)->n == 0 && *t < end; *t += 500)
+        sync_ok(m, *t);
+    *t -= 500;
+    cr_assert_gt(kcr__shard_member_admitted(m)->n, 0, "never admitted anything");
+}
+
 /* A hash `m` owns in `ring`-view terms: the first hash of its first admitted range. */
 static uint64_t first_admitted(const kcr__shard_member *m)
 {
@@ -156,21 +167,21 @@ Test(shard_member, a_live_identity_is_refused_and_named, .init = setup, .fini = 
 Test(shard_member, a_restart_takes_its_identity_back_safely, .init = setup, .fini = teardown)
 {
     kcr__shard_member *a = member(store, "pod-0", "pod-0_old");
-    sync_ok(a, T0);
-    sync_ok(a, T0 + 1000); /* claims: the whole ring */
+    int64_t renewed = T0;
+    until_admitting(a, &renewed); /* claims: the whole ring */
     uint64_t h = first_admitted(a);
-    cr_assert(kcr__shard_member_begin(a, h, T0 + 1000));
+    cr_assert(kcr__shard_member_begin(a, h, renewed));
     kcr__shard_member_free(a); /* crashed mid-reconcile; its Lease stays */
 
     kcr__shard_member *b = member(store, "pod-0", "pod-0_new");
-    int64_t t = T0 + 3000;
+    int64_t t = renewed + 2000;
     for (; kcr__shard_member_state(b) != KCR__SHARD_ACTIVE && t < T0 + 20000; t += 500)
         sync_ok(b, t);
     cr_assert_eq(kcr__shard_member_state(b), KCR__SHARD_ACTIVE,
                  "the dead holder was not taken over");
-    cr_expect_lt(t, T0 + 1000 + LEASE, "took over before the old Lease expired");
+    cr_expect_lt(t, renewed + LEASE, "took over before the old Lease expired");
     /* the old instance may still run what it published until renew + lease + margin */
-    for (; t <= T0 + 1000 + LEASE + MARGIN; t += 500) {
+    for (; t <= renewed + LEASE + MARGIN; t += 500) {
         sync_ok(b, t);
         cr_expect_not(kcr__shard_member_begin(b, h, t), "admitted at %lld", (long long)(t - T0));
     }
@@ -185,8 +196,7 @@ Test(shard_member, the_new_owner_waits_for_the_old_one_to_drain, .init = setup, 
 {
     kcr__shard_member *a = member(store, "a", "a_1");
     int64_t t = T0;
-    sync_ok(a, t);
-    sync_ok(a, t += 500);
+    until_admitting(a, &t);
     cr_assert_eq(kcr__ranges_measure(kcr__shard_member_admitted(a)), UINT64_MAX, "a owns all");
     /* b will own slot 1's half: find a hash there and start it on a */
     kcr__ring_member two[] = {{"a", 0}, {"b", 1}};
@@ -218,6 +228,62 @@ Test(shard_member, the_new_owner_waits_for_the_old_one_to_drain, .init = setup, 
     kcr__shard_member_free(b);
 }
 
+/* Replicas starting together: the first one wants nothing (so caches
+ * nothing) until the members stayed the same for two retry periods, then
+ * each takes its share at once; a replica joining a ring where someone
+ * publishes does not wait. */
+Test(shard_member, a_cold_ring_waits_for_the_members_starting_together)
+{
+    memstore table = {0};
+    memstore_handle ha, hb, hc;
+    memstore_init(&ha, &table);
+    memstore_init(&hb, &table);
+    memstore_init(&hc, &table);
+    kcr__shard_member *a = member(&ha.store, "a", "a_1");
+    kcr__shard_member *b = member(&hb.store, "b", "b_1");
+    int64_t t = T0;
+    uint64_t largest = 0;
+    for (; t < T0 + LEASE; t += 500) {
+        sync_ok(a, t);
+        if (t >= T0 + 1500)
+            sync_ok(b, t); /* b starts 1.5 s after a */
+        const kcr__ranges *wa = kcr__shard_member_want(a), *wb = kcr__shard_member_want(b);
+        if (t < T0 + 1500 + 2 * RETRY)
+            cr_expect_eq(wa->n + wb->n, 0, "wanted before the members stayed the same (%lld ms)",
+                         (long long)(t - T0));
+        uint64_t sa = kcr__ranges_measure(wa), sb = kcr__ranges_measure(wb);
+        largest = sa > largest ? sa : largest;
+        largest = sb > largest ? sb : largest;
+        if (kcr__shard_member_admitted(a)->n && kcr__shard_member_admitted(b)->n)
+            break;
+    }
+    cr_expect_lt(t, T0 + 1500 + 2 * RETRY + 2 * 500, "the wait ended late (%lld ms)",
+                 (long long)(t - T0));
+    cr_expect_lt(largest, UINT64_MAX / 5 * 3, "one of them wanted more than its share");
+    kcr__ranges both = {0};
+    cr_assert_eq(kcr__ranges_union(kcr__shard_member_admitted(a), kcr__shard_member_admitted(b),
+                                   &both),
+                 KCR_OK);
+    cr_expect_eq(kcr__ranges_measure(&both), UINT64_MAX, "the two shares are the whole ring");
+    cr_expect_not(
+        kcr__ranges_intersects(kcr__shard_member_admitted(a), kcr__shard_member_admitted(b)));
+    kcr__ranges_clear(&both);
+
+    /* c joins the ring a and b publish in: its share comes within steps */
+    kcr__shard_member *c = member(&hc.store, "c", "c_1");
+    int64_t joined = t += 500;
+    for (; kcr__shard_member_admitted(c)->n == 0 && t < joined + 2 * RETRY; t += 500) {
+        sync_ok(c, t);
+        sync_ok(a, t);
+        sync_ok(b, t);
+    }
+    cr_expect_gt(kcr__shard_member_admitted(c)->n, 0, "c waited like a cold start");
+    kcr__shard_member_free(a);
+    kcr__shard_member_free(b);
+    kcr__shard_member_free(c);
+    memstore_free(&table);
+}
+
 Test(shard_member, a_replica_that_cannot_renew_stops_first)
 {
     memstore table = {0};
@@ -227,7 +293,7 @@ Test(shard_member, a_replica_that_cannot_renew_stops_first)
     kcr__shard_member *a = member(&ha.store, "a", "a_1");
     kcr__shard_member *b = member(&hb.store, "b", "b_1");
     int64_t t = T0;
-    for (int i = 0; i < 4; i++, t += 1000) {
+    for (int i = 0; i < 7; i++, t += 1000) { /* a cold ring: 2 retry periods unchanged */
         sync_ok(a, t);
         sync_ok(b, t);
     }
@@ -278,7 +344,7 @@ Test(shard_member, a_graceful_leave_hands_over_at_once)
     kcr__shard_member *a = member(&ha.store, "a", "a_1");
     kcr__shard_member *b = member(&hb.store, "b", "b_1");
     int64_t t = T0;
-    for (int i = 0; i < 4; i++, t += 1000) {
+    for (int i = 0; i < 7; i++, t += 1000) { /* a cold ring: 2 retry periods unchanged */
         sync_ok(a, t);
         sync_ok(b, t);
     }
@@ -332,8 +398,8 @@ Test(shard_member, malformed_leases_are_reported_and_kept_safe)
     memstore_init(&hx, &table);
     kcr__shard_member *a = member(&ha.store, "a", "a_1");
     int64_t t = T0;
-    sync_ok(a, t);
-    sync_ok(a, t += 1000);
+    until_admitting(a, &t);
+    int64_t settled = t;
     cr_expect_str_eq(kcr__shard_member_problem(a), "");
     cr_assert_eq(kcr__ranges_measure(kcr__shard_member_admitted(a)), UINT64_MAX);
 
@@ -358,7 +424,7 @@ Test(shard_member, malformed_leases_are_reported_and_kept_safe)
     uint64_t half = kcr__ranges_measure(kcr__shard_member_admitted(a));
     cr_expect_lt(half, UINT64_MAX / 3 * 2, "a kept x's half");
     /* once x's Lease expires, a takes everything back */
-    for (; t < T0 + 2000 + LEASE + MARGIN + 3000; t += 1000)
+    for (; t < settled + 1000 + LEASE + MARGIN + 3000; t += 1000)
         sync_ok(a, t);
     cr_expect_eq(kcr__ranges_measure(kcr__shard_member_admitted(a)), UINT64_MAX);
 
