@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/grow.h"
 #include "core/log.h"
+#include "core/strmap.h"
 #include "informer/informer_internal.h"
 
 #define HEALTHY_WATCH_NS KCR_NS_PER_S /* a clean end after this long is not a hot loop */
@@ -78,6 +79,14 @@ struct kcr_reflector {
     bool rv_unavailable;   /* the last RV is gone: next list/stream at "" */
     bool paginated_result; /* the server paged a list: no watch cache, keep paging */
     bool shard_fallback_logged; /* the client-side filtering was announced */
+    /* After a list of gained ranges at a version newer than the watch's
+     * (list_gained): the resumed watch's events up to replay_rv of those
+     * ranges, or of a key that list held, are in the list already and are
+     * skipped. replay_rv 0: no filter. */
+    uint64_t replay_rv;
+    kcr_shard_range *replay_ranges;
+    size_t n_replay;
+    struct kcr__strmap replay_keys;
     int64_t bo_cur_ms, bo_last_ns;
     uint64_t rng;
 };
@@ -319,9 +328,44 @@ static void objvec_clear(objvec *o)
     memset(o, 0, sizeof *o);
 }
 
+/* A resourceVersion as a number (etcd's revision), 0 when it is not one. */
+static uint64_t rv_number(const char *rv)
+{
+    char *end;
+    uint64_t n = rv && *rv >= '0' && *rv <= '9' ? strtoull(rv, &end, 10) : 0;
+    return n && !*end ? n : 0;
+}
+
+static void replay_clear(kcr_reflector *r)
+{
+    r->replay_rv = 0;
+    free(r->replay_ranges);
+    r->replay_ranges = NULL;
+    r->n_replay = 0;
+    kcr__strmap_clear(&r->replay_keys, NULL);
+}
+
+/* Whether a watch event is one a list of gained ranges already applied
+ * (replay_rv): at or below its version, of those ranges or of a key it
+ * held. The first event past it ends the filter (events come in order). */
+static bool replayed(kcr_reflector *r, const kcr_watch_event *ev)
+{
+    uint64_t v = rv_number(ev->resource_version);
+    if (!v || v > r->replay_rv) {
+        replay_clear(r);
+        return false;
+    }
+    char *key = NULL;
+    bool held = kcr_shard_match(ev->object, r->shard_field, r->replay_ranges, r->n_replay) ||
+                (kcr_store_key(ev->object, &key) == KCR_OK && kcr__strmap_get(&r->replay_keys, key));
+    free(key);
+    return held;
+}
+
 /* Hands a complete initial state to the sink. */
 static kcr_err deliver_replace(kcr_reflector *r, objvec *objs, const char *rv, bool streaming)
 {
+    replay_clear(r); /* a whole state supersedes a replay filter */
     kcr_err err = r->sink.on_replace(objs->v, objs->n, rv, r->sink.user_data);
     size_t n = objs->n;
     objvec_clear(objs);
@@ -625,9 +669,10 @@ static kcr_err gained_item(kcr_object *obj, void *ud)
     return err;
 }
 
-/* Lists the objects of g->ranges at exactly `rv` (paged) into g->objs.
- * *server: every page carried shardInfo or nothing fell outside. */
-static kcr_err list_ranges_at(kcr_reflector *r, gained_ctx *g, const char *rv, bool *server)
+/* Lists the objects of g->ranges (paged, a consistent read) into g->objs;
+ * *rv (malloc'd) is the list's resourceVersion. *server: every page
+ * carried shardInfo or nothing fell outside. */
+static kcr_err list_ranges(kcr_reflector *r, gained_ctx *g, char **rv, bool *server)
 {
     char *sel = NULL, *label = NULL;
     kcr_err err = KCR_OK;
@@ -649,8 +694,6 @@ static kcr_err list_ranges_at(kcr_reflector *r, gained_ctx *g, const char *rv, b
                                              .ns = r->ns,
                                              .label_selector = label ? label : r->label,
                                              .field_selector = r->field,
-                                             .resource_version = cont ? NULL : rv,
-                                             .resource_version_match = cont ? NULL : "Exact",
                                              .limit = r->page_size > 0 ? r->page_size : 0,
                                              .continue_token = cont,
                                              .metadata_only = r->metadata_only,
@@ -663,6 +706,8 @@ static kcr_err list_ranges_at(kcr_reflector *r, gained_ctx *g, const char *rv, b
         kcr_shard_info_clear(&shard);
         free(cont);
         cont = NULL;
+        if (err == KCR_OK && !*rv && !(*rv = strdup(meta.resource_version ? meta.resource_version : "")))
+            err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
         if (err == KCR_OK && meta.continue_token && *meta.continue_token &&
             !(cont = strdup(meta.continue_token)))
             err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
@@ -684,45 +729,83 @@ static bool keep_selected(const kcr_object *obj, void *ud)
 }
 
 /* Whether a selection change can be followed by listing what it gains:
- * the sink can narrow, a list was delivered at a known version, and there
- * is a selector before and after, on the same field. */
+ * the sink can narrow, a list was delivered and the watch reached a
+ * version that is a number, and there is a selector before and after, on
+ * the same field. */
 static bool can_list_gained(kcr_reflector *r, const prev_selection *prev, const char *rv)
 {
     return r->narrow && prev->n && r->shard_sel && prev->field == r->shard_field &&
-           !r->rv_unavailable && kcr_reflector_has_listed(r) && *rv && strcmp(rv, "0") != 0;
+           !r->rv_unavailable && kcr_reflector_has_listed(r) && rv_number(rv);
+}
+
+/* After a list of the n gained `ranges` (taken) at version `listed`, whose
+ * objects are objs, while the watch resumes from `watched`: the events in
+ * between that the list holds are to be skipped (replayed()). */
+static kcr_err replay_from(kcr_reflector *r, uint64_t watched, uint64_t listed,
+                           kcr_shard_range **ranges, size_t n, const objvec *objs)
+{
+    replay_clear(r);
+    if (listed <= watched)
+        return KCR_OK; /* nothing in between */
+    kcr_err err = KCR_OK;
+    for (size_t i = 0; i < objs->n && err == KCR_OK; i++) {
+        char *key = NULL;
+        if ((err = kcr_store_key(objs->v[i], &key)) == KCR_OK)
+            err = kcr__strmap_put(&r->replay_keys, key, (void *)1, NULL);
+        free(key);
+    }
+    if (err != KCR_OK) {
+        replay_clear(r);
+        return err;
+    }
+    r->replay_ranges = *ranges;
+    *ranges = NULL;
+    r->n_replay = n;
+    r->replay_rv = listed;
+    return KCR_OK;
 }
 
 /* Follows a selection change without relisting what stays: lists the
- * ranges the new selection gains at the last resourceVersion (Exact), then
- * drops what it loses through the narrowing hook and adds what it gained
- * (kcr__reflector_set_narrow); the watch resumes from that version.
- * False when the change cannot be followed so (can_list_gained) or that
- * list failed: the caller relists the whole selection. Otherwise *err says
- * how it went. */
+ * ranges the new selection gains (a consistent read: served from the watch
+ * cache, where a list at the watch's older version would go to etcd),
+ * drops what it loses through the narrowing hook, adds what it gained
+ * (kcr__reflector_set_narrow), and resumes the watch from where it was,
+ * skipping the events up to the list's version that the list already
+ * holds (replayed()). False when the change cannot be followed so
+ * (can_list_gained) or that list failed: the caller relists the whole
+ * selection. Otherwise *err says how it went. */
 static bool list_gained(kcr_reflector *r, const prev_selection *prev, kcr_err *err)
 {
-    char *rv = kcr_reflector_last_sync_rv(r);
+    char *rv = kcr_reflector_last_sync_rv(r), *listed = NULL;
     if (!rv || !can_list_gained(r, prev, rv)) {
         free(rv);
         return false;
     }
     gained_ctx g = {.r = r};
     kcr_shard_range *gained = NULL;
-    *err = ranges_minus(r->shard_ranges, r->n_shard_ranges, prev->ranges, prev->n, &gained, &g.n);
+    size_t n_gained = 0;
+    *err = ranges_minus(r->shard_ranges, r->n_shard_ranges, prev->ranges, prev->n, &gained,
+                        &n_gained);
     g.ranges = gained;
+    g.n = n_gained;
     bool server = true, followed = true;
-    if (*err == KCR_OK && g.n && (*err = list_ranges_at(r, &g, rv, &server)) != KCR_OK &&
-        !stopping(r)) {
+    if (*err == KCR_OK && g.n && (*err = list_ranges(r, &g, &listed, &server)) == KCR_OK &&
+        !rv_number(listed))
+        *err = kcr__fail(KCR_ERR_INVALID, "the list's resourceVersion \"%s\" is not a number",
+                         listed);
+    if (*err != KCR_OK && *err != KCR_ERR_NOMEM && !stopping(r)) {
         kcr__log(KCR_LOG_INFO, "reflector",
-                 "%s: shard selector changed: listing only the gained ranges at resourceVersion "
-                 "%s failed (%s: %s); relisting the whole selection",
-                 r->res.resource, rv, kcr_strerror(*err), kcr_last_error());
+                 "%s: shard selector changed: listing only the gained ranges failed (%s: %s); "
+                 "relisting the whole selection",
+                 r->res.resource, kcr_strerror(*err), kcr_last_error());
         followed = false;
     }
     if (followed && *err == KCR_OK)
         *err = r->narrow(keep_selected, r, r->narrow_ud);
     for (size_t i = 0; followed && *err == KCR_OK && i < g.objs.n; i++)
         *err = r->sink.on_add(g.objs.v[i], r->sink.user_data);
+    if (followed && *err == KCR_OK && g.n)
+        *err = replay_from(r, rv_number(rv), rv_number(listed), &gained, g.n, &g.objs);
     if (followed && *err == KCR_OK) {
         if (g.n)
             note_shard_mode(r, server);
@@ -732,9 +815,9 @@ static bool list_gained(kcr_reflector *r, const prev_selection *prev, kcr_err *e
         pthread_mutex_unlock(&r->mu);
         clear_failure(r);
         kcr__log(KCR_LOG_INFO, "reflector",
-                 "%s: shard selector changed: listed only the %zu gained range(s) (%zu objects) "
-                 "at resourceVersion %s",
-                 r->res.resource, g.n, g.objs.n, rv);
+                 "%s: shard selector changed: listed only the %zu gained range(s) (%zu objects, "
+                 "at resourceVersion %s); the watch resumes from %s",
+                 r->res.resource, n_gained, g.objs.n, listed ? listed : rv, rv);
     } else if (followed && stopping(r)) {
         *err = kcr__fail(KCR_ERR_CANCELED, "%s: list canceled: the reflector is stopping",
                          r->res.resource);
@@ -743,6 +826,7 @@ static bool list_gained(kcr_reflector *r, const prev_selection *prev, kcr_err *e
     }
     objvec_clear(&g.objs);
     free(gained);
+    free(listed);
     free(rv);
     return followed;
 }
@@ -790,6 +874,11 @@ static kcr_err on_event(const kcr_watch_event *ev, void *ud)
     case KCR_WATCH_DELETED: {
         if (!ev->object)
             return KCR_OK;
+        if (!w->initial && r->replay_rv && replayed(r, ev)) {
+            set_rv(r, ev->resource_version);
+            w->events++;
+            return KCR_OK;
+        }
         if (w->initial && ev->type != KCR_WATCH_ADDED) {
             /* initial events are all ADDED: this server just watches */
             w->unsupported = true;
@@ -857,6 +946,8 @@ static kcr_err on_event(const kcr_watch_event *ev, void *ud)
                 w->sink_err = err;
             return err;
         }
+        if (r->replay_rv && rv_number(ev->resource_version) >= r->replay_rv)
+            replay_clear(r);
         if (r->sink.on_bookmark &&
             (err = r->sink.on_bookmark(ev->resource_version ? ev->resource_version : "",
                                        r->sink.user_data)) != KCR_OK) {
@@ -1214,6 +1305,7 @@ void kcr_reflector_free(kcr_reflector *r)
     free(r->pending_label);
     free(r->pending_ranges);
     free(r->label_base);
+    replay_clear(r);
     free(r);
 }
 

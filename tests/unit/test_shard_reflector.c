@@ -640,14 +640,21 @@ static void count_lists(kcr_fake_verb verb, const kcr_resource *res, const char 
     kcr_client_free(c);
 }
 
-/* The informer's transform: records the data.v hi-0 had when the
- * reflector first received it ("" for none). */
-static kcr_err first_hi0(const kcr_object *in, kcr_object **out, void *ud)
+/* What the reflector received of hi-0: how often, and its data.v the
+ * first time ("(none)" for none). */
+typedef struct hi0_seen {
+    int times;
+    char first[32];
+} hi0_seen;
+
+/* The informer's transform, which sees every object the reflector keeps:
+ * records hi0_seen. */
+static kcr_err see_hi0(const kcr_object *in, kcr_object **out, void *ud)
 {
-    char *first = ud;
-    if (!first[0] && strcmp(kcr_object_name(in), "hi-0") == 0) {
+    hi0_seen *h = ud;
+    if (strcmp(kcr_object_name(in), "hi-0") == 0 && h->times++ == 0) {
         const char *v = kcr_value_string(kcr_object_get(in, "data.v"), NULL);
-        snprintf(first, 32, "%s", v ? v : "(none)");
+        snprintf(h->first, sizeof h->first, "%s", v ? v : "(none)");
     }
     *out = kcr_object_ref(in);
     return KCR_OK;
@@ -668,11 +675,11 @@ static bool holds_key(kcr_informer *inf, const char *key)
 }
 
 /* kcr__reflector_set_shard_label and the informer's narrowing: from LO to
- * everything, only HI is listed (once, with HI's labels) and only its
- * objects are delivered; from everything to HI nothing is listed and LO's
- * objects leave as tombstones; the watch after each follows the new
- * labels. Writes between the watch's end and the list come through the
- * resumed watch. */
+ * everything, only HI is listed (once, with HI's labels, a consistent
+ * read) and only its objects are delivered; from everything to HI nothing
+ * is listed and LO's objects leave as tombstones; the watch after each
+ * follows the new labels. Writes between the watch's end and the list are
+ * in the list, and the resumed watch does not replay them over it. */
 static void gained_ranges(bool write_between)
 {
     kcr_fake *f = fake_with(false, 0);
@@ -691,11 +698,11 @@ static void gained_ranges(bool write_between)
     char *lo = controller_selector(LO), *hi = controller_selector(HI),
          *all = controller_selector((kcr_shard_range){0, 0});
     kcr_informer *inf = NULL;
-    char first[32] = "";
+    hi0_seen hi0 = {0};
     kcr_informer_options o = {.reflector = {.shard_selector = lo,
                                             .label_selector = "half in (lo)",
-                                            .transform = first_hi0,
-                                            .transform_user_data = first}};
+                                            .transform = see_hi0,
+                                            .transform_user_data = &hi0}};
     cr_assert_eq(kcr_informer_new(c, &CM, &o, &inf), KCR_OK);
     kcr_reflector *r = kcr_informer_reflector(inf);
     cr_assert_eq(kcr__reflector_set_shard_label(r, half_labels, NULL), KCR_OK);
@@ -715,25 +722,38 @@ static void gained_ranges(bool write_between)
     WAIT_FOR(kcr__informer_shard_synced(inf, 1), WAIT_MS);
     WAIT_FOR(holds_children(inf, (kcr_shard_range){0, 0}, 12), WAIT_MS);
     cr_expect_eq(atomic_load(&ls.lists), 2, "one list, of the gained range");
-    size_t last_list = spy_n(c);
-    while (last_list-- > 0 && spy_get(c, last_list).watch)
-        ;
-    spy_call gl = spy_get(c, last_list), first_watch = spy_get(c, 1);
-    cr_assert(first_watch.watch && last_list > 1);
+    /* the first list, maybe its watch (the change can come before it
+     * starts), the list of the gained range, the watch resumed */
+    WAIT_FOR(spy_n(c) >= 3 && spy_get(c, spy_n(c) - 1).watch, WAIT_MS);
+    size_t g = 1;
+    while (g < spy_n(c) && spy_get(c, g).watch)
+        g++;
+    cr_assert_lt(g + 1, spy_n(c));
+    spy_call gl = spy_get(c, g), resumed = spy_get(c, g + 1);
     cr_expect_str_eq(gl.label, "half in (hi)", "the gained range's labels");
     cr_expect_str_eq(gl.shard, "", "kcr's own field is never sent: the labels select");
-    cr_expect_str_eq(gl.rv_match, "Exact");
-    cr_expect_str_eq(gl.rv, first_watch.rv, "at the version the watch reached");
+    cr_expect_str_eq(gl.rv, "(null)", "a consistent read, not one at the watch's version");
+    cr_expect_str_eq(gl.rv_match, "");
+    cr_expect(resumed.watch);
+    cr_expect_str_eq(resumed.label, "half in (hi,lo)");
+    cr_expect_str_eq(resumed.rv, g > 1 ? spy_get(c, g - 1).rv : resumed.rv,
+                     "the watch resumes from where it was");
+    cr_expect(strcmp(resumed.rv, "0") != 0 && strcmp(resumed.rv, "(null)") != 0);
     cr_expect_eq(rstats(inf).shard_filtered, 0, "it asked for HI's labels only");
     if (write_between) {
-        /* the list read the old state; the resumed watch brought the writes */
+        /* the list read the newest state; the resumed watch skipped the
+         * writes the list held */
         WAIT_FOR(holds_key(inf, "default/hi-new") && !holds_key(inf, "default/hi-1"), WAIT_MS);
         kcr_object *changed = kcr_store_get_by_key(kcr_informer_store(inf), "default/hi-0");
         cr_assert_not_null(changed);
         const char *v = kcr_value_string(kcr_object_get(changed, "data.v"), NULL);
         cr_expect(v && strcmp(v, "changed") == 0, "hi-0 as patched");
         kcr_object_unref(changed);
-        cr_expect_str_eq(first, "(none)", "the list read hi-0 as it was when the watch stopped");
+        cr_expect_str_eq(hi0.first, "changed", "the list read hi-0 as it is now");
+        WAIT_FOR(atomic_load(&s.adds) == 12, WAIT_MS);
+        cr_expect_eq(hi0.times, 1, "hi-0's change came again through the watch");
+        cr_expect_eq(rstats(inf).watch_events, 0, "the watch delivered an event the list held");
+        cr_expect_eq(atomic_load(&s.updates) + atomic_load(&s.deletes), 0);
     } else {
         WAIT_FOR(atomic_load(&s.adds) == 12, WAIT_MS);
         cr_expect_eq(atomic_load(&s.updates), 0, "kept objects are not delivered again");
@@ -765,13 +785,14 @@ Test(shard_informer, a_change_lists_only_the_gained_ranges_and_follows_the_label
     gained_ranges(false);
 }
 
-Test(shard_informer, a_change_reads_the_gained_ranges_at_the_version_the_watch_reached)
+Test(shard_informer, writes_during_a_change_are_listed_once_not_replayed)
 {
     gained_ranges(true);
 }
 
-/* When the watch's version is gone (compacted), the list of the gained
- * ranges fails and the whole selection is relisted: nothing lost. */
+/* When the version the watch resumes from was compacted while the gained
+ * ranges were listed, the watch gets 410 and the reflector relists the
+ * whole selection: nothing lost. */
 typedef struct compactor {
     kcr_fake *f;
     atomic_bool armed;
@@ -795,19 +816,8 @@ static void compact_on_list(kcr_fake_verb verb, const kcr_resource *res, const c
     }
 }
 
-static atomic_int whole_relists;
-
-static void count_whole_relists(kcr_log_level level, const char *module, const char *message,
-                                void *user_data)
+Test(shard_informer, a_compacted_watch_version_after_a_change_relists_the_whole_selection)
 {
-    if (strstr(message, "relisting the whole selection"))
-        atomic_fetch_add(&whole_relists, 1);
-}
-
-Test(shard_informer, a_compacted_version_falls_back_to_a_whole_relist)
-{
-    atomic_store(&whole_relists, 0);
-    kcr_log_set_handler(count_whole_relists, NULL);
     kcr_fake *f = NULL;
     cr_assert_eq(kcr_fake_new(&(kcr_fake_options){.history_size = 4}, &f), KCR_OK);
     seed_many(f, "default", 40);
@@ -818,18 +828,59 @@ Test(shard_informer, a_compacted_version_falls_back_to_a_whole_relist)
     kcr_informer *inf = synced_informer(c, lo, &s);
     int n_lo = count_in(f, LO);
     cr_assert(holds_exactly(inf, &LO, 1, n_lo));
-    uint64_t lists = kcr_fake_count(f, KCR_FAKE_LIST, &CM);
+    uint64_t lists = kcr_fake_count(f, KCR_FAKE_LIST, &CM), failures = rstats(inf).failures;
     compactor k = {.f = f, .armed = true};
     kcr_fake_set_hook(f, compact_on_list, &k);
     kcr_reflector *r = kcr_informer_reflector(inf);
     cr_assert_eq(kcr_reflector_set_shard_selector(r, all), KCR_OK);
+    WAIT_FOR(kcr_fake_count(f, KCR_FAKE_LIST, &CM) - lists == 2, WAIT_MS);
+    WAIT_FOR(kcr__informer_shard_synced(inf, 1), WAIT_MS);
+    WAIT_FOR(holds_exactly(inf, NULL, 0, 40), WAIT_MS);
+    cr_expect_gt(rstats(inf).failures, failures, "the watch's 410 is recorded");
+    kcr_fake_set_hook(f, NULL, NULL);
+    kcr_informer_free(inf);
+    free(lo);
+    free(all);
+    kcr_client_free(c);
+    kcr_fake_free(f);
+}
+
+/* A list of the gained ranges that fails is logged with the server's words
+ * and replaced by a relist of the whole selection: nothing lost. */
+static atomic_int whole_relists;
+
+static void count_whole_relists(kcr_log_level level, const char *module, const char *message,
+                                void *user_data)
+{
+    if (strstr(message, "relisting the whole selection") && strstr(message, "etcd is away"))
+        atomic_fetch_add(&whole_relists, 1);
+}
+
+Test(shard_informer, a_failed_list_of_the_gained_ranges_falls_back_to_a_whole_relist)
+{
+    atomic_store(&whole_relists, 0);
+    kcr_log_set_handler(count_whole_relists, NULL);
+    kcr_fake *f = fake_with(false, 40);
+    kcr_client *c = NULL;
+    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
+    char *lo = selector_of(LO), *all = selector_of((kcr_shard_range){0, 0});
+    seen s = {0};
+    kcr_informer *inf = synced_informer(c, lo, &s);
+    uint64_t lists = kcr_fake_count(f, KCR_FAKE_LIST, &CM);
+    cr_assert_eq(kcr_fake_inject_error(f, &(kcr_fake_error){.verb = KCR_FAKE_LIST,
+                                                            .resource = &CM,
+                                                            .times = 1,
+                                                            .code = 500,
+                                                            .reason = "InternalError",
+                                                            .message = "etcd is away"}),
+                 KCR_OK);
+    cr_assert_eq(kcr_reflector_set_shard_selector(kcr_informer_reflector(inf), all), KCR_OK);
     WAIT_FOR(kcr__informer_shard_synced(inf, 1), WAIT_MS);
     WAIT_FOR(holds_exactly(inf, NULL, 0, 40), WAIT_MS);
     cr_expect_eq(kcr_fake_count(f, KCR_FAKE_LIST, &CM) - lists, 2,
-                 "the refused list of the gained range, then the whole relist");
-    cr_expect_eq(atomic_load(&whole_relists), 1, "the fallback is logged");
+                 "the failed list of the gained range, then the whole relist");
+    cr_expect_eq(atomic_load(&whole_relists), 1, "the fallback is logged with the server's words");
     kcr_log_set_handler(NULL, NULL);
-    kcr_fake_set_hook(f, NULL, NULL);
     kcr_informer_free(inf);
     free(lo);
     free(all);
