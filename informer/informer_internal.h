@@ -35,12 +35,12 @@ typedef bool (*kcr__keep_fn)(const kcr_object *obj, void *keep_user_data);
 typedef kcr_err (*kcr__narrow_fn)(kcr__keep_fn keep, void *keep_user_data, void *user_data);
 /* Sets r's narrowing hook; before kcr_reflector_start(). With it, a shard
  * selector change on the same field lists only the ranges the new
- * selection adds, at the last resourceVersion with
- * resourceVersionMatch=Exact (so the watch resumes from there, consistent
- * with the rest of the cache), drops what the selection loses through the
- * hook and hands the added objects to on_add. Without it, or when that list
- * fails (the version compacted, an apiserver refusing Exact), the whole new
- * selection is relisted. */
+ * selection adds (a consistent read), drops what the selection loses
+ * through the hook, hands the added objects to on_add and resumes the
+ * watch from where it was, skipping the events that list holds
+ * (docs/informer.md, "Changing the ranges of a running informer").
+ * Without it, or when that list fails, the whole new selection is
+ * relisted. */
 void kcr__reflector_set_narrow(kcr_reflector *r, kcr__narrow_fn fn, void *user_data);
 
 /* The label selector for a selection of n shard ranges (n 0: no shard

@@ -193,17 +193,16 @@ KCR_API bool kcr_reflector_has_listed(kcr_reflector *r);
  * `selector` as kcr_reflector_options.shard_selector (copied; NULL or "":
  * none). The running watch ends. An informer's reflector, from one
  * selection to another on the same field, then lists only the ranges the
- * new selection gains, at the resourceVersion its watch reached
- * (resourceVersionMatch=Exact), and resumes the watch from there: the
- * handlers see the objects of ranges given up as on_delete with a
- * tombstone (they left the shard; it holds their last state) and gained
- * ones as on_add; kept ones are neither listed nor delivered again. Where
- * that cannot be done (a reflector on a sink of your own, no selector
- * before or after, the version compacted, an apiserver refusing the list)
- * it relists the whole new selection: the sink gets one replace (kept
- * objects reach only handlers that asked for resyncs, as a resync). An informer from a factory
- * stays under the key of the selector it was made with. Malformed text:
- * KCR_ERR_INVALID, nothing changes. Thread-safe. */
+ * new selection gains and resumes the watch from where it was, skipping
+ * the events that list already holds: the handlers see the objects of
+ * ranges given up as on_delete with a tombstone (they left the shard; it
+ * holds their last state) and gained ones as on_add; kept ones are neither
+ * listed nor delivered again. Where that cannot be done (a reflector on a
+ * sink of your own, no selector before or after, the list failing) it
+ * relists the whole new selection: the sink gets one replace (kept
+ * objects reach only handlers that asked for resyncs, as a resync). An
+ * informer from a factory stays under the key of the selector it was made
+ * with. Malformed text: KCR_ERR_INVALID, nothing changes. Thread-safe. */
 KCR_API kcr_err kcr_reflector_set_shard_selector(kcr_reflector *r, const char *selector);
 
 KCR_API void kcr_reflector_get_stats(size_t out_size, kcr_reflector *r, kcr_reflector_stats *out);
