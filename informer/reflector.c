@@ -386,6 +386,23 @@ static kcr_err deliver_replace(kcr_reflector *r, objvec *objs, const char *rv, b
 
 /* ---- LIST --------------------------------------------------------------------------------- */
 
+/* One LIST request for the reflector's collection (req gives the rest:
+ * selectors, version, paging), counted in its stats. */
+static kcr_err list_page(kcr_reflector *r, kcr_request req, kcr_list_item_fn fn, void *ud,
+                         kcr_list_meta *meta)
+{
+    req.resource = &r->res;
+    req.ns = r->ns;
+    req.field_selector = r->field;
+    req.metadata_only = r->metadata_only;
+    req.drop_managed_fields = r->drop_managed_fields;
+    req.cancel = r->cancel;
+    pthread_mutex_lock(&r->mu);
+    r->stats.list_requests++;
+    pthread_mutex_unlock(&r->mu);
+    return kcr_client_list(r->client, &req, fn, ud, meta);
+}
+
 typedef struct list_ctx {
     kcr_reflector *r;
     objvec objs;
@@ -492,24 +509,15 @@ static kcr_err list_all(kcr_reflector *r)
         kcr_list_meta meta = {0};
         kcr_status st = {0};
         kcr_shard_info shard = {0};
-        pthread_mutex_lock(&r->mu);
-        r->stats.list_requests++;
-        pthread_mutex_unlock(&r->mu);
-        err = kcr_client_list(r->client,
-                              &(kcr_request){.resource = &r->res,
-                                             .ns = r->ns,
-                                             .label_selector = r->label,
-                                             .field_selector = r->field,
-                                             .resource_version = cont ? NULL : rv,
-                                             .limit = full ? 0 : limit,
-                                             .continue_token = cont,
-                                             .metadata_only = r->metadata_only,
-                                             .drop_managed_fields = r->drop_managed_fields,
-                                             .cancel = r->cancel,
-                                             .status = &st,
-                                             .shard_selector = server_selector(r),
-                                             .shard_info = server_selector(r) ? &shard : NULL},
-                              list_item, &l, &meta);
+        err = list_page(r,
+                        (kcr_request){.label_selector = r->label,
+                                      .resource_version = cont ? NULL : rv,
+                                      .limit = full ? 0 : limit,
+                                      .continue_token = cont,
+                                      .status = &st,
+                                      .shard_selector = server_selector(r),
+                                      .shard_info = server_selector(r) ? &shard : NULL},
+                        list_item, &l, &meta);
         shard_server = shard_server && shard.present;
         kcr_shard_info_clear(&shard);
         if (err == KCR_OK) {
@@ -691,21 +699,12 @@ static kcr_err list_ranges(kcr_reflector *r, gained_ctx *g, char **rv, bool *ser
     while (err == KCR_OK) {
         kcr_list_meta meta = {0};
         kcr_shard_info shard = {0};
-        pthread_mutex_lock(&r->mu);
-        r->stats.list_requests++;
-        pthread_mutex_unlock(&r->mu);
-        err = kcr_client_list(r->client,
-                              &(kcr_request){.resource = &r->res,
-                                             .ns = r->ns,
-                                             .label_selector = label ? label : r->label,
-                                             .field_selector = r->field,
-                                             .continue_token = cont,
-                                             .metadata_only = r->metadata_only,
-                                             .drop_managed_fields = r->drop_managed_fields,
-                                             .cancel = r->cancel,
-                                             .shard_selector = sel,
-                                             .shard_info = sel ? &shard : NULL},
-                              gained_item, g, &meta);
+        err = list_page(r,
+                        (kcr_request){.label_selector = label ? label : r->label,
+                                      .continue_token = cont,
+                                      .shard_selector = sel,
+                                      .shard_info = sel ? &shard : NULL},
+                        gained_item, g, &meta);
         info = info && shard.present;
         kcr_shard_info_clear(&shard);
         free(cont);
