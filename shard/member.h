@@ -13,7 +13,10 @@
  * other unexpired Lease publishing any of it. A Lease is expired on a reader's
  * clock once renewTime + leaseDuration + margin has passed; a member stops
  * admitting once renew_deadline_ms have passed since it sent its last
- * successful write.
+ * successful write. On a cold ring (no other live Lease publishes anything
+ * and it holds nothing) it wants nothing until the ring's members stayed
+ * the same for two retry periods, at most a lease duration after it
+ * joined, so that replicas starting together split the ring at once.
  *
  * Nothing here reads a clock or sleeps: every call takes `now_ms`, the
  * caller's wall clock, so tests drive it with a virtual one. Differences of
