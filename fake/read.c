@@ -305,8 +305,8 @@ static kcr_err exact_version(kcr_fake *f, const char *rvs, uint64_t *at, kcr_sta
     char *end;
     *at = rvs && *rvs ? strtoull(rvs, &end, 10) : 0;
     if (!rvs || !*rvs || *end || *rvs == '-' || *at == 0)
-        return kcr__fake_bad_request(
-            st, "resourceVersionMatch=Exact needs a resourceVersion other than 0 (a number for the fake)");
+        return kcr__fake_bad_request(st, "resourceVersionMatch=Exact needs a resourceVersion "
+                                         "other than 0 (a number for the fake)");
     if (*at > f->rv)
         return kcr__fake_status(st, 504, "Timeout", NULL, NULL,
                                 "Too large resource version: %" PRIu64 ", current: %" PRIu64, *at,

@@ -356,8 +356,9 @@ static bool replayed(kcr_reflector *r, const kcr_watch_event *ev)
         return false;
     }
     char *key = NULL;
-    bool held = kcr_shard_match(ev->object, r->shard_field, r->replay_ranges, r->n_replay) ||
-                (kcr_store_key(ev->object, &key) == KCR_OK && kcr__strmap_get(&r->replay_keys, key));
+    bool held =
+        kcr_shard_match(ev->object, r->shard_field, r->replay_ranges, r->n_replay) ||
+        (kcr_store_key(ev->object, &key) == KCR_OK && kcr__strmap_get(&r->replay_keys, key));
     free(key);
     return held;
 }
@@ -709,7 +710,8 @@ static kcr_err list_ranges(kcr_reflector *r, gained_ctx *g, char **rv, bool *ser
         kcr_shard_info_clear(&shard);
         free(cont);
         cont = NULL;
-        if (err == KCR_OK && !*rv && !(*rv = strdup(meta.resource_version ? meta.resource_version : "")))
+        const char *version = meta.resource_version ? meta.resource_version : "";
+        if (err == KCR_OK && !*rv && !(*rv = strdup(version)))
             err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
         if (err == KCR_OK && meta.continue_token && *meta.continue_token &&
             !(cont = strdup(meta.continue_token)))
