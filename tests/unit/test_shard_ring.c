@@ -1,4 +1,4 @@
-/* shard/ring.c and shard/ranges.c: the ring's targets from issue 22 (same
+/* shard/ring.c and object/ranges.c: the ring's targets from issue 22 (same
  * owner whatever the member order, balance within 1.10 of the mean, a join
  * moves at most 1/(N+1) + 1 % of keys, a leave only the leaver's), the
  * ranges every member gets, slot conflicts and bad input; range-set algebra
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <valgrind/valgrind.h>
 
-#include "shard/ranges.h"
+#include "object/ranges.h"
 #include "shard/ring.h"
 
 /* Random UUID-shaped keys from a seeded generator, hashed as the apiserver

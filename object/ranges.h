@@ -1,9 +1,11 @@
-/* Internal: sets of hash ranges, the currency of the shard layer. A set is a
- * sorted array of disjoint, non-adjacent, non-empty kcr_shard_range (end 0 =
- * 2^64), so two equal sets have equal arrays. Value type: the caller owns a
- * set's array; no locks, safe from any thread on distinct sets. */
-#ifndef KCR_SHARD_RANGES_H
-#define KCR_SHARD_RANGES_H
+/* Internal: sets of hash ranges, the currency of the shard layer, kept in
+ * object/ beside kcr_shard_match so that the layers below shard/ can use
+ * them too. A set is a sorted array of disjoint, non-adjacent, non-empty
+ * kcr_shard_range (end 0 = 2^64), so two equal sets have equal arrays.
+ * Value type: the caller owns a set's array; no locks, safe from any thread
+ * on distinct sets. */
+#ifndef KCR_OBJECT_RANGES_H
+#define KCR_OBJECT_RANGES_H
 
 #include <stdbool.h>
 #include <stddef.h>

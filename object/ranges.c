@@ -2,7 +2,7 @@
  * intersection and difference, and the text published on a Lease.
  * Internally a range is handled by its first and LAST hash (inclusive), so
  * the top of the space needs no 65th bit. */
-#include "shard/ranges.h"
+#include "object/ranges.h"
 
 #include <inttypes.h>
 #include <stdio.h>
