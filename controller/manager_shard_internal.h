@@ -9,9 +9,9 @@
 #include <stdatomic.h>
 
 #include "controller/manager_internal.h"
+#include "object/ranges.h"
 #include "shard/lease_store.h"
 #include "shard/member.h"
-#include "shard/ranges.h"
 
 typedef struct shard_labels shard_labels;
 

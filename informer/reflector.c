@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/strmap.h"
 #include "informer/informer_internal.h"
+#include "object/ranges.h"
 
 #define HEALTHY_WATCH_NS KCR_NS_PER_S /* a clean end after this long is not a hot loop */
 #define IDLE_MARGIN_MS 30000
@@ -596,58 +597,21 @@ static kcr_err list_all(kcr_reflector *r)
 
 /* ---- a selection change: list only what it gains ------------------------------------------ */
 
-/* *out = the hashes of a (na ranges) outside b (nb ranges), as ranges,
- * malloc'd (*n_out 0: none). Each range of b splits at most one piece in
- * two, so na + nb pieces suffice. */
-static kcr_err ranges_minus(const kcr_shard_range *a, size_t na, const kcr_shard_range *b,
-                            size_t nb, kcr_shard_range **out, size_t *n_out)
+/* *gained (cleared first) = the hashes of the selection in force that prev did not
+ * have. A selector's terms may come in any order and overlap, so both
+ * selections are made sets first. */
+static kcr_err gained_ranges(const kcr_reflector *r, const prev_selection *prev,
+                             kcr__ranges *gained)
 {
-    /* inclusive [lo, hi] pieces: a range's end 0 is 2^64 */
-    typedef struct span {
-        uint64_t lo, hi;
-    } span;
-    span *cur = malloc((na + nb + 1) * sizeof *cur), *next = malloc((na + nb + 1) * sizeof *next);
-    *out = NULL;
-    *n_out = 0;
-    if (!cur || !next) {
-        free(cur);
-        free(next);
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
-    }
-    size_t n = 0;
-    for (size_t i = 0; i < na; i++)
-        if (a[i].end == 0 || a[i].start < a[i].end)
-            cur[n++] = (span){a[i].start, a[i].end ? a[i].end - 1 : UINT64_MAX};
-    for (size_t j = 0; j < nb && n; j++) {
-        if (b[j].end != 0 && b[j].start >= b[j].end)
-            continue;
-        span cut = {b[j].start, b[j].end ? b[j].end - 1 : UINT64_MAX};
-        size_t m = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (cur[i].hi < cut.lo || cur[i].lo > cut.hi) {
-                next[m++] = cur[i];
-                continue;
-            }
-            if (cur[i].lo < cut.lo)
-                next[m++] = (span){cur[i].lo, cut.lo - 1};
-            if (cur[i].hi > cut.hi)
-                next[m++] = (span){cut.hi + 1, cur[i].hi};
-        }
-        span *t = cur;
-        cur = next;
-        next = t;
-        n = m;
-    }
-    free(next);
-    kcr_shard_range *res = n ? malloc(n * sizeof *res) : NULL;
-    for (size_t i = 0; res && i < n; i++)
-        res[i] = (kcr_shard_range){cur[i].lo, cur[i].hi == UINT64_MAX ? 0 : cur[i].hi + 1};
-    free(cur);
-    if (n && !res)
-        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
-    *out = res;
-    *n_out = n;
-    return KCR_OK;
+    kcr__ranges now = {0}, before = {0};
+    kcr_err err = kcr__ranges_from_array(r->shard_ranges, r->n_shard_ranges, &now);
+    if (err == KCR_OK)
+        err = kcr__ranges_from_array(prev->ranges, prev->n, &before);
+    if (err == KCR_OK)
+        err = kcr__ranges_subtract(&now, &before, gained);
+    kcr__ranges_clear(&now);
+    kcr__ranges_clear(&before);
+    return err;
 }
 
 /* The items of a list of gained ranges: those in the ranges, transformed. */
@@ -786,13 +750,9 @@ static bool list_gained(kcr_reflector *r, const prev_selection *prev, kcr_err *e
         free(rv);
         return false;
     }
-    gained_ctx g = {.r = r};
-    kcr_shard_range *gained = NULL;
-    size_t n_gained = 0;
-    *err = ranges_minus(r->shard_ranges, r->n_shard_ranges, prev->ranges, prev->n, &gained,
-                        &n_gained);
-    g.ranges = gained;
-    g.n = n_gained;
+    kcr__ranges gained = {0};
+    *err = gained_ranges(r, prev, &gained);
+    gained_ctx g = {.r = r, .ranges = gained.r, .n = gained.n};
     bool server = true, followed = true;
     if (*err == KCR_OK && g.n && (*err = list_ranges(r, &g, &listed, &server)) == KCR_OK &&
         !rv_number(listed))
@@ -810,7 +770,7 @@ static bool list_gained(kcr_reflector *r, const prev_selection *prev, kcr_err *e
     for (size_t i = 0; followed && *err == KCR_OK && i < g.objs.n; i++)
         *err = r->sink.on_add(g.objs.v[i], r->sink.user_data);
     if (followed && *err == KCR_OK && g.n)
-        *err = replay_from(r, rv_number(rv), rv_number(listed), &gained, g.n, &g.objs);
+        *err = replay_from(r, rv_number(rv), rv_number(listed), &gained.r, g.n, &g.objs);
     if (followed && *err == KCR_OK) {
         if (g.n)
             note_shard_mode(r, server);
@@ -822,7 +782,7 @@ static bool list_gained(kcr_reflector *r, const prev_selection *prev, kcr_err *e
         kcr__log(KCR_LOG_INFO, "reflector",
                  "%s: shard selector changed: listed only the %zu gained range(s) (%zu objects, "
                  "at resourceVersion %s); the watch resumes from %s",
-                 r->res.resource, n_gained, g.objs.n, listed ? listed : rv, rv);
+                 r->res.resource, g.n, g.objs.n, listed ? listed : rv, rv);
     } else if (followed && stopping(r)) {
         *err = kcr__fail(KCR_ERR_CANCELED, "%s: list canceled: the reflector is stopping",
                          r->res.resource);
@@ -830,7 +790,7 @@ static bool list_gained(kcr_reflector *r, const prev_selection *prev, kcr_err *e
         record_failure(r, "list (sink)", *err, NULL);
     }
     objvec_clear(&g.objs);
-    free(gained);
+    kcr__ranges_clear(&gained);
     free(listed);
     free(rv);
     return followed;

@@ -34,8 +34,8 @@
 #include <stdint.h>
 
 #include "kcr/error.h"
+#include "object/ranges.h"
 #include "shard/lease_store.h"
-#include "shard/ranges.h"
 
 typedef struct kcr__shard_member_config {
     const char *ring;          /* the ring's name (label value) */

@@ -27,7 +27,7 @@
 
 #include "kcr/error.h"
 #include "kcr/shard.h"
-#include "shard/ranges.h"
+#include "object/ranges.h"
 
 #define KCR__RING_MAX_SLOTS 64
 

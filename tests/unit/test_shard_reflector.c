@@ -799,6 +799,44 @@ Test(shard_informer, writes_during_a_change_are_listed_once_not_replayed)
     gained_ranges(true);
 }
 
+/* A change to terms out of order, overlapping and repeated (the apiserver
+ * takes them): the list of what it gains asks for each gained hash once,
+ * in order, and the cache then holds everything. */
+Test(shard_informer, a_change_to_overlapping_terms_lists_each_gained_range_once)
+{
+    kcr_fake *f = fake_with(false, N_SEED);
+    kcr_client *c = spy_new(f);
+    kcr_shard_range mid = {UINT64_C(0x4000000000000000), UINT64_C(0xc000000000000000)};
+    char *from = selector_of(mid), *whole = selector_of((kcr_shard_range){0, 0}),
+         *hi = selector_of(HI), *lo = selector_of(LO);
+    seen s = {0};
+    kcr_informer *inf = synced_informer(c, from, &s);
+    WAIT_FOR(atomic_load(&s.adds) == count_in(f, mid), WAIT_MS);
+    char to[1024];
+    snprintf(to, sizeof to, "%s || %s || %s || %s || %s", hi, whole, lo, whole, whole);
+    cr_assert_eq(kcr_reflector_set_shard_selector(kcr_informer_reflector(inf), to), KCR_OK);
+    WAIT_FOR(holds_exactly(inf, NULL, 0, N_SEED) && atomic_load(&s.adds) == N_SEED, WAIT_MS);
+    cr_expect_eq(atomic_load(&s.updates) + atomic_load(&s.tombstones), 0);
+    size_t lists = 0, last = 0;
+    for (size_t i = 0; i < spy_n(c); i++)
+        if (!spy_get(c, i).watch) {
+            lists++;
+            last = i;
+        }
+    cr_expect_eq(lists, 2, "the first list and the list of the gained ranges");
+    cr_expect_str_eq(spy_get(c, last).shard,
+                     "shardRange(object.metadata.uid, '0x0000000000000000', '0x4000000000000000')"
+                     " || shardRange(object.metadata.uid, '0xc000000000000000', "
+                     "'0x10000000000000000')");
+    kcr_informer_free(inf);
+    free(from);
+    free(whole);
+    free(hi);
+    free(lo);
+    kcr_client_free(c);
+    kcr_fake_free(f);
+}
+
 /* When the version the watch resumes from was compacted while the gained
  * ranges were listed, the watch gets 410 and the reflector relists the
  * whole selection: nothing lost. */

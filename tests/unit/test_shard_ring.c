@@ -1,15 +1,15 @@
-/* shard/ring.c and shard/ranges.c: the ring's targets from issue 22 (same
+/* shard/ring.c and object/ranges.c: the ring's targets from issue 22 (same
  * owner whatever the member order, balance within 1.10 of the mean, a join
  * moves at most 1/(N+1) + 1 % of keys, a leave only the leaver's), the
- * ranges every member gets, slot conflicts and bad input; range-set algebra
- * and its Lease text. */
+ * ranges every member gets, slot conflicts and bad input; range-set algebra,
+ * its Lease text and the set of a selector's terms. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <valgrind/valgrind.h>
 
-#include "shard/ranges.h"
+#include "object/ranges.h"
 #include "shard/ring.h"
 
 /* Random UUID-shaped keys from a seeded generator, hashed as the apiserver
@@ -289,4 +289,25 @@ Test(shard_ranges, algebra_and_text)
     kcr__ranges_clear(&a);
     kcr__ranges_clear(&b);
     kcr__ranges_clear(&out);
+}
+
+Test(shard_ranges, from_an_array_of_terms)
+{
+    /* out of order, overlapping, touching, repeated and empty: a selector's
+     * terms may be all of these */
+    kcr_shard_range terms[] = {{50, 60}, {10, 20}, {15, 30}, {30, 35}, {7, 7},
+                               {UINT64_C(0xf000000000000000), 0}, {50, 60},
+                               {UINT64_C(0xf800000000000000), UINT64_C(0xf900000000000000)}};
+    kcr__ranges s = {0};
+    cr_assert_eq(kcr__ranges_from_array(terms, sizeof terms / sizeof *terms, &s), KCR_OK);
+    kcr_shard_range want[] = {{10, 35}, {50, 60}, {UINT64_C(0xf000000000000000), 0}};
+    cr_assert_eq(s.n, 3);
+    cr_expect(memcmp(s.r, want, sizeof want) == 0);
+    cr_assert_eq(kcr__ranges_from_array(terms + 4, 1, &s), KCR_OK);
+    cr_expect(s.n == 0 && s.r == NULL, "only an empty range: the empty set");
+    kcr_shard_range whole[] = {{0, 0}, {0, 5}, {UINT64_MAX, 0}};
+    cr_assert_eq(kcr__ranges_from_array(whole, 3, &s), KCR_OK);
+    cr_expect(s.n == 1 && s.r[0].start == 0 && s.r[0].end == 0, "the whole space");
+    cr_assert_eq(kcr__ranges_from_array(NULL, 0, &s), KCR_OK);
+    cr_expect_eq(s.n, 0);
 }

@@ -2,7 +2,7 @@
  * intersection and difference, and the text published on a Lease.
  * Internally a range is handled by its first and LAST hash (inclusive), so
  * the top of the space needs no 65th bit. */
-#include "shard/ranges.h"
+#include "object/ranges.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -155,6 +155,39 @@ kcr_err kcr__ranges_copy(const kcr__ranges *src, kcr__ranges *dst)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory copying a shard range set");
     memcpy(dst->r, src->r, src->n * sizeof *dst->r);
     dst->n = src->n;
+    return KCR_OK;
+}
+
+static int by_start(const void *a, const void *b)
+{
+    uint64_t x = ((const kcr_shard_range *)a)->start, y = ((const kcr_shard_range *)b)->start;
+    return (x > y) - (x < y);
+}
+
+kcr_err kcr__ranges_from_array(const kcr_shard_range *ranges, size_t n, kcr__ranges *out)
+{
+    kcr__ranges_clear(out);
+    if (n == 0)
+        return KCR_OK;
+    kcr_shard_range *r = malloc(n * sizeof *r);
+    if (!r)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory sorting shard ranges");
+    memcpy(r, ranges, n * sizeof *r);
+    qsort(r, n, sizeof *r, by_start);
+    size_t m = 0; /* r[0..m) is the set of r[0..i) */
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].end != 0 && r[i].start >= r[i].end)
+            continue; /* empty */
+        kcr_shard_range *last = m ? &r[m - 1] : NULL;
+        if (!last || (last->end != 0 && r[i].start > last->end))
+            r[m++] = r[i];
+        else if (last->end != 0 && (r[i].end == 0 || r[i].end > last->end))
+            last->end = r[i].end; /* overlaps or touches: merged */
+    }
+    if (m == 0)
+        free(r);
+    else
+        *out = (kcr__ranges){r, m};
     return KCR_OK;
 }
 

@@ -1,9 +1,11 @@
-/* Internal: sets of hash ranges, the currency of the shard layer. A set is a
- * sorted array of disjoint, non-adjacent, non-empty kcr_shard_range (end 0 =
- * 2^64), so two equal sets have equal arrays. Value type: the caller owns a
- * set's array; no locks, safe from any thread on distinct sets. */
-#ifndef KCR_SHARD_RANGES_H
-#define KCR_SHARD_RANGES_H
+/* Internal: sets of hash ranges, the currency of the shard layer, kept in
+ * object/ beside kcr_shard_match so that informer/'s reflector can use them
+ * too (the ranges a selection change gains). A set is a sorted array of
+ * disjoint, non-adjacent, non-empty kcr_shard_range (end 0 = 2^64), so two
+ * equal sets have equal arrays. Value type: the caller owns a set's array;
+ * no locks, safe from any thread on distinct sets. */
+#ifndef KCR_OBJECT_RANGES_H
+#define KCR_OBJECT_RANGES_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -35,6 +37,12 @@ kcr_err kcr__ranges_subtract(const kcr__ranges *a, const kcr__ranges *b, kcr__ra
 
 /* *dst = a copy of src (dst cleared first). */
 kcr_err kcr__ranges_copy(const kcr__ranges *src, kcr__ranges *dst);
+
+/* *out (cleared first) = the hashes in any of the n ranges of `ranges`,
+ * which may come in any order, overlap, touch or be empty (a selector's
+ * terms): sorted and merged into a set. ranges is borrowed for the call.
+ * KCR_ERR_NOMEM only. */
+kcr_err kcr__ranges_from_array(const kcr_shard_range *ranges, size_t n, kcr__ranges *out);
 
 /* Appends [start, end) to s, which must lie at or after s's last range
  * (merged with it when adjacent); empty ranges are ignored. */
