@@ -426,7 +426,9 @@ static void collect(kcr_metrics *reg, void *user_data)
     kcr_err err = kcr__ranges_copy(kcr__shard_member_admitted(s->member), &admitted);
     if (err == KCR_OK)
         err = kcr__ranges_copy(kcr__shard_member_covered(s->member), &covered);
+    int64_t ahead_ms = kcr__shard_member_ahead_ms(s->member);
     pthread_mutex_unlock(&s->lock);
+    kcr_metric_set(s->skew, (double)ahead_ms / 1e3);
     kcr_manager *m = s->m;
     double unowned = 0;
     /* the controller list is final once the manager ran */
@@ -525,6 +527,19 @@ static kcr_err instrument(mgr_shard *s)
                      &f);
     if (err == KCR_OK)
         err = kcr_metric_family_series(f, r_v, &s->handover);
+    if (err == KCR_OK)
+        err = family(reg,
+                     &(kcr_metric_desc){.name = "kcr_shard_clock_skew_seconds",
+                                        .help = "How far ahead of this replica's clock another "
+                                                "replica's Lease was last renewed (0: none); "
+                                                "past the skew margin the hand-over guarantee "
+                                                "no longer holds",
+                                        .type = KCR_METRIC_GAUGE,
+                                        .label_names = r_l,
+                                        .n_labels = 1},
+                     &f);
+    if (err == KCR_OK)
+        err = kcr_metric_family_series(f, r_v, &s->skew);
     if (err == KCR_OK)
         err = kcr_metrics_add_collector(reg, collect, s);
     return err;

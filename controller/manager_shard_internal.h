@@ -29,7 +29,7 @@ struct mgr_shard {
     kcr__lease_store *inner;                 /* the client store (request thread only) */
     kcr__lease_store outer;                  /* the member's: hands requests over */
     kcr_cancel *call_cancel;
-    kcr_metric *state_metric, *moves, *handover, *unowned;
+    kcr_metric *state_metric, *moves, *handover, *unowned, *skew;
     kcr_metric_family *owned_family;
     kcr_shard_label_keys label_keys;
     kcr_informer *lease_watch; /* the ring's Leases (manager_shard_watch.c); NULL when stopped */

@@ -32,6 +32,7 @@ struct kcr__shard_member {
     char *probe_holder;
     char skew[320];    /* the last clock-skew report, "" while none */
     char skew_of[64];  /* whose Lease it was about (truncated), for logging once */
+    int64_t ahead_ms;  /* the furthest another Lease's renewal lay ahead at the last step */
     char problem[320]; /* the last report of a malformed Lease in the ring, "" while none */
     kcr__ring *cached; /* the last ring built, reused while its members stay */
     bool cached_is_step; /* cached is the ring of the last step of an active member */
@@ -441,10 +442,14 @@ static kcr_err step(kcr__shard_member *m, const kcr__shard_lease_list *list,
 static void note_skew(kcr__shard_member *m, const kcr__shard_lease_list *list, int64_t now)
 {
     const kcr__shard_lease *worst = NULL;
+    m->ahead_ms = 0;
     for (size_t i = 0; i < list->n; i++) {
         const kcr__shard_lease *l = &list->items[i];
-        if (*l->holder && strcmp(l->identity, m->identity) != 0 &&
-            l->renew_ms - now > m->cfg.margin_ms && (!worst || l->renew_ms > worst->renew_ms))
+        if (!*l->holder || strcmp(l->identity, m->identity) == 0)
+            continue;
+        if (l->renew_ms - now > m->ahead_ms)
+            m->ahead_ms = l->renew_ms - now;
+        if (l->renew_ms - now > m->cfg.margin_ms && (!worst || l->renew_ms > worst->renew_ms))
             worst = l;
     }
     char report[sizeof m->skew] = "";
@@ -656,6 +661,11 @@ size_t kcr__shard_member_inflight(const kcr__shard_member *m)
 const char *kcr__shard_member_skew(const kcr__shard_member *m)
 {
     return m->skew;
+}
+
+int64_t kcr__shard_member_ahead_ms(const kcr__shard_member *m)
+{
+    return m->ahead_ms;
 }
 
 const char *kcr__shard_member_problem(const kcr__shard_member *m)

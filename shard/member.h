@@ -94,6 +94,12 @@ const kcr__ranges *kcr__shard_member_admitted(const kcr__shard_member *m);
  * when it first shows). Borrowed until the next call. */
 const char *kcr__shard_member_skew(const kcr__shard_member *m);
 
+/* How far in this member's future (ms, 0 if none) another held Lease of the
+ * ring was last renewed, at the last sync: a lower bound of how far that
+ * replica's clock runs ahead (a renewal is never in its writer's future).
+ * Past the fencing margin, kcr__shard_member_skew reports it. */
+int64_t kcr__shard_member_ahead_ms(const kcr__shard_member *m);
+
 /* "" while every Lease of the ring is well formed; else what is wrong with
  * one (no identity label, no slot, unreadable held ranges) and how the
  * member treats it (also logged, as a warning, when it first shows).

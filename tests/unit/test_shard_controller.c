@@ -405,6 +405,9 @@ Test(shard_controller, every_key_on_exactly_one_replica, .init = setup, .fini = 
         char series[96];
         snprintf(series, sizeof series, "kcr_shard_state{ring=\"ring\",identity=\"rep-%d\"}", r);
         cr_expect_eq(metric(reps[r].m, series), 2, "replica %d is active", r);
+        /* one clock for all: no Lease renewed further ahead than the write's own delay */
+        double skew = metric(reps[r].m, "kcr_shard_clock_skew_seconds{ring=\"ring\"}");
+        cr_expect(skew >= 0 && skew < 0.05, "replica %d: clock skew %g s", r, skew);
     }
     cr_expect_eq(atomic_load(&overlaps), 0, "no key ran on two replicas at once");
     cr_expect_eq(atomic_load(&wrong_info), 0, "kcr_ctx_shard named the replica");

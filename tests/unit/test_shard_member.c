@@ -376,6 +376,8 @@ Test(shard_member, a_clock_skewed_past_the_margin_is_reported)
         sync_ok(b, t + 1500);
     }
     cr_expect_str_eq(kcr__shard_member_skew(a), "");
+    /* b renews every RETRY: its last renewal lay at most 1500 - 1000 ms in a's future */
+    cr_expect_leq(kcr__shard_member_ahead_ms(a), 500);
     for (int i = 0; i < 3; i++, t += 1000) { /* now 5 s ahead */
         sync_ok(b, t + 5000);
         sync_ok(a, t);
@@ -385,6 +387,10 @@ Test(shard_member, a_clock_skewed_past_the_margin_is_reported)
     cr_expect_not_null(strstr(report, "fencing margin (2000 ms)"), "%s", report);
     cr_expect_str_eq(kcr__shard_member_skew(b), "",
                      "b, ahead, sees a's renewals in its past: only the member behind notices");
+    /* b renewed within the last RETRY of a's syncs, 5 s ahead */
+    int64_t ahead = kcr__shard_member_ahead_ms(a);
+    cr_expect(ahead > MARGIN && ahead <= 5000, "a saw b %lld ms ahead", (long long)ahead);
+    cr_expect_eq(kcr__shard_member_ahead_ms(b), 0);
     kcr__shard_member_free(a);
     kcr__shard_member_free(b);
     memstore_free(&table);
