@@ -261,6 +261,76 @@ static bool partitioned(pair *p, size_t want)
     return ok;
 }
 
+/* A list callback keeping each item in the kcr_object_list ud. */
+static kcr_err name_of_item(kcr_object *o, void *ud)
+{
+    kcr_object_list *l = ud;
+    kcr_object **grown = realloc(l->items, (l->len + 1) * sizeof *grown);
+    if (!grown)
+        return KCR_ERR_NOMEM;
+    l->items = grown;
+    l->items[l->len++] = kcr_object_ref(o);
+    return KCR_OK;
+}
+
+static bool holds(const kcr_object_list *l, const char *name)
+{
+    for (size_t i = 0; i < l->len; i++)
+        if (strcmp(kcr_object_name(l->items[i]), name) == 0)
+            return true;
+    return false;
+}
+
+/* Waits for partitioned(p, want); if it never holds, fails the test saying
+ * where the caches and the fake differ and what each reflector did, so a
+ * rare failure explains itself in a CI log. */
+static void wait_partitioned(pair *p, size_t want)
+{
+    int64_t deadline = now_ms() + WAIT_MS;
+    while (!partitioned(p, want) && now_ms() < deadline)
+        sleep_ms(5);
+    if (partitioned(p, want))
+        return;
+    kcr_object_list lo = {0}, hi = {0}, all = {0};
+    cr_assert_eq(kcr_store_list(kcr_informer_store(p->lo), &lo), KCR_OK);
+    cr_assert_eq(kcr_store_list(kcr_informer_store(p->hi), &hi), KCR_OK);
+    cr_assert_eq(kcr_client_list(p->c, &(kcr_request){.resource = &CM, .ns = "default"},
+                                 name_of_item, &all, NULL),
+                 KCR_OK);
+    char report[2048];
+    size_t n = (size_t)snprintf(report, sizeof report, "fake %zu, lo %zu, hi %zu, want %zu:",
+                                all.len, lo.len, hi.len, want);
+    for (size_t i = 0; i < all.len && n < sizeof report; i++) {
+        const char *name = kcr_object_name(all.items[i]);
+        bool in_lo = holds(&lo, name), in_hi = holds(&hi, name);
+        bool lo_owns = kcr_shard_match(all.items[i], KCR_SHARD_BY_UID, &LO, 1);
+        if (in_lo != lo_owns || in_hi == lo_owns)
+            n += (size_t)snprintf(report + n, sizeof report - n, " %s (rv %s) in lo %d hi %d;",
+                                  name, kcr_object_resource_version(all.items[i]), in_lo, in_hi);
+    }
+    for (int c = 0; c < 2 && n < sizeof report; c++) {
+        const kcr_object_list *l = c ? &hi : &lo;
+        for (size_t i = 0; i < l->len && n < sizeof report; i++)
+            if (!holds(&all, kcr_object_name(l->items[i])))
+                n += (size_t)snprintf(report + n, sizeof report - n, " %s (rv %s) gone, in %s;",
+                                      kcr_object_name(l->items[i]),
+                                      kcr_object_resource_version(l->items[i]), c ? "hi" : "lo");
+    }
+    for (int c = 0; c < 2 && n < sizeof report; c++) {
+        kcr_reflector_stats st = rstats(c ? p->hi : p->lo);
+        n += (size_t)snprintf(report + n, sizeof report - n,
+                              " %s: %llu lists, %llu watches, %llu events, %llu failures;",
+                              c ? "hi" : "lo", (unsigned long long)st.lists,
+                              (unsigned long long)st.watch_requests,
+                              (unsigned long long)st.watch_events,
+                              (unsigned long long)st.failures);
+    }
+    kcr_object_list_free(&lo);
+    kcr_object_list_free(&hi);
+    kcr_object_list_free(&all);
+    cr_assert_fail("after %d ms the caches are not the fake's partition: %s", WAIT_MS, report);
+}
+
 static void churn(pair *p)
 {
     for (int i = 0; i < 40; i++) {
@@ -293,7 +363,7 @@ Test(shard_informer, server_filters)
     cr_expect_not(a.streaming, "a selector means LIST");
     cr_expect_gt(a.list_requests, 1, "paged");
     churn(&p);
-    WAIT_FOR(partitioned(&p, N_SEED + 40 - 10), WAIT_MS);
+    wait_partitioned(&p, N_SEED + 40 - 10);
     cr_expect_eq(rstats(p.lo).shard_filtered + rstats(p.hi).shard_filtered, 0);
     cr_expect_eq(atomic_load(&fallback_warnings), 0);
     pair_free(&p);
@@ -313,7 +383,7 @@ Test(shard_informer, client_filters_when_the_server_ignores_the_selector)
     cr_expect_eq(a.shard_filtered + b.shard_filtered, N_SEED,
                  "each dropped the other's half of the list");
     churn(&p);
-    WAIT_FOR(partitioned(&p, N_SEED + 40 - 10), WAIT_MS);
+    wait_partitioned(&p, N_SEED + 40 - 10);
     /* 40 creates, 10 deletes and 1 update, each seen by both, kept by one */
     WAIT_FOR(rstats(p.lo).shard_filtered + rstats(p.hi).shard_filtered == N_SEED + 51, WAIT_MS);
     /* a relist does not warn again */
