@@ -16,10 +16,12 @@
  *   one, the drain label on one whose owner is live but no longer its
  *   ring owner, and the new owner directly on one whose owner is gone (its
  *   Lease expired past the margin or released) once no live Lease
- *   publishes the object's hash.
+ *   publishes the object's hash; up to LABEL_WRITERS writes at once, all
+ *   through the manager's client and its rate limit.
  * Every write is conditional on the resourceVersion the writer saw, so a
  * late write of a coordinator that lost its Lease, or of an acknowledgement,
  * fails with a conflict instead of undoing a newer decision. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -490,6 +492,46 @@ static bool still_coordinating(mgr_shard *s)
     return c;
 }
 
+/* The writes of a pass for one resource, taken in order by up to
+ * LABEL_WRITERS threads (the label thread and helpers of this pass): one
+ * write at a time took a round trip each, so relabelling the objects of a
+ * gone replica ran at a fraction of the client's rate limit. Each write is
+ * conditional on its object's version, so their order does not matter. */
+enum { LABEL_WRITERS = 8 };
+
+typedef struct write_batch {
+    mgr_shard *s;
+    const kcr__source *src;
+    const decision *d;
+    size_t n;
+    atomic_size_t next; /* the next decision to write */
+} write_batch;
+
+static void *write_some(void *arg)
+{
+    write_batch *b = arg;
+    for (size_t k; (k = atomic_fetch_add(&b->next, 1)) < b->n && still_coordinating(b->s);) {
+        const decision *d = &b->d[k];
+        note_write(b->s, write_labels(b->s, b->src, d->ns, d->name, d->rv, d->kind, d->owner),
+                   d->name);
+    }
+    return NULL;
+}
+
+static void write_all(mgr_shard *s, const kcr__source *src, const decision *d, size_t n)
+{
+    write_batch b = {.s = s, .src = src, .d = d, .n = n};
+    atomic_init(&b.next, 0);
+    pthread_t helpers[LABEL_WRITERS - 1];
+    size_t started = 0;
+    while (started < LABEL_WRITERS - 1 && started + 1 < n &&
+           pthread_create(&helpers[started], NULL, write_some, &b) == 0)
+        started++; /* a helper that cannot start leaves its share to the others */
+    write_some(&b);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(helpers[i], NULL);
+}
+
 /* Lists every sharded resource and writes what the ring says. */
 static void coordinate(mgr_shard *s)
 {
@@ -526,11 +568,7 @@ static void coordinate(mgr_shard *s)
                          s->ring, src->resource, kcr_last_error());
             continue;
         }
-        for (size_t k = first; k < p.n && still_coordinating(s); k++) {
-            decision *d = &p.d[k];
-            note_write(s, write_labels(s, src, d->ns, d->name, d->rv, d->kind, d->owner),
-                       d->name);
-        }
+        write_all(s, src, p.d + first, p.n - first);
     }
     for (size_t k = 0; k < p.n; k++) {
         free(p.d[k].ns);
