@@ -28,6 +28,9 @@
  *   --health-probe-bind-address ADDR  /healthz and /readyz; default :8081
  *   --zap-log-level LEVEL          error, warn, info (default), debug, trace; -v: debug
  *   --workers N                    concurrent reconciles per controller, 1..1000; default 1
+ *   --kube-api-qps N               the client's requests/s (kcr_client_options.qps); default
+ *                                  50, a negative number: no limit
+ *   --kube-api-burst N             the client's burst, 1..1000000; default 100
  *   --help, -h                     the flags with their defaults, on stdout
  * An unknown flag, a missing or bad value is refused, naming the flag.
  *
@@ -61,10 +64,13 @@ typedef struct kcr_main_flags {
     kcr_log_level log_level;
     int workers; /* 1..1000 */
     bool help;   /* --help was given */
+    double kube_api_qps;    /* 0: the client's default (50); < 0: no limit */
+    int32_t kube_api_burst; /* 0: the client's default (100) */
+    uint32_t reserved_u32;  /* zero (the rest of the reserved slot kube_api_burst took) */
     /* Zeroed by kcr_main_parse. Fields added after 1.0 take these bytes:
      * the caller allocates the struct, so its size never changes
      * (docs/abi.md). */
-    uint64_t reserved[4];
+    uint64_t reserved[2];
 } kcr_main_flags;
 
 /* Adds the program's controllers (and anything else) to the manager, before

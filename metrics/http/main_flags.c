@@ -1,5 +1,6 @@
 /* kcr_main_parse and kcr_main_usage: the kubebuilder-style command line of
  * kcr_main_run, from one table of flags (so --help lists what is parsed). */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,8 @@ typedef enum flag_kind {
     F_STRING,
     F_BOOL,
     F_WORKERS,
+    F_QPS,
+    F_BURST,
     F_LEVEL,
     F_ALL_NS,
     F_VERBOSE,
@@ -49,6 +52,9 @@ static const flag flags[] = {
     {"--zap-log-level", NULL, F_LEVEL, "LEVEL", "error, warn, info, debug or trace", 0},
     {"-v", NULL, F_VERBOSE, NULL, "debug log lines (--zap-log-level=debug)", 0},
     {"--workers", NULL, F_WORKERS, "N", "concurrent reconciles per controller, 1 to 1000", 0},
+    {"--kube-api-qps", NULL, F_QPS, "N",
+     "the client's requests per second, a negative number for no limit (default 50)", 0},
+    {"--kube-api-burst", NULL, F_BURST, "N", "the client's burst, 1 to 1000000 (default 100)", 0},
     {"--help", "-h", F_HELP, NULL, "show this help", 0},
 };
 
@@ -105,6 +111,23 @@ static kcr_err apply(const flag *f, const char *shown, const char *v, kcr_main_f
             return kcr__fail(KCR_ERR_INVALID, "flag %s wants a number from 1 to 1000, not \"%s\"",
                              shown, v);
         out->workers = (int)n;
+        return KCR_OK;
+    }
+    case F_QPS: {
+        char *end;
+        double q = strtod(v, &end);
+        if (!*v || *end || !isfinite(q))
+            return kcr__fail(KCR_ERR_INVALID, "flag %s wants a number, not \"%s\"", shown, v);
+        out->kube_api_qps = q;
+        return KCR_OK;
+    }
+    case F_BURST: {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (!*v || *end || n < 1 || n > 1000000)
+            return kcr__fail(KCR_ERR_INVALID,
+                             "flag %s wants a number from 1 to 1000000, not \"%s\"", shown, v);
+        out->kube_api_burst = (int32_t)n;
         return KCR_OK;
     }
     case F_LEVEL:

@@ -28,7 +28,9 @@ static kcr_err run(const kcr_main_options *o, const kcr_main_flags *f)
                                     .probe_bind_address = f->health_probe_bind_address};
     kcr_err err = kcr_config_load(&co, &cfg);
     if (err == KCR_OK)
-        err = kcr_client_new(cfg, NULL, &client);
+        err = kcr_client_new(
+            cfg, &(kcr_client_options){.qps = f->kube_api_qps, .burst = f->kube_api_burst},
+            &client);
     if (err == KCR_OK)
         err = kcr_manager_new(client, &mo, &mgr);
     if (err == KCR_OK)

@@ -29,6 +29,7 @@ Test(main_flags, no_flags_give_kubebuilders_defaults)
     cr_assert_str_eq(f.health_probe_bind_address, ":8081");
     cr_assert_str_eq(f.leader_election_id, "demo");
     cr_assert_eq(f.workers, 1);
+    cr_assert(f.kube_api_qps == 0 && f.kube_api_burst == 0, "the client's own defaults");
     cr_assert_eq(f.log_level, KCR_LOG_INFO);
     cr_assert(!f.leader_elect && !f.help);
     cr_assert_null(f.kubeconfig);
@@ -71,7 +72,11 @@ Test(main_flags, every_flag_in_both_spellings)
                             "--zap-log-level",
                             "trace",
                             "--workers",
-                            "7"};
+                            "7",
+                            "--kube-api-qps",
+                            "250.5",
+                            "--kube-api-burst",
+                            "400"};
     const char *joined[] = {"demo",
                             "--kubeconfig=/k",
                             "--context=c",
@@ -83,7 +88,9 @@ Test(main_flags, every_flag_in_both_spellings)
                             "--metrics-bind-address=0",
                             "--health-probe-bind-address=127.0.0.1:9",
                             "--zap-log-level=trace",
-                            "--workers=7"};
+                            "--workers=7",
+                            "--kube-api-qps=250.5",
+                            "--kube-api-burst=400"};
     for (int k = 0; k < 2; k++) {
         kcr_main_flags f;
         const char **argv = k ? joined : spaced;
@@ -100,7 +107,13 @@ Test(main_flags, every_flag_in_both_spellings)
         cr_assert_str_eq(f.health_probe_bind_address, "127.0.0.1:9");
         cr_assert_eq(f.log_level, KCR_LOG_TRACE);
         cr_assert_eq(f.workers, 7);
+        cr_assert(f.kube_api_qps == 250.5, "%g", f.kube_api_qps);
+        cr_assert_eq(f.kube_api_burst, 400);
     }
+    kcr_main_flags f;
+    const char *unlimited[] = {"demo", "--kube-api-qps", "-1"};
+    cr_assert_eq(parse(&opts, 3, unlimited, &f), KCR_OK, "%s", kcr_last_error());
+    cr_assert(f.kube_api_qps < 0, "a negative rate: no limit");
 }
 
 Test(main_flags, short_forms_and_later_flags_win)
@@ -128,6 +141,11 @@ Test(main_flags, bad_arguments_are_refused_naming_the_flag)
         {{"demo", "--workers", "1001"}, "--workers"},
         {{"demo", "--workers=2x"}, "not \"2x\""},
         {{"demo", "--workers", ""}, "--workers"},
+        {{"demo", "--kube-api-qps", "fast"}, "--kube-api-qps wants a number, not \"fast\""},
+        {{"demo", "--kube-api-qps", "inf"}, "--kube-api-qps wants a number"},
+        {{"demo", "--kube-api-qps="}, "--kube-api-qps wants a number"},
+        {{"demo", "--kube-api-burst", "0"}, "--kube-api-burst wants a number from 1 to 1000000"},
+        {{"demo", "--kube-api-burst=1e3"}, "not \"1e3\""},
         {{"demo", "--bogus"}, "unknown flag --bogus"},
         {{"demo", "--bogus=1"}, "unknown flag --bogus=1"},
         {{"demo", "-x"}, "unknown flag -x"},
@@ -182,6 +200,8 @@ Test(main_flags, help_lists_every_flag_with_the_programs_defaults)
                                        "-v ",
                                        "--workers N",
                                        "(default 3)",
+                                       "--kube-api-qps N",
+                                       "--kube-api-burst N",
                                        "-h, --help"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_assert(strstr(text, want[i]), "--help lacks \"%s\":\n%s", want[i], text);
