@@ -264,23 +264,46 @@ static bool primaries_listed(const mgr_shard *s)
     return true;
 }
 
+/* The objects the sharded primary caches hold. */
+static size_t primaries_held(const mgr_shard *s)
+{
+    const kcr_manager *m = s->m;
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_ctls; i++)
+        if (m->ctls[i]->sharded)
+            n += kcr_store_len(m->ctls[i]->c->sources[0].cache);
+    return n;
+}
+
 /* A relist for a new selection leaves freed memory that malloc keeps: the
  * objects of a smaller selection, and, wherever the client filters (the
  * owned caches, filter mode, a server ignoring the selector), every object
  * of the collection decoded and dropped on the way (at 10^5 objects a
- * replica that only gained ranges kept some 15 MB of it). Once every cache
- * following the shard listed the new selection, the freed pages go back to
- * the system (glibc's malloc_trim; with another C library, nothing is
- * done). Member's thread only. */
+ * replica that only gained ranges kept some 15 MB of it). So do objects
+ * that leave a cache one event at a time, as a label ring's are relabelled
+ * away from the replica that held them (at 5,000 Foos the first replica of
+ * a cold ring kept its peak, twice the others' RSS). Once every cache
+ * following the shard listed the new selection, or the primary caches hold
+ * a quarter fewer objects than at their peak since the last time, the
+ * freed pages go back to the system (glibc's malloc_trim; with another C
+ * library, nothing is done). Member's thread only. */
 static void give_back_heap(mgr_shard *s, bool reselected)
 {
+    enum { SHRINK_MIN = 256 }; /* objects: below that, a trim is not worth a heap walk */
     if (reselected) {
         s->trim_due = true;
         return;
     }
-    if (!s->trim_due || atomic_load(&s->children_pending) || !primaries_listed(s))
+    size_t held = primaries_held(s);
+    if (held > s->held_peak)
+        s->held_peak = held;
+    bool shrank = s->held_peak - held >= SHRINK_MIN && held <= s->held_peak / 4 * 3;
+    bool relisted = s->trim_due && !atomic_load(&s->children_pending) && primaries_listed(s);
+    if (!shrank && !relisted)
         return;
-    s->trim_due = false;
+    if (relisted)
+        s->trim_due = false;
+    s->held_peak = held;
 #ifdef __GLIBC__
     malloc_trim(0);
 #endif
@@ -791,8 +814,14 @@ void kcr__mgr_shard_free(mgr_shard *s)
 
 /* The shard hash of the key: its namespace (BY_NAMESPACE), else the uid of
  * the cached object, else the last uid a change of it recorded. false:
- * nothing to hash (no object, no uid seen). *draining: label mode, the
- * cached object carries the drain label. */
+ * not to be reconciled here: no object and no uid seen, or, in label mode,
+ * no object and neither a deletion of it seen in this replica's cache nor
+ * a retry or requeue a reconcile here asked for. A label
+ * ring's object reaches a replica's cache only once labelled for it, after
+ * its hash was admitted there: a child's change in between must not run a
+ * reconcile that finds no object and could take it for deleted; the
+ * object's arrival enqueues the key. *draining: label mode, the cached
+ * object carries the drain label. */
 static bool key_hash(const mgr_shard *s, mgr_ctl *mc, const char *key, const mgr_keyrec *rec,
                      uint64_t *hash, bool *draining)
 {
@@ -808,6 +837,13 @@ static bool key_hash(const mgr_shard *s, mgr_ctl *mc, const char *key, const mgr
         *hash = rec->p.uid_hash;
         known = rec->p.has_uid;
     }
+    /* label mode, no object: only a deletion seen here, or a retry or
+     * requeue a reconcile here asked for */
+    const uint32_t ran_here = KCR_REASON_BIT(KCR_REASON_PRIMARY_DELETED) |
+                              KCR_REASON_BIT(KCR_REASON_RETRY) |
+                              KCR_REASON_BIT(KCR_REASON_REQUEUE_AFTER);
+    if (!o && s->labels && !(rec->p.reasons & ran_here))
+        known = false;
     kcr_object_unref(o);
     return known;
 }
@@ -824,8 +860,9 @@ kcr__admission kcr__mgr_shard_begin(mgr_shard *s, mgr_worker *w, const char *key
     if (!key_hash(s, w->mc, key, rec, hash, &draining)) {
         pthread_mutex_unlock(&s->lock);
         kcr__log(KCR_LOG_DEBUG, "shard",
-                 "controller \"%s\": %s: no cached object and no uid seen: not reconciled here",
-                 w->mc->c->name, key);
+                 "controller \"%s\": %s: no cached object (%s): not reconciled here",
+                 w->mc->c->name, key,
+                 s->labels ? "not labelled for this replica" : "and no uid seen");
         return KCR__ADMIT_DROP;
     }
     if (draining) { /* moving to another replica: acknowledge, never start */

@@ -44,6 +44,8 @@ struct mgr_shard {
     atomic_bool children_pending; /* a reselect the caches have not all applied yet */
     _Atomic uint64_t children_epoch; /* reselects so far */
     bool trim_due; /* member's thread: give the heap back once the caches relisted */
+    size_t held_peak; /* member's thread: the most objects the sharded primary caches held
+                         since the heap was last given back */
 
     pthread_mutex_t lock;
     pthread_cond_t cond; /* monotonic; every change below */

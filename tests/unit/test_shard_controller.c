@@ -1245,3 +1245,51 @@ Test(shard_controller, label_mode_a_relabelled_object_is_not_taken_for_deleted, 
     cr_expect_eq(atomic_load(&missing_primary), 0,
                  "the DELETED event of the relabelling started no reconcile without its object");
 }
+
+Test(shard_controller, label_mode_a_childs_change_waits_for_its_owners_label, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    create_children();
+    retry_opt_ms = test_ms(3000); /* the coordinator's passes, 3 s apart: the window below */
+    replica_new(0, KCR_SHARD_LABEL, NULL);
+    replica_start(0);
+    int one[] = {0};
+    WAIT_FOR(settled(one, 1) && all_labelled(1, SHARD_LABEL));
+    cr_assert(all_labelled(1, SHARD_LABEL));
+    WAIT_FOR(keys_of(0) == N_KEYS);
+    const char *owned = "kcr_shard_owned_objects{controller=\"c\"}";
+    cr_assert_eq(metric(reps[0].m, owned), N_KEYS);
+    /* cm-00 labelled for a non-member leaves the replica's cache until the
+     * coordinator's next pass gives it back, while its hash stays admitted
+     * here; a change of its Secret meanwhile names cm-00 (with its uid) */
+    atomic_store(&missing_primary, 0);
+    clear_counts();
+    cr_assert_eq(kcr_client_patch(client,
+                                  &(kcr_request){.resource = &CM,
+                                                 .ns = "default",
+                                                 .name = "cm-00",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = "{\"metadata\":{\"labels\":{\"" SHARD_LABEL
+                                                         "\":\"elsewhere\"}}}"},
+                                  NULL),
+                 KCR_OK, "%s", kcr_last_error());
+    WAIT_FOR(metric(reps[0].m, owned) == N_KEYS - 1);
+    cr_assert_eq(metric(reps[0].m, owned), N_KEYS - 1, "cm-00 left the cache");
+    cr_assert_eq(kcr_client_patch(client,
+                                  &(kcr_request){.resource = &SECRET,
+                                                 .ns = "default",
+                                                 .name = "s-00",
+                                                 .patch_type = KCR_PATCH_MERGE,
+                                                 .body = "{\"metadata\":{\"annotations\":{"
+                                                         "\"touched\":\"1\"}}}"},
+                                  NULL),
+                 KCR_OK, "%s", kcr_last_error());
+    WAIT_FOR(atomic_load(&by[0][0]) > 0);
+    cr_assert_gt(atomic_load(&by[0][0]), 0, "cm-00 came back and was reconciled");
+    char owner[64];
+    label_of(0, SHARD_LABEL, owner, sizeof owner);
+    cr_expect_str_eq(owner, "rep-0");
+    cr_expect_eq(atomic_load(&missing_primary), 0,
+                 "the Secret's change started no reconcile of cm-00 before its label came back");
+}
