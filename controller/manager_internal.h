@@ -114,8 +114,9 @@ char *kcr__mgr_caches_not_ready(kcr_manager *m);
 typedef enum kcr__admission {
     KCR__ADMIT_RUN,   /* reconcile it now; kcr__mgr_shard_end(hash) after */
     KCR__ADMIT_LATER, /* this replica wants its range but has not got it yet: requeue */
-    KCR__ADMIT_SOON,  /* admitted, but the owned caches are still listing its range: requeue
-                         after KCR__SHARD_CACHE_POLL_MS */
+    KCR__ADMIT_SOON,  /* admitted, but the owned caches (or, server mode, for a key not
+                         cached, the primary one) are still listing its range: requeue after
+                         KCR__SHARD_CACHE_POLL_MS */
     KCR__ADMIT_DROP   /* another replica's (or nothing to hash): drop */
 } kcr__admission;
 #define KCR__SHARD_CACHE_POLL_MS 20

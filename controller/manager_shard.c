@@ -821,11 +821,12 @@ void kcr__mgr_shard_free(mgr_shard *s)
  * its hash was admitted there: a child's change in between must not run a
  * reconcile that finds no object and could take it for deleted; the
  * object's arrival enqueues the key. *draining: label mode, the cached
- * object carries the drain label. */
+ * object carries the drain label; *cached: the primary cache holds it. */
 static bool key_hash(const mgr_shard *s, mgr_ctl *mc, const char *key, const mgr_keyrec *rec,
-                     uint64_t *hash, bool *draining)
+                     uint64_t *hash, bool *draining, bool *cached)
 {
     kcr_object *o = kcr_store_get_by_key(mc->c->sources[0].cache, key);
+    *cached = o != NULL;
     *draining = o && s->labels && kcr__shard_labels_draining(s->labels, o);
     bool known = true;
     if (s->field == KCR_SHARD_BY_NAMESPACE) {
@@ -856,8 +857,8 @@ kcr__admission kcr__mgr_shard_begin(mgr_shard *s, mgr_worker *w, const char *key
      * (manager_shard_label.c) reads it under the lock too, so a reconcile
      * either starts before the drain label is seen or not at all */
     pthread_mutex_lock(&s->lock);
-    bool draining = false;
-    if (!key_hash(s, w->mc, key, rec, hash, &draining)) {
+    bool draining = false, cached = false;
+    if (!key_hash(s, w->mc, key, rec, hash, &draining, &cached)) {
         pthread_mutex_unlock(&s->lock);
         kcr__log(KCR_LOG_DEBUG, "shard",
                  "controller \"%s\": %s: no cached object (%s): not reconciled here",
@@ -871,10 +872,15 @@ kcr__admission kcr__mgr_shard_begin(mgr_shard *s, mgr_worker *w, const char *key
         pthread_mutex_unlock(&s->lock);
         return KCR__ADMIT_DROP;
     }
+    /* server mode: a key not cached while its primary cache lists a new
+     * selection may be in it (a range gained in the step that admitted it) */
+    kcr_reflector *primary = kcr_informer_reflector(w->mc->infs[0]);
+    bool primary_listing = !cached && s->mode == KCR_SHARD_SERVER &&
+                           !kcr__reflector_shard_listed(primary, kcr__reflector_shard_gen(primary));
     kcr__admission a =
-        !kcr__shard_children_hold(s, *hash) &&
+        (primary_listing || !kcr__shard_children_hold(s, *hash)) &&
                 kcr__ranges_contains(kcr__shard_member_admitted(s->member), *hash)
-            ? KCR__ADMIT_SOON /* its children are still being listed */
+            ? KCR__ADMIT_SOON /* its object or its children are still being listed */
         : kcr__shard_member_begin(s->member, *hash, member_now(s)) ? KCR__ADMIT_RUN
         : kcr__shard_member_wants(s->member, *hash)                ? KCR__ADMIT_LATER
                                                                    : KCR__ADMIT_DROP;

@@ -1293,3 +1293,73 @@ Test(shard_controller, label_mode_a_childs_change_waits_for_its_owners_label, .i
     cr_expect_eq(atomic_load(&missing_primary), 0,
                  "the Secret's change started no reconcile of cm-00 before its label came back");
 }
+
+/* The fake's hook: while `hold_cm_lists` is set, LISTs of ConfigMaps wait. */
+static atomic_int hold_cm_lists, held_cm_lists;
+
+static void hold_cm_list(kcr_fake_verb verb, const kcr_resource *res, const char *ns,
+                         const char *name, void *ud)
+{
+    (void)ns, (void)name, (void)ud;
+    if (verb != KCR_FAKE_LIST || strcmp(res->resource, "configmaps") != 0)
+        return;
+    while (atomic_load(&hold_cm_lists)) {
+        atomic_store(&held_cm_lists, 1);
+        sleep_ms(1);
+    }
+}
+
+/* Replica r is active and admits every hash. */
+static bool admits_all(int r)
+{
+    char *why = NULL;
+    bool all = kcr_manager_shard_readyz_check(&why, reps[r].m) == KCR_OK && why &&
+               strstr(why, "admitted [0000000000000000-10000000000000000]");
+    free(why);
+    return all;
+}
+
+static void touch_children(int round)
+{
+    for (int i = 0; i < N_KEYS; i++) {
+        char name[16], patch[80];
+        snprintf(name, sizeof name, "s-%02d", i);
+        snprintf(patch, sizeof patch, "{\"metadata\":{\"annotations\":{\"round\":\"%d\"}}}", round);
+        cr_assert_eq(kcr_client_patch(client,
+                                      &(kcr_request){.resource = &SECRET,
+                                                     .ns = "default",
+                                                     .name = name,
+                                                     .patch_type = KCR_PATCH_MERGE,
+                                                     .body = patch},
+                                      NULL),
+                     KCR_OK, "%s", kcr_last_error());
+    }
+}
+
+Test(shard_controller, server_mode_a_gained_key_waits_for_its_object, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    create_children();
+    kcr_fake_set_hook(fake, hold_cm_list, NULL);
+    start_two(KCR_SHARD_SERVER);
+    /* replica 0's list of the ConfigMaps it gains waits; its children's
+     * list does not, so their changes reach it while its primary cache
+     * lacks their owners */
+    atomic_store(&hold_cm_lists, 1);
+    kcr_manager_stop(reps[1].m); /* it releases its Lease first; joined below */
+    WAIT_FOR(admits_all(0) && atomic_load(&held_cm_lists));
+    cr_assert(admits_all(0), "replica 0 admits every key");
+    atomic_store(&missing_primary, 0);
+    clear_counts();
+    touch_children(1);
+    sleep_ms(test_ms(300)); /* long enough for a reconcile without its object to start */
+    cr_expect_eq(atomic_load(&missing_primary), 0,
+                 "no key ran before its object was listed (%d did)",
+                 atomic_load(&missing_primary));
+    atomic_store(&hold_cm_lists, 0);
+    cr_assert_eq(replica_stop(1), KCR_OK, "%s", kcr_last_error());
+    WAIT_FOR(keys_of(0) == N_KEYS);
+    cr_expect_eq(keys_of(0), N_KEYS, "every key ran once its object was listed");
+    cr_expect_eq(atomic_load(&missing_primary), 0);
+}
