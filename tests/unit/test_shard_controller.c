@@ -1251,7 +1251,7 @@ Test(shard_controller, label_mode_a_childs_change_waits_for_its_owners_label, .i
 {
     seed();
     create_children();
-    retry_opt_ms = test_ms(3000); /* the coordinator's passes, 3 s apart: the window below */
+    retry_opt_ms = test_ms(2000); /* the coordinator's passes, 2 s apart: the window below */
     replica_new(0, KCR_SHARD_LABEL, NULL);
     replica_start(0);
     int one[] = {0};
