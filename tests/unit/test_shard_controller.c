@@ -273,14 +273,14 @@ static void seed(void)
 }
 
 /* Patches every ConfigMap, so each key is reconciled once more. */
-static void touch_all(int round)
+/* Merge-patches <prefix>-<i> of res with `patch`, for every key. */
+static void patch_each(const kcr_resource *res, const char *prefix, const char *patch)
 {
     for (int i = 0; i < N_KEYS; i++) {
-        char name[16], patch[64];
-        snprintf(name, sizeof name, "cm-%02d", i);
-        snprintf(patch, sizeof patch, "{\"data\":{\"v\":\"r%d\"}}", round);
+        char name[16];
+        snprintf(name, sizeof name, "%s-%02d", prefix, i);
         cr_assert_eq(kcr_client_patch(client,
-                                      &(kcr_request){.resource = &CM,
+                                      &(kcr_request){.resource = res,
                                                      .ns = "default",
                                                      .name = name,
                                                      .patch_type = KCR_PATCH_MERGE,
@@ -288,6 +288,13 @@ static void touch_all(int round)
                                       NULL),
                      KCR_OK, "%s", kcr_last_error());
     }
+}
+
+static void touch_all(int round)
+{
+    char patch[64];
+    snprintf(patch, sizeof patch, "{\"data\":{\"v\":\"r%d\"}}", round);
+    patch_each(&CM, "cm", patch);
 }
 
 /* A metric's value in m's registry (-1 when absent). */
@@ -1321,19 +1328,9 @@ static bool admits_all(int r)
 
 static void touch_children(int round)
 {
-    for (int i = 0; i < N_KEYS; i++) {
-        char name[16], patch[80];
-        snprintf(name, sizeof name, "s-%02d", i);
-        snprintf(patch, sizeof patch, "{\"metadata\":{\"annotations\":{\"round\":\"%d\"}}}", round);
-        cr_assert_eq(kcr_client_patch(client,
-                                      &(kcr_request){.resource = &SECRET,
-                                                     .ns = "default",
-                                                     .name = name,
-                                                     .patch_type = KCR_PATCH_MERGE,
-                                                     .body = patch},
-                                      NULL),
-                     KCR_OK, "%s", kcr_last_error());
-    }
+    char patch[80];
+    snprintf(patch, sizeof patch, "{\"metadata\":{\"annotations\":{\"round\":\"%d\"}}}", round);
+    patch_each(&SECRET, "s", patch);
 }
 
 Test(shard_controller, server_mode_a_gained_key_waits_for_its_object, .init = setup,
