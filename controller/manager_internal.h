@@ -145,8 +145,8 @@ kcr_err kcr__mgr_shard_add_child(mgr_shard *s, kcr_informer *inf, const char *us
  * *out; NULL in the other modes. */
 kcr_err kcr__mgr_shard_label_selector(const mgr_shard *s, const char *user, char **out);
 /* Label mode: whether obj, as a DELETED event of a sharded primary cache
- * delivers it, no longer carries this replica's shard label (it moved: the
- * label selector stopped matching). false in the other modes. */
+ * delivers it, carries none of the shard labels the cache watches (it
+ * moved: the label selector stopped matching). false in the other modes. */
 bool kcr__mgr_shard_moved_away(const mgr_shard *s, const kcr_object *obj);
 /* Starts the member's threads (after the controllers are final). */
 kcr_err kcr__mgr_shard_start(mgr_shard *s);

@@ -417,11 +417,12 @@ static void *step_main(void *arg)
         kcr__shard_state before = s->state;
         effects e = {0};
         observe(s, kcr__shard_member_check(s->member, member_now(s)), start, &e);
-        if (s->labels)
-            kcr__shard_labels_after_step(s);
+        bool rewatch = s->labels && kcr__shard_labels_after_step(s);
         pthread_cond_broadcast(&s->cond); /* kcr__mgr_shard_stop waits for LEFT */
         bool soon = e.state != before || e.gained.n || s->want_since_ns;
         pthread_mutex_unlock(&s->lock);
+        if (rewatch)
+            kcr__shard_labels_rewatch(s);
         apply(s, &e);
         pthread_mutex_lock(&s->lock);
         /* the next step: a retry period on, a quarter of it while something
@@ -700,7 +701,7 @@ const char *kcr__mgr_shard_initial_selector(const mgr_shard *s)
 
 bool kcr__mgr_shard_moved_away(const mgr_shard *s, const kcr_object *obj)
 {
-    return s->labels && !kcr__shard_labels_owned(s->labels, s->identity, obj);
+    return s->labels && !kcr__shard_labels_watched(s->labels, obj);
 }
 
 kcr_err kcr__mgr_shard_label_selector(const mgr_shard *s, const char *user, char **out)

@@ -92,15 +92,22 @@ kcr_err kcr__shard_labels_start(mgr_shard *s);
 /* Stops them (the elector releases the coordinator Lease if held). */
 void kcr__shard_labels_stop(mgr_shard *s);
 /* The label selector of a sharded primary cache: the source's own
- * (`user`, may be NULL) and this replica's shard label. Malloc'd. */
-char *kcr__shard_labels_selector(const shard_labels *l, const char *user);
-/* Whether obj carries the shard label of `identity`. */
-bool kcr__shard_labels_owned(const shard_labels *l, const char *identity, const kcr_object *obj);
+ * (`user`, may be NULL) and the shard labels it watches, this replica's
+ * and those of members that left its ring. Malloc'd; NULL when out of
+ * memory. Any thread. */
+char *kcr__shard_labels_selector(shard_labels *l, const char *user);
+/* Whether obj carries a shard label the primary caches watch. Any thread. */
+bool kcr__shard_labels_watched(shard_labels *l, const kcr_object *obj);
 /* Whether obj carries the drain label. */
 bool kcr__shard_labels_draining(const shard_labels *l, const kcr_object *obj);
 /* Lock held: after a member step, keeps a copy of the member's ring for the
- * coordinator and wakes the label thread when the ring changed. */
-void kcr__shard_labels_after_step(mgr_shard *s);
+ * coordinator, wakes the label thread when the ring changed, and follows
+ * the members that left it. True when the labels to watch changed: call
+ * kcr__shard_labels_rewatch() once the lock is released. */
+bool kcr__shard_labels_after_step(mgr_shard *s);
+/* Without s->lock (the member's thread): every sharded primary cache lists
+ * again with kcr__shard_labels_selector(). */
+void kcr__shard_labels_rewatch(mgr_shard *s);
 /* Whether this replica is the ring's coordinator now; the objects the
  * coordinator's last pass found without a live owner (0 elsewhere). */
 bool kcr__shard_labels_coordinating(mgr_shard *s, double *unowned);

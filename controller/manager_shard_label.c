@@ -29,7 +29,9 @@
 #include "controller/manager_shard_internal.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/log.h"
+#include "informer/informer_internal.h"
 #include "kcr/leader.h"
 #include "shard/ring.h"
 
@@ -49,7 +51,7 @@ typedef struct sent_acks {
 
 struct shard_labels {
     char *shard_key, *drain_key; /* "<prefix>/<ring>" */
-    char *own;                   /* "<shard_key>=<identity>" */
+    char *identity;              /* this replica's shard label value */
     char *coord_lease;           /* the coordinator's Lease name */
     kcr_leader_elector *elector; /* label thread only (and start/stop) */
     kcr_cancel *cancel;          /* the label thread's requests; triggered at stop */
@@ -59,6 +61,12 @@ struct shard_labels {
     /* under s->lock */
     bool coordinating, elector_lost;
     double unowned; /* the coordinator's last pass: objects without a live owner */
+    /* The other identities whose shard label the primary caches watch:
+     * members that left this replica's ring (kcr__shard_labels_after_step),
+     * sorted. Under watch_mu, which the informers' threads take too. */
+    pthread_mutex_t watch_mu;
+    char **borrowed;
+    size_t n_borrowed;
 };
 
 /* ---- names ---- */
@@ -94,6 +102,13 @@ static char *join(const char *a, const char *sep, const char *b)
     if (out)
         snprintf(out, n, "%s%s%s", a, sep, b);
     return out;
+}
+
+static void borrowed_free(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
 }
 
 static void sent_acks_clear(sent_acks *v)
@@ -153,9 +168,10 @@ kcr_err kcr__shard_labels_new(mgr_shard *s, shard_labels **out)
     bool tb = s->label_keys == KCR_SHARD_LABELS_TIMEBERTT;
     l->shard_key = join(tb ? "shard.alpha.sharding.timebertt.dev" : "shard.kcr.dev", "/", s->ring);
     l->drain_key = join(tb ? "drain.alpha.sharding.timebertt.dev" : "drain.kcr.dev", "/", s->ring);
-    l->own = l->shard_key ? join(l->shard_key, "=", s->identity) : NULL;
+    l->identity = strdup(s->identity);
     l->coord_lease = join(s->ring, ".", "coordinator");
-    kcr_err err = l->shard_key && l->drain_key && l->own && l->coord_lease
+    pthread_mutex_init(&l->watch_mu, NULL);
+    kcr_err err = l->shard_key && l->drain_key && l->identity && l->coord_lease
                       ? kcr_cancel_new(&l->cancel)
                       : kcr__fail(KCR_ERR_NOMEM, "out of memory");
     if (err != KCR_OK) {
@@ -175,25 +191,113 @@ void kcr__shard_labels_free(shard_labels *l)
     sent_acks_clear(&l->acked);
     free(l->shard_key);
     free(l->drain_key);
-    free(l->own);
+    free(l->identity);
     free(l->coord_lease);
+    borrowed_free(l->borrowed, l->n_borrowed);
+    pthread_mutex_destroy(&l->watch_mu);
     free(l);
 }
 
-char *kcr__shard_labels_selector(const shard_labels *l, const char *user)
+/* ---- the labels the primary caches watch ---- */
+
+char *kcr__shard_labels_selector(shard_labels *l, const char *user)
 {
-    return user && *user ? join(user, ",", l->own) : strdup(l->own);
+    pthread_mutex_lock(&l->watch_mu);
+    size_t n = strlen(l->shard_key) + strlen(l->identity) + 16 + (user ? strlen(user) : 0);
+    for (size_t i = 0; i < l->n_borrowed; i++)
+        n += strlen(l->borrowed[i]) + 1;
+    char *out = malloc(n);
+    if (out) {
+        size_t at = (size_t)snprintf(out, n, "%s%s%s", user && *user ? user : "",
+                                     user && *user ? "," : "", l->shard_key);
+        if (!l->n_borrowed) {
+            snprintf(out + at, n - at, "=%s", l->identity);
+        } else {
+            at += (size_t)snprintf(out + at, n - at, " in (%s", l->identity);
+            for (size_t i = 0; i < l->n_borrowed; i++)
+                at += (size_t)snprintf(out + at, n - at, ",%s", l->borrowed[i]);
+            snprintf(out + at, n - at, ")");
+        }
+    }
+    pthread_mutex_unlock(&l->watch_mu);
+    return out;
 }
 
-bool kcr__shard_labels_owned(const shard_labels *l, const char *identity, const kcr_object *obj)
+bool kcr__shard_labels_watched(shard_labels *l, const kcr_object *obj)
 {
     const char *owner = kcr_object_label(obj, l->shard_key);
-    return owner && strcmp(owner, identity) == 0;
+    if (!owner)
+        return false;
+    if (strcmp(owner, l->identity) == 0)
+        return true;
+    pthread_mutex_lock(&l->watch_mu);
+    bool found = false;
+    for (size_t i = 0; i < l->n_borrowed && !found; i++)
+        found = strcmp(owner, l->borrowed[i]) == 0;
+    pthread_mutex_unlock(&l->watch_mu);
+    return found;
 }
 
-bool kcr__shard_labels_draining(const shard_labels *l, const kcr_object *obj)
+static int cmp_str(const void *a, const void *b)
 {
-    return kcr_object_label(obj, l->drain_key) != NULL;
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Whether `id` is in the sorted array v of n. */
+static bool has_id(char *const *v, size_t n, const char *id)
+{
+    return n && bsearch(&id, v, n, sizeof *v, cmp_str) != NULL;
+}
+
+/* Adds a copy of id to *v (n, capacity cap); false when out of memory. */
+static bool push_id(char ***v, size_t *n, size_t *cap, const char *id)
+{
+    char **grown = kcr__grow(*v, cap, *n, sizeof **v, 4);
+    char *copy = grown ? strdup(id) : NULL;
+    if (grown)
+        *v = grown;
+    if (!copy)
+        return false;
+    (*v)[(*n)++] = copy;
+    return true;
+}
+
+/* Lock held: the borrowed identities after a step whose ring is `now`,
+ * the one before being `before`: those kept (not placed again) and the
+ * members placed before and not now. True when they changed. Out of
+ * memory: unchanged (the cache widens at a later step, or never: the
+ * hand-over then waits for the coordinator's writes, as without it). */
+static bool follow_ring(shard_labels *l, const kcr__ring *before, const kcr__ring *now)
+{
+    char **next = NULL;
+    size_t n = 0, cap = 0;
+    bool ok = true, changed = false;
+    for (size_t i = 0; ok && i < l->n_borrowed; i++) {
+        bool back = kcr__ring_placed(now, l->borrowed[i]);
+        changed = changed || back;
+        ok = back || push_id(&next, &n, &cap, l->borrowed[i]);
+    }
+    for (size_t i = 0; ok && i < kcr__ring_size(before); i++) {
+        const char *id = kcr__ring_placed_at(before, i);
+        if (!id || kcr__ring_placed(now, id) || strcmp(id, l->identity) == 0 ||
+            has_id(l->borrowed, l->n_borrowed, id))
+            continue;
+        changed = true;
+        ok = push_id(&next, &n, &cap, id);
+    }
+    if (!ok || !changed) {
+        borrowed_free(next, n);
+        return false;
+    }
+    qsort(next, n, sizeof *next, cmp_str);
+    pthread_mutex_lock(&l->watch_mu);
+    char **old = l->borrowed;
+    size_t n_old = l->n_borrowed;
+    l->borrowed = next;
+    l->n_borrowed = n;
+    pthread_mutex_unlock(&l->watch_mu);
+    borrowed_free(old, n_old);
+    return true;
 }
 
 /* ---- the coordinator's Lease ---- */
@@ -586,6 +690,33 @@ static void coordinate(mgr_shard *s)
     }
 }
 
+void kcr__shard_labels_rewatch(mgr_shard *s)
+{
+    shard_labels *l = s->labels;
+    kcr_manager *m = s->m;
+    char *who = kcr__shard_labels_selector(l, NULL);
+    kcr__log(KCR_LOG_INFO, "shard", "shard ring \"%s\": %s: the primary caches list again with %s",
+             s->ring, s->identity, who ? who : "(out of memory)");
+    free(who);
+    for (size_t i = 0; i < m->n_ctls; i++) {
+        if (!first_sharded(m, i))
+            continue;
+        char *sel = kcr__shard_labels_selector(l, m->ctls[i]->c->sources[0].label_selector);
+        kcr_err err = sel ? kcr__reflector_set_label_selector(
+                                kcr_informer_reflector(m->ctls[i]->infs[0]), sel)
+                          : kcr__fail(KCR_ERR_NOMEM, "out of memory");
+        if (err != KCR_OK)
+            kcr__log(KCR_LOG_ERROR, "shard", "shard ring \"%s\": widening the primary cache: %s",
+                     s->ring, kcr_last_error());
+        free(sel);
+    }
+}
+
+bool kcr__shard_labels_draining(const shard_labels *l, const kcr_object *obj)
+{
+    return kcr_object_label(obj, l->drain_key) != NULL;
+}
+
 /* ---- the label thread ---- */
 
 static void *label_main(void *arg)
@@ -651,16 +782,18 @@ void kcr__shard_labels_stop(mgr_shard *s)
         kcr_leader_elector_stop(l->elector); /* releases the coordinator Lease if held */
 }
 
-void kcr__shard_labels_after_step(mgr_shard *s)
+bool kcr__shard_labels_after_step(mgr_shard *s)
 {
     const kcr__ring *r = kcr__shard_member_ring(s->member);
     if (r != s->ring_seen)
         s->label_poke = true; /* the ring changed (or stopped being known) */
     s->ring_seen = r;
+    bool rewatch = r && s->coord_ring && follow_ring(s->labels, s->coord_ring, r);
     kcr__ring_free(s->coord_ring);
     s->coord_ring = NULL;
     if (r && kcr__ring_copy(r, &s->coord_ring) != KCR_OK)
         s->coord_ring = NULL; /* out of memory: no pass until the next step */
+    return rewatch;
 }
 
 bool kcr__shard_labels_coordinating(mgr_shard *s, double *unowned)

@@ -54,8 +54,17 @@ typedef char *(*kcr__shard_label_fn)(const char *base, const kcr_shard_range *ra
  * owners' buckets so. Before kcr_reflector_start(); KCR_ERR_NOMEM only. */
 kcr_err kcr__reflector_set_shard_label(kcr_reflector *r, kcr__shard_label_fn fn, const char *base);
 
-/* The generation of the newest shard selector set on r: 0 for the one it
- * was made with, one more per kcr_reflector_set_shard_selector(). Thread-safe. */
+/* Replaces r's label selector (copied; NULL or "": none): the running
+ * watch ends and the whole new selection is listed, as at a shard
+ * selector change (the same generation counts both). Label-mode sharding
+ * widens and narrows its primary caches so (docs/sharding.md, "Label
+ * mode"). KCR_ERR_STATE when the label selector follows the shard
+ * selector (kcr__reflector_set_shard_label); KCR_ERR_NOMEM. Thread-safe. */
+kcr_err kcr__reflector_set_label_selector(kcr_reflector *r, const char *selector);
+
+/* The generation of the newest shard or label selector set on r: 0 for the
+ * one it was made with, one more per kcr_reflector_set_shard_selector() or
+ * kcr__reflector_set_label_selector(). Thread-safe. */
 uint64_t kcr__reflector_shard_gen(kcr_reflector *r);
 
 /* Whether r delivered a complete list made with a shard selector of

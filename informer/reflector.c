@@ -68,6 +68,8 @@ struct kcr_reflector {
      * no selector any more; label_pending: pending_label replaces `label`
      * too, kcr__reflector_set_shard_label) */
     bool shard_pending, label_pending;
+    bool relabel_pending;      /* kcr__reflector_set_label_selector's `relabel` replaces `label` */
+    char *relabel;
     uint64_t shard_gen;        /* selectors set so far: the newest one's generation */
     uint64_t listing_gen;      /* the generation of the selector in force */
     uint64_t listed_gen;       /* ... of the last list delivered to the sink */
@@ -450,7 +452,9 @@ typedef struct prev_selection {
 } prev_selection;
 
 /* Reflector thread: swaps in a selector kcr_reflector_set_shard_selector()
- * left, before a list; *prev gets the one it replaced. */
+ * or kcr__reflector_set_label_selector() left, before a list; *prev gets
+ * the shard selection it replaced (prev->changed stays false after a new
+ * label selector: the whole selection is listed again). */
 static void take_shard_change(kcr_reflector *r, prev_selection *prev)
 {
     pthread_mutex_lock(&r->mu);
@@ -479,13 +483,21 @@ static void take_shard_change(kcr_reflector *r, prev_selection *prev)
         if (!r->shard_sel)
             r->stats.shard_mode = KCR_SHARD_SELECTOR_NONE;
     }
+    if (r->relabel_pending) {
+        free(r->label);
+        r->label = r->relabel;
+        r->relabel = NULL;
+        r->relabel_pending = false;
+        r->listing_gen = r->shard_gen;
+        prev->changed = false;
+    }
     pthread_mutex_unlock(&r->mu);
 }
 
-static bool shard_change_pending(kcr_reflector *r)
+static bool selector_change_pending(kcr_reflector *r)
 {
     pthread_mutex_lock(&r->mu);
-    bool p = r->shard_pending;
+    bool p = r->shard_pending || r->relabel_pending;
     pthread_mutex_unlock(&r->mu);
     return p;
 }
@@ -961,7 +973,8 @@ static next_step watch_once(kcr_reflector *r, bool streaming)
     pthread_mutex_lock(&r->mu);
     r->stats.watch_requests++;
     kcr_cancel_reset(r->watch_cancel);
-    bool skip = r->stopping || r->shard_pending; /* checked under the lock the setters take */
+    /* checked under the lock the setters take */
+    bool skip = r->stopping || r->shard_pending || r->relabel_pending;
     pthread_mutex_unlock(&r->mu);
     o.cancel = r->watch_cancel;
     if (skip) {
@@ -981,8 +994,8 @@ static next_step watch_once(kcr_reflector *r, bool streaming)
     next_step next;
     if (stopping(r)) {
         next = NEXT_STOP;
-    } else if (err == KCR_ERR_CANCELED && shard_change_pending(r)) {
-        kcr__log(KCR_LOG_DEBUG, "reflector", "%s: shard selector changed: watch ended",
+    } else if (err == KCR_ERR_CANCELED && selector_change_pending(r)) {
+        kcr__log(KCR_LOG_DEBUG, "reflector", "%s: selector changed: watch ended",
                  r->res.resource);
         next = NEXT_RELIST;
     } else if (err == KCR_ERR_CANCELED) {
@@ -1031,7 +1044,7 @@ static void *run(void *arg)
     bool streaming_unsupported = r->mode != KCR_LIST_MODE_STREAMING;
     while (!stopping(r)) {
         next_step next;
-        if (need_list && !streaming_unsupported && !r->shard_sel && !shard_change_pending(r)) {
+        if (need_list && !streaming_unsupported && !r->shard_sel && !selector_change_pending(r)) {
             next = watch_once(r, true);
             if (next == NEXT_FALLBACK) {
                 streaming_unsupported = true;
@@ -1269,6 +1282,7 @@ void kcr_reflector_free(kcr_reflector *r)
     free(r->pending_sel);
     free(r->pending_label);
     free(r->pending_ranges);
+    free(r->relabel);
     free(r->label_base);
     replay_clear(r);
     free(r);
@@ -1313,6 +1327,24 @@ kcr_err kcr_reflector_set_shard_selector(kcr_reflector *r, const char *selector)
     r->pending_ranges = ranges;
     r->pending_n = n;
     r->shard_pending = true;
+    r->shard_gen++;
+    kcr_cancel_trigger(r->watch_cancel); /* the watch ends; the thread relists */
+    pthread_mutex_unlock(&r->mu);
+    return KCR_OK;
+}
+
+kcr_err kcr__reflector_set_label_selector(kcr_reflector *r, const char *selector)
+{
+    if (r->shard_label)
+        return kcr__fail(KCR_ERR_STATE, "%s: the label selector follows the shard selector",
+                         r->res.resource);
+    char *lab = dup_or_null(selector);
+    if (selector && *selector && !lab)
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    pthread_mutex_lock(&r->mu);
+    free(r->relabel);
+    r->relabel = lab;
+    r->relabel_pending = true;
     r->shard_gen++;
     kcr_cancel_trigger(r->watch_cancel); /* the watch ends; the thread relists */
     pthread_mutex_unlock(&r->mu);

@@ -328,6 +328,16 @@ bool kcr__ring_placed(const kcr__ring *r, const char *identity)
     return who >= 0 && r->placed[who];
 }
 
+size_t kcr__ring_size(const kcr__ring *r)
+{
+    return r->n;
+}
+
+const char *kcr__ring_placed_at(const kcr__ring *r, size_t i)
+{
+    return i < r->n && r->placed[i] ? r->ids[i] : NULL;
+}
+
 int kcr__ring_free_slot(const kcr__ring *r)
 {
     int s = 0;

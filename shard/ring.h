@@ -62,6 +62,13 @@ kcr_err kcr__ring_ranges(const kcr__ring *r, const char *identity, kcr__ranges *
 /* Whether `identity` is a member that holds its slot. */
 bool kcr__ring_placed(const kcr__ring *r, const char *identity);
 
+/* The number of members r was built from, placed or not. */
+size_t kcr__ring_size(const kcr__ring *r);
+
+/* The identity of member i (0 .. kcr__ring_size() - 1, in identity
+ * order) when it is placed, NULL otherwise (borrowed from r). */
+const char *kcr__ring_placed_at(const kcr__ring *r, size_t i);
+
 /* Whether a placed member holds `slot`. */
 bool kcr__ring_slot_held(const kcr__ring *r, int slot);
 

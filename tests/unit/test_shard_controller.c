@@ -1360,3 +1360,71 @@ Test(shard_controller, server_mode_a_gained_key_waits_for_its_object, .init = se
     cr_expect_eq(keys_of(0), N_KEYS, "every key ran once its object was listed");
     cr_expect_eq(atomic_load(&missing_primary), 0);
 }
+
+/* The fake's hook: while `hold_cm_patches` is set, PATCHes of ConfigMaps
+ * (the coordinator's label writes) wait. */
+static atomic_int hold_cm_patches;
+
+static void hold_cm_patch(kcr_fake_verb verb, const kcr_resource *res, const char *ns,
+                          const char *name, void *ud)
+{
+    (void)ns, (void)name, (void)ud;
+    if (verb != KCR_FAKE_PATCH || strcmp(res->resource, "configmaps") != 0)
+        return;
+    while (atomic_load(&hold_cm_patches))
+        sleep_ms(1);
+}
+
+/* Every key in `keys` reconciled since clear_counts by replica 0 or 1. */
+static bool ran_on_the_others(const bool *keys)
+{
+    for (int i = 0; i < N_KEYS; i++)
+        if (keys[i] && !atomic_load(&by[i][0]) && !atomic_load(&by[i][1]))
+            return false;
+    return true;
+}
+
+/* A replica that leaves hands its objects over without waiting for the
+ * coordinator's label writes: the others watch its label too once it left
+ * their ring, so its objects reach their caches at once. The writes are
+ * held back here until every one of them ran elsewhere, with its object. */
+Test(shard_controller, label_mode_a_leavers_objects_run_before_they_are_relabelled, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    kcr_fake_set_hook(fake, hold_cm_patch, NULL);
+    replica_new(0, KCR_SHARD_LABEL, NULL);
+    replica_start(0);
+    WAIT_FOR(coordinators(1) == 1); /* replica 0 coordinates: replica 2 leaves */
+    for (int r = 1; r < 3; r++) {
+        replica_new(r, KCR_SHARD_LABEL, NULL);
+        replica_start(r);
+    }
+    int three[] = {0, 1, 2};
+    WAIT_FOR(settled(three, 3) && all_labelled(3, SHARD_LABEL));
+    bool leavers[N_KEYS];
+    for (int i = 0; i < N_KEYS; i++) {
+        char owner[64];
+        label_of(i, SHARD_LABEL, owner, sizeof owner);
+        leavers[i] = strcmp(owner, "rep-2") == 0;
+    }
+    int had = labelled_with("rep-2");
+    cr_assert_gt(had, 0);
+    atomic_store(&missing_primary, 0);
+    clear_counts();
+    atomic_store(&hold_cm_patches, 1);
+    kcr_manager_stop(reps[2].m);
+    int64_t until = kcr__now_ns() + test_ms(10000) * KCR_NS_PER_MS;
+    while (!ran_on_the_others(leavers) && kcr__now_ns() < until)
+        sleep_ms(5);
+    bool ran = ran_on_the_others(leavers);
+    int still = labelled_with("rep-2");
+    atomic_store(&hold_cm_patches, 0); /* before any assertion: the coordinator waits on it */
+    cr_expect(ran, "every one of the %d objects of the replica that left ran on another replica "
+                   "while the label writes were held back", had);
+    cr_expect_eq(still, had, "no object was relabelled meanwhile");
+    cr_expect_eq(atomic_load(&missing_primary), 0, "every reconcile found its object");
+    cr_assert_eq(replica_stop(2), KCR_OK, "%s", kcr_last_error());
+    WAIT_FOR(labelled_with("rep-2") == 0);
+    cr_expect_eq(atomic_load(&overlaps), 0);
+}

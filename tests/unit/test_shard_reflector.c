@@ -1004,3 +1004,68 @@ Test(shard_informer, a_failed_list_of_the_gained_ranges_falls_back_to_a_whole_re
     kcr_client_free(c);
     kcr_fake_free(f);
 }
+
+/* ---- a new label selector ---- */
+
+/* The informer's store holds exactly `want` objects, each labelled half=<one of halves>. */
+static bool holds_halves(kcr_informer *inf, int want, const char *halves)
+{
+    kcr_object_list l = {0};
+    if (kcr_store_list(kcr_informer_store(inf), &l) != KCR_OK)
+        return false;
+    bool ok = (int)l.len == want;
+    for (size_t i = 0; ok && i < l.len; i++) {
+        const char *h = kcr_object_label(l.items[i], "half");
+        ok = h && strstr(halves, h);
+    }
+    kcr_object_list_free(&l);
+    return ok;
+}
+
+/* kcr__reflector_set_label_selector (label-mode sharding widens and
+ * narrows its primary caches so): the whole new selection is listed, what
+ * left it leaves the store as tombstones, and the watch follows it. */
+Test(shard_informer, a_new_label_selector_lists_the_new_selection)
+{
+    kcr_fake *f = fake_with(false, 0);
+    char uid[32];
+    uid_in(LO, uid, sizeof uid);
+    for (int i = 0; i < 6; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "%s-%d", i % 2 ? "hi" : "lo", i);
+        seed_half_child(f, name, uid, i % 2 ? "hi" : "lo");
+    }
+    kcr_client *c = NULL;
+    cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
+    kcr_informer *inf = NULL;
+    kcr_informer_options o = {.reflector = {.label_selector = "half=lo"}};
+    cr_assert_eq(kcr_informer_new(c, &CM, &o, &inf), KCR_OK);
+    seen s = {0};
+    kcr_event_handler h = {
+        .on_add = seen_add, .on_update = seen_update, .on_delete = seen_delete, .user_data = &s};
+    cr_assert_eq(kcr_informer_add_handler(inf, &h, NULL), KCR_OK);
+    cr_assert_eq(kcr_informer_start(inf), KCR_OK);
+    cr_assert_eq(kcr_informer_wait_for_sync(inf, WAIT_MS, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_assert(holds_halves(inf, 3, "lo"));
+    kcr_reflector *r = kcr_informer_reflector(inf);
+    uint64_t lists = kcr_fake_count(f, KCR_FAKE_LIST, &CM);
+
+    cr_assert_eq(kcr__reflector_set_label_selector(r, "half in (lo,hi)"), KCR_OK);
+    WAIT_FOR(holds_halves(inf, 6, "lo hi") && kcr__informer_shard_synced(inf, 1), WAIT_MS);
+    cr_expect_eq(atomic_load(&s.adds), 6, "the three objects it gained were added");
+    cr_expect_eq(kcr_fake_count(f, KCR_FAKE_LIST, &CM) - lists, 1, "one list");
+
+    cr_assert_eq(kcr__reflector_set_label_selector(r, "half=hi"), KCR_OK);
+    WAIT_FOR(holds_halves(inf, 3, "hi") && kcr__informer_shard_synced(inf, 2), WAIT_MS);
+    cr_expect_eq(atomic_load(&s.tombstones), 3, "the objects that left went as tombstones");
+    cr_expect_eq(atomic_load(&s.deletes), 0);
+    /* the watch follows the new selector */
+    seed_half_child(f, "hi-new", uid, "hi");
+    seed_half_child(f, "lo-new", uid, "lo");
+    WAIT_FOR(holds_halves(inf, 4, "hi"), WAIT_MS);
+    sleep_ms(50);
+    cr_expect(holds_halves(inf, 4, "hi"), "lo-new stays out");
+    kcr_informer_free(inf);
+    kcr_client_free(c);
+    kcr_fake_free(f);
+}
