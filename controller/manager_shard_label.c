@@ -238,6 +238,11 @@ bool kcr__shard_labels_watched(shard_labels *l, const kcr_object *obj)
     return found;
 }
 
+bool kcr__shard_labels_draining(const shard_labels *l, const kcr_object *obj)
+{
+    return kcr_object_label(obj, l->drain_key) != NULL;
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -706,15 +711,10 @@ void kcr__shard_labels_rewatch(mgr_shard *s)
                                 kcr_informer_reflector(m->ctls[i]->infs[0]), sel)
                           : kcr__fail(KCR_ERR_NOMEM, "out of memory");
         if (err != KCR_OK)
-            kcr__log(KCR_LOG_ERROR, "shard", "shard ring \"%s\": widening the primary cache: %s",
+            kcr__log(KCR_LOG_ERROR, "shard", "shard ring \"%s\": a primary cache's label selector: %s",
                      s->ring, kcr_last_error());
         free(sel);
     }
-}
-
-bool kcr__shard_labels_draining(const shard_labels *l, const kcr_object *obj)
-{
-    return kcr_object_label(obj, l->drain_key) != NULL;
 }
 
 /* ---- the label thread ---- */
