@@ -305,7 +305,16 @@ static void give_back_heap(mgr_shard *s, bool reselected)
         s->trim_due = false;
     s->held_peak = held;
 #ifdef __GLIBC__
+    /* One trim at a time in the process. Behind another allocator (ASan,
+     * TSan) glibc's malloc is first set up by a malloc_trim, and that set-up
+     * is not safe from two threads at once: two sharded managers of one
+     * process trimming together each took glibc's main arena as their
+     * thread's, and glibc aborted at the second thread's exit
+     * ("a->attached_threads > 0"). */
+    static pthread_mutex_t trim_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&trim_lock);
     malloc_trim(0);
+    pthread_mutex_unlock(&trim_lock);
 #endif
 }
 
