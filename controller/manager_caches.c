@@ -27,10 +27,11 @@ static void on_delete(const char *key, const kcr_object *obj, const kcr_tombston
     (void)tombstone; /* obj is already the tombstone's last known state */
     const kcr__source *s = ud;
     const mgr_ctl *mc = s->ctl->env_ctl;
-    /* label-mode sharding: an object relabelled for another replica leaves
-     * the primary cache as a DELETED event carrying its new labels; it was
-     * not deleted, and its reconciles are the other replica's (a deletion
-     * missed while not watching may come with no object: it is routed) */
+    /* label-mode sharding: an object relabelled for a replica whose label
+     * the cache does not watch leaves it as a DELETED event carrying its
+     * new labels; it was not deleted, and its reconciles are the other
+     * replica's (a deletion missed while not watching may come with no
+     * object: it is routed) */
     if (s->role == KCR__ROLE_PRIMARY && mc->sharded && obj &&
         kcr__mgr_shard_moved_away(mc->m->shard, obj))
         return;

@@ -141,7 +141,7 @@ kcr_err kcr__mgr_shard_child_labels(const mgr_shard *s, const char *user, char *
  * Before kcr__mgr_shard_start. */
 kcr_err kcr__mgr_shard_add_child(mgr_shard *s, kcr_informer *inf, const char *user);
 /* Label mode: the label selector of a sharded primary cache, the source's
- * own (`user`, may be NULL) and this replica's shard label, malloc'd into
+ * own (`user`, may be NULL) and the shard labels it watches, malloc'd into
  * *out; NULL in the other modes. */
 kcr_err kcr__mgr_shard_label_selector(const mgr_shard *s, const char *user, char **out);
 /* Label mode: whether obj, as a DELETED event of a sharded primary cache

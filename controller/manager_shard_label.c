@@ -1,8 +1,8 @@
 /* Label mode of a sharded manager (docs/sharding.md, "Label mode"): the
  * shard label on every object of the sharded primary resources names the
- * replica owning it, each replica's primary cache watches only its own
- * label, and an object moves through a drain label its old owner
- * acknowledges.
+ * replica owning it, each replica's primary cache watches its own label
+ * (and those of the members that left its ring, until they come back),
+ * and an object moves through a drain label its old owner acknowledges.
  *
  * One thread per replica, the label thread, runs every retry period and
  * when woken:

@@ -272,7 +272,6 @@ static void seed(void)
     }
 }
 
-/* Patches every ConfigMap, so each key is reconciled once more. */
 /* Merge-patches <prefix>-<i> of res with `patch`, for every key. */
 static void patch_each(const kcr_resource *res, const char *prefix, const char *patch)
 {
@@ -290,6 +289,7 @@ static void patch_each(const kcr_resource *res, const char *prefix, const char *
     }
 }
 
+/* Patches every ConfigMap, so each key is reconciled once more. */
 static void touch_all(int round)
 {
     char patch[64];
