@@ -80,6 +80,9 @@ kcr_err kcr__mgr_bind_sources(mgr_ctl *mc)
         free(labels);
         if (err != KCR_OK)
             return err;
+        if (mc->sharded && s->role == KCR__ROLE_PRIMARY &&
+            (err = kcr__mgr_shard_label_cache(m->shard, mc->infs[i], s->label_selector)) != KCR_OK)
+            return err;
         s->cache = kcr_informer_store(mc->infs[i]);
         if (shard_sel && s->role == KCR__ROLE_OWNS &&
             (err = kcr__mgr_shard_add_child(m->shard, mc->infs[i], s->label_selector)) != KCR_OK)

@@ -144,6 +144,11 @@ kcr_err kcr__mgr_shard_add_child(mgr_shard *s, kcr_informer *inf, const char *us
  * own (`user`, may be NULL) and the shard labels it watches, malloc'd into
  * *out; NULL in the other modes. */
 kcr_err kcr__mgr_shard_label_selector(const mgr_shard *s, const char *user, char **out);
+/* Label mode: makes inf, a sharded primary cache made with that selector
+ * and not started, follow the shard labels this replica watches (widened
+ * and narrowed by listing only what a change gains); KCR_OK in the other
+ * modes. */
+kcr_err kcr__mgr_shard_label_cache(const mgr_shard *s, kcr_informer *inf, const char *user);
 /* Label mode: whether obj, as a DELETED event of a sharded primary cache
  * delivers it, carries none of the shard labels the cache watches (it
  * moved: the label selector stopped matching). false in the other modes. */

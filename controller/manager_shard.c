@@ -722,6 +722,12 @@ kcr_err kcr__mgr_shard_label_selector(const mgr_shard *s, const char *user, char
     return *out ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, "out of memory");
 }
 
+kcr_err kcr__mgr_shard_label_cache(const mgr_shard *s, kcr_informer *inf, const char *user)
+{
+    return s->labels ? kcr__shard_labels_select(s->labels, kcr_informer_reflector(inf), user)
+                     : KCR_OK;
+}
+
 kcr_err kcr__mgr_shard_start(mgr_shard *s)
 {
     if (pthread_create(&s->call_thread, NULL, call_main, s) != 0)

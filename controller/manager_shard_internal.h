@@ -96,6 +96,11 @@ void kcr__shard_labels_stop(mgr_shard *s);
  * and those of members that left its ring. Malloc'd; NULL when out of
  * memory. Any thread. */
 char *kcr__shard_labels_selector(shard_labels *l, const char *user);
+/* Makes r, a sharded primary cache's reflector, select what
+ * kcr__shard_labels_selector(l, user) says: before its start, the
+ * selection of its first list; after, it follows the change, listing only
+ * the labels it gains (kcr__reflector_set_label_values). Any thread. */
+kcr_err kcr__shard_labels_select(shard_labels *l, kcr_reflector *r, const char *user);
 /* Whether obj carries a shard label the primary caches watch. Any thread. */
 bool kcr__shard_labels_watched(shard_labels *l, const kcr_object *obj);
 /* Whether obj carries the drain label. */
@@ -105,8 +110,8 @@ bool kcr__shard_labels_draining(const shard_labels *l, const kcr_object *obj);
  * the members that left it. True when the labels to watch changed: call
  * kcr__shard_labels_rewatch() once the lock is released. */
 bool kcr__shard_labels_after_step(mgr_shard *s);
-/* Without s->lock (the member's thread): every sharded primary cache lists
- * again with kcr__shard_labels_selector(). */
+/* Without s->lock (the member's thread): every sharded primary cache
+ * follows kcr__shard_labels_selector() (kcr__shard_labels_select). */
 void kcr__shard_labels_rewatch(mgr_shard *s);
 /* Whether this replica is the ring's coordinator now; the objects the
  * coordinator's last pass found without a live owner (0 elsewhere). */

@@ -32,6 +32,7 @@
 #include "core/grow.h"
 #include "core/log.h"
 #include "informer/informer_internal.h"
+#include "informer/label_set.h"
 #include "kcr/leader.h"
 #include "shard/ring.h"
 
@@ -200,27 +201,43 @@ void kcr__shard_labels_free(shard_labels *l)
 
 /* ---- the labels the primary caches watch ---- */
 
-char *kcr__shard_labels_selector(shard_labels *l, const char *user)
+/* *out = the selection of a sharded primary cache: the source's own
+ * selector (`user`, may be NULL) and the shard label's values it watches,
+ * this replica's identity first, then the members that left its ring. */
+static kcr_err watched_set(shard_labels *l, const char *user, kcr__label_set *out)
 {
     pthread_mutex_lock(&l->watch_mu);
-    size_t n = strlen(l->shard_key) + strlen(l->identity) + 16 + (user ? strlen(user) : 0);
-    for (size_t i = 0; i < l->n_borrowed; i++)
-        n += strlen(l->borrowed[i]) + 1;
-    char *out = malloc(n);
-    if (out) {
-        size_t at = (size_t)snprintf(out, n, "%s%s%s", user && *user ? user : "",
-                                     user && *user ? "," : "", l->shard_key);
-        if (!l->n_borrowed) {
-            snprintf(out + at, n - at, "=%s", l->identity);
-        } else {
-            at += (size_t)snprintf(out + at, n - at, " in (%s", l->identity);
-            for (size_t i = 0; i < l->n_borrowed; i++)
-                at += (size_t)snprintf(out + at, n - at, ",%s", l->borrowed[i]);
-            snprintf(out + at, n - at, ")");
-        }
+    size_t n = l->n_borrowed + 1;
+    const char **v = malloc(n * sizeof *v);
+    kcr_err err = v ? KCR_OK : kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    if (v) {
+        v[0] = l->identity;
+        for (size_t i = 0; i < l->n_borrowed; i++)
+            v[i + 1] = l->borrowed[i];
+        err = kcr__label_set_init(out, user, l->shard_key, v, n);
     }
     pthread_mutex_unlock(&l->watch_mu);
+    free(v);
+    return err;
+}
+
+char *kcr__shard_labels_selector(shard_labels *l, const char *user)
+{
+    kcr__label_set set = {0};
+    char *out = watched_set(l, user, &set) == KCR_OK ? kcr__label_set_selector(&set) : NULL;
+    kcr__label_set_clear(&set);
     return out;
+}
+
+kcr_err kcr__shard_labels_select(shard_labels *l, kcr_reflector *r, const char *user)
+{
+    kcr__label_set set = {0};
+    kcr_err err = watched_set(l, user, &set);
+    if (err == KCR_OK)
+        err = kcr__reflector_set_label_values(r, set.base, set.key,
+                                              (const char *const *)set.values, set.n);
+    kcr__label_set_clear(&set);
+    return err;
 }
 
 bool kcr__shard_labels_watched(shard_labels *l, const kcr_object *obj)
@@ -700,20 +717,17 @@ void kcr__shard_labels_rewatch(mgr_shard *s)
     shard_labels *l = s->labels;
     kcr_manager *m = s->m;
     char *who = kcr__shard_labels_selector(l, NULL);
-    kcr__log(KCR_LOG_INFO, "shard", "shard ring \"%s\": %s: the primary caches list again with %s",
+    kcr__log(KCR_LOG_INFO, "shard", "shard ring \"%s\": %s: the primary caches select %s",
              s->ring, s->identity, who ? who : "(out of memory)");
     free(who);
     for (size_t i = 0; i < m->n_ctls; i++) {
         if (!first_sharded(m, i))
             continue;
-        char *sel = kcr__shard_labels_selector(l, m->ctls[i]->c->sources[0].label_selector);
-        kcr_err err = sel ? kcr__reflector_set_label_selector(
-                                kcr_informer_reflector(m->ctls[i]->infs[0]), sel)
-                          : kcr__fail(KCR_ERR_NOMEM, "out of memory");
+        kcr_err err = kcr__shard_labels_select(l, kcr_informer_reflector(m->ctls[i]->infs[0]),
+                                               m->ctls[i]->c->sources[0].label_selector);
         if (err != KCR_OK)
             kcr__log(KCR_LOG_ERROR, "shard", "shard ring \"%s\": a primary cache's label selector: %s",
                      s->ring, kcr_last_error());
-        free(sel);
     }
 }
 

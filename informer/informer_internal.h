@@ -54,17 +54,26 @@ typedef char *(*kcr__shard_label_fn)(const char *base, const kcr_shard_range *ra
  * owners' buckets so. Before kcr_reflector_start(); KCR_ERR_NOMEM only. */
 kcr_err kcr__reflector_set_shard_label(kcr_reflector *r, kcr__shard_label_fn fn, const char *base);
 
-/* Replaces r's label selector (copied; NULL or "": none): the running
- * watch ends and the whole new selection is listed, as at a shard
- * selector change (the same generation counts both). Label-mode sharding
- * widens and narrows its primary caches so (docs/sharding.md, "Label
- * mode"). KCR_ERR_STATE when the label selector follows the shard
- * selector (kcr__reflector_set_shard_label); KCR_ERR_NOMEM. Thread-safe. */
-kcr_err kcr__reflector_set_label_selector(kcr_reflector *r, const char *selector);
+/* Makes r's label selector `<base>,<key> in (<values>)` (`<key>=<value>`
+ * for one; base NULL or "": none; all copied, n > 0). Label-mode sharding
+ * selects its primary caches so and widens and narrows them (docs/
+ * sharding.md, "Label mode"). Before kcr_reflector_start() it is the
+ * selection the first list uses: make r with the same selector
+ * (kcr__label_set_selector) so that a factory shares it only with an equal
+ * selection. After, the running watch ends; with the narrowing hook and a
+ * selection of the same key and base in force, only the objects of the
+ * values it adds are listed (a consistent read), those of the values it
+ * drops leave through the hook, and the watch resumes from where it was,
+ * as at a shard selector change (the same generation counts both);
+ * otherwise the whole new selection is listed. KCR_ERR_STATE when the
+ * label selector follows the shard selector (kcr__reflector_set_shard_label);
+ * KCR_ERR_INVALID without a key or a value; KCR_ERR_NOMEM. Thread-safe. */
+kcr_err kcr__reflector_set_label_values(kcr_reflector *r, const char *base, const char *key,
+                                        const char *const *values, size_t n);
 
 /* The generation of the newest shard or label selector set on r: 0 for the
  * one it was made with, one more per kcr_reflector_set_shard_selector() or
- * kcr__reflector_set_label_selector(). Thread-safe. */
+ * kcr__reflector_set_label_values() after the start. Thread-safe. */
 uint64_t kcr__reflector_shard_gen(kcr_reflector *r);
 
 /* Whether r delivered a complete list made with a shard selector of

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/strmap.h"
 #include "informer/informer_internal.h"
+#include "informer/label_set.h"
 #include "object/ranges.h"
 
 #define HEALTHY_WATCH_NS KCR_NS_PER_S /* a clean end after this long is not a hot loop */
@@ -48,6 +49,9 @@ struct kcr_reflector {
     void *narrow_ud;
     kcr__shard_label_fn shard_label; /* NULL: the label selector stays */
     char *label_base;
+    /* The label selection kcr__reflector_set_label_values() made (`label`
+     * is its selector; none: key NULL); reflector thread only once started. */
+    kcr__label_set labels;
 
     kcr_cancel *cancel;
     kcr_cancel *watch_cancel; /* the running watch's: stop and a selector change trigger it */
@@ -68,8 +72,11 @@ struct kcr_reflector {
      * no selector any more; label_pending: pending_label replaces `label`
      * too, kcr__reflector_set_shard_label) */
     bool shard_pending, label_pending;
-    bool relabel_pending;      /* kcr__reflector_set_label_selector's `relabel` replaces `label` */
+    /* kcr__reflector_set_label_values' change: relabel_set replaces
+     * `labels`, relabel (its selector) `label` */
+    bool relabel_pending;
     char *relabel;
+    kcr__label_set relabel_set;
     uint64_t shard_gen;        /* selectors set so far: the newest one's generation */
     uint64_t listing_gen;      /* the generation of the selector in force */
     uint64_t listed_gen;       /* ... of the last list delivered to the sink */
@@ -84,11 +91,11 @@ struct kcr_reflector {
     bool shard_fallback_logged; /* the client-side filtering was announced */
     /* After a list of gained ranges at a version newer than the watch's
      * (list_gained): the resumed watch's events up to replay_rv of those
-     * ranges, or of a key that list held, are in the list already and are
-     * skipped. replay_rv 0: no filter. */
+     * ranges (or label values), or of a key that list held, are in the
+     * list already and are skipped. replay_rv 0: no filter. */
     uint64_t replay_rv;
-    kcr_shard_range *replay_ranges;
-    size_t n_replay;
+    kcr__ranges replay_ranges;
+    kcr__label_set replay_labels;
     struct kcr__strmap replay_keys;
     int64_t bo_cur_ms, bo_last_ns;
     uint64_t rng;
@@ -342,14 +349,15 @@ static uint64_t rv_number(const char *rv)
 static void replay_clear(kcr_reflector *r)
 {
     r->replay_rv = 0;
-    free(r->replay_ranges);
-    r->replay_ranges = NULL;
-    r->n_replay = 0;
+    kcr__ranges_clear(&r->replay_ranges);
+    kcr__label_set_clear(&r->replay_labels);
     kcr__strmap_clear(&r->replay_keys, NULL);
 }
 
 /* Whether a watch event is one a list of gained ranges already applied
- * (replay_rv): at or below its version, of those ranges or of a key it
+ * (replay_rv): at or below its version, of those ranges or label values
+ * (carried at that version: the list holds the object's state at its
+ * own, or not the object if it left them since) or of a key it
  * held. The first event past it ends the filter (events come in order). */
 static bool replayed(kcr_reflector *r, const kcr_watch_event *ev)
 {
@@ -360,7 +368,8 @@ static bool replayed(kcr_reflector *r, const kcr_watch_event *ev)
     }
     char *key = NULL;
     bool held =
-        kcr_shard_match(ev->object, r->shard_field, r->replay_ranges, r->n_replay) ||
+        kcr_shard_match(ev->object, r->shard_field, r->replay_ranges.r, r->replay_ranges.n) ||
+        kcr__label_set_matches(&r->replay_labels, ev->object) ||
         (kcr_store_key(ev->object, &key) == KCR_OK && kcr__strmap_get(&r->replay_keys, key));
     free(key);
     return held;
@@ -443,18 +452,21 @@ static char *relist_rv(kcr_reflector *r)
     return rv;
 }
 
-/* The selection a change replaced (ranges n 0: none; malloc'd). */
+/* The selection a change replaced: a shard selection (changed; ranges n
+ * 0: none; malloc'd) or a label selection (relabeled). */
 typedef struct prev_selection {
     bool changed;
     kcr_shard_field field;
     kcr_shard_range *ranges;
     size_t n;
+    bool relabeled;
+    kcr__label_set labels;
 } prev_selection;
 
 /* Reflector thread: swaps in a selector kcr_reflector_set_shard_selector()
- * or kcr__reflector_set_label_selector() left, before a list; *prev gets
- * the shard selection it replaced (prev->changed stays false after a new
- * label selector: the whole selection is listed again). */
+ * or kcr__reflector_set_label_values() left, before a list; *prev gets
+ * the selection it replaced. Both at once: neither is followed (prev says
+ * no change), the whole selection is listed again. */
 static void take_shard_change(kcr_reflector *r, prev_selection *prev)
 {
     pthread_mutex_lock(&r->mu);
@@ -487,8 +499,12 @@ static void take_shard_change(kcr_reflector *r, prev_selection *prev)
         free(r->label);
         r->label = r->relabel;
         r->relabel = NULL;
+        prev->labels = r->labels;
+        r->labels = r->relabel_set;
+        r->relabel_set = (kcr__label_set){0};
         r->relabel_pending = false;
         r->listing_gen = r->shard_gen;
+        prev->relabeled = !prev->changed;
         prev->changed = false;
     }
     pthread_mutex_unlock(&r->mu);
@@ -626,25 +642,77 @@ static kcr_err gained_ranges(const kcr_reflector *r, const prev_selection *prev,
     return err;
 }
 
-/* The items of a list of gained ranges: those in the ranges, transformed. */
+/* What a selection change gains: its shard ranges (ranges.n) or the values
+ * of its label (labels.n), and the selectors of a list of only that. */
+typedef struct gain {
+    bool by_label;
+    kcr__ranges ranges;
+    kcr__label_set labels;
+    char *shard_sel, *label; /* NULL: none, `label`: the reflector's own */
+} gain;
+
+static void gain_clear(gain *g)
+{
+    kcr__ranges_clear(&g->ranges);
+    kcr__label_set_clear(&g->labels);
+    free(g->shard_sel);
+    free(g->label);
+}
+
+/* Fills *g for the change from prev to the selection in force. */
+static kcr_err gain_of(const kcr_reflector *r, const prev_selection *prev, gain *g)
+{
+    g->by_label = prev->relabeled;
+    kcr_err err = g->by_label ? kcr__label_set_subtract(&r->labels, &prev->labels, &g->labels)
+                              : gained_ranges(r, prev, &g->ranges);
+    if (err != KCR_OK || !(g->by_label ? g->labels.n : g->ranges.n))
+        return err;
+    if (g->by_label) {
+        /* a label change keeps the shard selection (none in label mode) */
+        const char *sel = server_selector(r);
+        g->shard_sel = sel ? strdup(sel) : NULL;
+        g->label = kcr__label_set_selector(&g->labels);
+        return (sel && !g->shard_sel) || !g->label ? kcr__fail(KCR_ERR_NOMEM, "out of memory")
+                                                   : KCR_OK;
+    }
+    if (r->shard_field != KCR_SHARD_BY_CONTROLLER &&
+        (err = kcr_shard_selector_format(r->shard_field, g->ranges.r, g->ranges.n,
+                                         &g->shard_sel)) != KCR_OK)
+        return err;
+    if (r->shard_label && !(g->label = r->shard_label(r->label_base, g->ranges.r, g->ranges.n)))
+        return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    return KCR_OK;
+}
+
+/* The items of a list of what a change gains: those in its ranges (a label
+ * change: in the shard), transformed. */
 typedef struct gained_ctx {
     kcr_reflector *r;
-    const kcr_shard_range *ranges;
-    size_t n;
+    const gain *gain;
     objvec objs;
     size_t outside;
 } gained_ctx;
+
+static bool in_gain(gained_ctx *g, const kcr_object *obj)
+{
+    kcr_reflector *r = g->r;
+    if (g->gain->by_label)
+        return in_shard(r, obj);
+    if (kcr_shard_match(obj, r->shard_field, g->gain->ranges.r, g->gain->ranges.n))
+        return true;
+    pthread_mutex_lock(&r->mu);
+    r->stats.shard_filtered++;
+    pthread_mutex_unlock(&r->mu);
+    return false;
+}
 
 static kcr_err gained_item(kcr_object *obj, void *ud)
 {
     gained_ctx *g = ud;
     if (stopping(g->r))
         return kcr__fail(KCR_ERR_CANCELED, "reflector stopped");
-    if (!kcr_shard_match(obj, g->r->shard_field, g->ranges, g->n)) {
+    if (!in_gain(g, obj)) {
         g->outside++;
-        pthread_mutex_lock(&g->r->mu);
-        g->r->stats.shard_filtered++;
-        pthread_mutex_unlock(&g->r->mu);
         return KCR_OK;
     }
     kcr_object *t;
@@ -654,7 +722,7 @@ static kcr_err gained_item(kcr_object *obj, void *ud)
     return err;
 }
 
-/* Lists the objects of g->ranges (a consistent read) into g->objs; *rv
+/* Lists what g->gain selects (a consistent read) into g->objs; *rv
  * (malloc'd) is the list's resourceVersion. *server: every page carried
  * shardInfo or nothing fell outside. Unpaged, as the watch cache serves a
  * list at "0" anyway: when four replicas gained a twentieth of 10^5 Foos
@@ -662,22 +730,17 @@ static kcr_err gained_item(kcr_object *obj, void *ud)
  * collection to fill it), 3.4 s for 11 pages of each collection, against
  * 0.7-1.6 s for the same lists unpaged (docs/benchmarks.md). A continue
  * token is still followed should a server page it anyway. */
-static kcr_err list_ranges(kcr_reflector *r, gained_ctx *g, char **rv, bool *server)
+static kcr_err list_gain(kcr_reflector *r, gained_ctx *g, char **rv, bool *server)
 {
-    char *sel = NULL, *label = NULL;
-    kcr_err err = KCR_OK;
-    if (r->shard_field != KCR_SHARD_BY_CONTROLLER)
-        err = kcr_shard_selector_format(r->shard_field, g->ranges, g->n, &sel);
-    if (err == KCR_OK && r->shard_label &&
-        !(label = r->shard_label(r->label_base, g->ranges, g->n)))
-        err = kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    const char *sel = g->gain->shard_sel;
     char *cont = NULL;
     bool info = true;
+    kcr_err err = KCR_OK;
     while (err == KCR_OK) {
         kcr_list_meta meta = {0};
         kcr_shard_info shard = {0};
         err = list_page(r,
-                        (kcr_request){.label_selector = label ? label : r->label,
+                        (kcr_request){.label_selector = g->gain->label ? g->gain->label : r->label,
                                       .continue_token = cont,
                                       .shard_selector = sel,
                                       .shard_info = sel ? &shard : NULL},
@@ -698,8 +761,6 @@ static kcr_err list_ranges(kcr_reflector *r, gained_ctx *g, char **rv, bool *ser
     }
     *server = info || (sel && g->outside == 0);
     free(cont);
-    free(sel);
-    free(label);
     return err;
 }
 
@@ -709,21 +770,32 @@ static bool keep_selected(const kcr_object *obj, void *ud)
     return kcr_shard_match(obj, r->shard_field, r->shard_ranges, r->n_shard_ranges);
 }
 
-/* Whether a selection change can be followed by listing what it gains:
- * the sink can narrow, a list was delivered and the watch reached a
- * version that is a number, and there is a selector before and after, on
- * the same field. */
-static bool can_list_gained(kcr_reflector *r, const prev_selection *prev, const char *rv)
+static bool keep_labelled(const kcr_object *obj, void *ud)
 {
-    return r->narrow && prev->n && r->shard_sel && prev->field == r->shard_field &&
-           !r->rv_unavailable && kcr_reflector_has_listed(r) && rv_number(rv);
+    kcr_reflector *r = ud;
+    return kcr__label_set_matches(&r->labels, obj);
 }
 
-/* After a list of the n gained `ranges` (taken) at version `listed`, whose
- * objects are objs, while the watch resumes from `watched`: the events in
- * between that the list holds are to be skipped (replayed()). */
-static kcr_err replay_from(kcr_reflector *r, uint64_t watched, uint64_t listed,
-                           kcr_shard_range **ranges, size_t n, const objvec *objs)
+/* Whether a selection change can be followed by listing what it gains:
+ * the sink can narrow, a list was delivered and the watch reached a
+ * version that is a number, and there is a selection before and after:
+ * shard ranges on the same field, or values of the same label with the
+ * same base. */
+static bool can_list_gained(kcr_reflector *r, const prev_selection *prev, const char *rv)
+{
+    bool same = prev->relabeled ? kcr__label_set_same_key(&prev->labels, &r->labels)
+                                : prev->n && r->shard_sel && prev->field == r->shard_field;
+    return same && r->narrow && !r->rv_unavailable && kcr_reflector_has_listed(r) &&
+           rv_number(rv);
+}
+
+/* After a list of what a change gains (g: its ranges or label values,
+ * taken) at version `listed`, whose objects are objs, while the watch
+ * resumes from `watched`: the events in between of what g selects, or of
+ * a key the list holds, are in the list and are to be skipped
+ * (replayed()). */
+static kcr_err replay_from(kcr_reflector *r, uint64_t watched, uint64_t listed, gain *g,
+                           const objvec *objs)
 {
     replay_clear(r);
     if (listed <= watched)
@@ -739,22 +811,23 @@ static kcr_err replay_from(kcr_reflector *r, uint64_t watched, uint64_t listed,
         replay_clear(r);
         return err;
     }
-    r->replay_ranges = *ranges;
-    *ranges = NULL;
-    r->n_replay = n;
+    r->replay_ranges = g->ranges;
+    g->ranges = (kcr__ranges){0};
+    r->replay_labels = g->labels;
+    g->labels = (kcr__label_set){0};
     r->replay_rv = listed;
     return KCR_OK;
 }
 
-/* Follows a selection change without relisting what stays: lists the
- * ranges the new selection gains (a consistent read: served from the watch
- * cache, where a list at the watch's older version would go to etcd),
- * drops what it loses through the narrowing hook, adds what it gained
- * (kcr__reflector_set_narrow), and resumes the watch from where it was,
- * skipping the events up to the list's version that the list already
- * holds (replayed()). False when the change cannot be followed so
- * (can_list_gained) or that list failed: the caller relists the whole
- * selection. Otherwise *err says how it went. */
+/* Follows a selection change without relisting what stays: lists what the
+ * new selection gains (its ranges or its label's values; a consistent
+ * read: served from the watch cache, where a list at the watch's older
+ * version would go to etcd), drops what it loses through the narrowing
+ * hook, adds what it gained (kcr__reflector_set_narrow), and resumes the
+ * watch from where it was, skipping the events up to the list's version
+ * that the list already holds (replayed()). False when the change cannot
+ * be followed so (can_list_gained) or that list failed: the caller relists
+ * the whole selection. Otherwise *err says how it went. */
 static bool list_gained(kcr_reflector *r, const prev_selection *prev, kcr_err *err)
 {
     char *rv = kcr_reflector_last_sync_rv(r), *listed = NULL;
@@ -762,29 +835,32 @@ static bool list_gained(kcr_reflector *r, const prev_selection *prev, kcr_err *e
         free(rv);
         return false;
     }
-    kcr__ranges gained = {0};
-    *err = gained_ranges(r, prev, &gained);
-    gained_ctx g = {.r = r, .ranges = gained.r, .n = gained.n};
+    gain gn = {0};
+    *err = gain_of(r, prev, &gn);
+    size_t n = gn.by_label ? gn.labels.n : gn.ranges.n;
+    const char *what = gn.by_label ? "label selector changed" : "shard selector changed";
+    const char *parts = gn.by_label ? "label value(s)" : "range(s)";
+    gained_ctx g = {.r = r, .gain = &gn};
     bool server = true, followed = true;
-    if (*err == KCR_OK && g.n && (*err = list_ranges(r, &g, &listed, &server)) == KCR_OK &&
+    if (*err == KCR_OK && n && (*err = list_gain(r, &g, &listed, &server)) == KCR_OK &&
         !rv_number(listed))
         *err = kcr__fail(KCR_ERR_INVALID, "the list's resourceVersion \"%s\" is not a number",
                          listed);
     if (*err != KCR_OK && *err != KCR_ERR_NOMEM && !stopping(r)) {
         kcr__log(KCR_LOG_INFO, "reflector",
-                 "%s: shard selector changed: listing only the gained ranges failed (%s: %s); "
-                 "relisting the whole selection",
-                 r->res.resource, kcr_strerror(*err), kcr_last_error());
+                 "%s: %s: listing only the gained %s failed (%s: %s); relisting the whole "
+                 "selection",
+                 r->res.resource, what, parts, kcr_strerror(*err), kcr_last_error());
         followed = false;
     }
     if (followed && *err == KCR_OK)
-        *err = r->narrow(keep_selected, r, r->narrow_ud);
+        *err = r->narrow(gn.by_label ? keep_labelled : keep_selected, r, r->narrow_ud);
     for (size_t i = 0; followed && *err == KCR_OK && i < g.objs.n; i++)
         *err = r->sink.on_add(g.objs.v[i], r->sink.user_data);
-    if (followed && *err == KCR_OK && g.n)
-        *err = replay_from(r, rv_number(rv), rv_number(listed), &gained.r, g.n, &g.objs);
+    if (followed && *err == KCR_OK && n)
+        *err = replay_from(r, rv_number(rv), rv_number(listed), &gn, &g.objs);
     if (followed && *err == KCR_OK) {
-        if (g.n)
+        if (n && !gn.by_label)
             note_shard_mode(r, server);
         pthread_mutex_lock(&r->mu);
         r->stats.lists++;
@@ -792,9 +868,9 @@ static bool list_gained(kcr_reflector *r, const prev_selection *prev, kcr_err *e
         pthread_mutex_unlock(&r->mu);
         clear_failure(r);
         kcr__log(KCR_LOG_INFO, "reflector",
-                 "%s: shard selector changed: listed only the %zu gained range(s) (%zu objects, "
-                 "at resourceVersion %s); the watch resumes from %s",
-                 r->res.resource, g.n, g.objs.n, listed ? listed : rv, rv);
+                 "%s: %s: listed only the %zu gained %s (%zu objects, at resourceVersion %s); "
+                 "the watch resumes from %s",
+                 r->res.resource, what, n, parts, g.objs.n, listed ? listed : rv, rv);
     } else if (followed && stopping(r)) {
         *err = kcr__fail(KCR_ERR_CANCELED, "%s: list canceled: the reflector is stopping",
                          r->res.resource);
@@ -802,7 +878,7 @@ static bool list_gained(kcr_reflector *r, const prev_selection *prev, kcr_err *e
         record_failure(r, "list (sink)", *err, NULL);
     }
     objvec_clear(&g.objs);
-    kcr__ranges_clear(&gained);
+    gain_clear(&gn);
     free(listed);
     free(rv);
     return followed;
@@ -813,8 +889,9 @@ static kcr_err do_list(kcr_reflector *r)
     prev_selection prev = {0};
     take_shard_change(r, &prev);
     kcr_err err = KCR_OK;
-    bool followed = prev.changed && list_gained(r, &prev, &err);
+    bool followed = (prev.changed || prev.relabeled) && list_gained(r, &prev, &err);
     free(prev.ranges);
+    kcr__label_set_clear(&prev.labels);
     return followed ? err : list_all(r);
 }
 
@@ -1283,6 +1360,8 @@ void kcr_reflector_free(kcr_reflector *r)
     free(r->pending_label);
     free(r->pending_ranges);
     free(r->relabel);
+    kcr__label_set_clear(&r->relabel_set);
+    kcr__label_set_clear(&r->labels);
     free(r->label_base);
     replay_clear(r);
     free(r);
@@ -1333,20 +1412,37 @@ kcr_err kcr_reflector_set_shard_selector(kcr_reflector *r, const char *selector)
     return KCR_OK;
 }
 
-kcr_err kcr__reflector_set_label_selector(kcr_reflector *r, const char *selector)
+kcr_err kcr__reflector_set_label_values(kcr_reflector *r, const char *base, const char *key,
+                                        const char *const *values, size_t n)
 {
     if (r->shard_label)
         return kcr__fail(KCR_ERR_STATE, "%s: the label selector follows the shard selector",
                          r->res.resource);
-    char *lab = dup_or_null(selector);
-    if (selector && *selector && !lab)
+    if (!key || !*key || !n)
+        return kcr__fail(KCR_ERR_INVALID, "%s: a label selection needs a key and a value",
+                         r->res.resource);
+    kcr__label_set set = {0};
+    kcr_err err = kcr__label_set_init(&set, base, key, values, n);
+    char *sel = err == KCR_OK ? kcr__label_set_selector(&set) : NULL;
+    if (!sel) {
+        kcr__label_set_clear(&set);
         return kcr__fail(KCR_ERR_NOMEM, "out of memory");
+    }
     pthread_mutex_lock(&r->mu);
-    free(r->relabel);
-    r->relabel = lab;
-    r->relabel_pending = true;
-    r->shard_gen++;
-    kcr_cancel_trigger(r->watch_cancel); /* the watch ends; the thread relists */
+    if (!r->started) { /* the first list's selection */
+        free(r->label);
+        r->label = sel;
+        kcr__label_set_clear(&r->labels);
+        r->labels = set;
+    } else {
+        free(r->relabel);
+        r->relabel = sel;
+        kcr__label_set_clear(&r->relabel_set);
+        r->relabel_set = set;
+        r->relabel_pending = true;
+        r->shard_gen++;
+        kcr_cancel_trigger(r->watch_cancel); /* the watch ends; the thread follows */
+    }
     pthread_mutex_unlock(&r->mu);
     return KCR_OK;
 }

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 
 #include "informer/informer_internal.h"
+#include "informer/label_set.h"
 #include "tests/unit/informer_fixtures.h"
 #include "kcr/fake.h"
 
@@ -1022,10 +1023,117 @@ static bool holds_halves(kcr_informer *inf, int want, const char *halves)
     return ok;
 }
 
-/* kcr__reflector_set_label_selector (label-mode sharding widens and
- * narrows its primary caches so): the whole new selection is listed, what
- * left it leaves the store as tombstones, and the watch follows it. */
-Test(shard_informer, a_new_label_selector_lists_the_new_selection)
+static const char *const LO_HALF[] = {"lo"}, *const HI_HALF[] = {"hi"},
+                        *const BOTH_HALVES[] = {"lo", "hi"};
+
+/* kcr__reflector_set_label_values with the informer's narrowing (label-mode
+ * sharding widens and narrows its primary caches so): widening lists only
+ * the value gained (once, a consistent read) and delivers only its
+ * objects; narrowing lists nothing and what left goes as tombstones; the
+ * watch after each resumes from where it was with the new selector.
+ * Writes between the watch's end and the list are in the list, and the
+ * resumed watch does not replay them over it. */
+static void gained_labels(bool write_between)
+{
+    kcr_fake *f = fake_with(false, 0);
+    list_spy ls = {.f = f};
+    char uid[32];
+    uid_in(LO, uid, sizeof uid);
+    snprintf(ls.hi_uid, sizeof ls.hi_uid, "%s", uid);
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "lo-%d", i);
+        seed_half_child(f, name, uid, "lo");
+        snprintf(name, sizeof name, "hi-%d", i);
+        seed_half_child(f, name, uid, "hi");
+    }
+    kcr_client *c = spy_new(f);
+    kcr_informer *inf = NULL;
+    hi0_seen hi0 = {0};
+    kcr_informer_options o = {
+        .reflector = {.label_selector = "half=lo", .transform = see_hi0, .transform_user_data = &hi0}};
+    cr_assert_eq(kcr_informer_new(c, &CM, &o, &inf), KCR_OK);
+    kcr_reflector *r = kcr_informer_reflector(inf);
+    cr_assert_eq(kcr__reflector_set_label_values(r, NULL, "half", LO_HALF, 1), KCR_OK);
+    cr_expect_eq(kcr__reflector_shard_gen(r), 0, "before the start: the first list's selection");
+    seen s = {0};
+    kcr_event_handler h = {
+        .on_add = seen_add, .on_update = seen_update, .on_delete = seen_delete, .user_data = &s};
+    cr_assert_eq(kcr_informer_add_handler(inf, &h, NULL), KCR_OK);
+    kcr_fake_set_hook(f, count_lists, &ls);
+    cr_assert_eq(kcr_informer_start(inf), KCR_OK);
+    cr_assert_eq(kcr_informer_wait_for_sync(inf, WAIT_MS, NULL), KCR_OK, "%s", kcr_last_error());
+    cr_assert(holds_halves(inf, 3, "lo"));
+    cr_assert_eq(atomic_load(&ls.lists), 1);
+    char *watched = NULL;
+    for (int i = 0; i < WAIT_MS / 5 && (!watched || !*watched); i++) {
+        free(watched);
+        watched = kcr_reflector_last_sync_rv(r);
+        if (!*watched)
+            sleep_ms(5);
+    }
+
+    ls.write_on_list = write_between;
+    cr_assert_eq(kcr__reflector_set_label_values(r, NULL, "half", BOTH_HALVES, 2), KCR_OK);
+    cr_expect_eq(kcr__reflector_shard_gen(r), 1);
+    WAIT_FOR(kcr__informer_shard_synced(inf, 1), WAIT_MS);
+    /* with writes: hi-1 went, hi-new came */
+    WAIT_FOR(holds_halves(inf, 6, "lo hi") && atomic_load(&s.adds) == 6, WAIT_MS);
+    cr_expect_eq(atomic_load(&ls.lists), 2, "one list, of the value gained");
+    WAIT_FOR(spy_n(c) >= 3 && spy_get(c, spy_n(c) - 1).watch, WAIT_MS);
+    size_t g = 1;
+    while (g < spy_n(c) && spy_get(c, g).watch)
+        g++;
+    cr_assert_lt(g + 1, spy_n(c));
+    spy_call gl = spy_get(c, g), resumed = spy_get(c, g + 1);
+    cr_expect_str_eq(gl.label, "half=hi", "the value gained");
+    cr_expect_str_eq(gl.rv, "(null)", "a consistent read, not one at the watch's version");
+    cr_expect(resumed.watch);
+    cr_expect_str_eq(resumed.label, "half in (lo,hi)");
+    cr_expect_str_eq(resumed.rv, watched, "the watch resumes from where it was");
+    cr_expect(strcmp(watched, "0") != 0 && *watched, "a version, not a fresh watch");
+    free(watched);
+    if (write_between) {
+        WAIT_FOR(holds_key(inf, "default/hi-new") && !holds_key(inf, "default/hi-1"), WAIT_MS);
+        cr_expect_str_eq(hi0.first, "changed", "the list read hi-0 as it is now");
+        cr_expect_eq(hi0.times, 1, "hi-0's change came again through the watch");
+        cr_expect_eq(rstats(inf).watch_events, 0, "the watch delivered an event the list held");
+    }
+    cr_expect_eq(atomic_load(&s.updates) + atomic_load(&s.deletes) + atomic_load(&s.tombstones),
+                 0, "kept objects are not delivered again");
+
+    cr_assert_eq(kcr__reflector_set_label_values(r, NULL, "half", HI_HALF, 1), KCR_OK);
+    WAIT_FOR(kcr__informer_shard_synced(inf, 2), WAIT_MS);
+    WAIT_FOR(holds_halves(inf, 3, "hi") && atomic_load(&s.tombstones) == 3, WAIT_MS);
+    cr_expect_eq(atomic_load(&ls.lists), 2, "nothing gained, nothing listed");
+    cr_expect_eq(atomic_load(&s.deletes), 0, "the objects that left went as tombstones");
+    /* the watch asks for "half=hi" now */
+    seed_half_child(f, "lo-late", uid, "lo");
+    seed_half_child(f, "hi-late", uid, "hi");
+    WAIT_FOR(holds_key(inf, "default/hi-late"), WAIT_MS);
+    cr_expect_not(holds_key(inf, "default/lo-late"));
+    WAIT_FOR(spy_get(c, spy_n(c) - 1).watch, WAIT_MS);
+    cr_expect_str_eq(spy_get(c, spy_n(c) - 1).label, "half=hi");
+    kcr_informer_free(inf);
+    kcr_fake_set_hook(f, NULL, NULL);
+    kcr_client_free(c);
+    kcr_fake_free(f);
+}
+
+Test(shard_informer, a_new_label_value_lists_only_that_value)
+{
+    gained_labels(false);
+}
+
+Test(shard_informer, writes_during_a_label_change_are_listed_once_not_replayed)
+{
+    gained_labels(true);
+}
+
+/* A label selection where none of the same key was in force (the
+ * reflector was made with a plain selector) lists the whole new
+ * selection; the next change of the same key is followed. */
+Test(shard_informer, a_first_label_selection_after_the_start_lists_it_whole)
 {
     kcr_fake *f = fake_with(false, 0);
     char uid[32];
@@ -1035,6 +1143,8 @@ Test(shard_informer, a_new_label_selector_lists_the_new_selection)
         snprintf(name, sizeof name, "%s-%d", i % 2 ? "hi" : "lo", i);
         seed_half_child(f, name, uid, i % 2 ? "hi" : "lo");
     }
+    list_spy ls = {.f = f};
+    kcr_fake_set_hook(f, count_lists, &ls);
     kcr_client *c = NULL;
     cr_assert_eq(kcr_fake_client(f, NULL, &c), KCR_OK);
     kcr_informer *inf = NULL;
@@ -1048,28 +1158,57 @@ Test(shard_informer, a_new_label_selector_lists_the_new_selection)
     cr_assert_eq(kcr_informer_wait_for_sync(inf, WAIT_MS, NULL), KCR_OK, "%s", kcr_last_error());
     cr_assert(holds_halves(inf, 3, "lo"));
     kcr_reflector *r = kcr_informer_reflector(inf);
-    uint64_t lists = kcr_fake_count(f, KCR_FAKE_LIST, &CM);
+    int lists = atomic_load(&ls.lists);
 
-    cr_assert_eq(kcr__reflector_set_label_selector(r, "half in (lo,hi)"), KCR_OK);
-    /* the handler runs after the store changed: wait for both */
+    cr_assert_eq(kcr__reflector_set_label_values(r, "", "half", BOTH_HALVES, 2), KCR_OK);
     WAIT_FOR(holds_halves(inf, 6, "lo hi") && kcr__informer_shard_synced(inf, 1) &&
                  atomic_load(&s.adds) == 6,
              WAIT_MS);
-    cr_expect_eq(kcr_fake_count(f, KCR_FAKE_LIST, &CM) - lists, 1, "one list");
+    cr_expect_eq(atomic_load(&ls.lists) - lists, 1, "one list, of both halves");
 
-    cr_assert_eq(kcr__reflector_set_label_selector(r, "half=hi"), KCR_OK);
+    cr_assert_eq(kcr__reflector_set_label_values(r, NULL, "half", HI_HALF, 1), KCR_OK);
     WAIT_FOR(holds_halves(inf, 3, "hi") && kcr__informer_shard_synced(inf, 2) &&
                  atomic_load(&s.tombstones) == 3,
              WAIT_MS);
-    cr_expect_eq(atomic_load(&s.deletes), 0, "the objects that left went as tombstones");
+    cr_expect_eq(atomic_load(&ls.lists) - lists, 1, "the narrowing was followed");
     cr_expect_eq(atomic_load(&s.adds), 6, "nothing was added again");
-    /* the watch follows the new selector */
-    seed_half_child(f, "hi-new", uid, "hi");
-    seed_half_child(f, "lo-new", uid, "lo");
-    WAIT_FOR(holds_halves(inf, 4, "hi"), WAIT_MS);
-    sleep_ms(50);
-    cr_expect(holds_halves(inf, 4, "hi"), "lo-new stays out");
+    cr_expect_eq(kcr__reflector_set_label_values(r, NULL, "", HI_HALF, 1), KCR_ERR_INVALID);
+    cr_expect_eq(kcr__reflector_set_label_values(r, NULL, "half", HI_HALF, 0), KCR_ERR_INVALID);
     kcr_informer_free(inf);
+    kcr_fake_set_hook(f, NULL, NULL);
     kcr_client_free(c);
     kcr_fake_free(f);
+}
+
+/* The selection's selector, with and without the rest of the source's
+ * selector; what a wider one gains; which objects it matches. */
+Test(label_set, formats_subtracts_and_matches)
+{
+    kcr__label_set both = {0}, lo = {0}, gained = {0};
+    cr_assert_eq(kcr__label_set_init(&both, "app=x", "half", BOTH_HALVES, 2), KCR_OK);
+    cr_assert_eq(kcr__label_set_init(&lo, NULL, "half", LO_HALF, 1), KCR_OK);
+    char *sel = kcr__label_set_selector(&both);
+    cr_expect_str_eq(sel, "app=x,half in (lo,hi)");
+    free(sel);
+    sel = kcr__label_set_selector(&lo);
+    cr_expect_str_eq(sel, "half=lo");
+    free(sel);
+    cr_expect_not(kcr__label_set_same_key(&both, &lo), "another base");
+    cr_assert_eq(kcr__label_set_subtract(&both, &lo, &gained), KCR_OK);
+    cr_expect(kcr__label_set_same_key(&gained, &both));
+    cr_assert_eq(gained.n, 1);
+    cr_expect_str_eq(gained.values[0], "hi");
+    cr_assert_eq(kcr__label_set_subtract(&lo, &both, &gained), KCR_OK);
+    cr_expect_eq(gained.n, 0, "a narrower selection gains nothing");
+    kcr_object *o = NULL;
+    const char *json = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
+                       "\"name\":\"a\",\"labels\":{\"half\":\"hi\"}}}";
+    cr_assert_eq(kcr_object_parse(json, 0, &o), KCR_OK, "%s", kcr_last_error());
+    cr_expect(kcr__label_set_matches(&both, o));
+    cr_expect_not(kcr__label_set_matches(&lo, o));
+    cr_expect_not(kcr__label_set_matches(&(kcr__label_set){0}, o), "an empty set matches nothing");
+    kcr_object_unref(o);
+    kcr__label_set_clear(&both);
+    kcr__label_set_clear(&lo);
+    kcr__label_set_clear(&gained);
 }
