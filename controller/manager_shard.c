@@ -573,6 +573,22 @@ static kcr_err instrument(mgr_shard *s)
                      &f);
     if (err == KCR_OK)
         err = kcr_metric_family_series(f, r_v, &s->skew);
+    static const char *const rp_l[] = {"ring", "pass"};
+    const char *full_v[] = {s->ring, "full"}, *unowned_v[] = {s->ring, "unowned"};
+    if (err == KCR_OK && s->labels)
+        err = family(reg,
+                     &(kcr_metric_desc){.name = "kcr_shard_coordinator_listed_objects_total",
+                                        .help = "Objects the ring's coordinator listed while this "
+                                                "replica was it: in full passes (every object) "
+                                                "and unowned passes (objects no member owns)",
+                                        .type = KCR_METRIC_COUNTER,
+                                        .label_names = rp_l,
+                                        .n_labels = 2},
+                     &f);
+    if (err == KCR_OK && s->labels)
+        err = kcr_metric_family_series(f, full_v, &s->coord_full);
+    if (err == KCR_OK && s->labels)
+        err = kcr_metric_family_series(f, unowned_v, &s->coord_unowned);
     if (err == KCR_OK)
         err = kcr_metrics_add_collector(reg, collect, s);
     return err;

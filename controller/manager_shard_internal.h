@@ -30,6 +30,8 @@ struct mgr_shard {
     kcr__lease_store outer;                  /* the member's: hands requests over */
     kcr_cancel *call_cancel;
     kcr_metric *state_metric, *moves, *handover, *unowned, *skew;
+    /* label mode: objects the coordinator's full and unowned passes listed */
+    kcr_metric *coord_full, *coord_unowned;
     kcr_metric_family *owned_family;
     kcr_shard_label_keys label_keys;
     kcr_informer *lease_watch; /* the ring's Leases (manager_shard_watch.c); NULL when stopped */

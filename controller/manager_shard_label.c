@@ -57,6 +57,11 @@ struct shard_labels {
     kcr_leader_elector *elector; /* label thread only (and start/stop) */
     kcr_cancel *cancel;          /* the label thread's requests; triggered at stop */
     sent_acks acked;             /* label thread only */
+    /* label thread only: the ring under which the coordinator's last full
+     * pass found nothing to write or wait for (NULL: none), and the
+     * passes since that full pass (the coordinator's pass, below) */
+    kcr__ring *quiet_ring;
+    int since_full;
     pthread_t thread;
     bool started;
     /* under s->lock */
@@ -195,6 +200,7 @@ void kcr__shard_labels_free(shard_labels *l)
     free(l->identity);
     free(l->coord_lease);
     borrowed_free(l->borrowed, l->n_borrowed);
+    kcr__ring_free(l->quiet_ring);
     pthread_mutex_destroy(&l->watch_mu);
     free(l);
 }
@@ -553,6 +559,8 @@ typedef struct pass {
     const kcr__shard_published_list *pub; /* what each unexpired Lease publishes */
     decision *d;
     size_t n, cap;
+    size_t seen;  /* objects listed */
+    size_t waits; /* objects left as they are for now (an acknowledgement, a drain) */
     double unowned;
 } pass;
 
@@ -560,6 +568,7 @@ static kcr_err decide(kcr_object *o, void *user_data)
 {
     pass *p = user_data;
     shard_labels *l = p->s->labels;
+    p->seen++;
     uint64_t h = kcr_object_shard_hash(o, p->s->field);
     const char *target = kcr__ring_owner(p->ring, h);
     const char *owner = kcr_object_label(o, l->shard_key);
@@ -567,8 +576,10 @@ static kcr_err decide(kcr_object *o, void *user_data)
     bool owner_live = owner && *owner && kcr__ring_placed(p->ring, owner);
     p->unowned += !owner_live;
     write_kind kind;
-    if (!target)
+    if (!target) {
+        p->waits++;
         return KCR_OK;
+    }
     if (owner && strcmp(owner, target) == 0) {
         if (!draining)
             return KCR_OK;
@@ -576,14 +587,17 @@ static kcr_err decide(kcr_object *o, void *user_data)
     } else if (!owner || !*owner) {
         kind = W_ASSIGN; /* new, or acknowledged */
     } else if (owner_live) {
-        if (draining)
-            return KCR_OK; /* waiting for the owner's acknowledgement */
+        if (draining) {
+            p->waits++; /* waiting for the owner's acknowledgement */
+            return KCR_OK;
+        }
         kind = W_DRAIN;
     } else if (!kcr__shard_published_has(p->pub, owner, h)) {
         kind = W_ASSIGN; /* the owner's Lease expired (past the margin), or was released
                             and drained */
     } else {
-        return KCR_OK; /* its released Lease still drains it */
+        p->waits++; /* its released Lease still drains it */
+        return KCR_OK;
     }
     if (p->n == p->cap) {
         size_t cap = p->cap ? 2 * p->cap : 64;
@@ -658,7 +672,60 @@ static void write_all(mgr_shard *s, const kcr__source *src, const decision *d, s
         pthread_join(helpers[i], NULL);
 }
 
-/* Lists every sharded resource and writes what the ring says. */
+/* Whether a and b place the same identities in the same slots. */
+static bool same_ring(const kcr__ring *a, const kcr__ring *b)
+{
+    size_t n = kcr__ring_size(a);
+    if (n != kcr__ring_size(b))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const char *x = kcr__ring_placed_at(a, i), *y = kcr__ring_placed_at(b, i);
+        if (x != y && !(x && y && strcmp(x, y) == 0))
+            return false;
+    }
+    return true;
+}
+
+/* The label selector of the objects no member of `ring` owns, on top of
+ * the source's (`user`, may be NULL): `<shard key> notin (<members>)`,
+ * which also matches objects without the label. Malloc'd; NULL when out
+ * of memory. */
+static char *unowned_selector(const shard_labels *l, const kcr__ring *ring, const char *user)
+{
+    size_t len = (user ? strlen(user) : 0) + strlen(l->shard_key) + 16;
+    for (size_t i = 0; i < kcr__ring_size(ring); i++) {
+        const char *id = kcr__ring_placed_at(ring, i);
+        len += id ? strlen(id) + 1 : 0;
+    }
+    char *out = malloc(len);
+    if (!out)
+        return NULL;
+    size_t at = (size_t)snprintf(out, len, "%s%s%s notin (", user && *user ? user : "",
+                                 user && *user ? "," : "", l->shard_key);
+    bool first = true;
+    for (size_t i = 0; i < kcr__ring_size(ring); i++) {
+        const char *id = kcr__ring_placed_at(ring, i);
+        if (!id)
+            continue;
+        at += (size_t)snprintf(out + at, len - at, "%s%s", first ? "" : ",", id);
+        first = false;
+    }
+    snprintf(out + at, len - at, ")");
+    return out;
+}
+
+/* Lists the sharded resources and writes what the ring says. A full pass
+ * lists every object. Once one found nothing to write and nothing to wait
+ * for, the passes under the same ring list only the objects no member
+ * owns (unowned_selector: new objects, those of members that left): every
+ * other object has its ring owner's label and no drain label, and only a
+ * ring change, which this pass alone acts on, or a label written by
+ * someone else changes that. A full pass runs again on a ring change, when
+ * an unowned pass failed, and every FULL_PASS_EVERY passes (such a label).
+ * At 10^5 objects this takes the coordinator's list of every object's
+ * metadata per retry period down to the few objects that need a label. */
+enum { FULL_PASS_EVERY = 30 };
+
 static void coordinate(mgr_shard *s)
 {
     shard_labels *l = s->labels;
@@ -671,6 +738,12 @@ static void coordinate(mgr_shard *s)
               kcr__ring_copy(s->coord_ring, &ring) == KCR_OK &&
               kcr__shard_member_published(s->member, &pub) == KCR_OK;
     pthread_mutex_unlock(&s->lock);
+    if (!go) { /* another coordinator may act meanwhile: start again from a full pass */
+        kcr__ring_free(l->quiet_ring);
+        l->quiet_ring = NULL;
+    }
+    bool full = !l->quiet_ring || !ring || !same_ring(l->quiet_ring, ring) ||
+                l->since_full >= FULL_PASS_EVERY;
     p.ring = ring;
     p.pub = &pub;
     bool listed = go;
@@ -679,14 +752,21 @@ static void coordinate(mgr_shard *s)
             continue;
         const kcr__source *src = &m->ctls[i]->c->sources[0];
         kcr_resource res = {src->group, src->version, src->resource};
+        char *unowned = full ? NULL : unowned_selector(l, ring, src->label_selector);
         size_t first = p.n;
-        kcr_err err = kcr_client_list(m->client,
-                                      &(kcr_request){.resource = &res,
-                                                     .ns = src->ns,
-                                                     .label_selector = src->label_selector,
-                                                     .metadata_only = true,
-                                                     .cancel = l->cancel},
-                                      decide, &p, NULL);
+        size_t seen = p.seen;
+        kcr_err err = !full && !unowned
+                          ? kcr__fail(KCR_ERR_NOMEM, "out of memory")
+                          : kcr_client_list(m->client,
+                                            &(kcr_request){.resource = &res,
+                                                           .ns = src->ns,
+                                                           .label_selector =
+                                                               full ? src->label_selector : unowned,
+                                                           .metadata_only = true,
+                                                           .cancel = l->cancel},
+                                            decide, &p, NULL);
+        free(unowned);
+        kcr_metric_add(full ? s->coord_full : s->coord_unowned, (double)(p.seen - seen));
         if (err != KCR_OK) {
             listed = false;
             if (err != KCR_ERR_CANCELED)
@@ -702,6 +782,18 @@ static void coordinate(mgr_shard *s)
         free(p.d[k].rv);
     }
     free(p.d);
+    if (go && full) {
+        kcr__ring_free(l->quiet_ring);
+        l->quiet_ring = listed && !p.n && !p.waits ? ring : NULL;
+        if (l->quiet_ring)
+            ring = NULL; /* kept */
+        l->since_full = 0;
+    } else if (go && listed) {
+        l->since_full++;
+    } else if (go) {
+        kcr__ring_free(l->quiet_ring); /* an unowned pass failed: a full one next */
+        l->quiet_ring = NULL;
+    }
     kcr__ring_free(ring);
     kcr__shard_published_list_clear(&pub);
     if (listed) {

@@ -966,11 +966,9 @@ Test(shard_controller, bad_options, .init = setup, .fini = teardown)
 
 /* ---- label mode ---- */
 
-/* The shard label of cm-<i> as the API has it ("" when none), into out. */
-static void label_of(int i, const char *key, char *out, size_t size)
+/* The label `key` of ConfigMap `name` as the API has it ("" when none), into out. */
+static void label_of_name(const char *name, const char *key, char *out, size_t size)
 {
-    char name[16];
-    snprintf(name, sizeof name, "cm-%02d", i);
     kcr_object *cm = NULL;
     cr_assert_eq(kcr_client_get(client, &(kcr_request){.resource = &CM, .ns = "default", .name = name},
                                 &cm),
@@ -978,6 +976,14 @@ static void label_of(int i, const char *key, char *out, size_t size)
     const char *v = kcr_object_label(cm, key);
     snprintf(out, size, "%s", v ? v : "");
     kcr_object_unref(cm);
+}
+
+/* The same of cm-<i>. */
+static void label_of(int i, const char *key, char *out, size_t size)
+{
+    char name[16];
+    snprintf(name, sizeof name, "cm-%02d", i);
+    label_of_name(name, key, out, size);
 }
 
 /* Every ConfigMap labelled with one of the first n replicas, none drained. */
@@ -1046,6 +1052,58 @@ Test(shard_controller, label_mode_each_replica_caches_and_runs_its_labelled_obje
     cr_assert_eq(kcr_manager_shard_readyz_check(&msg, reps[0].m), KCR_OK);
     cr_expect(strstr(msg, "mode label") != NULL, "%s", msg);
     free(msg);
+}
+
+/* kcr_shard_coordinator_listed_objects_total of replica r's pass kind. */
+static double coordinator_listed(int r, const char *pass)
+{
+    char series[128];
+    snprintf(series, sizeof series,
+             "kcr_shard_coordinator_listed_objects_total{ring=\"ring\",pass=\"%s\"}", pass);
+    return metric(reps[r].m, series);
+}
+
+/* Once every object carries its ring owner's label, the coordinator's
+ * passes list only the objects no member owns (new ones here), not every
+ * object each retry period: over ten periods its full passes list at most
+ * one pass's worth (the periodic full pass may fall in the window), and
+ * the new objects are still labelled. */
+Test(shard_controller, label_mode_a_settled_coordinator_lists_only_unowned_objects,
+     .init = setup, .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    for (int r = 0; r < 2; r++) {
+        replica_new(r, KCR_SHARD_LABEL, NULL);
+        replica_start(r);
+    }
+    int both[] = {0, 1};
+    WAIT_FOR(settled(both, 2) && all_labelled(2, SHARD_LABEL) && coordinators(2) == 1);
+    cr_assert(all_labelled(2, SHARD_LABEL));
+    char *msg = NULL;
+    kcr_manager_shard_readyz_check(&msg, reps[0].m);
+    int c = msg && strstr(msg, "the ring's coordinator") ? 0 : 1;
+    free(msg);
+    sleep_ms(test_ms(600)); /* a full pass that finds nothing to do */
+    double full = coordinator_listed(c, "full"), unowned = coordinator_listed(c, "unowned");
+    cr_assert_geq(full, N_KEYS, "the coordinator's full passes listed every object");
+    create_cm("new-0");
+    create_cm("new-1");
+    char a[64] = "", b[64] = "";
+    int64_t until = kcr__now_ns() + test_ms(10000) * KCR_NS_PER_MS;
+    while (kcr__now_ns() < until && !(*a && *b)) {
+        label_of_name("new-0", SHARD_LABEL, a, sizeof a);
+        label_of_name("new-1", SHARD_LABEL, b, sizeof b);
+        sleep_ms(10);
+    }
+    cr_assert(*a && *b, "the new objects were labelled");
+    sleep_ms(test_ms(2000)); /* ten retry periods */
+    double full_more = coordinator_listed(c, "full") - full,
+           unowned_more = coordinator_listed(c, "unowned") - unowned;
+    cr_expect_leq(full_more, N_KEYS + 2,
+                  "the settled coordinator's full passes listed %.0f objects in ten retry periods "
+                  "(at most one pass of %d)",
+                  full_more, N_KEYS + 2);
+    cr_expect_geq(full_more + unowned_more, 2, "the new objects were listed");
 }
 
 Test(shard_controller, label_mode_a_move_waits_for_the_old_owners_drain, .init = setup,
