@@ -304,11 +304,6 @@ static void give_back_heap(mgr_shard *s, bool reselected)
     if (relisted)
         s->trim_due = false;
     s->held_peak = held;
-    kcr__mgr_shard_trim_heap();
-}
-
-void kcr__mgr_shard_trim_heap(void)
-{
 #ifdef __GLIBC__
     /* One trim at a time in the process. Behind another allocator (ASan,
      * TSan) glibc's malloc is first set up by a malloc_trim, and that set-up

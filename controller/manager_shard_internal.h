@@ -119,11 +119,6 @@ void kcr__shard_labels_rewatch(mgr_shard *s);
  * coordinator's last pass found without a live owner (0 elsewhere). */
 bool kcr__shard_labels_coordinating(mgr_shard *s, double *unowned);
 
-/* Gives the pages malloc keeps free back to the system (glibc's
- * malloc_trim, one at a time in the process; elsewhere nothing). Any
- * thread. */
-void kcr__mgr_shard_trim_heap(void);
-
 /* manager_shard_children.c: the owned caches that follow the shard. */
 /* Sets `sel` on them (without s->lock): they relist, and admission waits. */
 void kcr__shard_children_reselect(mgr_shard *s, const kcr__ranges *sel);

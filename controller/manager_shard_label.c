@@ -783,17 +783,11 @@ static void coordinate(mgr_shard *s)
     }
     free(p.d);
     if (go && full) {
-        bool was_quiet = l->quiet_ring != NULL;
         kcr__ring_free(l->quiet_ring);
         l->quiet_ring = listed && !p.n && !p.waits ? ring : NULL;
         if (l->quiet_ring)
             ring = NULL; /* kept */
         l->since_full = 0;
-        /* the objects stopped moving: what the passes and their writes
-         * allocated meanwhile (at 5,000 Foos the coordinator of a cold
-         * ring kept 3 MB more than the other replicas) goes back */
-        if (!was_quiet && l->quiet_ring)
-            kcr__mgr_shard_trim_heap();
     } else if (go && listed) {
         l->since_full++;
     } else if (go) {
