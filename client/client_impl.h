@@ -101,6 +101,10 @@ struct kcr_client {
     void *observer_data;
 };
 
+/* kcr__transport_set_idle_close for c, a client of kcr_client_new (not a
+ * fake's). For tests. Thread-safe. */
+void kcr__http_client_set_idle_close(kcr_client *c, int64_t ms);
+
 /* Reports one completed request to c's observer, if any (code 0: no response). */
 void kcr__client_observe(const kcr_client *c, const char *method, const char *host, int code,
                          int64_t start_ns);

@@ -1,6 +1,7 @@
 /* The HTTP client's transport: libcurl, one (easy, multi) handle pair per
  * in-flight request taken from a pool (so sequential requests reuse
- * connections; libcurl cannot share a connection cache between threads), a
+ * connections; libcurl cannot share a connection cache between threads;
+ * a pair idle for 90 s is closed), a
  * poll loop that wakes on the request's kcr_cancel, a token-bucket rate
  * limiter, retries on 429 / connection errors, and credentials from auth.c. */
 #include <curl/curl.h>
@@ -30,6 +31,7 @@ enum {
     DEFAULT_REQUEST_TIMEOUT_MS = 60000,
     DEFAULT_MAX_RETRIES = 5,
     MAX_POOLED = 8,
+    IDLE_CLOSE_MS = 90000, /* as Go's http.Transport (IdleConnTimeout) */
     MAX_ERROR_BODY = 1 << 20,
     MAX_RETRY_AFTER_S = 30,
 };
@@ -72,6 +74,7 @@ typedef struct handle_pair {
     CURL *easy;
     CURLM *multi;
     watched *watched;
+    int64_t idle_since_ns; /* when it went back to the pool */
 } handle_pair;
 
 struct kcr__transport {
@@ -85,8 +88,12 @@ struct kcr__transport {
     char *host;       /* the server's host[:port], for the request observer */
 
     pthread_mutex_t lock; /* guards the pool and the rate limiter */
+    /* Idle pairs, a stack: the top is reused first, so the bottom has been
+     * idle longest. A pair idle idle_close_ns or more is closed at the next
+     * take or give. */
     handle_pair pool[MAX_POOLED];
     size_t n_pool;
+    int64_t idle_close_ns;
     double tokens;
     int64_t refill_ns;
 };
@@ -164,15 +171,41 @@ static void free_pair(handle_pair p)
     free(p.watched);
 }
 
+/* Lock held: moves the pairs idle for idle_close_ns or more out of the pool
+ * into gone (the caller frees them without the lock); how many. A burst of
+ * concurrent requests leaves up to MAX_POOLED pairs behind, each with its
+ * connection, TLS state and buffers (some 270 KB); those the steady load no
+ * longer takes go, as Go's transport closes an idle connection after 90 s. */
+static size_t take_expired(kcr__transport *hc, handle_pair *gone)
+{
+    int64_t now = kcr__now_ns();
+    size_t n = 0;
+    while (n < hc->n_pool && now - hc->pool[n].idle_since_ns >= hc->idle_close_ns)
+        n++;
+    memcpy(gone, hc->pool, n * sizeof *gone);
+    memmove(hc->pool, hc->pool + n, (hc->n_pool - n) * sizeof *hc->pool);
+    hc->n_pool -= n;
+    return n;
+}
+
+static void free_pairs(handle_pair *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free_pair(v[i]);
+}
+
 static kcr_err take_pair(kcr__transport *hc, handle_pair *out)
 {
+    handle_pair gone[MAX_POOLED];
     pthread_mutex_lock(&hc->lock);
-    if (hc->n_pool) {
+    size_t n_gone = take_expired(hc, gone);
+    bool pooled = hc->n_pool > 0;
+    if (pooled)
         *out = hc->pool[--hc->n_pool];
-        pthread_mutex_unlock(&hc->lock);
-        return KCR_OK;
-    }
     pthread_mutex_unlock(&hc->lock);
+    free_pairs(gone, n_gone);
+    if (pooled)
+        return KCR_OK;
     out->easy = curl_easy_init();
     out->multi = curl_multi_init();
     out->watched = calloc(1, sizeof *out->watched);
@@ -191,12 +224,16 @@ static kcr_err take_pair(kcr__transport *hc, handle_pair *out)
 static void give_pair(kcr__transport *hc, handle_pair p, bool reusable)
 {
     curl_easy_reset(p.easy);
+    handle_pair gone[MAX_POOLED];
     pthread_mutex_lock(&hc->lock);
+    size_t n_gone = take_expired(hc, gone);
     if (reusable && hc->n_pool < MAX_POOLED) {
+        p.idle_since_ns = kcr__now_ns();
         hc->pool[hc->n_pool++] = p;
         p.easy = NULL;
     }
     pthread_mutex_unlock(&hc->lock);
+    free_pairs(gone, n_gone);
     if (p.easy)
         free_pair(p);
 }
@@ -691,6 +728,7 @@ kcr_err kcr__transport_new(const kcr_config *cfg, const kcr_client_options *opts
         hc->opts.max_item_bytes = KCR__DEFAULT_MAX_ITEM_BYTES;
     hc->tokens = hc->opts.burst;
     hc->refill_ns = kcr__now_ns();
+    hc->idle_close_ns = (int64_t)IDLE_CLOSE_MS * KCR_NS_PER_MS;
     pthread_mutex_init(&hc->lock, NULL);
     hc->cfg = kcr__config_dup(cfg);
     char ua[256];
@@ -708,6 +746,13 @@ kcr_err kcr__transport_new(const kcr_config *cfg, const kcr_client_options *opts
     }
     *out = hc;
     return KCR_OK;
+}
+
+void kcr__transport_set_idle_close(kcr__transport *t, int64_t ms)
+{
+    pthread_mutex_lock(&t->lock);
+    t->idle_close_ns = ms * KCR_NS_PER_MS;
+    pthread_mutex_unlock(&t->lock);
 }
 
 void kcr__transport_free(kcr__transport *hc)

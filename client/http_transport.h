@@ -45,6 +45,10 @@ kcr_err kcr__transport_new(const kcr_config *cfg, const kcr_client_options *opts
  * may be running. */
 void kcr__transport_free(kcr__transport *t);
 
+/* How long a pooled connection may stay idle before it is closed (at the
+ * next request's start or end; default 90 s). For tests. Thread-safe. */
+void kcr__transport_set_idle_close(kcr__transport *t, int64_t ms);
+
 /* The options in effect (defaults filled in; user_agent and field_manager
  * NULL). Borrowed for the transport's life. */
 const kcr_client_options *kcr__transport_options(const kcr__transport *t);

@@ -27,6 +27,11 @@ static kcr__transport *transport_of(kcr_client *c)
     return ((http_client *)c)->transport;
 }
 
+void kcr__http_client_set_idle_close(kcr_client *c, int64_t ms)
+{
+    kcr__transport_set_idle_close(transport_of(c), ms);
+}
+
 /* /api/V or /apis/G/V, [/namespaces/NS], /RESOURCE, [/NAME], [/SUB]. */
 static kcr_err resource_path(kcr__buf *b, const kcr_resource *res, const char *ns, const char *name,
                              const char *subresource)

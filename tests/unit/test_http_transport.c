@@ -18,6 +18,7 @@
 #include "client/client_impl.h"
 #include "core/clock.h"
 #include "helpers/http_loopback.h"
+#include "helpers/timescale.h"
 #include "kcr/kcr.h"
 
 /* ---- retries ---- */
@@ -558,4 +559,124 @@ Test(http_transport, reset_write_on_a_reused_connection_is_sent_once, .timeout =
     atomic_store(&stopping, true);
     pthread_join(t, NULL);
     close(ka_fd);
+}
+
+/* ---- idle connections ---- */
+
+/* A keep-alive server that answers each GET after 100 ms (so concurrent
+ * requests each take a connection of their own) and counts the
+ * connections open now. */
+static int idle_fd = -1;
+static atomic_int idle_open, idle_accepted;
+
+static void *idle_conn(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char req[16384];
+    while (ka_read(fd, req, sizeof req)) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        const char *body = "{\"metadata\":{\"name\":\"x\"}}";
+        char head[256];
+        snprintf(head, sizeof head,
+                 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                 strlen(body), body);
+        send_all(fd, head, strlen(head));
+    }
+    close(fd);
+    atomic_fetch_sub(&idle_open, 1);
+    return NULL;
+}
+
+static void *idle_serve(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stopping)) {
+        struct pollfd p = {.fd = idle_fd, .events = POLLIN};
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        int fd = accept(idle_fd, NULL, NULL);
+        if (fd < 0)
+            continue;
+        atomic_fetch_add(&idle_open, 1);
+        atomic_fetch_add(&idle_accepted, 1);
+        pthread_t t;
+        pthread_create(&t, NULL, idle_conn, (void *)(intptr_t)fd);
+        pthread_detach(t);
+    }
+    return NULL;
+}
+
+static kcr_client *idle_client;
+
+static void *idle_get(void *arg)
+{
+    (void)arg;
+    kcr_err err = kcr_client_get(idle_client,
+                                 &(kcr_request){.resource = &CM, .ns = "a", .name = "x"}, NULL);
+    return (void *)(intptr_t)err;
+}
+
+static bool idle_open_is(int want)
+{
+    for (int i = 0; i < 200 && atomic_load(&idle_open) != want; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return atomic_load(&idle_open) == want;
+}
+
+/* A burst of four concurrent requests leaves four connections; the next
+ * request within the idle limit reuses one of them, and one after it
+ * closes every connection idle that long and opens its own. */
+Test(http_transport, idle_connections_are_closed, .timeout = 60)
+{
+    idle_fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    cr_assert_eq(bind(idle_fd, (struct sockaddr *)&a, sizeof a), 0);
+    cr_assert_eq(listen(idle_fd, 16), 0);
+    socklen_t al = sizeof a;
+    getsockname(idle_fd, (struct sockaddr *)&a, &al);
+    atomic_store(&stopping, false);
+    pthread_t server;
+    pthread_create(&server, NULL, idle_serve, NULL);
+    char yaml[512];
+    snprintf(yaml, sizeof yaml,
+             "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:%d'}}]\n"
+             "contexts: [{name: x, context: {cluster: c}}]\ncurrent-context: x\n",
+             ntohs(a.sin_port));
+    kcr_config *cfg;
+    cr_assert_eq(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &cfg), KCR_OK);
+    kcr_client_options plain = {.allow_insecure_http = true};
+    cr_assert_eq(kcr_client_new(cfg, &plain, &idle_client), KCR_OK, "%s", kcr_last_error());
+    kcr__http_client_set_idle_close(idle_client, test_ms(1000));
+
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, idle_get, NULL);
+    for (int i = 0; i < 4; i++) {
+        void *err;
+        pthread_join(t[i], &err);
+        cr_assert_eq((kcr_err)(intptr_t)err, KCR_OK);
+    }
+    cr_assert(idle_open_is(4), "four concurrent requests, four connections (%d)",
+              atomic_load(&idle_open));
+    cr_assert_eq(idle_get(NULL), (void *)(intptr_t)KCR_OK);
+    cr_expect_eq(atomic_load(&idle_accepted), 4, "a request within the idle limit reused one");
+    cr_expect_eq(atomic_load(&idle_open), 4);
+
+    int64_t past = test_ms(1200); /* past the idle limit */
+    struct timespec ts = {past / 1000, past % 1000 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    cr_assert_eq(idle_get(NULL), (void *)(intptr_t)KCR_OK);
+    cr_expect(idle_open_is(1), "the connections idle past the limit were closed (%d open)",
+              atomic_load(&idle_open));
+    cr_expect_eq(atomic_load(&idle_accepted), 5, "the request after them opened its own");
+
+    kcr_client_free(idle_client);
+    kcr_config_free(cfg);
+    cr_expect(idle_open_is(0));
+    atomic_store(&stopping, true);
+    pthread_join(server, NULL);
+    close(idle_fd);
 }
