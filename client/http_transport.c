@@ -174,7 +174,7 @@ static void free_pair(handle_pair p)
 /* Lock held: moves the pairs idle for idle_close_ns or more out of the pool
  * into gone (the caller frees them without the lock); how many. A burst of
  * concurrent requests leaves up to MAX_POOLED pairs behind, each with its
- * connection, TLS state and buffers (some 270 KB); those the steady load no
+ * connection, TLS state and buffers (some 260 KB); those the steady load no
  * longer takes go, as Go's transport closes an idle connection after 90 s. */
 static size_t take_expired(kcr__transport *hc, handle_pair *gone)
 {
