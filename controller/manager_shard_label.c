@@ -784,7 +784,9 @@ static void coordinate(mgr_shard *s)
     free(p.d);
     if (go && full) {
         kcr__ring_free(l->quiet_ring);
-        l->quiet_ring = listed && !p.n && !p.waits ? ring : NULL;
+        /* quiet: nothing written or waited for, under a ring with a member
+         * (an unowned pass's selector names them) */
+        l->quiet_ring = listed && !p.n && !p.waits && kcr__ring_owner(ring, 0) ? ring : NULL;
         if (l->quiet_ring)
             ring = NULL; /* kept */
         l->since_full = 0;
