@@ -897,9 +897,18 @@ bool kcr__shard_labels_after_step(mgr_shard *s)
         s->label_poke = true; /* the ring changed (or stopped being known) */
     s->ring_seen = r;
     bool rewatch = r && s->coord_ring && follow_ring(s->labels, s->coord_ring, r);
+    /* An active member that wants nothing settles a cold start (member.c):
+     * its ring is not yet the one the replicas starting with it agree on,
+     * so the coordinator labels nothing by it (the first replica labelled,
+     * and cached, every object for itself until the others' Leases
+     * appeared). */
+    bool settling = kcr__shard_member_state(s->member) == KCR__SHARD_ACTIVE &&
+                    !kcr__shard_member_want(s->member)->n;
+    if (!s->coord_ring && r && !settling)
+        s->label_poke = true; /* a ring to label by again */
     kcr__ring_free(s->coord_ring);
     s->coord_ring = NULL;
-    if (r && kcr__ring_copy(r, &s->coord_ring) != KCR_OK)
+    if (r && !settling && kcr__ring_copy(r, &s->coord_ring) != KCR_OK)
         s->coord_ring = NULL; /* out of memory: no pass until the next step */
     return rewatch;
 }

@@ -1106,6 +1106,33 @@ Test(shard_controller, label_mode_a_settled_coordinator_lists_only_unowned_objec
     cr_expect_geq(full_more + unowned_more, 2, "the new objects were listed");
 }
 
+/* Replicas starting a cold label ring together: the coordinator labels
+ * nothing while its member settles the cold start, so every object is
+ * labelled once, for its owner in the ring of all of them (before, the
+ * first replica labelled every object for itself, cached them all, and
+ * each moved again once the others joined). */
+Test(shard_controller, label_mode_a_cold_ring_labels_each_object_once, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    uint64_t patches = kcr_fake_count(fake, KCR_FAKE_PATCH, &CM);
+    replica_new(0, KCR_SHARD_LABEL, NULL);
+    replica_start(0);
+    WAIT_FOR(coordinators(1) == 1);
+    for (int r = 1; r < 3; r++) {
+        replica_new(r, KCR_SHARD_LABEL, NULL);
+        replica_start(r);
+    }
+    int three[] = {0, 1, 2};
+    WAIT_FOR(settled(three, 3) && all_labelled(3, SHARD_LABEL));
+    cr_assert(all_labelled(3, SHARD_LABEL));
+    sleep_ms(test_ms(600)); /* three retry periods: a late write would show */
+    cr_expect_eq(kcr_fake_count(fake, KCR_FAKE_PATCH, &CM) - patches, N_KEYS,
+                 "each of the %d objects labelled once (%" PRIu64 " label writes)", N_KEYS,
+                 kcr_fake_count(fake, KCR_FAKE_PATCH, &CM) - patches);
+    cr_expect_eq(atomic_load(&overlaps), 0);
+}
+
 Test(shard_controller, label_mode_a_move_waits_for_the_old_owners_drain, .init = setup,
      .fini = replicas_teardown, .timeout = 120)
 {
