@@ -149,6 +149,9 @@ kcr_err kcr__mgr_shard_label_selector(const mgr_shard *s, const char *user, char
  * and narrowed by listing only what a change gains); KCR_OK in the other
  * modes. */
 kcr_err kcr__mgr_shard_label_cache(const mgr_shard *s, kcr_informer *inf, const char *user);
+/* Label mode: the label writes one coordinator pass decides at most
+ * (default 4,096), before kcr_manager_start. For tests. */
+void kcr__manager_shard_set_pass_writes(kcr_manager *m, size_t n);
 /* Label mode: whether obj, as a DELETED event of a sharded primary cache
  * delivers it, carries none of the shard labels the cache watches (it
  * moved: the label selector stopped matching). false in the other modes. */

@@ -744,6 +744,12 @@ kcr_err kcr__mgr_shard_label_cache(const mgr_shard *s, kcr_informer *inf, const 
                      : KCR_OK;
 }
 
+void kcr__manager_shard_set_pass_writes(kcr_manager *m, size_t n)
+{
+    if (m->shard && m->shard->labels)
+        kcr__shard_labels_set_pass_writes(m->shard->labels, n);
+}
+
 kcr_err kcr__mgr_shard_start(mgr_shard *s)
 {
     if (pthread_create(&s->call_thread, NULL, call_main, s) != 0)

@@ -103,6 +103,9 @@ char *kcr__shard_labels_selector(shard_labels *l, const char *user);
  * selection of its first list; after, it follows the change, listing only
  * the labels it gains (kcr__reflector_set_label_values). Any thread. */
 kcr_err kcr__shard_labels_select(shard_labels *l, kcr_reflector *r, const char *user);
+/* The label writes one coordinator pass decides at most; before the
+ * label thread starts. */
+void kcr__shard_labels_set_pass_writes(shard_labels *l, size_t n);
 /* Whether obj carries a shard label the primary caches watch. Any thread. */
 bool kcr__shard_labels_watched(shard_labels *l, const kcr_object *obj);
 /* Whether obj carries the drain label. */

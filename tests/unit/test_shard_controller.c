@@ -12,6 +12,7 @@
  * expired. */
 #include <inttypes.h>
 
+#include "controller/manager_internal.h"
 #include "tests/unit/manager_fixture.h"
 
 #define N_KEYS 48
@@ -1131,6 +1132,24 @@ Test(shard_controller, label_mode_a_cold_ring_labels_each_object_once, .init = s
                  "each of the %d objects labelled once (%" PRIu64 " label writes)", N_KEYS,
                  kcr_fake_count(fake, KCR_FAKE_PATCH, &CM) - patches);
     cr_expect_eq(atomic_load(&overlaps), 0);
+}
+
+/* A coordinator pass keeps at most a bounded number of label writes (10
+ * here): the next pass, at once, writes the rest. One replica on a cold
+ * ring labels its 48 objects in five passes or more, and every one is
+ * labelled. */
+Test(shard_controller, label_mode_a_pass_writes_a_bounded_batch, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    seed();
+    replica_new(0, KCR_SHARD_LABEL, NULL);
+    kcr__manager_shard_set_pass_writes(reps[0].m, 10);
+    replica_start(0);
+    int one[] = {0};
+    WAIT_FOR(settled(one, 1) && all_labelled(1, SHARD_LABEL));
+    cr_assert(all_labelled(1, SHARD_LABEL), "every object labelled, ten per pass");
+    double full = coordinator_listed(0, "full");
+    cr_expect_geq(full, 5 * N_KEYS, "five full passes or more (%.0f objects listed)", full);
 }
 
 Test(shard_controller, label_mode_a_move_waits_for_the_old_owners_drain, .init = setup,
