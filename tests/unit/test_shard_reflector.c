@@ -244,24 +244,6 @@ static kcr_reflector_stats rstats(kcr_informer *inf)
     return st;
 }
 
-/* Every object of the fake is in exactly one of the two caches, each in the
- * right one. */
-static bool partitioned(pair *p, size_t want)
-{
-    kcr_object_list l = {0}, h = {0};
-    if (kcr_store_list(kcr_informer_store(p->lo), &l) != KCR_OK ||
-        kcr_store_list(kcr_informer_store(p->hi), &h) != KCR_OK)
-        return false;
-    bool ok = l.len + h.len == want;
-    for (size_t i = 0; ok && i < l.len; i++)
-        ok = kcr_shard_match(l.items[i], KCR_SHARD_BY_UID, &LO, 1);
-    for (size_t i = 0; ok && i < h.len; i++)
-        ok = kcr_shard_match(h.items[i], KCR_SHARD_BY_UID, &HI, 1);
-    kcr_object_list_free(&l);
-    kcr_object_list_free(&h);
-    return ok;
-}
-
 /* A list callback keeping each item in the kcr_object_list ud. */
 static kcr_err name_of_item(kcr_object *o, void *ud)
 {
@@ -282,15 +264,37 @@ static bool holds(const kcr_object_list *l, const char *name)
     return false;
 }
 
+/* The fake holds `want` objects and each is in exactly the cache of its
+ * shard, which hold nothing else. (A count alone passed mid-churn: with
+ * 30 of 40 adds and none of 10 deletes applied the caches also held 230.) */
+static bool partitioned(pair *p, size_t want)
+{
+    kcr_object_list l = {0}, h = {0}, all = {0};
+    bool ok = kcr_store_list(kcr_informer_store(p->lo), &l) == KCR_OK &&
+              kcr_store_list(kcr_informer_store(p->hi), &h) == KCR_OK &&
+              kcr_client_list(p->c, &(kcr_request){.resource = &CM, .ns = "default"},
+                              name_of_item, &all, NULL) == KCR_OK;
+    ok = ok && all.len == want && l.len + h.len == want;
+    for (size_t i = 0; ok && i < all.len; i++) {
+        bool lo_owns = kcr_shard_match(all.items[i], KCR_SHARD_BY_UID, &LO, 1);
+        ok = holds(lo_owns ? &l : &h, kcr_object_name(all.items[i]));
+    }
+    kcr_object_list_free(&l);
+    kcr_object_list_free(&h);
+    kcr_object_list_free(&all);
+    return ok;
+}
+
 /* Waits for partitioned(p, want); if it never holds, fails the test saying
  * where the caches and the fake differ and what each reflector did, so a
  * rare failure explains itself in a CI log. */
 static void wait_partitioned(pair *p, size_t want)
 {
     int64_t deadline = now_ms() + WAIT_MS;
-    while (!partitioned(p, want) && now_ms() < deadline)
+    bool ok;
+    while (!(ok = partitioned(p, want)) && now_ms() < deadline)
         sleep_ms(5);
-    if (partitioned(p, want))
+    if (ok)
         return;
     kcr_object_list lo = {0}, hi = {0}, all = {0};
     cr_assert_eq(kcr_store_list(kcr_informer_store(p->lo), &lo), KCR_OK);
