@@ -523,27 +523,44 @@ static void *ka_serve(void *arg)
     return NULL;
 }
 
-Test(http_transport, reset_write_on_a_reused_connection_is_sent_once, .timeout = 60)
+/* A listening loopback socket on a free port; clears `stopping` for the
+ * server thread the caller starts on it. */
+static int loopback_listener(void)
 {
-    ka_fd = socket(AF_INET, SOCK_STREAM, 0);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    cr_assert_eq(bind(ka_fd, (struct sockaddr *)&a, sizeof a), 0);
-    cr_assert_eq(listen(ka_fd, 16), 0);
-    socklen_t al = sizeof a;
-    getsockname(ka_fd, (struct sockaddr *)&a, &al);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    cr_assert_eq(listen(fd, 16), 0);
     atomic_store(&stopping, false);
-    pthread_t t;
-    pthread_create(&t, NULL, ka_serve, NULL);
+    return fd;
+}
+
+/* A client of plain HTTP to the listener fd; *cfg is its config (the
+ * caller frees both). */
+static kcr_client *plain_client(int fd, kcr_config **cfg)
+{
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &al);
     char yaml[512];
     snprintf(yaml, sizeof yaml,
              "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:%d'}}]\n"
              "contexts: [{name: x, context: {cluster: c}}]\ncurrent-context: x\n",
              ntohs(a.sin_port));
-    kcr_config *cfg;
-    cr_assert_eq(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &cfg), KCR_OK);
-    kcr_client *cl;
+    cr_assert_eq(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, cfg), KCR_OK);
+    kcr_client *c = NULL;
     kcr_client_options plain = {.allow_insecure_http = true};
-    cr_assert_eq(kcr_client_new(cfg, &plain, &cl), KCR_OK, "%s", kcr_last_error());
+    cr_assert_eq(kcr_client_new(*cfg, &plain, &c), KCR_OK, "%s", kcr_last_error());
+    return c;
+}
+
+Test(http_transport, reset_write_on_a_reused_connection_is_sent_once, .timeout = 60)
+{
+    ka_fd = loopback_listener();
+    pthread_t t;
+    pthread_create(&t, NULL, ka_serve, NULL);
+    kcr_config *cfg;
+    kcr_client *cl = plain_client(ka_fd, &cfg);
     cr_assert_eq(kcr_client_get(cl, &(kcr_request){.resource = &CM, .ns = "a", .name = "x"}, NULL),
                  KCR_OK, "%s", kcr_last_error());
     kcr_err err = kcr_client_create(
@@ -631,24 +648,11 @@ static bool idle_open_is(int want)
  * closes every connection idle that long and opens its own. */
 Test(http_transport, idle_connections_are_closed, .timeout = 60)
 {
-    idle_fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    cr_assert_eq(bind(idle_fd, (struct sockaddr *)&a, sizeof a), 0);
-    cr_assert_eq(listen(idle_fd, 16), 0);
-    socklen_t al = sizeof a;
-    getsockname(idle_fd, (struct sockaddr *)&a, &al);
-    atomic_store(&stopping, false);
+    idle_fd = loopback_listener();
     pthread_t server;
     pthread_create(&server, NULL, idle_serve, NULL);
-    char yaml[512];
-    snprintf(yaml, sizeof yaml,
-             "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:%d'}}]\n"
-             "contexts: [{name: x, context: {cluster: c}}]\ncurrent-context: x\n",
-             ntohs(a.sin_port));
     kcr_config *cfg;
-    cr_assert_eq(kcr_config_parse_kubeconfig(yaml, strlen(yaml), NULL, NULL, &cfg), KCR_OK);
-    kcr_client_options plain = {.allow_insecure_http = true};
-    cr_assert_eq(kcr_client_new(cfg, &plain, &idle_client), KCR_OK, "%s", kcr_last_error());
+    idle_client = plain_client(idle_fd, &cfg);
     kcr__http_client_set_idle_close(idle_client, test_ms(1000));
 
     pthread_t t[4];

@@ -742,6 +742,21 @@ static char *controller_selector(kcr_shard_range r)
     return s;
 }
 
+/* The version r's watch resumes from (malloc'd): set just after the first
+ * list is handed over, which can be after the informer synced, so waited
+ * for. */
+static char *watched_rv(kcr_reflector *r)
+{
+    char *watched = NULL;
+    for (int i = 0; i < WAIT_MS / 5 && (!watched || !*watched); i++) {
+        free(watched);
+        watched = kcr_reflector_last_sync_rv(r);
+        if (!*watched)
+            sleep_ms(5);
+    }
+    return watched;
+}
+
 static bool holds_key(kcr_informer *inf, const char *key)
 {
     kcr_object *o = kcr_store_get_by_key(kcr_informer_store(inf), key);
@@ -791,15 +806,7 @@ static void gained_ranges(bool write_between)
     cr_assert(holds_children(inf, LO, 6));
     cr_assert_eq(atomic_load(&ls.lists), 1);
 
-    /* the version the watch resumes from (set just after the first list is
-     * handed over, which can be after the informer synced) */
-    char *watched = NULL;
-    for (int i = 0; i < WAIT_MS / 5 && (!watched || !*watched); i++) {
-        free(watched);
-        watched = kcr_reflector_last_sync_rv(r);
-        if (!*watched)
-            sleep_ms(5);
-    }
+    char *watched = watched_rv(r);
     ls.write_on_list = write_between;
     cr_assert_eq(kcr_reflector_set_shard_selector(r, all), KCR_OK);
     cr_expect_eq(kcr__reflector_shard_gen(r), 1);
@@ -1069,13 +1076,7 @@ static void gained_labels(bool write_between)
     cr_assert_eq(kcr_informer_wait_for_sync(inf, WAIT_MS, NULL), KCR_OK, "%s", kcr_last_error());
     cr_assert(holds_halves(inf, 3, "lo"));
     cr_assert_eq(atomic_load(&ls.lists), 1);
-    char *watched = NULL;
-    for (int i = 0; i < WAIT_MS / 5 && (!watched || !*watched); i++) {
-        free(watched);
-        watched = kcr_reflector_last_sync_rv(r);
-        if (!*watched)
-            sleep_ms(5);
-    }
+    char *watched = watched_rv(r);
 
     ls.write_on_list = write_between;
     cr_assert_eq(kcr__reflector_set_label_values(r, NULL, "half", BOTH_HALVES, 2), KCR_OK);
