@@ -626,10 +626,10 @@ static kcr_err check(const kcr_manager *m, const kcr_sharding_options *o)
                          "kcr_manager_new: sharding and cache_defaults.reflector.shard_selector "
                          "are exclusive (the shard decides the selector)");
     const int64_t *d[] = {&o->lease_duration_ms, &o->renew_deadline_ms, &o->retry_period_ms,
-                          &o->skew_margin_ms};
+                          &o->skew_margin_ms, &o->restart_grace_ms};
     static const char *const names[] = {"lease_duration_ms", "renew_deadline_ms",
-                                        "retry_period_ms", "skew_margin_ms"};
-    for (size_t i = 0; i < 4; i++)
+                                        "retry_period_ms", "skew_margin_ms", "restart_grace_ms"};
+    for (size_t i = 0; i < sizeof d / sizeof *d; i++)
         if (*d[i] < 0 || *d[i] > KCR__MAX_DURATION_MS)
             return kcr__fail(KCR_ERR_INVALID, "kcr_manager_new: sharding.%s %lld is out of range",
                              names[i], (long long)*d[i]);
@@ -702,7 +702,8 @@ kcr_err kcr__mgr_shard_new(kcr_manager *m, const kcr_sharding_options *o, mgr_sh
                                       .lease_ms = s->lease_ms,
                                       .renew_deadline_ms = s->renew_ms,
                                       .retry_ms = s->retry_ms,
-                                      .margin_ms = s->margin_ms};
+                                      .margin_ms = s->margin_ms,
+                                      .restart_grace_ms = o->restart_grace_ms};
         err = kcr__shard_member_new(&c, &s->outer, &s->member);
         if (err != KCR_OK)
             kcr__refail(err, "kcr_manager_new: sharding: ");

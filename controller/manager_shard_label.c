@@ -586,7 +586,9 @@ static kcr_err decide(kcr_object *o, void *user_data)
     const char *owner = kcr_object_label(o, l->shard_key);
     bool draining = kcr__shard_labels_draining(l, o);
     bool owner_live = owner && *owner && kcr__ring_placed(p->ring, owner);
-    p->unowned += !owner_live;
+    /* no replica may run it: its owner left, or does not publish it (a
+     * hand-over under way, a slot kept for a restart) */
+    p->unowned += !owner_live || !kcr__shard_published_has(p->pub, owner, h);
     write_kind kind;
     if (!target) {
         p->waits++;
@@ -702,11 +704,23 @@ static bool same_ring(const kcr__ring *a, const kcr__ring *b)
     return true;
 }
 
-/* The label selector of the objects no member of `ring` owns, on top of
- * the source's (`user`, may be NULL): `<shard key> notin (<members>)`,
- * which also matches objects without the label. Malloc'd; NULL when out
- * of memory. */
-static char *unowned_selector(const shard_labels *l, const kcr__ring *ring, const char *user)
+/* Whether `identity` publishes any range in `pub`. */
+static bool publishes(const kcr__shard_published_list *pub, const char *identity)
+{
+    for (size_t i = 0; i < pub->n; i++)
+        if (strcmp(pub->items[i].identity, identity) == 0)
+            return pub->items[i].ranges.n > 0;
+    return false;
+}
+
+/* The label selector of the objects no running member of `ring` owns, on
+ * top of the source's (`user`, may be NULL): `<shard key> notin
+ * (<members>)` naming the members that publish ranges (not a slot kept
+ * for a restart: its objects are listed, to be counted unowned), which
+ * also matches objects without the label; the source's alone when none
+ * publishes. Malloc'd; NULL when out of memory. */
+static char *unowned_selector(const shard_labels *l, const kcr__ring *ring,
+                              const kcr__shard_published_list *pub, const char *user)
 {
     size_t len = (user ? strlen(user) : 0) + strlen(l->shard_key) + 16;
     for (size_t i = 0; i < kcr__ring_size(ring); i++) {
@@ -721,12 +735,15 @@ static char *unowned_selector(const shard_labels *l, const kcr__ring *ring, cons
     bool first = true;
     for (size_t i = 0; i < kcr__ring_size(ring); i++) {
         const char *id = kcr__ring_placed_at(ring, i);
-        if (!id)
+        if (!id || !publishes(pub, id))
             continue;
         at += (size_t)snprintf(out + at, len - at, "%s%s", first ? "" : ",", id);
         first = false;
     }
-    snprintf(out + at, len - at, ")");
+    if (first) /* no member publishes: every object is unowned */
+        snprintf(out, len, "%s", user ? user : "");
+    else
+        snprintf(out + at, len - at, ")");
     return out;
 }
 
@@ -769,7 +786,7 @@ static void coordinate(mgr_shard *s)
             continue;
         const kcr__source *src = &m->ctls[i]->c->sources[0];
         kcr_resource res = {src->group, src->version, src->resource};
-        char *unowned = full ? NULL : unowned_selector(l, ring, src->label_selector);
+        char *unowned = full ? NULL : unowned_selector(l, ring, &pub, src->label_selector);
         size_t first = p.n;
         size_t seen = p.seen;
         kcr_err err = !full && !unowned

@@ -36,6 +36,7 @@ static kcr_err read_lease(kcr_object *obj, kcr__shard_lease *out)
         return err;
     const char *identity = kcr_object_label(obj, KCR__SHARD_IDENTITY_LABEL);
     const char *held = kcr_object_annotation(obj, KCR__SHARD_HELD_ANNOTATION);
+    const char *restarting = kcr_object_annotation(obj, KCR__SHARD_RESTARTING_ANNOTATION);
     kcr__shard_lease l = {.identity = (char *)(identity ? identity : ""),
                           .holder = rec.holder,
                           .duration_ms = rec.duration_s * 1000,
@@ -43,6 +44,7 @@ static kcr_err read_lease(kcr_object *obj, kcr__shard_lease *out)
                           .slot =
                               parse_slot(kcr_object_annotation(obj, KCR__SHARD_SLOT_ANNOTATION)),
                           .held = (char *)(held ? held : ""),
+                          .restarting = restarting && strcmp(restarting, "true") == 0,
                           .version = (char *)kcr_object_resource_version(obj)};
     err = kcr__shard_lease_copy(&l, out);
     kcr__lease_record_clear(&rec);
@@ -124,6 +126,8 @@ static kcr_err lease_object(const client_store *s, const char *ring, const kcr__
     kcr_object_edit_set_label(e, KCR__SHARD_IDENTITY_LABEL, l->identity);
     kcr_object_edit_set_annotation(e, KCR__SHARD_SLOT_ANNOTATION, slot);
     kcr_object_edit_set_annotation(e, KCR__SHARD_HELD_ANNOTATION, l->held);
+    if (l->restarting)
+        kcr_object_edit_set_annotation(e, KCR__SHARD_RESTARTING_ANNOTATION, "true");
     kcr__lease_edit_spec(e, &spec);
     err = kcr_object_edit_freeze(e, out); /* an edit keeps its first error until here */
     kcr_object_edit_free(e);

@@ -7,11 +7,13 @@
  * A shard Lease is a coordination.k8s.io/v1 Lease labelled
  * kcr.dev/shard-ring=<ring> and kcr.dev/shard-identity=<identity>; its
  * spec.holderIdentity names the process (instance) holding the identity, ""
- * once released; annotations carry the member's slot and the ranges it may
- * be reconciling (docs/sharding.md). */
+ * once released; annotations carry the member's slot, the ranges it may
+ * be reconciling and, on a released Lease, whether it keeps the slot for a
+ * restart (docs/sharding.md). */
 #ifndef KCR_SHARD_LEASE_STORE_H
 #define KCR_SHARD_LEASE_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +24,7 @@
 #define KCR__SHARD_IDENTITY_LABEL "kcr.dev/shard-identity"
 #define KCR__SHARD_SLOT_ANNOTATION "kcr.dev/shard-slot"
 #define KCR__SHARD_HELD_ANNOTATION "kcr.dev/shard-held"
+#define KCR__SHARD_RESTARTING_ANNOTATION "kcr.dev/shard-restarting"
 
 /* One member's Lease. Strings are malloc'd (kcr__shard_lease_clear). */
 typedef struct kcr__shard_lease {
@@ -31,6 +34,8 @@ typedef struct kcr__shard_lease {
     int64_t renew_ms;    /* spec.renewTime, on the writer's wall clock */
     int slot;            /* the slot annotation; -1 when absent or bad */
     char *held;          /* the held-ranges annotation, kcr__ranges_format text */
+    bool restarting;     /* released by a clean stop that keeps its slot for the identity's
+                            next instance (the restarting annotation, "true") */
     char *version;       /* metadata.resourceVersion; "" for a Lease to create */
 } kcr__shard_lease;
 

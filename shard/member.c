@@ -51,12 +51,15 @@ kcr_err kcr__shard_member_new(const kcr__shard_member_config *config, const kcr_
         return kcr__fail(KCR_ERR_INVALID, "shard member: a ring, an identity, an instance and a "
                                           "Lease store are required");
     if (c->lease_ms <= 0 || c->renew_deadline_ms <= 0 || c->retry_ms <= 0 || c->margin_ms < 0 ||
-        c->renew_deadline_ms >= c->lease_ms || c->retry_ms >= c->renew_deadline_ms)
+        c->renew_deadline_ms >= c->lease_ms || c->retry_ms >= c->renew_deadline_ms ||
+        c->restart_grace_ms < 0)
         return kcr__fail(KCR_ERR_INVALID,
                          "shard member \"%s\": need 0 < retry (%lld ms) < renew deadline (%lld ms) "
-                         "< lease duration (%lld ms) and a margin >= 0 (%lld ms)",
+                         "< lease duration (%lld ms), a margin >= 0 (%lld ms) and a restart "
+                         "grace >= 0 (%lld ms)",
                          c->identity, (long long)c->retry_ms, (long long)c->renew_deadline_ms,
-                         (long long)c->lease_ms, (long long)c->margin_ms);
+                         (long long)c->lease_ms, (long long)c->margin_ms,
+                         (long long)c->restart_grace_ms);
     kcr__shard_member *m = calloc(1, sizeof *m);
     if (!m)
         return kcr__fail(KCR_ERR_NOMEM, "out of memory creating a shard member");
@@ -98,6 +101,13 @@ void kcr__shard_member_free(kcr__shard_member *m)
 static bool expired(const kcr__shard_member *m, const kcr__shard_lease *l, int64_t now)
 {
     return now > l->renew_ms + l->duration_ms + m->cfg.margin_ms;
+}
+
+/* Whether l takes part in the ring: unexpired, and held or kept for the
+ * restart of its identity. */
+static bool placed(const kcr__shard_member *m, const kcr__shard_lease *l, int64_t now)
+{
+    return *l->identity && (*l->holder || l->restarting) && !expired(m, l, now);
 }
 
 static kcr__shard_lease *find_own(const kcr__shard_member *m, kcr__shard_lease_list *list)
@@ -172,8 +182,7 @@ static kcr_err ring_of(kcr__shard_member *m, const kcr__shard_lease_list *list, 
     size_t n = 0;
     for (size_t i = 0; i < list->n; i++) {
         const kcr__shard_lease *l = &list->items[i];
-        if (strcmp(l->identity, m->identity) != 0 && *l->holder && *l->identity &&
-            !expired(m, l, now))
+        if (strcmp(l->identity, m->identity) != 0 && placed(m, l, now))
             members[n++] = (kcr__ring_member){l->identity, l->slot};
     }
     if (with_self)
@@ -194,8 +203,9 @@ static kcr_err ring_of(kcr__shard_member *m, const kcr__shard_lease_list *list, 
     return err;
 }
 
-/* Writes our Lease: holder (instance, or "" to release), renewTime now, our
- * slot, `publish` as the held ranges. */
+/* Writes our Lease: holder (instance, or "" to release, keeping the slot
+ * for a restart when configured), renewTime now, our slot, `publish` as
+ * the held ranges. */
 static kcr_err write_lease(kcr__shard_member *m, const char *version, const kcr__ranges *publish,
                            bool release, int64_t now)
 {
@@ -203,12 +213,16 @@ static kcr_err write_lease(kcr__shard_member *m, const char *version, const kcr_
     kcr_err err = kcr__ranges_format(publish, &held);
     if (err != KCR_OK)
         return err;
+    bool keep = release && m->cfg.restart_grace_ms > 0;
     kcr__shard_lease l = {.identity = m->identity,
                           .holder = release ? "" : m->instance,
-                          .duration_ms = m->cfg.lease_ms,
+                          .duration_ms = keep && m->cfg.restart_grace_ms > m->cfg.lease_ms
+                                             ? m->cfg.restart_grace_ms
+                                             : m->cfg.lease_ms,
                           .renew_ms = now,
                           .slot = m->slot,
                           .held = held,
+                          .restarting = keep,
                           .version = (char *)(version ? version : "")};
     char *new_version = NULL;
     err = m->store->ops->put(m->ring, &l, &new_version, m->store->user_data);

@@ -17,6 +17,8 @@
  * and it holds nothing) it wants nothing until the ring's members stayed
  * the same for two retry periods, at most a lease duration after it
  * joined, so that replicas starting together split the ring at once.
+ * A Lease is placed in the ring while it is unexpired and held, or
+ * released by a leave that keeps its slot for a restart (restart_grace_ms).
  *
  * Nothing here reads a clock or sleeps: every call takes `now_ms`, the
  * caller's wall clock, so tests drive it with a virtual one. Differences of
@@ -45,6 +47,12 @@ typedef struct kcr__shard_member_config {
     int64_t renew_deadline_ms; /* < lease_ms: stop admitting after this long unrenewed */
     int64_t retry_ms;          /* renew every retry_ms */
     int64_t margin_ms;         /* fencing margin: >= the clock-skew bound between replicas */
+    /* 0: a graceful leave releases the slot, its keys move within a step.
+     * > 0: the released Lease keeps the slot placed in the ring for
+     * max(lease_ms, this) + margin_ms after the leave, so its keys wait,
+     * unowned, for the identity's next instance, which takes them back at
+     * once (a rolling restart moves nothing); after that they move. */
+    int64_t restart_grace_ms;
     /* TEST ONLY: acknowledge a lost range at once instead of after its
      * in-flight reconciles end, to prove the checkers notice. */
     bool ack_before_drain;
@@ -80,7 +88,8 @@ bool kcr__shard_member_begin(kcr__shard_member *m, uint64_t hash, int64_t now_ms
 void kcr__shard_member_end(kcr__shard_member *m, uint64_t hash);
 
 /* Starts a graceful leave: stop admitting, drain, release the Lease (over
- * the following steps). */
+ * the following steps; keeping the slot for a restart when the config's
+ * restart_grace_ms is set). */
 void kcr__shard_member_leave(kcr__shard_member *m);
 
 kcr__shard_state kcr__shard_member_state(const kcr__shard_member *m);

@@ -506,10 +506,18 @@ typedef struct kcr_sharding_options {
      * namespace (the apiserver filters namespaces already). */
     bool child_bucket_selector;
     uint8_t reserved_u8[3]; /* zero (the rest of the reserved slot label_keys took) */
+    /* 0: a replica that stops cleanly releases its place in the ring and
+     * the others take its keys within a retry period. > 0: it keeps its
+     * place for max(lease duration, this) + skew_margin_ms, its keys
+     * waiting, unowned, for the next process with its identity, which
+     * takes them back at once: a rolling restart of a StatefulSet moves no
+     * key. A replica that does not come back loses them after that
+     * (docs/sharding.md, "Leaving"). */
+    int64_t restart_grace_ms;
     /* Zero. Fields added later take these bytes: the struct is reached
      * through options, so its size never changes (docs/abi.md). Not zero:
      * KCR_ERR_INVALID. */
-    uint64_t reserved[3];
+    uint64_t reserved[2];
 } kcr_sharding_options;
 
 /* Zero means default for every field; strings are copied. A graceful

@@ -68,6 +68,7 @@ static bool buckets_opt; /* kcr_sharding_options.child_bucket_selector */
 static kcr_shard_label_keys label_keys_opt;
 static int workers_opt = 4; /* each replica's max_concurrent_reconciles */
 static int64_t retry_opt_ms;  /* 0: shard_opts' short timings; else this retry period */
+static int64_t restart_grace_opt_ms; /* kcr_sharding_options.restart_grace_ms */
 #define SHARD_LABEL "shard.kcr.dev/ring"
 #define DRAIN_LABEL "drain.kcr.dev/ring"
 
@@ -185,7 +186,8 @@ static kcr_sharding_options shard_opts(kcr_shard_mode mode, const char *identity
                                       .retry_period_ms = retry_opt_ms,
                                       .skew_margin_ms = test_ms(200),
                                       .label_keys = label_keys_opt,
-                                      .child_bucket_selector = buckets_opt};
+                                      .child_bucket_selector = buckets_opt,
+                                      .restart_grace_ms = restart_grace_opt_ms};
     return (kcr_sharding_options){.mode = mode,
                                   .ring = "ring",
                                   .identity = identity,
@@ -194,7 +196,8 @@ static kcr_sharding_options shard_opts(kcr_shard_mode mode, const char *identity
                                   .retry_period_ms = test_ms(200),
                                   .skew_margin_ms = test_ms(200),
                                   .label_keys = label_keys_opt,
-                                  .child_bucket_selector = buckets_opt};
+                                  .child_bucket_selector = buckets_opt,
+                                  .restart_grace_ms = restart_grace_opt_ms};
 }
 
 /* Makes replica r (identity "rep-<r>" unless given) with one controller on
@@ -261,6 +264,7 @@ static void replicas_teardown(void)
     label_keys_opt = KCR_SHARD_LABELS_KCR;
     workers_opt = 4;
     retry_opt_ms = 0;
+    restart_grace_opt_ms = 0;
     teardown();
 }
 
@@ -1053,6 +1057,54 @@ Test(shard_controller, label_mode_each_replica_caches_and_runs_its_labelled_obje
     cr_assert_eq(kcr_manager_shard_readyz_check(&msg, reps[0].m), KCR_OK);
     cr_expect(strstr(msg, "mode label") != NULL, "%s", msg);
     free(msg);
+}
+
+/* A replica restarted within its restart grace (label mode): while it is
+ * away its keys stay unowned (reported) and run nowhere, no label changes,
+ * and the next process with its identity takes them back; without the
+ * grace the other replica takes them within the lease (1.5 s). */
+Test(shard_controller, label_mode_a_restart_within_the_grace_moves_nothing, .init = setup,
+     .fini = replicas_teardown, .timeout = 120)
+{
+    restart_grace_opt_ms = test_ms(30000);
+    seed();
+    for (int r = 0; r < 2; r++) {
+        replica_new(r, KCR_SHARD_LABEL, NULL);
+        replica_start(r);
+    }
+    int two[] = {0, 1};
+    WAIT_FOR(settled(two, 2) && all_labelled(2, SHARD_LABEL));
+    char before[N_KEYS][64];
+    for (int i = 0; i < N_KEYS; i++)
+        label_of(i, SHARD_LABEL, before[i], sizeof before[i]);
+    double away = metric(reps[1].m, "kcr_shard_owned_objects{controller=\"c\"}");
+    cr_assert_gt(away, 0);
+
+    cr_assert_eq(replica_stop(1), KCR_OK, "%s", kcr_last_error());
+    kcr_manager_free(reps[1].m);
+    kcr_client_free(reps[1].client);
+    reps[1].m = NULL;
+    reps[1].client = NULL;
+    clear_counts();
+    touch_all(3);
+    sleep_ms(test_ms(3000)); /* two lease durations and the margin */
+    cr_expect_eq(keys_of(1), 0);
+    cr_expect_eq(keys_of(0), N_KEYS - (int)away, "replica 0 ran keys of the replica restarting");
+    cr_expect_eq(metric(reps[0].m, "kcr_shard_unowned_objects{ring=\"ring\"}"), away,
+                 "the restarting replica's keys are not reported unowned");
+
+    replica_new(1, KCR_SHARD_LABEL, NULL);
+    replica_start(1);
+    WAIT_FOR(each_once());
+    cr_expect_eq(keys_of(1), (int)away, "the restarted replica took back its own keys");
+    WAIT_FOR(settled(two, 2));
+    for (int i = 0; i < N_KEYS; i++) {
+        char now[64];
+        label_of(i, SHARD_LABEL, now, sizeof now);
+        cr_expect_str_eq(now, before[i], "cm-%02d moved", i);
+    }
+    cr_expect_eq(atomic_load(&overlaps), 0);
+    cr_expect_eq(atomic_load(&missing_primary), 0);
 }
 
 /* kcr_shard_coordinator_listed_objects_total of replica r's pass kind. */

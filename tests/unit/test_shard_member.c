@@ -3,8 +3,9 @@
  * writes), a second replica with a live identity refused and named, a
  * restart that takes its identity back without running what the previous
  * instance may still run, the hand-over waiting for the old owner to drain,
- * a replica that cannot renew stopping before anyone takes its keys, and a
- * clock skewed past the margin reported. */
+ * a replica that cannot renew stopping before anyone takes its keys, a
+ * leave that keeps its slot for a restart, and a clock skewed past the
+ * margin reported. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +39,9 @@ static void teardown(void)
     kcr_fake_free(fake);
 }
 
-static kcr__shard_member *member(const kcr__lease_store *s, const char *identity,
-                                 const char *instance)
+/* A member whose leave keeps its slot for `restart_grace_ms` (0: releases it). */
+static kcr__shard_member *member_keeping(const kcr__lease_store *s, const char *identity,
+                                         const char *instance, int64_t restart_grace_ms)
 {
     kcr__shard_member_config cfg = {.ring = "web",
                                     .identity = identity,
@@ -47,10 +49,17 @@ static kcr__shard_member *member(const kcr__lease_store *s, const char *identity
                                     .lease_ms = LEASE,
                                     .renew_deadline_ms = DEADLINE,
                                     .retry_ms = RETRY,
-                                    .margin_ms = MARGIN};
+                                    .margin_ms = MARGIN,
+                                    .restart_grace_ms = restart_grace_ms};
     kcr__shard_member *m = NULL;
     cr_assert_eq(kcr__shard_member_new(&cfg, s, &m), KCR_OK, "%s", kcr_last_error());
     return m;
+}
+
+static kcr__shard_member *member(const kcr__lease_store *s, const char *identity,
+                                 const char *instance)
+{
+    return member_keeping(s, identity, instance, 0);
 }
 
 static void sync_ok(kcr__shard_member *m, int64_t now)
@@ -359,6 +368,74 @@ Test(shard_member, a_graceful_leave_hands_over_at_once)
                  "a took everything within one step, not after a lease duration");
     kcr__shard_member_free(a);
     kcr__shard_member_free(b);
+    memstore_free(&table);
+}
+
+/* A leave that keeps its slot for a restart: the others take none of its
+ * keys while the slot is kept; the identity's next instance takes them
+ * back at once; an identity that does not come back loses them once the
+ * grace (and the margin) has passed, not before. */
+Test(shard_member, a_leave_that_keeps_its_slot_moves_nothing)
+{
+    enum { GRACE = 30000 };
+    memstore table = {0};
+    memstore_handle ha, hb, hc;
+    memstore_init(&ha, &table);
+    memstore_init(&hb, &table);
+    memstore_init(&hc, &table);
+    kcr__shard_member *a = member(&ha.store, "a", "a_1");
+    kcr__shard_member *b = member_keeping(&hb.store, "b", "b_1", GRACE);
+    kcr__shard_member *c = member_keeping(&hc.store, "c", "c_1", GRACE);
+    int64_t t = T0;
+    for (int i = 0; i < 7; i++, t += 1000) { /* a cold ring: 2 retry periods unchanged */
+        sync_ok(a, t);
+        sync_ok(b, t);
+        sync_ok(c, t);
+    }
+    uint64_t a_share = kcr__ranges_measure(kcr__shard_member_admitted(a));
+    uint64_t hb_key = first_admitted(b), hc_key = first_admitted(c);
+    int b_slot = kcr__shard_member_slot(b);
+    kcr__shard_member_leave(b);
+    kcr__shard_member_leave(c);
+    sync_ok(b, t);
+    sync_ok(c, t);
+    cr_expect_eq(kcr__shard_member_state(b), KCR__SHARD_LEFT);
+    cr_expect_str_eq(memstore_find(&table, "b")->holder, "", "its Lease is released");
+    cr_expect(memstore_find(&table, "b")->restarting, "its Lease keeps the slot");
+    int64_t left = t;
+    kcr__shard_member_free(b);
+    kcr__shard_member_free(c);
+
+    for (; t < left + 10000; t += 500) { /* b restarts 10 s later; c never */
+        sync_ok(a, t);
+        cr_expect_eq(kcr__ranges_measure(kcr__shard_member_admitted(a)), a_share,
+                     "a took keys of a slot kept for a restart at +%lld ms",
+                     (long long)(t - left));
+    }
+    kcr__shard_member *b2 = member_keeping(&hb.store, "b", "b_2", GRACE);
+    sync_ok(b2, t);
+    cr_expect_eq(kcr__shard_member_state(b2), KCR__SHARD_ACTIVE, "the next instance did not "
+                                                                  "take the released Lease at once");
+    cr_expect_eq(kcr__shard_member_slot(b2), b_slot, "the next instance took another slot");
+    sync_ok(b2, t += 500);
+    cr_expect(kcr__shard_member_begin(b2, hb_key, t), "b's keys did not come back at once");
+    kcr__shard_member_end(b2, hb_key);
+
+    for (; t <= left + GRACE + MARGIN; t += 500) {
+        sync_ok(a, t);
+        sync_ok(b2, t);
+        cr_expect_not(kcr__shard_member_begin(a, hc_key, t) ||
+                          kcr__shard_member_begin(b2, hc_key, t),
+                      "c's keys moved before its grace ended (+%lld ms)", (long long)(t - left));
+    }
+    for (int i = 0; i < 3; i++, t += 500) {
+        sync_ok(a, t);
+        sync_ok(b2, t);
+    }
+    cr_expect(kcr__shard_member_begin(a, hc_key, t) || kcr__shard_member_begin(b2, hc_key, t),
+              "c's keys did not move once its grace had passed");
+    kcr__shard_member_free(a);
+    kcr__shard_member_free(b2);
     memstore_free(&table);
 }
 
