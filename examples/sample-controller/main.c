@@ -16,10 +16,16 @@
  * --shard-child-buckets true makes its Deployment cache ask the apiserver
  * for its Foos' Deployments only, by their bucket label
  * (kcr_sharding_options.child_bucket_selector: every Deployment must carry
- * it, as those this controller writes do).
+ * it, as those this controller writes do); --shard-restart-grace 30s keeps
+ * a replica's Foos waiting that long after it stops for its identity's
+ * next process (kcr_sharding_options.restart_grace_ms: a rolling restart
+ * moves no Foo).
  * Exits 0 after SIGINT/SIGTERM (a second one exits at once), 1 when the
  * lease is lost or it cannot start, 2 for bad arguments. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "flags.h"
@@ -47,35 +53,57 @@ static kcr_err setup(kcr_manager *m, const kcr_main_flags *f, void *ud)
     return kcr_manager_add_controller(m, &ctl, NULL);
 }
 
-/* --shard-mode, --shard-identity, --shard-ring, --shard-child-buckets
- * into *out; 0, or 2 after printing what is wrong. *sharded is false
- * without --shard-mode. */
-static int shard_flags(const char *mode, const char *identity, const char *ring,
-                       const char *child_buckets, kcr_sharding_options *out, bool *sharded)
+/* The --shard-* flags' values; NULL when not given. */
+typedef struct shard_cli {
+    const char *mode, *identity, *ring, *child_buckets, *restart_grace;
+} shard_cli;
+
+/* --shard-restart-grace: whole seconds, "30s" or "30"; -1 when not that. */
+static int64_t grace_ms(const char *text)
 {
-    *out = (kcr_sharding_options){.identity = identity, .ring = ring};
-    *sharded = mode != NULL;
-    if (!mode && (identity || ring || child_buckets)) {
+    char *end;
+    errno = 0;
+    long long s = strtoll(text, &end, 10);
+    if (errno || end == text || s < 0 || s > 86400 || (*end && strcmp(end, "s") != 0))
+        return -1;
+    return s * 1000;
+}
+
+/* The --shard-* flags into *out; 0, or 2 after printing what is wrong.
+ * *sharded is false without --shard-mode. */
+static int shard_flags(const shard_cli *c, kcr_sharding_options *out, bool *sharded)
+{
+    *out = (kcr_sharding_options){.identity = c->identity, .ring = c->ring};
+    *sharded = c->mode != NULL;
+    if (!c->mode && (c->identity || c->ring || c->child_buckets || c->restart_grace)) {
         fprintf(stderr,
-                "%s: --shard-identity, --shard-ring and --shard-child-buckets need --shard-mode\n",
+                "%s: --shard-identity, --shard-ring, --shard-child-buckets and "
+                "--shard-restart-grace need --shard-mode\n",
                 SAMPLE_NAME);
         return 2;
     }
-    if (child_buckets && strcmp(child_buckets, "true") && strcmp(child_buckets, "false")) {
+    if (c->child_buckets && strcmp(c->child_buckets, "true") && strcmp(c->child_buckets, "false")) {
         fprintf(stderr, "%s: --shard-child-buckets is true or false, not '%s'\n", SAMPLE_NAME,
-                child_buckets);
+                c->child_buckets);
         return 2;
     }
-    out->child_bucket_selector = child_buckets && !strcmp(child_buckets, "true");
-    if (!mode || !strcmp(mode, "filter"))
+    out->child_bucket_selector = c->child_buckets && !strcmp(c->child_buckets, "true");
+    out->restart_grace_ms = c->restart_grace ? grace_ms(c->restart_grace) : 0;
+    if (out->restart_grace_ms < 0) {
+        fprintf(stderr,
+                "%s: --shard-restart-grace is whole seconds up to a day (30s, 0: off), not '%s'\n",
+                SAMPLE_NAME, c->restart_grace);
+        return 2;
+    }
+    if (!c->mode || !strcmp(c->mode, "filter"))
         out->mode = KCR_SHARD_FILTER;
-    else if (!strcmp(mode, "server"))
+    else if (!strcmp(c->mode, "server"))
         out->mode = KCR_SHARD_SERVER;
-    else if (!strcmp(mode, "label"))
+    else if (!strcmp(c->mode, "label"))
         out->mode = KCR_SHARD_LABEL;
     else {
         fprintf(stderr, "%s: --shard-mode is filter, server or label, not '%s'\n", SAMPLE_NAME,
-                mode);
+                c->mode);
         return 2;
     }
     return 0;
@@ -105,13 +133,14 @@ static int start_webhooks(const sample_webhook_cli *wh, kcr_webhook_server **out
 int main(int argc, char **argv)
 {
     sample_webhook_cli wh = {.bind_address = ":9443"};
-    const char *log_path = NULL, *shard_mode = NULL, *shard_identity = NULL, *shard_ring = NULL,
-               *shard_child_buckets = NULL;
+    const char *log_path = NULL;
+    shard_cli sc = {0};
     const sample_flag own[] = {{"--reconcile-log", &log_path},
-                               {"--shard-mode", &shard_mode},
-                               {"--shard-identity", &shard_identity},
-                               {"--shard-ring", &shard_ring},
-                               {"--shard-child-buckets", &shard_child_buckets}};
+                               {"--shard-mode", &sc.mode},
+                               {"--shard-identity", &sc.identity},
+                               {"--shard-ring", &sc.ring},
+                               {"--shard-child-buckets", &sc.child_buckets},
+                               {"--shard-restart-grace", &sc.restart_grace}};
     sample_program p = {.log = {.fd = -1}};
     kcr_sharding_options sharding;
     bool sharded = false;
@@ -120,9 +149,8 @@ int main(int argc, char **argv)
     if (!rc)
         rc = sample_take_flags(&argc, argv, own, sizeof own / sizeof *own);
     if (!rc)
-        rc = shard_flags(shard_mode, shard_identity, shard_ring, shard_child_buckets, &sharding,
-                         &sharded);
-    if (!rc && log_path && sample_reconcile_log_open(&p.log, log_path, shard_identity))
+        rc = shard_flags(&sc, &sharding, &sharded);
+    if (!rc && log_path && sample_reconcile_log_open(&p.log, log_path, sc.identity))
         rc = 1;
     if (!rc)
         rc = start_webhooks(&wh, &server);

@@ -16,7 +16,9 @@
 #   custom resources). Then kill -9 of one, a fourth added, every replica
 #   rolled (SIGTERM, restart with the same identity, one by one); new Foos
 #   after each step; every Foo converges and the checker finds no overlap
-#   and no Foo never reconciled. label: at the end every Foo carries the
+#   and no Foo never reconciled. r0-r2 run with --shard-restart-grace, so
+#   during the roll none of their Foos runs on another replica; r3 without,
+#   so its Foos move to the others and back (the release hand-over). label: at the end every Foo carries the
 #   shard label of a running replica and no drain label, and a replica's
 #   cache held only its own Foos.
 # KCR_SHARD_E2E_WRAPPER runs each replica under a command (valgrind).
@@ -47,6 +49,7 @@ n_foos=${KCR_SHARD_E2E_FOOS:-1000}
 # --error-exitcode=99 ...": an error then fails the replica's SIGTERM exit.
 read -r -a wrapper <<<"${KCR_SHARD_E2E_WRAPPER:-}"
 step=$(((n_foos + 9) / 10))
+restart_grace=60s # longer than a restart takes, under valgrind too
 converge_timeout=$((timeout * 4))
 
 declare -A pids ports
@@ -83,6 +86,7 @@ start_ctl() {
 	server-fallback) args=(--shard-mode=server --shard-identity="$name" --shard-ring="$ring") ;;
 	*) args=(--shard-mode="$mode" --shard-identity="$name" --shard-ring="$ring") ;;
 	esac
+	[[ $mode == unsharded || $name == r3 ]] || args+=(--shard-restart-grace="$restart_grace")
 	ports[$name]=$(free_port)
 	POD_NAME=$name "${wrapper[@]}" "$bin" --kubeconfig "$kubeconfig" --namespace "$ns" \
 		--metrics-bind-address "127.0.0.1:${ports[$name]}" \
@@ -190,6 +194,8 @@ wait_converged "r3 joined"
 ok "r3 joined: $step more Foos converged"
 
 # ---- roll every replica: SIGTERM, restart with the same identity ----------------
+declare -A before_roll
+for r in r0 r2 r3; do before_roll[$r]=$(wc -l <"$tmp/$r.reconciles"); done
 for r in r0 r2 r3; do
 	stop_ctl "$r" TERM
 	((rc == 0)) || fail "replica $r exited $rc after SIGTERM"
@@ -199,6 +205,15 @@ done
 create_foos $((n_foos + 2 * step + 1)) $((n_foos + 3 * step))
 wait_converged "rolled"
 ok "r0, r2, r3 rolled one by one: $step more Foos converged"
+# A Foo reconciled during the roll by two replicas moved; only r3's may
+# (it releases its place on SIGTERM), r0's and r2's waited for them.
+moved=$(for r in r0 r2 r3; do tail -n "+$((before_roll[$r] + 1))" "$tmp/$r.reconciles"; done |
+	awk '{ ids[$2] = ids[$2] " " $1 } END { for (k in ids) print k ids[k] }' |
+	awk '{ delete seen; n = 0; r3 = 0
+	       for (i = 2; i <= NF; i++) if (!($i in seen)) { seen[$i] = 1; n++; r3 += $i == "r3" }
+	       if (n > 1 && !r3) print }')
+[[ -z $moved ]] || fail "Foos of a replica rolled within its restart grace ran elsewhere: $(head -n 5 <<<"$moved")"
+ok "the roll moved no Foo of r0 and r2 (restart grace $restart_grace)"
 
 # ---- the modes' own evidence, then the logs -------------------------------------
 # server mode follows the apiserver: it filters on the server when a list
