@@ -428,9 +428,12 @@ static kcr_err step(kcr__shard_member *m, const kcr__shard_lease_list *list,
         err = apply(kcr__ranges_union, &publish, &claim);
     if (err == KCR_OK)
         err = apply(kcr__ranges_union, &publish, &m->legacy);
+    /* Leaves once drained and past what a previous instance published (its
+     * Lease would otherwise pass that on with a new renewTime, and a chain
+     * of quick restarts would keep those keys from everyone). */
     if (err == KCR_OK && m->state == KCR__SHARD_LEAVING && m->admitted.n == 0 &&
-        m->draining.n == 0) {
-        err = write_lease(m, own->version, &m->legacy, true, now);
+        m->draining.n == 0 && m->legacy.n == 0) {
+        err = write_lease(m, own->version, &(kcr__ranges){0}, true, now);
         if (err == KCR_OK)
             m->state = KCR__SHARD_LEFT;
     } else if (err == KCR_OK &&

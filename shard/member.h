@@ -87,9 +87,10 @@ kcr_err kcr__shard_member_sync(kcr__shard_member *m, int64_t now_ms);
 bool kcr__shard_member_begin(kcr__shard_member *m, uint64_t hash, int64_t now_ms);
 void kcr__shard_member_end(kcr__shard_member *m, uint64_t hash);
 
-/* Starts a graceful leave: stop admitting, drain, release the Lease (over
- * the following steps; keeping the slot for a restart when the config's
- * restart_grace_ms is set). */
+/* Starts a graceful leave: stop admitting, drain, wait out what a previous
+ * instance published, release the Lease (over the following steps;
+ * keeping the slot for a restart when the config's restart_grace_ms is
+ * set). */
 void kcr__shard_member_leave(kcr__shard_member *m);
 
 kcr__shard_state kcr__shard_member_state(const kcr__shard_member *m);

@@ -1,6 +1,8 @@
 /* A seeded simulation of a shard ring (shard/member.c): replicas in one
  * process on an in-memory Lease store with a virtual clock, random joins,
- * graceful leaves, crashes (some restarting with their identity),
+ * graceful leaves (of an even-numbered identity: a rolling restart, its
+ * slot kept by restart_grace_ms until it is back), crashes (some
+ * restarting with their identity),
  * partitions (a replica that cannot reach the API keeps running what it
  * admitted), API outages (all of them cut off at once), duplicate starts of
  * a live identity, skewed clocks, and keys
@@ -11,8 +13,11 @@
  * - exclusivity: no key's reconcile starts on one replica while it runs on
  *   another;
  * - liveness: once nothing changed for QUIET_MS (the bound: lease + margin +
- *   the longest reconcile + two steps), the live members' admitted ranges
- *   partition the whole hash space, so every key has exactly one owner;
+ *   the longest reconcile + two steps), no rolling restart is under way
+ *   (a kept slot holds its keys until its identity is back) and none came
+ *   back for ROLL_QUIET_MS (the grace in place of the lease), the live
+ *   members' admitted ranges partition the whole hash space, so every key
+ *   has exactly one owner;
  * - balance: the largest admitted share against the mean at those points;
  * - fencing: no reconcile starts on a replica cut off for longer than its
  *   renew deadline;
@@ -42,7 +47,13 @@
 #define SKEW_MS 500    /* each clock is off by at most this: pairs by 2x */
 #define MARGIN_MS 2000 /* >= the pairwise skew bound */
 #define MAX_RECONCILE_MS 4000
+#define GRACE_MS 30000         /* restart_grace_ms of the even-numbered identities */
+#define MAX_RESTART_MS 15000   /* ... which come back this long at most after they left */
 #define QUIET_MS (LEASE_MS + MARGIN_MS + MAX_RECONCILE_MS + 2 * SYNC_MS + 2 * SKEW_MS)
+/* ... and after a rolling restart's last step: a kept Lease protects what
+ * it published (a reconcile in flight when the process stopped) for the
+ * grace, not the lease */
+#define ROLL_QUIET_MS (GRACE_MS + MARGIN_MS + MAX_RECONCILE_MS + 2 * SYNC_MS + 2 * SKEW_MS)
 
 /* A replica's way to the Lease store, which a partition cuts. */
 typedef struct cut_store {
@@ -79,11 +90,13 @@ typedef struct replica {
     char identity[16], instance[32];
     int64_t skew_ms, next_sync, partition_from, partition_until;
     int64_t run_end[NKEYS]; /* 0: not running that key */
+    bool returns;           /* leaving for a rolling restart */
 } replica;
 
 typedef struct restart {
     int64_t at;
     char identity[16];
+    bool roll; /* the end of a rolling restart */
 } restart;
 
 typedef struct sim {
@@ -101,12 +114,14 @@ typedef struct sim {
     int64_t next_work[NKEYS];
     restart restarts[MAX_REPLICAS];
     int nrestarts;
+    int rolling; /* rolling restarts under way: left or leaving, not started again yet */
+    int64_t last_roll; /* when a rolling restart last left, crashed or started again */
     int next_id, instances;
     int64_t t, last_change;
     bool checked; /* coverage checked since last_change */
     /* results */
     long overlaps, reconciles, coverage_checks, coverage_failures, refusals;
-    long joins, leaves, crashes, partitions, outages, duplicates, restarts_done;
+    long joins, leaves, rolls, crashes, partitions, outages, duplicates, restarts_done;
     long late_admissions; /* admitted while cut off past the renew deadline */
     size_t most_ranges;   /* the most ranges one member admitted at a quiet point */
     double worst_balance;
@@ -187,6 +202,13 @@ static int64_t between(sim *s, int64_t lo, int64_t hi)
     return lo + (int64_t)(rnd(s) % (uint64_t)(hi - lo + 1));
 }
 
+/* The even-numbered identities ("r0", "r2", ...) are a StatefulSet's:
+ * they keep their slot when they leave, and come back. */
+static bool keeps_slot(const char *identity)
+{
+    return atoi(identity + 1) % 2 == 0;
+}
+
 static void start_replica(sim *s, const char *identity)
 {
     int slot = 0; /* reuse an exited process's entry */
@@ -210,6 +232,7 @@ static void start_replica(sim *s, const char *identity)
                                     .renew_deadline_ms = RENEW_DEADLINE_MS,
                                     .retry_ms = RETRY_MS,
                                     .margin_ms = MARGIN_MS,
+                                    .restart_grace_ms = keeps_slot(identity) ? GRACE_MS : 0,
                                     .ack_before_drain = s->broken};
     cr_assert_eq(kcr__shard_member_new(&cfg, &p->h.store, &p->m), KCR_OK, "%s", kcr_last_error());
 }
@@ -247,6 +270,19 @@ static bool identity_in_use(sim *s, const char *id)
     return false;
 }
 
+/* Starts `p`'s identity again within `max_ms`; a rolling restart ends then. */
+static void schedule_restart(sim *s, const replica *p, int64_t max_ms)
+{
+    if (s->nrestarts == MAX_REPLICAS) {
+        s->rolling -= p->returns;
+        return;
+    }
+    restart *re = &s->restarts[s->nrestarts++];
+    re->at = s->t + between(s, 0, max_ms);
+    re->roll = p->returns;
+    memcpy(re->identity, p->identity, sizeof re->identity);
+}
+
 static void cut_off(sim *s, replica *p, int64_t until)
 {
     disrupted(s, until);
@@ -269,17 +305,25 @@ static void random_event(sim *s)
         while (identity_in_use(s, id));
         start_replica(s, id);
         s->joins++;
-    } else if (kind < 10 && nactive > 1) { /* graceful leave */
-        kcr__shard_member_leave(s->r[idx[rnd(s) % (uint64_t)nactive]].m);
-        s->leaves++;
+    } else if (kind < 10 && nactive > 1) { /* graceful leave, or a rolling restart */
+        replica *p = &s->r[idx[rnd(s) % (uint64_t)nactive]];
+        kcr__shard_member_leave(p->m);
+        p->returns = keeps_slot(p->identity);
+        if (p->returns) { /* its keys wait for it: not a hand-over */
+            s->rolls++;
+            s->rolling++;
+            s->last_roll = s->t;
+            disrupted(s, s->t);
+        } else {
+            s->leaves++;
+        }
     } else if (kind < 14) { /* crash, maybe restart with the same identity */
         nlive = live(s, idx, false);
         replica *p = &s->r[idx[rnd(s) % (uint64_t)nlive]];
-        if (rnd(s) % 2 && s->nrestarts < MAX_REPLICAS) {
-            restart *re = &s->restarts[s->nrestarts++];
-            re->at = s->t + between(s, 0, 20000);
-            memcpy(re->identity, p->identity, sizeof re->identity);
-        }
+        if (p->returns || rnd(s) % 2) /* a rolling restart's process always comes back */
+            schedule_restart(s, p, 20000);
+        if (p->returns)
+            s->last_roll = s->t;
         stop_process(p);
         s->crashes++;
         disrupted(s, s->t);
@@ -379,6 +423,9 @@ static void step(sim *s)
         if (s->t >= s->restarts[i].at) {
             char id[16];
             memcpy(id, s->restarts[i].identity, sizeof id);
+            s->rolling -= s->restarts[i].roll;
+            if (s->restarts[i].roll)
+                s->last_roll = s->t;
             s->restarts[i] = s->restarts[--s->nrestarts];
             i--;
             start_replica(s, id);
@@ -414,6 +461,10 @@ static void step(sim *s)
                 cr_assert_not_null(strstr(kcr__shard_member_error(p->m), "instance"));
                 s->refusals++;
             }
+            if (st == KCR__SHARD_LEFT && p->returns)
+                schedule_restart(s, p, MAX_RESTART_MS);
+            else if (st == KCR__SHARD_REFUSED && p->returns)
+                s->rolling--; /* a duplicate started meanwhile took the released Lease */
             if (st == KCR__SHARD_REFUSED || st == KCR__SHARD_LEFT) {
                 stop_process(p); /* the reconciles it ran had ended: it drained first */
                 s->last_change = s->t;
@@ -444,7 +495,9 @@ static void step(sim *s)
     }
     if (s->t % GAP_SAMPLE_MS == 0)
         sample_gaps(s);
-    if (!s->checked && s->t - s->last_change >= QUIET_MS) {
+    /* a slot kept for a restart holds its keys until the identity is back */
+    if (!s->checked && s->t - s->last_change >= QUIET_MS && !s->rolling &&
+        s->t - s->last_roll >= ROLL_QUIET_MS) {
         check_coverage(s);
         s->checked = true;
     }
@@ -491,7 +544,8 @@ static void run(sim *s, uint64_t seed, int events, bool broken, backend b)
     /* the end: heal every partition, run the pending restarts, settle */
     for (int i = 0; i < s->nr; i++)
         s->r[i].partition_until = s->r[i].partition_until ? s->t : 0;
-    while (s->nrestarts > 0 || s->t - s->last_change < QUIET_MS + STEP_MS) {
+    while (s->nrestarts > 0 || s->rolling > 0 || s->t - s->last_change < QUIET_MS + STEP_MS ||
+           s->t - s->last_roll < ROLL_QUIET_MS + STEP_MS) {
         step(s);
         if (s->t - s->last_change < STEP_MS)
             s->checked = false;
@@ -531,14 +585,15 @@ static int sim_events(void)
 static void report(const char *what, const sim *s, int events)
 {
     cr_log_info(
-        "%s: events=%d t=%llds reconciles=%ld joins=%ld leaves=%ld crashes=%ld "
+        "%s: events=%d t=%llds reconciles=%ld joins=%ld leaves=%ld rolls=%ld crashes=%ld "
         "restarts=%ld partitions=%ld outages=%ld duplicates=%ld refusals=%ld "
         "coverage_checks=%ld worst_balance=%.3f most_ranges=%zu lease_writes=%lld "
         "lease_lists=%lld overlaps=%ld late_admissions=%ld "
         "per_member_minute: writes=%.1f lists=%.1f "
         "unowned_gaps: n=%zu p50=%lldms p99=%lldms max=%lldms; graceful (joins, leaves): "
         "n=%zu p50=%lldms p99=%lldms max=%lldms",
-        what, events, (long long)(s->t / 1000), s->reconciles, s->joins, s->leaves, s->crashes,
+        what, events, (long long)(s->t / 1000), s->reconciles, s->joins, s->leaves, s->rolls,
+        s->crashes,
         s->restarts_done, s->partitions, s->outages, s->duplicates, s->refusals, s->coverage_checks,
         s->worst_balance, s->most_ranges, s->lease_puts, s->lease_lists, s->overlaps,
         s->late_admissions, (double)s->lease_puts * 60000.0 / (double)s->member_ms,
@@ -560,6 +615,7 @@ static void expect_correct(const sim *s, int events)
     cr_expect_geq(s->coverage_checks, events / 20, "only %ld liveness checks ran",
                   s->coverage_checks);
     cr_expect_gt(s->refusals, 0, "no duplicate identity was refused");
+    cr_expect(events < 100 || s->rolls > 0, "no rolling restart in %d events", events);
     cr_expect_eq(s->late_admissions, 0,
                  "%ld reconciles started past a cut-off replica's "
                  "renew deadline",
