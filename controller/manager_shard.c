@@ -460,8 +460,14 @@ static void collect(kcr_metrics *reg, void *user_data)
     if (err == KCR_OK)
         err = kcr__ranges_copy(kcr__shard_member_covered(s->member), &covered);
     int64_t ahead_ms = kcr__shard_member_ahead_ms(s->member);
+    bool synced = s->state != KCR__SHARD_JOINING; /* covered is empty before the first list */
     pthread_mutex_unlock(&s->lock);
     kcr_metric_set(s->skew, (double)ahead_ms / 1e3);
+    uint64_t measure = kcr__ranges_measure(&covered); /* UINT64_MAX: the whole space */
+    if (err == KCR_OK && synced)
+        kcr_metric_set(s->uncovered, measure == UINT64_MAX
+                                         ? 0
+                                         : 1 - (double)measure / 18446744073709551616.0);
     kcr_manager *m = s->m;
     double unowned = 0;
     /* the controller list is final once the manager ran */
@@ -536,6 +542,19 @@ static kcr_err instrument(mgr_shard *s)
                      &f);
     if (err == KCR_OK)
         err = kcr_metric_family_series(f, r_v, &s->unowned);
+    if (err == KCR_OK)
+        err = family(reg,
+                     &(kcr_metric_desc){.name = "kcr_shard_uncovered_ratio",
+                                        .help = "Share of the hash space (0 to 1) that no live "
+                                                "Lease of the ring publishes: its keys run on no "
+                                                "replica (a hand-over, a slot kept for a "
+                                                "restart, a crashed replica's ranges)",
+                                        .type = KCR_METRIC_GAUGE,
+                                        .label_names = r_l,
+                                        .n_labels = 1},
+                     &f);
+    if (err == KCR_OK)
+        err = kcr_metric_family_series(f, r_v, &s->uncovered);
     if (err == KCR_OK)
         err = family(reg,
                      &(kcr_metric_desc){.name = "kcr_shard_moves_total",

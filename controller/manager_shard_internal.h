@@ -29,7 +29,7 @@ struct mgr_shard {
     kcr__lease_store *inner;                 /* the client store (request thread only) */
     kcr__lease_store outer;                  /* the member's: hands requests over */
     kcr_cancel *call_cancel;
-    kcr_metric *state_metric, *moves, *handover, *unowned, *skew;
+    kcr_metric *state_metric, *moves, *handover, *unowned, *uncovered, *skew;
     /* label mode: objects the coordinator's full and unowned passes listed */
     kcr_metric *coord_full, *coord_unowned;
     kcr_metric_family *owned_family;

@@ -420,6 +420,8 @@ Test(shard_controller, every_key_on_exactly_one_replica, .init = setup, .fini = 
         /* one clock for all: no Lease renewed further ahead than the write's own delay */
         double skew = metric(reps[r].m, "kcr_shard_clock_skew_seconds{ring=\"ring\"}");
         cr_expect(skew >= 0 && skew < 0.05, "replica %d: clock skew %g s", r, skew);
+        cr_expect_eq(metric(reps[r].m, "kcr_shard_uncovered_ratio{ring=\"ring\"}"), 0,
+                     "replica %d: a settled ring covers the whole hash space", r);
     }
     cr_expect_eq(atomic_load(&overlaps), 0, "no key ran on two replicas at once");
     cr_expect_eq(atomic_load(&wrong_info), 0, "kcr_ctx_shard named the replica");
@@ -1092,12 +1094,16 @@ Test(shard_controller, label_mode_a_restart_within_the_grace_moves_nothing, .ini
     cr_expect_eq(keys_of(0), N_KEYS - (int)away, "replica 0 ran keys of the replica restarting");
     cr_expect_eq(metric(reps[0].m, "kcr_shard_unowned_objects{ring=\"ring\"}"), away,
                  "the restarting replica's keys are not reported unowned");
+    double uncovered = metric(reps[0].m, "kcr_shard_uncovered_ratio{ring=\"ring\"}");
+    cr_expect(uncovered > 0.2 && uncovered < 0.8,
+              "the kept slot's share of the hash space is not reported uncovered: %g", uncovered);
 
     replica_new(1, KCR_SHARD_LABEL, NULL);
     replica_start(1);
     WAIT_FOR(each_once());
     cr_expect_eq(keys_of(1), (int)away, "the restarted replica took back its own keys");
     WAIT_FOR(settled(two, 2));
+    cr_expect_eq(metric(reps[0].m, "kcr_shard_uncovered_ratio{ring=\"ring\"}"), 0);
     for (int i = 0; i < N_KEYS; i++) {
         char now[64];
         label_of(i, SHARD_LABEL, now, sizeof now);
