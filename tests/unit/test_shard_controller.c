@@ -13,6 +13,7 @@
 #include <inttypes.h>
 
 #include "controller/manager_internal.h"
+#include "helpers/promtool.h"
 #include "tests/unit/manager_fixture.h"
 
 #define N_KEYS 48
@@ -429,6 +430,11 @@ Test(shard_controller, every_key_on_exactly_one_replica, .init = setup, .fini = 
     cr_assert_eq(kcr_manager_shard_readyz_check(&msg, reps[0].m), KCR_OK);
     cr_expect(strstr(msg, "rep-0 active") && strstr(msg, "admitted ["), "%s", msg);
     free(msg);
+    char *text = NULL; /* the kcr_shard_* series, as Prometheus reads them */
+    cr_assert_eq(kcr_metrics_write_text(kcr_manager_metrics(reps[0].m), &text, NULL), KCR_OK);
+    cr_expect(strstr(text, "kcr_shard_uncovered_ratio") != NULL);
+    promtool_check(text);
+    free(text);
 }
 
 Test(shard_controller, a_stopping_replica_hands_its_keys_over, .init = setup,
