@@ -1070,7 +1070,7 @@ Test(shard_controller, label_mode_each_replica_caches_and_runs_its_labelled_obje
 /* A replica restarted within its restart grace (label mode): while it is
  * away its keys stay unowned (reported) and run nowhere, no label changes,
  * and the next process with its identity takes them back; without the
- * grace the other replica takes them within the lease (1.5 s). */
+ * grace the other replica takes them within a step of the stop. */
 Test(shard_controller, label_mode_a_restart_within_the_grace_moves_nothing, .init = setup,
      .fini = replicas_teardown, .timeout = 120)
 {
